@@ -1,0 +1,18 @@
+"""srcxform: a TensorFlow-style GradientTape that is also a compiler.
+
+The public surface only: re-exports under TensorFlow's names.
+"""
+
+from srcxform import ops  # noqa: F401  (first: the primitives register on import)
+from srcxform.dtypes import bool_ as bool  # noqa: F401
+from srcxform.dtypes import float16, float32, float64, int32, int64  # noqa: F401
+from srcxform.errors import CompileError, ShapeError, SrcxformError, TracingError  # noqa: F401
+from srcxform.ops import *  # noqa: F401, F403
+from srcxform.ops import (  # noqa: F401
+    abs, cast, constant, convert_to_tensor, custom_gradient, range, round, stop_gradient,
+)
+from srcxform import math, nn  # noqa: F401
+from srcxform.tape import GradientTape, UnconnectedGradients  # noqa: F401
+from srcxform.tensor import Tensor, Variable  # noqa: F401
+
+__version__ = "0.1.0"

@@ -1,0 +1,91 @@
+"""Abstract values: a shape and a dtype, and the shape arithmetic every shape rule uses.
+
+Shape rules go through the helpers here (broadcast, equal dims, slice lengths, sizes)
+rather than doing arithmetic on dims themselves, so that a dim may be a plain int
+(eager) or a symbolic size (tracing) without the rules knowing which.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from srcxform.errors import ShapeError
+
+_SHORT_DTYPE = {"float16": "f16", "float32": "f32", "float64": "f64", "int32": "i32",
+                "int64": "i64", "bool": "bool", "int8": "i8", "int16": "i16", "uint8": "u8"}
+
+
+@dataclass(frozen=True, slots=True)
+class Aval:
+    """What is known of a value before it exists: its shape, dtype and weakness.
+
+    A weak value comes from a Python scalar and takes the dtype of the arrays it meets.
+    """
+
+    shape: tuple
+    dtype: np.dtype
+    weak: bool = False
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def short(self):
+        dims = ",".join(str(d) for d in self.shape)
+        name = _SHORT_DTYPE.get(self.dtype.name, self.dtype.name)
+        return f"{name}[{dims}]" + ("~" if self.weak else "")
+
+    def strong(self, dtype=None):
+        return Aval(self.shape, np.dtype(dtype) if dtype is not None else self.dtype)
+
+
+def dims_equal(a, b):
+    """Whether two dims are the same size (symbolic dims compare by identity of their size)."""
+    return a == b
+
+
+def broadcast_shapes(*shapes):
+    """NumPy's broadcasting of shapes; raises ValueError (no op name: the caller adds it)."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for axis in range(ndim):
+        dim = 1
+        for shape in shapes:
+            d = shape[axis - ndim + len(shape)] if axis - ndim + len(shape) >= 0 else 1
+            if d == 1:
+                continue
+            if dim == 1:
+                dim = d
+            elif not dims_equal(dim, d):
+                raise ValueError(f"dims {dim} and {d} do not broadcast")
+        out.append(dim)
+    return tuple(out)
+
+
+def slice_length(n, s):
+    """The length of range(n)[s] for a slice s."""
+    return len(range(*s.indices(n)))
+
+
+def size(shape):
+    """The number of elements of a shape."""
+    total = 1
+    for d in shape:
+        total = total * d
+    return total
+
+
+def normalize_axes(axis, ndim, op):
+    """An axis argument (None, int or sequence) as a sorted tuple of non-negative axes."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = []
+    for a in axes:
+        a = int(a)
+        if not -ndim <= a < max(ndim, 1):
+            raise ShapeError(f"{op}: axis {a} is out of range for a value of rank {ndim}")
+        out.append(a % ndim if ndim else 0)
+    if len(set(out)) != len(out):
+        raise ShapeError(f"{op}: repeated axis in {axis}")
+    return tuple(sorted(out))

@@ -1,0 +1,48 @@
+"""THE reverse walk, shared by the eager tape and the compiler.
+
+Walks records backwards, calls each record's VJP (written in srcxform ops, so it runs on
+Tensors, on Tracers, and under outer tapes alike), sums cotangents back to each input's
+shape and dtype, and accumulates them with `+`. Knows no primitive by name.
+"""
+
+from srcxform import ops
+
+
+def backprop(records, seeds, sources):
+    """Cotangents of `sources` (ids) given `seeds` ({id: cotangent} of the targets).
+
+    Returns {id: cotangent} for the sources that the targets depend on.
+    """
+    # Forward: which recorded values depend on a source; only those need a cotangent.
+    live = set(sources)
+    for rec in records:
+        if any(v._id in live for v in rec.inputs):
+            live.add(rec.out._id)
+    grads = {k: g for k, g in seeds.items() if k in live}
+    for rec in reversed(records):
+        g = grads.get(rec.out._id)
+        if g is None:
+            continue
+        cotangents = rec.vjp(g, rec.out, *rec.inputs, **rec.params)
+        for x, ct in zip(rec.inputs, cotangents):
+            if ct is None or x._id not in live or x.dtype.kind != "f":
+                continue
+            ct = unbroadcast(ct, x)
+            prev = grads.get(x._id)
+            grads[x._id] = ct if prev is None else prev + ct
+    return {k: grads[k] for k in sources if k in grads}
+
+
+def unbroadcast(ct, x):
+    """Sums a cotangent back to the shape of the input it belongs to, in its dtype."""
+    if ct.shape != x.shape:
+        lead = ct.ndim - x.ndim
+        axes = tuple(range(lead)) + tuple(
+            lead + i for i, d in enumerate(x.shape) if d == 1 and ct.shape[lead + i] != 1)
+        if axes:
+            ct = ops.reduce_sum(ct, axis=axes, keepdims=True)
+        if ct.shape != x.shape:
+            ct = ops.reshape(ct, x.shape)
+    if ct.dtype != x.dtype:
+        ct = ops.cast(ct, x.dtype)
+    return ct

@@ -1,0 +1,51 @@
+"""Dtypes: the public aliases, TensorFlow's Python-scalar rule and NumPy promotion.
+
+A Python scalar is *weak*: it takes the dtype of the arrays it meets (NumPy's NEP 50
+rule, which is also TensorFlow's for a scalar beside a tensor). On its own a Python float
+becomes float32 and a Python int int32 (TensorFlow's rule).
+"""
+
+import numpy as np
+
+float16 = np.dtype(np.float16)
+float32 = np.dtype(np.float32)
+float64 = np.dtype(np.float64)
+int32 = np.dtype(np.int32)
+int64 = np.dtype(np.int64)
+bool_ = np.dtype(np.bool_)
+
+# The Python value that stands for a weak operand of each kind in np.result_type.
+_WEAK_STANDIN = {"f": 0.0, "i": 0, "u": 0, "b": False, "c": 0j}
+
+
+def scalar_dtype(value):
+    """The dtype a lone Python scalar gets: float32, int32 or bool (TensorFlow's rule)."""
+    if isinstance(value, bool):
+        return bool_
+    if isinstance(value, int):
+        return int32
+    if isinstance(value, float):
+        return float32
+    raise TypeError(f"expected a Python scalar, got {type(value).__name__}")
+
+
+def is_float(dtype):
+    return np.dtype(dtype).kind == "f"
+
+
+def promote(avals):
+    """The common dtype of some avals, weak ones taking the strong ones' dtype (NEP 50)."""
+    strong = [a.dtype for a in avals if not a.weak]
+    if not strong:
+        return np.result_type(*[a.dtype for a in avals]), True
+    weak = [_WEAK_STANDIN[a.dtype.kind] for a in avals if a.weak]
+    return np.result_type(*strong, *weak), False
+
+
+def as_dtype(dtype):
+    """Accepts a NumPy dtype, a type, or a name ('float32'); returns a NumPy dtype."""
+    if dtype is None:
+        return None
+    if isinstance(dtype, str) and dtype == "bool":
+        return bool_
+    return np.dtype(dtype)

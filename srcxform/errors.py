@@ -1,0 +1,53 @@
+"""srcxform's exceptions and the helpers that make their messages.
+
+Every message names the op, the shapes and dtypes involved and the user's `file:line`.
+This module knows no primitive and imports nothing from the rest of the package.
+"""
+
+import linecache
+import os
+import sys
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+class SrcxformError(Exception):
+    """The base of every exception srcxform raises on its own account."""
+
+
+class TracingError(SrcxformError):
+    """A function cannot be traced: it asked a traced value for something only known at run time."""
+
+
+class ShapeError(SrcxformError, ValueError):
+    """Operands whose shapes do not fit the op."""
+
+
+class CompileError(SrcxformError):
+    """Numba could not compile the generated source; the message quotes the generated line."""
+
+
+def user_frame():
+    """Returns (filename, lineno) of the innermost frame outside srcxform, or None."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep):
+            return filename, frame.f_lineno
+        frame = frame.f_back
+    return None
+
+
+def where(origin=None):
+    """Formats an origin (filename, lineno) as `file.py:12: <source line>`."""
+    origin = origin or user_frame()
+    if origin is None:
+        return "<unknown>"
+    filename, lineno = origin
+    line = linecache.getline(filename, lineno).strip()
+    return f"{os.path.basename(filename)}:{lineno}: {line}" if line else f"{filename}:{lineno}"
+
+
+def describe(aval):
+    """`f32[2,3]`: the short form of an abstract value used in messages and the IR."""
+    return aval.short()

@@ -1,0 +1,28 @@
+"""THE ONLY PLACE PRIMITIVES ARE DECLARED, one family a module.
+
+The families are imported in a fixed order, which is the order of REGISTRY.
+"""
+
+from srcxform.ops.elementwise import (  # noqa: F401
+    abs, add, cast, clip_by_value, cos, divide, equal, exp, expm1, floor, floordiv,
+    greater, greater_equal, is_finite, less, less_equal, log, log1p, logical_and,
+    logical_not, logical_or, maximum, minimum, mod, multiply, negative, not_equal, pow,
+    relu, round, sigmoid, sign, sin, softplus, sqrt, square, stop_gradient, subtract, tan,
+    tanh, where,
+)
+from srcxform.ops.shape import (  # noqa: F401
+    broadcast_to, concat, embed, expand_dims, gather, getitem, reshape, scatter_add, squeeze,
+    stack, tile, transpose,
+)
+from srcxform.ops.reduce import (  # noqa: F401
+    reduce_logsumexp, reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_sum,
+)
+from srcxform.ops.linalg import dot, matmul, outer  # noqa: F401
+from srcxform.ops.nn import (  # noqa: F401
+    log_softmax, sigmoid_cross_entropy_with_logits, softmax, softmax_cross_entropy_with_logits,
+)
+from srcxform.ops.control import custom_gradient  # noqa: F401
+from srcxform.ops.creation import (  # noqa: F401
+    constant, convert_to_tensor, eye, fill, linspace, ones, ones_like, range, zeros, zeros_like,
+)
+from srcxform.ops import numpy_dispatch  # noqa: F401, E402

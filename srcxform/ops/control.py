@@ -1,0 +1,45 @@
+"""Gradient control: custom_gradient (stop_gradient is an elementwise primitive).
+
+A custom gradient is a tape record whose VJP is the user's function, so it works
+eagerly, under outer tapes, and while tracing, with no primitive of its own.
+"""
+
+import functools
+
+from srcxform import recording
+from srcxform.ops.elementwise import stop_gradient
+from srcxform.tensor import as_value
+from srcxform.tree import tree_flatten
+
+
+def custom_gradient(f):
+    """Decorates `f(*xs) -> (y, grad_fn)`; the gradient of y is `grad_fn(upstream)`, which
+    returns one gradient per input (tf.custom_gradient).
+
+    Example:
+        >>> @srcxform.custom_gradient
+        ... def clip_grad(x):
+        ...     return x, lambda g: srcxform.clip_by_value(g, -1.0, 1.0)
+    """
+
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        inputs = [as_value(a, f.__name__) for a in args]
+        with recording.paused():
+            y, grad_fn = f(*inputs, **kwargs)
+        y = as_value(y, f.__name__)
+        if any(y._id == x._id for x in inputs):
+            y = stop_gradient(y)  # the record needs an output distinct from its inputs
+
+        def vjp(g, out, *xs):
+            grads = grad_fn(g)
+            grads = tree_flatten(grads)[0] if isinstance(grads, (list, tuple)) else [grads]
+            if len(grads) != len(xs):
+                raise ValueError(f"custom_gradient: {f.__name__}'s gradient function returned "
+                                 f"{len(grads)} gradients for {len(xs)} inputs")
+            return tuple(None if gr is None else as_value(gr) for gr in grads)
+
+        recording.record(vjp, inputs, y, {})
+        return y
+
+    return wrapper

@@ -1,0 +1,84 @@
+"""Creating values: constant, zeros, ones, fill, range, linspace, eye (no gradient).
+
+`ones_like`/`zeros_like`/`fill` of a traced value broadcast a scalar, so they stay
+traced; everything else makes a Tensor directly.
+"""
+
+import numpy as np
+
+from srcxform.dtypes import as_dtype, float32
+from srcxform.ops.shape import broadcast_to
+from srcxform.tensor import Tensor, Value, as_value
+
+
+def constant(value, dtype=None, shape=None, name=None):
+    """A Tensor from a Python value or array; Python floats become float32 (tf.constant)."""
+    t = Tensor(value, dtype)
+    if shape is not None:
+        t = Tensor._new(np.broadcast_to(t._value, tuple(shape)).copy())
+    return t
+
+
+def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
+    """value as a Tensor, unchanged if it is one already (tf.convert_to_tensor)."""
+    if isinstance(value, Value) and (dtype is None or value.dtype == as_dtype(dtype)):
+        return as_value(value)
+    return Tensor(value, dtype)
+
+
+def zeros(shape, dtype=float32, name=None):
+    return Tensor._new(np.zeros(_shape(shape), as_dtype(dtype)))
+
+
+def ones(shape, dtype=float32, name=None):
+    return Tensor._new(np.ones(_shape(shape), as_dtype(dtype)))
+
+
+def fill(dims, value, name=None):
+    """A tensor of shape `dims` filled with value (tf.fill)."""
+    return broadcast_to(as_value(value, "fill"), _shape(dims))
+
+
+def _like(input, value, dtype):
+    x = as_value(input, "ones_like")
+    dtype = as_dtype(dtype) or x.dtype
+    return broadcast_to(constant(value, dtype), x.shape)
+
+
+def zeros_like(input, dtype=None, name=None):
+    return _like(input, 0, dtype)
+
+
+def ones_like(input, dtype=None, name=None):
+    return _like(input, 1, dtype)
+
+
+def range(start, limit=None, delta=1, dtype=None, name=None):
+    """start, start + delta, … up to limit (tf.range); int32 for ints, float32 for floats."""
+    if limit is None:
+        start, limit = 0, start
+    values = [as_value(v, "range") for v in (start, limit, delta)]
+    dtype = as_dtype(dtype) or np.result_type(*[v.dtype for v in values])
+    return Tensor._new(np.arange(*[v._value for v in values], dtype=dtype))
+
+
+def linspace(start, stop, num, name=None, axis=0):
+    """num evenly spaced values from start to stop inclusive (tf.linspace)."""
+    lo, hi = as_value(start, "linspace"), as_value(stop, "linspace")
+    dtype = np.result_type(lo.dtype, hi.dtype)
+    return Tensor._new(np.linspace(lo._value, hi._value, int(num), dtype=dtype, axis=axis))
+
+
+def eye(num_rows, num_columns=None, batch_shape=None, dtype=float32, name=None):
+    """The identity matrix (tf.eye)."""
+    matrix = np.eye(num_rows, num_columns, dtype=as_dtype(dtype))
+    if batch_shape is not None:
+        matrix = np.broadcast_to(matrix, tuple(batch_shape) + matrix.shape).copy()
+    return Tensor._new(matrix)
+
+
+def _shape(shape):
+    """A shape argument (int, sequence or tensor) as a tuple of ints."""
+    if isinstance(shape, Value):
+        shape = shape.numpy()
+    return tuple(int(d) for d in np.reshape(shape, -1))

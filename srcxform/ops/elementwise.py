@@ -1,0 +1,311 @@
+"""Elementwise primitives: NumPy impl, VJP in srcxform ops, scalar emit template.
+
+Shape and dtype rules (broadcast, NEP 50 promotion) come from `elementwise()`, and
+backprop sums cotangents back to each input's shape: nothing here handles broadcasting.
+Templates use NumPy's scalar functions (np.exp), which Numba compiles and which keep
+float32 as float32 where Python's math module would widen it.
+"""
+
+import numpy as np
+
+from srcxform.aval import Aval
+from srcxform.primitive import elementwise, primitive
+
+# ----- binary arithmetic -----
+
+
+def _true_divide_dtype(common):
+    return common if common.kind == "f" else np.dtype(np.float64)
+
+
+add_p = elementwise("add", np.add, "x + y", vjp=lambda g, out, x, y: (g, g))
+subtract_p = elementwise("subtract", np.subtract, "x - y", vjp=lambda g, out, x, y: (g, -g))
+multiply_p = elementwise("multiply", np.multiply, "x * y",
+                         vjp=lambda g, out, x, y: (g * y, g * x))
+divide_p = elementwise("divide", np.true_divide, "x / y", out_dtype=_true_divide_dtype,
+                       vjp=lambda g, out, x, y: (g / y, -g * out / y))
+floordiv_p = elementwise("floordiv", np.floor_divide, "x // y", nondiff=True, args="x y")
+mod_p = elementwise("mod", np.mod, "x % y",
+                    vjp=lambda g, out, x, y: (g, -g * floor(x / y)))
+
+
+def _pow_vjp(g, out, x, y):
+    # d/dy x**y = out * log(x), taken as 0 where x <= 0 (TensorFlow's convention).
+    positive = x > 0
+    safe_x = where(positive, x, 1)
+    return g * y * x ** (y - 1), where(positive, g * out * log(safe_x), 0)
+
+
+pow_p = elementwise("pow", np.power, "x ** y", vjp=_pow_vjp)
+
+
+def _select_vjp(mask_fn):
+    def vjp(g, out, x, y):
+        mask = mask_fn(x, y)
+        return where(mask, g, 0), where(mask, 0, g)
+
+    return vjp
+
+
+# Ties send the whole gradient to x, as TensorFlow does.
+maximum_p = elementwise("maximum", np.maximum, "np.maximum(x, y)",
+                        vjp=_select_vjp(lambda x, y: x >= y))
+minimum_p = elementwise("minimum", np.minimum, "np.minimum(x, y)",
+                        vjp=_select_vjp(lambda x, y: x <= y))
+
+# ----- comparisons and logic (no gradient) -----
+
+equal_p = elementwise("equal", np.equal, "x == y", nondiff=True, out_dtype="bool", args="x y")
+not_equal_p = elementwise("not_equal", np.not_equal, "x != y", nondiff=True, out_dtype="bool",
+                          args="x y")
+less_p = elementwise("less", np.less, "x < y", nondiff=True, out_dtype="bool", args="x y")
+less_equal_p = elementwise("less_equal", np.less_equal, "x <= y", nondiff=True,
+                           out_dtype="bool", args="x y")
+greater_p = elementwise("greater", np.greater, "x > y", nondiff=True, out_dtype="bool",
+                        args="x y")
+greater_equal_p = elementwise("greater_equal", np.greater_equal, "x >= y", nondiff=True,
+                              out_dtype="bool", args="x y")
+logical_and_p = elementwise("logical_and", np.logical_and, "x and y", nondiff=True,
+                            out_dtype="bool", args="x y")
+logical_or_p = elementwise("logical_or", np.logical_or, "x or y", nondiff=True,
+                           out_dtype="bool", args="x y")
+logical_not_p = elementwise("logical_not", np.logical_not, "not x", nondiff=True,
+                            out_dtype="bool", args="x")
+is_finite_p = elementwise("is_finite", np.isfinite, "np.isfinite(x)", nondiff=True,
+                          out_dtype="bool", args="x")
+
+# ----- unary -----
+
+negative_p = elementwise("negative", np.negative, "-x", vjp=lambda g, out, x: (-g,))
+exp_p = elementwise("exp", np.exp, "np.exp(x)", float_only=True,
+                    vjp=lambda g, out, x: (g * out,))
+log_p = elementwise("log", np.log, "np.log(x)", float_only=True, vjp=lambda g, out, x: (g / x,))
+log1p_p = elementwise("log1p", np.log1p, "np.log1p(x)", float_only=True,
+                      vjp=lambda g, out, x: (g / (1 + x),))
+expm1_p = elementwise("expm1", np.expm1, "np.expm1(x)", float_only=True,
+                      vjp=lambda g, out, x: (g * (out + 1),))
+sqrt_p = elementwise("sqrt", np.sqrt, "np.sqrt(x)", float_only=True,
+                     vjp=lambda g, out, x: (g * 0.5 / out,))
+sin_p = elementwise("sin", np.sin, "np.sin(x)", float_only=True,
+                    vjp=lambda g, out, x: (g * cos(x),))
+cos_p = elementwise("cos", np.cos, "np.cos(x)", float_only=True,
+                    vjp=lambda g, out, x: (-g * sin(x),))
+tan_p = elementwise("tan", np.tan, "np.tan(x)", float_only=True,
+                    vjp=lambda g, out, x: (g * (1 + out * out),))
+tanh_p = elementwise("tanh", np.tanh, "np.tanh(x)", float_only=True,
+                     vjp=lambda g, out, x: (g * (1 - out * out),))
+sigmoid_p = elementwise("sigmoid", lambda x: 1 / (1 + np.exp(-x)), "1 / (1 + np.exp(-x))",
+                        float_only=True, vjp=lambda g, out, x: (g * out * (1 - out),))
+# log(1 + e^x) written so that neither branch overflows.
+softplus_p = elementwise("softplus", lambda x: np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0),
+                         "np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0)", float_only=True,
+                         vjp=lambda g, out, x: (g * sigmoid(x),))
+relu_p = elementwise("relu", lambda x: np.maximum(x, 0), "np.maximum(x, 0)",
+                     vjp=lambda g, out, x: (where(x > 0, g, 0),))
+abs_p = elementwise("abs", np.abs, "np.abs(x)", vjp=lambda g, out, x: (g * sign(x),))
+sign_p = elementwise("sign", np.sign, "np.sign(x)", nondiff=True, args="x")
+floor_p = elementwise("floor", np.floor, "np.floor(x)", nondiff=True, args="x")
+round_p = elementwise("round", np.rint, "np.rint(x)", nondiff=True, args="x")  # half to even
+stop_gradient_p = elementwise("stop_gradient", lambda x: x, "x", nondiff=True, args="x")
+
+# ----- selection and casting -----
+
+where_p = elementwise("where", np.where, "x if c else y",
+                      vjp=lambda g, out, c, x, y: (None, where(c, g, 0), where(c, 0, g)))
+
+
+def _cast_shape(x, *, dtype):
+    return Aval(x.shape, dtype)
+
+
+cast_p = primitive("cast", "elementwise", lambda x, dtype: x.astype(dtype), _cast_shape,
+                   "dtype(x)",
+                   vjp=lambda g, out, x, dtype: (cast(g, x.dtype),))
+
+
+# ----- wrappers (TensorFlow names) -----
+
+
+def add(x, y, name=None):
+    """x + y elementwise, with NumPy broadcasting (tf.math.add)."""
+    return add_p.bind(x, y)
+
+
+def subtract(x, y, name=None):
+    """x - y elementwise (tf.math.subtract)."""
+    return subtract_p.bind(x, y)
+
+
+def multiply(x, y, name=None):
+    """x * y elementwise (tf.math.multiply)."""
+    return multiply_p.bind(x, y)
+
+
+def divide(x, y, name=None):
+    """x / y elementwise; integers divide to float64 (tf.math.divide)."""
+    return divide_p.bind(x, y)
+
+
+def floordiv(x, y, name=None):
+    """x // y elementwise; no gradient (tf.math.floordiv)."""
+    return floordiv_p.bind(x, y)
+
+
+def mod(x, y, name=None):
+    """x % y elementwise, with the sign of y (tf.math.floormod)."""
+    return mod_p.bind(x, y)
+
+
+def pow(x, y, name=None):
+    """x ** y elementwise (tf.math.pow)."""
+    return pow_p.bind(x, y)
+
+
+def maximum(x, y, name=None):
+    """The larger of x and y elementwise (tf.math.maximum)."""
+    return maximum_p.bind(x, y)
+
+
+def minimum(x, y, name=None):
+    """The smaller of x and y elementwise (tf.math.minimum)."""
+    return minimum_p.bind(x, y)
+
+
+def equal(x, y, name=None):
+    return equal_p.bind(x, y)
+
+
+def not_equal(x, y, name=None):
+    return not_equal_p.bind(x, y)
+
+
+def less(x, y, name=None):
+    return less_p.bind(x, y)
+
+
+def less_equal(x, y, name=None):
+    return less_equal_p.bind(x, y)
+
+
+def greater(x, y, name=None):
+    return greater_p.bind(x, y)
+
+
+def greater_equal(x, y, name=None):
+    return greater_equal_p.bind(x, y)
+
+
+def logical_and(x, y, name=None):
+    return logical_and_p.bind(x, y)
+
+
+def logical_or(x, y, name=None):
+    return logical_or_p.bind(x, y)
+
+
+def logical_not(x, name=None):
+    return logical_not_p.bind(x)
+
+
+def is_finite(x, name=None):
+    return is_finite_p.bind(x)
+
+
+def negative(x, name=None):
+    return negative_p.bind(x)
+
+
+def exp(x, name=None):
+    return exp_p.bind(x)
+
+
+def log(x, name=None):
+    return log_p.bind(x)
+
+
+def log1p(x, name=None):
+    return log1p_p.bind(x)
+
+
+def expm1(x, name=None):
+    return expm1_p.bind(x)
+
+
+def sqrt(x, name=None):
+    return sqrt_p.bind(x)
+
+
+def sin(x, name=None):
+    return sin_p.bind(x)
+
+
+def cos(x, name=None):
+    return cos_p.bind(x)
+
+
+def tan(x, name=None):
+    return tan_p.bind(x)
+
+
+def tanh(x, name=None):
+    return tanh_p.bind(x)
+
+
+def sigmoid(x, name=None):
+    return sigmoid_p.bind(x)
+
+
+def softplus(x, name=None):
+    return softplus_p.bind(x)
+
+
+def relu(x, name=None):
+    """max(x, 0); its gradient at 0 is 0, as TensorFlow's."""
+    return relu_p.bind(x)
+
+
+def abs(x, name=None):
+    return abs_p.bind(x)
+
+
+def sign(x, name=None):
+    return sign_p.bind(x)
+
+
+def floor(x, name=None):
+    return floor_p.bind(x)
+
+
+def round(x, name=None):
+    """Rounds half to even, as TensorFlow and NumPy do; no gradient."""
+    return round_p.bind(x)
+
+
+def stop_gradient(x, name=None):
+    """x, through which no gradient flows (tf.stop_gradient)."""
+    return stop_gradient_p.bind(x)
+
+
+def where(condition, x=None, y=None, name=None):
+    """x where condition is true, else y, broadcasting all three (tf.where)."""
+    if x is None or y is None:
+        raise TypeError("where: srcxform needs both x and y (the one-argument form returns "
+                        "data-dependent shapes)")
+    return where_p.bind(condition, x, y)
+
+
+def cast(x, dtype, name=None):
+    """x converted to dtype; a cast to an integer type carries no gradient (tf.cast)."""
+    from srcxform.dtypes import as_dtype
+
+    return cast_p.bind(x, dtype=as_dtype(dtype))
+
+
+def square(x, name=None):
+    """x * x (tf.math.square)."""
+    return multiply(x, x)
+
+
+def clip_by_value(t, clip_value_min, clip_value_max, name=None):
+    """t limited to [clip_value_min, clip_value_max] (tf.clip_by_value)."""
+    return minimum(maximum(t, clip_value_min), clip_value_max)

@@ -1,0 +1,75 @@
+"""Linear algebra: matmul (2-D and batched, batch dims broadcast as NumPy's).
+
+Transpose lives in shape.py; dot and outer for NumPy dispatch are composites here.
+"""
+
+import numpy as np
+
+from srcxform.aval import Aval, broadcast_shapes
+from srcxform.ops.reduce import reduce_sum
+from srcxform.ops.shape import expand_dims, reshape, transpose
+from srcxform.primitive import primitive
+from srcxform.tensor import as_value
+
+
+def _matmul_shape(x, y):
+    if x.ndim < 2 or y.ndim < 2:
+        raise ValueError("matmul needs operands of rank 2 or more")
+    if x.shape[-1] != y.shape[-2]:
+        raise ValueError(f"inner dimensions differ: {x.shape[-1]} and {y.shape[-2]}")
+    if x.dtype.kind not in "fiu" or y.dtype.kind not in "fiu":
+        raise TypeError("matmul needs numeric operands")
+    batch = broadcast_shapes(x.shape[:-2], y.shape[:-2])
+    return Aval(batch + (x.shape[-2], y.shape[-1]), np.result_type(x.dtype, y.dtype))
+
+
+def _swap(x):
+    return transpose(x, tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2))
+
+
+matmul_p = primitive("matmul", "opaque", np.matmul, _matmul_shape, "x @ y",
+                     vjp=lambda g, out, x, y: (matmul(g, _swap(y)), matmul(_swap(x), g)))
+
+
+def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
+    """The matrix product of the last two axes, batching over the others (tf.linalg.matmul).
+
+    Rank-1 operands are treated as NumPy's `@` treats them (a row or column vector).
+    """
+    x, y = as_value(a, "matmul"), as_value(b, "matmul")
+    x = _swap(x) if transpose_a else x
+    y = _swap(y) if transpose_b else y
+    if x.ndim == 0 or y.ndim == 0:
+        raise ValueError(f"matmul: operands must not be scalars, got {x.aval.short()} and "
+                         f"{y.aval.short()}")
+    if x.ndim >= 2 and y.ndim >= 2:
+        return matmul_p.bind(x, y)
+    out = matmul_p.bind(expand_dims(x, 0) if x.ndim == 1 else x,
+                        expand_dims(y, -1) if y.ndim == 1 else y)
+    shape = out.shape[:-2] + (() if x.ndim == 1 else out.shape[-2:-1]) + \
+        (() if y.ndim == 1 else out.shape[-1:])
+    return reshape(out, shape)
+
+
+def tensordot_1d(a, b):
+    """The inner product of two vectors."""
+    return reduce_sum(as_value(a, "dot") * as_value(b, "dot"))
+
+
+def dot(a, b):
+    """NumPy's dot for rank ≤ 2: products of scalars, inner product of vectors, matmul."""
+    x, y = as_value(a, "dot"), as_value(b, "dot")
+    if x.ndim == 0 or y.ndim == 0:
+        return x * y
+    if x.ndim == 1 and y.ndim == 1:
+        return tensordot_1d(x, y)
+    if x.ndim > 2 or y.ndim > 2:
+        raise TypeError("dot: srcxform supports operands of rank ≤ 2; use matmul for batches")
+    return matmul(x, y)
+
+
+def outer(a, b):
+    """The outer product of two vectors (flattened first, as NumPy's outer)."""
+    x, y = as_value(a, "outer"), as_value(b, "outer")
+    x, y = reshape(x, (-1,)), reshape(y, (-1,))
+    return expand_dims(x, 1) * expand_dims(y, 0)

@@ -1,0 +1,102 @@
+"""Reduction primitives over `axis` (a sorted tuple) with `keepdims`, and the composites
+built on them (reduce_mean, reduce_logsumexp).
+
+A reduction's emit template combines an accumulator `acc` with one element `x`,
+starting from `init`.
+"""
+
+import numpy as np
+
+from srcxform.ops.elementwise import cast, equal, exp, is_finite, log, stop_gradient, where
+from srcxform.ops.shape import broadcast_to, reshape
+from srcxform.primitive import reduce_params, reduction
+
+
+def _kept(g, x, axis, keepdims):
+    """A reduction's result (or cotangent) broadcast back to the operand's shape."""
+    if not keepdims:
+        g = reshape(g, tuple(1 if i in axis else d for i, d in enumerate(x.shape)))
+    return broadcast_to(g, x.shape)
+
+
+def _extremum_vjp(g, out, x, *, axis, keepdims):
+    # Ties share the gradient equally, as TensorFlow does.
+    hits = cast(equal(x, _kept(out, x, axis, keepdims)), g.dtype)
+    count = reduce_sum(hits, axis=axis, keepdims=True)
+    return (_kept(g, x, axis, keepdims) * hits / count,)
+
+
+def _prod_vjp(g, out, x, *, axis, keepdims):
+    # The product of the other elements, exact where x has zeros (out / x would be 0/0).
+    is_zero = equal(x, 0)
+    nonzero = where(is_zero, 1, x)
+    prod_nonzero = reduce_prod(nonzero, axis=axis, keepdims=True)
+    zeros = reduce_sum(cast(is_zero, x.dtype), axis=axis, keepdims=True)
+    others = where(is_zero, where(equal(zeros, 1), prod_nonzero, 0),
+                   where(equal(zeros, 0), prod_nonzero / nonzero, 0))
+    return (_kept(g, x, axis, keepdims) * others,)
+
+
+def _extreme_impl(ufunc, sign):
+    def impl(x, axis, keepdims):
+        fill = sign * (np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).max)
+        return ufunc.reduce(x, axis=axis, keepdims=keepdims, initial=fill)
+
+    return impl
+
+
+reduce_sum_p = reduction("reduce_sum", np.sum, "acc + x", init=0,
+                         vjp=lambda g, out, x, *, axis, keepdims:
+                         (_kept(g, x, axis, keepdims),))
+reduce_prod_p = reduction("reduce_prod", np.prod, "acc * x", init=1, vjp=_prod_vjp)
+reduce_max_p = reduction("reduce_max", _extreme_impl(np.maximum, -1), "np.maximum(acc, x)",
+                         init=-np.inf, vjp=_extremum_vjp)
+reduce_min_p = reduction("reduce_min", _extreme_impl(np.minimum, 1), "np.minimum(acc, x)",
+                         init=np.inf, vjp=_extremum_vjp)
+
+
+# ----- wrappers (TensorFlow names) -----
+
+
+def reduce_sum(input_tensor, axis=None, keepdims=False, name=None):
+    """The sum over `axis` (None: all axes) (tf.math.reduce_sum)."""
+    x, params = reduce_params(input_tensor, axis, keepdims, "reduce_sum")
+    return reduce_sum_p.bind(x, **params)
+
+
+def reduce_prod(input_tensor, axis=None, keepdims=False, name=None):
+    x, params = reduce_params(input_tensor, axis, keepdims, "reduce_prod")
+    return reduce_prod_p.bind(x, **params)
+
+
+def reduce_max(input_tensor, axis=None, keepdims=False, name=None):
+    x, params = reduce_params(input_tensor, axis, keepdims, "reduce_max")
+    return reduce_max_p.bind(x, **params)
+
+
+def reduce_min(input_tensor, axis=None, keepdims=False, name=None):
+    x, params = reduce_params(input_tensor, axis, keepdims, "reduce_min")
+    return reduce_min_p.bind(x, **params)
+
+
+def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
+    """The mean over `axis`; integer inputs give an integer (truncated) mean, as TensorFlow."""
+    x, params = reduce_params(input_tensor, axis, keepdims, "reduce_mean")
+    total = reduce_sum_p.bind(x, **params)
+    count = 1
+    for i in params["axis"]:
+        count = count * x.shape[i]
+    if x.dtype.kind == "f":
+        return total / cast(count, x.dtype)
+    return total // count
+
+
+def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
+    """log(sum(exp(x))) over `axis`, shifted by the max so large inputs stay finite."""
+    x, params = reduce_params(input_tensor, axis, keepdims, "reduce_logsumexp")
+    top = stop_gradient(reduce_max_p.bind(x, axis=params["axis"], keepdims=True))
+    top = where(is_finite(top), top, 0)
+    total = log(reduce_sum_p.bind(exp(x - top), axis=params["axis"], keepdims=True)) + top
+    if params["keepdims"]:
+        return total
+    return reshape(total, tuple(d for i, d in enumerate(x.shape) if i not in params["axis"]))

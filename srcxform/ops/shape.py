@@ -1,0 +1,323 @@
+"""Shape primitives (reshape, transpose, broadcast_to, indexing, gather, concat) and the
+composites built on them (expand_dims, squeeze, stack, tile).
+
+Their emit templates are array expressions over the input and param names.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from srcxform.aval import Aval, broadcast_shapes, normalize_axes, size, slice_length
+from srcxform.primitive import primitive
+from srcxform.tensor import Value, as_value
+
+
+@dataclass(frozen=True, slots=True)
+class Slice:
+    """A hashable slice (Python's is not hashable before 3.12), printed as `1:-1:2`."""
+
+    start: int | None
+    stop: int | None
+    step: int | None
+
+    def __str__(self):
+        text = lambda v: "" if v is None else str(v)  # noqa: E731
+        return f"{text(self.start)}:{text(self.stop)}" + (f":{self.step}" if self.step else "")
+
+    def to_slice(self):
+        return slice(self.start, self.stop, self.step)
+
+
+FULL = Slice(None, None, None)
+
+
+def _numpy_index(index):
+    return tuple(i.to_slice() if isinstance(i, Slice) else i for i in index)
+
+
+# ----- reshape, transpose, broadcast -----
+
+
+def _reshape_shape(x, *, shape):
+    if size(shape) != size(x.shape):
+        raise ValueError(f"cannot reshape {size(x.shape)} elements into shape {shape}")
+    return Aval(shape, x.dtype, x.weak)
+
+
+def _transpose_shape(x, *, perm):
+    if sorted(perm) != list(range(x.ndim)):
+        raise ValueError(f"perm {perm} is not a permutation of the {x.ndim} axes")
+    return Aval(tuple(x.shape[p] for p in perm), x.dtype, x.weak)
+
+
+def _broadcast_to_shape(x, *, shape):
+    if len(shape) < x.ndim or broadcast_shapes(x.shape, shape) != tuple(shape):
+        raise ValueError(f"cannot broadcast to shape {shape}")
+    return Aval(tuple(shape), x.dtype, x.weak)
+
+
+reshape_p = primitive("reshape", "structural", lambda x, shape: np.reshape(x, shape),
+                      _reshape_shape, "np.reshape(x, shape)",
+                      vjp=lambda g, out, x, *, shape: (reshape(g, x.shape),))
+transpose_p = primitive("transpose", "structural", lambda x, perm: np.transpose(x, perm),
+                        _transpose_shape, "np.transpose(x, perm)",
+                        vjp=lambda g, out, x, *, perm: (transpose(g, np.argsort(perm)),))
+# The cotangent of a broadcast is summed back by backprop, which unbroadcasts everything.
+broadcast_to_p = primitive("broadcast_to", "structural",
+                           lambda x, shape: np.broadcast_to(x, shape), _broadcast_to_shape,
+                           "np.broadcast_to(x, shape)", vjp=lambda g, out, x, *, shape: (g,))
+
+# ----- indexing -----
+
+
+def _getitem_shape(x, *, index):
+    out, axis = [], 0
+    for item in index:
+        if item is None:
+            out.append(1)
+            continue
+        n = x.shape[axis]
+        if isinstance(item, Slice):
+            out.append(slice_length(n, item.to_slice()))
+        elif not -n <= item < n:
+            raise IndexError(f"index {item} is out of bounds for axis {axis} of size {n}")
+        axis += 1
+    return Aval(tuple(out) + tuple(x.shape[axis:]), x.dtype, x.weak)
+
+
+def _embed_shape(g, *, shape, index):
+    return Aval(tuple(shape), g.dtype)
+
+
+def _embed_impl(g, shape, index):
+    out = np.zeros(shape, g.dtype)
+    out[_numpy_index(index)] = g
+    return out
+
+
+getitem_p = primitive("getitem", "structural", lambda x, index: x[_numpy_index(index)],
+                      _getitem_shape, "x[index]",
+                      vjp=lambda g, out, x, *, index: (embed(g, x.shape, index),))
+# getitem's transpose: zeros of `shape` with g written at `index`.
+embed_p = primitive("embed", "structural", _embed_impl, _embed_shape,
+                    "out = np.zeros(out_shape, out_dtype)\nout[index] = g",
+                    vjp=lambda g, out, x, *, shape, index: (getitem_p.bind(g, index=index),))
+
+
+def _gather_shape(x, indices):
+    if indices.dtype.kind not in "iu" or indices.ndim != 1:
+        raise TypeError(f"indices must be a vector of integers, got {indices.short()}")
+    return Aval(indices.shape + x.shape[1:], x.dtype, x.weak)
+
+
+def _scatter_add_shape(g, indices, *, size):
+    return Aval((size,) + g.shape[1:], g.dtype)
+
+
+def _scatter_add_impl(g, indices, size):
+    out = np.zeros((size,) + g.shape[1:], g.dtype)
+    np.add.at(out, indices, g)
+    return out
+
+
+# Rows of x along the first axis; gather() moves other axes there first.
+gather_p = primitive("gather", "opaque", lambda x, indices: x[indices], _gather_shape,
+                     "x[indices]",
+                     vjp=lambda g, out, x, indices: (scatter_add(g, indices, x.shape[0]), None))
+# gather's transpose: rows of g added into zeros at `indices`.
+scatter_add_p = primitive("scatter_add", "opaque", _scatter_add_impl, _scatter_add_shape,
+                          "out = np.zeros(out_shape, out_dtype)\n"
+                          "for i in range(indices.shape[0]):\n"
+                          "    out[indices[i]] = out[indices[i]] + g[i]",
+                          vjp=lambda g, out, x, indices, *, size:
+                          (gather_p.bind(g, indices), None))
+
+# ----- joining -----
+
+
+def _concat_shape(*xs, axis):
+    first = xs[0]
+    for x in xs[1:]:
+        if x.ndim != first.ndim or any(a != b for i, (a, b) in
+                                       enumerate(zip(x.shape, first.shape)) if i != axis):
+            raise ValueError(f"shapes differ outside axis {axis}")
+    dtype = np.result_type(*[x.dtype for x in xs])
+    total = sum(x.shape[axis] for x in xs)
+    return Aval(first.shape[:axis] + (total,) + first.shape[axis + 1:], dtype)
+
+
+def _concat_vjp(g, out, *xs, axis):
+    parts, start = [], 0
+    for x in xs:
+        stop = start + x.shape[axis]
+        index = (FULL,) * axis + (Slice(start, stop, None),)
+        parts.append(getitem_p.bind(g, index=index))
+        start = stop
+    return tuple(parts)
+
+
+concat_p = primitive("concat", "structural", lambda *xs, axis: np.concatenate(xs, axis),
+                     _concat_shape, "np.concatenate(xs, axis)", vjp=_concat_vjp)
+
+
+# ----- wrappers (TensorFlow names) -----
+
+
+def reshape(tensor, shape, name=None):
+    """The same elements in a new shape; one dim may be -1 (tf.reshape)."""
+    x = as_value(tensor, "reshape")
+    shape = tuple(int(d) for d in np.atleast_1d(shape)) if not isinstance(shape, tuple) \
+        else tuple(int(d) for d in shape)
+    if -1 in shape:
+        known = size(tuple(d for d in shape if d != -1))
+        if known == 0 or size(x.shape) % known:
+            raise ValueError(f"reshape: cannot reshape {x.aval.short()} into {shape}")
+        shape = tuple(size(x.shape) // known if d == -1 else d for d in shape)
+    if shape == x.shape:
+        return x
+    return reshape_p.bind(x, shape=shape)
+
+
+def transpose(a, perm=None, conjugate=False, name=None):
+    """Permutes the axes; reverses them when perm is None (tf.transpose)."""
+    x = as_value(a, "transpose")
+    perm = tuple(reversed(range(x.ndim))) if perm is None else tuple(int(p) % max(x.ndim, 1)
+                                                                      for p in perm)
+    return x if perm == tuple(range(x.ndim)) else transpose_p.bind(x, perm=perm)
+
+
+def broadcast_to(input, shape, name=None):
+    """input broadcast to `shape` by NumPy's rules (tf.broadcast_to)."""
+    x = as_value(input, "broadcast_to")
+    shape = tuple(int(d) for d in shape)
+    return x if shape == x.shape else broadcast_to_p.bind(x, shape=shape)
+
+
+def expand_dims(input, axis, name=None):
+    """input with a new axis of size 1 at `axis` (tf.expand_dims)."""
+    x = as_value(input, "expand_dims")
+    axis = normalize_axes(axis, x.ndim + 1, "expand_dims")[0]
+    return reshape(x, x.shape[:axis] + (1,) + x.shape[axis:])
+
+
+def squeeze(input, axis=None, name=None):
+    """input without its size-1 axes (all of them, or those in `axis`) (tf.squeeze)."""
+    x = as_value(input, "squeeze")
+    axes = (tuple(i for i, d in enumerate(x.shape) if d == 1) if axis is None
+            else normalize_axes(axis, x.ndim, "squeeze"))
+    for i in axes:
+        if x.shape[i] != 1:
+            raise ValueError(f"squeeze: axis {i} of {x.aval.short()} has size {x.shape[i]}, "
+                             "not 1")
+    return reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes))
+
+
+def concat(values, axis, name=None):
+    """Joins tensors along an existing axis (tf.concat)."""
+    xs = [as_value(v, "concat") for v in values]
+    if not xs:
+        raise ValueError("concat: needs at least one tensor")
+    axis = normalize_axes(axis, xs[0].ndim, "concat")[0]
+    return xs[0] if len(xs) == 1 else concat_p.bind(*xs, axis=axis)
+
+
+def stack(values, axis=0, name=None):
+    """Joins tensors of one shape along a new axis (tf.stack)."""
+    xs = [as_value(v, "stack") for v in values]
+    if not xs:
+        raise ValueError("stack: needs at least one tensor")
+    return concat([expand_dims(x, axis) for x in xs], axis)
+
+
+def tile(input, multiples, name=None):
+    """input repeated `multiples[i]` times along axis i (tf.tile)."""
+    x = as_value(input, "tile")
+    multiples = tuple(int(m) for m in multiples)
+    if len(multiples) != x.ndim:
+        raise ValueError(f"tile: {len(multiples)} multiples for a value of rank {x.ndim}")
+    spread = reshape(x, tuple(d for dim in x.shape for d in (1, dim)))
+    grown = broadcast_to(spread, tuple(d for m, dim in zip(multiples, x.shape) for d in (m, dim)))
+    return reshape(grown, tuple(m * dim for m, dim in zip(multiples, x.shape)))
+
+
+def gather(params, indices, axis=None, batch_dims=0, name=None):
+    """Slices of params at integer `indices` along `axis` (tf.gather)."""
+    x, indices = as_value(params, "gather"), as_value(indices, "gather")
+    axis = normalize_axes(0 if axis is None else axis, x.ndim, "gather")[0]
+    to_front = (axis,) + tuple(i for i in range(x.ndim) if i != axis)
+    rows = gather_p.bind(transpose(x, to_front), reshape(indices, (-1,)))
+    rows = reshape(rows, indices.shape + rows.shape[1:])
+    k = indices.ndim
+    back = tuple(range(k, k + axis)) + tuple(range(k)) + tuple(range(k + axis, rows.ndim))
+    return transpose(rows, back)
+
+
+def embed(g, shape, index):
+    """Zeros of `shape` with g written at `index` (the transpose of indexing)."""
+    return embed_p.bind(g, shape=tuple(shape), index=index)
+
+
+def scatter_add(g, indices, size):
+    """Zeros of `size` rows with rows of g added at `indices` (the transpose of gather)."""
+    return scatter_add_p.bind(g, indices, size=size)
+
+
+def getitem(x, index):
+    """x[index] for ints, slices, None, Ellipsis, and one integer array (a gather)."""
+    x = as_value(x, "getitem")
+    items = index if isinstance(index, tuple) else (index,)
+    arrays = [i for i, item in enumerate(items) if _is_array_index(item)]
+    if arrays:
+        return _advanced_getitem(x, items, arrays)
+    normalized = _normalize_index(items, x.shape)
+    if all(isinstance(i, Slice) and i == FULL for i in normalized):
+        return x
+    return getitem_p.bind(x, index=normalized)
+
+
+def _is_array_index(item):
+    return isinstance(item, (list, np.ndarray, Value)) and not (
+        isinstance(item, (np.ndarray, Value)) and item.ndim == 0 and item.dtype.kind in "iu"
+        and getattr(item, "_trace", None) is None)
+
+
+def _advanced_getitem(x, items, arrays):
+    rest = [i for i, item in enumerate(items) if i not in arrays and item != slice(None)]
+    if len(arrays) != 1 or rest:
+        raise TypeError("getitem: srcxform supports one integer-array index among full "
+                        "slices (x[idx], x[:, idx]); use srcxform.gather or srcxform.where")
+    indices = as_value(items[arrays[0]], "getitem")
+    if indices.dtype.kind == "b":
+        raise TypeError("getitem: boolean masks give data-dependent shapes; use "
+                        "srcxform.where(mask, x, 0) instead")
+    return gather(x, indices, axis=arrays[0])
+
+
+def _normalize_index(items, shape):
+    """Expands Ellipsis and turns ints and slices into hashable, checked items."""
+    used = sum(1 for i in items if i is not None and i is not Ellipsis)
+    if used > len(shape):
+        raise IndexError(f"getitem: too many indices ({used}) for a value of rank {len(shape)}")
+    out, axis = [], 0
+    for item in items:
+        if item is Ellipsis:
+            fill = len(shape) - used
+            out.extend([FULL] * fill)
+            axis += fill
+            used = len(shape)  # a second Ellipsis adds nothing
+        elif item is None:
+            out.append(None)
+        elif isinstance(item, slice):
+            out.append(Slice(*(None if v is None else int(v)
+                               for v in (item.start, item.stop, item.step))))
+            axis += 1
+        else:
+            i = int(item)
+            n = shape[axis]
+            if not -n <= i < n:
+                raise IndexError(f"getitem: index {i} is out of bounds for axis {axis} "
+                                 f"of size {n}")
+            out.append(i % n)
+            axis += 1
+    return tuple(out)

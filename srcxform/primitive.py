@@ -1,0 +1,186 @@
+"""The Primitive record, the registry, the declarators, and the one `bind`.
+
+A primitive is declared once (name, NumPy impl, shape rule, VJP in srcxform ops, code
+emitter); eager evaluation, tape recording and tracing all go through `bind`, which
+knows no primitive by name.
+"""
+
+import ast
+import inspect
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from srcxform import recording
+from srcxform.aval import Aval, broadcast_shapes, normalize_axes
+from srcxform.dtypes import promote
+from srcxform.errors import ShapeError, where
+from srcxform.tensor import Tensor, as_value
+
+REGISTRY: dict = {}
+
+_TEMPLATE_MODULES = ("np", "math", "range", "max", "min")
+
+
+@dataclass(eq=False)
+class Primitive:
+    """One operation, declared once.
+
+    kind: `elementwise` (emit is a scalar expression over the input names), `reduction`
+    (emit combines an accumulator `acc` with an element `x`, from `init`), or
+    `structural`/`opaque` (emit is an array expression over the input names and params).
+    """
+
+    name: str
+    kind: str
+    impl: Callable
+    shape: Callable
+    vjp: Callable | None
+    emit: str
+    arg_names: tuple
+    nondiff: bool = False
+    init: float | None = None
+    variadic: bool = False
+    param_names: tuple = field(init=False)
+    template: ast.AST = field(init=False, repr=False)
+
+    def __post_init__(self):
+        if self.name in REGISTRY:
+            raise ValueError(f"primitive {self.name!r} is declared twice")
+        if self.vjp is None and not self.nondiff:
+            raise ValueError(f"primitive {self.name!r} has no vjp and is not marked nondiff")
+        self.param_names = tuple(
+            p.name for p in inspect.signature(self.shape).parameters.values()
+            if p.kind is p.KEYWORD_ONLY)
+        self.template = _parse_template(self.name, self.emit,
+                                        self.arg_names + self.param_names)
+        REGISTRY[self.name] = self
+
+    def __repr__(self):
+        return f"<primitive {self.name}>"
+
+    def bind(self, *args, **params):
+        """Applies the primitive: traced if any input is a Tracer, else computed eagerly;
+        then recorded on every tape that watches an input."""
+        values = [as_value(a, self.name) for a in args]
+        out_aval = self.abstract_eval(values, params)
+        trace = next((v._trace for v in values if v._trace is not None), None)
+        if trace is not None:
+            out = trace.add_eqn(self, values, params, out_aval)
+        else:
+            out = self.eager(values, params, out_aval)
+        if not self.nondiff and recording.ACTIVE:
+            recording.record(self.vjp, values, out, params)
+        return out
+
+    def abstract_eval(self, values, params):
+        """Runs the shape rule, turning a mismatch into an error naming op, operands, line."""
+        try:
+            return self.shape(*[v.aval for v in values], **params)
+        except (ValueError, TypeError) as err:
+            operands = ", ".join(v.aval.short() for v in values)
+            kind = type(err) if isinstance(err, TypeError) else ShapeError
+            raise kind(f"{self.name}({operands}): {err}\n  at {where()}") from None
+
+    def eager(self, values, params, out_aval):
+        arrays = [v._value for v in values]
+        if self.kind == "elementwise":
+            # Operands meet in their common dtype; a condition ("c") stays bool.
+            names = self.arg_names
+            common = promote([v.aval for n, v in zip(names, values) if n != "c"])[0]
+            arrays = [a if n == "c" or a.dtype == common else a.astype(common)
+                      for n, a in zip(names, arrays)]
+        with np.errstate(all="ignore"):
+            result = np.asarray(self.impl(*arrays, **params))
+        if result.dtype != out_aval.dtype:
+            result = result.astype(out_aval.dtype)
+        return Tensor._new(result, out_aval.weak)
+
+
+def _parse_template(name, emit, names):
+    """Parses an emit template once, at import, and checks the names it reads.
+
+    An expression template reads the inputs, params, `acc` (reductions) and np/math. A
+    statement template (several lines) assigns `out` and may also read `out_shape` and
+    `out_dtype`, which code generation provides, and the names it assigns itself.
+    """
+    statements = "\n" in emit
+    tree = ast.parse(emit, mode="exec" if statements else "eval")
+    allowed = set(names) | set(_TEMPLATE_MODULES) | {"acc"}
+    if statements:
+        allowed |= {"out", "out_shape", "out_dtype"} | {
+            n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
+            and isinstance(n.ctx, ast.Store)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id not in allowed:
+            raise ValueError(f"primitive {name!r}: emit template {emit!r} uses {node.id!r}")
+    return tree.body
+
+
+def _arg_names(fn, skip):
+    """The positional parameter names of fn after the first `skip`, and whether the last
+    one is variadic (*xs)."""
+    params = [p for p in inspect.signature(fn).parameters.values()
+              if p.kind is not p.KEYWORD_ONLY][skip:]
+    return (tuple(p.name for p in params),
+            bool(params) and params[-1].kind is inspect.Parameter.VAR_POSITIONAL)
+
+
+# ----- declarators -----
+
+
+def elementwise(name, impl, emit, vjp=None, nondiff=False, out_dtype=None, float_only=False,
+                args=None):
+    """Declares an elementwise primitive: NumPy broadcasting, NEP 50 promotion.
+
+    The inputs are named by the VJP's parameters after (g, out), or by `args`; an input
+    named `c` is a bool condition and takes no part in promotion. `out_dtype` is "bool"
+    or a function of the operands' common dtype.
+    """
+    arg_names = tuple(args.split()) if args else _arg_names(vjp, 2)[0]
+
+    def shape(*avals):
+        cond = [a for n, a in zip(arg_names, avals) if n == "c"]
+        operands = [a for n, a in zip(arg_names, avals) if n != "c"]
+        dtype, weak = promote(operands)
+        if float_only and dtype.kind != "f":
+            raise TypeError(f"expects float inputs, got {dtype.name}; cast first "
+                            f"(srcxform.cast(x, srcxform.float32))")
+        for c in cond:
+            if c.dtype != np.bool_:
+                raise TypeError(f"the condition must be bool, got {c.dtype.name}")
+        out_shape = broadcast_shapes(*[a.shape for a in avals])
+        if out_dtype == "bool":
+            return Aval(out_shape, np.dtype(np.bool_))
+        return Aval(out_shape, out_dtype(dtype) if out_dtype else dtype, weak)
+
+    return Primitive(name, "elementwise", impl, shape, vjp, emit, arg_names, nondiff)
+
+
+def reduction(name, impl, emit, init, vjp=None, nondiff=False):
+    """Declares a reduction over `axis` (a sorted tuple) with `keepdims`."""
+
+    def shape(x, *, axis, keepdims):
+        if x.dtype == np.bool_:
+            raise TypeError("cannot reduce a bool value; cast it first")
+        if keepdims:
+            out = tuple(1 if i in axis else d for i, d in enumerate(x.shape))
+        else:
+            out = tuple(d for i, d in enumerate(x.shape) if i not in axis)
+        return Aval(out, x.dtype)
+
+    return Primitive(name, "reduction", impl, shape, vjp, emit, ("x",), nondiff, init)
+
+
+def primitive(name, kind, impl, shape, emit, vjp=None, nondiff=False):
+    """Declares a primitive with its own shape rule `shape(*avals, **params)`; the inputs
+    are named by the shape rule's positional parameters."""
+    arg_names, variadic = _arg_names(shape, 0)
+    return Primitive(name, kind, impl, shape, vjp, emit, arg_names, nondiff, variadic=variadic)
+
+
+def reduce_params(x, axis, keepdims, op):
+    """Normalizes a reduction's axis argument against the operand's rank."""
+    x = as_value(x, op)
+    return x, dict(axis=normalize_axes(axis, x.ndim, op), keepdims=bool(keepdims))

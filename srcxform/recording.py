@@ -1,0 +1,52 @@
+"""The tapes now recording, and what each op tells them.
+
+`bind` calls `record` after every differentiable op; `as_value` calls `variable_read`
+when a Variable is used. This module holds no gradient logic (that is backprop.py).
+"""
+
+import contextlib
+from dataclasses import dataclass
+from typing import Callable
+
+# Tapes whose context is open, innermost last.
+ACTIVE: list = []
+
+
+@dataclass(slots=True)
+class Record:
+    """One recorded op: `vjp(g, out, *inputs, **params)` gives the inputs' cotangents."""
+
+    vjp: Callable
+    inputs: tuple
+    out: object
+    params: dict
+
+
+def record(vjp, inputs, out, params):
+    """Appends the op to every recording tape that watches one of its inputs."""
+    if out.dtype.kind != "f":
+        return
+    for tape in ACTIVE:
+        if tape._recording and any(v._id in tape._watched for v in inputs):
+            tape._records.append(Record(vjp, tuple(inputs), out, params))
+            tape._watched.add(out._id)
+
+
+def variable_read(variable):
+    """A trainable Variable read inside a tape that watches accessed variables is watched."""
+    for tape in ACTIVE:
+        if tape._recording and tape._watch_accessed and variable.trainable:
+            tape._watch_variable(variable)
+
+
+@contextlib.contextmanager
+def paused():
+    """No tape records inside this block (custom_gradient's forward pass)."""
+    states = [(tape, tape._recording) for tape in ACTIVE]
+    for tape, _ in states:
+        tape._recording = False
+    try:
+        yield
+    finally:
+        for tape, state in states:
+            tape._recording = state

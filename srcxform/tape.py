@@ -1,0 +1,202 @@
+"""GradientTape: watching, recording, and TensorFlow's rules around `gradient`.
+
+The reverse walk itself is backprop.py's; this module decides what is watched, what a
+call may ask for, and what shape the answer has.
+"""
+
+import contextlib
+import enum
+import warnings
+
+import numpy as np
+
+from srcxform import ops, recording
+from srcxform.backprop import backprop
+from srcxform.tensor import Value, Variable, as_value
+from srcxform.tree import tree_flatten, tree_unflatten
+
+
+class UnconnectedGradients(enum.Enum):
+    """What `gradient` gives for a source the target does not depend on."""
+
+    NONE = "none"
+    ZERO = "zero"
+
+
+class GradientTape:
+    """Records operations on watched values to differentiate them (tf.GradientTape).
+
+    Example:
+        >>> x = srcxform.constant(3.0)
+        >>> with srcxform.GradientTape() as tape:
+        ...     tape.watch(x)
+        ...     y = x * x
+        >>> tape.gradient(y, x)   # 6.0
+    """
+
+    def __init__(self, persistent=False, watch_accessed_variables=True):
+        self._persistent = persistent
+        self._watch_accessed = watch_accessed_variables
+        self._records = []
+        self._watched = set()
+        self._variables = []
+        self._recording = False
+        self._used = False
+
+    def __enter__(self):
+        self._recording = True
+        recording.ACTIVE.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        self._recording = False
+        recording.ACTIVE.remove(self)
+        return False
+
+    # ----- watching -----
+    def watch(self, tensor):
+        """Watches a value, or every value in a nested list/tuple/dict of them."""
+        for leaf in tree_flatten(tensor)[0]:
+            if not isinstance(leaf, Value):
+                raise TypeError(f"watch: expected a tensor or Variable, got {type(leaf).__name__}")
+            if leaf.dtype.kind != "f":
+                warnings.warn(f"The dtype of the watched tensor must be floating (e.g. "
+                              f"float32), got {leaf.dtype.name}; its gradient will be None",
+                              stacklevel=2)
+                continue
+            if isinstance(leaf, Variable):
+                self._watch_variable(leaf)
+            else:
+                self._watched.add(leaf._id)
+
+    def _watch_variable(self, variable):
+        if variable._id not in self._watched:
+            self._watched.add(variable._id)
+            self._variables.append(variable)
+
+    def watched_variables(self):
+        """The Variables this tape watches, in the order they were first watched."""
+        return tuple(self._variables)
+
+    @contextlib.contextmanager
+    def stop_recording(self):
+        """Ops run inside this block are not recorded by this tape."""
+        if not self._recording:
+            raise ValueError("stop_recording: the tape is not recording")
+        self._recording = False
+        try:
+            yield
+        finally:
+            self._recording = True
+
+    def reset(self):
+        """Forgets everything recorded and watched so far."""
+        self._records.clear()
+        self._watched.clear()
+        self._variables.clear()
+
+    # ----- differentiating -----
+    def gradient(self, target, sources, output_gradients=None,
+                 unconnected_gradients=UnconnectedGradients.NONE):
+        """The gradient of target (summed, or weighted by output_gradients) wrt sources.
+
+        `sources` may be nested; the result has the same structure.
+        """
+        self._check_usable("gradient")
+        zero = _unconnected_is_zero(unconnected_gradients)
+        leaves, treedef = tree_flatten(sources)
+        grads = self._gradient_leaves(target, leaves, output_gradients)
+        return tree_unflatten(treedef, [_gradient_for(s, g, zero) for s, g in zip(leaves, grads)])
+
+    def _gradient_leaves(self, target, leaves, output_gradients):
+        """Each leaf's gradient, None where the target does not depend on it."""
+        targets = tree_flatten(target)[0]
+        weights = (tree_flatten(output_gradients)[0] if output_gradients is not None
+                   else [None] * len(targets))
+        seeds = {}
+        for t, w in zip(targets, weights):
+            t = as_value(t, "gradient")
+            g = ops.ones_like(t) if w is None else ops.cast(as_value(w), t.dtype)
+            seeds[t._id] = seeds[t._id] + g if t._id in seeds else g
+        ids = [_source_id(s) for s in leaves]
+        found = backprop(list(self._records), seeds, ids)
+        return [found.get(i) if s.dtype.kind == "f" else None for s, i in zip(leaves, ids)]
+
+    def jacobian(self, target, sources, unconnected_gradients=UnconnectedGradients.NONE,
+                 parallel_iterations=None, experimental_use_pfor=True):
+        """d target / d source, shaped target.shape + source.shape, for each source."""
+        self._check_usable("jacobian")
+        zero = _unconnected_is_zero(unconnected_gradients)
+        target = as_value(target, "jacobian")
+        leaves, treedef = tree_flatten(sources)
+        rows = [self._gradient_leaves(target, leaves, weight)
+                for weight in _one_hots(target.shape, target.shape, target.dtype)]
+        result = []
+        for j, source in enumerate(leaves):
+            shape = tuple(target.shape) + tuple(source.shape)
+            result.append(_stacked([r[j] for r in rows], shape, source, zero))
+        return tree_unflatten(treedef, result)
+
+    def batch_jacobian(self, target, source, unconnected_gradients=UnconnectedGradients.NONE,
+                       parallel_iterations=None, experimental_use_pfor=True):
+        """Per-example jacobian, shaped [b, *target.shape[1:], *source.shape[1:]]; row i of
+        target must depend only on row i of source."""
+        self._check_usable("batch_jacobian")
+        zero = _unconnected_is_zero(unconnected_gradients)
+        target = as_value(target, "batch_jacobian")
+        if target.shape[:1] != source.shape[:1]:
+            raise ValueError(f"batch_jacobian: target of shape {target.shape} and source of "
+                             f"shape {source.shape} differ in their first (batch) dimension")
+        inner = tuple(target.shape[1:])
+        rows = [self._gradient_leaves(target, [source], weight)[0]
+                for weight in _one_hots(inner, target.shape, target.dtype)]
+        shape = target.shape[:1] + inner + tuple(source.shape[1:])
+        return _stacked(rows, shape, source, zero, axis=1)
+
+    def _check_usable(self, what):
+        if self._used and not self._persistent:
+            raise RuntimeError(f"{what}: a non-persistent GradientTape can only be used to "
+                               "compute one set of gradients (or jacobians); create it with "
+                               "persistent=True to call it again")
+        self._used = True
+
+
+def _source_id(source):
+    if not isinstance(source, Value):
+        raise TypeError(f"gradient: sources must be tensors or Variables, got "
+                        f"{type(source).__name__}")
+    return source._id
+
+
+def _gradient_for(source, grad, zero):
+    if grad is None and zero and source.dtype.kind == "f":
+        return ops.zeros(source.shape, source.dtype)
+    return grad
+
+
+def _one_hots(shape, broadcast_shape, dtype):
+    """One weight per element of `shape`: 1 there, 0 elsewhere, broadcast to broadcast_shape."""
+    n = _num_elements(shape)
+    eye = np.eye(n, dtype=dtype)
+    return [ops.broadcast_to(ops.constant(eye[k].reshape(shape)), broadcast_shape)
+            for k in range(n)]
+
+
+def _stacked(rows, shape, source, zero, axis=0):
+    """Rows of gradients stacked into a jacobian of `shape` (None where unconnected)."""
+    if not rows:
+        return ops.zeros(shape, source.dtype)
+    if rows[0] is None:
+        return ops.zeros(shape, source.dtype) if zero and source.dtype.kind == "f" else None
+    return ops.reshape(ops.stack(rows, axis=axis), shape)
+
+
+def _unconnected_is_zero(option):
+    return UnconnectedGradients(getattr(option, "value", option)) is UnconnectedGradients.ZERO
+
+
+def _num_elements(shape):
+    total = 1
+    for d in shape:
+        total *= d
+    return total

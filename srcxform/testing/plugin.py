@@ -1,0 +1,1 @@
+"""pytest plugin: provides the `gradcheck` fixture."""

@@ -1,0 +1,53 @@
+"""Nested structures: flatten tuples, lists and dicts to leaves and back.
+
+Dict keys are visited in sorted order (as tf.nest and JAX do), so a structure's leaves
+and its TreeDef are deterministic. TreeDefs are hashable: they key the kernel cache.
+"""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class TreeDef:
+    """The shape of a nested structure: a leaf (kind None), or a container of children."""
+
+    kind: type | None
+    keys: tuple = ()
+    children: tuple = ()
+
+    @property
+    def num_leaves(self):
+        return 1 if self.kind is None else sum(c.num_leaves for c in self.children)
+
+
+LEAF = TreeDef(None)
+
+
+def tree_flatten(tree):
+    """Returns (leaves, treedef)."""
+    leaves = []
+    return leaves, _flatten(tree, leaves)
+
+
+def _flatten(tree, leaves):
+    if isinstance(tree, dict):
+        keys = tuple(sorted(tree))
+        return TreeDef(dict, keys, tuple(_flatten(tree[k], leaves) for k in keys))
+    if isinstance(tree, (list, tuple)) and not hasattr(tree, "_fields"):
+        return TreeDef(type(tree), (), tuple(_flatten(t, leaves) for t in tree))
+    leaves.append(tree)
+    return LEAF
+
+
+def tree_unflatten(treedef, leaves):
+    """Builds the structure `treedef` describes from a flat sequence of leaves."""
+    return _unflatten(treedef, iter(leaves))
+
+
+def _unflatten(treedef, it):
+    if treedef.kind is None:
+        return next(it)
+    children = [_unflatten(c, it) for c in treedef.children]
+    if treedef.kind is dict:
+        return dict(zip(treedef.keys, children))
+    return treedef.kind(children)
