@@ -299,8 +299,9 @@ class Variable(Value):
 
 def _numpy_text(array, text):
     if array.ndim == 0:
-        return str(array.item()) if array.dtype.kind != "b" else str(bool(array))
-    return "\n" + text(array)
+        return str(array[()])
+    body = text(array)
+    return "\n" + body if "\n" in body else body  # TensorFlow breaks before multi-line values
 
 
 def _to_array(value, dtype=None):
