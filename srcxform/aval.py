@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from srcxform.errors import ShapeError
+from srcxform.errors import shape_error
 
 _SHORT_DTYPE = {"float16": "f16", "float32": "f32", "float64": "f64", "int32": "i32",
                 "int64": "i64", "bool": "bool", "int8": "i8", "int16": "i16", "uint8": "u8"}
@@ -63,8 +63,18 @@ def broadcast_shapes(*shapes):
 
 
 def slice_length(n, s):
-    """The length of range(n)[s] for a slice s."""
-    return len(range(*s.indices(n)))
+    """The length of range(n)[s] for a slice s; symbolic in n for unit steps."""
+    if s.step not in (None, 1):
+        return len(range(*s.indices(n)))
+    start = 0 if s.start is None else s.start if s.start >= 0 else max_dim(n + s.start, 0)
+    stop = n if s.stop is None else s.stop if s.stop >= 0 else n + s.stop
+    stop = n if stop > n else stop
+    start = n if start > n else start
+    return stop - start if stop >= start else 0
+
+
+def max_dim(a, b):
+    return a if a >= b else b
 
 
 def size(shape):
@@ -84,8 +94,8 @@ def normalize_axes(axis, ndim, op):
     for a in axes:
         a = int(a)
         if not -ndim <= a < max(ndim, 1):
-            raise ShapeError(f"{op}: axis {a} is out of range for a value of rank {ndim}")
+            raise shape_error(f"{op}: axis {a} is out of range for a value of rank {ndim}")
         out.append(a % ndim if ndim else 0)
     if len(set(out)) != len(out):
-        raise ShapeError(f"{op}: repeated axis in {axis}")
+        raise shape_error(f"{op}: repeated axis in {axis}")
     return tuple(sorted(out))

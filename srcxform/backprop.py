@@ -5,7 +5,7 @@ Tensors, on Tracers, and under outer tapes alike), sums cotangents back to each 
 shape and dtype, and accumulates them with `+`. Knows no primitive by name.
 """
 
-from srcxform import ops
+from srcxform import ops, recording
 
 
 def backprop(records, seeds, sources):
@@ -23,13 +23,14 @@ def backprop(records, seeds, sources):
         g = grads.get(rec.out._id)
         if g is None:
             continue
-        cotangents = rec.vjp(g, rec.out, *rec.inputs, **rec.params)
-        for x, ct in zip(rec.inputs, cotangents):
-            if ct is None or x._id not in live or x.dtype.kind != "f":
-                continue
-            ct = unbroadcast(ct, x)
-            prev = grads.get(x._id)
-            grads[x._id] = ct if prev is None else prev + ct
+        with recording.adjoint(rec, g):
+            cotangents = rec.vjp(g, rec.out, *rec.inputs, **rec.params)
+            for x, ct in zip(rec.inputs, cotangents):
+                if ct is None or x._id not in live or x.dtype.kind != "f":
+                    continue
+                ct = unbroadcast(ct, x)
+                prev = grads.get(x._id)
+                grads[x._id] = ct if prev is None else prev + ct
     return {k: grads[k] for k in sources if k in grads}
 
 

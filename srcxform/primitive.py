@@ -42,6 +42,11 @@ class Primitive:
     nondiff: bool = False
     init: float | None = None
     variadic: bool = False
+    # Algebra the simplifier may use: (literal, position) pairs where a literal operand
+    # leaves the other operand unchanged (x * 1), and whether an output with its input's
+    # aval is that input (a cast to the same dtype).
+    units: tuple = ()
+    same_aval_is_identity: bool = False
     param_names: tuple = field(init=False)
     template: ast.AST = field(init=False, repr=False)
 
@@ -131,7 +136,7 @@ def _arg_names(fn, skip):
 
 
 def elementwise(name, impl, emit, vjp=None, nondiff=False, out_dtype=None, float_only=False,
-                args=None):
+                args=None, units=(), same_aval_is_identity=False):
     """Declares an elementwise primitive: NumPy broadcasting, NEP 50 promotion.
 
     The inputs are named by the VJP's parameters after (g, out), or by `args`; an input
@@ -155,7 +160,8 @@ def elementwise(name, impl, emit, vjp=None, nondiff=False, out_dtype=None, float
             return Aval(out_shape, np.dtype(np.bool_))
         return Aval(out_shape, out_dtype(dtype) if out_dtype else dtype, weak)
 
-    return Primitive(name, "elementwise", impl, shape, vjp, emit, arg_names, nondiff)
+    return Primitive(name, "elementwise", impl, shape, vjp, emit, arg_names, nondiff,
+                     units=units, same_aval_is_identity=same_aval_is_identity)
 
 
 def reduction(name, impl, emit, init, vjp=None, nondiff=False):
@@ -173,11 +179,13 @@ def reduction(name, impl, emit, init, vjp=None, nondiff=False):
     return Primitive(name, "reduction", impl, shape, vjp, emit, ("x",), nondiff, init)
 
 
-def primitive(name, kind, impl, shape, emit, vjp=None, nondiff=False):
+def primitive(name, kind, impl, shape, emit, vjp=None, nondiff=False,
+              same_aval_is_identity=False):
     """Declares a primitive with its own shape rule `shape(*avals, **params)`; the inputs
     are named by the shape rule's positional parameters."""
     arg_names, variadic = _arg_names(shape, 0)
-    return Primitive(name, kind, impl, shape, vjp, emit, arg_names, nondiff, variadic=variadic)
+    return Primitive(name, kind, impl, shape, vjp, emit, arg_names, nondiff, variadic=variadic,
+                     same_aval_is_identity=same_aval_is_identity)
 
 
 def reduce_params(x, axis, keepdims, op):

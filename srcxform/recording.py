@@ -1,7 +1,9 @@
-"""The tapes now recording, and what each op tells them.
+"""The tapes now recording, the traces now running, and what each op tells them.
 
 `bind` calls `record` after every differentiable op; `as_value` calls `variable_read`
-when a Variable is used. This module holds no gradient logic (that is backprop.py).
+when a Variable is used; backprop marks each step of a reverse sweep with `adjoint`,
+which is how traced equations learn they belong to the adjoint and where it came from.
+This module holds no gradient logic (that is backprop.py).
 """
 
 import contextlib
@@ -10,6 +12,10 @@ from typing import Callable
 
 # Tapes whose context is open, innermost last.
 ACTIVE: list = []
+# Traces now running, innermost last (trace.py pushes them).
+TRACES: list = []
+# (record, cotangent) pairs of the reverse sweeps now running; (None, None) while seeding.
+ADJOINT: list = []
 
 
 @dataclass(slots=True)
@@ -50,3 +56,15 @@ def paused():
     finally:
         for tape, state in states:
             tape._recording = state
+
+
+@contextlib.contextmanager
+def adjoint(rec=None, cotangent=None):
+    """Marks ops run inside as the adjoint of `rec` (whose output's cotangent is given)."""
+    ADJOINT.append((rec, cotangent))
+    if TRACES and rec is not None:
+        TRACES[-1].on_backward(rec, cotangent)
+    try:
+        yield
+    finally:
+        ADJOINT.pop()

@@ -113,13 +113,17 @@ class GradientTape:
         targets = tree_flatten(target)[0]
         weights = (tree_flatten(output_gradients)[0] if output_gradients is not None
                    else [None] * len(targets))
-        seeds = {}
-        for t, w in zip(targets, weights):
-            t = as_value(t, "gradient")
-            g = ops.ones_like(t) if w is None else ops.cast(as_value(w), t.dtype)
-            seeds[t._id] = seeds[t._id] + g if t._id in seeds else g
         ids = [_source_id(s) for s in leaves]
-        found = backprop(list(self._records), seeds, ids)
+        seeds = {}
+        with recording.adjoint():
+            for t, w in zip(targets, weights):
+                t = as_value(t, "gradient")
+                g = ops.ones_like(t) if w is None else ops.cast(as_value(w), t.dtype)
+                seeds[t._id] = seeds[t._id] + g if t._id in seeds else g
+            # Only watched values have gradients (TensorFlow's rule): a source that took
+            # part in the target unwatched still gets None.
+            found = backprop(list(self._records), seeds,
+                             [i for i in ids if i in self._watched])
         return [found.get(i) if s.dtype.kind == "f" else None for s, i in zip(leaves, ids)]
 
     def jacobian(self, target, sources, unconnected_gradients=UnconnectedGradients.NONE,
@@ -170,7 +174,7 @@ def _source_id(source):
 
 def _gradient_for(source, grad, zero):
     if grad is None and zero and source.dtype.kind == "f":
-        return ops.zeros(source.shape, source.dtype)
+        return ops.zeros_like(source)
     return grad
 
 

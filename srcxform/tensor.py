@@ -202,8 +202,11 @@ class Tensor(Value):
 
     def _one_element(self, what):
         if self._value.size != 1:
-            raise ValueError(f"{what}() of a tensor of shape {self.shape}: only one element "
-                             "has a truth or number value; use reduce_any/reduce_all or index it")
+            # NumPy's and TensorFlow's types: an ambiguous truth is a ValueError, a number
+            # that cannot be had is a TypeError.
+            kind = ValueError if what == "bool" else TypeError
+            raise kind(f"{what}() of a tensor of shape {self.shape}: only one element "
+                       "has a truth or number value; use reduce_any/reduce_all or index it")
         return self._value.reshape(()).item()
 
     def __repr__(self):
@@ -247,8 +250,11 @@ class Variable(Value):
 
     def _read(self):
         """A snapshot of the value that carries the Variable's identity, so that the tape
-        sends each read's gradient to the Variable even after later assignments."""
+        sends each read's gradient to the Variable even after later assignments. While
+        tracing, the trace supplies the value (an input, or the last traced assignment)."""
         recording.variable_read(self)
+        if recording.TRACES:
+            return recording.TRACES[-1].read_variable(self)
         return Tensor._new(self._value, id=self._id)
 
     def read_value(self):
@@ -264,6 +270,9 @@ class Variable(Value):
 
     def assign(self, value, read_value=True):
         """Replaces the value; the new value must have the Variable's shape."""
+        if recording.TRACES:
+            recording.TRACES[-1].write_variable(self, as_value(value, "assign"))
+            return self
         new = np.asarray(as_value(value, "assign")._value)
         if new.shape != self._value.shape:
             raise ValueError(f"assign: cannot assign a value of shape {new.shape} to "
@@ -272,10 +281,14 @@ class Variable(Value):
         return self
 
     def assign_add(self, delta, read_value=True):
-        return self.assign(self._value + np.asarray(as_value(delta, "assign_add")._value))
+        """Adds delta to the value (not differentiated, as in TensorFlow)."""
+        with recording.paused():
+            return self.assign(_ops.add(self._read(), delta))
 
     def assign_sub(self, delta, read_value=True):
-        return self.assign(self._value - np.asarray(as_value(delta, "assign_sub")._value))
+        """Subtracts delta from the value (not differentiated, as in TensorFlow)."""
+        with recording.paused():
+            return self.assign(_ops.subtract(self._read(), delta))
 
     def __float__(self):
         return float(self._read())
@@ -317,8 +330,10 @@ def _to_array(value, dtype=None):
             array = array.astype(np.float32)
         elif array.dtype == np.int64:
             array = array.astype(np.int32)
-        elif array.dtype == object:
-            raise TypeError(f"cannot convert {type(value).__name__} {value!r} to a tensor")
+    if array.dtype.kind not in "biuf":
+        # Strings and objects have no ops, and complex values no real-valued gradients.
+        raise TypeError(f"cannot convert a {type(value).__name__} of dtype {array.dtype} to a "
+                        "tensor: srcxform supports bool, integer and float values")
     return array if dtype is None else array.astype(dtype)
 
 
@@ -326,12 +341,13 @@ def as_value(x, op=None):
     """Any operand as a Value: Variables are read, Python scalars become weak constants."""
     if isinstance(x, Value):
         return x._read() if isinstance(x, Variable) else x
-    if isinstance(x, (np.ndarray, np.generic)):
-        return Tensor._new(np.asarray(x))
-    if isinstance(x, (bool, int, float)):
+    # np.float64 is also a Python float, but as a NumPy value it keeps its dtype.
+    if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
         return Tensor._new(np.asarray(x, dtype=scalar_dtype(x)), weak=True)
     try:
         return Tensor._new(_to_array(x))
     except (TypeError, ValueError):
         where = f"{op}: " if op else ""
-        raise TypeError(f"{where}cannot use a {type(x).__name__} as a tensor") from None
+        what = type(x).__name__ + (f" of dtype {x.dtype}" if isinstance(x, np.ndarray) else "")
+        raise TypeError(f"{where}cannot use a {what} as a tensor (srcxform supports bool, "
+                        "integer and float values)") from None

@@ -3,6 +3,8 @@
 The families are imported in a fixed order, which is the order of REGISTRY.
 """
 
+import types as _types
+
 from srcxform.ops.elementwise import (  # noqa: F401
     abs, add, cast, clip_by_value, cos, divide, equal, exp, expm1, floor, floordiv,
     greater, greater_equal, is_finite, less, less_equal, log, log1p, logical_and,
@@ -26,3 +28,8 @@ from srcxform.ops.creation import (  # noqa: F401
     constant, convert_to_tensor, eye, fill, linspace, ones, ones_like, range, zeros, zeros_like,
 )
 from srcxform.ops import numpy_dispatch  # noqa: F401, E402
+
+# `from srcxform.ops import *` exports the ops only: the family modules would otherwise
+# shadow TensorFlow's namespaces (`srcxform.nn` is srcxform/nn.py, not ops/nn.py).
+__all__ = [name for name, value in list(globals().items())
+           if not name.startswith("_") and not isinstance(value, _types.ModuleType)]

@@ -27,16 +27,16 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
 
 
 def zeros(shape, dtype=float32, name=None):
-    return Tensor._new(np.zeros(_shape(shape), as_dtype(dtype)))
+    return Tensor._new(np.zeros(_shape(shape, "zeros"), as_dtype(dtype)))
 
 
 def ones(shape, dtype=float32, name=None):
-    return Tensor._new(np.ones(_shape(shape), as_dtype(dtype)))
+    return Tensor._new(np.ones(_shape(shape, "ones"), as_dtype(dtype)))
 
 
 def fill(dims, value, name=None):
     """A tensor of shape `dims` filled with value (tf.fill)."""
-    return broadcast_to(as_value(value, "fill"), _shape(dims))
+    return broadcast_to(as_value(value, "fill"), _shape(dims, "fill"))
 
 
 def _like(input, value, dtype):
@@ -77,8 +77,12 @@ def eye(num_rows, num_columns=None, batch_shape=None, dtype=float32, name=None):
     return Tensor._new(matrix)
 
 
-def _shape(shape):
-    """A shape argument (int, sequence or tensor) as a tuple of ints."""
+def _shape(shape, op):
+    """A shape argument (int, sequence or tensor of ints) as a tuple of ints."""
     if isinstance(shape, Value):
         shape = shape.numpy()
-    return tuple(int(d) for d in np.reshape(shape, -1))
+    dims = np.reshape(np.asarray(shape), -1)
+    # int() would truncate 2.5 silently; TensorFlow rejects a non-integer shape.
+    if dims.size and dims.dtype.kind not in "iu":
+        raise TypeError(f"{op}: the shape must be integers, got {shape!r}")
+    return tuple(int(d) for d in dims)

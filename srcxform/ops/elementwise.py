@@ -18,11 +18,14 @@ def _true_divide_dtype(common):
     return common if common.kind == "f" else np.dtype(np.float64)
 
 
-add_p = elementwise("add", np.add, "x + y", vjp=lambda g, out, x, y: (g, g))
-subtract_p = elementwise("subtract", np.subtract, "x - y", vjp=lambda g, out, x, y: (g, -g))
+add_p = elementwise("add", np.add, "x + y", vjp=lambda g, out, x, y: (g, g),
+                    units=((0, 0), (0, 1)))
+subtract_p = elementwise("subtract", np.subtract, "x - y", vjp=lambda g, out, x, y: (g, -g),
+                         units=((0, 1),))
 multiply_p = elementwise("multiply", np.multiply, "x * y",
-                         vjp=lambda g, out, x, y: (g * y, g * x))
+                         vjp=lambda g, out, x, y: (g * y, g * x), units=((1, 0), (1, 1)))
 divide_p = elementwise("divide", np.true_divide, "x / y", out_dtype=_true_divide_dtype,
+                       units=((1, 1),),
                        vjp=lambda g, out, x, y: (g / y, -g * out / y))
 floordiv_p = elementwise("floordiv", np.floor_divide, "x // y", nondiff=True, args="x y")
 mod_p = elementwise("mod", np.mod, "x % y",
@@ -106,7 +109,8 @@ abs_p = elementwise("abs", np.abs, "np.abs(x)", vjp=lambda g, out, x: (g * sign(
 sign_p = elementwise("sign", np.sign, "np.sign(x)", nondiff=True, args="x")
 floor_p = elementwise("floor", np.floor, "np.floor(x)", nondiff=True, args="x")
 round_p = elementwise("round", np.rint, "np.rint(x)", nondiff=True, args="x")  # half to even
-stop_gradient_p = elementwise("stop_gradient", lambda x: x, "x", nondiff=True, args="x")
+stop_gradient_p = elementwise("stop_gradient", lambda x: x, "x", nondiff=True, args="x",
+                              same_aval_is_identity=True)
 
 # ----- selection and casting -----
 
@@ -120,7 +124,7 @@ def _cast_shape(x, *, dtype):
 
 cast_p = primitive("cast", "elementwise", lambda x, dtype: x.astype(dtype), _cast_shape,
                    "dtype(x)",
-                   vjp=lambda g, out, x, dtype: (cast(g, x.dtype),))
+                   vjp=lambda g, out, x, dtype: (cast(g, x.dtype),), same_aval_is_identity=True)
 
 
 # ----- wrappers (TensorFlow names) -----

@@ -6,6 +6,7 @@ Transpose lives in shape.py; dot and outer for NumPy dispatch are composites her
 import numpy as np
 
 from srcxform.aval import Aval, broadcast_shapes
+from srcxform.errors import shape_error
 from srcxform.ops.reduce import reduce_sum
 from srcxform.ops.shape import expand_dims, reshape, transpose
 from srcxform.primitive import primitive
@@ -27,7 +28,7 @@ def _swap(x):
     return transpose(x, tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2))
 
 
-matmul_p = primitive("matmul", "opaque", np.matmul, _matmul_shape, "x @ y",
+matmul_p = primitive("matmul", "opaque", np.matmul, _matmul_shape, "np.dot(x, y)",
                      vjp=lambda g, out, x, y: (matmul(g, _swap(y)), matmul(_swap(x), g)))
 
 
@@ -40,8 +41,8 @@ def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
     x = _swap(x) if transpose_a else x
     y = _swap(y) if transpose_b else y
     if x.ndim == 0 or y.ndim == 0:
-        raise ValueError(f"matmul: operands must not be scalars, got {x.aval.short()} and "
-                         f"{y.aval.short()}")
+        raise shape_error(f"matmul: operands must not be scalars, got {x.aval.short()} and "
+                          f"{y.aval.short()}")
     if x.ndim >= 2 and y.ndim >= 2:
         return matmul_p.bind(x, y)
     out = matmul_p.bind(expand_dims(x, 0) if x.ndim == 1 else x,

@@ -1,16 +1,21 @@
 """NumPy dispatch: NumPy callables applied to srcxform values run srcxform's ops.
 
-`__array_ufunc__` and `__array_function__` on values land here. A NumPy callable with
-no srcxform op raises TypeError (eager) or TracingError (traced), naming it.
+`__array_ufunc__` and `__array_function__` on values land here. Each entry keeps NumPy's
+signature and result dtype; an argument srcxform cannot honour (out=, where=, order='F')
+raises TypeError rather than being ignored. A NumPy callable with no srcxform op raises
+TypeError (eager) or TracingError (traced), naming it.
 """
 
 import numpy as np
 
-from srcxform.errors import TracingError, where as user_line
+from srcxform.aval import normalize_axes, size
+from srcxform.errors import TracingError
+from srcxform.errors import where as user_line
 from srcxform.ops import elementwise as ew
 from srcxform.ops import linalg, reduce
 from srcxform.ops import shape as shape_ops
 from srcxform.ops.creation import ones_like, zeros_like
+from srcxform.tensor import as_value
 from srcxform.tree import tree_flatten
 
 UFUNCS = {
@@ -29,76 +34,167 @@ UFUNCS = {
 }
 
 
-def _reduction(op):
-    def call(a, axis=None, dtype=None, out=None, keepdims=False, **unsupported):
-        _reject(op.__name__, out=out, **unsupported)
-        result = op(a, axis=axis, keepdims=keepdims)
-        return result if dtype is None else ew.cast(result, dtype)
-
-    return call
-
-
 def _reject(name, **options):
-    given = [k for k, v in options.items() if v is not None and v is not np._NoValue]
+    """Raises TypeError naming the options that were given (not None)."""
+    given = [k for k, v in options.items() if v is not None]
     if given:
         raise TypeError(f"numpy.{name}: srcxform does not support the argument(s) "
                         f"{', '.join(given)}")
 
 
-FUNCTIONS = {
-    np.sum: _reduction(reduce.reduce_sum),
-    np.mean: _reduction(reduce.reduce_mean),
-    np.prod: _reduction(reduce.reduce_prod),
-    np.max: _reduction(reduce.reduce_max),
-    np.min: _reduction(reduce.reduce_min),
-    np.amax: _reduction(reduce.reduce_max),
-    np.amin: _reduction(reduce.reduce_min),
-    np.dot: lambda a, b, out=None: linalg.dot(a, b),
-    np.outer: lambda a, b, out=None: linalg.outer(a, b),
-    np.transpose: lambda a, axes=None: shape_ops.transpose(a, axes),
-    np.reshape: lambda a, *args, **kw: shape_ops.reshape(a, _shape_arg(args, kw, "newshape")),
-    np.where: lambda condition, x=None, y=None: ew.where(condition, x, y),
-    np.clip: lambda a, a_min=None, a_max=None, out=None, **kw: _clip(a, a_min, a_max),
-    np.concatenate: lambda arrays, axis=0, out=None, **kw: shape_ops.concat(arrays, axis),
-    np.stack: lambda arrays, axis=0, out=None, **kw: shape_ops.stack(arrays, axis),
-    np.expand_dims: lambda a, axis: shape_ops.expand_dims(a, axis),
-    np.squeeze: lambda a, axis=None: shape_ops.squeeze(a, axis),
-    np.broadcast_to: lambda array, *args, **kw: shape_ops.broadcast_to(array,
-                                                                        _shape_arg(args, kw)),
-    np.tile: lambda A, reps: shape_ops.tile(A, reps if isinstance(reps, (tuple, list)) else (reps,)),
-    np.take: lambda a, indices, axis=None, out=None, mode="raise": shape_ops.gather(a, indices, axis),
-    np.zeros_like: lambda a, dtype=None, **kw: zeros_like(a, dtype),
-    np.ones_like: lambda a, dtype=None, **kw: ones_like(a, dtype),
-    np.shape: lambda a: a.shape,
-    np.ndim: lambda a: a.ndim,
-}
+# ----- reductions -----
 
 
-def _shape_arg(args, kwargs, old_name=None):
-    """The shape argument of np.reshape/np.broadcast_to, given by position or keyword."""
-    if args:
-        return args[0]
-    return kwargs["shape"] if "shape" in kwargs else kwargs[old_name]
+def _accumulating(func, op):
+    """np.sum/prod/mean: NumPy's result dtype (int32 sums to int64, int means to float64)."""
+    def call(a, axis=None, dtype=None, out=None, keepdims=False, **unsupported):
+        _reject(func.__name__, out=out, **unsupported)
+        a = as_value(a, func.__name__)
+        want = func(np.ones(1, a.dtype), dtype=dtype).dtype
+        return op(a if a.dtype == want else ew.cast(a, want), axis=axis, keepdims=keepdims)
+
+    return call
 
 
-def _clip(a, lo, hi):
+def _extremum(func, op):
+    """np.max/min/amax/amin."""
+    def call(a, axis=None, out=None, keepdims=False, **unsupported):
+        _reject(func.__name__, out=out, **unsupported)
+        return op(a, axis=axis, keepdims=keepdims)
+
+    return call
+
+
+# ----- shape -----
+
+
+def _reshape(a, shape=None, order="C", *, newshape=None, copy=None):
+    _reject("reshape", order=None if order == "C" else order)
+    return shape_ops.reshape(a, newshape if shape is None else shape)
+
+
+def _expand_dims(a, axis):
+    """One or several new axes, numbered in the result (NumPy's rule)."""
+    a = as_value(a, "expand_dims")
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    ndim = a.ndim + len(axes)
+    axes = normalize_axes(axes, ndim, "numpy.expand_dims")
+    dims = iter(a.shape)
+    return shape_ops.reshape(a, tuple(1 if i in axes else next(dims) for i in range(ndim)))
+
+
+def _concatenate(arrays, axis=0, out=None, **unsupported):
+    _reject("concatenate", out=out, **unsupported)
+    if axis is None:  # NumPy flattens the arrays first
+        return shape_ops.concat([shape_ops.reshape(a, (-1,)) for a in arrays], 0)
+    return shape_ops.concat(arrays, axis)
+
+
+def _stack(arrays, axis=0, out=None, **unsupported):
+    _reject("stack", out=out, **unsupported)
+    return shape_ops.stack(arrays, axis)
+
+
+def _tile(A, reps):
+    """NumPy pads the shorter of A's shape and reps with leading ones."""
+    a = as_value(A, "tile")
+    reps = tuple(int(r) for r in np.atleast_1d(reps))
+    n = max(a.ndim, len(reps))
+    a = shape_ops.reshape(a, (1,) * (n - a.ndim) + a.shape)
+    return shape_ops.tile(a, (1,) * (n - len(reps)) + reps)
+
+
+def _take(a, indices, axis=None, out=None, mode="raise"):
+    _reject("take", out=out, mode=None if mode == "raise" else mode)
+    if axis is None:  # NumPy indexes the flattened array
+        return shape_ops.gather(shape_ops.reshape(a, (-1,)), indices)
+    return shape_ops.gather(a, indices, axis)
+
+
+# ----- elementwise and linear algebra -----
+
+
+def _where(condition, x=None, y=None):
+    c = as_value(condition, "where")
+    return ew.where(c if c.dtype == np.bool_ else ew.not_equal(c, 0), x, y)
+
+
+def _clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **unsupported):
+    _reject("clip", out=out, **unsupported)
+    lo, hi = (min if a_min is None else a_min), (max if a_max is None else a_max)
     if lo is not None:
         a = ew.maximum(a, lo)
     return a if hi is None else ew.minimum(a, hi)
 
 
+def _round(a, decimals=0, out=None):
+    _reject("round", out=out, decimals=decimals or None)
+    return ew.round(a)
+
+
+def _no_out(name, op):
+    """A NumPy function whose only option is out=."""
+    def call(*args, out=None):
+        _reject(name, out=out)
+        return op(*args)
+
+    return call
+
+
+def _like(make, name):
+    def call(a, dtype=None, **unsupported):
+        _reject(name, **unsupported)
+        return make(a, dtype)
+
+    return call
+
+
+FUNCTIONS = {
+    np.sum: _accumulating(np.sum, reduce.reduce_sum),
+    np.prod: _accumulating(np.prod, reduce.reduce_prod),
+    np.mean: _accumulating(np.mean, reduce.reduce_mean),
+    np.max: _extremum(np.max, reduce.reduce_max),
+    np.min: _extremum(np.min, reduce.reduce_min),
+    np.amax: _extremum(np.amax, reduce.reduce_max),
+    np.amin: _extremum(np.amin, reduce.reduce_min),
+    np.dot: _no_out("dot", linalg.dot),
+    np.outer: _no_out("outer", linalg.outer),
+    np.transpose: lambda a, axes=None: shape_ops.transpose(a, axes),
+    np.reshape: _reshape,
+    np.expand_dims: _expand_dims,
+    np.squeeze: lambda a, axis=None: shape_ops.squeeze(a, axis),
+    np.broadcast_to: lambda array, shape, subok=False: shape_ops.broadcast_to(array, shape),
+    np.concatenate: _concatenate,
+    np.stack: _stack,
+    np.tile: _tile,
+    np.take: _take,
+    np.where: _where,
+    np.clip: _clip,
+    np.round: _round,
+    np.around: _round,
+    np.zeros_like: _like(zeros_like, "zeros_like"),
+    np.ones_like: _like(ones_like, "ones_like"),
+    np.shape: lambda a: a.shape,
+    np.ndim: lambda a: a.ndim,
+    np.size: lambda a, axis=None: size(a.shape) if axis is None else a.shape[axis],
+}
+
+
 def array_ufunc(ufunc, method, inputs, kwargs):
     op = UFUNCS.get(ufunc)
-    if method != "__call__" or op is None or kwargs.get("out") is not None:
+    if method != "__call__" or op is None:
         what = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
         raise _unsupported(what, inputs)
+    if kwargs.get("where") is True:
+        kwargs = {k: v for k, v in kwargs.items() if k != "where"}
+    _reject(ufunc.__name__, **kwargs)
     return op(*inputs)
 
 
 def array_function(func, args, kwargs):
     op = FUNCTIONS.get(func)
     if op is None:
-        raise _unsupported(f"numpy.{func.__name__}", args)
+        raise _unsupported(f"{func.__module__}.{func.__name__}", args)
     return op(*args, **kwargs)
 
 

@@ -27,13 +27,17 @@ def _extremum_vjp(g, out, x, *, axis, keepdims):
 
 
 def _prod_vjp(g, out, x, *, axis, keepdims):
-    # The product of the other elements, exact where x has zeros (out / x would be 0/0).
+    # The product of the other elements (out / x would be 0/0 at zeros), written so that
+    # its own derivative is right too: the zeros' product keeps their path (second order).
     is_zero = equal(x, 0)
     nonzero = where(is_zero, 1, x)
     prod_nonzero = reduce_prod(nonzero, axis=axis, keepdims=True)
+    prod_zeros = reduce_prod(where(is_zero, x, 1), axis=axis, keepdims=True)
+    sum_zeros = reduce_sum(where(is_zero, x, 0), axis=axis, keepdims=True)
     zeros = reduce_sum(cast(is_zero, x.dtype), axis=axis, keepdims=True)
-    others = where(is_zero, where(equal(zeros, 1), prod_nonzero, 0),
-                   where(equal(zeros, 0), prod_nonzero / nonzero, 0))
+    # At a zero, the other zeros' product: 1 if none, the other one, else 0 to first order.
+    other_zeros = where(equal(zeros, 1), 1, where(equal(zeros, 2), sum_zeros - x, 0))
+    others = where(is_zero, prod_nonzero * other_zeros, prod_zeros * prod_nonzero / nonzero)
     return (_kept(g, x, axis, keepdims) * others,)
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from srcxform.aval import Aval, broadcast_shapes, normalize_axes, size, slice_length
+from srcxform.errors import shape_error
 from srcxform.primitive import primitive
 from srcxform.tensor import Value, as_value
 
@@ -58,15 +59,17 @@ def _broadcast_to_shape(x, *, shape):
 
 
 reshape_p = primitive("reshape", "structural", lambda x, shape: np.reshape(x, shape),
-                      _reshape_shape, "np.reshape(x, shape)",
-                      vjp=lambda g, out, x, *, shape: (reshape(g, x.shape),))
+                      _reshape_shape, "np.ascontiguousarray(x).reshape(shape)",
+                      vjp=lambda g, out, x, *, shape: (reshape(g, x.shape),),
+                      same_aval_is_identity=True)
 transpose_p = primitive("transpose", "structural", lambda x, perm: np.transpose(x, perm),
                         _transpose_shape, "np.transpose(x, perm)",
                         vjp=lambda g, out, x, *, perm: (transpose(g, np.argsort(perm)),))
-# The cotangent of a broadcast is summed back by backprop, which unbroadcasts everything.
-broadcast_to_p = primitive("broadcast_to", "structural",
+# Broadcasting is elementwise work: in a loop nest it is a load with some indices fixed at
+# 0. Its cotangent is summed back by backprop, which unbroadcasts everything.
+broadcast_to_p = primitive("broadcast_to", "elementwise",
                            lambda x, shape: np.broadcast_to(x, shape), _broadcast_to_shape,
-                           "np.broadcast_to(x, shape)", vjp=lambda g, out, x, *, shape: (g,))
+                           "x", vjp=lambda g, out, x, *, shape: (g,), same_aval_is_identity=True)
 
 # ----- indexing -----
 
@@ -172,7 +175,7 @@ def reshape(tensor, shape, name=None):
     if -1 in shape:
         known = size(tuple(d for d in shape if d != -1))
         if known == 0 or size(x.shape) % known:
-            raise ValueError(f"reshape: cannot reshape {x.aval.short()} into {shape}")
+            raise shape_error(f"reshape: cannot reshape {x.aval.short()} into {shape}")
         shape = tuple(size(x.shape) // known if d == -1 else d for d in shape)
     if shape == x.shape:
         return x
@@ -208,8 +211,8 @@ def squeeze(input, axis=None, name=None):
             else normalize_axes(axis, x.ndim, "squeeze"))
     for i in axes:
         if x.shape[i] != 1:
-            raise ValueError(f"squeeze: axis {i} of {x.aval.short()} has size {x.shape[i]}, "
-                             "not 1")
+            raise shape_error(f"squeeze: axis {i} of {x.aval.short()} has size {x.shape[i]}, "
+                              "not 1")
     return reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes))
 
 
@@ -235,7 +238,8 @@ def tile(input, multiples, name=None):
     x = as_value(input, "tile")
     multiples = tuple(int(m) for m in multiples)
     if len(multiples) != x.ndim:
-        raise ValueError(f"tile: {len(multiples)} multiples for a value of rank {x.ndim}")
+        raise shape_error(f"tile: {len(multiples)} multiples for {x.aval.short()}, of rank "
+                          f"{x.ndim}")
     spread = reshape(x, tuple(d for dim in x.shape for d in (1, dim)))
     grown = broadcast_to(spread, tuple(d for m, dim in zip(multiples, x.shape) for d in (m, dim)))
     return reshape(grown, tuple(m * dim for m, dim in zip(multiples, x.shape)))

@@ -1,0 +1,223 @@
+"""check_grads: the eager tape, the compiler and central finite differences must agree.
+
+Everything runs in float64. A failure is an AssertionError whose message is a table of
+the worst mismatches, one row per gradient element. This module differentiates nothing
+itself: gradients come from GradientTape and `srcxform.differentiable`.
+"""
+
+import itertools
+
+import numpy as np
+
+import srcxform
+from srcxform.tensor import Value
+
+_SHOWN = 10  # rows in the mismatch table
+
+
+def check_grads(f, args, order=1, rtol=1e-5, atol=1e-6, eps=1e-6, compiled=None, seed=0):
+    """Checks the gradients of `f` at `args` against central finite differences.
+
+    Float arguments (arrays, Tensors, Variables, Python floats) become float64 arrays and
+    are differentiated; integer and bool arguments are passed through untouched. A
+    non-scalar output (or a list of outputs) is contracted with a fixed random weight.
+    Order 1 compares the eager tape's gradient, the compiled gradient (when `compiled`)
+    and central differences of `f`, pairwise. Order 2 also compares the eager second
+    order (nested tapes: a Hessian-vector product along a random direction) with central
+    differences of the eager gradient.
+
+    Args:
+        f: a function of the args returning a Tensor (or a list of them).
+        args: the arguments, a sequence.
+        order: 1, or 2 to check second derivatives too.
+        rtol, atol: a pair (a, b) agrees when |a - b| <= atol + rtol * max(|a|, |b|).
+        eps: the finite-difference step.
+        compiled: also check `srcxform.differentiable(f).grad`; None means whenever
+            srcxform has a compiler.
+        seed: seeds the output weight and the second-order direction.
+
+    Raises:
+        AssertionError: with a table of the worst mismatches.
+
+    Example:
+        >>> import numpy as np, srcxform
+        >>> from srcxform.testing import check_grads
+        >>> check_grads(lambda x: srcxform.tanh(x) * x, [np.linspace(-1.0, 1.0, 5)], order=2)
+    """
+    __tracebackhide__ = True  # pytest shows the table, not this module's frames
+    if compiled is None:
+        compiled = hasattr(srcxform, "differentiable")
+    args = [_as_float64(a) for a in args]
+    wrt = tuple(i for i, a in enumerate(args) if _differentiable(a))
+    if not wrt:
+        raise ValueError("check_grads: no float argument to differentiate")
+    rng = np.random.default_rng(seed)
+    outs = _outputs(f(*_tensors(args)))
+    # A lone scalar output is checked as is; anything else is weighted at random.
+    weights = [np.float64(1.0) if len(outs) == 1 and not np.shape(y)
+               else rng.standard_normal(np.shape(y)) for y in outs]
+    loss = _Loss(f, wrt, weights)
+
+    eager = loss.gradient(args)
+    columns = {"eager": eager, "numeric": _numeric_gradient(loss, args, wrt, eps)}
+    if compiled:
+        columns["compiled"] = loss.compiled_gradient(args)
+    _compare(f"{_name(f)}: gradients", wrt, columns, rtol, atol)
+
+    if order >= 2:
+        direction = [rng.standard_normal(np.shape(args[i])) for i in wrt]
+        hvp = loss.hessian_vector_product(args, direction)
+        plus = loss.gradient(_moved(args, wrt, direction, eps))
+        minus = loss.gradient(_moved(args, wrt, direction, -eps))
+        numeric = [(p - m) / (2 * eps) for p, m in zip(plus, minus)]
+        _compare(f"{_name(f)}: second order (Hessian times a random direction)", wrt,
+                 {"eager": hvp, "numeric": numeric}, rtol, atol)
+
+
+class _Loss:
+    """sum(weight * f(*args)): the scalar every check differentiates."""
+
+    def __init__(self, f, wrt, weights):
+        self.f, self.wrt, self.weights = f, wrt, weights
+
+    def __call__(self, *tensors):
+        outs = _outputs(self.f(*tensors))
+        terms = [srcxform.reduce_sum(srcxform.multiply(y, w)) for y, w in zip(outs, self.weights)]
+        return sum(terms[1:], terms[0])
+
+    def value(self, args):
+        return float(np.asarray(self(*_tensors(args)), dtype=np.float64))
+
+    def gradient(self, args):
+        """The eager tape's gradient wrt the float args, as float64 arrays."""
+        tensors = _tensors(args)
+        sources = [tensors[i] for i in self.wrt]
+        with srcxform.GradientTape() as tape:
+            tape.watch(sources)
+            y = self(*tensors)
+        grads = tape.gradient(y, sources, unconnected_gradients="zero")
+        return [np.asarray(g, dtype=np.float64) for g in grads]
+
+    def hessian_vector_product(self, args, direction):
+        """d/dx <gradient(x), direction>, with an outer tape around an inner one."""
+        tensors = _tensors(args)
+        sources = [tensors[i] for i in self.wrt]
+        with srcxform.GradientTape() as outer:
+            outer.watch(sources)
+            with srcxform.GradientTape() as inner:
+                inner.watch(sources)
+                y = self(*tensors)
+            grads = inner.gradient(y, sources, unconnected_gradients="zero")
+            dot = sum(srcxform.reduce_sum(g * v) for g, v in zip(grads, direction))
+        hvp = outer.gradient(dot, sources, unconnected_gradients="zero")
+        return [np.asarray(h, dtype=np.float64) for h in hvp]
+
+    def compiled_gradient(self, args):
+        """`srcxform.differentiable(...).grad` wrt the float args, as float64 arrays."""
+        def weighted(*xs):
+            return self(*xs)
+
+        # A readable, per-function name for the generated source and the compile cache.
+        weighted.__name__ = weighted.__qualname__ = f"{_name(self.f)}__weighted"
+        grads = srcxform.differentiable(weighted, wrt=self.wrt).grad(*args)
+        return [np.asarray(g, dtype=np.float64) for g in grads]
+
+
+def _numeric_gradient(loss, args, wrt, eps):
+    """Central differences of the loss, one element of one argument at a time."""
+    grads = []
+    for i in wrt:
+        grad = np.zeros(np.shape(args[i]))
+        for k in range(grad.size):
+            step = np.zeros(grad.shape)
+            step.flat[k] = eps
+            up = loss.value(_moved(args, (i,), [step], 1.0))
+            down = loss.value(_moved(args, (i,), [step], -1.0))
+            grad.flat[k] = (up - down) / (2 * eps)
+        grads.append(grad)
+    return grads
+
+
+def _compare(title, wrt, columns, rtol, atol):
+    """Compares every pair of columns elementwise; raises with the worst rows."""
+    __tracebackhide__ = True
+    names = list(columns)
+    rows = []
+    for j, i in enumerate(wrt):
+        values = {name: columns[name][j] for name in names}
+        shape = np.shape(values["numeric"])
+        for name in names:
+            if np.shape(values[name]) != shape:
+                raise AssertionError(f"check_grads {title}: the {name} gradient of arg {i} "
+                                     f"has shape {np.shape(values[name])}, not {shape}")
+        for k in range(int(np.prod(shape))):
+            at = {name: float(np.reshape(values[name], -1)[k]) for name in names}
+            errors = [_mismatch(at[a], at[b], rtol, atol)
+                      for a, b in itertools.combinations(names, 2)]
+            errors = [e for e in errors if e is not None]
+            if errors:
+                err, rel = max(errors)
+                rows.append((err, i, k, at, rel))
+    if rows:
+        rows.sort(key=lambda row: -row[0])
+        raise AssertionError(_table(title, rows, names, rtol, atol))
+
+
+def _mismatch(a, b, rtol, atol):
+    """(abs err, rel err) of a pair that disagrees, else None; NaN matches only NaN."""
+    if a == b or (np.isnan(a) and np.isnan(b)):
+        return None
+    err, scale = abs(a - b), max(abs(a), abs(b))
+    if np.isfinite(err) and err <= atol + rtol * scale:
+        return None
+    err = err if np.isfinite(err) else np.inf
+    return err, err / scale if scale else np.inf
+
+
+def _table(title, rows, names, rtol, atol):
+    """The worst rows, one per element: arg, flat index, each column's value, errors."""
+    header = ["arg", "index"] + [n for n in ("eager", "compiled", "numeric") if n in names]
+    header += ["abs err", "rel err"]
+    lines = [(f"check_grads: {title} disagree (rtol={rtol:g}, atol={atol:g}); "
+              f"worst {min(len(rows), _SHOWN)} of {len(rows)} mismatches:")]
+    cells = [header] + [[str(i), str(k)] + [f"{at[n]:.8g}" for n in header[2:-2]]
+                        + [f"{err:.3g}", f"{rel:.3g}"] for err, i, k, at, rel in rows[:_SHOWN]]
+    widths = [max(len(row[c]) for row in cells) for c in range(len(header))]
+    lines += ["  " + "  ".join(cell.rjust(w) for cell, w in zip(row, widths)) for row in cells]
+    return "\n".join(lines)
+
+
+# ----- arguments -----
+
+
+def _differentiable(a):
+    return isinstance(a, np.ndarray) and a.dtype == np.float64
+
+
+def _as_float64(a):
+    """Float values (arrays, Tensors, Variables, Python floats) as float64 arrays; anything
+    else (ints, bools, strings, None) untouched."""
+    if isinstance(a, (Value, float, np.floating, np.ndarray, list, tuple)):
+        array = np.asarray(a)
+        if array.dtype.kind == "f":
+            return array.astype(np.float64)
+    return a
+
+
+def _tensors(args):
+    return [srcxform.constant(a) if _differentiable(a) else a for a in args]
+
+
+def _moved(args, wrt, steps, scale):
+    moved = list(args)
+    for i, step in zip(wrt, steps):
+        moved[i] = np.asarray(args[i] + scale * step)
+    return moved
+
+
+def _outputs(y):
+    return list(y) if isinstance(y, (list, tuple)) else [y]
+
+
+def _name(f):
+    return getattr(f, "__name__", type(f).__name__)

@@ -1,0 +1,282 @@
+"""The test tables: one or more rows per registered primitive, and rows for composite ops.
+
+A row says how to build an op's inputs (shapes, a dtype, a domain where the op is
+smooth), which params to pass, how to call it (its TensorFlow-named wrapper, else
+`prim.bind`), and how closely its gradients must match finite differences. Adding a
+primitive means adding a row here: tests/test_registry.py fails otherwise.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import srcxform as tf
+from srcxform.ops.shape import FULL, Slice, embed, scatter_add
+from srcxform.primitive import REGISTRY
+
+# ----- domains: (rng, shape) -> array -----
+
+
+def uniform(lo=-2.0, hi=2.0, avoid=(), gap=0.2):
+    """Uniform on [lo, hi), redrawn within `gap` of the points in `avoid` (kinks, poles)."""
+
+    def draw(rng, shape):
+        x = np.asarray(rng.uniform(lo, hi, shape))
+        while avoid:
+            bad = np.any([np.abs(x - p) < gap for p in avoid], axis=0)
+            if not np.any(bad):
+                break
+            x = np.where(bad, rng.uniform(lo, hi, shape), x)
+        return x
+
+    return draw
+
+
+def grid(offset=0.0, spacing=0.3):
+    """Distinct values on a jittered grid: no two within spacing/2 of each other, and none
+    within spacing/3 of a grid drawn with an offset of spacing/2 (no ties, for max/min)."""
+
+    def draw(rng, shape):
+        n = int(np.prod(shape))
+        steps = rng.permutation(n) - n // 2
+        return (steps * spacing + offset + rng.uniform(0, spacing / 6, n)).reshape(shape)
+
+    return draw
+
+
+def boolean(rng, shape):
+    return np.asarray(rng.random(shape) < 0.5)
+
+
+def constant(value):
+    """A fixed input (integer indices, special values), whatever the rng and shape."""
+    return lambda rng, shape: np.asarray(value)
+
+
+def probabilities(rng, shape):
+    """Rows that sum to 1 along the last axis (labels for a softmax cross-entropy)."""
+    p = rng.uniform(0.1, 1.0, shape)
+    return p / p.sum(axis=-1, keepdims=True)
+
+
+ANY = uniform()
+POSITIVE = uniform(0.5, 2.0)
+NONZERO = uniform(avoid=(0.0,), gap=0.3)
+
+# ----- rows -----
+
+
+@dataclass(frozen=True)
+class Row:
+    """One sample of one op.
+
+    name: the primitive (a REGISTRY key) or composite op tested.
+    shapes: one shape per input; domains: one domain per input (default: ANY).
+    op: the public wrapper, called as op(*inputs, **params); None calls prim.bind.
+    order: the highest derivative order checked; rtol, atol, eps: for check_grads.
+    """
+
+    name: str
+    shapes: tuple
+    domains: tuple = ()
+    params: dict = field(default_factory=dict)
+    op: Callable | None = None
+    label: str = ""
+    rtol: float = 1e-6
+    atol: float = 1e-8
+    eps: float = 1e-6
+    order: int = 2
+
+    @property
+    def id(self):
+        return f"{self.name}-{self.label}" if self.label else self.name
+
+    def make(self, rng, dtype=np.float64):
+        """The inputs: float ones in `dtype`, integer and bool ones as their domain makes."""
+        domains = self.domains or (ANY,) * len(self.shapes)
+        arrays = [np.asarray(d(rng, tuple(s))) for s, d in zip(self.shapes, domains)]
+        return tuple(a.astype(dtype) if a.dtype.kind == "f" else a for a in arrays)
+
+
+def call(row, *args):
+    """Applies the row's op to args: its wrapper, or the primitive's bind."""
+    if row.op is None:
+        return REGISTRY[row.name].bind(*args, **row.params)
+    return row.op(*args, **row.params)
+
+
+def function(row):
+    """call(row, ...) as a named function of the inputs (a readable name in reports)."""
+
+    def f(*args):
+        return call(row, *args)
+
+    f.__name__ = f.__qualname__ = row.id.replace("-", "_").replace(".", "_")
+    return f
+
+
+BROADCASTS = {
+    "same": ((3, 4), (3, 4)),
+    "col-row": ((3, 1), (1, 4)),
+    "scalar-array": ((), (3, 4)),
+    "array-scalar": ((3, 4), ()),
+    "rank": ((4,), (2, 3, 4)),
+}
+UNARY_SHAPES = {"matrix": ((3, 4),), "scalar": ((),)}
+
+
+def binary(name, op, domains=(ANY, ANY), **kw):
+    """A row per broadcast pattern."""
+    return [Row(name, shapes, domains, op=op, label=label, **kw)
+            for label, shapes in BROADCASTS.items()]
+
+
+def unary(name, op, domain=ANY, **kw):
+    return [Row(name, shapes, (domain,), op=op, label=label, **kw)
+            for label, shapes in UNARY_SHAPES.items()]
+
+
+def reductions(name, op, domain=ANY, **kw):
+    """Rows over all axes, one axis, and two axes kept."""
+    axes = {"all": dict(axis=None), "axis1": dict(axis=1),
+            "axes02-keepdims": dict(axis=(0, 2), keepdims=True), "axis-neg1": dict(axis=-1)}
+    return [Row(name, ((2, 3, 4),), (domain,), params, op=op, label=label, **kw)
+            for label, params in axes.items()]
+
+
+def _mod_divisor():
+    # Near 1, so x / y stays at least 0.15 from an integer for x drawn by _mod_dividend.
+    return uniform(1.0, 1.1)
+
+
+def _mod_dividend(rng, shape):
+    return np.asarray(rng.integers(-2, 2, shape) + rng.uniform(0.35, 0.65, shape))
+
+
+# Rows with no, one, two and three zeros: reduce_prod's cases.
+_ONE_ZERO = np.array([[0.5, 0.0, 1.5, -2.0], [1.2, -0.7, 0.0, 0.9], [0.0, 1.1, 1.3, -0.4]])
+_ZEROS = np.array([[0.5, 0.0, 0.0, -2.0], [1.2, -0.7, 1.6, 0.9], [0.0, 0.0, 1.3, 0.0]])
+_INDICES = np.array([4, 0, 2, 2, 4], np.int64)  # repeats: gather's transpose must add them
+
+SAMPLES = {
+    # ----- binary arithmetic -----
+    "add": binary("add", tf.add),
+    "subtract": binary("subtract", tf.subtract),
+    "multiply": binary("multiply", tf.multiply),
+    "divide": binary("divide", tf.divide, (ANY, NONZERO)),
+    "floordiv": binary("floordiv", tf.math.floordiv, (ANY, NONZERO)),
+    "mod": binary("mod", tf.math.floormod, (_mod_dividend, _mod_divisor())),
+    "pow": binary("pow", tf.pow, (POSITIVE, ANY)),
+    "maximum": binary("maximum", tf.maximum, (grid(), grid(0.15))),
+    "minimum": binary("minimum", tf.minimum, (grid(), grid(0.15))),
+    # ----- comparisons and logic -----
+    "equal": binary("equal", tf.equal, (grid(), grid())),
+    "not_equal": binary("not_equal", tf.not_equal, (grid(), grid())),
+    "less": binary("less", tf.less),
+    "less_equal": binary("less_equal", tf.less_equal),
+    "greater": binary("greater", tf.greater),
+    "greater_equal": binary("greater_equal", tf.greater_equal),
+    "logical_and": binary("logical_and", tf.logical_and, (boolean, boolean)),
+    "logical_or": binary("logical_or", tf.logical_or, (boolean, boolean)),
+    "logical_not": unary("logical_not", tf.logical_not, boolean),
+    "is_finite": [Row("is_finite", ((5,),), (constant([1.0, np.inf, -np.inf, np.nan, -2.0]),),
+                      op=tf.math.is_finite)],
+    # ----- unary -----
+    "negative": unary("negative", tf.negative),
+    "exp": unary("exp", tf.exp),
+    "log": unary("log", tf.math.log, POSITIVE),
+    "log1p": unary("log1p", tf.math.log1p, uniform(-0.5, 2.0)),
+    "expm1": unary("expm1", tf.math.expm1),
+    "sqrt": unary("sqrt", tf.sqrt, POSITIVE),
+    "sin": unary("sin", tf.sin),
+    "cos": unary("cos", tf.cos),
+    "tan": unary("tan", tf.tan, uniform(-1.2, 1.2)),
+    "tanh": unary("tanh", tf.tanh),
+    "sigmoid": unary("sigmoid", tf.sigmoid, uniform(-4.0, 4.0)),
+    "softplus": unary("softplus", tf.math.softplus, uniform(-4.0, 4.0)),
+    "relu": unary("relu", tf.nn.relu, NONZERO),
+    "abs": unary("abs", tf.abs, NONZERO),
+    "sign": unary("sign", tf.sign, NONZERO),
+    "floor": unary("floor", tf.floor),
+    "round": unary("round", tf.round),
+    "stop_gradient": unary("stop_gradient", tf.stop_gradient),
+    # ----- selection and casting -----
+    "where": [Row("where", shapes, (boolean, ANY, ANY), op=tf.where, label=label)
+              for label, shapes in {"same": ((3, 4),) * 3,
+                                    "broadcast": ((3, 1), (1, 4), ()),
+                                    "rank": ((4,), (2, 3, 4), (3, 1))}.items()],
+    # float32 rounds: larger steps, looser tolerances.
+    "cast": [Row("cast", ((3, 4),), params=dict(dtype=tf.float32), op=tf.cast, label="f32",
+                 rtol=1e-3, atol=1e-4, eps=1e-3),
+             Row("cast", ((3, 4),), params=dict(dtype=tf.float64), op=tf.cast, label="f64")],
+    # ----- shape -----
+    "reshape": [Row("reshape", ((3, 4),), params=dict(shape=(2, 6)), op=tf.reshape),
+                Row("reshape", ((2, 3, 4),), params=dict(shape=(-1, 4)), op=tf.reshape,
+                    label="minus1")],
+    "transpose": [Row("transpose", ((2, 3, 4),), params=dict(perm=(2, 0, 1)), op=tf.transpose),
+                  Row("transpose", ((3, 4),), op=tf.transpose, label="default")],
+    "broadcast_to": [Row("broadcast_to", ((3, 1),), params=dict(shape=(2, 3, 4)),
+                         op=tf.broadcast_to),
+                     Row("broadcast_to", ((),), params=dict(shape=(2, 3)), op=tf.broadcast_to,
+                         label="scalar")],
+    "getitem": [Row("getitem", ((3, 4),), op=lambda x: x[1], label="int"),
+                Row("getitem", ((3, 4, 2),), op=lambda x: x[1:, None, ::-2], label="slices"),
+                Row("getitem", ((3, 4),), op=lambda x: x[..., -1], label="ellipsis")],
+    "embed": [Row("embed", ((2,),), params=dict(shape=(3, 4), index=(Slice(0, 2, None), 1)),
+                  op=embed),
+              Row("embed", ((3, 2),), params=dict(shape=(3, 4), index=(FULL, Slice(1, 4, 2))),
+                  op=embed, label="strided")],
+    "gather": [Row("gather", ((5, 3), (5,)), (ANY, constant(_INDICES)), op=tf.gather)],
+    "scatter_add": [Row("scatter_add", ((5, 3), (5,)), (ANY, constant(_INDICES)),
+                        params=dict(size=6), op=scatter_add)],
+    "concat": [Row("concat", ((2, 3), (1, 3), (4, 3)), op=lambda *xs: tf.concat(xs, axis=0),
+                   label="axis0"),
+               Row("concat", ((2, 3), (2, 1)), op=lambda *xs: tf.concat(xs, axis=-1),
+                   label="axis-neg1")],
+    # ----- reductions -----
+    "reduce_sum": reductions("reduce_sum", tf.reduce_sum),
+    "reduce_prod": reductions("reduce_prod", tf.reduce_prod, NONZERO) + [
+        Row("reduce_prod", ((3, 4),), (constant(_ONE_ZERO),), dict(axis=1),
+            op=tf.reduce_prod, label="one-zero"),
+        Row("reduce_prod", ((3, 4),), (constant(_ZEROS),), dict(axis=1),
+            op=tf.reduce_prod, label="zeros"),
+        Row("reduce_prod", ((3, 4),), (constant(_ZEROS),), op=tf.reduce_prod,
+            label="zeros-all")],
+    "reduce_max": reductions("reduce_max", tf.reduce_max, grid()),
+    "reduce_min": reductions("reduce_min", tf.reduce_min, grid()),
+    # ----- linear algebra -----
+    "matmul": [Row("matmul", ((3, 4), (4, 2)), op=tf.matmul, label="2d"),
+               Row("matmul", ((2, 3, 4), (1, 4, 2)), op=tf.matmul, label="batch-broadcast")],
+}
+
+COMPOSITES = [
+    Row("reduce_mean", ((2, 3, 4),), params=dict(axis=(0, 2)), op=tf.reduce_mean),
+    Row("reduce_mean", ((3, 4),), op=tf.reduce_mean, label="all"),
+    Row("reduce_logsumexp", ((3, 4),), params=dict(axis=1), op=tf.reduce_logsumexp),
+    Row("reduce_logsumexp", ((3, 4),), (uniform(500.0, 502.0),), op=tf.reduce_logsumexp,
+        label="large"),
+    Row("softmax", ((3, 4),), op=tf.nn.softmax),
+    Row("softmax", ((3, 4),), params=dict(axis=0), op=tf.nn.softmax, label="axis0"),
+    Row("log_softmax", ((3, 4),), op=tf.nn.log_softmax),
+    Row("softmax_cross_entropy_with_logits", ((3, 4), (3, 4)), (probabilities, ANY),
+        op=lambda z, x: tf.nn.softmax_cross_entropy_with_logits(labels=z, logits=x)),
+    Row("sigmoid_cross_entropy_with_logits", ((3, 4), (3, 4)), (uniform(0.0, 1.0), ANY),
+        op=lambda z, x: tf.nn.sigmoid_cross_entropy_with_logits(labels=z, logits=x)),
+    Row("clip_by_value", ((3, 4),), (uniform(avoid=(-1.0, 1.0)),),
+        params=dict(clip_value_min=-1.0, clip_value_max=1.0), op=tf.clip_by_value),
+    Row("square", ((3, 4),), op=tf.square),
+    Row("tile", ((2, 3),), params=dict(multiples=(2, 3)), op=tf.tile),
+    Row("stack", ((3, 4), (3, 4)), op=lambda *xs: tf.stack(xs, axis=1)),
+    Row("expand_dims", ((3, 4),), params=dict(axis=-1), op=tf.expand_dims),
+    Row("squeeze", ((3, 1, 4, 1),), op=tf.squeeze),
+    Row("squeeze", ((3, 1, 4, 1),), params=dict(axis=1), op=tf.squeeze, label="axis1"),
+    Row("matmul", ((2, 3, 4), (2, 4, 5)), op=tf.matmul, label="batched"),
+    Row("matmul", ((2, 3, 4), (4, 5)), op=tf.matmul, label="batch-2d"),
+    Row("matmul", ((4,), (4, 3)), op=tf.matmul, label="vector"),
+    Row("matmul", ((3, 4), (3, 5)), params=dict(transpose_a=True), op=tf.matmul,
+        label="transpose_a"),
+    Row("gather", ((3, 5), (4,)), (ANY, constant([4, 0, 4, 1])), params=dict(axis=1),
+        op=tf.gather, label="axis1"),
+    Row("getitem", ((3, 5),), op=lambda x: x[:, np.array([4, 0, 4])], label="array-index"),
+]

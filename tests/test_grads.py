@@ -1,0 +1,140 @@
+"""Gradients of every primitive and composite op, first and second order, against central
+finite differences (and the compiler, when COMPILED), driven by tests/samples.py."""
+
+import numpy as np
+import pytest
+from samples import COMPOSITES, SAMPLES, function
+
+import srcxform
+from srcxform.primitive import REGISTRY
+from srcxform.testing import check_grads
+
+# Also compare with `srcxform.differentiable(f).grad` (switched on when the compiler lands).
+COMPILED = hasattr(srcxform, "differentiable")
+
+ROWS = [row for name in REGISTRY for row in SAMPLES.get(name, ())]
+DIFF = [pytest.param(r, id=r.id) for r in ROWS if not REGISTRY[r.name].nondiff]
+DIFF += [pytest.param(r, id=f"composite-{r.id}") for r in COMPOSITES]
+NONDIFF = [pytest.param(r, id=r.id) for r in ROWS if REGISTRY[r.name].nondiff]
+
+
+def _check(row, order, compiled):
+    args = row.make(np.random.default_rng(0))
+    check_grads(function(row), args, order=order, rtol=row.rtol, atol=row.atol, eps=row.eps,
+                compiled=compiled)
+
+
+@pytest.mark.parametrize("row", DIFF)
+def test_first_order(row):
+    _check(row, 1, COMPILED)
+
+
+@pytest.mark.parametrize("row", [p for p in DIFF if p.values[0].order >= 2])
+def test_second_order(row):
+    _check(row, 2, False)
+
+
+@pytest.mark.parametrize("row", NONDIFF)
+def test_nondiff_primitive_gives_no_gradient(row):
+    inputs = [srcxform.constant(a) for a in row.make(np.random.default_rng(0))]
+    with srcxform.GradientTape(persistent=True) as tape:
+        tape.watch([x for x in inputs if x.dtype.kind == "f"])
+        y = function(row)(*inputs)
+    assert all(g is None for g in tape.gradient(y, inputs))
+    if y.dtype.kind == "f":
+        assert all(g is None for g in tape.gradient(y * 2.0 + 1.0, inputs))
+
+
+@pytest.mark.parametrize("row", DIFF)
+def test_gradient_has_the_source_dtype_float32(row):
+    inputs = [srcxform.constant(a) for a in row.make(np.random.default_rng(0), np.float32)]
+    sources = [x for x in inputs if x.dtype.kind == "f"]
+    with srcxform.GradientTape() as tape:
+        tape.watch(sources)
+        y = function(row)(*inputs)
+    for x, g in zip(sources, tape.gradient(y, sources)):
+        assert g is not None and g.dtype == np.float32 and g.shape == x.shape
+
+
+def test_integer_cast_gives_no_gradient():
+    x = srcxform.constant(np.array([1.5, -2.5]))
+    with srcxform.GradientTape() as tape:
+        tape.watch(x)
+        y = srcxform.cast(x, srcxform.int32)
+    assert tape.gradient(y, x) is None
+
+
+# ----- ties and kinks: the gradient conventions finite differences cannot check -----
+
+
+def _grad(f, x):
+    x = srcxform.constant(np.asarray(x, np.float64))
+    with srcxform.GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    return tape.gradient(y, x).numpy()
+
+
+def test_maximum_tie_sends_the_gradient_to_x():
+    np.testing.assert_array_equal(_grad(lambda x: srcxform.maximum(x, 1.0), [1.0, 2.0]),
+                                  [1.0, 1.0])
+    np.testing.assert_array_equal(_grad(lambda x: srcxform.minimum(1.0, x), [1.0, 0.0]),
+                                  [0.0, 1.0])
+
+
+def test_reduce_max_ties_share_the_gradient():
+    np.testing.assert_array_equal(_grad(srcxform.reduce_max, [3.0, 1.0, 3.0]), [0.5, 0, 0.5])
+
+
+def test_relu_and_abs_at_zero():
+    np.testing.assert_array_equal(_grad(srcxform.relu, [0.0, 1.0]), [0.0, 1.0])
+    np.testing.assert_array_equal(_grad(srcxform.abs, [0.0, -1.0]), [0.0, -1.0])
+
+
+# ----- the helpers themselves -----
+
+
+def test_gradcheck_fixture(gradcheck):
+    x = np.linspace(-1.0, 1.0, 6).reshape(2, 3)
+    gradcheck(lambda x, w: srcxform.tanh(x) @ w, x, np.ones((3, 2)), order=2)
+
+
+def test_gradcheck_fixture_fails_the_test(gradcheck):
+    with pytest.raises(pytest.fail.Exception, match="abs err"):
+        gradcheck(_wrong_square, np.array([1.0, 2.0]), compiled=False)
+
+
+@srcxform.custom_gradient
+def _wrong_square(x):
+    return x * x, lambda g: g * x  # deliberately wrong: d(x*x)/dx is 2x
+
+
+def _wrong_loss(x):
+    return srcxform.reduce_sum(_wrong_square(x))
+
+
+def test_check_grads_fails_with_a_table_on_a_wrong_gradient():
+    with pytest.raises(AssertionError) as failure:
+        check_grads(_wrong_loss, [np.array([1.0, -2.0, 3.0])], compiled=False)
+    message = str(failure.value)
+    assert "_wrong_loss: gradients disagree" in message
+    lines = message.splitlines()
+    assert lines[1].split() == ["arg", "index", "eager", "numeric", "abs", "err", "rel", "err"]
+    # The worst element first: index 2, eager 3 against numeric 6.
+    assert lines[2].split()[:4] == ["0", "2", "3", "6"]
+    assert len(lines) == 5
+
+
+def test_check_grads_passes_integer_args_through():
+    seen = []
+
+    def f(x, n):
+        seen.append(n)
+        return srcxform.reduce_sum(x * float(n))
+
+    check_grads(f, [np.ones(3), 3], compiled=False)
+    assert set(seen) == {3}
+
+
+def test_check_grads_converts_floats_to_float64():
+    check_grads(lambda x, y: x * y, [np.ones(3, np.float32), 2.0], order=2, compiled=False)

@@ -1,0 +1,389 @@
+"""NumPy dispatch (SPEC "NumPy dispatch"): NumPy functions applied to Tensors run
+srcxform's ops, so NumPy-written code gives Tensors and is differentiable unchanged.
+
+Each case is a function written with NumPy, its twin written with srcxform ops, and
+inputs. Values are checked against NumPy on plain arrays; gradients against the twin
+and against central finite differences of the NumPy function (float64).
+"""
+
+import itertools
+import re
+
+import numpy as np
+import pytest
+
+import srcxform as tf
+
+DOMAINS = {"any": (-2.0, 2.0), "pos": (0.5, 2.0), "small": (-1.0, 1.0), "frac": (0.1, 0.9),
+           "big": (1.5, 2.0)}
+
+A = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]])  # a constant NumPy operand
+
+
+def case(np_fn, tf_fn, *shapes, domain="any", diff=True, id):
+    """shapes: one per input; domain: one name, or one per input."""
+    domains = (domain,) * len(shapes) if isinstance(domain, str) else domain
+    return pytest.param(np_fn, tf_fn, shapes, domains, diff, id=id)
+
+
+UFUNCS = [
+    case(np.exp, tf.exp, (2, 3), id="exp"),
+    case(np.log, tf.math.log, (2, 3), domain="pos", id="log"),
+    case(np.log1p, tf.math.log1p, (2, 3), domain="pos", id="log1p"),
+    case(np.expm1, tf.math.expm1, (2, 3), id="expm1"),
+    case(np.sqrt, tf.sqrt, (2, 3), domain="pos", id="sqrt"),
+    case(np.sin, tf.sin, (2, 3), id="sin"),
+    case(np.cos, tf.cos, (2, 3), id="cos"),
+    case(np.tan, tf.tan, (2, 3), domain="small", id="tan"),
+    case(np.tanh, tf.tanh, (2, 3), id="tanh"),
+    case(np.negative, tf.negative, (2, 3), id="negative"),
+    case(np.positive, lambda x: x, (2, 3), id="positive"),
+    case(np.absolute, tf.abs, (2, 3), id="absolute"),
+    case(np.abs, tf.abs, (4,), id="abs"),
+    case(np.square, tf.square, (2, 3), id="square"),
+    case(np.add, tf.add, (2, 3), (3,), id="add-broadcast"),
+    case(np.subtract, tf.subtract, (2, 1), (3,), id="subtract-broadcast"),
+    case(np.multiply, tf.multiply, (2, 3), (2, 3), id="multiply"),
+    case(np.divide, tf.divide, (2, 3), (3,), domain=("any", "pos"), id="divide"),
+    case(np.true_divide, tf.divide, (3,), (), domain=("any", "pos"), id="true_divide"),
+    case(np.power, tf.pow, (2, 3), (2, 3), domain=("pos", "any"), id="power"),
+    case(np.maximum, tf.maximum, (2, 3), (2, 3), id="maximum"),
+    case(np.minimum, tf.minimum, (2, 3), (3,), id="minimum-broadcast"),
+    case(np.remainder, tf.math.floormod, (2, 3), (3,), domain=("frac", "big"), id="remainder"),
+    case(np.mod, tf.math.mod, (3,), (3,), domain=("frac", "big"), id="mod"),
+    case(lambda x: np.maximum(x, 0.0), tf.relu, (2, 3), id="maximum-scalar"),
+    # Operators with a NumPy value on the left go through __array_ufunc__ too.
+    case(lambda x: A + x, lambda x: tf.add(A, x), (2, 3), id="ndarray+tensor"),
+    case(lambda x: A * x, lambda x: tf.multiply(A, x), (3,), id="ndarray*tensor"),
+    case(lambda x: A.T @ x, lambda x: tf.matmul(A.T, x), (2, 4), id="ndarray@tensor"),
+    case(lambda x: np.float64(2.5) ** x, lambda x: tf.pow(2.5, x), (3,), id="npscalar**tensor"),
+    # No gradient: None from the tape, never a wrong one.
+    case(np.sign, tf.sign, (2, 3), diff=False, id="sign"),
+    case(np.floor, tf.floor, (2, 3), diff=False, id="floor"),
+    case(np.rint, tf.round, (2, 3), diff=False, id="rint"),
+    case(np.floor_divide, tf.math.floordiv, (2, 3), (3,), domain=("any", "pos"), diff=False,
+         id="floor_divide"),
+]
+
+FUNCTIONS = [
+    # reductions
+    case(np.sum, tf.reduce_sum, (2, 3), id="sum"),
+    case(lambda x: np.sum(x, axis=0), lambda x: tf.reduce_sum(x, 0), (2, 3), id="sum-axis"),
+    case(lambda x: np.sum(x, (0, 2), keepdims=True),
+         lambda x: tf.reduce_sum(x, (0, 2), keepdims=True), (2, 3, 4), id="sum-tuple-keepdims"),
+    case(np.mean, tf.reduce_mean, (2, 3), id="mean"),
+    case(lambda x: np.mean(x, -1), lambda x: tf.reduce_mean(x, -1), (2, 3), id="mean-axis"),
+    case(np.prod, tf.reduce_prod, (2, 3), id="prod"),
+    case(lambda x: np.prod(x, axis=1, keepdims=True),
+         lambda x: tf.reduce_prod(x, 1, keepdims=True), (2, 3), id="prod-axis"),
+    case(np.max, tf.reduce_max, (2, 3), id="max"),
+    case(lambda x: np.max(x, axis=1), lambda x: tf.reduce_max(x, 1), (2, 3), id="max-axis"),
+    case(np.min, tf.reduce_min, (2, 3), id="min"),
+    case(lambda x: np.min(x, 0, keepdims=True), lambda x: tf.reduce_min(x, 0, keepdims=True),
+         (2, 3), id="min-axis"),
+    case(lambda x: np.amax(x, 0), lambda x: tf.reduce_max(x, 0), (3, 2), id="amax"),
+    case(lambda x: np.amin(x, 1), lambda x: tf.reduce_min(x, 1), (3, 2), id="amin"),
+    # linear algebra
+    case(np.dot, lambda x, y: tf.reduce_sum(x * y), (4,), (4,), id="dot-vec-vec"),
+    case(np.dot, lambda x, y: tf.matmul(x, y[:, None])[:, 0], (2, 4), (4,), id="dot-mat-vec"),
+    case(np.dot, tf.matmul, (2, 4), (4, 3), id="dot-mat-mat"),
+    case(np.dot, tf.multiply, (), (2, 3), id="dot-scalar"),
+    case(np.matmul, tf.matmul, (2, 4), (4, 3), id="matmul"),
+    case(np.matmul, tf.matmul, (2, 3, 4), (4, 5), id="matmul-batched"),
+    case(np.matmul, lambda x, y: tf.matmul(x[None, :], y)[0], (4,), (4, 3), id="matmul-vec"),
+    case(lambda x, y: x @ y, tf.matmul, (3, 2, 4), (3, 4, 2), id="matmul-operator"),
+    case(np.outer, lambda x, y: x[:, None] * y[None, :], (3,), (4,), id="outer"),
+    # shape
+    case(np.transpose, tf.transpose, (2, 3), id="transpose"),
+    case(lambda x: np.transpose(x, (1, 0, 2)), lambda x: tf.transpose(x, (1, 0, 2)),
+         (2, 3, 4), id="transpose-axes"),
+    case(lambda x: np.reshape(x, (3, 2)), lambda x: tf.reshape(x, (3, 2)), (2, 3),
+         id="reshape"),
+    case(lambda x: np.reshape(x, -1), lambda x: tf.reshape(x, (-1,)), (2, 3), id="reshape-flat"),
+    case(lambda x, y: np.where(x > 0, x, y), lambda x, y: tf.where(x > 0, x, y), (2, 3),
+         (3,), id="where"),
+    case(lambda x: np.where(x > 0, x, 0.0), tf.relu, (2, 3), id="where-scalar"),
+    case(lambda x: np.clip(x, -0.5, 0.5), lambda x: tf.clip_by_value(x, -0.5, 0.5), (2, 3),
+         id="clip"),
+    case(lambda x: np.clip(x, None, 0.5), lambda x: tf.minimum(x, 0.5), (2, 3),
+         id="clip-max-only"),
+    case(lambda x: np.clip(x, a_min=-0.5, a_max=0.5),
+         lambda x: tf.clip_by_value(x, -0.5, 0.5), (2, 3), id="clip-keywords"),
+    case(lambda x, y: np.concatenate([x, y]), lambda x, y: tf.concat([x, y], 0), (2, 3),
+         (1, 3), id="concatenate"),
+    case(lambda x, y: np.concatenate((x, y), axis=1), lambda x, y: tf.concat([x, y], 1),
+         (2, 3), (2, 2), id="concatenate-axis"),
+    case(lambda x, y: np.concatenate([x, y], axis=None),
+         lambda x, y: tf.concat([tf.reshape(x, (-1,)), tf.reshape(y, (-1,))], 0),
+         (2, 3), (4,), id="concatenate-flat"),
+    case(lambda x, y: np.concatenate([A, x, y]), lambda x, y: tf.concat([A, x, y], 0),
+         (1, 3), (2, 3), id="concatenate-ndarray"),
+    case(lambda x, y: np.stack([x, y]), lambda x, y: tf.stack([x, y]), (2, 3), (2, 3),
+         id="stack"),
+    case(lambda x, y: np.stack([x, y], axis=-1), lambda x, y: tf.stack([x, y], -1), (3,),
+         (3,), id="stack-axis"),
+    case(lambda x: np.expand_dims(x, 1), lambda x: tf.expand_dims(x, 1), (2, 3),
+         id="expand_dims"),
+    case(lambda x: np.expand_dims(x, (0, -1)), lambda x: tf.reshape(x, (1, 2, 3, 1)), (2, 3),
+         id="expand_dims-tuple"),
+    case(np.squeeze, tf.squeeze, (1, 3, 1), id="squeeze"),
+    case(lambda x: np.squeeze(x, axis=0), lambda x: tf.squeeze(x, 0), (1, 3, 1),
+         id="squeeze-axis"),
+    case(lambda x: np.broadcast_to(x, (2, 3)), lambda x: tf.broadcast_to(x, (2, 3)), (3,),
+         id="broadcast_to"),
+    case(lambda x: np.tile(x, 2), lambda x: tf.tile(x, (1, 2)), (2, 3), id="tile"),
+    case(lambda x: np.take(x, [4, 0, 4]), lambda x: tf.gather(tf.reshape(x, (-1,)), [4, 0, 4]),
+         (2, 3), id="take-flat"),
+    case(lambda x: np.take(x, [2, 0], axis=1), lambda x: tf.gather(x, [2, 0], axis=1), (2, 3),
+         id="take-axis"),
+    case(np.round, tf.round, (2, 3), diff=False, id="round"),
+]
+
+
+def _inputs(shapes, domains, dtype=np.float64, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.uniform(*DOMAINS[d], size=s).astype(dtype) for s, d in zip(shapes, domains)]
+
+
+def _tape(f, arrays, weight):
+    """f's output, and the gradient of sum(f * weight) wrt each input."""
+    xs = [tf.constant(a) for a in arrays]
+    with tf.GradientTape() as tape:
+        tape.watch(xs)
+        out = f(*xs)
+    return out, tape.gradient(out, xs, output_gradients=weight)
+
+
+def _numeric(f, arrays, weight, eps=1e-6):
+    """Central differences of sum(f * weight), f run by NumPy on plain arrays."""
+    grads = []
+    for i, a in enumerate(arrays):
+        g = np.zeros_like(a)
+        for idx in np.ndindex(a.shape):
+            shifted = []
+            for step in (eps, -eps):
+                args = [b.copy() for b in arrays]
+                args[i][idx] += step
+                shifted.append(np.sum(np.asarray(f(*args)) * weight))
+            g[idx] = (shifted[0] - shifted[1]) / (2 * eps)
+        grads.append(g)
+    return grads
+
+
+@pytest.mark.parametrize("np_fn, tf_fn, shapes, domains, diff", UFUNCS + FUNCTIONS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_values_match_numpy(np_fn, tf_fn, shapes, domains, diff, dtype):
+    arrays = _inputs(shapes, domains, dtype)
+    expected = np.asarray(np_fn(*arrays))
+    got = np_fn(*[tf.constant(a) for a in arrays])
+    assert isinstance(got, tf.Tensor)
+    assert got.shape == expected.shape
+    assert got.dtype == expected.dtype
+    rtol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got.numpy(), expected, rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("np_fn, tf_fn, shapes, domains, diff", UFUNCS + FUNCTIONS)
+def test_gradients(np_fn, tf_fn, shapes, domains, diff):
+    arrays = _inputs(shapes, domains)
+    weight = np.random.default_rng(1).normal(size=np.shape(np_fn(*arrays)))
+    out, grads = _tape(np_fn, arrays, weight)
+    twin_out, twin_grads = _tape(tf_fn, arrays, weight)
+    np.testing.assert_allclose(out.numpy(), twin_out.numpy(), rtol=1e-12)
+    if not diff:
+        assert grads == [None] * len(arrays)
+        return
+    for g, twin, fd, a in zip(grads, twin_grads, _numeric(np_fn, arrays, weight), arrays):
+        assert g.shape == a.shape and g.dtype == a.dtype
+        np.testing.assert_allclose(g.numpy(), twin.numpy(), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(g.numpy(), fd, rtol=1e-6, atol=1e-6)
+
+
+def test_comparisons_and_logic_give_bool_tensors():
+    x, y = tf.constant([1.0, 2.0, 3.0]), np.array([3.0, 2.0, 1.0])
+    for ufunc in (np.equal, np.not_equal, np.less, np.less_equal, np.greater,
+                  np.greater_equal, np.logical_and, np.logical_or):
+        got = ufunc(x, y)
+        assert isinstance(got, tf.Tensor) and got.dtype == np.bool_
+        np.testing.assert_array_equal(got.numpy(), ufunc(np.asarray(x), y))
+    np.testing.assert_array_equal(np.logical_not(x > 1.5).numpy(), [True, False, False])
+    np.testing.assert_array_equal(np.isfinite(tf.constant([1.0, np.inf, np.nan])).numpy(),
+                                  [True, False, False])
+
+
+def test_variables_are_read_and_watched():
+    w = tf.Variable([1.0, 2.0, 3.0])
+    with tf.GradientTape() as tape:
+        loss = np.sum(np.square(w)) + np.dot(w, np.ones(3, np.float32))
+    assert isinstance(loss, tf.Tensor)
+    np.testing.assert_allclose(tape.gradient(loss, w).numpy(), [3.0, 5.0, 7.0])
+
+
+def test_higher_order_through_numpy():
+    x = tf.Variable(0.5, dtype=tf.float64)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            y = np.tanh(x)
+        dy = inner.gradient(y, x)
+    d2y = outer.gradient(dy, x)
+    t = np.tanh(0.5)
+    np.testing.assert_allclose(dy.numpy(), 1 - t * t)
+    np.testing.assert_allclose(d2y.numpy(), -2 * t * (1 - t * t))
+
+
+def test_prod_gradient_with_a_zero():
+    x = tf.constant([2.0, 0.0, 3.0])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = np.prod(x)
+    np.testing.assert_array_equal(tape.gradient(y, x).numpy(), [0.0, 6.0, 0.0])
+
+
+def test_result_dtypes_follow_numpy():
+    ints, flags = tf.constant([1, 2]), tf.constant([True, False, True])
+    assert np.mean(ints).dtype == np.mean(np.array([1, 2], np.int32)).dtype == np.float64
+    assert np.mean(ints).numpy() == 1.5
+    assert np.sum(flags).numpy() == 2 and np.sum(flags).dtype == np.sum(np.asarray(flags)).dtype
+    assert np.sum(ints).dtype == np.sum(np.array([1, 2], np.int32)).dtype
+    x = tf.constant([1.0, 2.0])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        total = np.sum(x, dtype=np.float64)
+    assert total.dtype == np.float64
+    grad = tape.gradient(total, x)
+    assert grad.dtype == np.float32  # a gradient has its source's dtype
+    np.testing.assert_array_equal(grad.numpy(), [1.0, 1.0])
+
+
+def test_shape_queries():
+    x = tf.constant(np.zeros((2, 3)))
+    assert np.shape(x) == (2, 3) and np.ndim(x) == 2 and np.size(x) == 6
+    assert np.size(x, 1) == 3
+    z, o = np.zeros_like(x), np.ones_like(x, dtype=np.float32)
+    assert isinstance(z, tf.Tensor) and z.shape == (2, 3) and z.dtype == np.float64
+    assert o.dtype == np.float32 and (o.numpy() == 1).all()
+
+
+# ----- plain NumPy code, unchanged -----
+
+
+def logistic_loss(w, b, X, y):
+    """Logistic regression's mean negative log-likelihood, in plain NumPy."""
+    z = np.dot(X, w) + b
+    p = 1.0 / (1.0 + np.exp(-z))
+    return -np.mean(y * np.log(p) + (1.0 - y) * np.log(1.0 - p))
+
+
+def _logistic_data(n=20, d=3):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, d))
+    y = (X @ np.array([1.0, -2.0, 0.5]) + 0.3 * rng.normal(size=n) > 0).astype(np.float64)
+    return X, y
+
+
+def test_numpy_logistic_regression_is_differentiable():
+    X, y = _logistic_data()
+    w0, b0 = np.array([0.1, 0.2, -0.3]), np.float64(0.05)
+    w, b = tf.Variable(w0), tf.Variable(b0)
+    with tf.GradientTape() as tape:
+        loss = logistic_loss(w, b, X, y)
+    assert isinstance(loss, tf.Tensor) and loss.dtype == np.float64
+    np.testing.assert_allclose(loss.numpy(), logistic_loss(w0, b0, X, y), rtol=1e-12)
+    dw, db = tape.gradient(loss, [w, b])
+    p = 1 / (1 + np.exp(-(X @ w0 + b0)))
+    np.testing.assert_allclose(dw.numpy(), X.T @ (p - y) / len(y), rtol=1e-10)
+    np.testing.assert_allclose(db.numpy(), np.mean(p - y), rtol=1e-10)
+
+
+def test_numpy_logistic_regression_trains():
+    X, y = _logistic_data()
+    w, b = tf.Variable(np.zeros(3)), tf.Variable(0.0, dtype=tf.float64)
+    losses = []
+    for _ in range(50):
+        with tf.GradientTape() as tape:
+            loss = logistic_loss(w, b, X, y)
+        dw, db = tape.gradient(loss, [w, b])
+        w.assign_sub(0.5 * dw)
+        b.assign_sub(0.5 * db)
+        losses.append(float(loss))
+    assert losses[-1] < 0.5 * losses[0]
+    assert all(later <= earlier for earlier, later in itertools.pairwise(losses))
+
+
+def test_numpy_mlp_with_softmax_matches_finite_differences():
+    rng = np.random.default_rng(2)
+    X, labels = rng.normal(size=(5, 4)), np.eye(3)[[0, 2, 1, 1, 0]]
+
+    def loss(W1, b1, W2):
+        h = np.tanh(X @ W1 + b1)
+        logits = np.dot(h, W2)
+        e = np.exp(logits - np.max(logits, axis=1, keepdims=True))
+        probs = e / np.sum(e, axis=1, keepdims=True)
+        return -np.mean(np.sum(labels * np.log(probs), axis=1))
+
+    params = [rng.normal(size=(4, 6)), rng.normal(size=6), rng.normal(size=(6, 3))]
+    out, grads = _tape(loss, params, np.float64(1.0))
+    np.testing.assert_allclose(out.numpy(), loss(*params), rtol=1e-12)
+    for g, fd in zip(grads, _numeric(loss, params, 1.0)):
+        np.testing.assert_allclose(g.numpy(), fd, rtol=1e-6, atol=1e-8)
+
+
+# ----- what is not supported says so -----
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda x: np.cumsum(x), "numpy.cumsum"),
+    (lambda x: np.sort(x), "numpy.sort"),
+    (lambda x: np.linalg.svd(x), "numpy.linalg.svd"),
+    (lambda x: np.arctan(x), "numpy.arctan"),
+    (lambda x: np.add.reduce(x), "numpy.add.reduce"),
+    (lambda x: np.multiply.outer(x, x), "numpy.multiply.outer"),
+])
+def test_unsupported_function_raises_type_error_naming_it(call, name):
+    x = tf.constant([[3.0, 1.0], [2.0, 4.0]])
+    with pytest.raises(TypeError, match=re.escape(name) + " has no srcxform op"):
+        call(x)
+
+
+@pytest.mark.parametrize("call, argument", [
+    (lambda x: np.exp(x, out=np.empty(3)), "out"),
+    (lambda x: np.add(x, 1.0, where=np.array([True, False, True])), "where"),
+    (lambda x: np.exp(x, dtype=np.float64), "dtype"),
+    (lambda x: np.sum(x, out=np.empty(())), "out"),
+    (lambda x: np.sum(x, where=np.array([True, False, True])), "where"),
+    (lambda x: np.max(x, initial=10.0), "initial"),
+    (lambda x: np.reshape(x, (3, 1), order="F"), "order"),
+    (lambda x: np.round(x, 2), "decimals"),
+    (lambda x: np.take(x, [5], mode="wrap"), "mode"),
+    (lambda x: np.concatenate([x, x], dtype=np.float64), "dtype"),
+    (lambda x: np.dot(x, x, out=np.empty((), np.float32)), "out"),
+])
+def test_unsupported_argument_raises_instead_of_being_ignored(call, argument):
+    with pytest.raises(TypeError, match=f"does not support the argument\\(s\\) {argument}"):
+        call(tf.constant([1.0, 2.0, 3.0]))
+
+
+@pytest.mark.skipif(np.lib.NumpyVersion(np.__version__) < "2.1.0",
+                    reason="np.clip's min=/max= arrived in NumPy 2.1")
+def test_clip_min_max_keywords():
+    x = tf.constant([-2.0, 0.0, 2.0])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = np.clip(x, min=-1.0, max=1.0)
+    np.testing.assert_array_equal(y.numpy(), [-1.0, 0.0, 1.0])
+    np.testing.assert_array_equal(tape.gradient(y, x).numpy(), [0.0, 1.0, 0.0])
+
+
+def test_where_needs_x_and_y():
+    with pytest.raises(TypeError, match="needs both x and y"):
+        np.where(tf.constant([1.0, -1.0]) > 0)
+
+
+def test_where_accepts_a_numeric_condition_as_numpy_does():
+    got = np.where(tf.constant([2, 0, -1]), tf.constant([1.0, 2.0, 3.0]), 0.0)
+    np.testing.assert_array_equal(got.numpy(), [1.0, 0.0, 3.0])
+
+
+def test_float_only_functions_reject_integers_as_tensorflow():
+    with pytest.raises(TypeError, match="exp"):
+        np.exp(tf.constant([1, 2]))
