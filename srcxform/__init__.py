@@ -3,7 +3,9 @@
 The public surface only: re-exports under TensorFlow's names.
 """
 
-from srcxform import ops  # noqa: F401  (first: the primitives register on import)
+__version__ = "0.1.0"
+
+from srcxform import ops  # noqa: F401, E402  (first: the primitives register on import)
 from srcxform.dtypes import bool_ as bool  # noqa: F401
 from srcxform.dtypes import float16, float32, float64, int32, int64  # noqa: F401
 from srcxform.errors import CompileError, ShapeError, SrcxformError, TracingError  # noqa: F401
@@ -14,5 +16,4 @@ from srcxform.ops import (  # noqa: F401
 from srcxform import math, nn  # noqa: F401
 from srcxform.tape import GradientTape, UnconnectedGradients  # noqa: F401
 from srcxform.tensor import Tensor, Variable  # noqa: F401
-
-__version__ = "0.1.0"
+from srcxform.api import differentiable, grad, hessian, jacobian, value_and_grad  # noqa: F401

@@ -73,6 +73,15 @@ def slice_length(n, s):
     return stop - start if stop >= start else 0
 
 
+def as_size(d, op):
+    """A dim argument as an int, keeping a traced size symbolic (a Dim is an int)."""
+    if isinstance(d, int) and not isinstance(d, bool):
+        return d
+    if isinstance(d, np.integer):
+        return int(d)
+    raise TypeError(f"{op}: a dimension must be an integer, got {d!r}")
+
+
 def max_dim(a, b):
     return a if a >= b else b
 

@@ -16,7 +16,8 @@ from srcxform import recording
 from srcxform.aval import Aval, broadcast_shapes, normalize_axes
 from srcxform.dtypes import promote
 from srcxform.errors import ShapeError, where
-from srcxform.tensor import Tensor, as_value
+from srcxform.dims import Dim
+from srcxform.tensor import SizeConstant, Tensor, as_value
 
 REGISTRY: dict = {}
 
@@ -47,6 +48,7 @@ class Primitive:
     # aval is that input (a cast to the same dtype).
     units: tuple = ()
     same_aval_is_identity: bool = False
+    is_broadcast: bool = False  # only broadcasts its input (broadcast_to)
     param_names: tuple = field(init=False)
     template: ast.AST = field(init=False, repr=False)
 
@@ -71,6 +73,8 @@ class Primitive:
         values = [as_value(a, self.name) for a in args]
         out_aval = self.abstract_eval(values, params)
         trace = next((v._trace for v in values if v._trace is not None), None)
+        if trace is None and recording.TRACES and _mentions_size(values, params):
+            trace = recording.TRACES[-1]  # a traced size must be computed, not folded
         if trace is not None:
             out = trace.add_eqn(self, values, params, out_aval)
         else:
@@ -101,6 +105,14 @@ class Primitive:
         if result.dtype != out_aval.dtype:
             result = result.astype(out_aval.dtype)
         return Tensor._new(result, out_aval.weak)
+
+
+def _mentions_size(values, params):
+    """Whether an op's inputs or params hold a traced size (a Dim)."""
+    def has(value):
+        return isinstance(value, Dim) or isinstance(value, tuple) and any(map(has, value))
+
+    return any(isinstance(v, SizeConstant) for v in values) or any(map(has, params.values()))
 
 
 def _parse_template(name, emit, names):
@@ -180,12 +192,12 @@ def reduction(name, impl, emit, init, vjp=None, nondiff=False):
 
 
 def primitive(name, kind, impl, shape, emit, vjp=None, nondiff=False,
-              same_aval_is_identity=False):
+              same_aval_is_identity=False, is_broadcast=False):
     """Declares a primitive with its own shape rule `shape(*avals, **params)`; the inputs
     are named by the shape rule's positional parameters."""
     arg_names, variadic = _arg_names(shape, 0)
     return Primitive(name, kind, impl, shape, vjp, emit, arg_names, nondiff, variadic=variadic,
-                     same_aval_is_identity=same_aval_is_identity)
+                     same_aval_is_identity=same_aval_is_identity, is_broadcast=is_broadcast)
 
 
 def reduce_params(x, axis, keepdims, op):

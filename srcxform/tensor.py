@@ -11,6 +11,7 @@ import numpy as np
 from srcxform import ops as _ops
 from srcxform import recording
 from srcxform.aval import Aval
+from srcxform.dims import Dim, value
 from srcxform.dtypes import as_dtype, scalar_dtype
 
 _ids = itertools.count(1)
@@ -223,6 +224,13 @@ class Tensor(Value):
         return format(self._value.item() if self._value.ndim == 0 else self._value, spec)
 
 
+class SizeConstant(Tensor):
+    """A traced size used as a number (x.shape[0] in a mean): a weak int constant that
+    keeps its Dim, so generated code computes it from the input sizes."""
+
+    __slots__ = ("dim",)
+
+
 class Variable(Value):
     """A mutable value whose reads are watched by tapes (tf.Variable)."""
 
@@ -342,6 +350,10 @@ def as_value(x, op=None):
     if isinstance(x, Value):
         return x._read() if isinstance(x, Variable) else x
     # np.float64 is also a Python float, but as a NumPy value it keeps its dtype.
+    if isinstance(x, Dim):
+        size = SizeConstant._new(np.asarray(value(x), dtype=np.int32), weak=True)
+        size.dim = x
+        return size
     if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
         return Tensor._new(np.asarray(x, dtype=scalar_dtype(x)), weak=True)
     try:

@@ -1,5 +1,7 @@
 """Linear algebra: matmul (2-D and batched, batch dims broadcast as NumPy's).
 
+The primitive is the 2-D product, which compiles to a BLAS call; a batched product is a
+broadcast multiply and a sum over the inner axis, which fuses into one loop nest.
 Transpose lives in shape.py; dot and outer for NumPy dispatch are composites here.
 """
 
@@ -13,22 +15,27 @@ from srcxform.primitive import primitive
 from srcxform.tensor import as_value
 
 
-def _matmul_shape(x, y):
-    if x.ndim < 2 or y.ndim < 2:
-        raise ValueError("matmul needs operands of rank 2 or more")
+def _check_operands(x, y):
     if x.shape[-1] != y.shape[-2]:
         raise ValueError(f"inner dimensions differ: {x.shape[-1]} and {y.shape[-2]}")
     if x.dtype.kind not in "fiu" or y.dtype.kind not in "fiu":
         raise TypeError("matmul needs numeric operands")
-    batch = broadcast_shapes(x.shape[:-2], y.shape[:-2])
-    return Aval(batch + (x.shape[-2], y.shape[-1]), np.result_type(x.dtype, y.dtype))
+    return broadcast_shapes(x.shape[:-2], y.shape[:-2])
+
+
+def _matmul_shape(x, y):
+    if x.ndim != 2 or y.ndim != 2:
+        raise ValueError("the matmul primitive takes matrices; matmul() batches")
+    _check_operands(x, y)
+    return Aval((x.shape[0], y.shape[1]), np.result_type(x.dtype, y.dtype))
 
 
 def _swap(x):
     return transpose(x, tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2))
 
 
-matmul_p = primitive("matmul", "opaque", np.matmul, _matmul_shape, "np.dot(x, y)",
+matmul_p = primitive("matmul", "opaque", np.matmul, _matmul_shape,
+                     "np.dot(np.ascontiguousarray(x), np.ascontiguousarray(y))",
                      vjp=lambda g, out, x, y: (matmul(g, _swap(y)), matmul(_swap(x), g)))
 
 
@@ -43,13 +50,24 @@ def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
     if x.ndim == 0 or y.ndim == 0:
         raise shape_error(f"matmul: operands must not be scalars, got {x.aval.short()} and "
                           f"{y.aval.short()}")
+    x2 = expand_dims(x, 0) if x.ndim == 1 else x
+    y2 = expand_dims(y, -1) if y.ndim == 1 else y
     if x.ndim >= 2 and y.ndim >= 2:
-        return matmul_p.bind(x, y)
-    out = matmul_p.bind(expand_dims(x, 0) if x.ndim == 1 else x,
-                        expand_dims(y, -1) if y.ndim == 1 else y)
+        return _matmul(x2, y2)
+    out = _matmul(x2, y2)
     shape = out.shape[:-2] + (() if x.ndim == 1 else out.shape[-2:-1]) + \
         (() if y.ndim == 1 else out.shape[-1:])
     return reshape(out, shape)
+
+
+def _matmul(x, y):
+    if x.ndim == 2 and y.ndim == 2:
+        return matmul_p.bind(x, y)
+    try:
+        _check_operands(x.aval, y.aval)
+    except (ValueError, TypeError) as err:
+        raise shape_error(f"matmul({x.aval.short()}, {y.aval.short()}): {err}") from None
+    return reduce_sum(expand_dims(x, -1) * expand_dims(y, -3), axis=-2)
 
 
 def tensordot_1d(a, b):

@@ -14,7 +14,7 @@ from srcxform.primitive import reduce_params, reduction
 
 def _kept(g, x, axis, keepdims):
     """A reduction's result (or cotangent) broadcast back to the operand's shape."""
-    if not keepdims:
+    if not keepdims and g.ndim:  # a scalar broadcasts as it is
         g = reshape(g, tuple(1 if i in axis else d for i, d in enumerate(x.shape)))
     return broadcast_to(g, x.shape)
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from srcxform.aval import Aval, broadcast_shapes, normalize_axes, size, slice_length
+from srcxform.aval import Aval, as_size, broadcast_shapes, normalize_axes, size, slice_length
 from srcxform.errors import shape_error
 from srcxform.primitive import primitive
 from srcxform.tensor import Value, as_value
@@ -69,7 +69,8 @@ transpose_p = primitive("transpose", "structural", lambda x, perm: np.transpose(
 # 0. Its cotangent is summed back by backprop, which unbroadcasts everything.
 broadcast_to_p = primitive("broadcast_to", "elementwise",
                            lambda x, shape: np.broadcast_to(x, shape), _broadcast_to_shape,
-                           "x", vjp=lambda g, out, x, *, shape: (g,), same_aval_is_identity=True)
+                           "x", vjp=lambda g, out, x, *, shape: (g,), same_aval_is_identity=True,
+                           is_broadcast=True)
 
 # ----- indexing -----
 
@@ -170,8 +171,8 @@ concat_p = primitive("concat", "structural", lambda *xs, axis: np.concatenate(xs
 def reshape(tensor, shape, name=None):
     """The same elements in a new shape; one dim may be -1 (tf.reshape)."""
     x = as_value(tensor, "reshape")
-    shape = tuple(int(d) for d in np.atleast_1d(shape)) if not isinstance(shape, tuple) \
-        else tuple(int(d) for d in shape)
+    shape = tuple(as_size(d, "reshape") for d in (
+        shape if isinstance(shape, (tuple, list)) else np.atleast_1d(shape)))
     if -1 in shape:
         known = size(tuple(d for d in shape if d != -1))
         if known == 0 or size(x.shape) % known:
@@ -179,6 +180,12 @@ def reshape(tensor, shape, name=None):
         shape = tuple(size(x.shape) // known if d == -1 else d for d in shape)
     if shape == x.shape:
         return x
+    # A single element moving in or out of rank 0 is a broadcast or an index: generated
+    # code keeps rank-0 values as scalars, which have no reshape.
+    if x.ndim == 0 and size(shape) == 1:
+        return broadcast_to(x, shape)
+    if not shape and size(x.shape) == 1:
+        return getitem_p.bind(x, index=(0,) * x.ndim)
     return reshape_p.bind(x, shape=shape)
 
 
@@ -193,7 +200,7 @@ def transpose(a, perm=None, conjugate=False, name=None):
 def broadcast_to(input, shape, name=None):
     """input broadcast to `shape` by NumPy's rules (tf.broadcast_to)."""
     x = as_value(input, "broadcast_to")
-    shape = tuple(int(d) for d in shape)
+    shape = tuple(as_size(d, "broadcast_to") for d in shape)
     return x if shape == x.shape else broadcast_to_p.bind(x, shape=shape)
 
 

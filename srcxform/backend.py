@@ -1,0 +1,101 @@
+"""Turning generated source into a callable: write it to a content-addressed file,
+import it, and compile it with Numba (or run it as Python with SRCXFORM_JIT=0).
+
+The only place that talks to Numba: its typing and lowering errors become CompileError,
+quoting the generated line.
+"""
+
+import hashlib
+import importlib.util
+import os
+import re
+import sys
+
+from srcxform.errors import CompileError
+
+
+def cache_dir():
+    """$SRCXFORM_CACHE_DIR, else the user cache folder (~/.cache/srcxform on Linux)."""
+    path = os.environ.get("SRCXFORM_CACHE_DIR")
+    if not path:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
+                                                                ".cache")
+        path = os.path.join(base, "srcxform")
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def jit_enabled():
+    return os.environ.get("SRCXFORM_JIT", "1") not in ("0", "false", "no")
+
+
+def load(source, func_name, jit=None):
+    """The function `func_name` defined by `source`, compiled unless jit is off.
+
+    The module is registered in sys.modules under a name made from its content hash
+    before it runs: Numba's cache re-imports it by that name when it loads a kernel.
+    """
+    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+    module_name = f"srcxform_generated.{_safe(func_name)}_{digest}"
+    module = sys.modules.get(module_name)
+    if module is None:
+        path = os.path.join(cache_dir(), f"{_safe(func_name)}_{digest}.py")
+        if not os.path.exists(path):
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with open(tmp, "w") as f:
+                f.write(source)
+            os.replace(tmp, path)  # atomic: another process may write the same file
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules.setdefault("srcxform_generated", type(sys)("srcxform_generated"))
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+    fn = getattr(module, func_name)
+    if not (jit_enabled() if jit is None else jit):
+        return fn
+    return Compiled(fn, source)
+
+
+def _safe(name):
+    return re.sub(r"\W", "_", name)
+
+
+class Compiled:
+    """A Numba dispatcher for a generated function; the first call per signature compiles,
+    and a Numba failure is re-raised as CompileError naming the generated line."""
+
+    def __init__(self, fn, source):
+        import numba
+
+        self.source = source
+        self.dispatcher = numba.njit(cache=True, error_model="numpy")(fn)
+        self.compiles = 0
+
+    def __call__(self, *args):
+        try:
+            return self.dispatcher(*args)
+        except Exception as err:
+            import numba.core.errors as nerr
+
+            if isinstance(err, (nerr.TypingError, nerr.LoweringError, nerr.UnsupportedError)):
+                raise CompileError(_explain(err, self.source)) from err
+            raise
+
+    def signature_count(self):
+        return len(self.dispatcher.signatures)
+
+
+def _explain(err, source):
+    message = str(err)
+    match = re.search(r"line (\d+)", message.split("During:")[-1]) or \
+        re.search(r"\.py\", line (\d+)", message)
+    lines = source.splitlines()
+    quoted = ""
+    if match and 0 < int(match.group(1)) <= len(lines):
+        n = int(match.group(1))
+        origin = next((lines[k].strip() for k in range(n - 1, 0, -1)
+                       if lines[k].strip().startswith("# ")), "")
+        quoted = f"\n  generated line {n}: {lines[n - 1].strip()}" + \
+            (f"\n  from: {origin[2:]}" if origin else "")
+    first = message.strip().splitlines()[0] if message.strip() else type(err).__name__
+    return f"Numba could not compile the generated code: {first}{quoted}"

@@ -1,0 +1,3 @@
+"""Code generation: IR (with its fusion schedule) → Python source a person can read."""
+
+from srcxform.codegen.lower import generate  # noqa: F401

@@ -1,0 +1,98 @@
+"""Building blocks of generated expressions: literals in an explicit dtype, sizes,
+params, and template substitution. Knows no primitive by name."""
+
+import ast
+import copy
+import math
+
+import numpy as np
+
+from srcxform.dims import expr_of, render
+
+_NP_NAMES = {"bool": "bool_"}
+
+
+def dtype_ast(dtype):
+    """`np.float32` for float32 (`np.bool_` for bool)."""
+    name = _NP_NAMES.get(np.dtype(dtype).name, np.dtype(dtype).name)
+    return ast.Attribute(ast.Name("np", ast.Load()), name, ast.Load())
+
+
+def literal(value, dtype):
+    """A Python number as `np.float32(2.0)`: generated code spells every dtype out."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return ast.Constant(bool(value))
+    if isinstance(value, float) and not math.isfinite(value):
+        inf = ast.Attribute(ast.Name("np", ast.Load()), "inf" if value == value else "nan",
+                            ast.Load())
+        arg = ast.UnaryOp(ast.USub(), inf) if value < 0 else inf
+    elif dtype.kind == "f":
+        arg = ast.Constant(float(value))
+    else:
+        arg = ast.Constant(int(value))
+    return ast.Call(dtype_ast(dtype), [arg], [])
+
+
+def reduction_init(init, dtype):
+    """A reduction's starting value in dtype (±inf becomes an integer type's bound)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu" and not math.isfinite(init):
+        info = np.iinfo(dtype)
+        init = info.min if init < 0 else info.max
+    return literal(init, dtype)
+
+
+class Sizes:
+    """Renders sizes (ints or Dims) as expressions over n0, n1, …, noting which are used."""
+
+    def __init__(self):
+        self.used = set()
+
+    def _name(self, k):
+        self.used.add(k)
+        return f"n{k}"
+
+    def source(self, d):
+        return render(expr_of(d), self._name)
+
+    def ast(self, d):
+        return ast.parse(self.source(d), mode="eval").body
+
+    def tuple(self, shape):
+        return ast.Tuple([self.ast(d) for d in shape], ast.Load())
+
+
+def param_ast(value, sizes):
+    """A primitive's param as an expression: tuples, sizes, dtypes, slices, None."""
+    if isinstance(value, np.dtype):
+        return dtype_ast(value)
+    if value is None:
+        return ast.Constant(None)
+    if hasattr(value, "to_slice"):
+        return ast.Slice(*[None if v is None else param_ast(v, sizes)
+                           for v in (value.start, value.stop, value.step)])
+    if isinstance(value, tuple):
+        return ast.Tuple([param_ast(v, sizes) for v in value], ast.Load())
+    if isinstance(value, bool):
+        return ast.Constant(value)
+    if isinstance(value, (int, np.integer)):
+        return sizes.ast(value)
+    return ast.Constant(value)
+
+
+def fill(template, names, literal_dtype=None):
+    """A copy of a template with each Name in `names` replaced by its expression, and,
+    given literal_dtype, each number wrapped in that dtype."""
+
+    class Filler(ast.NodeTransformer):
+        def visit_Name(self, node):
+            return copy.deepcopy(names[node.id]) if node.id in names else node
+
+        def visit_Constant(self, node):
+            if literal_dtype is not None and isinstance(node.value, (int, float)) \
+                    and not isinstance(node.value, bool):
+                return literal(node.value, literal_dtype)
+            return node
+
+    return Filler().visit(copy.deepcopy(template))

@@ -1,0 +1,216 @@
+"""Lowering: a Program and its fusion schedule → the text of one Python function.
+
+Loop groups become explicit loop nests with scalar temporaries (`<name>_i`), arrays only
+for values used outside the group, and accumulators for reductions; other equations
+become one statement from their emit template. Every dtype is spelled out. Each run of
+statements from one user line is headed by an origin comment.
+"""
+
+import ast
+
+import astor
+
+from srcxform import __version__
+from srcxform.codegen.exprs import Sizes, dtype_ast, fill, literal, param_ast, reduction_init
+from srcxform.dtypes import promote
+from srcxform.errors import where
+from srcxform.ir import Lit, Var
+from srcxform.names import Namer
+from srcxform.passes.fuse import LoopGroup, schedule
+
+
+def _name(text):
+    return ast.Name(text, ast.Load())
+
+
+def _source(node):
+    return astor.to_source(node).rstrip("\n")
+
+
+class _Lowering:
+    def __init__(self, program):
+        self.program = program
+        self.namer = Namer(program)
+        self.sizes = Sizes()
+        self.lines = []  # (indent, text)
+        self.last_origin = None
+        self.in_adjoint = False
+        self.consumers = {}
+        for eqn in program.eqns:
+            for a in eqn.ins:
+                if isinstance(a, Var):
+                    self.consumers.setdefault(a, set()).add(eqn)
+        self.outputs = {a for a in program.outs if isinstance(a, Var)}
+
+    # ----- output -----
+    def line(self, indent, text):
+        self.lines.append((indent, text))
+
+    def stmt(self, indent, node):
+        for text in _source(node).split("\n"):
+            self.line(indent, text)
+
+    def section(self, eqn):
+        if eqn.adjoint and not self.in_adjoint:
+            self.line(1, "# ---- adjoint ----")
+            self.in_adjoint = True
+
+    def header(self, eqn, indent):
+        self.section(eqn)
+        if eqn.origin and eqn.origin != self.last_origin:
+            self.line(indent, "# " + ("grad of " if eqn.adjoint else "") + where(eqn.origin))
+            self.last_origin = eqn.origin
+
+    # ----- atoms -----
+    def lit(self, atom, dtype=None):
+        dtype = dtype or atom.aval.dtype
+        if hasattr(atom.value, "expr"):  # a size, computed at run time
+            return ast.Call(dtype_ast(dtype), [self.sizes.ast(atom.value)], [])
+        return literal(atom.value, dtype)
+
+    def whole(self, atom):
+        """An atom outside loops: a name or a literal."""
+        return self.lit(atom) if isinstance(atom, Lit) else _name(self.namer(atom))
+
+    # ----- equations that are not fused -----
+    def eqn(self, eqn):
+        prim = eqn.prim
+        out = self.namer(eqn.out)
+        names = {k: param_ast(v, self.sizes) for k, v in eqn.params}
+        ins = [self.whole(a) for a in eqn.ins]
+        if prim.variadic:
+            names[prim.arg_names[-1]] = ast.Tuple(ins, ast.Load())
+        else:
+            names.update(zip(prim.arg_names, ins))
+        self.header(eqn, 1)
+        if isinstance(prim.template, list):
+            names.update(out=ast.Name(out, ast.Store()),
+                         out_shape=self.sizes.tuple(eqn.out.aval.shape),
+                         out_dtype=dtype_ast(eqn.out.aval.dtype))
+            for node in prim.template:
+                self.stmt(1, fill(node, names))
+        else:
+            self.stmt(1, ast.Assign([ast.Name(out, ast.Store())], fill(prim.template, names)))
+
+    # ----- loop groups -----
+    def group(self, group):
+        domain = group.domain
+        index = [None if d == 1 and not hasattr(d, "expr") else f"i{p}"
+                 for p, d in enumerate(domain)]
+        scalar_names = {}
+        looped = any(index)
+        before, body = [], []
+        for e in group.eqns:
+            name = self.namer(e.out)
+            if e.prim.kind == "reduction":
+                before_stmt, body_stmt = self.reduction(e, name, index, scalar_names)
+                before.append(before_stmt)
+                body.append((e, body_stmt))
+                continue
+            local = name + "_i" if domain else name
+            value = self.elementwise(e, index, scalar_names)
+            body.append((e, ast.Assign([ast.Name(local, ast.Store())], value)))
+            scalar_names[e.out] = local
+            if domain and (self.consumers.get(e.out, set()) - set(group.eqns)
+                           or e.out in self.outputs):
+                before.append(ast.Assign(
+                    [ast.Name(name, ast.Store())],
+                    ast.Call(ast.Attribute(_name("np"), "empty", ast.Load()),
+                             [self.sizes.tuple(domain), dtype_ast(e.out.aval.dtype)], [])))
+                body.append((None, ast.Assign([self._store(name, index)], _name(local))))
+        self.section(group.eqns[0])
+        for node in before:
+            self.stmt(1, node)
+        indent = 1
+        for p, d in enumerate(domain):
+            if index[p]:
+                self.line(indent, f"for {index[p]} in range({self.sizes.source(d)}):")
+                indent += 1
+        for e, node in body:
+            if e is not None:
+                self.header(e, indent if looped else 1)
+            self.stmt(indent, node)
+
+    def _store(self, name, index, ctx=ast.Store):
+        idx = [ast.Constant(0) if i is None else _name(i) for i in index]
+        target = ast.Tuple(idx, ast.Load()) if len(idx) > 1 else idx[0]
+        return ast.Subscript(ast.Name(name, ast.Load()), target, ctx())
+
+    def load(self, atom, index, scalar_names, dtype):
+        """An input inside a loop nest: a scalar temporary, a literal or an indexed load
+        (broadcast dims of size 1 read index 0)."""
+        if isinstance(atom, Lit):
+            return self.lit(atom, dtype)
+        if atom in scalar_names:
+            return _name(scalar_names[atom])
+        name = self.namer(atom)
+        shape = atom.aval.shape
+        if not shape:
+            return _name(name)
+        offset = len(index) - len(shape)
+        idx = [ast.Constant(0) if (d == 1 and not hasattr(d, "expr")) or index[offset + a] is None
+               else _name(index[offset + a]) for a, d in enumerate(shape)]
+        target = ast.Tuple(idx, ast.Load()) if len(idx) > 1 else idx[0]
+        return ast.Subscript(_name(name), target, ast.Load())
+
+    def elementwise(self, e, index, scalar_names):
+        prim = e.prim
+        operands = [a.aval for n, a in zip(prim.arg_names, e.ins) if n != "c"]
+        compute = promote(operands)[0] if operands else e.out.aval.dtype
+        names = {k: param_ast(v, self.sizes) for k, v in e.params}
+        for n, a in zip(prim.arg_names, e.ins):
+            names[n] = self.load(a, index, scalar_names, compute if n != "c" else None)
+        return fill(prim.template, names, literal_dtype=compute)
+
+    def reduction(self, e, name, index, scalar_names):
+        x = e.ins[0]
+        dtype = e.out.aval.dtype
+        axis, keepdims = e.kwargs["axis"], e.kwargs["keepdims"]
+        init = reduction_init(e.prim.init, dtype)
+        if not e.out.aval.shape:
+            acc = _name(name)
+            before = ast.Assign([ast.Name(name, ast.Store())], init)
+        else:
+            kept = [None if a in axis else i for a, i in enumerate(index)]
+            if not keepdims:
+                kept = [i for a, i in enumerate(index) if a not in axis]
+            acc = self._store(name, kept, ast.Load)
+            before = ast.Assign([ast.Name(name, ast.Store())], ast.Call(
+                ast.Attribute(_name("np"), "full", ast.Load()),
+                [self.sizes.tuple(e.out.aval.shape), init], []))
+        value = fill(e.prim.template, {"acc": acc, "x": self.load(x, index, scalar_names, dtype)},
+                     literal_dtype=dtype)
+        target = ast.Name(name, ast.Store()) if not e.out.aval.shape else \
+            ast.Subscript(acc.value, acc.slice, ast.Store())
+        if isinstance(value, ast.BinOp) and ast.dump(value.left) == ast.dump(acc):
+            return before, ast.AugAssign(target, value.op, value.right)
+        return before, ast.Assign([target], value)
+
+    # ----- the function -----
+    def function(self, func_name, doc):
+        for item in schedule(self.program):
+            if isinstance(item, LoopGroup):
+                self.group(item)
+            else:
+                self.eqn(item)
+        outs = [self.whole(a) for a in self.program.outs]
+        ret = ast.Tuple(outs, ast.Load())
+        args = ", ".join(self.namer(v) for v in self.program.ins)
+        sizes = []
+        for k in sorted(self.sizes.used):
+            index, axis = self.program.sizes[k]
+            sizes.append((1, f"n{k} = {self.namer(self.program.ins[index])}.shape[{axis}]"))
+        text = [f"def {func_name}({args}):", f'    """{doc}"""']
+        if sizes:
+            text += ["    " * i + t for i, t in sizes]
+        text.append("    # ---- forward ----")
+        text += ["    " * i + t for i, t in self.lines]
+        text.append("    return " + _source(ret).strip())
+        return "\n".join(text) + "\n"
+
+
+def generate(program, func_name, doc):
+    """The source of `def func_name(...)` computing program (a module's text)."""
+    body = _Lowering(program).function(func_name, doc)
+    return f'"""Generated by srcxform {__version__}; edits are overwritten."""\n\n' \
+           f"import numpy as np\n\n\n{body}"

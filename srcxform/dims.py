@@ -1,0 +1,161 @@
+"""Sizes that remember where they came from.
+
+While tracing, each input dim that is not 1 is a `Dim`: an int with its concrete size
+(so shape rules run unchanged and report real sizes) and an expression over the input
+sizes (so generated code computes it at run time and a new batch size reuses a kernel).
+A comparison whose answer could differ for other sizes is recorded as a guard; a call
+whose sizes break a guard traces again instead of running wrong code.
+"""
+
+import operator
+
+# Guards of the trace now running, or None outside tracing: (expr_a, op, expr_b, result).
+GUARDS = None
+
+
+class Dim(int):
+    """A size: `int(d)` is this trace's value, `d.expr` computes it from the inputs.
+
+    expr is a nested tuple: ("size", k) is input size symbol k; (op, a, b) applies +, -,
+    *, // to two expressions or ints.
+    """
+
+    def __new__(cls, value, expr):
+        d = super().__new__(cls, value)
+        d.expr = expr
+        return d
+
+    def __repr__(self):
+        return str(value(self))
+
+    def __str__(self):
+        return render(self.expr, lambda k: f"n{k}")
+
+    def __hash__(self):
+        return int.__hash__(self)
+
+    # ----- arithmetic keeps the expression -----
+    def _arith(self, other, op, name, swap=False):
+        if not isinstance(other, int):
+            return NotImplemented
+        a, b = (other, self) if swap else (self, other)
+        return make(op(value(a), value(b)), simplify(name, expr_of(a), expr_of(b)))
+
+    def __add__(self, other):
+        return self._arith(other, operator.add, "+")
+
+    def __radd__(self, other):
+        return self._arith(other, operator.add, "+", swap=True)
+
+    def __sub__(self, other):
+        return self._arith(other, operator.sub, "-")
+
+    def __rsub__(self, other):
+        return self._arith(other, operator.sub, "-", swap=True)
+
+    def __mul__(self, other):
+        return self._arith(other, operator.mul, "*")
+
+    def __rmul__(self, other):
+        return self._arith(other, operator.mul, "*", swap=True)
+
+    def __floordiv__(self, other):
+        return self._arith(other, operator.floordiv, "//")
+
+    def __rfloordiv__(self, other):
+        return self._arith(other, operator.floordiv, "//", swap=True)
+
+    def __mod__(self, other):
+        return self._arith(other, operator.mod, "%")
+
+    def __neg__(self):
+        return 0 - self
+
+    # ----- comparisons are guarded -----
+    def _compare(self, other, op, name):
+        if not isinstance(other, int):
+            return NotImplemented
+        result = op(value(self), value(other))
+        a, b = expr_of(self), expr_of(other)
+        if a != b and GUARDS is not None:
+            GUARDS.append((a, name, b, result))
+        return result if a != b else op(0, 0)
+
+    def __eq__(self, other):
+        return self._compare(other, operator.eq, "==")
+
+    def __ne__(self, other):
+        return self._compare(other, operator.ne, "!=")
+
+    def __lt__(self, other):
+        return self._compare(other, operator.lt, "<")
+
+    def __le__(self, other):
+        return self._compare(other, operator.le, "<=")
+
+    def __gt__(self, other):
+        return self._compare(other, operator.gt, ">")
+
+    def __ge__(self, other):
+        return self._compare(other, operator.ge, ">=")
+
+    def __bool__(self):
+        return self._compare(0, operator.ne, "!=")
+
+    def __index__(self):
+        # Used as a plain number (range, np.empty, int()): right only for this size.
+        if GUARDS is not None:
+            GUARDS.append((self.expr, "==", value(self), True))
+        return value(self)
+
+    __int__ = __index__
+
+
+def value(d):
+    """The concrete size of a Dim (or an int), recording no guard."""
+    return int.__index__(d)
+
+
+def expr_of(d):
+    return d.expr if isinstance(d, Dim) else int(d)
+
+
+def make(value, expr):
+    """A Dim for expr, or a plain int when expr is constant."""
+    return value if isinstance(expr, int) else Dim(value, expr)
+
+
+def simplify(op, a, b):
+    """Folds constants and the identities that shape rules produce (x*1, x+0, (x*k)//k)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return {"+": a + b, "-": a - b, "*": a * b, "//": a // b if b else 0, "%": a % b if b
+                else 0}[op]
+    if op in "+-" and b == 0 or op in ("*", "//") and b == 1:
+        return a
+    if op == "+" and a == 0 or op == "*" and a == 1:
+        return b
+    if op == "*" and (a == 0 or b == 0):
+        return 0
+    if op == "//" and isinstance(a, tuple) and a[0] == "*" and a[2] == b:
+        return a[1]
+    return (op, a, b)
+
+
+def render(expr, symbol_name):
+    """Python source for an expression; symbol_name(k) names input size symbol k."""
+    if isinstance(expr, int):
+        return str(expr)
+    if expr[0] == "size":
+        return symbol_name(expr[1])
+    return f"({render(expr[1], symbol_name)} {expr[0]} {render(expr[2], symbol_name)})"
+
+
+def evaluate(expr, sizes):
+    """The value of an expression given the input size symbols' values."""
+    if isinstance(expr, int):
+        return expr
+    if expr[0] == "size":
+        return sizes[expr[1]]
+    a, b = evaluate(expr[1], sizes), evaluate(expr[2], sizes)
+    return {"+": a + b, "-": a - b, "*": a * b, "//": a // b if b else 0, "%": a % b if b
+            else 0}[expr[0]]

@@ -1,0 +1,1 @@
+"""Program → Program passes; each module holds one pass `run(program) -> (program, changed)`."""

@@ -1,0 +1,27 @@
+"""The ordered pass list, run to a fixed point on the passes' `changed` flags.
+
+`SRCXFORM_DUMP=passes` prints the program after each pass that changed it.
+"""
+
+import os
+
+from srcxform.passes import cse, dce, simplify
+
+PASSES = (simplify, cse, dce)
+
+
+def optimize(program, check=False):
+    """Runs the passes until none changes the program; `check` verifies after each."""
+    dump = "passes" in os.environ.get("SRCXFORM_DUMP", "")
+    changed = True
+    while changed:
+        changed = False
+        for p in PASSES:
+            program, did = p.run(program)
+            if did:
+                changed = True
+                if check:
+                    program.check()
+                if dump:
+                    print(f"# after {p.__name__.rsplit('.', 1)[-1]}\n{program}\n")
+    return program

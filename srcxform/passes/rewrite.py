@@ -1,0 +1,33 @@
+"""The substitution walk that simplify and CSE share: rename inputs as earlier
+equations were replaced, and let the pass replace, rewrite or keep each equation."""
+
+from srcxform.ir import Eqn, Var
+
+
+def substitute(program, replace):
+    """Walks the equations in order. `replace(eqn)` returns an atom to use instead of the
+    equation's output, a rewritten Eqn to keep instead, or None to keep it as it is.
+    Returns (program, changed)."""
+    mapping = {}
+    eqns = []
+    changed = False
+    for eqn in program.eqns:
+        ins = tuple(mapping.get(a, a) if isinstance(a, Var) else a for a in eqn.ins)
+        if ins != eqn.ins:
+            eqn = eqn.with_ins(ins)
+        result = replace(eqn)
+        if result is None:
+            eqns.append(eqn)
+        elif isinstance(result, Eqn):
+            eqns.append(result)
+            changed = True
+        else:
+            mapping[eqn.out] = result
+    if not mapping:
+        return (program.replace(eqns=eqns), True) if changed else (program, False)
+    outs = [mapping.get(a, a) if isinstance(a, Var) else a for a in program.outs]
+    hints = dict(program.hints)
+    for old, new in mapping.items():
+        if old in hints and isinstance(new, Var) and new not in hints:
+            hints[new] = hints[old]
+    return program.replace(eqns=eqns, outs=outs, hints=hints), True

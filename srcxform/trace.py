@@ -1,0 +1,205 @@
+"""Tracing: run a Python function on Tracers so that every op appends an IR equation.
+
+Tracers have the Tensor surface (the same `Value` operators), so the same ops, tapes and
+VJPs run on them unchanged. Asking a Tracer for a value only known at run time (bool,
+float, int, len, iteration) raises TracingError at the user's line.
+"""
+
+import itertools
+
+import numpy as np
+
+from srcxform import dims, recording
+from srcxform.aval import Aval
+from srcxform.errors import TracingError, user_frame, where
+from srcxform.ir import Eqn, Lit, Program, Var
+from srcxform.names import assigned_name
+from srcxform.tensor import SizeConstant, Tensor, Value
+
+_ids = itertools.count(1)
+
+_BRANCH = ("a traced value's truth is unknown while compiling; use srcxform.where(cond, a, b) "
+           "or pass the value as a static argument")
+_NUMBER = ("a traced value's number is unknown while compiling; keep it a tensor, or pass it "
+           "as a static (Python int) argument")
+_SIZE = ("a traced value's length is not fixed while compiling (a new batch size reuses the "
+         "kernel); use whole-array ops (reduce_sum, matmul, gather) or pass the count as a "
+         "static int argument")
+
+
+class Tracer(Value):
+    """A value being traced: an aval (with symbolic sizes) and its IR variable."""
+
+    __slots__ = ("aval", "var", "_id", "_trace")
+
+    def __init__(self, trace, var, id=None):
+        self._trace = trace
+        self.aval = var.aval
+        self.var = var
+        self._id = next(_ids) + (1 << 62) if id is None else id
+
+    def _fail(self, what, message):
+        raise TracingError(f"{where()}: {what} — {message}")
+
+    def __bool__(self):
+        self._fail("bool() of a traced value", _BRANCH)
+
+    def __float__(self):
+        self._fail("float() of a traced value", _NUMBER)
+
+    def __int__(self):
+        self._fail("int() of a traced value", _NUMBER)
+
+    def __index__(self):
+        self._fail("a traced value used as an index or count", _NUMBER)
+
+    def __len__(self):
+        self._fail("len() of a traced value", _SIZE)
+
+    def __iter__(self):
+        self._fail("iterating over a traced value", _SIZE)
+
+    def numpy(self):
+        self._fail(".numpy() of a traced value", _NUMBER)
+
+    def __array__(self, dtype=None, copy=None):
+        self._fail("np.asarray() of a traced value", _NUMBER)
+
+    def __repr__(self):
+        return f"<srcxform.Tracer {self.aval.short()}>"
+
+
+class Trace:
+    """Collects the equations of one function being traced."""
+
+    def __init__(self, name):
+        self.name = name
+        self.ins, self.eqns, self.consts, self.sizes = [], [], [], []
+        self.hints, self.adjoint_of, self.origins = {}, {}, {}
+        self.variables = {}  # Variable id -> [Variable, input Var or None, current Tracer]
+        self.guards = []
+
+    # ----- inputs -----
+    def new_input(self, value, name):
+        """A Tracer for an argument leaf: arrays get a size symbol for each dim but 1."""
+        if isinstance(value, float) and not isinstance(value, np.floating):
+            aval = Aval((), np.dtype(np.float64), weak=True)
+        else:
+            array = np.asarray(value)
+            shape = tuple(self._size(len(self.ins), axis, d) for axis, d in enumerate(array.shape))
+            aval = Aval(shape, array.dtype)
+        var = Var(aval)
+        self.ins.append(var)
+        self.hints[var] = name
+        return Tracer(self, var)
+
+    def _size(self, index, axis, d):
+        if d == 1:
+            return 1
+        self.sizes.append((index, axis))
+        return dims.Dim(d, ("size", len(self.sizes) - 1))
+
+    # ----- equations -----
+    def add_eqn(self, prim, values, params, out_aval):
+        out = Var(out_aval)
+        rec = recording.ADJOINT[-1][0] if recording.ADJOINT else None
+        if rec is not None and isinstance(rec.out, Tracer):
+            origin = self.origins.get(rec.out.var)
+        else:
+            origin = user_frame()
+        eqn = Eqn(out, prim, tuple(self._atom(v) for v in values), tuple(sorted(params.items())),
+                  origin, bool(recording.ADJOINT))
+        self.eqns.append(eqn)
+        self.origins[out] = origin
+        return Tracer(self, out)
+
+    def _atom(self, value):
+        """The IR atom for an op input: a Tracer's var, a scalar literal, or a constant."""
+        if isinstance(value, Tracer):
+            if value._trace is not self:
+                raise TracingError(f"{where()}: a value traced by another function is used "
+                                   "here; pass it as an argument instead")
+            return value.var
+        array = value._value
+        if isinstance(value, SizeConstant):
+            return Lit(value.dim, value.aval)
+        if array.ndim == 0:
+            return Lit(array.item(), value.aval)
+        var = Var(value.aval)
+        self.consts.append((var, array))
+        return var
+
+    def on_backward(self, rec, cotangent):
+        """Names a cotangent after the value it is the cotangent of (b<name>)."""
+        if isinstance(cotangent, Tracer) and isinstance(rec.out, Tracer):
+            self.adjoint_of.setdefault(cotangent.var, rec.out.var)
+
+    def name_gradient(self, grad, source):
+        """Names a gradient after its source (b<name>)."""
+        if isinstance(grad, Tracer) and isinstance(source, Tracer):
+            self.adjoint_of.setdefault(grad.var, source.var)
+
+    # ----- variables -----
+    def read_variable(self, variable):
+        """The Variable's traced value: an extra input on first read, then the last write."""
+        entry = self.variables.get(variable._id)
+        if entry is None:
+            index = len(self.ins)
+            shape = tuple(self._size(index, axis, d) for axis, d in enumerate(variable.shape))
+            var = Var(Aval(shape, variable.dtype))
+            self.ins.append(var)
+            self.hints[var] = variable.name.split(":")[0]
+            entry = self.variables[variable._id] = [variable, var, Tracer(self, var, variable._id)]
+        return entry[2]
+
+    def write_variable(self, variable, value):
+        """Makes later reads see `value`; the value is written back after the call."""
+        self.read_variable(variable)
+        if tuple(value.shape) != tuple(variable.shape):
+            raise ValueError(f"assign: cannot assign a value of shape {value.shape} to "
+                             f"{variable.name} of shape {variable.shape}\n  at {where()}")
+        if value.dtype != variable.dtype:
+            from srcxform.ops import cast
+
+            value = cast(value, variable.dtype)
+        if isinstance(value, Tracer):
+            value = Tracer(self, value.var, variable._id)
+        else:
+            value = Tensor._new(value._value, id=variable._id)
+        self.variables[variable._id][2] = value
+
+    def variable_inputs(self):
+        """(Variable, index in ins) for each Variable read or written while tracing."""
+        return [(v, self.ins.index(var)) for v, var, _ in self.variables.values()]
+
+    def variable_writes(self):
+        """(Variable, final value) for each Variable assigned while tracing."""
+        return [(v, now) for v, var, now in self.variables.values()
+                if not (isinstance(now, Tracer) and now.var is var)]
+
+    # ----- the result -----
+    def program(self, outs):
+        """The Program with outputs `outs` (Tracers or constants), naming user lines."""
+        out_atoms = [self._atom(v) if isinstance(v, Value) else
+                     self._atom(Tensor._new(np.asarray(v))) for v in outs]
+        for i, eqn in enumerate(self.eqns):
+            later = self.eqns[i + 1] if i + 1 < len(self.eqns) else None
+            last_of_line = later is None or later.origin != eqn.origin or later.adjoint
+            if not eqn.adjoint and last_of_line and eqn.out not in self.hints:
+                name = assigned_name(eqn.origin)
+                if name:
+                    self.hints[eqn.out] = name
+        consts = list(self.consts)
+        return Program(self.name, self.ins + [v for v, _ in consts], list(self.eqns),
+                       out_atoms, consts, list(self.sizes), dict(self.hints),
+                       dict(self.adjoint_of))
+
+    def __enter__(self):
+        recording.TRACES.append(self)
+        self._saved_guards, dims.GUARDS = dims.GUARDS, self.guards
+        return self
+
+    def __exit__(self, *exc):
+        recording.TRACES.remove(self)
+        dims.GUARDS = self._saved_guards
+        return False
