@@ -29,11 +29,16 @@ class CompileError(SrcxformError):
 
 def user_frame():
     """Returns (filename, lineno) of the innermost frame outside srcxform, or None."""
+    frame = user_frame_object()
+    return None if frame is None else (frame.f_code.co_filename, frame.f_lineno)
+
+
+def user_frame_object():
+    """The innermost Python frame outside srcxform's own modules, or None."""
     frame = sys._getframe(1)
     while frame is not None:
-        filename = frame.f_code.co_filename
-        if not os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep):
-            return filename, frame.f_lineno
+        if not os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR + os.sep):
+            return frame
         frame = frame.f_back
     return None
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from srcxform import dims, recording
 from srcxform.aval import Aval
-from srcxform.errors import TracingError, user_frame, where
+from srcxform.errors import TracingError, user_frame, user_frame_object, where
 from srcxform.ir import Eqn, Lit, Program, Var
 from srcxform.names import assigned_name
 from srcxform.tensor import SizeConstant, Tensor, Value
@@ -67,6 +67,17 @@ class Tracer(Value):
 
     def __repr__(self):
         return f"<srcxform.Tracer {self.aval.short()}>"
+
+
+def _variable_name(variable):
+    """The name the user's code knows a Variable by (a local or global bound to it), else
+    the Variable's own name."""
+    frame = user_frame_object()
+    for scope in (frame.f_locals, frame.f_globals) if frame is not None else ():
+        for name, value in scope.items():
+            if value is variable:
+                return name
+    return variable.name.split(":")[0]
 
 
 class Trace:
@@ -148,7 +159,7 @@ class Trace:
             shape = tuple(self._size(index, axis, d) for axis, d in enumerate(variable.shape))
             var = Var(Aval(shape, variable.dtype))
             self.ins.append(var)
-            self.hints[var] = variable.name.split(":")[0]
+            self.hints[var] = _variable_name(variable)
             entry = self.variables[variable._id] = [variable, var, Tracer(self, var, variable._id)]
         return entry[2]
 

@@ -89,6 +89,12 @@ def fill(template, names, literal_dtype=None):
         def visit_Name(self, node):
             return copy.deepcopy(names[node.id]) if node.id in names else node
 
+        def visit_Subscript(self, node):
+            self.generic_visit(node)
+            if isinstance(node.slice, ast.Tuple) and len(node.slice.elts) == 1:
+                node.slice = node.slice.elts[0]  # x[0], not x[0,]
+            return node
+
         def visit_Constant(self, node):
             if literal_dtype is not None and isinstance(node.value, (int, float)) \
                     and not isinstance(node.value, bool):

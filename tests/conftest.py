@@ -1,0 +1,8 @@
+"""Test-wide settings: verify the IR after every pass, and keep compiled kernels in a
+cache folder of the checkout's own, so a rerun reuses them and CI starts clean."""
+
+import os
+from pathlib import Path
+
+os.environ.setdefault("SRCXFORM_CHECK", "1")
+os.environ.setdefault("SRCXFORM_CACHE_DIR", str(Path(__file__).parents[1] / ".srcxform-cache"))
