@@ -199,10 +199,10 @@ class Differentiable:
         program = optimize(program, check=bool(os.environ.get("SRCXFORM_CHECK")))
         func_name = f"{name}__{mode}"
         doc = f"srcxform: {name}({', '.join(a.aval.short() for a in program.ins)}) -> {mode}"
-        source = generate(program, func_name, doc)
+        source = generate(program, func_name, doc, parallel=self.parallel)
         if "source" in os.environ.get("SRCXFORM_DUMP", ""):
             print(source)
-        fn = backend.load(source, func_name)
+        fn = backend.load(source, func_name, parallel=self.parallel)
         variables = [v for v, _ in sorted(trace.variable_inputs(), key=lambda p: p[1])]
         return Kernel(fn, program, source, traced, variables, trees, [v for v, _ in writes],
                       _relevant_guards(trace.guards))

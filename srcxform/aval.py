@@ -57,7 +57,7 @@ def broadcast_shapes(*shapes):
             if dim == 1:
                 dim = d
             elif not dims_equal(dim, d):
-                raise ValueError(f"dims {dim} and {d} do not broadcast")
+                raise ValueError(f"dims {dim!r} and {d!r} do not broadcast")
         out.append(dim)
     return tuple(out)
 

@@ -29,7 +29,7 @@ def jit_enabled():
     return os.environ.get("SRCXFORM_JIT", "1") not in ("0", "false", "no")
 
 
-def load(source, func_name, jit=None):
+def load(source, func_name, jit=None, parallel=False):
     """The function `func_name` defined by `source`, compiled unless jit is off.
 
     The module is registered in sys.modules under a name made from its content hash
@@ -53,7 +53,7 @@ def load(source, func_name, jit=None):
     fn = getattr(module, func_name)
     if not (jit_enabled() if jit is None else jit):
         return fn
-    return Compiled(fn, source)
+    return Compiled(fn, source, parallel)
 
 
 def _safe(name):
@@ -64,12 +64,11 @@ class Compiled:
     """A Numba dispatcher for a generated function; the first call per signature compiles,
     and a Numba failure is re-raised as CompileError naming the generated line."""
 
-    def __init__(self, fn, source):
+    def __init__(self, fn, source, parallel=False):
         import numba
 
         self.source = source
-        self.dispatcher = numba.njit(cache=True, error_model="numpy")(fn)
-        self.compiles = 0
+        self.dispatcher = numba.njit(cache=True, error_model="numpy", parallel=parallel)(fn)
 
     def __call__(self, *args):
         try:
@@ -81,8 +80,6 @@ class Compiled:
                 raise CompileError(_explain(err, self.source)) from err
             raise
 
-    def signature_count(self):
-        return len(self.dispatcher.signatures)
 
 
 def _explain(err, source):

@@ -132,6 +132,10 @@ def simplify(op, a, b):
                 else 0}[op]
     if op in "+-" and b == 0 or op in ("*", "//") and b == 1:
         return a
+    if op in "+-" and isinstance(b, int) and b < 0:  # n + -1 is n - 1: one spelling a size
+        return simplify("-" if op == "+" else "+", a, -b)
+    if op == "+" and isinstance(a, int):  # constants last: 1 + n is n + 1
+        return simplify("+", b, a)
     if op == "+" and a == 0 or op == "*" and a == 1:
         return b
     if op == "*" and (a == 0 or b == 0):

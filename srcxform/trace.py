@@ -39,7 +39,7 @@ class Tracer(Value):
         self._id = next(_ids) + (1 << 62) if id is None else id
 
     def _fail(self, what, message):
-        raise TracingError(f"{where()}: {what} — {message}")
+        raise TracingError(f"{where()}\n  {what}: {message}")
 
     def __bool__(self):
         self._fail("bool() of a traced value", _BRANCH)

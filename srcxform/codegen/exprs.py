@@ -81,6 +81,15 @@ def param_ast(value, sizes):
     return ast.Constant(value)
 
 
+def _literal_number(node):
+    """The number in `2` or `np.float64(2.0)`, else None."""
+    if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
+        node = node.args[0]
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+        return node.value
+    return None
+
+
 def fill(template, names, literal_dtype=None):
     """A copy of a template with each Name in `names` replaced by its expression, and,
     given literal_dtype, each number wrapped in that dtype."""
@@ -93,6 +102,14 @@ def fill(template, names, literal_dtype=None):
             self.generic_visit(node)
             if isinstance(node.slice, ast.Tuple) and len(node.slice.elts) == 1:
                 node.slice = node.slice.elts[0]  # x[0], not x[0,]
+            return node
+
+        def visit_BinOp(self, node):
+            # x ** 2 as x * x: a multiply, where pow() is a call LLVM cannot vectorize.
+            self.generic_visit(node)
+            if (isinstance(node.op, ast.Pow) and _literal_number(node.right) == 2
+                    and isinstance(node.left, (ast.Name, ast.Subscript))):
+                return ast.BinOp(node.left, ast.Mult(), copy.deepcopy(node.left))
             return node
 
         def visit_Constant(self, node):

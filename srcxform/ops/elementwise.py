@@ -39,7 +39,7 @@ def _pow_vjp(g, out, x, y):
     return g * y * x ** (y - 1), where(positive, g * out * log(safe_x), 0)
 
 
-pow_p = elementwise("pow", np.power, "x ** y", vjp=_pow_vjp)
+pow_p = elementwise("pow", np.power, "x ** y", vjp=_pow_vjp, units=((1, 1),))
 
 
 def _select_vjp(mask_fn):

@@ -6,8 +6,8 @@ from srcxform.ir import Eqn, Var
 
 def substitute(program, replace):
     """Walks the equations in order. `replace(eqn)` returns an atom to use instead of the
-    equation's output, a rewritten Eqn to keep instead, or None to keep it as it is.
-    Returns (program, changed)."""
+    equation's output, a rewritten Eqn (or a list of Eqns, the last defining the same
+    output) to keep instead, or None to keep it as it is. Returns (program, changed)."""
     mapping = {}
     eqns = []
     changed = False
@@ -18,8 +18,8 @@ def substitute(program, replace):
         result = replace(eqn)
         if result is None:
             eqns.append(eqn)
-        elif isinstance(result, Eqn):
-            eqns.append(result)
+        elif isinstance(result, (Eqn, list)):
+            eqns.extend(result if isinstance(result, list) else [result])
             changed = True
         else:
             mapping[eqn.out] = result

@@ -1,15 +1,21 @@
 """Algebraic simplification, from what each primitive declares: a literal unit leaves the
 other operand unchanged (x*1, x+0; `units`), an output with its input's aval is that
-input (a cast to the same dtype; `same_aval_is_identity`), and an elementwise op reads a
-broadcast's input directly when it broadcasts anyway (`is_broadcast`).
+input (a cast to the same dtype; `same_aval_is_identity`), an elementwise op reads a
+broadcast's input directly when it broadcasts anyway (`is_broadcast`), an elementwise op
+of scalars only is computed once and broadcast, and one of literals only is folded.
 
 Preserves every output's value bit for bit and each replaced value's aval; assumes the
 program is in SSA form.
 """
 
-from srcxform.aval import broadcast_shapes
-from srcxform.ir import Lit, Var
+import numpy as np
+
+from srcxform.aval import Aval, broadcast_shapes
+from srcxform.dims import Dim
+from srcxform.dtypes import promote
+from srcxform.ir import Eqn, Lit, Var
 from srcxform.passes.rewrite import substitute
+from srcxform.primitive import REGISTRY
 
 
 def _same(a, b):
@@ -24,12 +30,38 @@ def _replacement(eqn, producers):
         atom, other = eqn.ins[pos], eqn.ins[1 - pos]
         if isinstance(atom, Lit) and atom.value == literal and _same(other.aval, out):
             return other
-    if eqn.prim.kind == "elementwise" and not eqn.prim.is_broadcast:
-        ins = [_unbroadcast(a, producers) for a in eqn.ins]
-        if ins != list(eqn.ins) and _same_shape(broadcast_shapes(*[a.aval.shape for a in ins]),
-                                                out.shape):
-            return eqn.with_ins(ins)
+    if eqn.prim.kind != "elementwise" or eqn.prim.is_broadcast:
+        return None
+    ins = [_unbroadcast(a, producers) for a in eqn.ins]
+    if all(isinstance(a, Lit) and not isinstance(a.value, Dim) for a in ins) and not out.shape:
+        return _folded(eqn, ins)
+    if ins == list(eqn.ins):
+        return None
+    if _same_shape(broadcast_shapes(*[a.aval.shape for a in ins]), out.shape):
+        return eqn.with_ins(ins)
+    if all(not a.aval.shape for a in ins):
+        return _hoisted(eqn, ins)
     return None
+
+
+def _folded(eqn, ins):
+    """A literal for an elementwise op of literals, computed by its impl."""
+    operands = [a.aval for n, a in zip(eqn.prim.arg_names, ins) if n != "c"]
+    common = promote(operands)[0] if operands else eqn.out.aval.dtype
+    values = [np.asarray(a.value, a.aval.dtype if n == "c" else common)
+              for n, a in zip(eqn.prim.arg_names, ins)]
+    with np.errstate(all="ignore"):
+        result = np.asarray(eqn.prim.impl(*values, **eqn.kwargs), eqn.out.aval.dtype)
+    return Lit(result.item(), eqn.out.aval)
+
+
+def _hoisted(eqn, ins):
+    """An op of scalars that are broadcast: the op once on the scalars, then broadcast."""
+    scalar = Var(Aval((), eqn.out.aval.dtype, eqn.out.aval.weak))
+    broadcast = next(p for p in REGISTRY.values() if p.is_broadcast)
+    return [Eqn(scalar, eqn.prim, tuple(ins), eqn.params, eqn.origin, eqn.adjoint),
+            Eqn(eqn.out, broadcast, (scalar,), (("shape", eqn.out.aval.shape),), eqn.origin,
+                eqn.adjoint)]
 
 
 def _unbroadcast(atom, producers):
