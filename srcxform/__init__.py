@@ -17,3 +17,4 @@ from srcxform import math, nn  # noqa: F401
 from srcxform.tape import GradientTape, UnconnectedGradients  # noqa: F401
 from srcxform.tensor import Tensor, Variable  # noqa: F401
 from srcxform.api import differentiable, grad, hessian, jacobian, value_and_grad  # noqa: F401
+from srcxform import optimizers  # noqa: F401, E402

@@ -4,7 +4,9 @@ While tracing, each input dim that is not 1 is a `Dim`: an int with its concrete
 (so shape rules run unchanged and report real sizes) and an expression over the input
 sizes (so generated code computes it at run time and a new batch size reuses a kernel).
 A comparison whose answer could differ for other sizes is recorded as a guard; a call
-whose sizes break a guard traces again instead of running wrong code.
+whose sizes break a guard traces again instead of running wrong code. Two input sizes
+found equal (an elementwise op of x[n0] and y[n1]) become one symbol from then on, so
+their loops fuse; the guard checks each call.
 """
 
 import operator
@@ -20,10 +22,15 @@ class Dim(int):
     *, // to two expressions or ints.
     """
 
-    def __new__(cls, value, expr):
+    def __new__(cls, value, expr, symbols):
         d = super().__new__(cls, value)
-        d.expr = expr
+        d._expr = expr
+        d.symbols = symbols
         return d
+
+    @property
+    def expr(self):
+        return self.symbols.canonical(self._expr)
 
     def __repr__(self):
         return str(value(self))
@@ -39,7 +46,8 @@ class Dim(int):
         if not isinstance(other, int):
             return NotImplemented
         a, b = (other, self) if swap else (self, other)
-        return make(op(value(a), value(b)), simplify(name, expr_of(a), expr_of(b)))
+        expr = simplify(name, expr_of(a), expr_of(b))
+        return make(op(value(a), value(b)), expr, self.symbols)
 
     def __add__(self, other):
         return self._arith(other, operator.add, "+")
@@ -77,9 +85,13 @@ class Dim(int):
             return NotImplemented
         result = op(value(self), value(other))
         a, b = expr_of(self), expr_of(other)
-        if a != b and GUARDS is not None:
+        if a == b:
+            return op(0, 0)
+        if GUARDS is not None:
             GUARDS.append((a, name, b, result))
-        return result if a != b else op(0, 0)
+        if name == "==" and result and _is_symbol(a) and _is_symbol(b):
+            self.symbols.unify(a[1], b[1])
+        return result
 
     def __eq__(self, other):
         return self._compare(other, operator.eq, "==")
@@ -116,13 +128,41 @@ def value(d):
     return int.__index__(d)
 
 
+class Symbols:
+    """The input size symbols of one trace, with the equalities found between them."""
+
+    def __init__(self):
+        self.parent = {}
+
+    def find(self, k):
+        while self.parent.get(k, k) != k:
+            k = self.parent[k]
+        return k
+
+    def unify(self, a, b):
+        a, b = self.find(a), self.find(b)
+        if a != b:
+            self.parent[max(a, b)] = min(a, b)  # the earlier symbol names both
+
+    def canonical(self, expr):
+        if isinstance(expr, int) or not self.parent:
+            return expr
+        if expr[0] == "size":
+            return ("size", self.find(expr[1]))
+        return (expr[0], self.canonical(expr[1]), self.canonical(expr[2]))
+
+
+def _is_symbol(expr):
+    return isinstance(expr, tuple) and expr[0] == "size"
+
+
 def expr_of(d):
     return d.expr if isinstance(d, Dim) else int(d)
 
 
-def make(value, expr):
+def make(value, expr, symbols):
     """A Dim for expr, or a plain int when expr is constant."""
-    return value if isinstance(expr, int) else Dim(value, expr)
+    return value if isinstance(expr, int) else Dim(value, expr, symbols)
 
 
 def simplify(op, a, b):

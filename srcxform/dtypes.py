@@ -1,8 +1,9 @@
 """Dtypes: the public aliases, TensorFlow's Python-scalar rule and NumPy promotion.
 
 A Python scalar is *weak*: it takes the dtype of the arrays it meets (NumPy's NEP 50
-rule, which is also TensorFlow's for a scalar beside a tensor). On its own a Python float
-becomes float32 and a Python int int32 (TensorFlow's rule).
+rule, which is also TensorFlow's for a scalar beside a tensor). It is held exactly (as
+float64 or int64) until then, so 0.1 beside a float64 array is 0.1. An eager result of
+weak operands only becomes float32 or int32 (TensorFlow's rule for a lone Python scalar).
 """
 
 import numpy as np
@@ -18,15 +19,20 @@ bool_ = np.dtype(np.bool_)
 _WEAK_STANDIN = {"f": 0.0, "i": 0, "u": 0, "b": False, "c": 0j}
 
 
-def scalar_dtype(value):
-    """The dtype a lone Python scalar gets: float32, int32 or bool (TensorFlow's rule)."""
+def weak_storage(value):
+    """The dtype that holds a Python scalar exactly while it is weak."""
     if isinstance(value, bool):
         return bool_
     if isinstance(value, int):
-        return int32
+        return int64
     if isinstance(value, float):
-        return float32
+        return float64
     raise TypeError(f"expected a Python scalar, got {type(value).__name__}")
+
+
+def settled(dtype):
+    """The dtype a weak result settles to on its own: float32, int32 or bool (TensorFlow)."""
+    return {"f": float32, "i": int32, "u": int32, "b": bool_}.get(np.dtype(dtype).kind, dtype)
 
 
 def is_float(dtype):

@@ -14,7 +14,7 @@ import numpy as np
 
 from srcxform import recording
 from srcxform.aval import Aval, broadcast_shapes, normalize_axes
-from srcxform.dtypes import promote
+from srcxform.dtypes import promote, settled
 from srcxform.errors import ShapeError, where
 from srcxform.dims import Dim
 from srcxform.tensor import SizeConstant, Tensor, as_value
@@ -49,6 +49,7 @@ class Primitive:
     units: tuple = ()
     same_aval_is_identity: bool = False
     is_broadcast: bool = False  # only broadcasts its input (broadcast_to)
+    rearranges: bool = False  # only moves or selects its input's elements (reshape)
     param_names: tuple = field(init=False)
     template: ast.AST = field(init=False, repr=False)
 
@@ -102,9 +103,12 @@ class Primitive:
                       for n, a in zip(names, arrays)]
         with np.errstate(all="ignore"):
             result = np.asarray(self.impl(*arrays, **params))
-        if result.dtype != out_aval.dtype:
-            result = result.astype(out_aval.dtype)
-        return Tensor._new(result, out_aval.weak)
+        # Eager values of Python scalars alone settle as TensorFlow's do (2.0 * 3.0 is
+        # float32); while tracing, weak values stay weak to meet the arrays they join.
+        dtype = settled(out_aval.dtype) if out_aval.weak else out_aval.dtype
+        if result.dtype != dtype:
+            result = result.astype(dtype)
+        return Tensor._new(result)
 
 
 def _mentions_size(values, params):
@@ -192,12 +196,13 @@ def reduction(name, impl, emit, init, vjp=None, nondiff=False):
 
 
 def primitive(name, kind, impl, shape, emit, vjp=None, nondiff=False,
-              same_aval_is_identity=False, is_broadcast=False):
+              same_aval_is_identity=False, is_broadcast=False, rearranges=False):
     """Declares a primitive with its own shape rule `shape(*avals, **params)`; the inputs
     are named by the shape rule's positional parameters."""
     arg_names, variadic = _arg_names(shape, 0)
     return Primitive(name, kind, impl, shape, vjp, emit, arg_names, nondiff, variadic=variadic,
-                     same_aval_is_identity=same_aval_is_identity, is_broadcast=is_broadcast)
+                     same_aval_is_identity=same_aval_is_identity, is_broadcast=is_broadcast,
+                     rearranges=rearranges)
 
 
 def reduce_params(x, axis, keepdims, op):

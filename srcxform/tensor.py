@@ -12,7 +12,7 @@ from srcxform import ops as _ops
 from srcxform import recording
 from srcxform.aval import Aval
 from srcxform.dims import Dim, value
-from srcxform.dtypes import as_dtype, scalar_dtype
+from srcxform.dtypes import as_dtype, weak_storage
 
 _ids = itertools.count(1)
 
@@ -351,11 +351,11 @@ def as_value(x, op=None):
         return x._read() if isinstance(x, Variable) else x
     # np.float64 is also a Python float, but as a NumPy value it keeps its dtype.
     if isinstance(x, Dim):
-        size = SizeConstant._new(np.asarray(value(x), dtype=np.int32), weak=True)
+        size = SizeConstant._new(np.asarray(value(x), dtype=np.int64), weak=True)
         size.dim = x
         return size
     if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
-        return Tensor._new(np.asarray(x, dtype=scalar_dtype(x)), weak=True)
+        return Tensor._new(np.asarray(x, dtype=weak_storage(x)), weak=True)
     try:
         return Tensor._new(_to_array(x))
     except (TypeError, ValueError):

@@ -89,6 +89,7 @@ class Trace:
         self.hints, self.adjoint_of, self.origins = {}, {}, {}
         self.variables = {}  # Variable id -> [Variable, input Var or None, current Tracer]
         self.guards = []
+        self.symbols = dims.Symbols()
 
     # ----- inputs -----
     def new_input(self, value, name):
@@ -108,7 +109,7 @@ class Trace:
         if d == 1:
             return 1
         self.sizes.append((index, axis))
-        return dims.Dim(d, ("size", len(self.sizes) - 1))
+        return dims.Dim(d, ("size", len(self.sizes) - 1), self.symbols)
 
     # ----- equations -----
     def add_eqn(self, prim, values, params, out_aval):

@@ -6,3 +6,8 @@ from pathlib import Path
 
 os.environ.setdefault("SRCXFORM_CHECK", "1")
 os.environ.setdefault("SRCXFORM_CACHE_DIR", str(Path(__file__).parents[1] / ".srcxform-cache"))
+
+
+def pytest_addoption(parser):
+    parser.addoption("--update-golden", action="store_true",
+                     help="rewrite tests/golden/ from the current IR and generated source")

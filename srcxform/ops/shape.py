@@ -61,10 +61,11 @@ def _broadcast_to_shape(x, *, shape):
 reshape_p = primitive("reshape", "structural", lambda x, shape: np.reshape(x, shape),
                       _reshape_shape, "np.ascontiguousarray(x).reshape(shape)",
                       vjp=lambda g, out, x, *, shape: (reshape(g, x.shape),),
-                      same_aval_is_identity=True)
+                      same_aval_is_identity=True, rearranges=True)
 transpose_p = primitive("transpose", "structural", lambda x, perm: np.transpose(x, perm),
                         _transpose_shape, "np.transpose(x, perm)",
-                        vjp=lambda g, out, x, *, perm: (transpose(g, np.argsort(perm)),))
+                        vjp=lambda g, out, x, *, perm: (transpose(g, np.argsort(perm)),),
+                        rearranges=True)
 # Broadcasting is elementwise work: in a loop nest it is a load with some indices fixed at
 # 0. Its cotangent is summed back by backprop, which unbroadcasts everything.
 broadcast_to_p = primitive("broadcast_to", "elementwise",
@@ -102,7 +103,8 @@ def _embed_impl(g, shape, index):
 
 getitem_p = primitive("getitem", "structural", lambda x, index: x[_numpy_index(index)],
                       _getitem_shape, "x[index]",
-                      vjp=lambda g, out, x, *, index: (embed(g, x.shape, index),))
+                      vjp=lambda g, out, x, *, index: (embed(g, x.shape, index),),
+                      rearranges=True)
 # getitem's transpose: zeros of `shape` with g written at `index`.
 embed_p = primitive("embed", "structural", _embed_impl, _embed_shape,
                     "out = np.zeros(out_shape, out_dtype)\nout[index] = g",

@@ -2,7 +2,8 @@
 other operand unchanged (x*1, x+0; `units`), an output with its input's aval is that
 input (a cast to the same dtype; `same_aval_is_identity`), an elementwise op reads a
 broadcast's input directly when it broadcasts anyway (`is_broadcast`), an elementwise op
-of scalars only is computed once and broadcast, and one of literals only is folded.
+of scalars only is computed once and broadcast, one of literals only is folded, and
+rearranging a broadcast scalar (`rearranges`) is broadcasting it to the new shape.
 
 Preserves every output's value bit for bit and each replaced value's aval; assumes the
 program is in SSA form.
@@ -30,6 +31,10 @@ def _replacement(eqn, producers):
         atom, other = eqn.ins[pos], eqn.ins[1 - pos]
         if isinstance(atom, Lit) and atom.value == literal and _same(other.aval, out):
             return other
+    if eqn.prim.rearranges:
+        scalar = _unbroadcast(eqn.ins[0], producers)
+        return _broadcast(eqn, scalar) if scalar is not eqn.ins[0] and not scalar.aval.shape \
+            else None
     if eqn.prim.kind != "elementwise" or eqn.prim.is_broadcast:
         return None
     ins = [_unbroadcast(a, producers) for a in eqn.ins]
@@ -58,10 +63,15 @@ def _folded(eqn, ins):
 def _hoisted(eqn, ins):
     """An op of scalars that are broadcast: the op once on the scalars, then broadcast."""
     scalar = Var(Aval((), eqn.out.aval.dtype, eqn.out.aval.weak))
-    broadcast = next(p for p in REGISTRY.values() if p.is_broadcast)
     return [Eqn(scalar, eqn.prim, tuple(ins), eqn.params, eqn.origin, eqn.adjoint),
-            Eqn(eqn.out, broadcast, (scalar,), (("shape", eqn.out.aval.shape),), eqn.origin,
-                eqn.adjoint)]
+            _broadcast(eqn, scalar)]
+
+
+def _broadcast(eqn, scalar):
+    """eqn's output as a broadcast of a scalar atom."""
+    broadcast = next(p for p in REGISTRY.values() if p.is_broadcast)
+    return Eqn(eqn.out, broadcast, (scalar,), (("shape", eqn.out.aval.shape),), eqn.origin,
+               eqn.adjoint)
 
 
 def _unbroadcast(atom, producers):

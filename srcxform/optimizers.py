@@ -1,0 +1,431 @@
+"""Optimizers with Keras's update rules: SGD (momentum, Nesterov), Adam and RMSprop.
+
+Every piece of state is a Variable: the step count (`iterations`, int64), the learning
+rate (float64, cast to each variable's dtype when used) and the per-variable slots
+(moments, velocities). So one optimizer works in both faces of srcxform:
+
+- eagerly, `apply_gradients` updates Variables in place, as TensorFlow does;
+- inside a `@srcxform.differentiable` training step, its reads and assignments are
+  traced like any other Variable use: the update is generated into the same fused
+  kernel as the forward pass and the adjoint, and the new values of the parameters, the
+  slots and `iterations` are written back after the call.
+
+Slots are created lazily, on the first `apply_gradients` for a variable, as zeros of
+its shape and dtype. That also works while tracing (creating a Variable is plain Python;
+only reading and assigning it is traced), so the first call of a compiled step builds
+the state and every later call reuses it.
+
+Hyperparameters are converted to the variable's dtype before use (as Keras casts them),
+so a float64 model is updated in float64 arithmetic throughout.
+
+Parameters may be given as nested structures (`apply(grads, params)` with a dict or
+list), and may be plain arrays or tensors instead of Variables: then nothing is updated
+in place and `apply` returns the new values in the same structure (the functional form,
+for steps that pass parameters in and out whole).
+"""
+
+import warnings
+
+import numpy as np
+
+from srcxform import ops as _ops
+from srcxform import recording
+from srcxform.tape import GradientTape
+from srcxform.tensor import Value, Variable
+from srcxform.tree import tree_flatten, tree_unflatten
+
+__all__ = ["Optimizer", "SGD", "Adam", "RMSprop"]
+
+
+def _const(x, dtype):
+    """A hyperparameter as a constant of `dtype` (a strong scalar: no float32 detour)."""
+    return _ops.constant(np.asarray(x, dtype=dtype))
+
+
+class Optimizer:
+    """The base class: state as Variables, `apply_gradients`, `apply`, `minimize`.
+
+    Subclasses define `_build_slots(key, param)` (create the slots one parameter needs)
+    and `_update(grad, param, lr, key)` (return the parameter's new value, assigning the
+    slots), written in srcxform ops so that they trace.
+    """
+
+    def __init__(self, learning_rate, name):
+        self.name = name
+        self._iterations = Variable(np.int64(0), trainable=False, name=f"{name}/iterations")
+        if callable(learning_rate) and not isinstance(learning_rate, Value):
+            self._schedule = learning_rate
+            self._learning_rate = None
+        else:
+            self._schedule = None
+            self._learning_rate = Variable(np.float64(_number(learning_rate, "learning_rate")),
+                                           trainable=False, name=f"{name}/learning_rate")
+        self._slots = {}  # slot name -> {key: Variable}
+        self._references = {}  # key -> the parameter (kept alive, so ids stay unique)
+
+    # ----- state -----
+    @property
+    def iterations(self):
+        """The number of updates applied (an int64 Variable, TensorFlow's `iterations`)."""
+        return self._iterations
+
+    @property
+    def learning_rate(self):
+        """The learning rate: a float64 Variable, or the schedule given."""
+        return self._schedule if self._schedule is not None else self._learning_rate
+
+    @learning_rate.setter
+    def learning_rate(self, value):
+        if callable(value) and not isinstance(value, Value):
+            self._schedule, self._learning_rate = value, None
+            return
+        value = _number(value, "learning_rate")
+        if self._learning_rate is None:
+            self._schedule = None
+            self._learning_rate = Variable(np.float64(value), trainable=False,
+                                           name=f"{self.name}/learning_rate")
+        else:
+            self._learning_rate.assign(np.float64(value))
+
+    @property
+    def variables(self):
+        """The optimizer's own Variables: iterations, learning rate, then every slot."""
+        found = [self._iterations]
+        if self._learning_rate is not None:
+            found.append(self._learning_rate)
+        for slots in self._slots.values():
+            found.extend(slots.values())
+        return found
+
+    def get_slot(self, var, slot_name):
+        """The slot Variable `slot_name` of `var` (TensorFlow's OptimizerV2.get_slot)."""
+        try:
+            return self._slots[slot_name][_key(var, None)]
+        except KeyError:
+            raise KeyError(f"{self.name} has no slot {slot_name!r} for {_describe(var)}; "
+                           f"slots: {sorted(self._slots)}") from None
+
+    def get_slot_names(self):
+        return sorted(self._slots)
+
+    def add_slot(self, key, param, slot_name):
+        """The slot `slot_name` for a parameter, created as zeros of its shape and dtype
+        on first use (while tracing too: the zeros are concrete)."""
+        slots = self._slots.setdefault(slot_name, {})
+        slot = slots.get(key)
+        shape = tuple(int(d) for d in param.shape)
+        if slot is None:
+            slot = Variable(np.zeros(shape, dtype=param.dtype), trainable=False,
+                            name=f"{self.name}/{_short_name(param)}/{slot_name}")
+            slots[key] = slot
+        elif slot.shape != shape:
+            raise ValueError(f"{self.name}: the {slot_name!r} state of {_describe(param)} was "
+                             f"built for shape {slot.shape}, but the parameter now has shape "
+                             f"{shape}; use a new optimizer for new parameters")
+        return slot
+
+    # ----- applying -----
+    def apply_gradients(self, grads_and_vars, name=None):
+        """Applies one update to each (gradient, variable) pair; returns `iterations`.
+
+        Pairs whose gradient is None are skipped with a warning (Keras's rule); if every
+        gradient is None this raises ValueError. The step count advances once per call.
+        """
+        pairs = list(grads_and_vars)
+        for pair in pairs:
+            if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
+                raise TypeError(f"{self.name}.apply_gradients expects (gradient, variable) "
+                                f"pairs, as zip(grads, variables) gives; got {pair!r}")
+        params = [p for _, p in pairs]
+        for p in params:
+            if not isinstance(p, Variable):
+                raise TypeError(f"{self.name}.apply_gradients updates Variables in place, "
+                                f"got a {type(p).__name__}; for arrays use "
+                                "new_params = optimizer.apply(grads, params)")
+        self._apply([g for g, _ in pairs], params)
+        return self._iterations
+
+    def apply(self, grads, trainable_variables):
+        """Applies gradients given as a structure matching `trainable_variables` (a
+        Variable, array, or nested list, tuple or dict of them, e.g. what
+        `tape.gradient(loss, params)` returns for `params`).
+
+        Variables are updated in place; returns the structure with each parameter's new
+        value: the Variable itself, or a Tensor for an array or tensor parameter.
+        """
+        param_leaves, param_tree = tree_flatten(trainable_variables)
+        grad_leaves, grad_tree = tree_flatten(grads)
+        if grad_tree != param_tree:
+            raise ValueError(f"{self.name}.apply: the gradients' structure does not match the "
+                             f"parameters' ({len(grad_leaves)} gradients for "
+                             f"{len(param_leaves)} parameters)")
+        new = self._apply(grad_leaves, param_leaves)
+        return tree_unflatten(param_tree, new)
+
+    def minimize(self, loss, var_list, tape=None):
+        """Computes the gradients of `loss` (a callable, or a tensor recorded by `tape`)
+        with respect to `var_list` and applies them (TensorFlow's minimize)."""
+        if not callable(loss) and tape is None:
+            raise ValueError("minimize: `tape` is required when a tensor loss is passed")
+        tape = tape if tape is not None else GradientTape()
+        if callable(loss):
+            with tape:
+                if callable(var_list):
+                    var_list = var_list()
+                loss = loss()
+        elif callable(var_list):
+            var_list = var_list()
+        grads = tape.gradient(loss, var_list)
+        self.apply(grads, var_list)
+        return self._iterations
+
+    def _apply(self, grads, params):
+        params = [p if isinstance(p, Value) else _ops.convert_to_tensor(p) for p in params]
+        keys = [_key(p, i) for i, p in enumerate(params)]
+        missing = [p for g, p in zip(grads, params) if g is None]
+        if missing and len(missing) == len(params):
+            raise ValueError(f"{self.name}: no gradients provided for any variable: "
+                             f"{[_describe(p) for p in params]}")
+        if missing:
+            warnings.warn(f"{self.name}: gradients do not exist for "
+                          f"{[_describe(p) for p in missing]} when minimizing the loss; "
+                          "they are not updated", stacklevel=3)
+        new = list(params)
+        with recording.paused():  # updates are not differentiated (TensorFlow's rule)
+            for key, p in zip(keys, params):
+                self._references.setdefault(key, p)
+                self._build_slots(key, p)
+            lr = self._current_learning_rate()
+            for i, (g, p, key) in enumerate(zip(grads, params, keys)):
+                if g is None:
+                    continue
+                dtype = p.dtype
+                if dtype.kind != "f":
+                    raise TypeError(f"{self.name}: cannot update {_describe(p)} of dtype "
+                                    f"{dtype}: only float parameters are trained")
+                g = _ops.cast(_ops.convert_to_tensor(g), dtype)
+                if tuple(g.shape) != tuple(p.shape):
+                    raise ValueError(f"{self.name}: gradient of shape {tuple(g.shape)} for "
+                                     f"{_describe(p)} of shape {tuple(p.shape)}")
+                value = self._update(g, p, _ops.cast(lr, dtype), key)
+                if isinstance(p, Variable):
+                    p.assign(value)
+                else:
+                    new[i] = value
+            self._iterations.assign_add(1)
+        return new
+
+    def _current_learning_rate(self):
+        if self._schedule is not None:
+            lr = self._schedule(self._iterations)
+            return _ops.convert_to_tensor(lr) if not isinstance(lr, Value) else lr
+        return self._learning_rate.read_value()
+
+    def _step(self, dtype):
+        """The 1-based step number of the update being applied, as a `dtype` tensor."""
+        return _ops.cast(self._iterations.read_value() + 1, dtype)
+
+    def _build_slots(self, key, param):
+        pass
+
+    def _update(self, grad, param, lr, key):
+        raise NotImplementedError
+
+    def get_config(self):
+        lr = self._learning_rate.numpy().item() if self._learning_rate is not None else None
+        return {"name": self.name, "learning_rate": lr}
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items() if k != "name")
+        return f"<srcxform.optimizers.{type(self).__name__} {args}>"
+
+
+class SGD(Optimizer):
+    """Gradient descent, with optional momentum and Nesterov momentum (Keras's SGD).
+
+    With gradient `g` and learning rate `lr`, when `momentum` is 0::
+
+        w = w - lr * g
+
+    when `momentum` is larger than 0 (`velocity` is a slot, starting at zeros)::
+
+        velocity = momentum * velocity - lr * g
+        w = w + velocity
+
+    and with `nesterov=True`::
+
+        velocity = momentum * velocity - lr * g
+        w = w + momentum * velocity - lr * g
+    """
+
+    def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, name="SGD"):
+        super().__init__(learning_rate, name)
+        momentum = _number(momentum, "momentum")
+        if not 0.0 <= momentum <= 1.0:
+            raise ValueError(f"SGD: momentum must be a float in [0, 1], got {momentum}")
+        self.momentum = momentum
+        self.nesterov = bool(nesterov)
+
+    def _build_slots(self, key, param):
+        if self.momentum != 0:
+            self.add_slot(key, param, "momentum")
+
+    def _update(self, grad, param, lr, key):
+        w = _read(param)
+        if self.momentum == 0:
+            return w - grad * lr
+        m = self._slots["momentum"][key]
+        momentum = _const(self.momentum, param.dtype)
+        m.assign(m.read_value() * momentum - grad * lr)
+        if self.nesterov:
+            return w + (m.read_value() * momentum - grad * lr)
+        return w + m.read_value()
+
+    def get_config(self):
+        return {**super().get_config(), "momentum": self.momentum, "nesterov": self.nesterov}
+
+
+class Adam(Optimizer):
+    """Adam, with Keras's "epsilon hat" form (Kingma and Ba, just before section 2.1).
+
+    With step `t` = iterations + 1 (counted from 1), slots `m` and `v` (zeros at first)::
+
+        lr_t = lr * sqrt(1 - beta_2 ** t) / (1 - beta_1 ** t)
+        m = m + (g - m) * (1 - beta_1)
+        v = v + (g ** 2 - v) * (1 - beta_2)
+        w = w - m * lr_t / (sqrt(v) + epsilon)
+
+    With `amsgrad=True` a slot `v_hat = maximum(v_hat, v)` replaces `v` in the last line.
+    The bias corrections are computed from the `iterations` Variable with srcxform ops,
+    so a compiled step reads the step count at run time.
+    """
+
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
+                 amsgrad=False, name="Adam"):
+        super().__init__(learning_rate, name)
+        self.beta_1 = _number(beta_1, "beta_1")
+        self.beta_2 = _number(beta_2, "beta_2")
+        self.epsilon = _number(epsilon, "epsilon")
+        self.amsgrad = bool(amsgrad)
+
+    def _build_slots(self, key, param):
+        self.add_slot(key, param, "m")
+        self.add_slot(key, param, "v")
+        if self.amsgrad:
+            self.add_slot(key, param, "vhat")
+
+    def _update(self, grad, param, lr, key):
+        dtype = param.dtype
+        one = _const(1.0, dtype)
+        t = self._step(dtype)
+        beta_1_power = _ops.pow(_const(self.beta_1, dtype), t)
+        beta_2_power = _ops.pow(_const(self.beta_2, dtype), t)
+        alpha = lr * _ops.sqrt(one - beta_2_power) / (one - beta_1_power)
+        m, v = self._slots["m"][key], self._slots["v"][key]
+        m.assign_add((grad - m.read_value()) * _const(1.0 - self.beta_1, dtype))
+        v.assign_add((_ops.square(grad) - v.read_value()) * _const(1.0 - self.beta_2, dtype))
+        v_now = v.read_value()
+        if self.amsgrad:
+            v_hat = self._slots["vhat"][key]
+            v_hat.assign(_ops.maximum(v_hat.read_value(), v_now))
+            v_now = v_hat.read_value()
+        step = (m.read_value() * alpha) / (_ops.sqrt(v_now) + _const(self.epsilon, dtype))
+        return _read(param) - step
+
+    def get_config(self):
+        return {**super().get_config(), "beta_1": self.beta_1, "beta_2": self.beta_2,
+                "epsilon": self.epsilon, "amsgrad": self.amsgrad}
+
+
+class RMSprop(Optimizer):
+    """RMSprop with plain momentum, optionally centered (Keras's RMSprop).
+
+    With slots `ms` (the mean square) and, when used, `mg` (the mean gradient, centered)
+    and `mom` (momentum), all zeros at first::
+
+        ms = rho * ms + (1 - rho) * g ** 2
+        mg = rho * mg + (1 - rho) * g                    # centered only
+        denominator = ms - mg ** 2 + epsilon             # centered
+        denominator = ms + epsilon                       # otherwise
+        increment = lr * g / sqrt(denominator)
+        mom = momentum * mom + increment; w = w - mom    # momentum > 0
+        w = w - increment                                # otherwise
+
+    epsilon sits inside the square root, exactly as in Keras (and in TensorFlow's
+    ApplyRMSProp kernel); defaults: rho=0.9, momentum=0.0, epsilon=1e-7.
+    """
+
+    def __init__(self, learning_rate=0.001, rho=0.9, momentum=0.0, epsilon=1e-7,
+                 centered=False, name="RMSprop"):
+        super().__init__(learning_rate, name)
+        self.rho = _number(rho, "rho")
+        self.momentum = _number(momentum, "momentum")
+        self.epsilon = _number(epsilon, "epsilon")
+        self.centered = bool(centered)
+
+    def _build_slots(self, key, param):
+        self.add_slot(key, param, "rms")
+        if self.momentum > 0:
+            self.add_slot(key, param, "momentum")
+        if self.centered:
+            self.add_slot(key, param, "mg")
+
+    def _update(self, grad, param, lr, key):
+        dtype = param.dtype
+        rho, rest = _const(self.rho, dtype), _const(1.0 - self.rho, dtype)
+        ms = self._slots["rms"][key]
+        ms.assign(rho * ms.read_value() + rest * _ops.square(grad))
+        if self.centered:
+            mg = self._slots["mg"][key]
+            mg.assign(rho * mg.read_value() + rest * grad)
+            denominator = (ms.read_value() - _ops.square(mg.read_value())
+                           + _const(self.epsilon, dtype))
+        else:
+            denominator = ms.read_value() + _const(self.epsilon, dtype)
+        increment = (lr * grad) / _ops.sqrt(denominator)
+        if self.momentum > 0:
+            mom = self._slots["momentum"][key]
+            mom.assign(_const(self.momentum, dtype) * mom.read_value() + increment)
+            return _read(param) - mom.read_value()
+        return _read(param) - increment
+
+    def get_config(self):
+        return {**super().get_config(), "rho": self.rho, "momentum": self.momentum,
+                "epsilon": self.epsilon, "centered": self.centered}
+
+
+# ----- helpers -----
+
+
+def _read(param):
+    return param.read_value() if isinstance(param, Variable) else _ops.convert_to_tensor(param)
+
+
+def _key(param, position):
+    """Slots are keyed by the Variable, or by position for array parameters (which have
+    no identity of their own: pass the same structure every step)."""
+    if isinstance(param, Variable):
+        return ("variable", param._id)
+    if position is None:
+        raise KeyError("slots of array parameters are found by position, not by value")
+    return ("position", position)
+
+
+def _short_name(param):
+    name = getattr(param, "name", None)
+    return name.split(":")[0] if isinstance(name, str) else "param"
+
+
+def _describe(param):
+    if isinstance(param, Variable):
+        return f"Variable {param.name!r} of shape {param.shape}"
+    shape = param.shape if hasattr(param, "shape") else np.shape(param)
+    return f"a {type(param).__name__} of shape {tuple(int(d) for d in shape)}"
+
+
+def _number(value, what):
+    """A hyperparameter given as a Python or NumPy number, or a one-element tensor."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{what} must be a number, got {type(value).__name__}") from None
