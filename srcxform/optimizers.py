@@ -192,22 +192,29 @@ class Optimizer:
                           "they are not updated", stacklevel=3)
         new = list(params)
         with recording.paused():  # updates are not differentiated (TensorFlow's rule)
+            # Check every pair before changing anything, so a bad one updates nothing.
+            checked = []
+            for g, p in zip(grads, params):
+                if g is None:
+                    checked.append(None)
+                    continue
+                if p.dtype.kind != "f":
+                    raise TypeError(f"{self.name}: cannot update {_describe(p)} of dtype "
+                                    f"{p.dtype}: only float parameters are trained")
+                g = _ops.cast(_ops.convert_to_tensor(g), p.dtype)
+                # The read's shape: symbolic while tracing, so no size is baked in.
+                if g.ndim != p.ndim or tuple(g.shape) != tuple(_read(p).shape):
+                    raise ValueError(f"{self.name}: gradient of shape "
+                                     f"{tuple(int(d) for d in g.shape)} for {_describe(p)}")
+                checked.append(g)
             for key, p in zip(keys, params):
                 self._references.setdefault(key, p)
                 self._build_slots(key, p)
             lr = self._current_learning_rate()
-            for i, (g, p, key) in enumerate(zip(grads, params, keys)):
+            for i, (g, p, key) in enumerate(zip(checked, params, keys)):
                 if g is None:
                     continue
-                dtype = p.dtype
-                if dtype.kind != "f":
-                    raise TypeError(f"{self.name}: cannot update {_describe(p)} of dtype "
-                                    f"{dtype}: only float parameters are trained")
-                g = _ops.cast(_ops.convert_to_tensor(g), dtype)
-                if tuple(g.shape) != tuple(p.shape):
-                    raise ValueError(f"{self.name}: gradient of shape {tuple(g.shape)} for "
-                                     f"{_describe(p)} of shape {tuple(p.shape)}")
-                value = self._update(g, p, _ops.cast(lr, dtype), key)
+                value = self._update(g, p, _ops.cast(lr, p.dtype), key)
                 if isinstance(p, Variable):
                     p.assign(value)
                 else:

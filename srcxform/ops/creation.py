@@ -6,7 +6,7 @@ traced; everything else makes a Tensor directly.
 
 import numpy as np
 
-from srcxform.dtypes import as_dtype, float32
+from srcxform.dtypes import as_dtype, float32, promote, settled
 from srcxform.ops.shape import broadcast_to
 from srcxform.tensor import Tensor, Value, as_value
 
@@ -58,14 +58,14 @@ def range(start, limit=None, delta=1, dtype=None, name=None):
     if limit is None:
         start, limit = 0, start
     values = [as_value(v, "range") for v in (start, limit, delta)]
-    dtype = as_dtype(dtype) or np.result_type(*[v.dtype for v in values])
+    dtype = as_dtype(dtype) or _result_dtype(values)
     return Tensor._new(np.arange(*[v._value for v in values], dtype=dtype))
 
 
 def linspace(start, stop, num, name=None, axis=0):
     """num evenly spaced values from start to stop inclusive (tf.linspace)."""
     lo, hi = as_value(start, "linspace"), as_value(stop, "linspace")
-    dtype = np.result_type(lo.dtype, hi.dtype)
+    dtype = _result_dtype([lo, hi])
     return Tensor._new(np.linspace(lo._value, hi._value, int(num), dtype=dtype, axis=axis))
 
 
@@ -75,6 +75,12 @@ def eye(num_rows, num_columns=None, batch_shape=None, dtype=float32, name=None):
     if batch_shape is not None:
         matrix = np.broadcast_to(matrix, tuple(batch_shape) + matrix.shape).copy()
     return Tensor._new(matrix)
+
+
+def _result_dtype(values):
+    """The dtype values meet in; Python scalars alone settle to float32/int32."""
+    dtype, weak = promote([v.aval for v in values])
+    return settled(dtype) if weak else dtype
 
 
 def _shape(shape, op):
