@@ -2,8 +2,8 @@
 
 A Python scalar is *weak*: it takes the dtype of the arrays it meets (NumPy's NEP 50
 rule, which is also TensorFlow's for a scalar beside a tensor). It is held exactly (as
-float64 or int64) until then, so 0.1 beside a float64 array is 0.1. An eager result of
-weak operands only becomes float32 or int32 (TensorFlow's rule for a lone Python scalar).
+float64 or int64) until then, so 0.1 beside a float64 array is 0.1. A value made of weak
+operands only shows float32 or int32 (TensorFlow's rule for a lone Python scalar).
 """
 
 import numpy as np

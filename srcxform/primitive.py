@@ -14,7 +14,7 @@ import numpy as np
 
 from srcxform import recording
 from srcxform.aval import Aval, broadcast_shapes, normalize_axes
-from srcxform.dtypes import promote, settled
+from srcxform.dtypes import promote
 from srcxform.errors import ShapeError, where
 from srcxform.dims import Dim
 from srcxform.tensor import SizeConstant, Tensor, as_value
@@ -103,12 +103,9 @@ class Primitive:
                       for n, a in zip(names, arrays)]
         with np.errstate(all="ignore"):
             result = np.asarray(self.impl(*arrays, **params))
-        # Eager values of Python scalars alone settle as TensorFlow's do (2.0 * 3.0 is
-        # float32); while tracing, weak values stay weak to meet the arrays they join.
-        dtype = settled(out_aval.dtype) if out_aval.weak else out_aval.dtype
-        if result.dtype != dtype:
-            result = result.astype(dtype)
-        return Tensor._new(result)
+        if result.dtype != out_aval.dtype:
+            result = result.astype(out_aval.dtype)
+        return Tensor._new(result, out_aval.weak)
 
 
 def _mentions_size(values, params):

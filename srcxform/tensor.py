@@ -12,7 +12,7 @@ from srcxform import ops as _ops
 from srcxform import recording
 from srcxform.aval import Aval
 from srcxform.dims import Dim, value
-from srcxform.dtypes import as_dtype, weak_storage
+from srcxform.dtypes import as_dtype, settled, weak_storage
 
 _ids = itertools.count(1)
 
@@ -174,7 +174,9 @@ class Tensor(Value):
 
     @property
     def dtype(self):
-        return self._value.dtype
+        # A value made of Python scalars alone is held exactly, but shows TensorFlow's
+        # dtype for it (2.0 * 3.0 is float32).
+        return settled(self._value.dtype) if self._weak else self._value.dtype
 
     @property
     def ndim(self):
@@ -182,10 +184,11 @@ class Tensor(Value):
 
     def numpy(self):
         """The value as a NumPy array (a NumPy scalar for a 0-d tensor, as TensorFlow)."""
-        return self._value[()] if self._value.ndim == 0 else self._value
+        value = self._value.astype(self.dtype) if self._weak else self._value
+        return value[()] if value.ndim == 0 else value
 
     def __array__(self, dtype=None, copy=None):
-        return self._value if dtype is None else self._value.astype(dtype)
+        return np.asarray(self.numpy(), dtype)
 
     def __float__(self):
         return float(self._one_element("float"))
@@ -212,16 +215,17 @@ class Tensor(Value):
 
     def __repr__(self):
         return (f"<srcxform.Tensor: shape={self.shape}, dtype={self.dtype.name}, "
-                f"numpy={_numpy_text(self._value, repr)}>")
+                f"numpy={_numpy_text(np.asarray(self.numpy()), repr)}>")
 
     def __str__(self):
-        return (f"srcxform.Tensor({_numpy_text(self._value, str)}, shape={self.shape}, "
-                f"dtype={self.dtype.name})")
+        return (f"srcxform.Tensor({_numpy_text(np.asarray(self.numpy()), str)}, "
+                f"shape={self.shape}, dtype={self.dtype.name})")
 
     def __format__(self, spec):
         if not spec:
             return str(self)
-        return format(self._value.item() if self._value.ndim == 0 else self._value, spec)
+        value = np.asarray(self.numpy())
+        return format(value.item() if value.ndim == 0 else value, spec)
 
 
 class SizeConstant(Tensor):
