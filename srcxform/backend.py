@@ -74,22 +74,31 @@ class Compiled:
         try:
             return self.dispatcher(*args)
         except Exception as err:
-            import numba.core.errors as nerr
+            # Generated kernels cannot raise (no bounds checks, NumPy's error model), so
+            # whatever comes out of the dispatcher came from compiling: typing, lowering,
+            # or an attribute Numba does not know.
+            raise CompileError(_explain(err, self.source)) from err
 
-            if isinstance(err, (nerr.TypingError, nerr.LoweringError, nerr.UnsupportedError)):
-                raise CompileError(_explain(err, self.source)) from err
-            raise
 
+
+def _line_naming(lines, message):
+    """The first line of code that mentions a name the message quotes ('frobnicate')."""
+    for name in reversed(re.findall(r"'(\w+)'", message)):  # the specific name comes last
+        for n, line in enumerate(lines, 1):
+            code = line.strip()
+            if re.search(rf"\b{name}\b", code) and not code.startswith(("#", "import", "from")):
+                return n
+    return None
 
 
 def _explain(err, source):
     message = str(err)
+    lines = source.splitlines()
     match = re.search(r"line (\d+)", message.split("During:")[-1]) or \
         re.search(r"\.py\", line (\d+)", message)
-    lines = source.splitlines()
+    n = int(match.group(1)) if match else _line_naming(lines, message)
     quoted = ""
-    if match and 0 < int(match.group(1)) <= len(lines):
-        n = int(match.group(1))
+    if n and 0 < n <= len(lines):
         origin = next((lines[k].strip() for k in range(n - 1, 0, -1)
                        if lines[k].strip().startswith("# ")), "")
         quoted = f"\n  generated line {n}: {lines[n - 1].strip()}" + \

@@ -1,0 +1,178 @@
+"""The compiled path's contract: kernel reuse across batch sizes, the disk cache across
+processes, guards, tracing errors, Numba errors, Variables written back, parallel loops."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import srcxform as tf
+from srcxform import backend
+
+
+def tanh_loss(w, x):
+    return tf.reduce_sum(tf.tanh(x * w))
+
+
+def test_new_batch_size_reuses_the_kernel():
+    f = tf.differentiable(tanh_loss)
+    f.grad(np.ones(3), np.arange(3.0))
+    kernels = f.cache_info().kernels
+    for n in (5, 17, 1000):
+        np.testing.assert_allclose(f.grad(np.ones(n), np.arange(n) / n),
+                                   (1 - np.tanh(np.arange(n) / n) ** 2) * np.arange(n) / n)
+    info = f.cache_info()
+    assert info.kernels == kernels and info.misses == 1 and info.hits == 3
+
+
+def test_a_new_dtype_or_rank_or_static_value_is_a_new_kernel():
+    f = tf.differentiable(lambda x, k: tf.reduce_sum(x**k))
+    f(np.ones(3), 2)
+    f(np.ones(4), 2)
+    assert f.cache_info().kernels == 1
+    f(np.ones(3, np.float32), 2)
+    f(np.ones((3, 2)), 2)
+    f(np.ones(3), 3)
+    assert f.cache_info().kernels == 4
+
+
+def test_a_size_the_code_depended_on_retraces():
+    f = tf.differentiable(lambda x: tf.reduce_sum(x[:3] * 2.0))  # the slice's length is min(n, 3)
+    assert f(np.ones(5)) == 6.0
+    assert f(np.ones(2)) == 4.0
+    assert f.cache_info().kernels == 2
+
+
+def test_mismatched_sizes_raise_the_users_shape_error():
+    f = tf.differentiable(lambda x, y: tf.reduce_sum(x * y))
+    assert f(np.ones(3), np.ones(3)) == 3.0
+    with pytest.raises(tf.ShapeError, match=r"multiply\(f64\[n0\], f64\[n1\]\).*3 and 4"):
+        f(np.ones(3), np.ones(4))
+
+
+def test_a_new_process_reuses_the_disk_cache(tmp_path):
+    script = textwrap.dedent("""
+        import numpy as np, srcxform as tf
+        def loss(w, x):
+            return tf.reduce_sum(tf.tanh(x * w) ** 2)
+        f = tf.differentiable(loss)
+        f.grad(np.ones(4), np.arange(4.0))
+        kernel = f._kernels[next(iter(f._kernels))][0].fn.dispatcher
+        print(sum(kernel.stats.cache_hits.values()), sum(kernel.stats.cache_misses.values()))
+    """)
+    path = tmp_path / "loss_script.py"
+    path.write_text(script)
+    env = dict(os.environ, SRCXFORM_CACHE_DIR=str(tmp_path / "cache"))
+    runs = [subprocess.run([sys.executable, str(path)], env=env, capture_output=True, text=True,
+                           check=True).stdout.split() for _ in range(2)]
+    assert runs[0] == ["0", "1"]  # compiled
+    assert runs[1] == ["1", "0"]  # loaded from disk, nothing compiled
+
+
+@pytest.mark.parametrize("body, what", [
+    ("return x if x > 0 else -x", "bool() of a traced value"),
+    ("return float(x)", "float() of a traced value"),
+    ("return int(x)", "int() of a traced value"),
+    ("return len(x)", "len() of a traced value"),
+    ("return [v for v in x]", "iterating over a traced value"),
+])
+def test_control_flow_on_traced_values_raises_at_the_users_line(tmp_path, body, what):
+    namespace = {"tf": tf}
+    source = f"def f(x):\n    {body}\n"
+    path = tmp_path / "user_code.py"
+    path.write_text(source)
+    exec(compile(source, str(path), "exec"), namespace)
+    with pytest.raises(tf.TracingError) as err:
+        tf.differentiable(namespace["f"])(np.ones(3))
+    message = str(err.value)
+    assert f"user_code.py:2: {body}" in message and what in message
+    assert "srcxform.where" in message or "static" in message
+
+
+def test_numpy_without_an_op_raises_tracing_error_naming_it():
+    with pytest.raises(tf.TracingError, match="numpy.cumsum"):
+        tf.differentiable(lambda x: tf.reduce_sum(np.cumsum(x)))(np.ones(3))
+
+
+def test_numba_errors_become_compile_errors_quoting_the_generated_line(monkeypatch):
+    monkeypatch.setenv("SRCXFORM_JIT", "1")
+    source = ("import numpy as np\n\n\ndef broken(x):\n    # demo.py:3: y = x.frobnicate()\n"
+              "    y = np.frobnicate(x)\n    return y\n")
+    fn = backend.load(source, "broken")
+    with pytest.raises(tf.CompileError) as err:
+        fn(np.ones(2))
+    message = str(err.value)
+    assert "y = np.frobnicate(x)" in message and "demo.py:3" in message
+    assert err.value.__cause__ is not None
+
+
+def test_interpreted_source_gives_the_compiled_result(monkeypatch):
+    args = (np.linspace(0.1, 1, 6), np.linspace(-1, 1, 6))
+    compiled = tf.differentiable(tanh_loss, wrt=(0, 1)).value_and_grad(*args)
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+    interpreted = tf.differentiable(tanh_loss, wrt=(0, 1)).value_and_grad(*args)
+    np.testing.assert_allclose(compiled[0], interpreted[0], rtol=1e-14)
+    for a, b in zip(compiled[1], interpreted[1]):
+        np.testing.assert_allclose(a, b, rtol=1e-14)
+
+
+def test_parallel_makes_outer_loops_pranges_with_the_same_result():
+    def rosenbrock(x):
+        return tf.reduce_sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+    x = np.linspace(-1.5, 1.5, 1001)
+    serial = tf.differentiable(rosenbrock).value_and_grad(x)
+    f = tf.differentiable(rosenbrock, parallel=True)
+    parallel = f.value_and_grad(x)
+    assert "prange" in f.source(x)
+    np.testing.assert_allclose(parallel[0], serial[0], rtol=1e-12)
+    np.testing.assert_allclose(parallel[1], serial[1], rtol=1e-12)
+
+
+def test_a_training_step_with_a_tape_inside_updates_variables_as_eagerly():
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(40, 3)), rng.normal(size=40)
+
+    def make_step(w, b):
+        def step(X, y):
+            with tf.GradientTape() as tape:
+                residual = X @ w + b - y
+                loss = tf.reduce_mean(residual * residual)
+            gw, gb = tape.gradient(loss, [w, b])
+            w.assign_sub(0.1 * gw)
+            b.assign_sub(0.1 * gb)
+            return loss
+        return step
+
+    eager_w, eager_b = tf.Variable(np.zeros(3)), tf.Variable(0.0, dtype=tf.float64)
+    w, b = tf.Variable(np.zeros(3)), tf.Variable(0.0, dtype=tf.float64)
+    eager_step, compiled_step = make_step(eager_w, eager_b), tf.differentiable(make_step(w, b))
+    for _ in range(20):
+        np.testing.assert_allclose(compiled_step(X, y), eager_step(X, y).numpy(), rtol=1e-12)
+    np.testing.assert_allclose(w.numpy(), eager_w.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(b.numpy(), eager_b.numpy(), rtol=1e-12)
+    assert compiled_step.cache_info().kernels == 1
+
+
+def test_second_order_by_composition_matches_finite_differences():
+    f = tf.differentiable(lambda x: tf.reduce_sum(x**3 * tf.sin(x)))
+    d2 = tf.differentiable(f.grad)
+    x, v, eps = np.linspace(0.2, 1.0, 4), np.array([1.0, -2.0, 0.5, 3.0]), 1e-6
+    hvp_fd = (f.grad(x + eps * v) - f.grad(x - eps * v)) / (2 * eps)
+    hessian = np.diag(6 * x * np.sin(x) + 6 * x**2 * np.cos(x) - x**3 * np.sin(x))
+    np.testing.assert_allclose(tf.hessian(f.fn)(x) @ v, hvp_fd, rtol=1e-6)
+    np.testing.assert_allclose(tf.hessian(f.fn)(x), hessian, rtol=1e-10)
+    # differentiable(f.grad) differentiates the summed gradient: the hessian's row sums.
+    np.testing.assert_allclose(d2.grad(x), hessian.sum(axis=0), rtol=1e-10)
+
+
+def test_generated_source_reads_as_the_design_shows():
+    f = tf.differentiable(tanh_loss, wrt=(0, 1))
+    source = f.source(np.ones(3), np.arange(3.0))
+    assert "# ---- forward ----" in source and "# ---- adjoint ----" in source
+    assert "for i0 in range(n0):" in source and "np.tanh(" in source
+    assert "# test_compiler_api.py:" in source  # origin comments name the user's lines
+    assert "return (s" not in source  # no invented names
