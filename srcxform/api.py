@@ -78,6 +78,20 @@ class Kernel:
         args += [v._value if v.ndim else v._value[()] for v in self.variables]
         return args + self.consts
 
+    def callable(self):
+        """The kernel with its constants bound, taking the leaves and Variable values."""
+        fn = getattr(self.fn, "dispatcher", self.fn)
+        if not self.consts:
+            return fn
+        names = [f"a{i}" for i in range(len(self.program.ins) - len(self.consts))]
+        consts = {f"c{i}": c for i, c in enumerate(self.consts)}
+        source = (f"def kernel({', '.join(names)}):\n"
+                  f"    return inner({', '.join(names + list(consts))})\n")
+        namespace = dict(consts, inner=fn)
+        exec(source, namespace)
+        return backend.jit_function(namespace["kernel"]) if fn is not self.fn else \
+            namespace["kernel"]
+
     def admits(self, args):
         """Whether the sizes of these arguments satisfy every guard of the trace."""
         from srcxform.dims import evaluate
@@ -141,6 +155,17 @@ class Differentiable:
     def ir(self, *args, **kwargs):
         """The printed IR (forward and adjoint, after optimization) for these arguments."""
         return str(self._kernel("value_and_grad", args, kwargs)[0].program)
+
+    def kernel(self, *args, **kwargs):
+        """The compiled value-and-gradient for arguments like these, as a Numba function
+        you can call from your own `@njit` code.
+
+        It takes the array arguments flattened (nested structures in sorted-key order,
+        static arguments left out), then the values of any Variables the function reads,
+        and returns a tuple: the value's leaves, the gradient's leaves, then the new values
+        of any Variables the function assigns.
+        """
+        return self._kernel("value_and_grad", args, kwargs)[0].callable()
 
     def cache_info(self):
         """CacheInfo(hits, misses, kernels), as functools.lru_cache reports."""

@@ -56,6 +56,13 @@ def load(source, func_name, jit=None, parallel=False):
     return Compiled(fn, source, parallel)
 
 
+def jit_function(fn):
+    """fn compiled as generated kernels are (for small wrappers made in memory)."""
+    import numba
+
+    return numba.njit(error_model="numpy")(fn)
+
+
 def _safe(name):
     return re.sub(r"\W", "_", name)
 

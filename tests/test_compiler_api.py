@@ -176,3 +176,31 @@ def test_generated_source_reads_as_the_design_shows():
     assert "for i0 in range(n0):" in source and "np.tanh(" in source
     assert "# test_compiler_api.py:" in source  # origin comments name the user's lines
     assert "return (s" not in source  # no invented names
+
+
+def test_the_kernel_runs_a_whole_training_loop_inside_njit():
+    import numba
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 3))
+    y = X @ np.array([1.0, -2.0, 0.5])
+    penalty = np.array([1.0, 2.0, 3.0])  # a captured constant: bound into the kernel
+
+    def loss(w, X, y):
+        r = X @ w - y
+        return tf.reduce_mean(r * r) + 0.01 * tf.reduce_sum(w * penalty)
+
+    f = tf.differentiable(loss)
+
+    @numba.njit
+    def train(kernel, w, X, y, steps, lr):
+        for _ in range(steps):
+            value, g = kernel(w, X, y)
+            w = w - lr * g
+        return w
+
+    w = train(f.kernel(np.zeros(3), X, y), np.zeros(3), X, y, 30, 0.1)
+    expected = np.zeros(3)
+    for _ in range(30):
+        expected = expected - 0.1 * f.grad(expected, X, y)
+    np.testing.assert_allclose(w, expected, rtol=1e-12)
