@@ -12,14 +12,16 @@ from collections import namedtuple
 
 import numpy as np
 
-from srcxform import backend, recording
+from srcxform import backend
+from srcxform.recording import ACTIVE, TRACES
 from srcxform.codegen import generate
 from srcxform.errors import TracingError
+from srcxform.kernel import MISS, Kernel, kernel_arg
 from srcxform.names import identifier
 from srcxform.passes.pipeline import optimize
 from srcxform.tape import GradientTape
 from srcxform.tensor import Tensor, Value, Variable
-from srcxform.trace import Trace, Tracer
+from srcxform.trace import Trace
 from srcxform.tree import tree_flatten, tree_unflatten
 
 CacheInfo = namedtuple("CacheInfo", "hits misses kernels")
@@ -48,70 +50,21 @@ def _signature(leaf):
                     "and None are accepted, in tuples, lists and dicts)")
 
 
-def _kernel_arg(leaf):
-    """A traced leaf as the kernel receives it: arrays, with 0-d ones as scalars."""
-    if isinstance(leaf, (Tensor, Variable)):
-        leaf = leaf._value
-    if isinstance(leaf, np.ndarray) and leaf.ndim == 0:
-        return leaf[()]
-    return leaf
+def _warm_call(form, doc):
+    """A public call of a Differentiable: the entries made for earlier calls like this one,
+    newest first, and the slow path when none fits (the whole warm path is here)."""
 
+    def call(self, *args, **kwargs):
+        if not (TRACES or ACTIVE or kwargs):
+            for entry in self._entries[form]:
+                result = entry(*args)
+                if result is not MISS:
+                    self._hits += 1
+                    return result
+        return self._call(form, args, kwargs)
 
-class Kernel:
-    """One compiled signature: the generated function and how to call it."""
-
-    def __init__(self, fn, program, source, traced, variables, out_trees, writes, guards):
-        self.fn = fn
-        self.program = program
-        self.source = source
-        self.traced = traced  # indices of the leaves the kernel takes, in order
-        self.variables = variables  # Variables read, passed after the leaves
-        self.consts = [array for _, array in program.consts]
-        self.out_trees = out_trees  # treedefs of the results, in output order
-        self.writes = writes  # Variables assigned, whose new values come last
-        self.guards = guards
-        self.scalar_types = [a.aval.dtype.type if not a.aval.shape else None
-                             for a in program.outs]
-
-    def arguments(self, leaves):
-        args = [_kernel_arg(leaves[i]) for i in self.traced]
-        args += [v._value if v.ndim else v._value[()] for v in self.variables]
-        return args + self.consts
-
-    def callable(self):
-        """The kernel with its constants bound, taking the leaves and Variable values."""
-        fn = getattr(self.fn, "dispatcher", self.fn)
-        if not self.consts:
-            return fn
-        names = [f"a{i}" for i in range(len(self.program.ins) - len(self.consts))]
-        consts = {f"c{i}": c for i, c in enumerate(self.consts)}
-        source = (f"def kernel({', '.join(names)}):\n"
-                  f"    return inner({', '.join(names + list(consts))})\n")
-        namespace = dict(consts, inner=fn)
-        exec(source, namespace)
-        return backend.jit_function(namespace["kernel"]) if fn is not self.fn else \
-            namespace["kernel"]
-
-    def admits(self, args):
-        """Whether the sizes of these arguments satisfy every guard of the trace."""
-        from srcxform.dims import evaluate
-
-        sizes = [np.shape(args[i])[axis] for i, axis in self.program.sizes]
-        ops = {"==": int.__eq__, "!=": int.__ne__, "<": int.__lt__, "<=": int.__le__,
-               ">": int.__gt__, ">=": int.__ge__}
-        return all(ops[op](evaluate(a, sizes), evaluate(b, sizes)) == result
-                   for a, op, b, result in self.guards)
-
-    def run(self, args):
-        results = self.fn(*args)
-        results = [t(r) if t is not None else r for t, r in zip(self.scalar_types, results)]
-        for variable, value in zip(self.writes, results[len(results) - len(self.writes):]):
-            variable._value = np.asarray(value, variable.dtype).reshape(variable.shape)
-        structures, start = [], 0
-        for tree in self.out_trees:
-            structures.append(tree_unflatten(tree, results[start:start + tree.num_leaves]))
-            start += tree.num_leaves
-        return structures
+    call.__name__, call.__doc__ = "__call__" if form == "value" else form, doc
+    return call
 
 
 class Differentiable:
@@ -123,6 +76,7 @@ class Differentiable:
         self.wrt = wrt
         self.parallel = parallel
         self._kernels = {}
+        self._entries = {"value": [], "grad": [], "value_and_grad": []}
         self._hits = self._misses = 0
 
     def __repr__(self):
@@ -132,21 +86,11 @@ class Differentiable:
         return self if obj is None else functools.partial(self, obj)
 
     # ----- public calls -----
-    def __call__(self, *args, **kwargs):
-        if _inline(args, kwargs):
-            return self.fn(*args, **kwargs)
-        return self._run("value", args, kwargs)[0]
-
-    def value_and_grad(self, *args, **kwargs):
-        """(value, gradient) of the function at args; the gradient is as `grad` gives it."""
-        if _inline(args, kwargs):
-            return self._eager_value_and_grad(args, kwargs)
-        value, grads = self._run("value_and_grad", args, kwargs)
-        return value, self._shape_grads(grads)
-
-    def grad(self, *args, **kwargs):
-        """The gradient wrt `wrt`: one structure for an int wrt, a tuple for a tuple wrt."""
-        return self.value_and_grad(*args, **kwargs)[1]
+    __call__ = _warm_call("value", "The function's value at args, computed by its kernel.")
+    value_and_grad = _warm_call("value_and_grad", "(value, gradient) of the function at args; "
+                                "the gradient is as `grad` gives it.")
+    grad = _warm_call("grad", "The gradient wrt `wrt`: one structure for an int wrt, a tuple "
+                      "for a tuple wrt.")
 
     def source(self, *args, **kwargs):
         """The generated fused forward-and-adjoint source for these arguments, as text."""
@@ -178,9 +122,33 @@ class Differentiable:
     def _shape_grads(self, grads):
         return grads[0] if isinstance(self.wrt, int) else tuple(grads)
 
-    def _run(self, mode, args, kwargs):
+    def _call(self, form, args, kwargs):
+        """The slow path: inline under a tape or a trace; else find or compile the kernel
+        for these arguments and make the entry that later calls take."""
+        if TRACES or ACTIVE and any(t._recording for t in ACTIVE):
+            return self._inline(form, args, kwargs)
+        mode = "value" if form == "value" else "value_and_grad"
         kernel, leaves = self._kernel(mode, args, kwargs)
-        return kernel.run(kernel.arguments(leaves))
+        if kwargs:
+            results = kernel.run(kernel.arguments(leaves))
+            return self._shape(form, results)
+        entry = kernel.entry((form, isinstance(self.wrt, int)), args)
+        self._entries[form].insert(0, entry)
+        return entry(*args)
+
+    def _shape(self, form, results):
+        if form == "value":
+            return results[0]
+        grads = self._shape_grads(results[1])
+        return grads if form == "grad" else (results[0], grads)
+
+    def _inline(self, form, args, kwargs):
+        """Runs the Python function itself, for a caller that is tracing (composition:
+        differentiable(f.grad)) or recording on a tape."""
+        if form == "value":
+            return self.fn(*args, **kwargs)
+        value, grads = _traced_value_and_grad(self.fn, args, kwargs, self._wrt_positions())
+        return self._shape(form, [value, grads])
 
     def _kernel(self, mode, args, kwargs):
         leaves, treedef = tree_flatten((args, kwargs))
@@ -202,7 +170,7 @@ class Differentiable:
         traced = [i for i, leaf in enumerate(leaves) if not _is_static(leaf)
                   and not isinstance(leaf, Variable)]
         with trace:
-            inputs = {i: trace.new_input(_kernel_arg(leaves[i]), names[i]) for i in traced}
+            inputs = {i: trace.new_input(kernel_arg(leaves[i]), names[i]) for i in traced}
             call_leaves = [inputs.get(i, leaf) for i, leaf in enumerate(leaves)]
             call_args, call_kwargs = tree_unflatten(tree_flatten((args, kwargs))[1], call_leaves)
             if mode == "value":
@@ -232,10 +200,6 @@ class Differentiable:
         return Kernel(fn, program, source, traced, variables, trees, [v for v, _ in writes],
                       _relevant_guards(trace.guards))
 
-    def _eager_value_and_grad(self, args, kwargs):
-        value, grads = _traced_value_and_grad(self.fn, args, kwargs, self._wrt_positions())
-        return value, self._shape_grads(grads)
-
 
 def _traced_value_and_grad(fn, args, kwargs, positions):
     """Runs fn under a tape watching the args at `positions`; unconnected gradients are
@@ -260,8 +224,8 @@ def _traced_value_and_grad(fn, args, kwargs, positions):
         found = [g if g is not None else _zeros_like(leaf)
                  for g, leaf in zip(tape._gradient_leaves(out, leaves, None), leaves)]
         for g, leaf in zip(found, leaves):
-            if recording.TRACES:
-                recording.TRACES[-1].name_gradient(g, leaf)
+            if TRACES:
+                TRACES[-1].name_gradient(g, leaf)
         grads.append(tree_unflatten(tree, found))
     return out, grads
 
@@ -270,15 +234,6 @@ def _zeros_like(leaf):
     from srcxform.ops import zeros_like
 
     return zeros_like(leaf)
-
-
-def _inline(args, kwargs):
-    """Whether to run the Python function itself: when called on values being traced
-    (composition: differentiable(f.grad)) or under a recording tape (so it records)."""
-    leaves = tree_flatten((args, kwargs))[0]
-    if any(isinstance(leaf, Tracer) for leaf in leaves):
-        return True
-    return bool(recording.TRACES) or any(t._recording for t in recording.ACTIVE)
 
 
 def _relevant_guards(guards):
