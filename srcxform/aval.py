@@ -66,11 +66,15 @@ def slice_length(n, s):
     """The length of range(n)[s] for a slice s; symbolic in n for unit steps."""
     if s.step not in (None, 1):
         return len(range(*s.indices(n)))
-    start = 0 if s.start is None else s.start if s.start >= 0 else max_dim(n + s.start, 0)
-    stop = n if s.stop is None else s.stop if s.stop >= 0 else n + s.stop
-    stop = n if stop > n else stop
-    start = n if start > n else start
+    start, stop = slice_bounds(n, s)
     return stop - start if stop >= start else 0
+
+
+def slice_bounds(n, s):
+    """(start, stop) of a unit-step slice of range(n), clipped to [0, n] as Python does."""
+    start = 0 if s.start is None else s.start if s.start >= 0 else max_dim(n + s.start, 0)
+    stop = n if s.stop is None else s.stop if s.stop >= 0 else max_dim(n + s.stop, 0)
+    return (n if start > n else start), (n if stop > n else stop)
 
 
 def as_size(d, op):

@@ -34,7 +34,7 @@ from srcxform.tape import GradientTape
 from srcxform.tensor import Value, Variable
 from srcxform.tree import tree_flatten, tree_unflatten
 
-__all__ = ["Optimizer", "SGD", "Adam", "RMSprop"]
+__all__ = ["SGD", "Adam", "Optimizer", "RMSprop"]
 
 
 def _const(x, dtype):
@@ -61,7 +61,6 @@ class Optimizer:
             self._learning_rate = Variable(np.float64(_number(learning_rate, "learning_rate")),
                                            trainable=False, name=f"{name}/learning_rate")
         self._slots = {}  # slot name -> {key: Variable}
-        self._references = {}  # key -> the parameter (kept alive, so ids stay unique)
 
     # ----- state -----
     @property
@@ -208,7 +207,6 @@ class Optimizer:
                                      f"{tuple(int(d) for d in g.shape)} for {_describe(p)}")
                 checked.append(g)
             for key, p in zip(keys, params):
-                self._references.setdefault(key, p)
                 self._build_slots(key, p)
             lr = self._current_learning_rate()
             for i, (g, p, key) in enumerate(zip(checked, params, keys)):

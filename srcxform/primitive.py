@@ -50,6 +50,7 @@ class Primitive:
     same_aval_is_identity: bool = False
     is_broadcast: bool = False  # only broadcasts its input (broadcast_to)
     rearranges: bool = False  # only moves or selects its input's elements (reshape)
+    embeds: bool = False  # zeros of params["shape"] with the input at params["index"]
     param_names: tuple = field(init=False)
     template: ast.AST = field(init=False, repr=False)
 
@@ -193,13 +194,14 @@ def reduction(name, impl, emit, init, vjp=None, nondiff=False):
 
 
 def primitive(name, kind, impl, shape, emit, vjp=None, nondiff=False,
-              same_aval_is_identity=False, is_broadcast=False, rearranges=False):
+              same_aval_is_identity=False, is_broadcast=False, rearranges=False,
+              embeds=False):
     """Declares a primitive with its own shape rule `shape(*avals, **params)`; the inputs
     are named by the shape rule's positional parameters."""
     arg_names, variadic = _arg_names(shape, 0)
     return Primitive(name, kind, impl, shape, vjp, emit, arg_names, nondiff, variadic=variadic,
                      same_aval_is_identity=same_aval_is_identity, is_broadcast=is_broadcast,
-                     rearranges=rearranges)
+                     rearranges=rearranges, embeds=embeds)
 
 
 def reduce_params(x, axis, keepdims, op):

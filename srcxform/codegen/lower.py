@@ -12,6 +12,8 @@ import astor
 
 from srcxform import __version__
 from srcxform.codegen.exprs import Sizes, dtype_ast, fill, literal, param_ast, reduction_init
+from srcxform.aval import slice_bounds
+from srcxform.dims import expr_of
 from srcxform.dtypes import promote
 from srcxform.errors import where
 from srcxform.ir import Lit, Var
@@ -43,6 +45,13 @@ class _Lowering:
                 if isinstance(a, Var):
                     self.consumers.setdefault(a, set()).add(eqn)
         self.outputs = {a for a in program.outs if isinstance(a, Var)}
+        self.producers = {eqn.out: eqn for eqn in program.eqns}
+        # Embeds read only by loop groups are never built: their readers load the embedded
+        # value where it lies and zero elsewhere (gather form, no zeroed array).
+        self.virtual = {eqn.out for eqn in program.eqns if eqn.prim.embeds
+                        and eqn.out not in self.outputs and _unit_steps(eqn.kwargs["index"])
+                        and all(c.prim.kind in ("elementwise", "reduction")
+                                for c in self.consumers.get(eqn.out, ()))}
 
     # ----- output -----
     def line(self, indent, text):
@@ -52,13 +61,13 @@ class _Lowering:
         for text in _source(node).split("\n"):
             self.line(indent, text)
 
-    def section(self, eqn):
+    def section(self, eqn, indent=1):
         if eqn.adjoint and not self.in_adjoint:
-            self.line(1, "# ---- adjoint ----")
+            self.line(indent, "# ---- adjoint ----")
             self.in_adjoint = True
 
     def header(self, eqn, indent):
-        self.section(eqn)
+        self.section(eqn, indent)
         if eqn.origin and eqn.origin != self.last_origin:
             self.line(indent, "# " + ("grad of " if eqn.adjoint else "") + where(eqn.origin))
             self.last_origin = eqn.origin
@@ -76,6 +85,8 @@ class _Lowering:
 
     # ----- equations that are not fused -----
     def eqn(self, eqn):
+        if eqn.out in self.virtual:
+            return
         prim = eqn.prim
         out = self.namer(eqn.out)
         names = {k: param_ast(v, self.sizes) for k, v in eqn.params}
@@ -142,21 +153,53 @@ class _Lowering:
         return ast.Subscript(ast.Name(name, ast.Load()), target, ctx())
 
     def load(self, atom, index, scalar_names, dtype):
-        """An input inside a loop nest: a scalar temporary, a literal or an indexed load
-        (broadcast dims of size 1 read index 0)."""
+        """An input inside a loop nest over `index` (loop variable names, None for a dim
+        of 1): a scalar temporary, a literal, or a load of the array at its own axes."""
+        if isinstance(atom, Var) and atom in scalar_names:
+            return _name(scalar_names[atom])
+        shape = atom.aval.shape
+        axes = index[len(index) - len(shape):]
+        return self.load_at(atom, [ast.Constant(0) if i is None else _name(i) for i in axes],
+                            dtype)
+
+    def load_at(self, atom, exprs, dtype):
+        """atom's element at the index expressions `exprs` (one per axis)."""
         if isinstance(atom, Lit):
             return self.lit(atom, dtype)
-        if atom in scalar_names:
-            return _name(scalar_names[atom])
-        name = self.namer(atom)
-        shape = atom.aval.shape
-        if not shape:
-            return _name(name)
-        offset = len(index) - len(shape)
-        idx = [ast.Constant(0) if (d == 1 and not hasattr(d, "expr")) or index[offset + a] is None
-               else _name(index[offset + a]) for a, d in enumerate(shape)]
-        target = ast.Tuple(idx, ast.Load()) if len(idx) > 1 else idx[0]
-        return ast.Subscript(_name(name), target, ast.Load())
+        if atom in self.virtual:
+            return self.embedded(self.producers[atom], exprs, dtype)
+        if not atom.aval.shape:
+            return _name(self.namer(atom))
+        exprs = [ast.Constant(0) if _is_one(d) else e for d, e in zip(atom.aval.shape, exprs)]
+        target = ast.Tuple(exprs, ast.Load()) if len(exprs) > 1 else exprs[0]
+        return ast.Subscript(_name(self.namer(atom)), target, ast.Load())
+
+    def embedded(self, eqn, exprs, dtype):
+        """An element of zeros-with-g-at-index: g's element where the index covers it,
+        else 0."""
+        shape, tests, inner, axis = eqn.out.aval.shape, [], [], 0
+        for item in eqn.kwargs["index"]:
+            if item is None:
+                inner.append(ast.Constant(0))
+                continue
+            i, n = exprs[axis], shape[axis]
+            axis += 1
+            if isinstance(item, int):
+                tests.append(ast.Compare(i, [ast.Eq()], [ast.Constant(item)]))
+                continue
+            start, stop = slice_bounds(n, item.to_slice())
+            if expr_of(start) != 0:
+                tests.append(ast.Compare(i, [ast.GtE()], [self.sizes.ast(start)]))
+                i = ast.BinOp(i, ast.Sub(), self.sizes.ast(start))
+            if expr_of(stop) != expr_of(n):
+                tests.append(ast.Compare(exprs[axis - 1], [ast.Lt()], [self.sizes.ast(stop)]))
+            inner.append(i)
+        inner += exprs[axis:]
+        value = self.load_at(eqn.ins[0], inner, dtype)
+        if not tests:
+            return value
+        test = tests[0] if len(tests) == 1 else ast.BoolOp(ast.And(), tests)
+        return ast.IfExp(test, value, literal(0, eqn.out.aval.dtype))
 
     def elementwise(self, e, index, scalar_names):
         prim = e.prim
@@ -212,6 +255,14 @@ class _Lowering:
         text += ["    " * i + t for i, t in self.lines]
         text.append("    return " + _source(ret).strip())
         return "\n".join(text) + "\n"
+
+
+def _is_one(d):
+    return d == 1 and not hasattr(d, "expr")
+
+
+def _unit_steps(index):
+    return all(getattr(item, "step", None) in (None, 1) for item in index)
 
 
 def _independent_outer_loop(group, index):

@@ -108,7 +108,8 @@ getitem_p = primitive("getitem", "structural", lambda x, index: x[_numpy_index(i
 # getitem's transpose: zeros of `shape` with g written at `index`.
 embed_p = primitive("embed", "structural", _embed_impl, _embed_shape,
                     "out = np.zeros(out_shape, out_dtype)\nout[index] = g",
-                    vjp=lambda g, out, x, *, shape, index: (getitem_p.bind(g, index=index),))
+                    vjp=lambda g, out, x, *, shape, index: (getitem_p.bind(g, index=index),),
+                    embeds=True)
 
 
 def _gather_shape(x, indices):

@@ -2,8 +2,9 @@
 that consume them, into loop groups; everything else stays one equation.
 
 Returns a schedule (equations and LoopGroups in an order that respects every
-dependency). A group never mixes forward and adjoint work, and no member reads a
-reduction of its own group (the reduction is complete only after the loop).
+dependency). A group may hold forward and adjoint work alike (the adjoint then reads the
+forward's scalars instead of arrays), and no member reads a reduction of its own group
+(the reduction is complete only after the loop).
 """
 
 from dataclasses import dataclass, field
@@ -40,16 +41,27 @@ def schedule(program):
             del open_groups[key]
             items.append(group)
 
-    for eqn in program.eqns:
-        domain = domain_of(eqn)
-        inputs = [a for a in eqn.ins if isinstance(a, Var)]
-        if domain is None:
-            for a in inputs:
+    # Equations that are not fused wait until something needs them, so that the loop
+    # groups they read can go on absorbing work meanwhile.
+    pending = []
+
+    def flush(needed):
+        last = max((i for i, p in enumerate(pending) if p.out in needed), default=-1)
+        for p in pending[:last + 1]:
+            for a in p.ins:
                 if a in owner:
                     close(owner[a])
-            items.append(eqn)
+            items.append(p)
+        del pending[:last + 1]
+
+    for eqn in program.eqns:
+        inputs = [a for a in eqn.ins if isinstance(a, Var)]
+        flush(set(inputs))
+        domain = domain_of(eqn)
+        if domain is None:
+            pending.append(eqn)
             continue
-        key = (tuple(expr_of(d) for d in domain), eqn.adjoint)
+        key = tuple(expr_of(d) for d in domain)
         group = open_groups.get(key)
         if group is not None and any(owner.get(a) is group and _is_reduction(a, group)
                                      for a in inputs):
@@ -62,6 +74,7 @@ def schedule(program):
             group = open_groups[key] = LoopGroup(domain, eqn.adjoint)
         group.eqns.append(eqn)
         owner[eqn.out] = group
+    flush({p.out for p in pending})
     for group in list(open_groups.values()):
         close(group)
     return items

@@ -1,0 +1,125 @@
+"""Each workload's loss and analytic gradient, written by hand in NumPy.
+
+These also define the reference gradients every system is checked against (the smoke
+test checks them in turn against central finite differences of the losses below).
+"""
+
+import numpy as np
+
+from benchmarks.workloads import Runner
+
+# ----- losses (for finite differences) -----
+
+
+def quadratic(x):
+    return x * x + 2.0 * x - 1.0
+
+
+def seed_sum(x, z):
+    return np.sum(x * x + 2.0 * z)
+
+
+def rosenbrock(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def logreg_loss(w, b, X, y):
+    z = X @ w + b
+    return np.mean(np.logaddexp(0.0, z) - y * z)
+
+
+def mlp_loss(params, X, Y):
+    W1, b1, W2, b2 = params
+    logits = np.tanh(X @ W1 + b1) @ W2 + b2
+    m = logits.max(axis=1, keepdims=True)
+    logp = logits - m - np.log(np.exp(logits - m).sum(axis=1, keepdims=True))
+    return -np.mean(np.sum(Y * logp, axis=1))
+
+
+def cube(x):
+    return x * x * x
+
+
+# ----- analytic gradients -----
+
+
+def quadratic_grad(x):
+    return 2.0 * x + 2.0
+
+
+def seed_sum_grad(x, z):
+    return 2.0 * x, 2.0 * x.size
+
+
+def rosenbrock_grad(x):
+    a = x[1:] - x[:-1] ** 2
+    g = np.zeros_like(x)
+    g[:-1] = -400.0 * a * x[:-1] - 2.0 * (1.0 - x[:-1])
+    g[1:] += 200.0 * a
+    return g
+
+
+def logreg_grad(w, b, X, y):
+    z = X @ w + b
+    r = (1.0 / (1.0 + np.exp(-z)) - y) / X.shape[0]
+    return X.T @ r, np.sum(r)
+
+
+def mlp_grad(params, X, Y):
+    W1, b1, W2, b2 = params
+    h = np.tanh(X @ W1 + b1)
+    logits = h @ W2 + b2
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    p = e / e.sum(axis=1, keepdims=True)
+    d = (p * Y.sum(axis=1, keepdims=True) - Y) / X.shape[0]
+    da = (d @ W2.T) * (1.0 - h * h)
+    return [X.T @ da, da.sum(axis=0), h.T @ d, d.sum(axis=0)]
+
+
+def cube_d2(x):
+    return 6.0 * x
+
+
+# ----- SGD steps (in place on a list of parameters) -----
+
+
+def logreg_step(params, X, y, lr):
+    gw, gb = logreg_grad(params[0], params[1], X, y)
+    params[0] -= lr * gw
+    params[1] -= lr * gb
+
+
+def mlp_step(params, X, Y, lr):
+    for p, g in zip(params, mlp_grad(params, X, Y)):
+        p -= lr * g
+
+
+# ----- runners -----
+
+
+def build(wl):
+    d = wl.data
+    if wl.family == "W1":
+        x = d["x"]
+        return Runner(lambda: quadratic_grad(x), lambda g: [g])
+    if wl.family == "W2":
+        x, z = d["x"], d["z"]
+        return Runner(lambda: seed_sum_grad(x, z), list)
+    if wl.family == "W3":
+        x = d["x"]
+        return Runner(lambda: rosenbrock_grad(x), lambda g: [g])
+    if wl.family in ("W4", "W5"):
+        step = logreg_step if wl.family == "W4" else mlp_step
+        a, b, lr = (d["X"], d["y"], d["lr"]) if wl.family == "W4" else (d["X"], d["Y"], d["lr"])
+        st = []
+
+        def reset():
+            st[:] = [np.array(p, np.float64) for p in wl.params0()]
+
+        reset()
+        return Runner(lambda: step(st, a, b, lr), state=lambda: [p.copy() for p in st],
+                      reset=reset)
+    if wl.family == "W6":
+        x = d["x"]
+        return Runner(lambda: cube_d2(x), lambda g: [g])
+    return None

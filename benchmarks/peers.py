@@ -1,0 +1,305 @@
+"""The optional peers (the `bench` extra): JAX jit(grad), PyTorch eager, TensorFlow eager
+and tf.function, and HIPS autograd. Each is imported only when first used, and a peer
+that is not installed is skipped (`available()` says which are).
+
+Every peer computes in float64 (JAX with `jax_enable_x64`), and a call returns only when
+its result is ready (JAX's `block_until_ready`), so a time is a latency, not a dispatch.
+"""
+
+import importlib
+import importlib.util
+import os
+import sys
+
+import numpy as np
+
+from benchmarks.workloads import Runner, System
+
+_MODULES = {"jax": "jax", "torch": "torch", "tensorflow": "tensorflow",
+            "autograd": "autograd"}
+
+THREADS = None  # set by benchmarks/run.py --threads: each peer's intra-op threads
+
+
+def available():
+    """{module: installed?} for each peer library, without importing it."""
+    return {name: importlib.util.find_spec(mod) is not None for name, mod in _MODULES.items()}
+
+
+def load(name):
+    """Imports a peer library once, configured for these benchmarks."""
+    if name == "tensorflow":
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    first = _MODULES[name] not in sys.modules
+    module = importlib.import_module(_MODULES[name])
+    if name == "jax":
+        module.config.update("jax_enable_x64", True)
+    if first and THREADS:
+        if name == "torch":
+            module.set_num_threads(THREADS)
+            module.set_num_interop_threads(THREADS)
+        elif name == "tensorflow":
+            module.config.threading.set_intra_op_parallelism_threads(THREADS)
+            module.config.threading.set_inter_op_parallelism_threads(THREADS)
+    return module
+
+
+def version(name):
+    try:
+        return load(name).__version__
+    except Exception:  # noqa: BLE001 - a broken install is reported as absent
+        return None
+
+
+def systems():
+    return [
+        System("JAX jit(grad)", jax_build, peer=True, requires="jax"),
+        System("PyTorch eager", torch_build, peer=True, requires="torch"),
+        System("TensorFlow eager", lambda wl: tf_build(wl, False), peer=True,
+               requires="tensorflow"),
+        System("TensorFlow tf.function", lambda wl: tf_build(wl, True), peer=True,
+               requires="tensorflow"),
+        System("autograd", autograd_build, peer=True, requires="autograd"),
+    ]
+
+
+# ----- JAX -----
+
+
+def jax_build(wl):
+    jax = load("jax")
+    jnp = jax.numpy
+    d = wl.data
+    ready = jax.block_until_ready
+
+    def rosenbrock(x):
+        return jnp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+    if wl.family == "W1":
+        g = jax.jit(jax.grad(lambda x: x**2 + 2 * x - 1))
+        x = jnp.float64(d["x"])
+        return Runner(lambda: ready(g(x)), lambda r: [np.asarray(r)])
+    if wl.family == "W2":
+        g = jax.jit(jax.grad(lambda x, z: jnp.sum(x * x + 2 * z), argnums=(0, 1)))
+        x, z = jnp.asarray(d["x"]), jnp.float64(d["z"])
+        return Runner(lambda: ready(g(x, z)), lambda r: [np.asarray(t) for t in r])
+    if wl.family == "W3":
+        g = jax.jit(jax.grad(rosenbrock))
+        x = jnp.asarray(d["x"])
+        return Runner(lambda: ready(g(x)), lambda r: [np.asarray(r)])
+    if wl.family == "W6":
+        g = jax.jit(jax.grad(jax.grad(lambda x: x * x * x)))
+        x = jnp.float64(d["x"])
+        return Runner(lambda: ready(g(x)), lambda r: [np.asarray(r)])
+    if wl.family == "W4":
+        def loss(p, X, y):
+            z = X @ p[0] + p[1]
+            return jnp.mean(jax.nn.softplus(z) - y * z)
+        labels = jnp.asarray(d["y"])
+    elif wl.family == "W5":
+        def loss(p, X, Y):
+            h = jnp.tanh(X @ p[0] + p[1])
+            logp = jax.nn.log_softmax(h @ p[2] + p[3], axis=1)
+            return -jnp.mean(jnp.sum(Y * logp, axis=1))
+        labels = jnp.asarray(d["Y"])
+    else:
+        return None
+    lr = d["lr"]
+
+    @jax.jit
+    def step(p, X, labels):
+        return [a - lr * g for a, g in zip(p, jax.grad(loss)(p, X, labels))]
+
+    X = jnp.asarray(d["X"])
+    st = []
+
+    def reset():
+        st[:] = [[jnp.asarray(p) for p in wl.params0()]]
+
+    def call():
+        st[0] = ready(step(st[0], X, labels))
+
+    reset()
+    return Runner(call, state=lambda: [np.asarray(p) for p in st[0]], reset=reset)
+
+
+# ----- PyTorch -----
+
+
+def torch_build(wl):
+    torch = load("torch")
+    d = wl.data
+    grad = torch.autograd.grad
+
+    def tensor(a, requires_grad=False):
+        return torch.tensor(np.asarray(a, np.float64), dtype=torch.float64,
+                            requires_grad=requires_grad)
+
+    if wl.family in ("W1", "W3", "W6"):
+        x = tensor(d["x"], True)
+
+        def call():
+            if wl.family == "W6":
+                (dy,) = grad(x * x * x, x, create_graph=True)
+                return grad(dy, x)[0]
+            if wl.family == "W1":
+                y = x**2 + 2 * x - 1
+            else:
+                y = torch.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+            return grad(y, x)[0]
+
+        return Runner(call, lambda g: [g.detach().numpy()])
+    if wl.family == "W2":
+        x, z = tensor(d["x"], True), tensor(d["z"], True)
+        return Runner(lambda: grad(torch.sum(x * x + 2 * z), (x, z)),
+                      lambda r: [t.detach().numpy() for t in r])
+    if wl.family == "W4":
+        def loss(p, X, y):
+            z = X @ p[0] + p[1]
+            return torch.mean(torch.nn.functional.softplus(z) - y * z)
+        labels = tensor(d["y"])
+    elif wl.family == "W5":
+        def loss(p, X, Y):
+            h = torch.tanh(X @ p[0] + p[1])
+            logp = torch.log_softmax(h @ p[2] + p[3], dim=1)
+            return -torch.mean(torch.sum(Y * logp, dim=1))
+        labels = tensor(d["Y"])
+    else:
+        return None
+    X, lr = tensor(d["X"]), d["lr"]
+    params = [tensor(p, True) for p in wl.params0()]
+
+    def call():
+        grads = grad(loss(params, X, labels), params)
+        with torch.no_grad():
+            for p, g in zip(params, grads):
+                p.sub_(lr * g)
+
+    def reset():
+        with torch.no_grad():
+            for p, p0 in zip(params, wl.params0()):
+                p.copy_(tensor(p0))
+
+    return Runner(call, state=lambda: [p.detach().numpy().copy() for p in params],
+                  reset=reset)
+
+
+# ----- TensorFlow -----
+
+
+def tf_build(wl, function):
+    tf = load("tensorflow")
+    d = wl.data
+    wrap = tf.function if function else (lambda f: f)
+
+    def rosenbrock(x):
+        return tf.reduce_sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+    if wl.family in ("W1", "W3", "W6"):
+        x = tf.Variable(np.asarray(d["x"], np.float64))
+
+        @wrap
+        def call():
+            if wl.family == "W6":
+                with tf.GradientTape() as outer:
+                    with tf.GradientTape() as inner:
+                        y = x * x * x
+                    dy_dx = inner.gradient(y, x)
+                return outer.gradient(dy_dx, x)
+            with tf.GradientTape() as tape:
+                y = x**2 + 2 * x - 1 if wl.family == "W1" else rosenbrock(x)
+            return tape.gradient(y, x)
+
+        return Runner(call, lambda g: [g.numpy()])
+    if wl.family == "W2":
+        x, z = tf.Variable(d["x"]), tf.Variable(np.float64(d["z"]))
+
+        @wrap
+        def call():
+            with tf.GradientTape() as tape:
+                y = tf.reduce_sum(x * x + 2 * z)
+            return tape.gradient(y, [x, z])
+
+        return Runner(call, lambda r: [t.numpy() for t in r])
+    if wl.family == "W4":
+        def loss(p, X, y):
+            z = tf.linalg.matvec(X, p[0]) + p[1]
+            return tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(labels=y, logits=z))
+        labels = tf.constant(d["y"])
+    elif wl.family == "W5":
+        def loss(p, X, Y):
+            h = tf.tanh(X @ p[0] + p[1])
+            return tf.reduce_mean(
+                tf.nn.softmax_cross_entropy_with_logits(labels=Y, logits=h @ p[2] + p[3]))
+        labels = tf.constant(d["Y"])
+    else:
+        return None
+    X, lr = tf.constant(d["X"]), d["lr"]
+    params = [tf.Variable(p) for p in wl.params0()]
+
+    @wrap
+    def step(X, labels):
+        with tf.GradientTape() as tape:
+            value = loss(params, X, labels)
+        for p, g in zip(params, tape.gradient(value, params)):
+            p.assign_sub(lr * g)
+
+    def reset():
+        for p, p0 in zip(params, wl.params0()):
+            p.assign(p0)
+
+    return Runner(lambda: step(X, labels), state=lambda: [p.numpy() for p in params],
+                  reset=reset)
+
+
+# ----- HIPS autograd -----
+
+
+def autograd_build(wl):
+    autograd = load("autograd")
+    anp = importlib.import_module("autograd.numpy")
+    d = wl.data
+
+    def rosenbrock(x):
+        return anp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+    if wl.family == "W1":
+        g, x = autograd.grad(lambda x: x**2 + 2 * x - 1), d["x"]
+        return Runner(lambda: g(x), lambda r: [r])
+    if wl.family == "W2":
+        g = autograd.grad(lambda xz: anp.sum(xz[0] * xz[0] + 2 * xz[1]))
+        xz = (d["x"], d["z"])
+        return Runner(lambda: g(xz), list)
+    if wl.family == "W3":
+        g, x = autograd.grad(rosenbrock), d["x"]
+        return Runner(lambda: g(x), lambda r: [r])
+    if wl.family == "W6":
+        g, x = autograd.grad(autograd.grad(lambda x: x * x * x)), d["x"]
+        return Runner(lambda: g(x), lambda r: [r])
+    if wl.family == "W4":
+        def loss(p, X, y):
+            z = anp.dot(X, p[0]) + p[1]
+            return anp.mean(anp.logaddexp(0.0, z) - y * z)
+        labels = d["y"]
+    elif wl.family == "W5":
+        def loss(p, X, Y):
+            h = anp.tanh(anp.dot(X, p[0]) + p[1])
+            logits = anp.dot(h, p[2]) + p[3]
+            m = anp.max(logits, axis=1, keepdims=True)
+            logp = logits - m - anp.log(anp.sum(anp.exp(logits - m), axis=1, keepdims=True))
+            return -anp.mean(anp.sum(Y * logp, axis=1))
+        labels = d["Y"]
+    else:
+        return None
+    g, X, lr = autograd.grad(loss), d["X"], d["lr"]
+    st = []
+
+    def reset():
+        st[:] = wl.params0()
+
+    def call():
+        for p, gp in zip(st, g(list(st), X, labels)):
+            p -= lr * gp
+
+    reset()
+    return Runner(call, state=lambda: [np.asarray(p).copy() for p in st], reset=reset)

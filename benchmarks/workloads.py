@@ -1,0 +1,412 @@
+"""The benchmark workloads: their data, their reference results, the srcxform functions
+under test, and the table of systems that run them.
+
+A system turns a workload into a `Runner`: `call()` is the unit that is timed (one
+gradient, or one SGD step), `grads(result)` turns what a gradient call returned into a
+list of NumPy arrays, and an SGD runner has `state()` (its current parameters) and
+`reset()`. Every runner is checked against the workload's reference before it is timed.
+"""
+
+import dataclasses
+from typing import Callable
+
+import numpy as np
+
+import srcxform
+import srcxform as tf
+
+# ----- what a system hands back -----
+
+
+@dataclasses.dataclass
+class Runner:
+    call: Callable[[], object]
+    grads: Callable[[object], list] | None = None
+    state: Callable[[], list] | None = None
+    reset: Callable[[], None] | None = None
+    expected: list | None = None  # overrides the workload's reference (a forward value)
+
+
+class CheckFailed(AssertionError):
+    """A system's result differs from the reference."""
+
+
+# ----- the functions srcxform compiles (module level: the disk cache keys on them) -----
+
+
+def quadratic(x):
+    return x**2 + 2 * x - 1
+
+
+def seed_sum(x, z):
+    return tf.reduce_sum(x * x + 2 * z)
+
+
+def rosenbrock(x):
+    return tf.reduce_sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def logreg(w, b, X, y):
+    z = X @ w + b
+    return tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(labels=y, logits=z))
+
+
+def mlp(params, X, Y):
+    W1, b1, W2, b2 = params
+    h = tf.tanh(X @ W1 + b1)
+    logits = h @ W2 + b2
+    return tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits(labels=Y, logits=logits))
+
+
+def cube(x):
+    return x * x * x
+
+
+def cube_d2_tapes(x):
+    """The second derivative of x^3 through nested tapes, as the seed writes it."""
+    with tf.GradientTape() as outer:
+        outer.watch(x)
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            y = x * x * x
+        dy_dx = inner.gradient(y, x)
+    return outer.gradient(dy_dx, x)
+
+
+QUADRATIC = srcxform.differentiable(quadratic)
+SEED_SUM = srcxform.differentiable(seed_sum, wrt=(0, 1))
+ROSENBROCK = srcxform.differentiable(rosenbrock)
+ROSENBROCK_PARALLEL = srcxform.differentiable(rosenbrock, parallel=True)
+LOGREG = srcxform.differentiable(logreg, wrt=(0, 1))
+MLP = srcxform.differentiable(mlp)
+CUBE = srcxform.differentiable(cube)
+CUBE_D2 = srcxform.differentiable(CUBE.grad)
+CUBE_D2_TAPES = srcxform.differentiable(cube_d2_tapes)
+
+# What a new process calls first in each workload (benchmarks/firstcall.py), by family.
+FIRST_CALLS = {
+    "W1": lambda d: QUADRATIC.grad(d["x"]),
+    "W2": lambda d: SEED_SUM.grad(d["x"], d["z"]),
+    "W3": lambda d: ROSENBROCK.grad(d["x"]),
+    "W4": lambda d: LOGREG.grad(d["w0"], np.array(d["b0"]), d["X"], d["y"]),
+    "W5": lambda d: MLP.grad(d["params0"], d["X"], d["Y"]),
+    "W6": lambda d: CUBE_D2.grad(d["x"]),
+}
+
+
+# ----- workloads -----
+
+
+@dataclasses.dataclass
+class Workload:
+    key: str  # "W3-1e3"
+    family: str  # "W3"
+    title: str
+    kind: str  # "grad": call() returns a gradient; "sgd": call() takes one step
+    data: dict
+    steps: int = 0  # sgd: the length of the training run that is checked
+
+    @property
+    def unit(self):
+        return "step" if self.kind == "sgd" else "call"
+
+    def params0(self):
+        """The initial parameters of an SGD workload, as a list of float64 arrays."""
+        if self.family == "W4":
+            return [self.data["w0"].copy(), np.array(self.data["b0"])]
+        return [p.copy() for p in self.data["params0"]]
+
+    def reference(self):
+        """The reference result: the gradient (a list of arrays) for a "grad" workload;
+        for an "sgd" one, the parameters after one step and after `steps` steps."""
+        if "_reference" not in self.data:
+            self.data["_reference"] = _reference(self)
+        return self.data["_reference"]
+
+
+def _reference(wl):
+    from benchmarks import hand_numpy as hn
+
+    d = wl.data
+    if wl.family == "W1":
+        return [np.float64(hn.quadratic_grad(d["x"]))]
+    if wl.family == "W2":
+        gx, gz = hn.seed_sum_grad(d["x"], d["z"])
+        return [gx, np.float64(gz)]
+    if wl.family == "W3":
+        return [hn.rosenbrock_grad(d["x"])]
+    if wl.family == "W6":
+        return [np.float64(hn.cube_d2(d["x"]))]
+    step = hn.logreg_step if wl.family == "W4" else hn.mlp_step
+    labels = d["y"] if wl.family == "W4" else d["Y"]
+    params = wl.params0()
+    after = []
+    for k in range(wl.steps):
+        step(params, d["X"], labels, d["lr"])
+        if k == 0 or k == wl.steps - 1:
+            after.append([p.copy() for p in params])
+    return after
+
+
+W3_SIZES = {"W3-10": (10, 10), "W3-1e3": (1_000, 30), "W3-1e6": (1_000_000, 100)}
+
+
+def make_workloads(tiny=False, only=None, short=False):
+    """All workloads (tiny sizes for the smoke test), optionally filtered by `only`: a
+    list of keys or families ("W3" selects every size of W3). `short` checks shorter
+    training runs (--quick): 20 steps of W4 and 10 of W5."""
+    rng = np.random.default_rng(0)
+    out = [
+        Workload("W1", "W1", "W1 f(x)=x²+2x−1, grad at 2", "grad", {"x": 2.0}),
+        Workload("W2", "W2", "W2 sum(x·x+2z), x 2×3", "grad",
+                 {"x": np.full((2, 3), 3.0), "z": 5.0}),
+    ]
+    for key, (n, n_tiny) in W3_SIZES.items():
+        size = n_tiny if tiny else n
+        out.append(Workload(key, "W3", f"W3 Rosenbrock n={size:g}", "grad",
+                            {"x": np.random.default_rng(3).uniform(-1.5, 1.5, size)}))
+    rows, cols, steps = (40, 5, 3) if tiny else (1000, 50, 20 if short else 200)
+    X = rng.standard_normal((rows, cols))
+    w_true = rng.standard_normal(cols) / np.sqrt(cols)
+    y = (rng.random(rows) < 1.0 / (1.0 + np.exp(-(X @ w_true)))).astype(np.float64)
+    out.append(Workload("W4", "W4", f"W4 logistic regression {rows}×{cols}, SGD", "sgd",
+                        {"X": X, "y": y, "w0": np.zeros(cols), "b0": np.float64(0.0),
+                         "lr": 0.5}, steps=steps))
+    batch, d_in, hidden, classes, steps = \
+        (8, 6, 7, 3, 3) if tiny else (256, 64, 128, 10, 10 if short else 100)
+    params0 = [rng.standard_normal((d_in, hidden)) / np.sqrt(d_in), np.zeros(hidden),
+               rng.standard_normal((hidden, classes)) / np.sqrt(hidden), np.zeros(classes)]
+    Xb = rng.standard_normal((batch, d_in))
+    Yb = np.eye(classes)[rng.integers(0, classes, batch)]
+    out.append(Workload("W5", "W5", f"W5 MLP {d_in}→{hidden}→{classes}, batch {batch}, SGD",
+                        "sgd", {"X": Xb, "Y": Yb, "params0": params0, "lr": 0.1},
+                        steps=steps))
+    out.append(Workload("W6", "W6", "W6 d²/dx² x³ at 1", "grad", {"x": 1.0}))
+    if only:
+        out = [wl for wl in out if wl.key in only or wl.family in only]
+    return out
+
+
+# ----- checking a runner -----
+
+
+def _close(got, want, rtol, atol, what):
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    if got.shape != want.shape:
+        raise CheckFailed(f"{what}: shape {got.shape}, expected {want.shape}")
+    if not np.allclose(got, want, rtol=rtol, atol=atol):
+        err = np.max(np.abs(got - want))
+        raise CheckFailed(f"{what}: max abs error {err:.3g} (expected {want.ravel()[:3]}…, "
+                          f"got {got.ravel()[:3]}…)")
+
+
+def check(wl, runner, first=None):
+    """Raises CheckFailed unless the runner reproduces the reference. `first` is the result
+    of a call already made (the timed first call), so it is not repeated."""
+    if wl.kind == "grad":
+        result = runner.call() if first is None else first
+        got = runner.grads(result)
+        want = runner.expected if runner.expected is not None else wl.reference()
+        if len(got) != len(want):
+            raise CheckFailed(f"{len(got)} gradients, expected {len(want)}")
+        for i, (g, r) in enumerate(zip(got, want)):
+            scale = max(1.0, float(np.max(np.abs(r))) if np.size(r) else 1.0)
+            _close(g, r, 1e-7, 1e-9 * scale, f"gradient {i}")
+        return
+    one, last = wl.reference()
+    if first is None:
+        runner.reset()
+        runner.call()
+    for i, (p, r) in enumerate(zip(runner.state(), one)):
+        _close(p, r, 1e-8, 1e-10, f"parameter {i} after 1 step")
+    for _ in range(wl.steps - 1):
+        runner.call()
+    for i, (p, r) in enumerate(zip(runner.state(), last)):
+        _close(p, r, 1e-6, 1e-9, f"parameter {i} after {wl.steps} steps")
+    runner.reset()
+
+
+# ----- srcxform's runners -----
+
+
+def _sgd_runner(wl, grad_fn, labels):
+    d = wl.data
+    st = []
+
+    def reset():
+        st[:] = wl.params0()
+
+    def call():
+        for p, g in zip(st, grad_fn(st, d["X"], labels)):
+            p -= d["lr"] * g
+
+    reset()
+    return Runner(call, state=lambda: [p.copy() for p in st], reset=reset)
+
+
+def srcxform_compiled(wl):
+    d = wl.data
+    if wl.family == "W1":
+        x = d["x"]
+        return Runner(lambda: QUADRATIC.grad(x), lambda g: [g])
+    if wl.family == "W2":
+        x, z = d["x"], d["z"]
+        return Runner(lambda: SEED_SUM.grad(x, z), list)
+    if wl.family == "W3":
+        x = d["x"]
+        return Runner(lambda: ROSENBROCK.grad(x), lambda g: [g])
+    if wl.family == "W4":
+        return _sgd_runner(wl, lambda st, X, y: LOGREG.grad(st[0], st[1], X, y), d["y"])
+    if wl.family == "W5":
+        return _sgd_runner(wl, lambda st, X, Y: MLP.grad(st, X, Y), d["Y"])
+    if wl.family == "W6":
+        x = d["x"]
+        return Runner(lambda: CUBE_D2.grad(x), lambda g: [g])
+    return None
+
+
+def srcxform_forward(wl):
+    """The compiled forward alone, for the gradient-cost ratio (W3 n ≥ 1e3)."""
+    if wl.family != "W3" or wl.data["x"].size < 1000:
+        return None
+    from benchmarks import hand_numpy as hn
+
+    x = wl.data["x"]
+    return Runner(lambda: ROSENBROCK(x), lambda v: [v], expected=[hn.rosenbrock(x)])
+
+
+def srcxform_parallel(wl):
+    if wl.key != "W3-1e6":
+        return None
+    x = wl.data["x"]
+    return Runner(lambda: ROSENBROCK_PARALLEL.grad(x), lambda g: [g])
+
+
+def srcxform_train_step(wl):
+    """A whole SGD step compiled: GradientTape and Variable.assign_sub inside."""
+    d = wl.data
+    if wl.family == "W4":
+        w, b = tf.Variable(d["w0"].copy()), tf.Variable(np.float64(d["b0"]))
+        variables = [w, b]
+
+        def train_step(X, y, lr):
+            with tf.GradientTape() as tape:
+                z = X @ w + b
+                loss = tf.reduce_mean(
+                    tf.nn.sigmoid_cross_entropy_with_logits(labels=y, logits=z))
+            gw, gb = tape.gradient(loss, [w, b])
+            w.assign_sub(lr * gw)
+            b.assign_sub(lr * gb)
+            return loss
+
+        labels = d["y"]
+    elif wl.family == "W5":
+        variables = [tf.Variable(p.copy()) for p in d["params0"]]
+
+        def train_step(X, Y, lr):
+            with tf.GradientTape() as tape:
+                W1, b1, W2, b2 = variables
+                h = tf.tanh(X @ W1 + b1)
+                logits = h @ W2 + b2
+                loss = tf.reduce_mean(
+                    tf.nn.softmax_cross_entropy_with_logits(labels=Y, logits=logits))
+            for v, g in zip(variables, tape.gradient(loss, variables)):
+                v.assign_sub(lr * g)
+            return loss
+
+        labels = d["Y"]
+    else:
+        return None
+    step = srcxform.differentiable(train_step)
+    X, lr = d["X"], d["lr"]
+
+    def reset():
+        for v, p in zip(variables, wl.params0()):
+            v.assign(p)
+
+    return Runner(lambda: step(X, labels, lr), state=lambda: [v.numpy() for v in variables],
+                  reset=reset)
+
+
+def srcxform_nested_tapes(wl):
+    """W6 with the seed's nested tapes inside the compiled function."""
+    if wl.family != "W6":
+        return None
+    x = wl.data["x"]
+    return Runner(lambda: CUBE_D2_TAPES(x), lambda g: [g])
+
+
+def srcxform_eager(wl):
+    d = wl.data
+    if wl.family in ("W1", "W3", "W6"):
+        x = tf.Variable(np.asarray(d["x"], np.float64))
+
+        def call():
+            if wl.family == "W6":
+                with tf.GradientTape() as outer:
+                    with tf.GradientTape() as inner:
+                        y = x * x * x
+                    dy_dx = inner.gradient(y, x)
+                return outer.gradient(dy_dx, x)
+            with tf.GradientTape() as tape:
+                y = x**2 + 2 * x - 1 if wl.family == "W1" else rosenbrock(x)
+            return tape.gradient(y, x)
+
+        return Runner(call, lambda g: [g.numpy()])
+    if wl.family == "W2":
+        x, z = tf.Variable(d["x"]), tf.Variable(np.float64(d["z"]))
+
+        def call():
+            with tf.GradientTape() as tape:
+                y = tf.reduce_sum(x * x + 2 * z)
+            return tape.gradient(y, [x, z])
+
+        return Runner(call, lambda g: [t.numpy() for t in g])
+    if wl.family in ("W4", "W5"):
+        variables = [tf.Variable(p) for p in wl.params0()]
+        loss_fn = logreg if wl.family == "W4" else mlp
+        labels = d["y"] if wl.family == "W4" else d["Y"]
+        X, lr = d["X"], d["lr"]
+
+        def call():
+            with tf.GradientTape() as tape:
+                if wl.family == "W4":
+                    loss = loss_fn(variables[0], variables[1], X, labels)
+                else:
+                    loss = loss_fn(variables, X, labels)
+            for v, g in zip(variables, tape.gradient(loss, variables)):
+                v.assign_sub(lr * g)
+
+        def reset():
+            for v, p in zip(variables, wl.params0()):
+                v.assign(p)
+
+        return Runner(call, state=lambda: [v.numpy() for v in variables], reset=reset)
+    return None
+
+
+# ----- the systems, in table order -----
+
+
+@dataclasses.dataclass
+class System:
+    name: str
+    build: Callable  # Workload -> Runner, or None where the system does not apply
+    peer: bool = False  # an optional system from the `bench` extra
+    aux: bool = False  # a variant reported beside the main rows (not a peer)
+    requires: str | None = None  # the module whose absence skips it
+
+
+def systems():
+    from benchmarks import hand_numba, hand_numpy, peers
+
+    return [
+        System("hand Numba", hand_numba.build),
+        System("srcxform compiled", srcxform_compiled),
+        System("srcxform compiled, train step", srcxform_train_step, aux=True),
+        System("srcxform compiled, nested tapes", srcxform_nested_tapes, aux=True),
+        System("srcxform compiled, parallel", srcxform_parallel, aux=True),
+        System("srcxform compiled, forward only", srcxform_forward, aux=True),
+        System("srcxform eager", srcxform_eager),
+        System("hand NumPy", hand_numpy.build),
+    ] + peers.systems()

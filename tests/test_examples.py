@@ -1,0 +1,51 @@
+"""The examples run as the README says, on a small subset, and write their loss curve.
+
+Each runs in a fresh Python process (its own compilation, as a user's first run), and
+must finish in under a minute.
+"""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("sklearn")
+pytest.importorskip("matplotlib")
+pytest.importorskip("tqdm")
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def run_example(name, tmp_path, *flags):
+    out = tmp_path / f"{name}.png"
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / f"{name}.py"), "--out", str(out), "--no-progress",
+         *flags],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    text = result.stdout
+    assert re.search(r"eager step: [\d.]+ ms; compiled step: [\d.]+ ms", text), text
+    return float(re.search(r"test accuracy: ([\d.]+)%", text).group(1)) / 100, text
+
+
+def test_logistic_regression_small(tmp_path):
+    accuracy, text = run_example("logistic_regression", tmp_path, "--subset", "200",
+                                 "--epochs", "5", "--timing-steps", "20")
+    assert "breast cancer: 150 training and 50 test samples" in text
+    assert accuracy >= 0.85, text
+
+
+def test_mlp_digits_small(tmp_path):
+    accuracy, text = run_example("mlp_digits", tmp_path, "--subset", "400", "--epochs", "5",
+                                 "--timing-steps", "20")
+    assert "digits: 300 training and 100 test images" in text
+    assert accuracy >= 0.6, text
+
+
+def test_mlp_digits_reaches_95_percent(tmp_path):
+    # The full data set with the defaults; training itself takes about a second compiled.
+    accuracy, text = run_example("mlp_digits", tmp_path, "--timing-steps", "20")
+    assert accuracy >= 0.95, text

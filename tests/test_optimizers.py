@@ -1,0 +1,482 @@
+"""srcxform.optimizers: Keras's update rules, eagerly and inside a compiled step.
+
+The hand-computed references below are the formulas of the optimizers' docstrings,
+written in NumPy. The test loss is sum(c * w) + 0.5 * sum(w * w), whose gradient
+c + w the tape computes exactly, so eager and compiled updates can be compared with the
+references to float rounding.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import srcxform as tf
+from srcxform.optimizers import SGD, Adam, RMSprop
+
+STEPS = 5
+
+
+# ----- hand-computed references -----
+
+
+def ref_sgd(lr, momentum=0.0, nesterov=False):
+    def update(w, g, state, t):
+        if momentum == 0:
+            return w - g * lr
+        v = state.get("v", np.zeros_like(w))
+        v = v * momentum - g * lr
+        state["v"] = v
+        return w + (v * momentum - g * lr) if nesterov else w + v
+    return update
+
+
+def ref_adam(lr, beta_1=0.9, beta_2=0.999, epsilon=1e-7, amsgrad=False):
+    def update(w, g, state, t):
+        dtype = w.dtype.type
+        m = state.get("m", np.zeros_like(w))
+        v = state.get("v", np.zeros_like(w))
+        lr_t = dtype(lr) * np.sqrt(1 - dtype(beta_2) ** dtype(t)) / (1 - dtype(beta_1) ** dtype(t))
+        m = m + (g - m) * dtype(1 - beta_1)
+        v = v + (g * g - v) * dtype(1 - beta_2)
+        state["m"], state["v"] = m, v
+        if amsgrad:
+            v = np.maximum(state.get("vhat", np.zeros_like(w)), v)
+            state["vhat"] = v
+        return w - m * lr_t / (np.sqrt(v) + dtype(epsilon))
+    return update
+
+
+def ref_rmsprop(lr, rho=0.9, momentum=0.0, epsilon=1e-7, centered=False):
+    def update(w, g, state, t):
+        dtype = w.dtype.type
+        ms = dtype(rho) * state.get("ms", np.zeros_like(w)) + dtype(1 - rho) * g * g
+        state["ms"] = ms
+        if centered:
+            mg = dtype(rho) * state.get("mg", np.zeros_like(w)) + dtype(1 - rho) * g
+            state["mg"] = mg
+            denominator = ms - mg * mg + dtype(epsilon)
+        else:
+            denominator = ms + dtype(epsilon)
+        increment = dtype(lr) * g / np.sqrt(denominator)
+        if momentum > 0:
+            mom = dtype(momentum) * state.get("mom", np.zeros_like(w)) + increment
+            state["mom"] = mom
+            return w - mom
+        return w - increment
+    return update
+
+
+CASES = {
+    "sgd": (lambda: SGD(0.1), ref_sgd(0.1)),
+    "momentum": (lambda: SGD(0.1, momentum=0.9), ref_sgd(0.1, 0.9)),
+    "nesterov": (lambda: SGD(0.1, momentum=0.9, nesterov=True), ref_sgd(0.1, 0.9, True)),
+    "adam": (lambda: Adam(0.1), ref_adam(0.1)),
+    "adam_betas": (lambda: Adam(0.05, beta_1=0.8, beta_2=0.99, epsilon=1e-3),
+                   ref_adam(0.05, 0.8, 0.99, 1e-3)),
+    "amsgrad": (lambda: Adam(0.1, amsgrad=True), ref_adam(0.1, amsgrad=True)),
+    "rmsprop": (lambda: RMSprop(0.1), ref_rmsprop(0.1)),
+    "rmsprop_momentum": (lambda: RMSprop(0.1, momentum=0.5), ref_rmsprop(0.1, momentum=0.5)),
+    "rmsprop_centered": (lambda: RMSprop(0.1, rho=0.8, centered=True),
+                         ref_rmsprop(0.1, rho=0.8, centered=True)),
+}
+
+TOL = {np.float64: {"rtol": 1e-12, "atol": 1e-14}, np.float32: {"rtol": 2e-5, "atol": 1e-6}}
+
+
+def _problem(dtype):
+    rng = np.random.default_rng(0)
+    w0 = rng.normal(size=(2, 3)).astype(dtype)
+    b0 = dtype(0.5)
+    cw = rng.normal(size=(2, 3)).astype(dtype)
+    cb = dtype(-1.5)
+    return w0, b0, cw, cb
+
+
+def _step_fn(opt, w, b, cw, cb):
+    def step():
+        with tf.GradientTape() as tape:
+            loss = (tf.reduce_sum(cw * w) + cb * b
+                    + 0.5 * (tf.reduce_sum(w * w) + b * b))
+        grads = tape.gradient(loss, [w, b])
+        opt.apply_gradients(zip(grads, [w, b]))
+        return loss
+    return step
+
+
+def _reference(update, w0, b0, cw, cb, steps):
+    w, b = w0.copy(), np.asarray(b0)
+    sw, sb, out = {}, {}, []
+    for t in range(1, steps + 1):
+        gw, gb = cw + w, cb + b
+        w, b = update(w, gw, sw, t), update(b, gb, sb, t)
+        out.append((w.copy(), np.asarray(b).copy()))
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_update_equals_hand_computed(case, compiled, dtype):
+    make, update = CASES[case]
+    w0, b0, cw, cb = _problem(dtype)
+    w, b = tf.Variable(w0), tf.Variable(b0)
+    opt = make()
+    step = _step_fn(opt, w, b, cw, cb)
+    if compiled:
+        step = tf.differentiable(step)
+    expected = _reference(update, w0, b0, cw, cb, STEPS)
+    for t, (ew, eb) in enumerate(expected, start=1):
+        step()
+        assert w.dtype == dtype and b.dtype == dtype
+        np.testing.assert_allclose(w.numpy(), ew, **TOL[dtype], err_msg=f"w, step {t}")
+        np.testing.assert_allclose(b.numpy(), eb, **TOL[dtype], err_msg=f"b, step {t}")
+        assert int(opt.iterations.numpy()) == t
+    if compiled:
+        assert step.cache_info().misses == 1
+
+
+# ----- the compiled training step equals the eager one -----
+
+
+def _logistic_data(n=96, d=5):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(n, d))
+    y = (X @ rng.normal(size=d) + 0.3 * rng.normal(size=n) > 0).astype(np.float64)
+    return X, y
+
+
+def _train_step(opt, params):
+    def step(X, y):
+        with tf.GradientTape() as tape:
+            logits = tf.reduce_sum(X * params["w"], axis=1) + params["b"]
+            loss = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(labels=y,
+                                                                          logits=logits))
+        grads = tape.gradient(loss, params)
+        opt.apply_gradients((grads[k], params[k]) for k in params)
+        return loss
+    return step
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_compiled_step_equals_eager_after_50_steps(case):
+    make = CASES[case][0]
+    X, y = _logistic_data()
+    runs = []
+    for compiled in (False, True):
+        params = {"w": tf.Variable(np.zeros(X.shape[1])), "b": tf.Variable(np.float64(0.0))}
+        opt = make()
+        step = _train_step(opt, params)
+        if compiled:
+            step = tf.differentiable(step)
+        losses = [float(step(X, y)) for _ in range(50)]
+        runs.append((params, opt, losses, step))
+    (pe, oe, le, _), (pc, oc, lc, compiled_step) = runs
+    # Reductions sum in a different order (NumPy's pairwise sum, the kernel's loop), and
+    # 50 steps amplify that rounding a little.
+    tol = {"rtol": 1e-9, "atol": 1e-12}
+    for k in pe:
+        np.testing.assert_allclose(pc[k].numpy(), pe[k].numpy(), **tol)
+    np.testing.assert_allclose(lc, le, **tol)
+    assert int(oe.iterations.numpy()) == int(oc.iterations.numpy()) == 50
+    for se, sc in zip(oe.variables, oc.variables):
+        np.testing.assert_allclose(sc.numpy(), se.numpy(), **tol)
+    assert compiled_step.cache_info() == (49, 1, 1)
+    assert le[-1] < le[0]
+
+
+def test_new_batch_size_reuses_the_kernel():
+    X, y = _logistic_data(n=100)
+    params = {"w": tf.Variable(np.zeros(X.shape[1])), "b": tf.Variable(np.float64(0.0))}
+    step = tf.differentiable(_train_step(Adam(0.01), params))
+    for start in range(0, 100, 32):  # batches of 32, 32, 32 and 4
+        step(X[start:start + 32], y[start:start + 32])
+    assert step.cache_info().misses == 1
+
+
+def test_compiled_update_is_in_the_same_kernel():
+    X, y = _logistic_data()
+    params = {"w": tf.Variable(np.zeros(X.shape[1])), "b": tf.Variable(np.float64(0.0))}
+    step = tf.differentiable(_train_step(Adam(0.01), params))
+    source = step.source(X, y)
+    assert source.count("\ndef ") == 1
+    assert "# ---- adjoint ----" in source and "np.sqrt" in source
+    assert "Adam_iterations" in source
+
+
+# ----- state -----
+
+
+def test_slots_are_variables_created_lazily():
+    w = tf.Variable(np.ones(3))
+    opt = Adam(0.1)
+    assert opt.variables == [opt.iterations, opt.learning_rate]
+    assert opt.get_slot_names() == []
+    opt.apply_gradients([(np.ones(3), w)])
+    assert isinstance(opt.iterations, tf.Variable) and opt.iterations.dtype == np.int64
+    m, v = opt.get_slot(w, "m"), opt.get_slot(w, "v")
+    assert isinstance(m, tf.Variable) and not m.trainable and m.shape == (3,)
+    np.testing.assert_allclose(m.numpy(), 0.1 * np.ones(3))
+    np.testing.assert_allclose(v.numpy(), 0.001 * np.ones(3))
+    assert len(opt.variables) == 4
+    opt.apply_gradients([(np.ones(3), w)])
+    assert len(opt.variables) == 4 and int(opt.iterations.numpy()) == 2
+
+
+def test_slots_created_while_tracing():
+    w = tf.Variable(np.ones(3))
+    opt = SGD(0.1, momentum=0.9)
+
+    @tf.differentiable
+    def step(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(w * x)
+        opt.apply_gradients([(tape.gradient(loss, w), w)])
+        return loss
+
+    step(np.ones(3))
+    step(np.ones(3))
+    velocity = opt.get_slot(w, "momentum")
+    np.testing.assert_allclose(velocity.numpy(), np.full(3, -0.1 * 0.9 - 0.1))
+    np.testing.assert_allclose(w.numpy(), np.full(3, 1 - 0.1 - 0.19))
+    assert int(opt.iterations.numpy()) == 2
+
+
+def test_learning_rate_change_does_not_recompile():
+    w = tf.Variable(np.zeros(2))
+    opt = SGD(0.1)
+
+    @tf.differentiable
+    def step(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(w * x)
+        opt.apply_gradients([(tape.gradient(loss, w), w)])
+        return loss
+
+    step(np.ones(2))
+    opt.learning_rate = 0.5
+    step(np.ones(2))
+    np.testing.assert_allclose(w.numpy(), [-0.6, -0.6], rtol=1e-15)
+    assert step.cache_info().misses == 1
+    assert opt.get_config()["learning_rate"] == 0.5
+
+
+def test_learning_rate_schedule():
+    def schedule(step):  # 0.1 / (1 + step), with srcxform ops so that it traces
+        return np.float64(0.1) / (1.0 + tf.cast(step, tf.float64))
+
+    for compiled in (False, True):
+        w = tf.Variable(np.zeros(1))
+        opt = SGD(schedule)
+
+        def step(x, opt=opt, w=w):
+            opt.apply_gradients([(x, w)])
+            return tf.reduce_sum(w)
+
+        if compiled:
+            step = tf.differentiable(step)
+        for _ in range(3):
+            step(np.ones(1))
+        np.testing.assert_allclose(w.numpy(), [-(0.1 + 0.05 + 0.1 / 3)], rtol=1e-14)
+
+
+def test_minimize():
+    w = tf.Variable(np.float64(3.0))
+    opt = SGD(0.25)
+    opt.minimize(lambda: w * w, [w])
+    assert w.numpy() == pytest.approx(1.5)
+    with tf.GradientTape() as tape:
+        loss = w * w
+    opt.minimize(loss, [w], tape=tape)
+    assert w.numpy() == pytest.approx(0.75)
+    with pytest.raises(ValueError, match="tape"):
+        opt.minimize(w * w, [w])
+
+
+# ----- nested structures -----
+
+
+def _mlp_params(rng):
+    return {"dense": [rng.normal(size=(3, 4)), np.zeros(4)], "out": {"w": rng.normal(size=4)}}
+
+
+def _mlp_loss(params, X):
+    w1, b1 = params["dense"]
+    h = tf.tanh(X @ w1 + b1)
+    return tf.reduce_mean((tf.reduce_sum(h * params["out"]["w"], axis=1) - 1.0) ** 2)
+
+
+@pytest.mark.parametrize("make", [lambda: SGD(0.1, momentum=0.9), lambda: Adam(0.01),
+                                  lambda: RMSprop(0.01)], ids=["momentum", "adam", "rmsprop"])
+def test_nested_variables(make):
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(16, 3))
+    init = _mlp_params(rng)
+    results = []
+    for compiled in (False, True):
+        params = {"dense": [tf.Variable(a) for a in init["dense"]],
+                  "out": {"w": tf.Variable(init["out"]["w"])}}
+        opt = make()
+
+        def step(X, params=params, opt=opt):
+            with tf.GradientTape() as tape:
+                loss = _mlp_loss(params, X)
+            grads = tape.gradient(loss, params)
+            assert isinstance(grads, dict) and isinstance(grads["dense"], list)
+            opt.apply(grads, params)
+            return loss
+
+        if compiled:
+            step = tf.differentiable(step)
+        for _ in range(20):
+            step(X)
+        results.append(params)
+    eager, comp = results
+    for e, c in zip(_leaves(eager), _leaves(comp)):
+        np.testing.assert_allclose(c.numpy(), e.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def _leaves(tree):
+    from srcxform.tree import tree_flatten
+
+    return tree_flatten(tree)[0]
+
+
+@pytest.mark.parametrize("make", [lambda: SGD(0.1, momentum=0.9, nesterov=True),
+                                  lambda: Adam(0.01), lambda: RMSprop(0.01, centered=True)],
+                         ids=["nesterov", "adam", "rmsprop"])
+def test_array_parameters_passed_and_returned_whole(make):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(16, 3))
+    init = _mlp_params(rng)
+    results = []
+    for compiled in (False, True):
+        opt = make()
+
+        def step(params, X, opt=opt):
+            with tf.GradientTape() as tape:
+                tape.watch(params)
+                loss = _mlp_loss(params, X)
+            grads = tape.gradient(loss, params)
+            return opt.apply(grads, params), loss
+
+        if compiled:
+            step = tf.differentiable(step)
+            params = init
+        else:
+            params = {"dense": [tf.constant(a) for a in init["dense"]],
+                      "out": {"w": tf.constant(init["out"]["w"])}}
+        losses = []
+        for _ in range(20):
+            params, loss = step(params, X)
+            losses.append(float(loss))
+        assert set(params) == {"dense", "out"} and isinstance(params["dense"], list)
+        assert int(opt.iterations.numpy()) == 20
+        results.append((params, losses))
+        if compiled:
+            assert step.cache_info().misses == 1
+    (pe, le), (pc, lc) = results
+    for e, c in zip(_leaves(pe), _leaves(pc)):
+        np.testing.assert_allclose(np.asarray(c), np.asarray(e), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(lc, le, rtol=1e-10)
+    assert le[-1] < le[0]
+
+
+def test_apply_returns_the_structure():
+    params = [tf.Variable(np.ones(2)), {"b": np.float64(1.0)}]
+    new = SGD(0.5).apply([np.ones(2), {"b": np.float64(2.0)}], params)
+    assert new[0] is params[0]
+    np.testing.assert_allclose(params[0].numpy(), [0.5, 0.5])
+    assert isinstance(new[1]["b"], tf.Tensor) and float(new[1]["b"]) == 0.0
+
+
+# ----- bad input -----
+
+
+def test_none_gradients():
+    a, b = tf.Variable(np.ones(2)), tf.Variable(np.ones(2))
+    opt = SGD(0.1)
+    with pytest.warns(UserWarning, match="gradients do not exist"):
+        opt.apply_gradients([(np.ones(2), a), (None, b)])
+    np.testing.assert_allclose(b.numpy(), [1.0, 1.0])
+    with pytest.raises(ValueError, match="no gradients"):
+        opt.apply_gradients([(None, a), (None, b)])
+
+
+def test_bad_arguments():
+    w = tf.Variable(np.ones(2))
+    opt = Adam()
+    with pytest.raises(TypeError, match=r"apply\(grads, params\)"):
+        opt.apply_gradients([(np.ones(2), np.ones(2))])
+    with pytest.raises(TypeError, match="pairs"):
+        opt.apply_gradients([np.ones(2)])
+    with pytest.raises(ValueError, match="shape"):
+        opt.apply_gradients([(np.ones(3), w)])
+    with pytest.raises(ValueError, match="structure"):
+        opt.apply([np.ones(2)], {"w": w})
+    with pytest.raises(TypeError, match="only float"):
+        SGD().apply_gradients([(np.ones(2, np.int32), tf.Variable(np.ones(2, np.int32)))])
+    with pytest.raises(ValueError, match="momentum"):
+        SGD(momentum=1.5)
+    with pytest.raises(KeyError, match="no slot"):
+        opt.get_slot(w, "m")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        opt.apply_gradients([(np.ones(2), w)])
+
+
+def test_gradient_dtype_is_cast_to_the_variable():
+    w = tf.Variable(np.ones(2, np.float32))
+    SGD(0.5).apply_gradients([(np.ones(2, np.float64), w)])
+    assert w.dtype == np.float32
+    np.testing.assert_allclose(w.numpy(), [0.5, 0.5])
+
+
+# ----- compiler limits found while writing these (strict xfails, for the compiler) -----
+
+
+@pytest.mark.xfail(strict=True, reason="a compiled kernel keeps the Variables of its first "
+                   "trace: Variables passed as arguments are not rebound on later calls")
+def test_variables_passed_as_arguments():
+    opt = SGD(0.5)
+
+    @tf.differentiable
+    def step(params, x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(params["w"] * x)
+        grads = tape.gradient(loss, params)
+        opt.apply(grads, params)
+        return loss
+
+    a = {"w": tf.Variable(np.ones(2))}
+    b = {"w": tf.Variable(np.full(2, 5.0))}
+    step(a, np.ones(2))
+    assert float(step(b, np.ones(2))) == 10.0
+    np.testing.assert_allclose(b["w"].numpy(), [4.5, 4.5])
+    np.testing.assert_allclose(a["w"].numpy(), [0.5, 0.5])
+
+
+@pytest.mark.xfail(strict=True, reason="returning a Variable from a compiled function returns "
+                   "its value at trace time (a constant)")
+def test_returning_variables():
+    params = {"w": tf.Variable(np.ones(2))}
+    opt = SGD(0.5)
+
+    @tf.differentiable
+    def step(x):
+        opt.apply({"w": x}, params)
+        return params
+
+    step(np.ones(2))
+    out = step(np.ones(2))
+    np.testing.assert_allclose(np.asarray(out["w"]), [0.0, 0.0])
+
+
+@pytest.mark.xfail(strict=True, reason="tape.gradient returns a dict with sorted keys, not the "
+                   "sources' key order (tf.nest keeps the order), so zip(grads.values(), "
+                   "params.values()) pairs the wrong gradients")
+def test_gradient_dict_keeps_the_key_order():
+    params = {"w": tf.Variable(np.ones(2)), "b": tf.Variable(np.float64(1.0))}
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(params["w"]) + params["b"]
+    assert list(tape.gradient(loss, params)) == ["w", "b"]
