@@ -129,12 +129,15 @@ class Differentiable:
             return self._inline(form, args, kwargs)
         mode = "value" if form == "value" else "value_and_grad"
         kernel, leaves = self._kernel(mode, args, kwargs)
-        if kwargs:
-            results = kernel.run(kernel.arguments(leaves))
-            return self._shape(form, results)
-        entry = kernel.entry((form, isinstance(self.wrt, int)), args)
-        self._entries[form].insert(0, entry)
-        return entry(*args)
+        result = MISS
+        if not kwargs:
+            entry = kernel.entry((form, isinstance(self.wrt, int)), args)
+            if entry not in self._entries[form]:
+                self._entries[form].insert(0, entry)
+            result = entry(*args)
+        if result is MISS:  # the kernel fits, the entry's exact types do not (a Tensor for
+            result = self._shape(form, kernel.run(kernel.arguments(leaves), leaves))  # an array)
+        return result
 
     def _shape(self, form, results):
         if form == "value":
@@ -181,12 +184,12 @@ class Differentiable:
                                                     self._wrt_positions())
                 results = [out, grads]
             writes = trace.variable_writes()
-        flat, trees = [], []
-        for result in results:
-            result_leaves, tree = tree_flatten(result)
-            flat += result_leaves
-            trees.append(tree)
-        program = trace.program(flat + [value for _, value in writes])
+            flat, trees = [], []
+            for result in results:
+                result_leaves, tree = tree_flatten(result)
+                flat += result_leaves
+                trees.append(tree)
+            program = trace.program(flat + [value for _, value in writes])
         if os.environ.get("SRCXFORM_CHECK"):
             program.check()
         program = optimize(program, check=bool(os.environ.get("SRCXFORM_CHECK")))
@@ -196,8 +199,13 @@ class Differentiable:
         if "source" in os.environ.get("SRCXFORM_DUMP", ""):
             print(source)
         fn = backend.load(source, func_name, parallel=self.parallel)
-        variables = [v for v, _ in sorted(trace.variable_inputs(), key=lambda p: p[1])]
-        return Kernel(fn, program, source, traced, variables, trees, [v for v, _ in writes],
+        # A Variable passed as an argument is found by its position at each call; one the
+        # function reaches by itself (a global, a closure, self) is the same object always.
+        position = {id(leaf): i for i, leaf in enumerate(leaves) if isinstance(leaf, Variable)}
+        variables = [position.get(id(v), v)
+                     for v, _ in sorted(trace.variable_inputs(), key=lambda p: p[1])]
+        writes = [position.get(id(v), v) for v, _ in writes]
+        return Kernel(fn, program, source, traced, variables, trees, writes,
                       _relevant_guards(trace.guards))
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from srcxform.dims import expr_of
 from srcxform.errors import shape_error
 
 _SHORT_DTYPE = {"float16": "f16", "float32": "f32", "float64": "f64", "int32": "i32",
@@ -37,6 +38,12 @@ class Aval:
 
     def strong(self, dtype=None):
         return Aval(self.shape, np.dtype(dtype) if dtype is not None else self.dtype)
+
+
+def same_shape(a, b):
+    """Whether two shapes are the same, comparing traced sizes by expression: a decision
+    that holds for every size, so it records no guard."""
+    return len(a) == len(b) and all(expr_of(x) == expr_of(y) for x, y in zip(a, b))
 
 
 def dims_equal(a, b):

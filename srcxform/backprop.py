@@ -6,6 +6,7 @@ shape and dtype, and accumulates them with `+`. Knows no primitive by name.
 """
 
 from srcxform import ops, recording
+from srcxform.aval import same_shape
 
 
 def backprop(records, seeds, sources):
@@ -36,13 +37,13 @@ def backprop(records, seeds, sources):
 
 def unbroadcast(ct, x):
     """Sums a cotangent back to the shape of the input it belongs to, in its dtype."""
-    if ct.shape != x.shape:
+    if not same_shape(ct.shape, x.shape):
         lead = ct.ndim - x.ndim
         axes = tuple(range(lead)) + tuple(
             lead + i for i, d in enumerate(x.shape) if d == 1 and ct.shape[lead + i] != 1)
         if axes:
             ct = ops.reduce_sum(ct, axis=axes, keepdims=True)
-        if ct.shape != x.shape:
+        if not same_shape(ct.shape, x.shape):
             ct = ops.reshape(ct, x.shape)
     if ct.dtype != x.dtype:
         ct = ops.cast(ct, x.dtype)

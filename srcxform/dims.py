@@ -89,7 +89,8 @@ class Dim(int):
             return op(0, 0)
         if GUARDS is not None:
             GUARDS.append((a, name, b, result))
-        if name == "==" and result and _is_symbol(a) and _is_symbol(b):
+        equal = result if name == "==" else not result if name == "!=" else False
+        if equal and _is_symbol(a) and _is_symbol(b):
             self.symbols.unify(a[1], b[1])
         return result
 

@@ -34,10 +34,12 @@ class Kernel:
         self.program = program
         self.source = source
         self.traced = traced  # indices of the leaves the kernel takes, in order
-        self.variables = variables  # Variables read, passed after the leaves
+        # Variables read (passed after the leaves) and assigned (their new values come
+        # last): each a leaf index (a Variable argument) or the captured Variable itself.
+        self.variables = variables
         self.consts = [array for _, array in program.consts]
         self.out_trees = out_trees  # treedefs of the results, in output order
-        self.writes = writes  # Variables assigned, whose new values come last
+        self.writes = writes
         self.guards = guards
         self.scalar_types = [a.aval.dtype.type if not a.aval.shape else None
                              for a in program.outs]
@@ -46,7 +48,7 @@ class Kernel:
     # ----- the general path (any call, keyword arguments too) -----
     def arguments(self, leaves):
         args = [kernel_arg(leaves[i]) for i in self.traced]
-        args += [v._value if v.ndim else v._value[()] for v in self.variables]
+        args += [kernel_arg(_variable(v, leaves)) for v in self.variables]
         return args + self.consts
 
     def admits(self, args):
@@ -59,10 +61,11 @@ class Kernel:
         return all(ops[op](evaluate(a, sizes), evaluate(b, sizes)) == result
                    for a, op, b, result in self.guards)
 
-    def run(self, args):
+    def run(self, args, leaves):
         results = self.fn(*args)
         results = [t(r) if t is not None else r for t, r in zip(self.scalar_types, results)]
-        for variable, value in zip(self.writes, results[len(results) - len(self.writes):]):
+        for v, value in zip(self.writes, results[len(results) - len(self.writes):]):
+            variable = _variable(v, leaves)
             variable._value = np.asarray(value, variable.dtype).reshape(variable.shape)
         structures, start = [], 0
         for tree in self.out_trees:
@@ -92,6 +95,10 @@ class Kernel:
         exec(source, namespace)
         return backend.jit_function(namespace["kernel"]) if fn is not self.fn else \
             namespace["kernel"]
+
+
+def _variable(source, leaves):
+    return leaves[source] if isinstance(source, int) else source
 
 
 class _EntryWriter:
@@ -138,7 +145,7 @@ class _EntryWriter:
         if isinstance(array, np.ndarray) or isinstance(leaf, (Tensor, Variable)):
             value = f"{name}._value" if isinstance(leaf, (Tensor, Variable)) else name
             tests += [f"{value}.ndim != {array.ndim}",
-                      f"{value}.dtype is not {self.constant(array.dtype)}"]
+                      f"{value}.dtype.num != {array.dtype.num}"]
             tests += [f"({value}.shape[{a}] == 1) is not {d == 1}"
                       for a, d in enumerate(array.shape)]
         self.checks.append(" or ".join(tests))
@@ -158,8 +165,15 @@ def _build_entry(kernel, form, args):
         w.leaves(arg, f"a{i}")
     leaves = tree_flatten(list(args))[0]
     kernel_args = [_arg_expr(w.names[i], leaves[i]) for i in kernel.traced]
-    for variable in kernel.variables:
-        v = w.constant(variable)
+
+    def bound(source):
+        """The name holding a Variable, and the Variable as this call sees it."""
+        if isinstance(source, int):
+            return w.names[source], leaves[source]
+        return w.constant(source), source
+
+    for source in kernel.variables:
+        v, variable = bound(source)
         kernel_args.append(f"{v}._value" if variable.ndim else f"{v}._value[()]")
     kernel_args += [w.constant(c) for c in kernel.consts]
     guards = []
@@ -174,8 +188,8 @@ def _build_entry(kernel, form, args):
                for i, t in enumerate(kernel.scalar_types)]
     writes = []
     start = len(results) - len(kernel.writes)
-    for j, variable in enumerate(kernel.writes):
-        v = w.constant(variable)
+    for j, source in enumerate(kernel.writes):
+        v, variable = bound(source)
         value = results[start + j]
         writes.append(f"{v}._value = {value}" if variable.ndim
                       else f"{v}._value = np.asarray({value}, {w.constant(variable.dtype)})")
@@ -215,7 +229,8 @@ def _render_tree(tree, leaves):
             return next(it)
         parts = [build(c) for c in t.children]
         if t.kind is dict:
-            return "{" + ", ".join(f"{k!r}: {p}" for k, p in zip(t.keys, parts)) + "}"
+            by_key = dict(zip(t.keys, parts))
+            return "{" + ", ".join(f"{k!r}: {by_key[k]}" for k in t.order) + "}"
         if t.kind is list:
             return "[" + ", ".join(parts) + "]"
         return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"

@@ -14,7 +14,7 @@ from srcxform.aval import Aval
 from srcxform.errors import TracingError, user_frame, user_frame_object, where
 from srcxform.ir import Eqn, Lit, Program, Var
 from srcxform.names import assigned_name
-from srcxform.tensor import SizeConstant, Tensor, Value
+from srcxform.tensor import SizeConstant, Tensor, Value, as_value
 
 _ids = itertools.count(1)
 
@@ -192,7 +192,8 @@ class Trace:
     # ----- the result -----
     def program(self, outs):
         """The Program with outputs `outs` (Tracers or constants), naming user lines."""
-        out_atoms = [self._atom(v) if isinstance(v, Value) else
+        # as_value reads a Variable: its value now, as traced, not as it was at the start.
+        out_atoms = [self._atom(as_value(v)) if isinstance(v, Value) else
                      self._atom(Tensor._new(np.asarray(v))) for v in outs]
         for i, eqn in enumerate(self.eqns):
             later = self.eqns[i + 1] if i + 1 < len(self.eqns) else None

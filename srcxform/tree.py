@@ -1,7 +1,7 @@
 """Nested structures: flatten tuples, lists and dicts to leaves and back.
 
 Dict keys are visited in sorted order (as tf.nest and JAX do), so a structure's leaves
-and its TreeDef are deterministic. TreeDefs are hashable: they key the kernel cache.
+are deterministic; a dict is rebuilt in its own key order (as tf.nest does). TreeDefs are hashable: they key the kernel cache.
 """
 
 from dataclasses import dataclass
@@ -12,8 +12,9 @@ class TreeDef:
     """The shape of a nested structure: a leaf (kind None), or a container of children."""
 
     kind: type | None
-    keys: tuple = ()
+    keys: tuple = ()  # a dict's keys, sorted: its children's order
     children: tuple = ()
+    order: tuple = ()  # a dict's keys in its own order, to rebuild it so
 
     @property
     def num_leaves(self):
@@ -32,7 +33,7 @@ def tree_flatten(tree):
 def _flatten(tree, leaves):
     if isinstance(tree, dict):
         keys = tuple(sorted(tree))
-        return TreeDef(dict, keys, tuple(_flatten(tree[k], leaves) for k in keys))
+        return TreeDef(dict, keys, tuple(_flatten(tree[k], leaves) for k in keys), tuple(tree))
     if isinstance(tree, (list, tuple)) and not hasattr(tree, "_fields"):
         return TreeDef(type(tree), (), tuple(_flatten(t, leaves) for t in tree))
     leaves.append(tree)
@@ -49,5 +50,6 @@ def _unflatten(treedef, it):
         return next(it)
     children = [_unflatten(c, it) for c in treedef.children]
     if treedef.kind is dict:
-        return dict(zip(treedef.keys, children))
+        by_key = dict(zip(treedef.keys, children))
+        return {k: by_key[k] for k in treedef.order}
     return treedef.kind(children)

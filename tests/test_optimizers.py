@@ -432,11 +432,9 @@ def test_gradient_dtype_is_cast_to_the_variable():
     np.testing.assert_allclose(w.numpy(), [0.5, 0.5])
 
 
-# ----- compiler limits found while writing these (strict xfails, for the compiler) -----
+# ----- behaviours the optimizers rely on -----
 
 
-@pytest.mark.xfail(strict=True, reason="a compiled kernel keeps the Variables of its first "
-                   "trace: Variables passed as arguments are not rebound on later calls")
 def test_variables_passed_as_arguments():
     opt = SGD(0.5)
 
@@ -456,8 +454,6 @@ def test_variables_passed_as_arguments():
     np.testing.assert_allclose(a["w"].numpy(), [0.5, 0.5])
 
 
-@pytest.mark.xfail(strict=True, reason="returning a Variable from a compiled function returns "
-                   "its value at trace time (a constant)")
 def test_returning_variables():
     params = {"w": tf.Variable(np.ones(2))}
     opt = SGD(0.5)
@@ -472,9 +468,6 @@ def test_returning_variables():
     np.testing.assert_allclose(np.asarray(out["w"]), [0.0, 0.0])
 
 
-@pytest.mark.xfail(strict=True, reason="tape.gradient returns a dict with sorted keys, not the "
-                   "sources' key order (tf.nest keeps the order), so zip(grads.values(), "
-                   "params.values()) pairs the wrong gradients")
 def test_gradient_dict_keeps_the_key_order():
     params = {"w": tf.Variable(np.ones(2)), "b": tf.Variable(np.float64(1.0))}
     with tf.GradientTape() as tape:

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from srcxform.aval import Aval, as_size, broadcast_shapes, normalize_axes, size, slice_length
+from srcxform.aval import (Aval, as_size, broadcast_shapes, normalize_axes, same_shape, size,
+                           slice_length)
 from srcxform.errors import shape_error
 from srcxform.primitive import primitive
 from srcxform.tensor import Value, as_value
@@ -181,7 +182,7 @@ def reshape(tensor, shape, name=None):
         if known == 0 or size(x.shape) % known:
             raise shape_error(f"reshape: cannot reshape {x.aval.short()} into {shape}")
         shape = tuple(size(x.shape) // known if d == -1 else d for d in shape)
-    if shape == x.shape:
+    if same_shape(shape, x.shape):
         return x
     # A single element moving in or out of rank 0 is a broadcast or an index: generated
     # code keeps rank-0 values as scalars, which have no reshape.
@@ -204,7 +205,7 @@ def broadcast_to(input, shape, name=None):
     """input broadcast to `shape` by NumPy's rules (tf.broadcast_to)."""
     x = as_value(input, "broadcast_to")
     shape = tuple(as_size(d, "broadcast_to") for d in shape)
-    return x if shape == x.shape else broadcast_to_p.bind(x, shape=shape)
+    return x if same_shape(shape, x.shape) else broadcast_to_p.bind(x, shape=shape)
 
 
 def expand_dims(input, axis, name=None):
