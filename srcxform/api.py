@@ -227,14 +227,16 @@ def _traced_value_and_grad(fn, args, kwargs, positions):
         for p, (leaves, tree) in zip(positions, sources):
             call_args[p] = tree_unflatten(tree, leaves)
         out = fn(*call_args, **kwargs)
-    grads = []
+    every = [leaf for leaves, _ in sources for leaf in leaves]
+    found = [g if g is not None else _zeros_like(leaf)
+             for g, leaf in zip(tape._gradient_leaves(out, every, None), every)]  # one sweep
+    if TRACES:
+        for g, leaf in zip(found, every):
+            TRACES[-1].name_gradient(g, leaf)
+    grads, start = [], 0
     for leaves, tree in sources:
-        found = [g if g is not None else _zeros_like(leaf)
-                 for g, leaf in zip(tape._gradient_leaves(out, leaves, None), leaves)]
-        for g, leaf in zip(found, leaves):
-            if TRACES:
-                TRACES[-1].name_gradient(g, leaf)
-        grads.append(tree_unflatten(tree, found))
+        grads.append(tree_unflatten(tree, found[start:start + len(leaves)]))
+        start += len(leaves)
     return out, grads
 
 

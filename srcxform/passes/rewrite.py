@@ -26,8 +26,12 @@ def substitute(program, replace):
     if not mapping:
         return (program.replace(eqns=eqns), True) if changed else (program, False)
     outs = [mapping.get(a, a) if isinstance(a, Var) else a for a in program.outs]
-    hints = dict(program.hints)
+    # A replacement takes over the names of what it replaces, where it has none.
+    hints, adjoint_of = dict(program.hints), dict(program.adjoint_of)
     for old, new in mapping.items():
-        if old in hints and isinstance(new, Var) and new not in hints:
-            hints[new] = hints[old]
-    return program.replace(eqns=eqns, outs=outs, hints=hints), True
+        if isinstance(new, Var) and new not in hints and new not in program.ins:
+            if old in hints:
+                hints[new] = hints[old]
+            elif old in adjoint_of:
+                adjoint_of.setdefault(new, adjoint_of[old])
+    return program.replace(eqns=eqns, outs=outs, hints=hints, adjoint_of=adjoint_of), True
