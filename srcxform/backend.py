@@ -10,6 +10,7 @@ import importlib.util
 import os
 import re
 import sys
+import warnings
 
 from srcxform.errors import CompileError
 
@@ -73,7 +74,11 @@ class Compiled:
 
     def __init__(self, fn, source, parallel=False):
         import numba
+        from numba.core.errors import NumbaPerformanceWarning
 
+        # np.dot on a strided view (a slice of a matrix) is slower, not wrong: no warning.
+        warnings.filterwarnings("ignore", r".*np\.dot\(\) is faster on contiguous arrays",
+                                NumbaPerformanceWarning)
         self.source = source
         self.dispatcher = numba.njit(cache=True, error_model="numpy", parallel=parallel)(fn)
 

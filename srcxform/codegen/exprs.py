@@ -90,6 +90,13 @@ def _literal_number(node):
     return None
 
 
+def _reverses(perm):
+    """Whether an axes tuple literal is (k-1, ..., 1, 0)."""
+    values = [e.value for e in getattr(perm, "elts", []) if isinstance(e, ast.Constant)]
+    return len(values) == len(getattr(perm, "elts", [])) and values == sorted(values)[::-1] \
+        and values == list(range(len(values)))[::-1]
+
+
 def fill(template, names, literal_dtype=None):
     """A copy of a template with each Name in `names` replaced by its expression, and,
     given literal_dtype, each number wrapped in that dtype."""
@@ -110,6 +117,15 @@ def fill(template, names, literal_dtype=None):
             if (isinstance(node.op, ast.Pow) and _literal_number(node.right) == 2
                     and isinstance(node.left, (ast.Name, ast.Subscript))):
                 return ast.BinOp(node.left, ast.Mult(), copy.deepcopy(node.left))
+            return node
+
+        def visit_Call(self, node):
+            # np.transpose(x, (1, 0)) as x.T: a view Numba types as Fortran-ordered, which
+            # np.dot hands to BLAS as it is, where a general transpose would be copied.
+            self.generic_visit(node)
+            if (ast.unparse(node.func) == "np.transpose" and len(node.args) == 2
+                    and _reverses(node.args[1])):
+                return ast.Attribute(node.args[0], "T", ast.Load())
             return node
 
         def visit_Constant(self, node):
