@@ -29,11 +29,9 @@ def main(argv):
         first = {"njit": (time.perf_counter_ns() - imported) / 1e6}
         print(json.dumps({"mode": mode, "import_ms": (imported - t0) / 1e6, "first_ms": first}))
         return
-    import numba  # noqa: F401
-    import numpy  # noqa: F401
+    import numba
 
-    import srcxform  # noqa: F401
-    from benchmarks import workloads
+    from benchmarks import workloads  # imports NumPy and srcxform
 
     imported = time.perf_counter_ns()
     warmed_ms = None

@@ -8,7 +8,7 @@ list of NumPy arrays, and an SGD runner has `state()` (its current parameters) a
 """
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

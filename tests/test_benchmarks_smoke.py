@@ -1,6 +1,7 @@
 """The benchmark workloads at tiny sizes, without timing: each reference equals central
 finite differences, and every system (peers skipped when not installed) reproduces it."""
 
+import os
 import sys
 from pathlib import Path
 
@@ -8,9 +9,10 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("SRCXFORM_BENCH_NUMBA_CACHE", "1")  # the hand kernels, between runs
 
-from benchmarks import hand_numpy as hn  # noqa: E402
-from benchmarks import peers, workloads  # noqa: E402
+from benchmarks import hand_numpy as hn
+from benchmarks import peers, workloads
 
 WORKLOADS = workloads.make_workloads(tiny=True)
 SYSTEMS = workloads.systems()
