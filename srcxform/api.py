@@ -15,6 +15,7 @@ import numpy as np
 from srcxform import backend
 from srcxform.recording import ACTIVE, TRACES
 from srcxform.codegen import generate
+from srcxform.dims import guard_conditions
 from srcxform.errors import TracingError
 from srcxform.kernel import MISS, Kernel, kernel_arg
 from srcxform.names import identifier
@@ -206,7 +207,7 @@ class Differentiable:
                      for v, _ in sorted(trace.variable_inputs(), key=lambda p: p[1])]
         writes = [position.get(id(v), v) for v, _ in writes]
         return Kernel(fn, program, source, traced, variables, trees, writes,
-                      _relevant_guards(trace.guards))
+                      guard_conditions(trace.guards))
 
 
 def _traced_value_and_grad(fn, args, kwargs, positions):
@@ -244,18 +245,6 @@ def _zeros_like(leaf):
     from srcxform.ops import zeros_like
 
     return zeros_like(leaf)
-
-
-def _relevant_guards(guards):
-    """The trace's guards less those every call with this signature satisfies (a dim
-    that is not 1 is not 1), without repeats."""
-    kept = []
-    for guard in guards:
-        a, op, b, result = guard
-        implied = isinstance(a, tuple) and a[0] == "size" and b == 1 and op in ("==", "!=")
-        if not implied and guard not in kept:
-            kept.append(guard)
-    return kept
 
 
 def _leaf_names(fn, args, kwargs):

@@ -204,3 +204,71 @@ def evaluate(expr, sizes):
     a, b = evaluate(expr[1], sizes), evaluate(expr[2], sizes)
     return {"+": a + b, "-": a - b, "*": a * b, "//": a // b if b else 0, "%": a % b if b
             else 0}[expr[0]]
+
+
+# ----- guards -----
+
+_NEGATE = {"==": "!=", "!=": "==", "<": ">=", ">=": "<", "<=": ">", ">": "<="}
+
+
+def guard_conditions(guards):
+    """The trace's guards as conditions `(expr, op)` meaning `expr op 0`, op one of >=, ==
+    and !=, without repeats and without those every call satisfies (sizes are never
+    negative, and an input size that is not 1 stays so: it is in the signature)."""
+    conditions = []
+    for a, op, b, result in guards:
+        op = op if result else _NEGATE[op]
+        # Integers: a < b is b - a - 1 >= 0, a > b is a - b - 1 >= 0.
+        left, right, shift = {"<": (b, a, 1), "<=": (b, a, 0), ">": (a, b, 1),
+                              ">=": (a, b, 0)}.get(op, (a, b, 0))
+        form = _linear(("-", ("-", left, right), shift))
+        op = ">=" if op in ("<", "<=", ">", ">=") else op
+        if form is not None and _always(form, op):
+            continue
+        condition = (_from_linear(form) if form is not None else ("-", left, right), op)
+        if condition not in conditions:
+            conditions.append(condition)
+    return conditions
+
+
+def _linear(expr):
+    """{symbol: coefficient, None: constant} for a linear expression, else None."""
+    if isinstance(expr, int):
+        return {None: expr} if expr else {}
+    if expr[0] == "size":
+        return {expr[1]: 1}
+    op, a, b = expr
+    la, lb = _linear(a), _linear(b)
+    if la is None or lb is None:
+        return None
+    if op in "+-":
+        out = dict(la)
+        for k, c in lb.items():
+            out[k] = out.get(k, 0) + (c if op == "+" else -c)
+        return {k: c for k, c in out.items() if c}
+    if op == "*" and (set(la) <= {None} or set(lb) <= {None}):
+        scale, other = (la.get(None, 0), lb) if set(la) <= {None} else (lb.get(None, 0), la)
+        return {k: c * scale for k, c in other.items() if c * scale}
+    return None
+
+
+def _always(form, op):
+    """Whether `form op 0` holds for every size (sizes are ≥ 0; input sizes are not 1)."""
+    const = form.get(None, 0)
+    symbols = {k: c for k, c in form.items() if k is not None}
+    if not symbols:
+        return {">=": const >= 0, "==": const == 0, "!=": const != 0}[op]
+    if op == ">=":
+        return const >= 0 and all(c > 0 for c in symbols.values())
+    one_symbol = len(symbols) == 1 and abs(next(iter(symbols.values()))) == 1
+    return op == "!=" and one_symbol and abs(const) == 1 and -const * next(
+        iter(symbols.values())) == 1  # n - 1 != 0
+
+
+def _from_linear(form):
+    expr = form.get(None, 0)
+    for k in sorted(k for k in form if k is not None):
+        c = form[k]
+        term = ("size", k) if c == 1 else ("*", c, ("size", k))
+        expr = term if expr == 0 else ("+", expr, term)
+    return expr

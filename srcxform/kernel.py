@@ -10,7 +10,7 @@ arguments do not fit, and the caller then takes the slow path (flatten, look up,
 import numpy as np
 
 from srcxform import backend
-from srcxform.dims import render
+from srcxform.dims import evaluate, render
 from srcxform.tensor import Tensor, Variable
 from srcxform.tree import tree_flatten, tree_unflatten
 
@@ -53,13 +53,9 @@ class Kernel:
 
     def admits(self, args):
         """Whether the sizes of these arguments satisfy every guard of the trace."""
-        from srcxform.dims import evaluate
-
         sizes = [np.shape(args[i])[axis] for i, axis in self.program.sizes]
-        ops = {"==": int.__eq__, "!=": int.__ne__, "<": int.__lt__, "<=": int.__le__,
-               ">": int.__gt__, ">=": int.__ge__}
-        return all(ops[op](evaluate(a, sizes), evaluate(b, sizes)) == result
-                   for a, op, b, result in self.guards)
+        holds = {">=": lambda v: v >= 0, "==": lambda v: v == 0, "!=": lambda v: v != 0}
+        return all(holds[op](evaluate(expr, sizes)) for expr, op in self.guards)
 
     def run(self, args, leaves):
         results = self.fn(*args)
@@ -176,14 +172,15 @@ def _build_entry(kernel, form, args):
         v, variable = bound(source)
         kernel_args.append(f"{v}._value" if variable.ndim else f"{v}._value[()]")
     kernel_args += [w.constant(c) for c in kernel.consts]
-    guards = []
-    for a, op, b, result in kernel.guards:
+    sizes, guards = {}, []
+    for expr, op in kernel.guards:
         def size(k):
             index, axis = kernel.program.sizes[k]
-            return f"np.shape({kernel_args[index]})[{axis}]"
+            sizes[k] = f"n{k} = {kernel_args[index]}.shape[{axis}]"
+            return f"n{k}"
 
-        test = f"{render(a, size)} {op} {render(b, size)}"
-        guards.append(test if not result else f"not ({test})")
+        fails = {">=": "<", "==": "!=", "!=": "=="}[op]
+        guards.append(f"{render(expr, size)} {fails} 0")
     results = [f"r[{i}]" if t is None or t is np.float64 else f"{w.constant(t)}(r[{i}])"
                for i, t in enumerate(kernel.scalar_types)]
     writes = []
@@ -201,7 +198,9 @@ def _build_entry(kernel, form, args):
     body = ["def entry(" + ", ".join(f"a{i}" for i in range(len(args))) + "):", "    try:"]
     body += [f"        {line}" for line in w.unpack] or ["        pass"]
     body += ["    except (KeyError, IndexError, TypeError):", "        return MISS"]
-    body += [f"    if {test}: return MISS" for test in w.checks + guards]
+    body += [f"    if {test}: return MISS" for test in w.checks]
+    body += [f"    {line}" for _, line in sorted(sizes.items())]
+    body += [f"    if {test}: return MISS" for test in guards]
     body.append(f"    r = kernel({', '.join(kernel_args)})")
     body += [f"    {line}" for line in writes]
     body.append(f"    return {_result(form, value, grads)}")
