@@ -42,7 +42,9 @@ def unbroadcast(ct, x):
         axes = tuple(range(lead)) + tuple(
             lead + i for i, d in enumerate(x.shape) if d == 1 and ct.shape[lead + i] != 1)
         if axes:
-            ct = ops.reduce_sum(ct, axis=axes, keepdims=True)
+            # Summing every axis is a scalar (a loop accumulator), not a 1x1 array.
+            every = len(axes) == ct.ndim
+            ct = ops.reduce_sum(ct, axis=axes, keepdims=not every)
         if not same_shape(ct.shape, x.shape):
             ct = ops.reshape(ct, x.shape)
     if ct.dtype != x.dtype:

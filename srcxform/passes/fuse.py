@@ -32,53 +32,65 @@ def domain_of(eqn):
 
 
 def schedule(program):
-    """The program's equations as an ordered list of Eqns and LoopGroups."""
-    items, open_groups, owner = [], {}, {}
+    """The program's equations as an ordered list of Eqns and LoopGroups.
 
-    def close(group):
-        key = next((k for k, g in open_groups.items() if g is group), None)
-        if key is not None:
-            del open_groups[key]
-            items.append(group)
+    Each fusible equation joins the latest group of its domain that it can: one that
+    nothing it reads depends on (through work outside the group, or through the group's
+    own reductions, which are complete only after the loop). `needs` is the graph of what
+    each schedule item must follow.
+    """
+    groups_by_domain, made_by, reductions = {}, {}, set()
+    nodes, needs = [], {}  # schedule items in creation order, and what each must follow
 
-    # Equations that are not fused wait until something needs them, so that the loop
-    # groups they read can go on absorbing work meanwhile.
-    pending = []
+    def sources(eqn, group=None):
+        """The items whose results eqn reads, if eqn sits in `group`."""
+        found = set()
+        for a in eqn.ins:
+            node = made_by.get(a) if isinstance(a, Var) else None
+            if node is not None and (node is not group or a in reductions):
+                found.add(node)
+        return found
 
-    def flush(needed):
-        last = max((i for i, p in enumerate(pending) if p.out in needed), default=-1)
-        for p in pending[:last + 1]:
-            for a in p.ins:
-                if a in owner:
-                    close(owner[a])
-            items.append(p)
-        del pending[:last + 1]
+    def reaches(start, target):
+        seen, stack = set(), list(start)
+        while stack:
+            node = stack.pop()
+            if node is target:
+                return True
+            if node not in seen:
+                seen.add(node)
+                stack.extend(needs[node])
+        return False
 
     for eqn in program.eqns:
-        inputs = [a for a in eqn.ins if isinstance(a, Var)]
-        flush(set(inputs))
         domain = domain_of(eqn)
         if domain is None:
-            pending.append(eqn)
+            nodes.append(eqn)
+            needs[eqn] = sources(eqn)
+            made_by[eqn.out] = eqn
             continue
         key = tuple(expr_of(d) for d in domain)
-        group = open_groups.get(key)
-        if group is not None and any(owner.get(a) is group and _is_reduction(a, group)
-                                     for a in inputs):
-            close(group)
-            group = None
-        for a in inputs:
-            if a in owner and owner[a] is not group:
-                close(owner[a])
+        group = next((g for g in reversed(groups_by_domain.get(key, []))
+                      if not reaches(sources(eqn, g), g)), None)
         if group is None:
-            group = open_groups[key] = LoopGroup(domain, eqn.adjoint)
+            group = LoopGroup(domain, eqn.adjoint)
+            groups_by_domain.setdefault(key, []).append(group)
+            nodes.append(group)
+            needs[group] = set()
+        needs[group] |= sources(eqn, group)
         group.eqns.append(eqn)
-        owner[eqn.out] = group
-    flush({p.out for p in pending})
-    for group in list(open_groups.values()):
-        close(group)
-    return items
+        made_by[eqn.out] = group
+        if eqn.prim.kind == "reduction":
+            reductions.add(eqn.out)
+    return _topological(nodes, needs)
 
 
-def _is_reduction(var, group):
-    return any(e.out is var and e.prim.kind == "reduction" for e in group.eqns)
+def _topological(nodes, needs):
+    """The nodes in an order where each follows what it needs, else in creation order."""
+    order, done = [], set()
+    remaining = list(nodes)
+    while remaining:
+        i = next(i for i, node in enumerate(remaining) if needs[node] <= done)
+        done.add(remaining[i])
+        order.append(remaining.pop(i))
+    return order
