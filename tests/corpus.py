@@ -16,7 +16,7 @@ import numpy as np
 
 import srcxform as tf
 
-# ----- data -----
+# ----- data, and the Case record -----
 
 _rng = np.random.default_rng(20240601)
 
@@ -60,7 +60,8 @@ class Case:
     fd: whether central differences must match (False where the gradient is defined to
     differ from the derivative: stop_gradient, a custom gradient that clips).
     fd_rtol, fd_atol, eps: the finite-difference comparison.
-    xfail: {test name: reason} for known failures of this case in that test.
+    xfail: {test: reason} for known failures of this case, test one of "eager_fd",
+    "compiled", "compiled_fd", "interpreted" (tests/test_compiled.py); strict.
     """
 
     name: str
@@ -85,6 +86,121 @@ def case(*args, wrt=0, **options):
         return fn
 
     return register
+
+
+# ----- the references: eager tape and central differences, on nested structures -----
+
+RTOL = 1e-10  # compiled against eager: float rounding only
+ATOL = 1e-12
+
+_STATIC = (bool, int, str, type(None))
+
+
+def _is_static(leaf):
+    return isinstance(leaf, _STATIC) and not isinstance(leaf, np.generic)
+
+
+def _map(fn, tree):
+    if isinstance(tree, dict):
+        return {k: _map(fn, tree[k]) for k in sorted(tree)}
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(_map(fn, t) for t in tree)
+    return fn(tree)
+
+
+def tree_leaves(tree):
+    out = []
+    _map(out.append, tree)
+    return out
+
+
+def tree_structure(tree):
+    """The container skeleton: types and keys, leaves as '*'."""
+    if isinstance(tree, dict):
+        return ("dict", tuple((k, tree_structure(tree[k])) for k in sorted(tree)))
+    if isinstance(tree, (list, tuple)):
+        return (type(tree).__name__, tuple(tree_structure(t) for t in tree))
+    return "*"
+
+
+def _replace_leaf(tree, index, value):
+    """`tree` with its index-th leaf replaced."""
+    counter = iter(range(1 << 30))
+    return _map(lambda leaf: value if next(counter) == index else leaf, tree)
+
+
+def _to_eager(tree):
+    """Arrays and Python floats as float64 (or integer) Tensors; static leaves untouched."""
+    def convert(leaf):
+        if _is_static(leaf):
+            return leaf
+        if isinstance(leaf, float):
+            return tf.constant(np.float64(leaf))
+        return tf.constant(np.asarray(leaf))
+    return _map(convert, tree)
+
+
+def _numpy(tree):
+    return _map(lambda leaf: np.asarray(leaf, dtype=np.float64), tree)
+
+
+def wrt_positions(wrt):
+    return (wrt,) if isinstance(wrt, int) else tuple(wrt)
+
+
+def assert_trees_close(actual, expected, rtol=RTOL, atol=ATOL, what=""):
+    """Same structure, same shapes, values equal to tolerance, leaf by leaf."""
+    assert tree_structure(actual) == tree_structure(expected), \
+        f"{what}: structure {tree_structure(actual)} != {tree_structure(expected)}"
+    for k, (a, e) in enumerate(zip(tree_leaves(actual), tree_leaves(expected))):
+        a, e = np.asarray(a, np.float64), np.asarray(e, np.float64)
+        assert a.shape == e.shape, f"{what} leaf {k}: shape {a.shape} != {e.shape}"
+        np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, err_msg=f"{what} leaf {k}")
+
+
+def eager_value_and_grad(fn, args, wrt):
+    """The reference: GradientTape over float64 Tensors, unconnected gradients as zeros."""
+    args = [_to_eager(a) for a in args]
+    sources = [args[p] for p in wrt_positions(wrt)]
+    with tf.GradientTape() as tape:
+        tape.watch(sources)
+        out = fn(*args)
+    grads = tape.gradient(out, sources, unconnected_gradients="zero")
+    grads = grads[0] if isinstance(wrt, int) else tuple(grads)
+    return np.asarray(out, np.float64), _numpy(grads)
+
+
+def numeric_grad(fn, args, wrt, eps):
+    """Central differences of sum(fn(*args)) wrt every leaf of the wrt arguments."""
+    def value(call_args):
+        out = fn(*[_to_eager(a) for a in call_args])
+        return float(np.sum(np.asarray(out, np.float64)))
+
+    grads = []
+    for p in wrt_positions(wrt):
+        leaves = tree_leaves(args[p])
+        found = []
+        for j, leaf in enumerate(leaves):
+            base = np.asarray(leaf, np.float64)
+            grad = np.zeros(base.shape)
+            for k in range(base.size):
+                moved = []
+                for sign in (1.0, -1.0):
+                    x = base.copy()
+                    x.flat[k] += sign * eps
+                    new = float(x) if isinstance(leaf, float) else x
+                    call_args = list(args)
+                    call_args[p] = _replace_leaf(args[p], j, new)
+                    moved.append(value(call_args))
+                grad.flat[k] = (moved[0] - moved[1]) / (2 * eps)
+            found.append(grad)
+        grads.append(_replace_all(args[p], found))
+    return grads[0] if isinstance(wrt, int) else tuple(grads)
+
+
+def _replace_all(tree, leaves):
+    it = iter(leaves)
+    return _map(lambda _: next(it), tree)
 
 
 # ----- classic objectives -----
@@ -318,7 +434,15 @@ def reductions_axis_keepdims(x):
     b = tf.reduce_max(x, axis=-1)
     c = tf.reduce_min(x, axis=(0, 2), keepdims=True)
     d = tf.reduce_prod(1.0 + 0.1 * x, axis=0)
-    return tf.reduce_sum(a * c[0, :, 0]) + tf.reduce_sum(b * b) + tf.reduce_sum(d)
+    return tf.reduce_sum(a * tf.reshape(c, (-1,))) + tf.reduce_sum(b * b) + tf.reduce_sum(d)
+
+
+@case(_normal(2, 3, 4))
+def kept_axis_int_index(x):
+    """An int index into a keepdims axis: c[0, :, 0] of a (1, 3, 1) reduction. (The fused
+    adjoint once wrote the embedded gradient only where the broadcast loop index was 0.)"""
+    c = tf.reduce_sum(x, axis=(0, 2), keepdims=True)
+    return tf.reduce_sum(c[0, :, 0] ** 2)
 
 
 @case(_normal(4, 5), _uniform(0.5, 1.5, 5), _normal(5), wrt=(0, 1, 2))
@@ -546,6 +670,18 @@ def inner_tape_gradient_norm(x):
     with tf.GradientTape() as tape:
         tape.watch(x)
         y = tf.reduce_sum(tf.sin(x) * x)
+    g = tape.gradient(y, x)
+    return tf.reduce_sum(g * g)
+
+
+@case(_normal(4))
+def inner_tape_scalar_broadcast(x):
+    """A gradient penalty where a reduced scalar multiplies x: the second-order adjoint
+    needs the adjoint of the first-order sum-to-shape (wrong before b2074db, when that
+    sum was a (1,) array indexed by [0])."""
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.reduce_sum(tf.reduce_sum(x) * tf.sin(x))
     g = tape.gradient(y, x)
     return tf.reduce_sum(g * g)
 

@@ -166,11 +166,12 @@ class _Lowering:
         """atom's element at the index expressions `exprs` (one per axis)."""
         if isinstance(atom, Lit):
             return self.lit(atom, dtype)
+        # A dim of 1 meets a larger loop dim by broadcasting: it reads index 0.
+        exprs = [ast.Constant(0) if _is_one(d) else e for d, e in zip(atom.aval.shape, exprs)]
         if atom in self.virtual:
             return self.embedded(self.producers[atom], exprs, dtype)
         if not atom.aval.shape:
             return _name(self.namer(atom))
-        exprs = [ast.Constant(0) if _is_one(d) else e for d, e in zip(atom.aval.shape, exprs)]
         target = ast.Tuple(exprs, ast.Load()) if len(exprs) > 1 else exprs[0]
         return ast.Subscript(_name(self.namer(atom)), target, ast.Load())
 
