@@ -36,6 +36,11 @@ class Value:
     def ndim(self):
         return len(self.aval.shape)
 
+    @property
+    def T(self):
+        """The axes reversed, as NumPy's `.T` (TensorFlow has no `.T`; NumPy code does)."""
+        return _ops.transpose(self)
+
     # ----- arithmetic -----
     def __add__(self, other):
         return _ops.add(self, other)

@@ -137,6 +137,10 @@ class Trace:
             return Lit(value.dim, value.aval)
         if array.ndim == 0:
             return Lit(array.item(), value.aval)
+        # One input per constant array, however often the function uses it.
+        for var, known in self.consts:
+            if known is array:
+                return var
         var = Var(value.aval)
         self.consts.append((var, array))
         return var
