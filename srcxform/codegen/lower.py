@@ -12,6 +12,7 @@ import astor
 
 from srcxform import __version__
 from srcxform.codegen.exprs import Sizes, dtype_ast, fill, literal, param_ast, reduction_init
+from srcxform.codegen.placement import place
 from srcxform.aval import slice_bounds
 from srcxform.dims import expr_of
 from srcxform.dtypes import promote
@@ -46,12 +47,9 @@ class _Lowering:
                     self.consumers.setdefault(a, set()).add(eqn)
         self.outputs = {a for a in program.outs if isinstance(a, Var)}
         self.producers = {eqn.out: eqn for eqn in program.eqns}
-        # Embeds read only by loop groups are never built: their readers load the embedded
-        # value where it lies and zero elsewhere (gather form, no zeroed array).
-        self.virtual = {eqn.out for eqn in program.eqns if eqn.prim.embeds
-                        and eqn.out not in self.outputs and _unit_steps(eqn.kwargs["index"])
-                        and all(c.prim.kind in ("elementwise", "reduction")
-                                for c in self.consumers.get(eqn.out, ()))}
+        self.items = schedule(program)
+        self.placement = place(program, self.items)
+        self.virtual = self.placement.virtual
 
     # ----- output -----
     def line(self, indent, text):
@@ -68,9 +66,9 @@ class _Lowering:
 
     def header(self, eqn, indent):
         self.section(eqn, indent)
-        if eqn.origin and eqn.origin != self.last_origin:
+        if eqn.origin and (eqn.origin, eqn.adjoint) != self.last_origin:
             self.line(indent, "# " + ("grad of " if eqn.adjoint else "") + where(eqn.origin))
-            self.last_origin = eqn.origin
+            self.last_origin = (eqn.origin, eqn.adjoint)
 
     # ----- atoms -----
     def lit(self, atom, dtype=None):
@@ -113,7 +111,7 @@ class _Lowering:
         scalar_names = {}
         looped = any(index)
         before, body = [], []
-        for e in group.eqns:
+        for e in self._live(group):
             name = self.namer(e.out)
             if e.prim.kind == "reduction":
                 before_stmt, body_stmt = self.reduction(e, name, index, scalar_names)
@@ -124,8 +122,7 @@ class _Lowering:
             value = self.elementwise(e, index, scalar_names)
             body.append((e, ast.Assign([ast.Name(local, ast.Store())], value)))
             scalar_names[e.out] = local
-            if domain and (self.consumers.get(e.out, set()) - set(group.eqns)
-                           or e.out in self.outputs):
+            if domain and e.out in self.placement.arrays:
                 before.append(ast.Assign(
                     [ast.Name(name, ast.Store())],
                     ast.Call(ast.Attribute(_name("np"), "empty", ast.Load()),
@@ -146,6 +143,17 @@ class _Lowering:
             if e is not None:
                 self.header(e, indent if looped else 1)
             self.stmt(indent, node)
+
+    def _live(self, group):
+        """The group's equations that something needs: a reduction, a stored array, or a
+        scalar that a live member reads (a value other loops recompute is not needed)."""
+        live = set()
+        for e in reversed(group.eqns):
+            if (e.prim.kind == "reduction" or e.out in self.placement.arrays
+                    or not group.domain or e.out in live):
+                live.update(a for a in e.ins if isinstance(a, Var))
+                live.add(e.out)
+        return [e for e in group.eqns if e.out in live]
 
     def _store(self, name, index, ctx=ast.Store):
         idx = [ast.Constant(0) if i is None else _name(i) for i in index]
@@ -170,6 +178,8 @@ class _Lowering:
         exprs = [ast.Constant(0) if _is_one(d) else e for d, e in zip(atom.aval.shape, exprs)]
         if atom in self.virtual:
             return self.embedded(self.producers[atom], exprs, dtype)
+        if atom in self.placement.recomputed:
+            return self.expression(self.producers[atom], exprs, {})
         if not atom.aval.shape:
             return _name(self.namer(atom))
         target = ast.Tuple(exprs, ast.Load()) if len(exprs) > 1 else exprs[0]
@@ -203,12 +213,22 @@ class _Lowering:
         return ast.IfExp(test, value, literal(0, eqn.out.aval.dtype))
 
     def elementwise(self, e, index, scalar_names):
+        exprs = [ast.Constant(0) if i is None else _name(i) for i in index]
+        return self.expression(e, exprs, scalar_names)
+
+    def expression(self, e, exprs, scalar_names):
+        """An elementwise equation's value at the index `exprs` of its output's axes: its
+        template, each input loaded (or recomputed) at its own axes."""
         prim = e.prim
         operands = [a.aval for n, a in zip(prim.arg_names, e.ins) if n != "c"]
         compute = promote(operands)[0] if operands else e.out.aval.dtype
         names = {k: param_ast(v, self.sizes) for k, v in e.params}
         for n, a in zip(prim.arg_names, e.ins):
-            names[n] = self.load(a, index, scalar_names, compute if n != "c" else None)
+            dtype = compute if n != "c" else None
+            if isinstance(a, Var) and a in scalar_names:
+                names[n] = _name(scalar_names[a])
+            else:
+                names[n] = self.load_at(a, exprs[len(exprs) - len(a.aval.shape):], dtype)
         return fill(prim.template, names, literal_dtype=compute)
 
     def reduction(self, e, name, index, scalar_names):
@@ -237,7 +257,7 @@ class _Lowering:
 
     # ----- the function -----
     def function(self, func_name, doc):
-        for item in schedule(self.program):
+        for item in self.items:
             if isinstance(item, LoopGroup):
                 self.group(item)
             else:
@@ -260,10 +280,6 @@ class _Lowering:
 
 def _is_one(d):
     return d == 1 and not hasattr(d, "expr")
-
-
-def _unit_steps(index):
-    return all(getattr(item, "step", None) in (None, 1) for item in index)
 
 
 def _independent_outer_loop(group, index):

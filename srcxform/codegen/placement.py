@@ -1,0 +1,66 @@
+"""Where the values of loop groups live: a scalar inside their loop, an array, or
+recomputed where another loop reads them; and which embeds are never built.
+
+Recomputing cheap arithmetic where it is read (gather form) saves writing and reading
+back an array, which costs more than the arithmetic for large arrays. Transcendental
+functions are never recomputed: their cost is the reason to store them.
+"""
+
+import ast
+from dataclasses import dataclass
+
+from srcxform.ir import Var
+from srcxform.passes.fuse import LoopGroup
+
+_EXPENSIVE = {"exp", "log", "log1p", "expm1", "tanh", "sin", "cos", "tan", "sqrt"}
+_MAX_NODES = 48  # the size of an expression worth recomputing rather than storing
+
+
+@dataclass
+class Placement:
+    virtual: set  # embeds read only by loops: their readers load g where it lies, else 0
+    recomputed: set  # values other loops recompute from their inputs where they read them
+    arrays: set  # loop values stored in arrays, for readers that cannot recompute them
+
+
+def place(program, items):
+    groups = [item for item in items if isinstance(item, LoopGroup)]
+    group_of = {e.out: g for g in groups for e in g.eqns}
+    outputs = {a for a in program.outs if isinstance(a, Var)}
+    consumers = {}
+    for eqn in program.eqns:
+        for a in eqn.ins:
+            if isinstance(a, Var):
+                consumers.setdefault(a, []).append(eqn)
+    virtual = {eqn.out for eqn in program.eqns if eqn.prim.embeds and eqn.out not in outputs
+               and all(getattr(i, "step", None) in (None, 1) for i in eqn.kwargs["index"])
+               and all(c.out in group_of for c in consumers.get(eqn.out, ()))}
+    recomputed, size = set(), {}
+    for eqn in program.eqns:
+        v = eqn.out
+        inputs = [a for a in eqn.ins if isinstance(a, Var)]
+        if (v in group_of and eqn.prim.kind == "elementwise" and v.aval.shape
+                and v not in outputs and _cheap(eqn.prim.template)
+                and all(a not in group_of or a in recomputed or not a.aval.shape
+                        for a in inputs)):
+            size[v] = _nodes(eqn.prim.template) + sum(size.get(a, 0) for a in inputs)
+            if size[v] <= _MAX_NODES:
+                recomputed.add(v)
+    arrays = set()
+    for v, group in group_of.items():
+        if not v.aval.shape or v in arrays:
+            continue
+        readers = [c for c in consumers.get(v, ()) if group_of.get(c.out) is not group]
+        if v in outputs or any(not (c.out in group_of or c.out in virtual) for c in readers) \
+                or readers and v not in recomputed:
+            arrays.add(v)
+    return Placement(virtual, recomputed, arrays)
+
+
+def _cheap(template):
+    return not any(isinstance(node, ast.Attribute) and node.attr in _EXPENSIVE
+                   for node in ast.walk(template))
+
+
+def _nodes(template):
+    return sum(1 for _ in ast.walk(template))
