@@ -108,10 +108,13 @@ class _Lowering:
         domain = group.domain
         index = [None if d == 1 and not hasattr(d, "expr") else f"i{p}"
                  for p, d in enumerate(domain)]
+        members = self._live(group)
+        if not members:  # every value is recomputed where it is read
+            return
         scalar_names = {}
         looped = any(index)
         before, body = [], []
-        for e in self._live(group):
+        for e in members:
             name = self.namer(e.out)
             if e.prim.kind == "reduction":
                 before_stmt, body_stmt = self.reduction(e, name, index, scalar_names)
