@@ -11,14 +11,15 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("sklearn")
-pytest.importorskip("matplotlib")
-pytest.importorskip("tqdm")
+def _needs_examples_extra():
+    for name in ("sklearn", "matplotlib", "tqdm"):
+        pytest.importorskip(name)
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def run_example(name, tmp_path, *flags):
+    _needs_examples_extra()
     out = tmp_path / f"{name}.png"
     result = subprocess.run(
         [sys.executable, str(EXAMPLES / f"{name}.py"), "--out", str(out), "--no-progress",
@@ -49,3 +50,10 @@ def test_mlp_digits_reaches_95_percent(tmp_path):
     # The full data set with the defaults; training itself takes about a second compiled.
     accuracy, text = run_example("mlp_digits", tmp_path, "--timing-steps", "20")
     assert accuracy >= 0.95, text
+
+
+def test_numba_loop_gives_the_python_loops_parameters():
+    result = subprocess.run([sys.executable, str(EXAMPLES / "numba_loop.py"), "--steps", "50"],
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "largest difference between the two loops' parameters: 0\n" in result.stdout
