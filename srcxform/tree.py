@@ -1,7 +1,8 @@
 """Nested structures: flatten tuples, lists and dicts to leaves and back.
 
 Dict keys are visited in sorted order (as tf.nest and JAX do), so a structure's leaves
-are deterministic; a dict is rebuilt in its own key order (as tf.nest does). TreeDefs are hashable: they key the kernel cache.
+are deterministic; a dict is rebuilt in its own key order (as tf.nest does). TreeDefs are
+hashable: they key the kernel cache.
 """
 
 from dataclasses import dataclass
