@@ -191,13 +191,16 @@ class Differentiable:
                 flat += result_leaves
                 trees.append(tree)
             program = trace.program(flat + [value for _, value in writes])
-        if os.environ.get("SRCXFORM_CHECK"):
+        check, dump = os.environ.get("SRCXFORM_CHECK"), os.environ.get("SRCXFORM_DUMP", "")
+        if check:
             program.check()
-        program = optimize(program, check=bool(os.environ.get("SRCXFORM_CHECK")))
+        if "ir" in dump:
+            print(f"# traced\n{program}\n")
+        program = optimize(program, check=bool(check))
         func_name = f"{name}__{mode}"
         doc = f"srcxform: {name}({', '.join(a.aval.short() for a in program.ins)}) -> {mode}"
         source = generate(program, func_name, doc, parallel=self.parallel)
-        if "source" in os.environ.get("SRCXFORM_DUMP", ""):
+        if "source" in dump:
             print(source)
         fn = backend.load(source, func_name, parallel=self.parallel)
         # A Variable passed as an argument is found by its position at each call; one the
