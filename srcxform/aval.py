@@ -36,9 +36,6 @@ class Aval:
         name = _SHORT_DTYPE.get(self.dtype.name, self.dtype.name)
         return f"{name}[{dims}]" + ("~" if self.weak else "")
 
-    def strong(self, dtype=None):
-        return Aval(self.shape, np.dtype(dtype) if dtype is not None else self.dtype)
-
 
 def same_shape(a, b):
     """Whether two shapes are the same, comparing traced sizes by expression: a decision

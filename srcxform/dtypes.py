@@ -35,10 +35,6 @@ def settled(dtype):
     return {"f": float32, "i": int32, "u": int32, "b": bool_}.get(np.dtype(dtype).kind, dtype)
 
 
-def is_float(dtype):
-    return np.dtype(dtype).kind == "f"
-
-
 def promote(avals):
     """The common dtype of some avals, weak ones taking the strong ones' dtype (NEP 50)."""
     strong = [a.dtype for a in avals if not a.weak]

@@ -57,8 +57,3 @@ def shape_error(message):
     """A ShapeError for a check made outside a shape rule (a wrapper's own argument check),
     ending with the user's line as the shape rules' errors do."""
     return ShapeError(f"{message}\n  at {where()}")
-
-
-def describe(aval):
-    """`f32[2,3]`: the short form of an abstract value used in messages and the IR."""
-    return aval.short()
