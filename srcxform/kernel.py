@@ -142,7 +142,7 @@ class _EntryWriter:
             value = f"{name}._value" if isinstance(leaf, (Tensor, Variable)) else name
             tests += [f"{value}.ndim != {array.ndim}",
                       f"{value}.dtype.num != {array.dtype.num}"]
-            tests += [f"({value}.shape[{a}] == 1) is not {d == 1}"
+            tests += [f"{value}.shape[{a}] {'!=' if d == 1 else '=='} 1"
                       for a, d in enumerate(array.shape)]
         self.checks.append(" or ".join(tests))
 
@@ -195,9 +195,12 @@ def _build_entry(kernel, form, args):
     for child in kernel.out_trees[1].children if len(kernel.out_trees) > 1 else ():
         grads.append(_render_tree(child, results[offset:offset + child.num_leaves]))
         offset += child.num_leaves
-    body = ["def entry(" + ", ".join(f"a{i}" for i in range(len(args))) + "):", "    try:"]
-    body += [f"        {line}" for line in w.unpack] or ["        pass"]
-    body += ["    except (KeyError, IndexError, TypeError):", "        return MISS"]
+    body = ["def entry(" + ", ".join(f"a{i}" for i in range(len(args))) + "):"]
+    if any("[" in line for line in w.unpack):  # unpacking containers can fail
+        body += ["    try:"] + [f"        {line}" for line in w.unpack]
+        body += ["    except (KeyError, IndexError, TypeError):", "        return MISS"]
+    else:
+        body += [f"    {line}" for line in w.unpack]
     body += [f"    if {test}: return MISS" for test in w.checks]
     body += [f"    {line}" for _, line in sorted(sizes.items())]
     body += [f"    if {test}: return MISS" for test in guards]
