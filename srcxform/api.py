@@ -2,12 +2,14 @@
 
 A Differentiable traces its function once per signature (array ndim, dtype and which
 dims are 1, plus static values), optimizes the IR, generates one Python function and
-compiles it; a warm call is: flatten, one lookup, one kernel call, unflatten.
+compiles it; a warm call is the kernel's generated entry: check the arguments still fit,
+one kernel call, build the results (kernel.py).
 """
 
 import functools
 import inspect
 import os
+import weakref
 from collections import namedtuple
 
 import numpy as np
@@ -79,12 +81,21 @@ class Differentiable:
         self._kernels = {}
         self._entries = {"value": [], "grad": [], "value_and_grad": []}
         self._hits = self._misses = 0
+        self._bound = weakref.WeakKeyDictionary()
 
     def __repr__(self):
         return f"<srcxform.differentiable {getattr(self.fn, '__qualname__', self.fn)}>"
 
     def __get__(self, obj, objtype=None):
-        return self if obj is None else functools.partial(self, obj)
+        """A method decorated in a class body: each instance gets its own compiled method
+        (the instance is not an argument the kernel could take)."""
+        if obj is None:
+            return self
+        bound = self._bound.get(obj)
+        if bound is None:
+            bound = self._bound[obj] = Differentiable(self.fn.__get__(obj, objtype), self.wrt,
+                                                      self.parallel)
+        return bound
 
     # ----- public calls -----
     __call__ = _warm_call("value", "The function's value at args, computed by its kernel.")

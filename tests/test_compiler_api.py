@@ -204,3 +204,19 @@ def test_the_kernel_runs_a_whole_training_loop_inside_njit():
     for _ in range(30):
         expected = expected - 0.1 * f.grad(expected, X, y)
     np.testing.assert_allclose(w, expected, rtol=1e-12)
+
+
+def test_a_method_decorated_in_a_class_body_compiles_per_instance():
+    class Model:
+        def __init__(self, scale):
+            self.w = tf.Variable(np.full(3, scale))
+
+        @tf.differentiable
+        def loss(self, x):
+            return tf.reduce_sum(self.w * x)
+
+    a, b = Model(1.0), Model(2.0)
+    x = np.arange(3.0)
+    assert a.loss(x) == 3.0 and b.loss(x) == 6.0
+    np.testing.assert_allclose(b.loss.grad(x), np.full(3, 2.0))
+    assert a.loss is a.loss and a.loss.cache_info().kernels == 1
