@@ -5,14 +5,7 @@ import numpy as np
 import pytest
 
 import srcxform as tf
-
-
-def _eq(t, expected, dtype=None):
-    assert isinstance(t, tf.Tensor)
-    np.testing.assert_array_equal(t.numpy(), np.asarray(expected))
-    assert t.shape == np.shape(expected)
-    if dtype is not None:
-        assert t.dtype == dtype
+from helpers import assert_tensor_equal as _eq
 
 
 # ----- watching -----
