@@ -14,11 +14,11 @@ step against a compiled one, and saves the loss curve as a PNG.
 """
 
 import argparse
-import time
 
 import numpy as np
 
 import srcxform as tf
+from _training import print_results, save_loss_curve, train_and_compare  # examples/_training.py
 
 
 def parse_args(argv=None):
@@ -86,19 +86,8 @@ class MLP:
         return float(np.mean(np.argmax(np.asarray(self.logits(X)), axis=1) == y))
 
 
-def batches(n, batch_size, rng):
-    order = rng.permutation(n)
-    return [order[i:i + batch_size] for i in range(0, n, batch_size)]
-
-
 def main(argv=None):
     args = parse_args(argv)
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from tqdm import tqdm
-
     X_train, y_train, X_test, y_test = load_data(args.subset, args.seed)
     labels = one_hot(y_train)
     print(f"digits: {len(X_train)} training and {len(X_test)} test images of "
@@ -112,51 +101,15 @@ def main(argv=None):
 
     # The same model trained eagerly, over the same first batches, for the comparison.
     eager = new_model()
-    plan = [b for epoch in range(args.epochs)
-            for b in batches(len(X_train), args.batch_size, np.random.default_rng(
-                [args.seed, epoch]))]
-    timing = min(args.timing_steps, len(plan))
-    start = time.perf_counter()
-    for idx in plan[:timing]:
-        eager.train_step(X_train[idx], labels[idx])
-    eager_step = (time.perf_counter() - start) / timing
 
-    losses, compiled_time, steps_per_epoch = [], 0.0, -(-len(X_train) // args.batch_size)
-    progress = tqdm(range(args.epochs), desc="training", unit="epoch", disable=args.no_progress)
-    step = 0
-    for epoch in progress:
-        epoch_losses = []
-        for idx in plan[epoch * steps_per_epoch:(epoch + 1) * steps_per_epoch]:
-            start = time.perf_counter()
-            loss = train_step(X_train[idx], labels[idx])
-            elapsed = time.perf_counter() - start
-            if step == 0:
-                first_call = elapsed  # tracing and compiling, once
-            else:
-                compiled_time += elapsed
-            step += 1
-            epoch_losses.append(float(loss))
-            if step == timing:
-                gap = max(np.abs(model.params[layer][k].numpy() - eager.params[layer][k].numpy())
-                          .max() for layer in model.params for k in ("w", "b"))
-        losses.append(float(np.mean(epoch_losses)))
-        progress.set_postfix(loss=f"{losses[-1]:.4f}")
-    compiled_step = compiled_time / max(step - 1, 1)
+    def gap():  # how far the two models' parameters differ
+        return max(np.abs(model.params[layer][k].numpy() - eager.params[layer][k].numpy())
+                   .max() for layer in model.params for k in ("w", "b"))
 
-    print(f"test accuracy: {model.accuracy(X_test, y_test):.2%} "
-          f"(train {model.accuracy(X_train, y_train):.2%})")
-    print(f"eager step: {eager_step * 1e3:.3f} ms; compiled step: {compiled_step * 1e3:.3f} ms "
-          f"({eager_step / compiled_step:.0f}x faster; the first call traced and compiled in "
-          f"{first_call:.1f} s)")
-    print(f"eager and compiled parameters after {timing} steps differ by at most {gap:.1e}")
-
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot(np.arange(1, len(losses) + 1), losses)
-    ax.set(xlabel="epoch", ylabel="mean training loss", yscale="log",
-           title="Two-layer perceptron, digits (srcxform, Adam)")
-    fig.tight_layout()
-    fig.savefig(args.out, dpi=100)
-    print(f"loss curve saved to {args.out}")
+    result = train_and_compare(train_step, eager.train_step, X_train, labels, args, gap)
+    print_results(result, model.accuracy(X_test, y_test), model.accuracy(X_train, y_train),
+                  "parameters")
+    save_loss_curve(result.losses, "Two-layer perceptron, digits (srcxform, Adam)", args.out)
     return model
 
 
