@@ -54,7 +54,15 @@ def load(source, func_name, jit=None, parallel=False):
     fn = getattr(module, func_name)
     if not (jit_enabled() if jit is None else jit):
         return fn
-    return Compiled(fn, source, parallel)
+    # One dispatcher per generated function and process: another Differentiable that
+    # generates the same source reuses its compiled code.
+    key = (module_name, parallel)
+    if key not in _COMPILED:
+        _COMPILED[key] = Compiled(fn, source, parallel)
+    return _COMPILED[key]
+
+
+_COMPILED = {}
 
 
 def jit_function(fn):

@@ -2,7 +2,6 @@
 params, and template substitution. Knows no primitive by name."""
 
 import ast
-import copy
 import math
 
 import numpy as np
@@ -81,6 +80,15 @@ def param_ast(value, sizes):
     return ast.Constant(value)
 
 
+def _copy(node):
+    """A copy of an AST (copy.deepcopy's generality costs most of code generation's time)."""
+    if isinstance(node, list):
+        return [_copy(n) for n in node]
+    if not isinstance(node, ast.AST):
+        return node
+    return type(node)(**{f: _copy(getattr(node, f)) for f in node._fields if hasattr(node, f)})
+
+
 def _literal_number(node):
     """The number in `2` or `np.float64(2.0)`, else None."""
     if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
@@ -103,7 +111,7 @@ def fill(template, names, literal_dtype=None):
 
     class Filler(ast.NodeTransformer):
         def visit_Name(self, node):
-            return copy.deepcopy(names[node.id]) if node.id in names else node
+            return _copy(names[node.id]) if node.id in names else node
 
         def visit_Subscript(self, node):
             self.generic_visit(node)
@@ -116,7 +124,7 @@ def fill(template, names, literal_dtype=None):
             self.generic_visit(node)
             if (isinstance(node.op, ast.Pow) and _literal_number(node.right) == 2
                     and isinstance(node.left, (ast.Name, ast.Subscript))):
-                return ast.BinOp(node.left, ast.Mult(), copy.deepcopy(node.left))
+                return ast.BinOp(node.left, ast.Mult(), _copy(node.left))
             return node
 
         def visit_Call(self, node):
@@ -134,4 +142,4 @@ def fill(template, names, literal_dtype=None):
                 return literal(node.value, literal_dtype)
             return node
 
-    return Filler().visit(copy.deepcopy(template))
+    return Filler().visit(_copy(template))
