@@ -80,7 +80,9 @@ is_finite_p = elementwise("is_finite", np.isfinite, "np.isfinite(x)", nondiff=Tr
 # ----- unary -----
 
 negative_p = elementwise("negative", np.negative, "-x", vjp=lambda g, out, x: (-g,))
-exp_p = elementwise("exp", np.exp, "np.exp(x)", float_only=True,
+# vecmath.exp and .tanh (in tanh, sigmoid, softplus): polynomials that vectorize, where
+# np.exp and np.tanh in a Numba loop are one libm call an element.
+exp_p = elementwise("exp", np.exp, "vecmath.exp(x)", float_only=True,
                     vjp=lambda g, out, x: (g * out,))
 log_p = elementwise("log", np.log, "np.log(x)", float_only=True, vjp=lambda g, out, x: (g / x,))
 log1p_p = elementwise("log1p", np.log1p, "np.log1p(x)", float_only=True,
@@ -95,14 +97,13 @@ cos_p = elementwise("cos", np.cos, "np.cos(x)", float_only=True,
                     vjp=lambda g, out, x: (-g * sin(x),))
 tan_p = elementwise("tan", np.tan, "np.tan(x)", float_only=True,
                     vjp=lambda g, out, x: (g * (1 + out * out),))
-# vecmath.tanh: a polynomial that vectorizes, where np.tanh is a libm call an element.
 tanh_p = elementwise("tanh", np.tanh, "vecmath.tanh(x)", float_only=True,
                      vjp=lambda g, out, x: (g * (1 - out * out),))
-sigmoid_p = elementwise("sigmoid", lambda x: 1 / (1 + np.exp(-x)), "1 / (1 + np.exp(-x))",
+sigmoid_p = elementwise("sigmoid", lambda x: 1 / (1 + np.exp(-x)), "1 / (1 + vecmath.exp(-x))",
                         float_only=True, vjp=lambda g, out, x: (g * out * (1 - out),))
 # log(1 + e^x) written so that neither branch overflows.
 softplus_p = elementwise("softplus", lambda x: np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0),
-                         "np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0)", float_only=True,
+                         "np.log1p(vecmath.exp(-np.abs(x))) + np.maximum(x, 0)", float_only=True,
                          vjp=lambda g, out, x: (g * sigmoid(x),))
 relu_p = elementwise("relu", lambda x: np.maximum(x, 0), "np.maximum(x, 0)",
                      vjp=lambda g, out, x: (where(x > 0, g, 0),))
