@@ -80,8 +80,9 @@ is_finite_p = elementwise("is_finite", np.isfinite, "np.isfinite(x)", nondiff=Tr
 # ----- unary -----
 
 negative_p = elementwise("negative", np.negative, "-x", vjp=lambda g, out, x: (-g,))
-# vecmath.exp and .tanh (in tanh, sigmoid, softplus): polynomials that vectorize, where
-# np.exp and np.tanh in a Numba loop are one libm call an element.
+# vecmath.exp and .tanh (in exp, tanh, sigmoid): polynomials that vectorize, where np.exp
+# and np.tanh in a Numba loop are one libm call an element. (softplus keeps libm's exp: its
+# log1p is a libm call, so its loops do not vectorize, and libm's exp is then faster.)
 exp_p = elementwise("exp", np.exp, "vecmath.exp(x)", float_only=True,
                     vjp=lambda g, out, x: (g * out,))
 log_p = elementwise("log", np.log, "np.log(x)", float_only=True, vjp=lambda g, out, x: (g / x,))
@@ -103,7 +104,7 @@ sigmoid_p = elementwise("sigmoid", lambda x: 1 / (1 + np.exp(-x)), "1 / (1 + vec
                         float_only=True, vjp=lambda g, out, x: (g * out * (1 - out),))
 # log(1 + e^x) written so that neither branch overflows.
 softplus_p = elementwise("softplus", lambda x: np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0),
-                         "np.log1p(vecmath.exp(-np.abs(x))) + np.maximum(x, 0)", float_only=True,
+                         "np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0)", float_only=True,
                          vjp=lambda g, out, x: (g * sigmoid(x),))
 relu_p = elementwise("relu", lambda x: np.maximum(x, 0), "np.maximum(x, 0)",
                      vjp=lambda g, out, x: (where(x > 0, g, 0),))
