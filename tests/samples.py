@@ -248,6 +248,7 @@ SAMPLES = {
     # ----- linear algebra -----
     "matmul": [Row("matmul", ((3, 4), (4, 2)), op=tf.matmul, label="2d"),
                Row("matmul", ((2, 3, 4), (1, 4, 2)), op=tf.matmul, label="batch-broadcast")],
+    "matvec": [Row("matvec", ((3, 4), (4,)), op=tf.matmul)],
 }
 
 COMPOSITES = [

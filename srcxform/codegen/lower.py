@@ -142,10 +142,11 @@ class _Lowering:
                 self.used_prange |= loop == "prange"
                 self.line(indent, f"for {index[p]} in {loop}({self.sizes.source(d)}):")
                 indent += 1
+        scalar_loop = not looped or any(e.prim.kind == "reduction" for e in members)
         for e, node in body:
             if e is not None:
                 self.header(e, indent if looped else 1)
-            self.stmt(indent, node)
+            self.stmt(indent, _libm_calls(node) if scalar_loop else node)
 
     def _live(self, group):
         """The group's equations that something needs: a reduction, a stored array, or a
@@ -279,6 +280,20 @@ class _Lowering:
         text += ["    " * i + t for i, t in self.lines]
         text.append("    return " + _source(ret).strip())
         return "\n".join(text) + "\n"
+
+
+def _libm_calls(node):
+    """node with vecmath.f(x) as np.f(x). vecmath's polynomials pay off only where LLVM
+    vectorizes the loop; a loop with a floating-point sum does not (without fastmath the
+    sum's order is fixed), and there one libm call is faster than the scalar polynomial."""
+
+    class Swap(ast.NodeTransformer):
+        def visit_Attribute(self, attr):
+            if isinstance(attr.value, ast.Name) and attr.value.id == "vecmath":
+                return ast.Attribute(_name("np"), attr.attr, ast.Load())
+            return self.generic_visit(attr)
+
+    return Swap().visit(node)
 
 
 def _is_one(d):

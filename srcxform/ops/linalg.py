@@ -34,9 +34,23 @@ def _swap(x):
     return transpose(x, tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2))
 
 
+def _matvec_shape(x, v):
+    if x.ndim != 2 or v.ndim != 1:
+        raise ValueError("the matvec primitive takes a matrix and a vector; matmul() batches")
+    if x.shape[1] != v.shape[0]:
+        raise ValueError(f"inner dimensions differ: {x.shape[1]} and {v.shape[0]}")
+    return Aval((x.shape[0],), np.result_type(x.dtype, v.dtype))
+
+
 # np.dot takes C- and Fortran-ordered operands (a transposed matrix) as they are.
 matmul_p = primitive("matmul", "opaque", np.matmul, _matmul_shape, "np.dot(x, y)",
                      vjp=lambda g, out, x, y: (matmul(g, _swap(y)), matmul(_swap(x), g)))
+
+
+# A matrix times a vector is BLAS's gemv, several times faster than a one-column gemm.
+matvec_p = primitive("matvec", "opaque", np.dot, _matvec_shape, "np.dot(x, v)",
+                     vjp=lambda g, out, x, v: (expand_dims(g, 1) * expand_dims(v, 0),
+                                               matvec_p.bind(_swap(x), g)))
 
 
 def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
@@ -52,6 +66,8 @@ def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
                           f"{y.aval.short()}")
     x2 = expand_dims(x, 0) if x.ndim == 1 else x
     y2 = expand_dims(y, -1) if y.ndim == 1 else y
+    if x.ndim + y.ndim == 3 and x2.shape[-1] == y2.shape[-2]:  # else matmul reports it
+        return matvec_p.bind(x, y) if y.ndim == 1 else matvec_p.bind(_swap(y), x)
     if x.ndim >= 2 and y.ndim >= 2:
         return _matmul(x2, y2)
     out = _matmul(x2, y2)
