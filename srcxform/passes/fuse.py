@@ -18,7 +18,6 @@ class LoopGroup:
     """Equations computed together in one loop nest over `domain`."""
 
     domain: tuple
-    adjoint: bool
     eqns: list = field(default_factory=list)
 
 
@@ -73,7 +72,7 @@ def schedule(program):
         group = next((g for g in reversed(groups_by_domain.get(key, []))
                       if not reaches(sources(eqn, g), g)), None)
         if group is None:
-            group = LoopGroup(domain, eqn.adjoint)
+            group = LoopGroup(domain)
             groups_by_domain.setdefault(key, []).append(group)
             nodes.append(group)
             needs[group] = set()
