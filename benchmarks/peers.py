@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 
-from benchmarks.workloads import Runner, System
+from benchmarks.workloads import Runner, System, tape_runner
 
 _MODULES = {"jax": "jax", "torch": "torch", "tensorflow": "tensorflow",
             "autograd": "autograd"}
@@ -192,35 +192,8 @@ def tf_build(wl, function):
     d = wl.data
     wrap = tf.function if function else (lambda f: f)
 
-    def rosenbrock(x):
-        return tf.reduce_sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
-
-    if wl.family in ("W1", "W3", "W6"):
-        x = tf.Variable(np.asarray(d["x"], np.float64))
-
-        @wrap
-        def call():
-            if wl.family == "W6":
-                with tf.GradientTape() as outer:
-                    with tf.GradientTape() as inner:
-                        y = x * x * x
-                    dy_dx = inner.gradient(y, x)
-                return outer.gradient(dy_dx, x)
-            with tf.GradientTape() as tape:
-                y = x**2 + 2 * x - 1 if wl.family == "W1" else rosenbrock(x)
-            return tape.gradient(y, x)
-
-        return Runner(call, lambda g: [g.numpy()])
-    if wl.family == "W2":
-        x, z = tf.Variable(d["x"]), tf.Variable(np.float64(d["z"]))
-
-        @wrap
-        def call():
-            with tf.GradientTape() as tape:
-                y = tf.reduce_sum(x * x + 2 * z)
-            return tape.gradient(y, [x, z])
-
-        return Runner(call, lambda r: [t.numpy() for t in r])
+    if wl.family in ("W1", "W2", "W3", "W6"):
+        return tape_runner(tf, wl, wrap)
     if wl.family == "W4":
         def loss(p, X, y):
             z = tf.linalg.matvec(X, p[0]) + p[1]

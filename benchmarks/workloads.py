@@ -336,32 +336,48 @@ def srcxform_nested_tapes(wl):
     return Runner(lambda: CUBE_D2_TAPES(x), lambda g: [g])
 
 
-def srcxform_eager(wl):
-    d = wl.data
-    if wl.family in ("W1", "W3", "W6"):
-        x = tf.Variable(np.asarray(d["x"], np.float64))
+def tape_runner(tape_module, wl, wrap=lambda f: f):
+    """W1, W2, W3 and W6 written once for the tape: `tape_module` is srcxform or
+    TensorFlow (the seeds' point: the same code runs on both); `wrap` may be tf.function.
+    None for the other workloads."""
+    tft, d = tape_module, wl.data
 
+    def rosenbrock_tape(x):
+        return tft.reduce_sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+    if wl.family in ("W1", "W3", "W6"):
+        x = tft.Variable(np.asarray(d["x"], np.float64))
+
+        @wrap
         def call():
             if wl.family == "W6":
-                with tf.GradientTape() as outer:
-                    with tf.GradientTape() as inner:
+                with tft.GradientTape() as outer:
+                    with tft.GradientTape() as inner:
                         y = x * x * x
                     dy_dx = inner.gradient(y, x)
                 return outer.gradient(dy_dx, x)
-            with tf.GradientTape() as tape:
-                y = x**2 + 2 * x - 1 if wl.family == "W1" else rosenbrock(x)
+            with tft.GradientTape() as tape:
+                y = x**2 + 2 * x - 1 if wl.family == "W1" else rosenbrock_tape(x)
             return tape.gradient(y, x)
 
         return Runner(call, lambda g: [g.numpy()])
     if wl.family == "W2":
-        x, z = tf.Variable(d["x"]), tf.Variable(np.float64(d["z"]))
+        x, z = tft.Variable(d["x"]), tft.Variable(np.float64(d["z"]))
 
+        @wrap
         def call():
-            with tf.GradientTape() as tape:
-                y = tf.reduce_sum(x * x + 2 * z)
+            with tft.GradientTape() as tape:
+                y = tft.reduce_sum(x * x + 2 * z)
             return tape.gradient(y, [x, z])
 
         return Runner(call, lambda g: [t.numpy() for t in g])
+    return None
+
+
+def srcxform_eager(wl):
+    d = wl.data
+    if wl.family in ("W1", "W2", "W3", "W6"):
+        return tape_runner(tf, wl)
     if wl.family in ("W4", "W5"):
         variables = [tf.Variable(p) for p in wl.params0()]
         loss_fn = logreg if wl.family == "W4" else mlp
