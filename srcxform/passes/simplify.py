@@ -27,6 +27,9 @@ def _replacement(eqn, producers):
     out = eqn.out.aval
     if eqn.prim.same_aval_is_identity and _same(eqn.ins[0].aval, out):
         return eqn.ins[0]
+    if eqn.prim.same_aval_is_identity and isinstance(eqn.ins[0], Lit) and not out.shape:
+        value = eqn.ins[0].value  # a cast of a literal (a size too: n0 as float64)
+        return Lit(value if isinstance(value, Dim) else np.asarray(value, out.dtype).item(), out)
     for literal, pos in eqn.prim.units:
         atom, other = eqn.ins[pos], eqn.ins[1 - pos]
         if isinstance(atom, Lit) and atom.value == literal and _same(other.aval, out):
