@@ -36,6 +36,8 @@ class _Lowering:
         self.parallel = parallel
         self.used_prange = False
         self.uses_vecmath = False
+        self.recomputing = None  # the loop nest being emitted
+        self.conditional = 0  # depth of conditional loads being built
         self.namer = Namer(program)
         self.sizes = Sizes()
         self.lines = []  # (indent, text)
@@ -117,15 +119,18 @@ class _Lowering:
         scalar_names = {}
         looped = any(index)
         before, body = [], []
+        self.recomputing = _Recomputing(index) if looped else None
         for e in members:
             name = self.namer(e.out)
             if e.prim.kind == "reduction":
                 before_stmt, body_stmt = self.reduction(e, name, index, scalar_names)
                 before.append(before_stmt)
+                body += self._recomputed_here()
                 body.append((e, body_stmt))
                 continue
             local = name + "_i" if domain else name
             value = self.elementwise(e, index, scalar_names)
+            body += self._recomputed_here()
             body.append((e, ast.Assign([ast.Name(local, ast.Store())], value)))
             scalar_names[e.out] = local
             if domain and e.out in self.placement.arrays:
@@ -186,7 +191,7 @@ class _Lowering:
         if atom in self.virtual:
             return self.embedded(self.producers[atom], exprs, dtype)
         if atom in self.placement.recomputed:
-            return self.expression(self.producers[atom], exprs, {})
+            return self.recompute(atom, exprs)
         if not atom.aval.shape:
             return _name(self.namer(atom))
         target = ast.Tuple(exprs, ast.Load()) if len(exprs) > 1 else exprs[0]
@@ -213,11 +218,35 @@ class _Lowering:
                 tests.append(ast.Compare(exprs[axis - 1], [ast.Lt()], [self.sizes.ast(stop)]))
             inner.append(i)
         inner += exprs[axis:]
+        self.conditional += 1  # g is read only where the test holds: nothing is hoisted
         value = self.load_at(eqn.ins[0], inner, dtype)
+        self.conditional -= 1
         if not tests:
             return value
         test = tests[0] if len(tests) == 1 else ast.BoolOp(ast.And(), tests)
         return ast.IfExp(test, value, literal(0, eqn.out.aval.dtype))
+
+    def recompute(self, atom, exprs):
+        """A value another loop computed, recomputed here: as a named temporary when it is
+        read at this loop's own index outside any condition, else inline."""
+        r = self.recomputing
+        at_loop_index = r is not None and not self.conditional and [
+            ast.dump(e) for e in exprs] == r.axes(len(exprs))
+        if at_loop_index and atom in r.names:
+            return _name(r.names[atom])
+        value = self.expression(self.producers[atom], exprs, {})
+        if not at_loop_index:
+            return value
+        r.names[atom] = local = self.namer(atom) + "_i"
+        r.statements.append((None, ast.Assign([ast.Name(local, ast.Store())], value)))
+        return _name(local)
+
+    def _recomputed_here(self):
+        """The temporaries recomputed for the statement about to be emitted."""
+        if self.recomputing is None:
+            return []
+        statements, self.recomputing.statements = self.recomputing.statements, []
+        return statements
 
     def elementwise(self, e, index, scalar_names):
         exprs = [ast.Constant(0) if i is None else _name(i) for i in index]
@@ -283,6 +312,17 @@ class _Lowering:
         text += ["    " * i + t for i, t in self.lines]
         text.append("    return " + _source(ret).strip())
         return "\n".join(text) + "\n"
+
+
+class _Recomputing:
+    """The values recomputed in one loop nest, named once at the loop's own index."""
+
+    def __init__(self, index):
+        self.index = [ast.dump(ast.Constant(0) if i is None else _name(i)) for i in index]
+        self.names, self.statements = {}, []
+
+    def axes(self, rank):
+        return self.index[len(self.index) - rank:] if rank else []
 
 
 def _libm_calls(node):
