@@ -169,8 +169,7 @@ def make(value, expr, symbols):
 def simplify(op, a, b):
     """Folds constants and the identities that shape rules produce (x*1, x+0, (x*k)//k)."""
     if isinstance(a, int) and isinstance(b, int):
-        return {"+": a + b, "-": a - b, "*": a * b, "//": a // b if b else 0, "%": a % b if b
-                else 0}[op]
+        return _apply(op, a, b)
     if op in "+-" and b == 0 or op in ("*", "//") and b == 1:
         return a
     if op in "+-" and isinstance(b, int) and b < 0:  # n + -1 is n - 1: one spelling a size
@@ -184,6 +183,15 @@ def simplify(op, a, b):
     if op == "//" and isinstance(a, tuple) and a[0] == "*" and a[2] == b:
         return a[1]
     return (op, a, b)
+
+
+_OPERATORS = {"+": operator.add, "-": operator.sub, "*": operator.mul,
+              "//": operator.floordiv, "%": operator.mod}
+
+
+def _apply(op, a, b):
+    """op applied to two ints (a division by zero gives 0: sizes are never divided by 0)."""
+    return 0 if op in ("//", "%") and not b else _OPERATORS[op](a, b)
 
 
 def render(expr, symbol_name):
@@ -202,8 +210,7 @@ def evaluate(expr, sizes):
     if expr[0] == "size":
         return sizes[expr[1]]
     a, b = evaluate(expr[1], sizes), evaluate(expr[2], sizes)
-    return {"+": a + b, "-": a - b, "*": a * b, "//": a // b if b else 0, "%": a % b if b
-            else 0}[expr[0]]
+    return _apply(expr[0], a, b)
 
 
 # ----- guards -----

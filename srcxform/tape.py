@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 
 from srcxform import ops, recording
+from srcxform.aval import size
 from srcxform.backprop import backprop
 from srcxform.tensor import Value, Variable, as_value
 from srcxform.tree import tree_flatten, tree_unflatten
@@ -180,7 +181,7 @@ def _gradient_for(source, grad, zero):
 
 def _one_hots(shape, broadcast_shape, dtype):
     """One weight per element of `shape`: 1 there, 0 elsewhere, broadcast to broadcast_shape."""
-    n = _num_elements(shape)
+    n = size(shape)
     eye = np.eye(n, dtype=dtype)
     return [ops.broadcast_to(ops.constant(eye[k].reshape(shape)), broadcast_shape)
             for k in range(n)]
@@ -198,9 +199,3 @@ def _stacked(rows, shape, source, zero, axis=0):
 def _unconnected_is_zero(option):
     return UnconnectedGradients(getattr(option, "value", option)) is UnconnectedGradients.ZERO
 
-
-def _num_elements(shape):
-    total = 1
-    for d in shape:
-        total *= d
-    return total

@@ -43,12 +43,6 @@ class _Lowering:
         self.lines = []  # (indent, text)
         self.last_origin = None
         self.in_adjoint = False
-        self.consumers = {}
-        for eqn in program.eqns:
-            for a in eqn.ins:
-                if isinstance(a, Var):
-                    self.consumers.setdefault(a, set()).add(eqn)
-        self.outputs = {a for a in program.outs if isinstance(a, Var)}
         self.producers = {eqn.out: eqn for eqn in program.eqns}
         self.items = schedule(program)
         self.placement = place(program, self.items)
@@ -111,8 +105,7 @@ class _Lowering:
     # ----- loop groups -----
     def group(self, group):
         domain = group.domain
-        index = [None if d == 1 and not hasattr(d, "expr") else f"i{p}"
-                 for p, d in enumerate(domain)]
+        index = [None if _is_one(d) else f"i{p}" for p, d in enumerate(domain)]
         members = self._live(group)
         if not members:  # every value is recomputed where it is read
             return

@@ -7,6 +7,7 @@ starting from `init`.
 
 import numpy as np
 
+from srcxform.aval import size
 from srcxform.ops.elementwise import cast, equal, exp, is_finite, log, stop_gradient, where
 from srcxform.ops.shape import broadcast_to, reshape
 from srcxform.primitive import reduce_params, reduction
@@ -87,9 +88,7 @@ def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
     """The mean over `axis`; integer inputs give an integer (truncated) mean, as TensorFlow."""
     x, params = reduce_params(input_tensor, axis, keepdims, "reduce_mean")
     total = reduce_sum_p.bind(x, **params)
-    count = 1
-    for i in params["axis"]:
-        count = count * x.shape[i]
+    count = size([x.shape[i] for i in params["axis"]])
     if x.dtype.kind == "f":
         return total / cast(count, x.dtype)
     return total // count

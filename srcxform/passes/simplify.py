@@ -11,7 +11,7 @@ program is in SSA form.
 
 import numpy as np
 
-from srcxform.aval import Aval, broadcast_shapes
+from srcxform.aval import Aval, broadcast_shapes, same_shape
 from srcxform.dims import Dim
 from srcxform.dtypes import promote
 from srcxform.ir import Eqn, Lit, Var
@@ -20,7 +20,7 @@ from srcxform.primitive import REGISTRY
 
 
 def _same(a, b):
-    return (tuple(map(str, a.shape)), a.dtype) == (tuple(map(str, b.shape)), b.dtype)
+    return same_shape(a.shape, b.shape) and a.dtype == b.dtype
 
 
 def _replacement(eqn, producers):
@@ -45,7 +45,7 @@ def _replacement(eqn, producers):
         return _folded(eqn, ins)
     if ins == list(eqn.ins):
         return None
-    if _same_shape(broadcast_shapes(*[a.aval.shape for a in ins]), out.shape):
+    if same_shape(broadcast_shapes(*[a.aval.shape for a in ins]), out.shape):
         return eqn.with_ins(ins)
     if all(not a.aval.shape for a in ins):
         return _hoisted(eqn, ins)
@@ -81,9 +81,6 @@ def _unbroadcast(atom, producers):
     eqn = producers.get(atom) if isinstance(atom, Var) else None
     return eqn.ins[0] if eqn is not None and eqn.prim.is_broadcast else atom
 
-
-def _same_shape(a, b):
-    return tuple(map(str, a)) == tuple(map(str, b))
 
 
 def run(program):
