@@ -131,9 +131,6 @@ class Differentiable:
     def _wrt_positions(self):
         return (self.wrt,) if isinstance(self.wrt, int) else tuple(self.wrt)
 
-    def _shape_grads(self, grads):
-        return grads[0] if isinstance(self.wrt, int) else tuple(grads)
-
     def _call(self, form, args, kwargs):
         """The slow path: inline under a tape or a trace; else find or compile the kernel
         for these arguments and make the entry that later calls take."""
@@ -152,9 +149,11 @@ class Differentiable:
         return result
 
     def _shape(self, form, results):
+        """Results of the general path shaped as the form returns them (kernel._result
+        writes the same rule into each generated entry)."""
         if form == "value":
             return results[0]
-        grads = self._shape_grads(results[1])
+        grads = results[1][0] if isinstance(self.wrt, int) else tuple(results[1])
         return grads if form == "grad" else (results[0], grads)
 
     def _inline(self, form, args, kwargs):

@@ -73,10 +73,9 @@ class Kernel:
     def entry(self, form, args):
         """The generated entry for positional calls like `args`; `form` says which results
         it returns: "value", "grad" or "value_and_grad" (with `wrt` an int or a tuple)."""
-        key = form
-        if key not in self.entries:
-            self.entries[key] = _build_entry(self, form, args)
-        return self.entries[key]
+        if form not in self.entries:
+            self.entries[form] = _build_entry(self, form, args)
+        return self.entries[form]
 
     def callable(self):
         """The kernel with its constants bound, taking the leaves and Variable values."""
