@@ -223,9 +223,8 @@ def test_slots_are_variables_created_lazily():
     assert len(opt.variables) == 4 and int(opt.iterations.numpy()) == 2
 
 
-def test_slots_created_while_tracing():
-    w = tf.Variable(np.ones(3))
-    opt = SGD(0.1, momentum=0.9)
+def _compiled_linear_step(w, opt):
+    """A compiled step of the loss sum(w * x), updating w with opt."""
 
     @tf.differentiable
     def step(x):
@@ -233,6 +232,14 @@ def test_slots_created_while_tracing():
             loss = tf.reduce_sum(w * x)
         opt.apply_gradients([(tape.gradient(loss, w), w)])
         return loss
+
+    return step
+
+
+def test_slots_created_while_tracing():
+    w = tf.Variable(np.ones(3))
+    opt = SGD(0.1, momentum=0.9)
+    step = _compiled_linear_step(w, opt)
 
     step(np.ones(3))
     step(np.ones(3))
@@ -245,13 +252,7 @@ def test_slots_created_while_tracing():
 def test_learning_rate_change_does_not_recompile():
     w = tf.Variable(np.zeros(2))
     opt = SGD(0.1)
-
-    @tf.differentiable
-    def step(x):
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_sum(w * x)
-        opt.apply_gradients([(tape.gradient(loss, w), w)])
-        return loss
+    step = _compiled_linear_step(w, opt)
 
     step(np.ones(2))
     opt.learning_rate = 0.5
