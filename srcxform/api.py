@@ -29,6 +29,8 @@ from srcxform.tree import tree_flatten, tree_unflatten
 
 CacheInfo = namedtuple("CacheInfo", "hits misses kernels")
 
+_FORMS = ("value", "grad", "value_and_grad")
+
 _STATIC = (bool, int, str, type(None))
 
 
@@ -53,23 +55,6 @@ def _signature(leaf):
                     "and None are accepted, in tuples, lists and dicts)")
 
 
-def _warm_call(form, doc):
-    """A public call of a Differentiable: the entries made for earlier calls like this one,
-    newest first, and the slow path when none fits (the whole warm path is here)."""
-
-    def call(self, *args, **kwargs):
-        if not (TRACES or ACTIVE or kwargs):
-            for entry in self._entries[form]:
-                result = entry(*args)
-                if result is not MISS:
-                    self._hits += 1
-                    return result
-        return self._call(form, args, kwargs)
-
-    call.__name__, call.__doc__ = "__call__" if form == "value" else form, doc
-    return call
-
-
 class Differentiable:
     """A function compiled with its gradient. See `differentiable`."""
 
@@ -79,7 +64,10 @@ class Differentiable:
         self.wrt = wrt
         self.parallel = parallel
         self._kernels = {}
-        self._entries = {"value": [], "grad": [], "value_and_grad": []}
+        # The warm path, per form: the newest generated entry, which passes a call it does
+        # not fit to the entry made before it, and the first one to the slow path.
+        self._warm = {form: functools.partial(self._slow, form) for form in _FORMS}
+        self._chained = set()  # (kernel, form) pairs with an entry in self._warm's chain
         self._hits = self._misses = 0
         self._bound = weakref.WeakKeyDictionary()
 
@@ -98,11 +86,18 @@ class Differentiable:
         return bound
 
     # ----- public calls -----
-    __call__ = _warm_call("value", "The function's value at args, computed by its kernel.")
-    value_and_grad = _warm_call("value_and_grad", "(value, gradient) of the function at args; "
-                                "the gradient is as `grad` gives it.")
-    grad = _warm_call("grad", "The gradient wrt `wrt`: one structure for an int wrt, a tuple "
-                      "for a tuple wrt.")
+    def __call__(self, *args, **kwargs):
+        """The function's value at args, computed by its kernel."""
+        return self._warm["value"](*args, **kwargs)
+
+    def grad(self, *args, **kwargs):
+        """The gradient wrt `wrt`: one structure for an int wrt, a tuple of them for a tuple
+        wrt."""
+        return self._warm["grad"](*args, **kwargs)
+
+    def value_and_grad(self, *args, **kwargs):
+        """(value, gradient) of the function at args; the gradient is as `grad` gives it."""
+        return self._warm["value_and_grad"](*args, **kwargs)
 
     def source(self, *args, **kwargs):
         """The generated fused forward-and-adjoint source for these arguments, as text."""
@@ -131,19 +126,21 @@ class Differentiable:
     def _wrt_positions(self):
         return (self.wrt,) if isinstance(self.wrt, int) else tuple(self.wrt)
 
-    def _call(self, form, args, kwargs):
+    def _slow(self, form, *args, **kwargs):
         """The slow path: inline under a tape or a trace; else find or compile the kernel
-        for these arguments and make the entry that later calls take."""
+        for these arguments, and put an entry for calls like this one in front of the warm
+        path."""
         if TRACES or ACTIVE and any(t._recording for t in ACTIVE):
             return self._inline(form, args, kwargs)
         mode = "value" if form == "value" else "value_and_grad"
         kernel, leaves = self._kernel(mode, args, kwargs)
         result = MISS
         if not kwargs:
-            entry = kernel.entry((form, isinstance(self.wrt, int)), args)
-            if entry not in self._entries[form]:
-                self._entries[form].insert(0, entry)
-            result = entry(*args)
+            shape = (form, isinstance(self.wrt, int))
+            if (kernel, form) not in self._chained:
+                self._chained.add((kernel, form))
+                self._warm[form] = kernel.entry(shape, args, self._warm[form], owner=self)
+            result = kernel.entry(shape, args)(*args)
         if result is MISS:  # the kernel fits, the entry's exact types do not (a Tensor for
             result = self._shape(form, kernel.run(kernel.arguments(leaves), leaves))  # an array)
         return result
@@ -209,7 +206,7 @@ class Differentiable:
         program = optimize(program, check=bool(check))
         func_name = f"{name}__{mode}"
         doc = f"srcxform: {name}({', '.join(a.aval.short() for a in program.ins)}) -> {mode}"
-        source = generate(program, func_name, doc, parallel=self.parallel)
+        source, buffers = generate(program, func_name, doc, parallel=self.parallel)
         if "source" in dump:
             print(source)
         fn = backend.load(source, func_name, parallel=self.parallel)
@@ -219,7 +216,7 @@ class Differentiable:
         variables = [position.get(id(v), v)
                      for v, _ in sorted(trace.variable_inputs(), key=lambda p: p[1])]
         writes = [position.get(id(v), v) for v, _ in writes]
-        return Kernel(fn, program, source, traced, variables, trees, writes,
+        return Kernel(fn, program, source, buffers, traced, variables, trees, writes,
                       guard_conditions(trace.guards))
 
 

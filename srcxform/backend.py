@@ -94,11 +94,13 @@ class Compiled:
         try:
             return self.dispatcher(*args)
         except Exception as err:
-            # Generated kernels cannot raise (no bounds checks, NumPy's error model), so
-            # whatever comes out of the dispatcher came from compiling: typing, lowering,
-            # or an attribute Numba does not know.
-            raise CompileError(_explain(err, self.source)) from err
+            raise self.error(err) from err
 
+    def error(self, err):
+        """What an exception out of the dispatcher means. Generated kernels cannot raise
+        (no bounds checks, NumPy's error model), so it came from compiling: typing,
+        lowering, or an attribute Numba does not know."""
+        return CompileError(_explain(err, self.source))
 
 
 def _line_naming(lines, message):

@@ -3,14 +3,16 @@ entry that calls it.
 
 The entry is a small Python function generated for the kernel: it checks that the
 arguments still fit the signature (types, ranks, dtypes, which dims are 1, guards),
-unpacks them, makes the one kernel call and shapes the results. It answers MISS when the
-arguments do not fit, and the caller then takes the slow path (flatten, look up, trace).
+unpacks them, allocates the output arrays the kernel fills, makes the one kernel call and
+shapes the results. A call it does not fit goes on to its fallback: the entry made before
+it, and in the end the slow path (flatten, look up, trace).
 """
 
 import numpy as np
 
 from srcxform import backend
-from srcxform.dims import evaluate, render
+from srcxform.dims import evaluate, expr_of, render
+from srcxform.recording import ACTIVE, TRACES
 from srcxform.tensor import Tensor, Variable
 from srcxform.tree import tree_flatten, tree_unflatten
 
@@ -29,10 +31,14 @@ def kernel_arg(leaf):
 class Kernel:
     """One compiled signature: the generated function and how to call it."""
 
-    def __init__(self, fn, program, source, traced, variables, out_trees, writes, guards):
+    def __init__(self, fn, program, source, buffers, traced, variables, out_trees, writes,
+                 guards):
         self.fn = fn
         self.program = program
         self.source = source
+        # Positions in program.outs of the outputs the kernel fills: arrays its caller
+        # allocates and passes after the inputs. It returns the other outputs, in order.
+        self.buffers = buffers
         self.traced = traced  # indices of the leaves the kernel takes, in order
         # Variables read (passed after the leaves) and assigned (their new values come
         # last): each a leaf index (a Variable argument) or the captured Variable itself.
@@ -43,7 +49,7 @@ class Kernel:
         self.guards = guards
         self.scalar_types = [a.aval.dtype.type if not a.aval.shape else None
                              for a in program.outs]
-        self.entries = {}
+        self.direct_entries = {}
 
     # ----- the general path (any call, keyword arguments too) -----
     def arguments(self, leaves):
@@ -51,14 +57,23 @@ class Kernel:
         args += [kernel_arg(_variable(v, leaves)) for v in self.variables]
         return args + self.consts
 
+    def sizes(self, args):
+        return [np.shape(args[i])[axis] for i, axis in self.program.sizes]
+
     def admits(self, args):
         """Whether the sizes of these arguments satisfy every guard of the trace."""
-        sizes = [np.shape(args[i])[axis] for i, axis in self.program.sizes]
+        sizes = self.sizes(args)
         holds = {">=": lambda v: v >= 0, "==": lambda v: v == 0, "!=": lambda v: v != 0}
         return all(holds[op](evaluate(expr, sizes)) for expr, op in self.guards)
 
     def run(self, args, leaves):
-        results = self.fn(*args)
+        sizes = self.sizes(args)
+        buffers = [np.empty([evaluate(expr_of(d), sizes) for d in out.aval.shape],
+                            out.aval.dtype) for out in self._buffer_outs()]
+        returned = iter(self.fn(*args, *buffers))
+        filled = dict(zip(self.buffers, buffers))
+        results = [filled[p] if p in filled else next(returned)
+                   for p in range(len(self.program.outs))]
         results = [t(r) if t is not None else r for t, r in zip(self.scalar_types, results)]
         for v, value in zip(self.writes, results[len(results) - len(self.writes):]):
             variable = _variable(v, leaves)
@@ -69,27 +84,81 @@ class Kernel:
             start += tree.num_leaves
         return structures
 
+    def _buffer_outs(self):
+        return [self.program.outs[p] for p in self.buffers]
+
     # ----- the warm path -----
-    def entry(self, form, args):
-        """The generated entry for positional calls like `args`; `form` says which results
-        it returns: "value", "grad" or "value_and_grad" (with `wrt` an int or a tuple)."""
-        if form not in self.entries:
-            self.entries[form] = _build_entry(self, form, args)
-        return self.entries[form]
+    def entry(self, form, args, fallback=None, owner=None):
+        """A generated entry for positional calls like `args`; `form` says which results it
+        returns: "value", "grad" or "value_and_grad" (with `wrt` an int or a tuple).
+
+        Calls it does not fit go to fallback(*args, **kwargs); without one the entry
+        returns MISS (one such entry per form is kept). With an owner, each call it takes
+        counts in owner._hits.
+        """
+        if fallback is None:
+            if form not in self.direct_entries:
+                self.direct_entries[form] = _build_entry(self, form, args, _miss, None)
+            return self.direct_entries[form]
+        return _build_entry(self, form, args, fallback, owner)
 
     def callable(self):
-        """The kernel with its constants bound, taking the leaves and Variable values."""
+        """The kernel taking the leaves and Variable values and returning every output: its
+        constants bound and its output arrays allocated by a small jitted wrapper."""
         fn = getattr(self.fn, "dispatcher", self.fn)
-        if not self.consts:
+        if not self.consts and not self.buffers:
             return fn
         names = [f"a{i}" for i in range(len(self.program.ins) - len(self.consts))]
         consts = {f"c{i}": c for i, c in enumerate(self.consts)}
-        source = (f"def kernel({', '.join(names)}):\n"
-                  f"    return inner({', '.join(names + list(consts))})\n")
-        namespace = dict(consts, inner=fn)
+        allocate, buffers = _allocations(self, names + list(consts), "np.empty")
+        results = _output_exprs(self, buffers, [None] * len(self.program.outs))
+        source = "\n".join([f"def kernel({', '.join(names)}):"] +
+                            [f"    {line}" for line in allocate] +
+                            [f"    r = inner({', '.join(names + list(consts) + buffers)})",
+                             f"    return ({''.join(r + ', ' for r in results)})"])
+        namespace = dict(consts, inner=fn, np=np)
         exec(source, namespace)
         return backend.jit_function(namespace["kernel"]) if fn is not self.fn else \
             namespace["kernel"]
+
+
+def _miss(*args, **kwargs):
+    return MISS
+
+
+def _allocations(kernel, arg_exprs, empty, size=None):
+    """Lines allocating the output buffers (with `empty`), preceded by the lines reading
+    the sizes they need from the kernel's arguments unless `size` names them, and the
+    buffers' names."""
+    sizes = {}
+
+    def read_size(k):
+        index, axis = kernel.program.sizes[k]
+        sizes[k] = f"n{k} = {arg_exprs[index]}.shape[{axis}]"
+        return f"n{k}"
+
+    size = size or read_size
+    allocations = []
+    for b, out in enumerate(kernel._buffer_outs()):
+        shape = ", ".join(render(expr_of(d), size) for d in out.aval.shape)
+        dtype = "" if out.aval.dtype == np.float64 else f", np.{out.aval.dtype.name}"
+        allocations.append(f"o{b} = {empty}(({shape},){dtype})")
+    lines = [line for _, line in sorted(sizes.items())] + allocations
+    return lines, [f"o{b}" for b in range(len(kernel.buffers))]
+
+
+def _output_exprs(kernel, buffers, scalar_types):
+    """An expression per program output: a buffer's name, or the kernel's result r[j]
+    (wrapped in its scalar type where one is given)."""
+    filled = dict(zip(kernel.buffers, buffers))
+    exprs, j = [], 0
+    for p, t in enumerate(scalar_types):
+        if p in filled:
+            exprs.append(filled[p])
+            continue
+        exprs.append(f"r[{j}]" if t is None else f"{t}(r[{j}])")
+        j += 1
+    return exprs
 
 
 def _variable(source, leaves):
@@ -101,6 +170,7 @@ class _EntryWriter:
 
     def __init__(self):
         self.unpack, self.checks, self.names, self.constants = [], [], [], {}
+        self.shapes = {}  # the name of each leaf array's shape tuple, by the array's name
 
     def constant(self, value):
         name = f"k{len(self.constants)}"
@@ -112,13 +182,13 @@ class _EntryWriter:
         tree_flatten visits them, checking the containers on the way."""
         if isinstance(value, dict):
             self.unpack.append(f"if type({expr}) is not dict or len({expr}) != {len(value)}: "
-                               "return MISS")
+                               f"{_FALL_BACK}")
             for k in sorted(value):
                 self.leaves(value[k], f"{expr}[{k!r}]")
         elif isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
             kind = type(value).__name__
             self.unpack.append(f"if type({expr}) is not {kind} or len({expr}) != {len(value)}: "
-                               "return MISS")
+                               f"{_FALL_BACK}")
             for i, v in enumerate(value):
                 self.leaves(v, f"{expr}[{i}]")
         else:
@@ -128,7 +198,7 @@ class _EntryWriter:
             self.check(name, value)
 
     def check(self, name, leaf):
-        """The test that a later leaf has the kind, dtype and 1-dims this one had."""
+        """The tests that a later leaf has the kind, dtype, rank and 1-dims this one had."""
         if isinstance(leaf, (bool, int, str, type(None))) and not isinstance(leaf, np.generic):
             self.checks.append(f"type({name}) is not {self.constant(type(leaf))} or "
                                f"{name} != {self.constant(leaf)}")
@@ -137,13 +207,28 @@ class _EntryWriter:
         tests = [f"type({name}) is not {self.constant(type(leaf))}"]
         if isinstance(leaf, Tensor):
             tests.append(f"{name}._weak")
-        if isinstance(array, np.ndarray) or isinstance(leaf, (Tensor, Variable)):
-            value = f"{name}._value" if isinstance(leaf, (Tensor, Variable)) else name
-            tests += [f"{value}.ndim != {array.ndim}",
-                      f"{value}.dtype.num != {array.dtype.num}"]
-            tests += [f"{value}.shape[{a}] {'!=' if d == 1 else '=='} 1"
-                      for a, d in enumerate(array.shape)]
+        if not (isinstance(array, np.ndarray) or isinstance(leaf, (Tensor, Variable))):
+            self.checks.append(" or ".join(tests))
+            return
+        value = f"{name}._value" if isinstance(leaf, (Tensor, Variable)) else name
+        tests.append(f"{value}.dtype.num != {array.dtype.num}")
         self.checks.append(" or ".join(tests))
+        shape = self.shapes[value] = f"s{len(self.shapes)}"
+        self.checks.append(f"len({shape} := {value}.shape) != {array.ndim}")
+        ones = [d == 1 for d in array.shape]
+        if any(ones):  # which dims are 1 is part of the signature
+            self.checks += [f"{shape}[{a}] {'!=' if one else '=='} 1"
+                            for a, one in enumerate(ones)]
+        elif ones:
+            self.checks.append(f"1 in {shape}")
+
+    def size(self, array_expr, axis):
+        shape = self.shapes.get(array_expr)
+        return f"{shape}[{axis}]" if shape else f"{array_expr}.shape[{axis}]"
+
+
+# How an entry leaves a call it does not fit to the next one.
+_FALL_BACK = "return fallback(*args)"
 
 
 def _arg_expr(name, leaf):
@@ -154,7 +239,7 @@ def _arg_expr(name, leaf):
     return f"{name}[()]" if isinstance(leaf, np.ndarray) and leaf.ndim == 0 else name
 
 
-def _build_entry(kernel, form, args):
+def _build_entry(kernel, form, args, fallback, owner):
     w = _EntryWriter()
     for i, arg in enumerate(args):
         w.leaves(arg, f"a{i}")
@@ -172,16 +257,19 @@ def _build_entry(kernel, form, args):
         kernel_args.append(f"{v}._value" if variable.ndim else f"{v}._value[()]")
     kernel_args += [w.constant(c) for c in kernel.consts]
     sizes, guards = {}, []
-    for expr, op in kernel.guards:
-        def size(k):
-            index, axis = kernel.program.sizes[k]
-            sizes[k] = f"n{k} = {kernel_args[index]}.shape[{axis}]"
-            return f"n{k}"
 
+    def size(k):
+        index, axis = kernel.program.sizes[k]
+        sizes[k] = f"n{k} = {w.size(kernel_args[index], axis)}"
+        return f"n{k}"
+
+    for expr, op in kernel.guards:
         fails = {">=": "<", "==": "!=", "!=": "=="}[op]
         guards.append(f"{render(expr, size)} {fails} 0")
-    results = [f"r[{i}]" if t is None or t is np.float64 else f"{w.constant(t)}(r[{i}])"
-               for i, t in enumerate(kernel.scalar_types)]
+    allocate, buffers = _allocations(kernel, kernel_args, "empty", size)
+    scalar_types = [None if t is None or t is np.float64 else w.constant(t)
+                    for t in kernel.scalar_types]
+    results = _output_exprs(kernel, buffers, scalar_types)
     writes = []
     start = len(results) - len(kernel.writes)
     for j, source in enumerate(kernel.writes):
@@ -194,19 +282,34 @@ def _build_entry(kernel, form, args):
     for child in kernel.out_trees[1].children if len(kernel.out_trees) > 1 else ():
         grads.append(_render_tree(child, results[offset:offset + child.num_leaves]))
         offset += child.num_leaves
-    body = ["def entry(" + ", ".join(f"a{i}" for i in range(len(args))) + "):"]
+    body = ["def entry(*args, **kwargs):",
+            f"    if kwargs or len(args) != {len(args)} or TRACES or ACTIVE:",
+            "        return fallback(*args, **kwargs)",
+            f"    {', '.join(f'a{i}' for i in range(len(args)))}{',' if len(args) == 1 else ''}"
+            " = args" if args else "    pass"]
     if any("[" in line for line in w.unpack):  # unpacking containers can fail
         body += ["    try:"] + [f"        {line}" for line in w.unpack]
-        body += ["    except (KeyError, IndexError, TypeError):", "        return MISS"]
+        body += ["    except (KeyError, IndexError, TypeError):", f"        {_FALL_BACK}"]
     else:
         body += [f"    {line}" for line in w.unpack]
-    body += [f"    if {test}: return MISS" for test in w.checks]
+    body += [f"    if {test}: {_FALL_BACK}" for test in w.checks]
     body += [f"    {line}" for _, line in sorted(sizes.items())]
-    body += [f"    if {test}: return MISS" for test in guards]
-    body.append(f"    r = kernel({', '.join(kernel_args)})")
+    body += [f"    if {test}: {_FALL_BACK}" for test in guards]
+    if owner is not None:
+        body.append("    owner._hits += 1")
+    body += [f"    {line}" for line in allocate]
+    call = f"r = kernel({', '.join(kernel_args + buffers)})"
+    if isinstance(kernel.fn, backend.Compiled):  # the first call with new layouts compiles
+        body += ["    try:", f"        {call}", "    except Exception as err:",
+                 "        raise kernel_error(err) from err"]
+    else:
+        body.append(f"    {call}")
     body += [f"    {line}" for line in writes]
     body.append(f"    return {_result(form, value, grads)}")
-    namespace = dict(w.constants, MISS=MISS, np=np, kernel=kernel.fn)
+    namespace = dict(w.constants, fallback=fallback, owner=owner, np=np, empty=np.empty,
+                     kernel=getattr(kernel.fn, "dispatcher", kernel.fn),
+                     kernel_error=getattr(kernel.fn, "error", None), TRACES=TRACES,
+                     ACTIVE=ACTIVE)
     exec("\n".join(body), namespace)
     return namespace["entry"]
 

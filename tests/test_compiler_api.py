@@ -28,6 +28,33 @@ def test_new_batch_size_reuses_the_kernel():
     assert info.kernels == kernels and info.misses == 1 and info.hits == 3
 
 
+def test_warm_calls_never_reach_the_slow_path(monkeypatch):
+    f = tf.differentiable(tanh_loss)
+    grad = f.grad  # a reference taken before the first call stays on the warm path
+    x = np.arange(3.0)
+    expected = f.grad(np.ones(3), x)
+    monkeypatch.setattr(f, "_kernel", lambda *a: pytest.fail("took the slow path"))
+    np.testing.assert_array_equal(grad(np.ones(3), x), expected)
+    np.testing.assert_array_equal(tf.grad(tanh_loss)(np.ones(3), x), expected)
+
+
+def test_each_call_returns_new_output_arrays():
+    f = tf.differentiable(tanh_loss, wrt=(0, 1))
+    first = f.grad(np.ones(3), np.arange(3.0))
+    second = f.grad(np.ones(3), np.arange(3.0))
+    assert not any(np.shares_memory(a, b) for a in first for b in second)
+    np.testing.assert_array_equal(first, second)
+
+
+def test_a_call_the_newest_entry_does_not_fit_reaches_an_older_kernel():
+    f = tf.differentiable(lambda x: tf.reduce_sum(x * x))
+    assert f(np.ones(3)) == 3.0
+    assert f(np.ones((2, 2), np.float32)) == 4.0
+    assert f(np.ones(4)) == 4.0
+    assert f.cache_info() == (1, 2, 2)
+    assert f(x=np.ones(5)) == 5.0  # keywords take the general path
+
+
 def test_a_new_dtype_or_rank_or_static_value_is_a_new_kernel():
     f = tf.differentiable(lambda x, k: tf.reduce_sum(x**k))
     f(np.ones(3), 2)

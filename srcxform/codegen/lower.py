@@ -35,7 +35,7 @@ class _Lowering:
         self.program = program
         self.parallel = parallel
         self.used_prange = False
-        self.uses_vecmath = False
+        self.modules = set()  # srcxform modules the body calls (blas, vecmath): imported
         self.recomputing = None  # the loop nest being emitted
         self.conditional = 0  # depth of conditional loads being built
         self.namer = Namer(program)
@@ -47,14 +47,22 @@ class _Lowering:
         self.items = schedule(program)
         self.placement = place(program, self.items)
         self.virtual = self.placement.virtual
+        # Output arrays that loops fill are allocated by the caller and passed in: Numba
+        # takes an array in for a fraction of what it costs to hand a new one out.
+        first = {}
+        for p, a in enumerate(program.outs):
+            if isinstance(a, Var):
+                first.setdefault(a, p)
+        self.buffers = [p for a, p in first.items() if a in self.placement.arrays]
+        self.buffer_vars = {program.outs[p] for p in self.buffers}
 
     # ----- output -----
     def line(self, indent, text):
         self.lines.append((indent, text))
 
     def stmt(self, indent, node):
-        self.uses_vecmath |= any(isinstance(n, ast.Name) and n.id == "vecmath"
-                                 for n in ast.walk(node))
+        self.modules |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
+                         and n.id in ("blas", "vecmath")}
         for text in _source(node).split("\n"):
             self.line(indent, text)
 
@@ -127,10 +135,10 @@ class _Lowering:
             body.append((e, ast.Assign([ast.Name(local, ast.Store())], value)))
             scalar_names[e.out] = local
             if domain and e.out in self.placement.arrays:
-                before.append(ast.Assign(
-                    [ast.Name(name, ast.Store())],
-                    ast.Call(ast.Attribute(_name("np"), "empty", ast.Load()),
-                             [self.sizes.tuple(domain), dtype_ast(e.out.aval.dtype)], [])))
+                if e.out not in self.buffer_vars:
+                    before.append(ast.Assign([ast.Name(name, ast.Store())], ast.Call(
+                        ast.Attribute(_name("np"), "empty", ast.Load()),
+                        [self.sizes.tuple(domain), dtype_ast(e.out.aval.dtype)], [])))
                 body.append((None, ast.Assign([self._store(name, index)], _name(local))))
         self.section(group.eqns[0])
         for node in before:
@@ -273,9 +281,13 @@ class _Lowering:
             if not keepdims:
                 kept = [i for a, i in enumerate(index) if a not in axis]
             acc = self._store(name, kept, ast.Load)
-            before = ast.Assign([ast.Name(name, ast.Store())], ast.Call(
-                ast.Attribute(_name("np"), "full", ast.Load()),
-                [self.sizes.tuple(e.out.aval.shape), init], []))
+            if e.out in self.buffer_vars:
+                everything = ast.Subscript(_name(name), ast.Slice(), ast.Store())
+                before = ast.Assign([everything], init)
+            else:
+                before = ast.Assign([ast.Name(name, ast.Store())], ast.Call(
+                    ast.Attribute(_name("np"), "full", ast.Load()),
+                    [self.sizes.tuple(e.out.aval.shape), init], []))
         value = fill(e.prim.template, {"acc": acc, "x": self.load(x, index, scalar_names, dtype)},
                      literal_dtype=dtype)
         target = ast.Name(name, ast.Store()) if not e.out.aval.shape else \
@@ -291,9 +303,13 @@ class _Lowering:
                 self.group(item)
             else:
                 self.eqn(item)
-        outs = [self.whole(a) for a in self.program.outs]
+        outs = [self.whole(a) for p, a in enumerate(self.program.outs) if p not in self.buffers]
         ret = ast.Tuple(outs, ast.Load())
-        args = ", ".join(self.namer(v) for v in self.program.ins)
+        params = list(self.program.ins) + [self.program.outs[p] for p in self.buffers]
+        args = ", ".join(self.namer(v) for v in params)
+        if self.buffers:
+            filled = ", ".join(self.namer(self.program.outs[p]) for p in self.buffers)
+            doc += f"; fills {filled}"
         sizes = []
         for k in sorted(self.sizes.used):
             index, axis = self.program.sizes[k]
@@ -354,14 +370,16 @@ def _independent_outer_loop(group, index):
 
 
 def generate(program, func_name, doc, parallel=False):
-    """The source of `def func_name(...)` computing program (a module's text); with
-    `parallel`, the outer loop of each independent loop nest is a prange."""
+    """The source of `def func_name(...)` computing program (a module's text), and the
+    positions in program.outs of the outputs it fills rather than returns: arrays the
+    caller passes after the inputs, in that order. The function returns the other outputs
+    as a tuple. With `parallel`, the outer loop of each independent loop nest is a prange."""
     lowering = _Lowering(program, parallel)
     body = lowering.function(func_name, doc)
     imports = "import numpy as np\n"
     if lowering.used_prange:
         imports += "from numba import prange\n"
-    if lowering.uses_vecmath:
-        imports += "\nfrom srcxform import vecmath\n"
+    if lowering.modules:
+        imports += "\n" + "".join(f"from srcxform import {m}\n" for m in sorted(lowering.modules))
     return f'"""Generated by srcxform {__version__}; edits are overwritten."""\n\n' \
-           f"{imports}\n\n{body}"
+           f"{imports}\n\n{body}", lowering.buffers
