@@ -223,7 +223,7 @@ def guard_conditions(guards):
     and !=, without repeats and without those every call satisfies (sizes are never
     negative, and an input size that is not 1 stays so: it is in the signature)."""
     conditions = []
-    for a, op, b, result in guards:
+    for a, op, b, result in dict.fromkeys(guards):  # a comparison repeats often: once each
         op = op if result else _NEGATE[op]
         # Integers: a < b is b - a - 1 >= 0, a > b is a - b - 1 >= 0.
         left, right, shift = {"<": (b, a, 1), "<=": (b, a, 0), ">": (a, b, 1),

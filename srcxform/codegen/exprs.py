@@ -9,6 +9,7 @@ import numpy as np
 from srcxform.dims import expr_of, render
 
 _NP_NAMES = {"bool": "bool_"}
+_SIZE_OPERATORS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "//": ast.FloorDiv, "%": ast.Mod}
 
 
 def dtype_ast(dtype):
@@ -56,7 +57,17 @@ class Sizes:
         return render(expr_of(d), self._name)
 
     def ast(self, d):
-        return ast.parse(self.source(d), mode="eval").body
+        return self._expr_ast(expr_of(d))
+
+    def _expr_ast(self, expr):
+        """The AST of an expression, as parsing its source gives it (-1 is a negation)."""
+        if isinstance(expr, int):
+            return ast.Constant(expr) if expr >= 0 else \
+                ast.UnaryOp(ast.USub(), ast.Constant(-expr))
+        if expr[0] == "size":
+            return ast.Name(self._name(expr[1]), ast.Load())
+        return ast.BinOp(self._expr_ast(expr[1]), _SIZE_OPERATORS[expr[0]](),
+                         self._expr_ast(expr[2]))
 
     def tuple(self, shape):
         return ast.Tuple([self.ast(d) for d in shape], ast.Load())
@@ -81,10 +92,12 @@ def param_ast(value, sizes):
 
 
 def _copy(node):
-    """A copy of an AST (copy.deepcopy's generality costs most of code generation's time)."""
+    """A copy of an AST (copy.deepcopy's generality costs most of code generation's time).
+    Nodes without fields (Load, Add) hold nothing: they are shared, as the parser shares
+    them."""
     if isinstance(node, list):
         return [_copy(n) for n in node]
-    if not isinstance(node, ast.AST):
+    if not isinstance(node, ast.AST) or not node._fields:
         return node
     return type(node)(**{f: _copy(getattr(node, f)) for f in node._fields if hasattr(node, f)})
 
@@ -105,41 +118,55 @@ def _reverses(perm):
         and values == list(range(len(values)))[::-1]
 
 
+def _single_index(node):
+    """x[0], not x[0,]."""
+    if isinstance(node.slice, ast.Tuple) and len(node.slice.elts) == 1:
+        node.slice = node.slice.elts[0]
+    return node
+
+
+def _square_as_product(node):
+    """x ** 2 as x * x: a multiply, where pow() is a call LLVM cannot vectorize."""
+    if (isinstance(node.op, ast.Pow) and _literal_number(node.right) == 2
+            and isinstance(node.left, (ast.Name, ast.Subscript))):
+        return ast.BinOp(node.left, ast.Mult(), _copy(node.left))
+    return node
+
+
+def _transpose_as_view(node):
+    """np.transpose(x, (1, 0)) as x.T: a view Numba types as Fortran-ordered, which np.dot
+    hands to BLAS as it is, where a general transpose would be copied."""
+    func = node.func
+    if (isinstance(func, ast.Attribute) and func.attr == "transpose"
+            and isinstance(func.value, ast.Name) and func.value.id == "np"
+            and len(node.args) == 2 and _reverses(node.args[1])):
+        return ast.Attribute(node.args[0], "T", ast.Load())
+    return node
+
+
+# Rewrites of a filled node, applied once its children are filled.
+_REWRITES = {ast.Subscript: _single_index, ast.BinOp: _square_as_product,
+             ast.Call: _transpose_as_view}
+
+
 def fill(template, names, literal_dtype=None):
-    """A copy of a template with each Name in `names` replaced by its expression, and,
-    given literal_dtype, each number wrapped in that dtype."""
+    """A copy of a template with each Name in `names` replaced by a copy of its expression
+    and, given literal_dtype, each number wrapped in that dtype; each copied node of the
+    template is then rewritten as _REWRITES says (the substituted expressions are not)."""
 
-    class Filler(ast.NodeTransformer):
-        def visit_Name(self, node):
-            return _copy(names[node.id]) if node.id in names else node
-
-        def visit_Subscript(self, node):
-            self.generic_visit(node)
-            if isinstance(node.slice, ast.Tuple) and len(node.slice.elts) == 1:
-                node.slice = node.slice.elts[0]  # x[0], not x[0,]
+    def build(node):
+        if isinstance(node, list):
+            return [build(n) for n in node]
+        if not isinstance(node, ast.AST) or not node._fields:
             return node
+        if isinstance(node, ast.Name) and node.id in names:
+            return _copy(names[node.id])
+        if isinstance(node, ast.Constant) and literal_dtype is not None \
+                and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+            return literal(node.value, literal_dtype)
+        built = type(node)(**{f: build(getattr(node, f)) for f in node._fields
+                              if hasattr(node, f)})
+        rewrite = _REWRITES.get(type(node))
+        return rewrite(built) if rewrite else built
 
-        def visit_BinOp(self, node):
-            # x ** 2 as x * x: a multiply, where pow() is a call LLVM cannot vectorize.
-            self.generic_visit(node)
-            if (isinstance(node.op, ast.Pow) and _literal_number(node.right) == 2
-                    and isinstance(node.left, (ast.Name, ast.Subscript))):
-                return ast.BinOp(node.left, ast.Mult(), _copy(node.left))
-            return node
-
-        def visit_Call(self, node):
-            # np.transpose(x, (1, 0)) as x.T: a view Numba types as Fortran-ordered, which
-            # np.dot hands to BLAS as it is, where a general transpose would be copied.
-            self.generic_visit(node)
-            if (ast.unparse(node.func) == "np.transpose" and len(node.args) == 2
-                    and _reverses(node.args[1])):
-                return ast.Attribute(node.args[0], "T", ast.Load())
-            return node
-
-        def visit_Constant(self, node):
-            if literal_dtype is not None and isinstance(node.value, (int, float)) \
-                    and not isinstance(node.value, bool):
-                return literal(node.value, literal_dtype)
-            return node
-
-    return Filler().visit(_copy(template))
+    return build(template)

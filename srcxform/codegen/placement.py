@@ -7,6 +7,7 @@ functions are never recomputed: their cost is the reason to store them.
 """
 
 import ast
+import functools
 from dataclasses import dataclass
 
 from srcxform.ir import Var
@@ -57,10 +58,13 @@ def place(program, items):
     return Placement(virtual, recomputed, arrays)
 
 
+# A primitive's template never changes: each is measured once.
+@functools.cache
 def _cheap(template):
     return not any(isinstance(node, ast.Attribute) and node.attr in _EXPENSIVE
                    for node in ast.walk(template))
 
 
+@functools.cache
 def _nodes(template):
     return sum(1 for _ in ast.walk(template))

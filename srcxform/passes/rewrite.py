@@ -12,9 +12,10 @@ def substitute(program, replace):
     eqns = []
     changed = False
     for eqn in program.eqns:
-        ins = tuple(mapping.get(a, a) if isinstance(a, Var) else a for a in eqn.ins)
-        if ins != eqn.ins:
-            eqn = eqn.with_ins(ins)
+        if mapping:
+            ins = tuple(mapping.get(a, a) if isinstance(a, Var) else a for a in eqn.ins)
+            if ins != eqn.ins:
+                eqn = eqn.with_ins(ins)
         result = replace(eqn)
         if result is None:
             eqns.append(eqn)
