@@ -14,12 +14,12 @@ from collections import namedtuple
 
 import numpy as np
 
-from srcxform import backend
+from srcxform import backend, index
 from srcxform.recording import ACTIVE, TRACES
 from srcxform.codegen import generate
 from srcxform.dims import guard_conditions
 from srcxform.errors import TracingError
-from srcxform.kernel import MISS, Kernel, kernel_arg
+from srcxform.kernel import MISS, Kernel, Spec, kernel_arg
 from srcxform.names import identifier
 from srcxform.passes.pipeline import optimize
 from srcxform.tape import GradientTape
@@ -105,7 +105,11 @@ class Differentiable:
 
     def ir(self, *args, **kwargs):
         """The printed IR (forward and adjoint, after optimization) for these arguments."""
-        return str(self._kernel("value_and_grad", args, kwargs)[0].program)
+        kernel = self._kernel("value_and_grad", args, kwargs)[0]
+        if kernel.program is None:  # found in the on-disk index: trace it to show it
+            leaves = tree_flatten((args, kwargs))[0]
+            kernel.program = self._trace("value_and_grad", args, kwargs, leaves).program
+        return str(kernel.program)
 
     def kernel(self, *args, **kwargs):
         """The compiled value-and-gradient for arguments like these, as a Numba function
@@ -164,17 +168,56 @@ class Differentiable:
     def _kernel(self, mode, args, kwargs):
         leaves, treedef = tree_flatten((args, kwargs))
         key = (mode, treedef, tuple(_signature(leaf) for leaf in leaves))
-        candidates = self._kernels.get(key, ())
+        candidates = self._kernels.setdefault(key, [])
         for kernel in candidates:
             if not kernel.guards or kernel.admits(kernel.arguments(leaves)):
                 self._hits += 1
                 return kernel, leaves
         self._misses += 1
-        kernel = self._compile(mode, args, kwargs, leaves)
-        self._kernels.setdefault(key, []).append(kernel)
+        kernel = self._indexed(key, leaves) or self._compile(mode, args, kwargs, leaves, key)
+        candidates.append(kernel)
         return kernel, leaves
 
-    def _compile(self, mode, args, kwargs, leaves):
+    def _index_key(self, key):
+        """The on-disk index's key for a signature, or None if fn is not indexable. The
+        digest is taken anew each time: a global fn reads may have changed."""
+        digest = index.function_digest(self.fn)
+        return digest and index.key(digest, key, self.wrt, self.parallel)
+
+    def _indexed(self, key, leaves):
+        """A kernel an earlier process generated for this signature, if its guards admit
+        these arguments (tracing is skipped; Numba's cache has the machine code)."""
+        found = self._index_key(key)
+        for spec in index.load(found) if found else ():
+            kernel = Kernel(spec, None)
+            if not spec.guards or kernel.admits(kernel.arguments(leaves)):
+                return Kernel(spec, backend.load(spec.source, spec.func_name,
+                                                 parallel=spec.parallel))
+        return None
+
+    def _compile(self, mode, args, kwargs, leaves, key):
+        traced = self._trace(mode, args, kwargs, leaves)
+        program = traced.program
+        func_name = f"{traced.name}__{mode}"
+        doc = f"srcxform: {traced.name}({', '.join(a.aval.short() for a in program.ins)})" \
+              f" -> {mode}"
+        source, buffers = generate(program, func_name, doc, parallel=self.parallel)
+        if "source" in os.environ.get("SRCXFORM_DUMP", ""):
+            print(source)
+        spec = Spec.of(program, source, func_name, self.parallel, buffers,
+                       traced=traced.leaves, variables=traced.variables, writes=traced.writes,
+                       out_trees=traced.trees, guards=traced.guards)
+        consts = [array for _, array in program.consts]
+        found = self._index_key(key)
+        # What a kernel captured (arrays, Variables) is this process's: not indexed.
+        if found and not consts and all(isinstance(v, int)
+                                        for v in spec.variables + spec.writes):
+            index.store(found, spec)
+        fn = backend.load(source, func_name, parallel=self.parallel)
+        return Kernel(spec, fn, consts, program)
+
+    def _trace(self, mode, args, kwargs, leaves):
+        """Traces fn on these arguments and optimizes the program."""
         name = identifier(getattr(self.fn, "__name__", "f"))
         trace = Trace(name)
         names = _leaf_names(self.fn, args, kwargs)
@@ -204,20 +247,22 @@ class Differentiable:
         if "ir" in dump:
             print(f"# traced\n{program}\n")
         program = optimize(program, check=bool(check))
-        func_name = f"{name}__{mode}"
-        doc = f"srcxform: {name}({', '.join(a.aval.short() for a in program.ins)}) -> {mode}"
-        source, buffers = generate(program, func_name, doc, parallel=self.parallel)
-        if "source" in dump:
-            print(source)
-        fn = backend.load(source, func_name, parallel=self.parallel)
         # A Variable passed as an argument is found by its position at each call; one the
         # function reaches by itself (a global, a closure, self) is the same object always.
         position = {id(leaf): i for i, leaf in enumerate(leaves) if isinstance(leaf, Variable)}
         variables = [position.get(id(v), v)
                      for v, _ in sorted(trace.variable_inputs(), key=lambda p: p[1])]
         writes = [position.get(id(v), v) for v, _ in writes]
-        return Kernel(fn, program, source, buffers, traced, variables, trees, writes,
-                      guard_conditions(trace.guards))
+        return _Traced(name, program, traced, variables, writes, trees,
+                       guard_conditions(trace.guards))
+
+
+_Traced = namedtuple("_Traced", "name program leaves variables writes trees guards")
+
+
+# A Differentiable another function calls (or composes) is indexed as its function.
+index.DESCRIBERS[Differentiable] = lambda d, describe: (
+    "differentiable", describe(d.fn), d.wrt, d.parallel)
 
 
 def _traced_value_and_grad(fn, args, kwargs, positions):

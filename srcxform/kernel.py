@@ -8,6 +8,8 @@ shapes the results. A call it does not fit goes on to its fallback: the entry ma
 it, and in the end the slow path (flatten, look up, trace).
 """
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from srcxform import backend
@@ -28,37 +30,58 @@ def kernel_arg(leaf):
     return leaf
 
 
+@dataclass(frozen=True)
+class Spec:
+    """What calling a compiled signature needs, as plain data (the on-disk index keeps
+    it): the generated function, where its sizes are read, and how its outputs come out."""
+
+    func_name: str
+    source: str
+    parallel: bool
+    inputs: int  # how many arguments the generated function takes before its buffers
+    sizes: tuple  # (input index, axis) where each size symbol is read
+    outs: tuple  # (shape as size expressions, dtype) of each output
+    # Positions in outs of the outputs the kernel fills: arrays its caller allocates and
+    # passes after the inputs. It returns the other outputs, in order.
+    buffers: tuple
+    traced: tuple  # indices of the leaves the kernel takes, in order
+    # Variables read (passed after the leaves) and assigned (their new values come last):
+    # each a leaf index (a Variable argument) or the captured Variable itself.
+    variables: tuple
+    writes: tuple
+    out_trees: tuple  # treedefs of the results, in output order
+    guards: tuple  # (expr, op): conditions on the sizes the trace relied on
+
+    @classmethod
+    def of(cls, program, source, func_name, parallel, buffers, **calling):
+        outs = tuple((tuple(expr_of(d) for d in a.aval.shape), a.aval.dtype)
+                     for a in program.outs)
+        return cls(func_name, source, parallel, len(program.ins), tuple(program.sizes), outs,
+                   tuple(buffers), **{k: tuple(v) for k, v in calling.items()})
+
+
 class Kernel:
     """One compiled signature: the generated function and how to call it."""
 
-    def __init__(self, fn, program, source, buffers, traced, variables, out_trees, writes,
-                 guards):
+    def __init__(self, spec, fn, consts=(), program=None):
+        self.spec = spec
         self.fn = fn
-        self.program = program
-        self.source = source
-        # Positions in program.outs of the outputs the kernel fills: arrays its caller
-        # allocates and passes after the inputs. It returns the other outputs, in order.
-        self.buffers = buffers
-        self.traced = traced  # indices of the leaves the kernel takes, in order
-        # Variables read (passed after the leaves) and assigned (their new values come
-        # last): each a leaf index (a Variable argument) or the captured Variable itself.
-        self.variables = variables
-        self.consts = [array for _, array in program.consts]
-        self.out_trees = out_trees  # treedefs of the results, in output order
-        self.writes = writes
-        self.guards = guards
-        self.scalar_types = [a.aval.dtype.type if not a.aval.shape else None
-                             for a in program.outs]
+        self.consts = list(consts)  # arrays the trace captured, passed after the leaves
+        self.program = program  # the optimized IR, when this process traced it
+        self.source = spec.source
+        self.buffers = spec.buffers
+        self.guards = spec.guards
+        self.scalar_types = [dtype.type if not shape else None for shape, dtype in spec.outs]
         self.direct_entries = {}
 
     # ----- the general path (any call, keyword arguments too) -----
     def arguments(self, leaves):
-        args = [kernel_arg(leaves[i]) for i in self.traced]
-        args += [kernel_arg(_variable(v, leaves)) for v in self.variables]
+        args = [kernel_arg(leaves[i]) for i in self.spec.traced]
+        args += [kernel_arg(_variable(v, leaves)) for v in self.spec.variables]
         return args + self.consts
 
     def sizes(self, args):
-        return [np.shape(args[i])[axis] for i, axis in self.program.sizes]
+        return [np.shape(args[i])[axis] for i, axis in self.spec.sizes]
 
     def admits(self, args):
         """Whether the sizes of these arguments satisfy every guard of the trace."""
@@ -68,24 +91,25 @@ class Kernel:
 
     def run(self, args, leaves):
         sizes = self.sizes(args)
-        buffers = [np.empty([evaluate(expr_of(d), sizes) for d in out.aval.shape],
-                            out.aval.dtype) for out in self._buffer_outs()]
+        buffers = [np.empty([evaluate(expr, sizes) for expr in shape], dtype)
+                   for shape, dtype in self._buffer_outs()]
         returned = iter(self.fn(*args, *buffers))
         filled = dict(zip(self.buffers, buffers))
         results = [filled[p] if p in filled else next(returned)
-                   for p in range(len(self.program.outs))]
+                   for p in range(len(self.spec.outs))]
         results = [t(r) if t is not None else r for t, r in zip(self.scalar_types, results)]
-        for v, value in zip(self.writes, results[len(results) - len(self.writes):]):
+        writes = self.spec.writes
+        for v, value in zip(writes, results[len(results) - len(writes):]):
             variable = _variable(v, leaves)
             variable._value = np.asarray(value, variable.dtype).reshape(variable.shape)
         structures, start = [], 0
-        for tree in self.out_trees:
+        for tree in self.spec.out_trees:
             structures.append(tree_unflatten(tree, results[start:start + tree.num_leaves]))
             start += tree.num_leaves
         return structures
 
     def _buffer_outs(self):
-        return [self.program.outs[p] for p in self.buffers]
+        return [self.spec.outs[p] for p in self.buffers]
 
     # ----- the warm path -----
     def entry(self, form, args, fallback=None, owner=None):
@@ -108,10 +132,10 @@ class Kernel:
         fn = getattr(self.fn, "dispatcher", self.fn)
         if not self.consts and not self.buffers:
             return fn
-        names = [f"a{i}" for i in range(len(self.program.ins) - len(self.consts))]
+        names = [f"a{i}" for i in range(self.spec.inputs - len(self.consts))]
         consts = {f"c{i}": c for i, c in enumerate(self.consts)}
         allocate, buffers = _allocations(self, names + list(consts), "np.empty")
-        results = _output_exprs(self, buffers, [None] * len(self.program.outs))
+        results = _output_exprs(self, buffers, [None] * len(self.spec.outs))
         source = "\n".join([f"def kernel({', '.join(names)}):"] +
                             [f"    {line}" for line in allocate] +
                             [f"    r = inner({', '.join(names + list(consts) + buffers)})",
@@ -133,15 +157,15 @@ def _allocations(kernel, arg_exprs, empty, size=None):
     sizes = {}
 
     def read_size(k):
-        index, axis = kernel.program.sizes[k]
+        index, axis = kernel.spec.sizes[k]
         sizes[k] = f"n{k} = {arg_exprs[index]}.shape[{axis}]"
         return f"n{k}"
 
     size = size or read_size
     allocations = []
-    for b, out in enumerate(kernel._buffer_outs()):
-        shape = ", ".join(render(expr_of(d), size) for d in out.aval.shape)
-        dtype = "" if out.aval.dtype == np.float64 else f", np.{out.aval.dtype.name}"
+    for b, (shape, dtype) in enumerate(kernel._buffer_outs()):
+        shape = ", ".join(render(expr, size) for expr in shape)
+        dtype = "" if dtype == np.float64 else f", np.{dtype.name}"
         allocations.append(f"o{b} = {empty}(({shape},){dtype})")
     lines = [line for _, line in sorted(sizes.items())] + allocations
     return lines, [f"o{b}" for b in range(len(kernel.buffers))]
@@ -240,11 +264,12 @@ def _arg_expr(name, leaf):
 
 
 def _build_entry(kernel, form, args, fallback, owner):
+    spec = kernel.spec
     w = _EntryWriter()
     for i, arg in enumerate(args):
         w.leaves(arg, f"a{i}")
     leaves = tree_flatten(list(args))[0]
-    kernel_args = [_arg_expr(w.names[i], leaves[i]) for i in kernel.traced]
+    kernel_args = [_arg_expr(w.names[i], leaves[i]) for i in spec.traced]
 
     def bound(source):
         """The name holding a Variable, and the Variable as this call sees it."""
@@ -252,14 +277,14 @@ def _build_entry(kernel, form, args, fallback, owner):
             return w.names[source], leaves[source]
         return w.constant(source), source
 
-    for source in kernel.variables:
+    for source in spec.variables:
         v, variable = bound(source)
         kernel_args.append(f"{v}._value" if variable.ndim else f"{v}._value[()]")
     kernel_args += [w.constant(c) for c in kernel.consts]
     sizes, guards = {}, []
 
     def size(k):
-        index, axis = kernel.program.sizes[k]
+        index, axis = kernel.spec.sizes[k]
         sizes[k] = f"n{k} = {w.size(kernel_args[index], axis)}"
         return f"n{k}"
 
@@ -271,15 +296,15 @@ def _build_entry(kernel, form, args, fallback, owner):
                     for t in kernel.scalar_types]
     results = _output_exprs(kernel, buffers, scalar_types)
     writes = []
-    start = len(results) - len(kernel.writes)
-    for j, source in enumerate(kernel.writes):
+    start = len(results) - len(spec.writes)
+    for j, source in enumerate(spec.writes):
         v, variable = bound(source)
         value = results[start + j]
         writes.append(f"{v}._value = {value}" if variable.ndim
                       else f"{v}._value = np.asarray({value}, {w.constant(variable.dtype)})")
-    value = _render_tree(kernel.out_trees[0], results)
-    grads, offset = [], kernel.out_trees[0].num_leaves
-    for child in kernel.out_trees[1].children if len(kernel.out_trees) > 1 else ():
+    value = _render_tree(spec.out_trees[0], results)
+    grads, offset = [], spec.out_trees[0].num_leaves
+    for child in spec.out_trees[1].children if len(spec.out_trees) > 1 else ():
         grads.append(_render_tree(child, results[offset:offset + child.num_leaves]))
         offset += child.num_leaves
     body = ["def entry(*args, **kwargs):",

@@ -1,0 +1,141 @@
+"""The on-disk kernel index: in a new process, a function's first call finds the kernel an
+earlier process generated for the same signature, without tracing it again.
+
+An entry is keyed by a digest of everything the trace could depend on besides the
+arguments' signature: the function's code (its bytecode, constants, names, defaults and
+the place it is defined), the values of the globals and closure variables it reads
+(functions it calls are digested the same way), srcxform's own source and NumPy's
+version. The key is conservative: a function that reads anything else (an array, an
+object, a Variable, a class of its own) is not indexed, and is traced in every process as
+before. Numba's cache then supplies the machine code.
+"""
+
+import functools
+import hashlib
+import os
+import pickle
+import types
+
+import numpy as np
+
+from srcxform import backend
+
+# Values a trace may read whose description is their repr: they cannot change unseen.
+_SIMPLE = (bool, int, float, complex, str, bytes, type(None))
+# Library code is described by its name: srcxform's source and NumPy's version are in the key.
+_LIBRARIES = ("srcxform", "numpy", "math", "builtins", "operator", "functools")
+
+
+class _Unknown(Exception):
+    """A value the digest cannot describe safely: the function is not indexed."""
+
+
+# How to describe srcxform's own callables, by type: api.py registers Differentiable's.
+# A describer gets the object and a function describing any value it reads.
+DESCRIBERS = {}
+
+
+def function_digest(fn):
+    """The digest of fn's code and of what it reads, or None if fn is not indexable."""
+    try:
+        return hashlib.sha256(repr(_value(fn, set())).encode()).hexdigest()
+    except _Unknown:
+        return None
+
+
+def load(key):
+    """The Specs stored under key, or []."""
+    try:
+        with open(_path(key), "rb") as f:
+            return pickle.load(f)
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+        return []
+
+
+def store(key, spec):
+    """Adds spec to the entry for key (written atomically; a concurrent writer may win)."""
+    specs = [s for s in load(key) if s != spec] + [spec]
+    path = _path(key)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "wb") as f:
+        pickle.dump(specs, f)
+    os.replace(tmp, path)
+
+
+def key(function_digest, *signature):
+    """The key of one signature of a function with that digest."""
+    text = repr((function_digest, _library_digest(), signature))
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _path(key):
+    folder = os.path.join(backend.cache_dir(), "index")
+    os.makedirs(folder, exist_ok=True)
+    return os.path.join(folder, f"{key}.pkl")
+
+
+@functools.cache
+def _library_digest():
+    """srcxform's own source (a change to it may change any kernel) and NumPy's version."""
+    digest = hashlib.sha256(np.__version__.encode())
+    root = os.path.dirname(os.path.abspath(__file__))
+    for folder, dirs, files in sorted(os.walk(root)):
+        dirs.sort()
+        for name in sorted(f for f in files if f.endswith(".py")):
+            with open(os.path.join(folder, name), "rb") as f:
+                digest.update(f.read())
+    return digest.hexdigest()
+
+
+def _function(fn, seen):
+    if fn in seen:  # recursion: the function is already being described
+        return f"recursive {fn.__qualname__}"
+    seen.add(fn)
+    code = fn.__code__
+    reads = sorted(name for name in _names(code) if name in fn.__globals__)
+    parts = [fn.__module__, fn.__qualname__, code.co_filename, code.co_firstlineno,
+             _code(code),
+             [(name, _value(fn.__globals__[name], seen)) for name in reads],
+             [_value(cell.cell_contents, seen) for cell in fn.__closure__ or ()],
+             _value(fn.__defaults__, seen),
+             _value(tuple(sorted((fn.__kwdefaults__ or {}).items())), seen)]
+    return repr(parts)
+
+
+def _library(module_name):
+    return module_name.split(".")[0] in _LIBRARIES
+
+
+def _names(code):
+    """The global (and attribute) names code and the code nested in it use."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _names(const)
+    return names
+
+
+def _code(code):
+    consts = [_code(c) if isinstance(c, types.CodeType) else repr(c) for c in code.co_consts]
+    return repr((code.co_code.hex(), consts, code.co_names, code.co_varnames,
+                 code.co_freevars, code.co_cellvars))
+
+
+def _value(value, seen):
+    if isinstance(value, _SIMPLE):
+        return f"{type(value).__name__}:{value!r}"
+    if isinstance(value, tuple):
+        return tuple(_value(v, seen) for v in value)
+    if type(value) in DESCRIBERS:
+        return DESCRIBERS[type(value)](value, lambda v: _value(v, seen))
+    if isinstance(value, types.MethodType):
+        return f"{value.__func__.__name__} of {_value(value.__self__, seen)}"
+    if isinstance(value, types.ModuleType) and _library(value.__name__):
+        return f"module {value.__name__}"
+    if hasattr(value, "__qualname__") and _library(getattr(value, "__module__", "") or ""):
+        return f"{value.__module__}.{value.__qualname__}"  # library functions and classes
+    if isinstance(value, np.ufunc):
+        return f"numpy.{value.__name__}"
+    if isinstance(value, types.FunctionType):
+        return _function(value, seen)
+    raise _Unknown
