@@ -65,7 +65,10 @@ class Differentiable:
         self.parallel = parallel
         self._kernels = {}
         # The warm path, per form: the newest generated entry, which passes a call it does
-        # not fit to the entry made before it, and the first one to the slow path.
+        # not fit to the entry made before it, and the first one to the slow path. Once
+        # there is one, the instance attributes grad and value_and_grad are the newest
+        # entry; the methods of those names forward to it (a reference taken earlier, as
+        # srcxform.grad(fn) holds, stays on the warm path).
         self._warm = {form: functools.partial(self._slow, form) for form in _FORMS}
         self._chained = set()  # (kernel, form) pairs with an entry in self._warm's chain
         self._hits = self._misses = 0
@@ -143,7 +146,9 @@ class Differentiable:
             shape = (form, isinstance(self.wrt, int))
             if (kernel, form) not in self._chained:
                 self._chained.add((kernel, form))
-                self._warm[form] = kernel.entry(shape, args, self._warm[form], owner=self)
+                head = self._warm[form] = kernel.entry(shape, args, self._warm[form], owner=self)
+                if form != "value":  # f.grad is the head itself, one call less than the method
+                    self.__dict__[form] = head
             result = kernel.entry(shape, args)(*args)
         if result is MISS:  # the kernel fits, the entry's exact types do not (a Tensor for
             result = self._shape(form, kernel.run(kernel.arguments(leaves), leaves))  # an array)
