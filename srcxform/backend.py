@@ -5,12 +5,12 @@ The only place that talks to Numba: its typing and lowering errors become Compil
 quoting the generated line.
 """
 
+import functools
 import hashlib
 import importlib.util
 import os
 import re
 import sys
-import warnings
 
 from srcxform.errors import CompileError
 
@@ -34,9 +34,11 @@ def load(source, func_name, jit=None, parallel=False):
     """The function `func_name` defined by `source`, compiled unless jit is off.
 
     The module is registered in sys.modules under a name made from its content hash
-    before it runs: Numba's cache re-imports it by that name when it loads a kernel.
+    before it runs: Numba's cache re-imports it by that name when it loads a kernel. The
+    hash covers the runtime modules generated code calls too, because Numba's cache of a
+    kernel holds its own copy of them and does not notice when they change.
     """
-    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+    digest = hashlib.sha256(source.encode() + _runtime_digest()).hexdigest()[:16]
     module_name = f"srcxform_generated.{_safe(func_name)}_{digest}"
     module = sys.modules.get(module_name)
     if module is None:
@@ -64,6 +66,27 @@ def load(source, func_name, jit=None, parallel=False):
 
 _COMPILED = {}
 
+# The modules generated code may import (`from srcxform import blas`).
+_RUNTIME = ("blas", "vecmath")
+
+
+@functools.cache
+def _runtime_digest():
+    folder = os.path.dirname(os.path.abspath(__file__))
+    digest = hashlib.sha256()
+    for name in _RUNTIME:
+        with open(os.path.join(folder, f"{name}.py"), "rb") as f:
+            digest.update(f.read())
+    return digest.digest()
+
+
+@functools.cache
+def _import_runtime():
+    """Imports the runtime modules once, with the first kernel of a process (whose call
+    pays Numba's start-up anyway), rather than with whichever later kernel needs one."""
+    for name in _RUNTIME:
+        importlib.import_module(f"srcxform.{name}")
+
 
 def jit_function(fn):
     """fn compiled as generated kernels are (for small wrappers made in memory)."""
@@ -82,11 +105,8 @@ class Compiled:
 
     def __init__(self, fn, source, parallel=False):
         import numba
-        from numba.core.errors import NumbaPerformanceWarning
 
-        # np.dot on a strided view (a slice of a matrix) is slower, not wrong: no warning.
-        warnings.filterwarnings("ignore", r".*np\.dot\(\) is faster on contiguous arrays",
-                                NumbaPerformanceWarning)
+        _import_runtime()
         self.source = source
         self.dispatcher = numba.njit(cache=True, error_model="numpy", parallel=parallel)(fn)
 

@@ -21,7 +21,7 @@ from srcxform.tensor import SizeConstant, Tensor, as_value
 
 REGISTRY: dict = {}
 
-_TEMPLATE_MODULES = ("np", "math", "vecmath", "range", "max", "min")
+_TEMPLATE_MODULES = ("np", "math", "vecmath", "blas", "range", "max", "min")
 
 
 @dataclass(eq=False)

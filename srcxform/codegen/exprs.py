@@ -134,8 +134,8 @@ def _square_as_product(node):
 
 
 def _transpose_as_view(node):
-    """np.transpose(x, (1, 0)) as x.T: a view Numba types as Fortran-ordered, which np.dot
-    hands to BLAS as it is, where a general transpose would be copied."""
+    """np.transpose(x, (1, 0)) as x.T: a view Numba types as Fortran-ordered, which
+    blas.matmul hands to BLAS as it is, where a general transpose would be copied."""
     func = node.func
     if (isinstance(func, ast.Attribute) and func.attr == "transpose"
             and isinstance(func.value, ast.Name) and func.value.id == "np"

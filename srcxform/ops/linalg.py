@@ -42,13 +42,16 @@ def _matvec_shape(x, v):
     return Aval((x.shape[0],), np.result_type(x.dtype, v.dtype))
 
 
-# np.dot takes C- and Fortran-ordered operands (a transposed matrix) as they are.
-matmul_p = primitive("matmul", "opaque", np.matmul, _matmul_shape, "np.dot(x, y)",
+# blas.matmul and .matvec call BLAS's gemm and gemv directly: np.dot's generic code,
+# compiled for each operand layout, was most of a model's first-call compile time. They
+# take C- and Fortran-ordered operands (a transposed matrix) as they are, and float32 or
+# float64 operands of one dtype, as Numba's np.dot (which has no integer matmul either).
+matmul_p = primitive("matmul", "opaque", np.matmul, _matmul_shape, "blas.matmul(x, y)",
                      vjp=lambda g, out, x, y: (matmul(g, _swap(y)), matmul(_swap(x), g)))
 
 
 # A matrix times a vector is BLAS's gemv, several times faster than a one-column gemm.
-matvec_p = primitive("matvec", "opaque", np.dot, _matvec_shape, "np.dot(x, v)",
+matvec_p = primitive("matvec", "opaque", np.dot, _matvec_shape, "blas.matvec(x, v)",
                      vjp=lambda g, out, x, v: (expand_dims(g, 1) * expand_dims(v, 0),
                                                matvec_p.bind(_swap(x), g)))
 

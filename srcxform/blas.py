@@ -1,0 +1,238 @@
+"""Matrix products that call BLAS directly: generated code calls `blas.matmul(x, y)` and
+`blas.matvec(x, v)` where NumPy code would call np.dot.
+
+Numba compiles np.dot's generic implementation again for each combination of operand
+layouts (C, Fortran, strided) a process meets; for a small model that was most of the
+first call's compile time, all of it in the kernel's LLVM module. Here the work is done
+by one small function per dtype, compiled for operands of any layout ('A'): it reads the
+strides at run time, hands BLAS any matrix it can read in place (C or Fortran order, a
+transposed view, a slice with one unit stride) and copies only one with no unit stride.
+Calls of the public names are typed and lowered as calls of that function with the
+operands retyped to layout 'A', so a new layout combination costs no compilation at all.
+
+BLAS is reached through the `numba_xxgemm` and `numba_xxgemv` functions of Numba's
+helper library (the wrappers numba/np/linalg.py uses; they fetch dgemm/sgemm/dgemv/sgemv
+from scipy.linalg.cython_blas on first use). The code names them as external symbols,
+which are resolved when it is loaded, so it stays valid in Numba's on-disk cache.
+Float32 and float64 operands of one dtype only, as Numba's np.dot. Imported only by
+generated code, never by `import srcxform`.
+"""
+
+import numba
+import numpy as np
+from llvmlite import ir
+from numba.core import cgutils, types
+from numba.core.errors import TypingError
+from numba.extending import intrinsic, lower_builtin, type_callable
+from numba.np.linalg import F_INT_nptype, ensure_blas
+
+_jit = numba.njit(cache=True, error_model="numpy")
+
+_KINDS = {types.float32: "s", types.float64: "d"}
+# Sizes pass to BLAS as its Fortran int. They are never negative, so their bitwise or
+# exceeds _MAX_INT exactly when one of them does.
+_MAX_INT = np.iinfo(F_INT_nptype).max
+_FAILED = "srcxform.blas: a size beyond BLAS's int range, or no BLAS (scipy.linalg.cython_blas)"
+_char = ir.IntType(8)
+_void_p = ir.IntType(8).as_pointer()
+
+
+# ----- the BLAS calls -----
+
+
+def _kind(name, *arrays):
+    """The BLAS kind letter of arrays of one float dtype; a typing error otherwise."""
+    dtypes = {a.dtype for a in arrays}
+    if len(dtypes) != 1 or next(iter(dtypes)) not in _KINDS:
+        raise TypingError(f"srcxform.blas.{name} takes float32 or float64 arrays of one "
+                          f"dtype, got {', '.join(str(a.dtype) for a in arrays)}")
+    ensure_blas()  # scipy's BLAS must be importable, as for np.dot
+    return _KINDS[next(iter(dtypes))]
+
+
+def _call_helper(context, builder, symbol, arguments):
+    """A call of Numba's helper function `symbol` (an int status, 0 when it worked),
+    declared by name: an external the loader resolves, never an address."""
+    fnty = ir.FunctionType(ir.IntType(32), [a.type for a in arguments])
+    return builder.call(cgutils.get_or_insert_function(builder.module, fnty, symbol),
+                        arguments)
+
+
+def _data(context, builder, ty, value):
+    return builder.bitcast(context.make_array(ty)(context, builder, value).data, _void_p)
+
+
+def _scalar_slot(context, builder, dtype, value):
+    """The address of a stack slot holding `value` (BLAS takes alpha and beta so)."""
+    slot = cgutils.alloca_once_value(builder, context.get_constant(dtype, value))
+    return builder.bitcast(slot, _void_p)
+
+
+def _trans(builder, flag):
+    return builder.select(flag, ir.Constant(_char, ord("t")), ir.Constant(_char, ord("n")))
+
+
+@intrinsic
+def _gemm(typingctx, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc):
+    """c = op(a) @ op(b) in BLAS's column-major view of memory: op(a) m×k, op(b) k×n,
+    c m×n, op transposing where trans_ is True. Returns numba_xxgemm's status."""
+    kind = _kind("matmul", a, b, c)
+    intp, flag = types.intp, types.boolean
+    sig = types.int32(flag, flag, intp, intp, intp, a, intp, b, intp, c, intp)
+
+    def codegen(context, builder, signature, args):
+        ta, tb, m, n, k, a_, lda, b_, ldb, c_, ldc = args
+        tys = signature.args
+        dtype = tys[5].dtype
+        return _call_helper(context, builder, "numba_xxgemm", [
+            ir.Constant(_char, ord(kind)), _trans(builder, ta), _trans(builder, tb), m, n, k,
+            _scalar_slot(context, builder, dtype, 1.0), _data(context, builder, tys[5], a_),
+            lda, _data(context, builder, tys[7], b_), ldb,
+            _scalar_slot(context, builder, dtype, 0.0), _data(context, builder, tys[9], c_),
+            ldc])
+
+    return sig, codegen
+
+
+@intrinsic
+def _gemv(typingctx, trans, m, n, a, lda, x, y):
+    """y = op(a) @ x in BLAS's column-major view of memory: a m×n, op transposing where
+    trans is True; x and y contiguous. Returns numba_xxgemv's status."""
+    kind = _kind("matvec", a, x, y)
+    intp = types.intp
+    sig = types.int32(types.boolean, intp, intp, a, intp, x, y)
+
+    def codegen(context, builder, signature, args):
+        t, m, n, a_, lda, x_, y_ = args
+        tys = signature.args
+        dtype = tys[3].dtype
+        return _call_helper(context, builder, "numba_xxgemv", [
+            ir.Constant(_char, ord(kind)), _trans(builder, t), m, n,
+            _scalar_slot(context, builder, dtype, 1.0), _data(context, builder, tys[3], a_),
+            lda, _data(context, builder, tys[5], x_),
+            _scalar_slot(context, builder, dtype, 0.0), _data(context, builder, tys[6], y_)])
+
+    return sig, codegen
+
+
+# ----- the products, for operands of any layout -----
+#
+# Each operand x (r×c, byte strides s0, s1) is read by BLAS in place where its rows are
+# contiguous, ld = s0 elements apart (column-major BLAS sees x.T there, untransposed), or
+# its columns are, ld = s1 apart (BLAS sees x: transposed); else it is copied (C order).
+# The stride of a dim of 1 is never used, so it is taken as the packed one, which also
+# keeps ld at least 1, as BLAS requires. The test is written out per operand: a jitted
+# helper would cost as much compile time as the rest of the function.
+
+
+@_jit
+def _matmul(a, b):
+    m, k = a.shape
+    n = b.shape[1]
+    out = np.empty((m, n), a.dtype)
+    if m == 0 or n == 0 or k == 0:
+        for i in range(m):  # the empty sum (BLAS need not write it)
+            for j in range(n):
+                out[i, j] = 0
+        return out
+    size = a.itemsize
+    s0 = a.strides[0] if m > 1 else k * size
+    s1 = a.strides[1] if k > 1 else size
+    if s1 == size and s0 >= k * size and s0 % size == 0:
+        ta, lda = False, s0 // size
+    elif s0 == size and s1 >= m * size and s1 % size == 0:
+        ta, lda = True, s1 // size
+    else:
+        a, ta, lda = a.copy(), False, k
+    s0 = b.strides[0] if k > 1 else n * size
+    s1 = b.strides[1] if n > 1 else size
+    if s1 == size and s0 >= n * size and s0 % size == 0:
+        tb, ldb = False, s0 // size
+    elif s0 == size and s1 >= k * size and s1 % size == 0:
+        tb, ldb = True, s1 // size
+    else:
+        b, tb, ldb = b.copy(), False, n
+    # C-ordered out is out.T = b.T @ a.T to BLAS, which sees a row-contiguous a or b
+    # transposed already.
+    if (m | n | k | lda | ldb) > _MAX_INT or _gemm(tb, ta, n, m, k, b, ldb, a, lda, out, n):
+        raise RuntimeError(_FAILED)
+    return out
+
+
+@_jit
+def _matvec(a, v):
+    m, k = a.shape
+    out = np.empty(m, a.dtype)
+    if m == 0 or k == 0:
+        for i in range(m):
+            out[i] = 0
+        return out
+    size = a.itemsize
+    s0 = a.strides[0] if m > 1 else k * size
+    s1 = a.strides[1] if k > 1 else size
+    if s1 == size and s0 >= k * size and s0 % size == 0:
+        ta, lda = False, s0 // size
+    elif s0 == size and s1 >= m * size and s1 % size == 0:
+        ta, lda = True, s1 // size
+    else:
+        a, ta, lda = a.copy(), False, k
+    if k > 1 and v.strides[0] != size:  # BLAS reads v at unit stride
+        v = v.copy()
+    # BLAS sees a row-contiguous a as a.T (k×m), to be transposed back, and a
+    # column-contiguous one as a (m×k).
+    rows, cols = (m, k) if ta else (k, m)
+    if (m | k | lda) > _MAX_INT or _gemv(not ta, rows, cols, a, lda, v, out):
+        raise RuntimeError(_FAILED)
+    return out
+
+
+# ----- the public names -----
+
+
+def matmul(a, b):
+    """a @ b for 2-D arrays a (m×k) and b (k×n): a new C-contiguous m×n array. Run as
+    Python (generated code with SRCXFORM_JIT=0), it is np.dot."""
+    return np.dot(a, b)
+
+
+def matvec(a, v):
+    """a @ v for a 2-D array a (m×k) and a 1-D array v (k): a new array of m. Run as
+    Python, it is np.dot."""
+    return np.dot(a, v)
+
+
+def _any_layout(ty):
+    """ty as the core takes it: any layout, and writable (the core only reads it)."""
+    return ty.copy(layout="A", readonly=False)
+
+
+def _compile_as(public, core, ndims):
+    """Numba's typing and lowering of calls of `public`: a call of the jitted `core` with
+    each array retyped by _any_layout (the same data, so the cast is free). The core thus
+    compiles once per dtype, where a jitted wrapper would compile again for each layout
+    combination (C, F, strided) that calls it."""
+    fnty = types.Dispatcher(core)
+
+    def core_signature(typingctx, args):
+        return typingctx.resolve_function_type(fnty, tuple(map(_any_layout, args)), {})
+
+    @type_callable(public)
+    def typer(typingctx):
+        def typing(x, y):
+            if not all(isinstance(t, types.Array) and t.ndim == n
+                       for t, n in zip((x, y), ndims)):
+                raise TypingError(f"srcxform.blas.{public.__name__} takes arrays of "
+                                  f"ranks {ndims}, got {x} and {y}")
+            _kind(public.__name__, x, y)
+            return core_signature(typingctx, (x, y)).return_type
+        return typing
+
+    @lower_builtin(public, types.Array, types.Array)
+    def lower(context, builder, sig, args):
+        core_sig = core_signature(context.typing_context, sig.args)
+        retyped = [context.cast(builder, v, t, _any_layout(t)) for v, t in zip(args, sig.args)]
+        return context.get_function(fnty, core_sig)(builder, retyped)
+
+
+_compile_as(matmul, _matmul, (2, 2))
+_compile_as(matvec, _matvec, (2, 1))

@@ -1,0 +1,145 @@
+"""srcxform.blas: matmul and matvec through BLAS equal np.dot for float64 and float32
+operands in C, Fortran and strided layouts, at zero and unit sizes; their jitted core
+compiles once per dtype whatever the layouts; other dtypes are a typing error; and a
+compiled function with strided and transposed matrix products matches the eager tape.
+
+Each wrapper below compiles once per layout combination, so the cases share few of them:
+strided operands of any kind are all typed layout 'A'.
+"""
+
+import numba
+import numpy as np
+import pytest
+from corpus import assert_trees_close, eager_value_and_grad
+
+import srcxform as tf
+from srcxform import blas
+
+
+@numba.njit(error_model="numpy")
+def _matmul(a, b):
+    return blas.matmul(a, b)
+
+
+@numba.njit(error_model="numpy")
+def _matvec(a, v):
+    return blas.matvec(a, v)
+
+
+def _normal(*shape, dtype=np.float64, seed=0):
+    return np.random.default_rng(seed).normal(size=shape).astype(dtype)
+
+
+def _rtol(dtype):
+    return 1e-12 if dtype == np.float64 else 1e-5
+
+
+def _strided(x, kind):
+    """x (r×c) as a view Numba types as layout 'A': inside a larger C array (rows
+    contiguous, ld > c), inside a larger Fortran array (columns contiguous), or every
+    other element of a larger array (no unit stride: copied before BLAS sees it)."""
+    r, c = x.shape
+    if kind == "rows":
+        big = np.zeros((r + 2, c + 3), x.dtype)
+        big[1:r + 1, 2:c + 2] = x
+        return big[1:r + 1, 2:c + 2]
+    if kind == "columns":
+        big = np.zeros((r + 3, c + 2), x.dtype, order="F")
+        big[2:r + 2, 1:c + 1] = x
+        return big[2:r + 2, 1:c + 1]
+    big = np.zeros((2 * r, 2 * c), x.dtype)
+    big[::2, ::2] = x
+    return big[::2, ::2]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_matmul_of_c_and_fortran_operands_equals_np_dot(dtype):
+    a, b = _normal(5, 3, dtype=dtype), _normal(3, 4, dtype=dtype, seed=1)
+    cases = [(a, b)] if dtype == np.float32 else [
+        (a, b), (np.asfortranarray(a), b), (a, b.T.copy().T)]  # C·C, F·C, C·F (a view .T)
+    for x, y in cases:
+        out = _matmul(x, y)
+        assert out.dtype == dtype and out.shape == (5, 4) and out.flags.c_contiguous
+        np.testing.assert_allclose(out, np.dot(x, y), rtol=_rtol(dtype))
+
+
+@pytest.mark.parametrize("kind_a", ["rows", "columns", "copied"])
+@pytest.mark.parametrize("kind_b", ["rows", "columns", "copied"])
+def test_matmul_of_strided_operands_equals_np_dot(kind_a, kind_b):
+    a, b = _strided(_normal(4, 6), kind_a), _strided(_normal(6, 3, seed=1), kind_b)
+    np.testing.assert_allclose(_matmul(a, b), np.dot(a, b), rtol=1e-12)
+
+
+@pytest.mark.parametrize("shape_a, shape_b", [
+    ((3, 0), (0, 2)),  # an empty inner dim: zeros
+    ((0, 3), (3, 2)), ((3, 2), (2, 0)),  # an empty result
+    ((1, 1), (1, 1)), ((1, 5), (5, 1)), ((5, 1), (1, 4)), ((2, 7), (7, 9)),
+])
+def test_matmul_at_zero_unit_and_nonsquare_sizes(shape_a, shape_b):
+    a, b = _strided(_normal(*shape_a), "rows"), _strided(_normal(*shape_b, seed=1), "rows")
+    out = _matmul(a, b)
+    assert out.shape == (shape_a[0], shape_b[1])
+    np.testing.assert_allclose(out, np.dot(a, b), rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_matvec_equals_np_dot(dtype):
+    a, v = _normal(5, 3, dtype=dtype), _normal(3, dtype=dtype, seed=1)
+    cases = [(a, v)] if dtype == np.float32 else [(a, v), (np.asfortranarray(a), v)]
+    for x, y in cases:
+        out = _matvec(x, y)
+        assert out.dtype == dtype and out.shape == (5,)
+        np.testing.assert_allclose(out, np.dot(x, y), rtol=_rtol(dtype))
+
+
+@pytest.mark.parametrize("kind", ["rows", "columns", "copied"])
+@pytest.mark.parametrize("shape", [(4, 6), (1, 6), (4, 1), (3, 0), (0, 3)])
+def test_matvec_of_strided_operands_equals_np_dot(kind, shape):
+    a = _strided(_normal(*shape), kind)
+    v = np.zeros(2 * shape[1])
+    v[::2] = _normal(shape[1], seed=1)
+    for u in (v[::2], v[: shape[1]]):  # a strided vector (copied) and a contiguous one
+        np.testing.assert_allclose(_matvec(a, u), np.dot(a, u), rtol=1e-12, atol=0)
+
+
+def test_the_core_compiles_once_per_dtype_whatever_the_layouts():
+    a, b = _normal(3, 3), _normal(3, 3, seed=1)
+    for x, y in [(a, b), (np.asfortranarray(a), b), (a, b.T), (a[:, :2], b[:2])]:
+        _matmul(x, y)
+    signatures = blas._matmul.signatures
+    assert all(t.layout == "A" and t.mutable for sig in signatures for t in sig)
+    assert len({sig[0].dtype for sig in signatures}) == len(signatures)
+
+
+def test_other_dtypes_are_a_typing_error_naming_blas():
+    ints = np.ones((2, 2), np.int64)
+    with pytest.raises(numba.core.errors.TypingError, match="float32 or float64"):
+        _matmul(ints, ints)
+    with pytest.raises(numba.core.errors.TypingError, match="float32 or float64"):
+        _matmul(np.ones((2, 2), np.float32), np.ones((2, 2)))
+
+
+def test_run_as_python_they_are_np_dot():
+    """Generated code run uncompiled (SRCXFORM_JIT=0) calls them as Python functions."""
+    a, b = _normal(3, 2), _normal(2, 4, seed=1)
+    np.testing.assert_array_equal(blas.matmul(a, b), np.dot(a, b))
+    np.testing.assert_array_equal(blas.matvec(a, b[:, 0]), np.dot(a, b[:, 0]))
+
+
+def _model(W, X, v):
+    h = X[:, ::2] @ W  # a strided operand (copied) and a C one
+    y = tf.matmul(h, h, transpose_b=True)  # a transposed one
+    return tf.reduce_sum(y * y) + tf.reduce_sum(h @ v) + tf.reduce_sum(X[1:, 1:4] @ W)
+
+
+def test_a_compiled_function_with_matrix_products_matches_the_eager_tape():
+    # Not differentiated in X: its gradient would be a strided embed, whose assignment
+    # costs Numba seconds of compile time (a shape-mismatch message) and tests no BLAS.
+    args, wrt = (_normal(3, 4), _normal(5, 6, seed=1), _normal(4, seed=2)), (0, 2)
+    compiled = tf.differentiable(_model, wrt=wrt)
+    source = compiled.source(*args)
+    assert "blas.matmul(" in source and "blas.matvec(" in source and "np.dot" not in source
+    value, grads = compiled.value_and_grad(*args)
+    eager_value, eager_grads = eager_value_and_grad(_model, args, wrt)
+    np.testing.assert_allclose(value, eager_value, rtol=1e-12)
+    assert_trees_close(grads, eager_grads, 1e-12, 1e-12, "compiled vs eager")
