@@ -11,7 +11,7 @@ import linecache
 import re
 
 # Names that generated code uses for its own purposes.
-_RESERVED = re.compile(r"^([tin]\d+|np|math|range|out|acc)$")
+_RESERVED = re.compile(r"^([tin]\d+|np|math|range|prange|min|max|out|acc)$")
 
 
 class Namer:
@@ -32,6 +32,15 @@ class Namer:
 
     def __call__(self, var):
         return self._names[var]
+
+    def fresh(self, base):
+        """A name for generated code's own use (`base`, else base1, base2 …), taken by no
+        value, no value's loop form (`<name>_i`) and no earlier fresh name."""
+        name, k = base, 1
+        while name in self._taken or name.endswith("_i") and name[:-2] in self._taken:
+            name, k = f"{base}{k}", k + 1
+        self._taken.add(name)
+        return name
 
     def _assign(self, var, hint):
         if var in self._names:

@@ -11,6 +11,7 @@ import ast
 import astor
 
 from srcxform import __version__
+from srcxform.codegen.chunking import CHUNKS, Interior, call, minus, unshared
 from srcxform.codegen.exprs import Sizes, dtype_ast, fill, literal, param_ast, reduction_init
 from srcxform.codegen.placement import place
 from srcxform.aval import slice_bounds
@@ -145,16 +146,82 @@ class _Lowering:
             self.stmt(1, node)
         indent = 1
         outer = self.parallel and _independent_outer_loop(group, index)
+        scalar_loop = not looped or any(e.prim.kind == "reduction" for e in members)
+        if outer and self.chunked(domain, index, body, scalar_loop):
+            return
         for p, d in enumerate(domain):
             if index[p]:
                 loop = "prange" if outer and indent == 1 else "range"
                 self.used_prange |= loop == "prange"
                 self.line(indent, f"for {index[p]} in {loop}({self.sizes.source(d)}):")
                 indent += 1
-        scalar_loop = not looped or any(e.prim.kind == "reduction" for e in members)
         for e, node in body:
             if e is not None:
                 self.header(e, indent if looped else 1)
+            self.stmt(indent, _libm_calls(node) if scalar_loop else node)
+
+    def chunked(self, domain, index, body, scalar_loop):
+        """A parallel loop nest whose body tests its outer index against slice bounds (an
+        adjoint of slicing reads `g[i0 - 1] if i0 >= 1 else 0`), as two: the range of the
+        outer index where every such test holds, without the tests, in a prange over
+        chunks; and the rest, with them, serially. Each chunk indexes views that start at
+        the chunk, so that its indices count from 0: in a prange, Numba vectorizes a loop
+        only then (chunking.py). Returns whether it emitted the nest: not when the body
+        uses the outer index other than in bounds tests and indices."""
+        p = next(p for p, i in enumerate(index) if i)
+        var = index[p]
+        interior = Interior(var, lambda arr: self.namer.fresh(arr + "_c"))
+        inner = [(e, interior.visit(unshared(node))) for e, node in body]
+        if not interior.complete(inner) or not (interior.lower or interior.upper):
+            return False
+        lo, hi, chunks, c, start, stop, edge = (self.namer.fresh(n) for n in (
+            "lo", "hi", "chunks", f"c{p}", "start", "stop", "edge"))
+        n = self.sizes.ast(domain[p])
+        self.line(1, f"# The last loop's bounds tests on {var} all hold for {lo} <= {var} < {hi}: "
+                     "that range runs")
+        self.line(1, "# without them, in chunks on views that start at the chunk (so Numba "
+                     "vectorizes).")
+        low = call("min", [call("max", interior.lower), n]) if interior.lower else \
+            ast.Constant(0)
+        self.stmt(1, ast.Assign([ast.Name(lo, ast.Store())], low))
+        high = call("max", [call("min", interior.upper), _name(lo)]) if interior.upper \
+            else n
+        self.stmt(1, ast.Assign([ast.Name(hi, ast.Store())], high))
+        self.line(1, f"{chunks} = min({hi} - {lo}, {CHUNKS})")
+        self.line(1, f"for {c} in prange({chunks}):")
+        self.used_prange = True
+        self.line(2, f"{start} = {lo} + ({hi} - {lo}) * {c} // {chunks}")
+        self.line(2, f"{stop} = {lo} + ({hi} - {lo}) * ({c} + 1) // {chunks}")
+        for view, (arr, axis, rank, offsets) in interior.views.items():
+            bounds = [ast.Slice()] * rank
+            bounds[axis] = ast.Slice(minus(_name(start), offsets), minus(_name(stop), offsets))
+            at = bounds[0] if rank == 1 else ast.Tuple(bounds, ast.Load())
+            self.stmt(2, ast.Assign([ast.Name(view, ast.Store())],
+                                    ast.Subscript(_name(arr), at, ast.Load())))
+        self.line(2, f"for {var} in range({stop} - {start}):")
+        self._nest(domain, index, p, 3, inner, scalar_loop)
+        if interior.lower and interior.upper:
+            self.line(1, f"for {edge} in (range({lo}), range({hi}, {_source(n)})):")
+            self.line(2, f"for {var} in {edge}:")
+            indent = 3
+        else:
+            edges = f"{lo}" if interior.lower else f"{hi}, {_source(n)}"
+            self.line(1, f"for {var} in range({edges}):")
+            indent = 2
+        self._nest(domain, index, p, indent, body, scalar_loop)
+        return True
+
+    def _nest(self, domain, index, outer, indent, body, scalar_loop):
+        """The loops inside the outer one (at position `outer` of the domain), then the
+        body, from `indent`."""
+        for q in range(outer + 1, len(domain)):
+            if index[q]:
+                self.line(indent, f"for {index[q]} in range({self.sizes.source(domain[q])}):")
+                indent += 1
+        self.last_origin = None  # each copy of the body is headed by its origins
+        for e, node in body:
+            if e is not None:
+                self.header(e, indent)
             self.stmt(indent, _libm_calls(node) if scalar_loop else node)
 
     def _live(self, group):
@@ -373,7 +440,8 @@ def generate(program, func_name, doc, parallel=False):
     """The source of `def func_name(...)` computing program (a module's text), and the
     positions in program.outs of the outputs it fills rather than returns: arrays the
     caller passes after the inputs, in that order. The function returns the other outputs
-    as a tuple. With `parallel`, the outer loop of each independent loop nest is a prange."""
+    as a tuple. With `parallel`, the outer loop of each independent loop nest is a prange
+    (over chunks of it, where its body tests the outer index against slice bounds)."""
     lowering = _Lowering(program, parallel)
     body = lowering.function(func_name, doc)
     imports = "import numpy as np\n"

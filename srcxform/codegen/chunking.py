@@ -1,0 +1,123 @@
+"""Parallel loops over chunks of their range, for loop bodies that test the outer index
+against slice bounds (an adjoint of slicing reads `g[i0 - 1] if i0 >= 1 else 0`).
+
+Inside a prange, Numba vectorizes a loop only when its indices count from 0 and its body
+has no such tests. So lowering runs the interior of the range, where every test holds,
+as a prange over chunks, each indexing views that start at the chunk, with the tests
+dropped; the few indices outside it run serially with the original body. Interior is
+the rewrite of the body; this module emits nothing itself.
+"""
+
+import ast
+
+
+def _name(text):
+    return ast.Name(text, ast.Load())
+
+
+CHUNKS = 64  # a chunked prange's chunks: enough to balance the threads, few to set up
+
+
+class Interior(ast.NodeTransformer):
+    """A loop body on the range of the loop variable `var` where its bounds tests hold:
+    `var - S >= s` (a slice's start) and `var - S < s` (its stop) dropped and collected as
+    bounds on var (`lower`, `upper`); each array indexed at `var - S` indexed at `var` in a
+    view starting at S (`views`: name → (array, axis, rank, S), named by `name_view`)."""
+
+    def __init__(self, var, name_view):
+        self.var, self.name_view = var, name_view
+        self.lower, self.upper = [], []
+        self.views, self._keys = {}, {}
+        self.placed = set()  # ids of the var Names this made, as view indices
+        self.failed = False
+
+    def offsets(self, node):
+        """S when node is `var - S[0] - S[1] …` (S free of var), else None."""
+        if isinstance(node, ast.Name) and node.id == self.var:
+            return []
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub) and \
+                not self.uses(node.right):
+            inner = self.offsets(node.left)
+            return None if inner is None else inner + [node.right]
+        return None
+
+    def uses(self, node):
+        return any(isinstance(n, ast.Name) and n.id == self.var for n in ast.walk(node))
+
+    def visit_IfExp(self, node):
+        tests = node.test.values if isinstance(node.test, ast.BoolOp) and \
+            isinstance(node.test.op, ast.And) else [node.test]
+        kept = [t for t in tests if not self.bound(t)]
+        body, orelse = self.visit(node.body), self.visit(node.orelse)
+        if not kept:
+            return body
+        test = kept[0] if len(kept) == 1 else ast.BoolOp(ast.And(), kept)
+        return ast.IfExp(self.visit(test), body, orelse)
+
+    def bound(self, test):
+        """Whether test is a bounds test on var; collects its bound."""
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and
+                isinstance(test.ops[0], (ast.GtE, ast.Lt))):
+            return False
+        offsets = self.offsets(test.left)
+        if offsets is None or self.uses(test.comparators[0]):
+            return False
+        bound = test.comparators[0]
+        for s in offsets:
+            bound = _plus(bound, s)
+        into = self.lower if isinstance(test.ops[0], ast.GtE) else self.upper
+        if all(ast.dump(bound) != ast.dump(b) for b in into):
+            into.append(bound)
+        return True
+
+    def visit_Subscript(self, node):
+        if not (isinstance(node.value, ast.Name) and self.uses(node.slice)):
+            return self.generic_visit(node)
+        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        at = [k for k, item in enumerate(items) if self.uses(item)]
+        offsets = self.offsets(items[at[0]])
+        if len(at) != 1 or offsets is None:
+            self.failed = True
+            return node
+        key = (node.value.id, at[0], len(items), tuple(ast.dump(s) for s in offsets))
+        if key not in self._keys:
+            self._keys[key] = view = self.name_view(node.value.id)
+            self.views[view] = (node.value.id, at[0], len(items), offsets)
+        index = ast.Name(self.var, ast.Load())
+        self.placed.add(id(index))
+        items = items[:at[0]] + [index] + items[at[0] + 1:]
+        target = ast.Tuple(items, ast.Load()) if len(items) > 1 else index
+        return ast.Subscript(ast.Name(self._keys[key], ast.Load()), target, node.ctx)
+
+    def complete(self, body):
+        """Whether every use of var in the rewritten body is a view's index."""
+        return not self.failed and all(
+            id(n) in self.placed for _, node in body for n in ast.walk(node)
+            if isinstance(n, ast.Name) and n.id == self.var)
+
+
+def unshared(node):
+    """A copy of node in which no two places hold the same node (a template that reads an
+    operand twice may hold it twice), so that rewriting it rewrites each place once."""
+    if isinstance(node, list):
+        return [unshared(n) for n in node]
+    if not isinstance(node, ast.AST):
+        return node
+    return type(node)(**{f: unshared(v) for f, v in ast.iter_fields(node)})
+
+
+def _plus(a, b):
+    if isinstance(a, ast.Constant) and isinstance(b, ast.Constant):
+        return ast.Constant(a.value + b.value)
+    return ast.BinOp(a, ast.Add(), b)
+
+
+def minus(a, offsets):
+    for s in offsets:
+        a = ast.BinOp(a, ast.Sub(), s)
+    return a
+
+
+def call(func, args):
+    """func(*args), or the one arg."""
+    return args[0] if len(args) == 1 else ast.Call(_name(func), list(args), [])

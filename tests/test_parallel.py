@@ -1,0 +1,128 @@
+"""parallel=True: the same results as the serial code, at every size (the chunked prange
+a slice's adjoint gets runs an interior of the index range in 64 chunks, and the edges
+with their bounds tests), and serial code without pranges."""
+
+import numpy as np
+import pytest
+
+import srcxform as tf
+
+
+def rosenbrock(x):
+    return tf.reduce_sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def broadcast_2d(X, b):
+    return tf.reduce_sum(tf.tanh(X + b) ** 2)
+
+
+def row_sums(X):
+    return tf.reduce_sum(tf.reduce_sum(X * X, axis=1) ** 2)
+
+
+def column_sums(X):
+    return tf.reduce_sum(tf.reduce_sum(X * X, axis=0) ** 2)
+
+
+def offsets(x):
+    return tf.reduce_sum(x[2:-3] * x[1:-4] + x[5:] ** 2)
+
+
+def exp_tanh(x):
+    return tf.reduce_sum(tf.exp(-x[1:]) * tf.tanh(x[:-1]))
+
+
+def differences_2d(X):
+    return tf.reduce_sum((X[1:, :] - X[:-1, :]) ** 2) + tf.reduce_sum(X[:, 1:] * X[:, :-1])
+
+
+def nested_slices(x):
+    return tf.reduce_sum(x[1:][1:] * x[:-2] + x[1:-1] ** 3)
+
+
+def first_element(x):  # an integer index: its adjoint tests i0 == 0, which is no bound
+    return x[0] * tf.reduce_sum(x[1:] ** 2)
+
+
+def sums_beside_slices(x, a):  # scalar sums in the chunked loop, and in its edges
+    y = x[1:] * x[:-1]
+    return tf.reduce_sum(tf.tanh(a * y)) + tf.reduce_sum(x * a)
+
+
+def sliced_rows(X):  # the chunked loop's views are 2-D; a bounds test on the inner axis
+    r = tf.reduce_sum(X[:, 1:] * X[:, :-1], axis=1)
+    return tf.reduce_sum(r[1:] ** 2 * X[1:, 0] + r[:-1])
+
+
+def vector(n):
+    return (np.linspace(-1.5, 1.3, n),)
+
+
+def matrix(n):
+    return (np.linspace(-1.0, 1.2, 5 * n).reshape(n, 5),)
+
+
+CASES = {
+    "rosenbrock": (rosenbrock, 0, vector),
+    "broadcast_2d": (broadcast_2d, (0, 1),
+                     lambda n: matrix(n) + (np.array([0.1, -0.2, 0.3, 0.0, 0.5]),)),
+    "row_sums": (row_sums, 0, matrix),
+    "column_sums": (column_sums, 0, matrix),
+    "offsets": (offsets, 0, vector),
+    "exp_tanh": (exp_tanh, 0, vector),
+    "differences_2d": (differences_2d, 0, matrix),
+    "nested_slices": (nested_slices, 0, vector),
+    "first_element": (first_element, 0, vector),
+    "sums_beside_slices": (sums_beside_slices, (0, 1), lambda n: vector(n) + (0.7,)),
+    "sliced_rows": (sliced_rows, 0, matrix),
+}
+
+SIZES = (1, 2, 3, 4, 6, 7, 65, 130, 1001)  # 65, 130, 1001: chunks of unequal sizes
+
+
+def _flat(result):
+    value, grads = result
+    return [value] + (list(grads) if isinstance(grads, (tuple, list)) else [grads])
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_parallel_equals_serial_at_every_size(name):
+    fn, wrt, make = CASES[name]
+    serial = tf.differentiable(fn, wrt=wrt)
+    parallel = tf.differentiable(fn, wrt=wrt, parallel=True)
+    for n in SIZES:
+        args = make(n)
+        expected, got = _flat(serial.value_and_grad(*args)), _flat(parallel.value_and_grad(*args))
+        assert len(got) == len(expected)
+        for a, b in zip(expected, got):
+            np.testing.assert_allclose(b, a, rtol=1e-12, atol=0, err_msg=f"{name}, n={n}")
+
+
+def test_a_slice_adjoint_runs_in_chunks_and_the_serial_code_has_no_prange():
+    x = np.linspace(-1, 1, 10)
+    source = tf.differentiable(rosenbrock, parallel=True).source(x)
+    assert "for c0 in prange(chunks):" in source
+    assert "for edge in (range(lo), range(hi, n0)):" in source
+    assert "bx_c[i0] = bx_i" in source  # the interior writes through a view
+    assert "prange" not in tf.differentiable(rosenbrock).source(x)
+
+
+def test_an_integer_index_keeps_the_plain_prange():
+    x = np.linspace(-1, 1, 10)
+    source = tf.differentiable(first_element, parallel=True).source(x)
+    assert "prange(n0)" in source and "chunks" not in source
+
+
+def test_generated_names_do_not_clash_with_the_users():
+    def f(lo, hi):
+        start = lo * hi
+        return tf.reduce_sum(start[1:] - start[:-1] ** 2)
+
+    args = (np.linspace(0.0, 1.0, 9), np.linspace(1.0, 2.0, 9))
+    serial = tf.differentiable(f, wrt=(0, 1)).value_and_grad(*args)
+    g = tf.differentiable(f, wrt=(0, 1), parallel=True)
+    parallel = g.value_and_grad(*args)
+    for a, b in zip(_flat(serial), _flat(parallel)):
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=0)
+    source = g.source(*args)
+    assert "chunks" in source and "start1 = " in source  # `start` is the user's
