@@ -11,7 +11,9 @@ import numpy as np
 from numba.core import types
 from numba.extending import intrinsic
 
-_jit = numba.njit(inline="always", error_model="numpy", cache=True)
+# Not inline="always": LLVM inlines these into the kernel's loop when it optimizes it
+# (and then vectorizes), and inlining them in Numba's IR as well only cost compile time.
+_jit = numba.njit(error_model="numpy", cache=True)
 
 # Cody and Waite's split of log(2): k * _LN2_HI is exact for |k| < 2**20.
 _LN2_HI = 0.6931471803691238

@@ -125,8 +125,8 @@ class _Lowering:
         for e in members:
             name = self.namer(e.out)
             if e.prim.kind == "reduction":
-                before_stmt, body_stmt = self.reduction(e, name, index, scalar_names)
-                before.append(before_stmt)
+                before_stmts, body_stmt = self.reduction(e, name, index, scalar_names)
+                before += before_stmts
                 body += self._recomputed_here()
                 body.append((e, body_stmt))
                 continue
@@ -342,19 +342,19 @@ class _Lowering:
         init = reduction_init(e.prim.init, dtype)
         if not e.out.aval.shape:
             acc = _name(name)
-            before = ast.Assign([ast.Name(name, ast.Store())], init)
+            before = [ast.Assign([ast.Name(name, ast.Store())], init)]
         else:
             kept = [None if a in axis else i for a, i in enumerate(index)]
             if not keepdims:
                 kept = [i for a, i in enumerate(index) if a not in axis]
             acc = self._store(name, kept, ast.Load)
-            if e.out in self.buffer_vars:
-                everything = ast.Subscript(_name(name), ast.Slice(), ast.Store())
-                before = ast.Assign([everything], init)
-            else:
-                before = ast.Assign([ast.Name(name, ast.Store())], ast.Call(
-                    ast.Attribute(_name("np"), "full", ast.Load()),
-                    [self.sizes.tuple(e.out.aval.shape), init], []))
+            # np.empty and a fill, not np.full: Numba types np.full far more slowly.
+            before = [] if e.out in self.buffer_vars else [ast.Assign(
+                [ast.Name(name, ast.Store())],
+                ast.Call(ast.Attribute(_name("np"), "empty", ast.Load()),
+                         [self.sizes.tuple(e.out.aval.shape), dtype_ast(dtype)], []))]
+            before.append(ast.Assign([ast.Subscript(_name(name), ast.Slice(), ast.Store())],
+                                     init))
         value = fill(e.prim.template, {"acc": acc, "x": self.load(x, index, scalar_names, dtype)},
                      literal_dtype=dtype)
         target = ast.Name(name, ast.Store()) if not e.out.aval.shape else \
