@@ -8,6 +8,7 @@ shapes the results. A call it does not fit goes on to its fallback: the entry ma
 it, and in the end the slow path (flatten, look up, trace).
 """
 
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -134,7 +135,7 @@ class Kernel:
             return fn
         names = [f"a{i}" for i in range(self.spec.inputs - len(self.consts))]
         consts = {f"c{i}": c for i, c in enumerate(self.consts)}
-        allocate, buffers = _allocations(self, names + list(consts), "np.empty")
+        allocate, buffers = _allocations(self, names + list(consts))
         results = _output_exprs(self, buffers, [None] * len(self.spec.outs))
         source = "\n".join([f"def kernel({', '.join(names)}):"] +
                             [f"    {line}" for line in allocate] +
@@ -150,25 +151,31 @@ def _miss(*args, **kwargs):
     return MISS
 
 
-def _allocations(kernel, arg_exprs, empty, size=None):
-    """Lines allocating the output buffers (with `empty`), preceded by the lines reading
-    the sizes they need from the kernel's arguments unless `size` names them, and the
-    buffers' names."""
+def _allocations(kernel, arg_exprs):
+    """Lines reading the sizes the output buffers need from the kernel's arguments and
+    allocating the buffers, and the buffers' names (for jitted code)."""
     sizes = {}
 
-    def read_size(k):
+    def size(k):
         index, axis = kernel.spec.sizes[k]
         sizes[k] = f"n{k} = {arg_exprs[index]}.shape[{axis}]"
         return f"n{k}"
 
-    size = size or read_size
-    allocations = []
-    for b, (shape, dtype) in enumerate(kernel._buffer_outs()):
-        shape = ", ".join(render(expr, size) for expr in shape)
-        dtype = "" if dtype == np.float64 else f", np.{dtype.name}"
-        allocations.append(f"o{b} = {empty}(({shape},){dtype})")
-    lines = [line for _, line in sorted(sizes.items())] + allocations
-    return lines, [f"o{b}" for b in range(len(kernel.buffers))]
+    buffers = _buffer_shapes(kernel, size)
+    allocations = [f"o{b} = np.empty({shape}{dtype})" for b, (shape, dtype) in enumerate(buffers)]
+    return [line for _, line in sorted(sizes.items())] + allocations, \
+        [f"o{b}" for b in range(len(buffers))]
+
+
+def _buffer_shapes(kernel, size, shape_names=None):
+    """(shape, dtype argument) as source for each output buffer: size(k) names size symbol
+    k, and `shape_names` maps an input's shape, as size expressions, to a name holding it."""
+    shapes = []
+    for exprs, dtype in kernel._buffer_outs():
+        shape = (shape_names or {}).get(exprs) or \
+            f"({''.join(render(e, size) + ', ' for e in exprs).rstrip()})"
+        shapes.append((shape, "" if dtype == np.float64 else f", np.{dtype.name}"))
+    return shapes
 
 
 def _output_exprs(kernel, buffers, scalar_types):
@@ -195,6 +202,7 @@ class _EntryWriter:
     def __init__(self):
         self.unpack, self.checks, self.names, self.constants = [], [], [], {}
         self.shapes = {}  # the name of each leaf array's shape tuple, by the array's name
+        self.ranks = {}
 
     def constant(self, value):
         name = f"k{len(self.constants)}"
@@ -238,6 +246,7 @@ class _EntryWriter:
         tests.append(f"{value}.dtype.num != {array.dtype.num}")
         self.checks.append(" or ".join(tests))
         shape = self.shapes[value] = f"s{len(self.shapes)}"
+        self.ranks[value] = array.ndim
         self.checks.append(f"len({shape} := {value}.shape) != {array.ndim}")
         ones = [d == 1 for d in array.shape]
         if any(ones):  # which dims are 1 is part of the signature
@@ -253,6 +262,12 @@ class _EntryWriter:
 
 # How an entry leaves a call it does not fit to the next one.
 _FALL_BACK = "return fallback(*args)"
+
+# An entry keeps the output arrays it returned last, and fills them again when nothing
+# else holds them (a reference count of 3: its list, its local name, getrefcount's
+# argument), rather than allocating: nobody can see the difference. Reference counts
+# say so only where the GIL serializes them.
+_REUSE = getattr(sys, "_is_gil_enabled", lambda: True)()
 
 
 def _arg_expr(name, leaf):
@@ -291,7 +306,18 @@ def _build_entry(kernel, form, args, fallback, owner):
     for expr, op in kernel.guards:
         fails = {">=": "<", "==": "!=", "!=": "=="}[op]
         guards.append(f"{render(expr, size)} {fails} 0")
-    allocate, buffers = _allocations(kernel, kernel_args, "empty", size)
+    # An input's shape tuple, where a buffer has exactly that shape.
+    shape_names = {}
+    for index, arg in enumerate(kernel_args):
+        axes = {axis: k for k, (i, axis) in enumerate(spec.sizes) if i == index}
+        if arg in w.shapes and len(axes) == w.ranks[arg]:
+            shape_names[tuple(("size", axes[a]) for a in range(len(axes)))] = w.shapes[arg]
+    allocate, buffers = [], []
+    for b, (shape, dtype) in enumerate(_buffer_shapes(kernel, size, shape_names)):
+        allocate += [f"o{b} = spare[{b}]",
+                     f"if not REUSE or getrefcount(o{b}) != 3 or o{b}.shape != {shape}:",
+                     f"    o{b} = spare[{b}] = empty({shape}{dtype})"]
+        buffers.append(f"o{b}")
     scalar_types = [None if t is None or t is np.float64 else w.constant(t)
                     for t in kernel.scalar_types]
     results = _output_exprs(kernel, buffers, scalar_types)
@@ -331,7 +357,9 @@ def _build_entry(kernel, form, args, fallback, owner):
         body.append(f"    {call}")
     body += [f"    {line}" for line in writes]
     body.append(f"    return {_result(form, value, grads)}")
+    spare = [np.empty((0,) * len(exprs), dtype) for exprs, dtype in kernel._buffer_outs()]
     namespace = dict(w.constants, fallback=fallback, owner=owner, np=np, empty=np.empty,
+                     spare=spare, getrefcount=sys.getrefcount, REUSE=_REUSE,
                      kernel=getattr(kernel.fn, "dispatcher", kernel.fn),
                      kernel_error=getattr(kernel.fn, "error", None), TRACES=TRACES,
                      ACTIVE=ACTIVE)

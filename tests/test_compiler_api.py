@@ -11,6 +11,7 @@ import pytest
 
 import srcxform as tf
 from srcxform import backend
+from srcxform import kernel as kernel_module
 
 
 def tanh_loss(w, x):
@@ -44,6 +45,19 @@ def test_each_call_returns_new_output_arrays():
     second = f.grad(np.ones(3), np.arange(3.0))
     assert not any(np.shares_memory(a, b) for a in first for b in second)
     np.testing.assert_array_equal(first, second)
+
+
+def test_output_arrays_nobody_holds_are_filled_again_and_held_ones_never_are():
+    f = tf.differentiable(tanh_loss)
+    x = np.arange(3.0)
+    view = f.grad(np.ones(3), x)[1:]  # only a view of the first result is kept
+    kept = view.copy()
+    address = f.grad(np.full(3, 2.0), x).ctypes.data  # dropped at once
+    again = f.grad(np.full(3, 3.0), x)
+    np.testing.assert_array_equal(view, kept)
+    np.testing.assert_allclose(again, (1 - np.tanh(3.0 * x) ** 2) * x)
+    if kernel_module._REUSE:
+        assert again.ctypes.data == address
 
 
 def test_a_call_the_newest_entry_does_not_fit_reaches_an_older_kernel():
