@@ -6,6 +6,7 @@ knows no primitive by name.
 """
 
 import ast
+import functools
 import inspect
 from dataclasses import dataclass, field
 from typing import Callable
@@ -51,6 +52,10 @@ class Primitive:
     is_broadcast: bool = False  # only broadcasts its input (broadcast_to)
     rearranges: bool = False  # only moves or selects its input's elements (reshape)
     embeds: bool = False  # zeros of params["shape"] with the input at params["index"]
+    # emit_for(*in_avals, out_aval, **params): an emit template for that equation where
+    # a simpler form than `emit` fits it (a reshape that only drops dims of 1 is an
+    # index), or None for `emit`.
+    emit_for: Callable | None = None
     param_names: tuple = field(init=False)
     template: ast.AST = field(init=False, repr=False)
 
@@ -68,6 +73,13 @@ class Primitive:
 
     def __repr__(self):
         return f"<primitive {self.name}>"
+
+    def template_for(self, in_avals, out_aval, params):
+        """The parsed emit template for one equation (see emit_for)."""
+        emit = self.emit_for and self.emit_for(*in_avals, out_aval, **params)
+        if not emit:
+            return self.template
+        return _parse_template(self.name, emit, self.arg_names + self.param_names)
 
     def bind(self, *args, **params):
         """Applies the primitive: traced if any input is a Tracer, else computed eagerly;
@@ -117,6 +129,7 @@ def _mentions_size(values, params):
     return any(isinstance(v, SizeConstant) for v in values) or any(map(has, params.values()))
 
 
+@functools.cache
 def _parse_template(name, emit, names):
     """Parses an emit template once, at import, and checks the names it reads.
 
@@ -195,13 +208,13 @@ def reduction(name, impl, emit, init, vjp=None, nondiff=False):
 
 def primitive(name, kind, impl, shape, emit, vjp=None, nondiff=False,
               same_aval_is_identity=False, is_broadcast=False, rearranges=False,
-              embeds=False):
+              embeds=False, emit_for=None):
     """Declares a primitive with its own shape rule `shape(*avals, **params)`; the inputs
     are named by the shape rule's positional parameters."""
     arg_names, variadic = _arg_names(shape, 0)
     return Primitive(name, kind, impl, shape, vjp, emit, arg_names, nondiff, variadic=variadic,
                      same_aval_is_identity=same_aval_is_identity, is_broadcast=is_broadcast,
-                     rearranges=rearranges, embeds=embeds)
+                     rearranges=rearranges, embeds=embeds, emit_for=emit_for)
 
 
 def reduce_params(x, axis, keepdims, op):

@@ -210,6 +210,23 @@ def test_second_order_by_composition_matches_finite_differences():
     np.testing.assert_allclose(d2.grad(x), hessian.sum(axis=0), rtol=1e-10)
 
 
+@pytest.mark.parametrize("shape, op, as_index", [
+    ((1, 4), lambda x: tf.squeeze(x, 0), True), ((4, 1), lambda x: tf.squeeze(x, 1), True),
+    ((4,), lambda x: tf.expand_dims(x, 0), True), ((4,), lambda x: tf.expand_dims(x, 1), True),
+    ((2, 1, 3), lambda x: tf.expand_dims(tf.squeeze(x, 1), 2), True),
+    ((2, 3), lambda x: tf.reshape(x, (3, 2)), False)])
+def test_a_reshape_that_only_moves_dims_of_one_is_an_index(shape, op, as_index):
+    f = tf.differentiable(lambda x: tf.reduce_sum(tf.sin(op(x)) * op(x)))
+    x = np.arange(float(np.prod(shape))).reshape(shape).T.copy().T  # Fortran order
+    assert ("np.ascontiguousarray(" not in f.source(x)) == as_index
+    xt = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(xt)
+        y = f.fn(xt)
+    np.testing.assert_allclose(f(x), y.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(f.grad(x), tape.gradient(y, xt).numpy(), rtol=1e-12)
+
+
 def test_generated_source_reads_as_the_design_shows():
     f = tf.differentiable(tanh_loss, wrt=(0, 1))
     source = f.source(np.ones(3), np.arange(3.0))

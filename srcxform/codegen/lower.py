@@ -102,14 +102,15 @@ class _Lowering:
         else:
             names.update(zip(prim.arg_names, ins))
         self.header(eqn, 1)
-        if isinstance(prim.template, list):
+        template = prim.template_for([a.aval for a in eqn.ins], eqn.out.aval, eqn.kwargs)
+        if isinstance(template, list):
             names.update(out=ast.Name(out, ast.Store()),
                          out_shape=self.sizes.tuple(eqn.out.aval.shape),
                          out_dtype=dtype_ast(eqn.out.aval.dtype))
-            for node in prim.template:
+            for node in template:
                 self.stmt(1, fill(node, names))
         else:
-            self.stmt(1, ast.Assign([ast.Name(out, ast.Store())], fill(prim.template, names)))
+            self.stmt(1, ast.Assign([ast.Name(out, ast.Store())], fill(template, names)))
 
     # ----- loop groups -----
     def group(self, group):

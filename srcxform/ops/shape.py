@@ -10,6 +10,7 @@ import numpy as np
 
 from srcxform.aval import (Aval, as_size, broadcast_shapes, normalize_axes, same_shape, size,
                            slice_length)
+from srcxform.dims import expr_of
 from srcxform.errors import shape_error
 from srcxform.primitive import primitive
 from srcxform.tensor import Value, as_value
@@ -59,10 +60,41 @@ def _broadcast_to_shape(x, *, shape):
     return Aval(tuple(shape), x.dtype, x.weak)
 
 
+def _reshape_as_index(x, out, *, shape):
+    """A reshape that only drops or inserts dims of 1 as an index of x (`t[0]`, `t[:, None]`):
+    a view for any layout, where ascontiguousarray copies a strided x and compiles more
+    slowly. None for any other reshape."""
+    index, i, j = [], 0, 0
+    while i < x.ndim or j < out.ndim:
+        if i < x.ndim and j < out.ndim and _same_dim(x.shape[i], out.shape[j]):
+            index.append(":")
+            i, j = i + 1, j + 1
+        elif i < x.ndim and _is_unit(x.shape[i]):
+            index.append("0")
+            i += 1
+        elif j < out.ndim and _is_unit(out.shape[j]):
+            index.append("None")
+            j += 1
+        else:
+            return None
+    while index and index[-1] == ":":
+        index.pop()
+    return f"x[{', '.join(index)}]" if index and x.ndim and out.ndim else None
+
+
+def _is_unit(d):
+    return d == 1 and not hasattr(d, "expr")
+
+
+def _same_dim(a, b):
+    return expr_of(a) == expr_of(b)
+
+
 reshape_p = primitive("reshape", "structural", lambda x, shape: np.reshape(x, shape),
                       _reshape_shape, "np.ascontiguousarray(x).reshape(shape)",
                       vjp=lambda g, out, x, *, shape: (reshape(g, x.shape),),
-                      same_aval_is_identity=True, rearranges=True)
+                      same_aval_is_identity=True, rearranges=True,
+                      emit_for=_reshape_as_index)
 transpose_p = primitive("transpose", "structural", lambda x, perm: np.transpose(x, perm),
                         _transpose_shape, "np.transpose(x, perm)",
                         vjp=lambda g, out, x, *, perm: (transpose(g, np.argsort(perm)),),
