@@ -67,14 +67,14 @@ def load(source, func_name, jit=None, parallel=False):
 _COMPILED = {}
 
 # The modules generated code may import (`from srcxform import blas`).
-_RUNTIME = ("blas", "vecmath")
+RUNTIME = ("arrays", "blas", "vecmath")
 
 
 @functools.cache
 def _runtime_digest():
     folder = os.path.dirname(os.path.abspath(__file__))
     digest = hashlib.sha256()
-    for name in _RUNTIME:
+    for name in RUNTIME:
         with open(os.path.join(folder, f"{name}.py"), "rb") as f:
             digest.update(f.read())
     return digest.digest()
@@ -84,7 +84,7 @@ def _runtime_digest():
 def _import_runtime():
     """Imports the runtime modules once, with the first kernel of a process (whose call
     pays Numba's start-up anyway), rather than with whichever later kernel needs one."""
-    for name in _RUNTIME:
+    for name in RUNTIME:
         importlib.import_module(f"srcxform.{name}")
 
 

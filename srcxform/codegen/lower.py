@@ -11,6 +11,7 @@ import ast
 import astor
 
 from srcxform import __version__
+from srcxform.backend import RUNTIME
 from srcxform.codegen.chunking import CHUNKS, Interior, call, minus, unshared
 from srcxform.codegen.exprs import Sizes, dtype_ast, fill, literal, param_ast, reduction_init
 from srcxform.codegen.placement import place
@@ -63,7 +64,7 @@ class _Lowering:
 
     def stmt(self, indent, node):
         self.modules |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
-                         and n.id in ("blas", "vecmath")}
+                         and n.id in RUNTIME}
         for text in _source(node).split("\n"):
             self.line(indent, text)
 
@@ -138,9 +139,7 @@ class _Lowering:
             scalar_names[e.out] = local
             if domain and e.out in self.placement.arrays:
                 if e.out not in self.buffer_vars:
-                    before.append(ast.Assign([ast.Name(name, ast.Store())], ast.Call(
-                        ast.Attribute(_name("np"), "empty", ast.Load()),
-                        [self.sizes.tuple(domain), dtype_ast(e.out.aval.dtype)], [])))
+                    before.append(self.allocate(name, domain, e.out.aval.dtype))
                 body.append((None, ast.Assign([self._store(name, index)], _name(local))))
         self.section(group.eqns[0])
         for node in before:
@@ -224,6 +223,13 @@ class _Lowering:
             if e is not None:
                 self.header(e, indent)
             self.stmt(indent, _libm_calls(node) if scalar_loop else node)
+
+    def allocate(self, name, shape, dtype):
+        """`name = arrays.empty(shape, dtype)`: srcxform.arrays compiles the allocation
+        once, where np.empty is compiled again in each kernel at each call site."""
+        call = ast.Call(ast.Attribute(_name("arrays"), "empty", ast.Load()),
+                        [self.sizes.tuple(shape), dtype_ast(dtype)], [])
+        return ast.Assign([ast.Name(name, ast.Store())], call)
 
     def _live(self, group):
         """The group's equations that something needs: a reduction, a stored array, or a
@@ -349,11 +355,9 @@ class _Lowering:
             if not keepdims:
                 kept = [i for a, i in enumerate(index) if a not in axis]
             acc = self._store(name, kept, ast.Load)
-            # np.empty and a fill, not np.full: Numba types np.full far more slowly.
-            before = [] if e.out in self.buffer_vars else [ast.Assign(
-                [ast.Name(name, ast.Store())],
-                ast.Call(ast.Attribute(_name("np"), "empty", ast.Load()),
-                         [self.sizes.tuple(e.out.aval.shape), dtype_ast(dtype)], []))]
+            # Allocated and filled, not np.full: Numba types np.full far more slowly.
+            before = [] if e.out in self.buffer_vars else [
+                self.allocate(name, e.out.aval.shape, dtype)]
             before.append(ast.Assign([ast.Subscript(_name(name), ast.Slice(), ast.Store())],
                                      init))
         value = fill(e.prim.template, {"acc": acc, "x": self.load(x, index, scalar_names, dtype)},
