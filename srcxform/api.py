@@ -19,7 +19,7 @@ from srcxform.recording import ACTIVE, TRACES
 from srcxform.codegen import generate
 from srcxform.dims import guard_conditions
 from srcxform.errors import TracingError
-from srcxform.kernel import MISS, Kernel, Spec, kernel_arg
+from srcxform.kernel import Kernel, Spec, kernel_arg
 from srcxform.names import identifier
 from srcxform.passes.pipeline import optimize
 from srcxform.tape import GradientTape
@@ -141,18 +141,13 @@ class Differentiable:
             return self._inline(form, args, kwargs)
         mode = "value" if form == "value" else "value_and_grad"
         kernel, leaves = self._kernel(mode, args, kwargs)
-        result = MISS
-        if not kwargs:
+        if not kwargs and (kernel, form) not in self._chained:
+            self._chained.add((kernel, form))
             shape = (form, isinstance(self.wrt, int))
-            if (kernel, form) not in self._chained:
-                self._chained.add((kernel, form))
-                head = self._warm[form] = kernel.entry(shape, args, self._warm[form], owner=self)
-                if form != "value":  # f.grad is the head itself, one call less than the method
-                    self.__dict__[form] = head
-            result = kernel.entry(shape, args)(*args)
-        if result is MISS:  # the kernel fits, the entry's exact types do not (a Tensor for
-            result = self._shape(form, kernel.run(kernel.arguments(leaves), leaves))  # an array)
-        return result
+            head = self._warm[form] = kernel.entry(shape, args, self._warm[form], owner=self)
+            if form != "value":  # f.grad is the head itself, one call less than the method
+                self.__dict__[form] = head
+        return self._shape(form, kernel.run(kernel.arguments(leaves), leaves))
 
     def _shape(self, form, results):
         """Results of the general path shaped as the form returns them (kernel._result

@@ -19,9 +19,6 @@ from srcxform.recording import ACTIVE, TRACES
 from srcxform.tensor import Tensor, Variable
 from srcxform.tree import tree_flatten, tree_unflatten
 
-MISS = object()
-
-
 def kernel_arg(leaf):
     """A traced leaf as the kernel receives it: arrays, with 0-d ones as scalars."""
     if isinstance(leaf, (Tensor, Variable)):
@@ -72,8 +69,10 @@ class Kernel:
         self.source = spec.source
         self.buffers = spec.buffers
         self.guards = spec.guards
-        self.scalar_types = [dtype.type if not shape else None for shape, dtype in spec.outs]
-        self.direct_entries = {}
+        # The type of each rank-0 output whose value Numba returns as a Python number of
+        # another type (a float for float32); float64's float is as good as np.float64.
+        self.scalar_types = [dtype.type if not shape and dtype != np.float64 else None
+                             for shape, dtype in spec.outs]
 
     # ----- the general path (any call, keyword arguments too) -----
     def arguments(self, leaves):
@@ -113,18 +112,11 @@ class Kernel:
         return [self.spec.outs[p] for p in self.buffers]
 
     # ----- the warm path -----
-    def entry(self, form, args, fallback=None, owner=None):
+    def entry(self, form, args, fallback, owner):
         """A generated entry for positional calls like `args`; `form` says which results it
-        returns: "value", "grad" or "value_and_grad" (with `wrt` an int or a tuple).
-
-        Calls it does not fit go to fallback(*args, **kwargs); without one the entry
-        returns MISS (one such entry per form is kept). With an owner, each call it takes
-        counts in owner._hits.
-        """
-        if fallback is None:
-            if form not in self.direct_entries:
-                self.direct_entries[form] = _build_entry(self, form, args, _miss, None)
-            return self.direct_entries[form]
+        returns: "value", "grad" or "value_and_grad" (with `wrt` an int or a tuple). Calls
+        it does not fit go to fallback(*args, **kwargs); each call it takes counts in
+        owner._hits."""
         return _build_entry(self, form, args, fallback, owner)
 
     def callable(self):
@@ -145,10 +137,6 @@ class Kernel:
         exec(source, namespace)
         return backend.jit_function(namespace["kernel"]) if fn is not self.fn else \
             namespace["kernel"]
-
-
-def _miss(*args, **kwargs):
-    return MISS
 
 
 def _allocations(kernel, arg_exprs):
@@ -318,8 +306,7 @@ def _build_entry(kernel, form, args, fallback, owner):
                      f"if not REUSE or getrefcount(o{b}) != 3 or o{b}.shape != {shape}:",
                      f"    o{b} = spare[{b}] = empty({shape}{dtype})"]
         buffers.append(f"o{b}")
-    scalar_types = [None if t is None or t is np.float64 else w.constant(t)
-                    for t in kernel.scalar_types]
+    scalar_types = [None if t is None else w.constant(t) for t in kernel.scalar_types]
     results = _output_exprs(kernel, buffers, scalar_types)
     writes = []
     start = len(results) - len(spec.writes)
@@ -346,8 +333,7 @@ def _build_entry(kernel, form, args, fallback, owner):
     body += [f"    if {test}: {_FALL_BACK}" for test in w.checks]
     body += [f"    {line}" for _, line in sorted(sizes.items())]
     body += [f"    if {test}: {_FALL_BACK}" for test in guards]
-    if owner is not None:
-        body.append("    owner._hits += 1")
+    body.append("    owner._hits += 1")
     body += [f"    {line}" for line in allocate]
     call = f"r = kernel({', '.join(kernel_args + buffers)})"
     if isinstance(kernel.fn, backend.Compiled):  # the first call with new layouts compiles
