@@ -24,14 +24,14 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.core.errors import TypingError
 from numba.extending import intrinsic, lower_builtin, type_callable
-from numba.np.linalg import F_INT_nptype, ensure_blas
 
 _jit = numba.njit(cache=True, error_model="numpy")
 
 _KINDS = {types.float32: "s", types.float64: "d"}
-# Sizes pass to BLAS as its Fortran int. They are never negative, so their bitwise or
+# Sizes pass to BLAS as its Fortran int: 32 bits in an LP64 BLAS (an ILP64 one would take
+# more, but no sane matrix needs it). They are never negative, so their bitwise or
 # exceeds _MAX_INT exactly when one of them does.
-_MAX_INT = np.iinfo(F_INT_nptype).max
+_MAX_INT = np.iinfo(np.int32).max
 _FAILED = "srcxform.blas: a size beyond BLAS's int range, or no BLAS (scipy.linalg.cython_blas)"
 _char = ir.IntType(8)
 _void_p = ir.IntType(8).as_pointer()
@@ -46,6 +46,10 @@ def _kind(name, *arrays):
     if len(dtypes) != 1 or next(iter(dtypes)) not in _KINDS:
         raise TypingError(f"srcxform.blas.{name} takes float32 or float64 arrays of one "
                           f"dtype, got {', '.join(str(a.dtype) for a in arrays)}")
+    # Imported here, when a product is compiled: numba.np.linalg takes 20-30 ms to import,
+    # too much for every process that loads a kernel.
+    from numba.np.linalg import ensure_blas
+
     ensure_blas()  # scipy's BLAS must be importable, as for np.dot
     return _KINDS[next(iter(dtypes))]
 
