@@ -120,13 +120,26 @@ def _gemv(typingctx, trans, m, n, a, lda, x, y):
 
 
 # ----- the products, for operands of any layout -----
-#
-# Each operand x (r×c, byte strides s0, s1) is read by BLAS in place where its rows are
-# contiguous, ld = s0 elements apart (column-major BLAS sees x.T there, untransposed), or
-# its columns are, ld = s1 apart (BLAS sees x: transposed); else it is copied (C order).
-# The stride of a dim of 1 is never used, so it is taken as the packed one, which also
-# keeps ld at least 1, as BLAS requires. The test is written out per operand: a jitted
-# helper would cost as much compile time as the rest of the function.
+
+
+@numba.njit(inline="always")
+def _operand(x, rows, cols):
+    """How BLAS reads the rows×cols matrix x: (x, or a C-ordered copy of it, whether BLAS
+    must transpose it, its leading dimension).
+
+    BLAS reads x in place where its rows are contiguous, ld = s0 elements apart (column-
+    major BLAS sees x.T there, untransposed), or its columns are, ld = s1 apart (BLAS sees
+    x: transposed); else x is copied. The stride of a dim of 1 is never used, so it is
+    taken as the packed one, which also keeps ld at least 1, as BLAS requires. Inlined:
+    the caller compiles it as if written out."""
+    size = x.itemsize
+    s0 = x.strides[0] if rows > 1 else cols * size
+    s1 = x.strides[1] if cols > 1 else size
+    if s1 == size and s0 >= cols * size and s0 % size == 0:
+        return x, False, s0 // size
+    if s0 == size and s1 >= rows * size and s1 % size == 0:
+        return x, True, s1 // size
+    return x.copy(), False, cols
 
 
 @_jit
@@ -139,23 +152,8 @@ def _matmul(a, b):
             for j in range(n):
                 out[i, j] = 0
         return out
-    size = a.itemsize
-    s0 = a.strides[0] if m > 1 else k * size
-    s1 = a.strides[1] if k > 1 else size
-    if s1 == size and s0 >= k * size and s0 % size == 0:
-        ta, lda = False, s0 // size
-    elif s0 == size and s1 >= m * size and s1 % size == 0:
-        ta, lda = True, s1 // size
-    else:
-        a, ta, lda = a.copy(), False, k
-    s0 = b.strides[0] if k > 1 else n * size
-    s1 = b.strides[1] if n > 1 else size
-    if s1 == size and s0 >= n * size and s0 % size == 0:
-        tb, ldb = False, s0 // size
-    elif s0 == size and s1 >= k * size and s1 % size == 0:
-        tb, ldb = True, s1 // size
-    else:
-        b, tb, ldb = b.copy(), False, n
+    a, ta, lda = _operand(a, m, k)
+    b, tb, ldb = _operand(b, k, n)
     # C-ordered out is out.T = b.T @ a.T to BLAS, which sees a row-contiguous a or b
     # transposed already.
     if (m | n | k | lda | ldb) > _MAX_INT or _gemm(tb, ta, n, m, k, b, ldb, a, lda, out, n):
@@ -171,16 +169,8 @@ def _matvec(a, v):
         for i in range(m):
             out[i] = 0
         return out
-    size = a.itemsize
-    s0 = a.strides[0] if m > 1 else k * size
-    s1 = a.strides[1] if k > 1 else size
-    if s1 == size and s0 >= k * size and s0 % size == 0:
-        ta, lda = False, s0 // size
-    elif s0 == size and s1 >= m * size and s1 % size == 0:
-        ta, lda = True, s1 // size
-    else:
-        a, ta, lda = a.copy(), False, k
-    if k > 1 and v.strides[0] != size:  # BLAS reads v at unit stride
+    a, ta, lda = _operand(a, m, k)
+    if k > 1 and v.strides[0] != v.itemsize:  # BLAS reads v at unit stride
         v = v.copy()
     # BLAS sees a row-contiguous a as a.T (k×m), to be transposed back, and a
     # column-contiguous one as a (m×k).
