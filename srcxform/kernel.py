@@ -243,6 +243,13 @@ class _EntryWriter:
         elif ones:
             self.checks.append(f"1 in {shape}")
 
+    def variable(self, source, leaves):
+        """The name holding a Variable (a leaf index, or the captured Variable itself),
+        and the Variable as this call sees it."""
+        if isinstance(source, int):
+            return self.names[source], leaves[source]
+        return self.constant(source), source
+
     def size(self, array_expr, axis):
         shape = self.shapes.get(array_expr)
         return f"{shape}[{axis}]" if shape else f"{array_expr}.shape[{axis}]"
@@ -273,84 +280,96 @@ def _build_entry(kernel, form, args, fallback, owner):
         w.leaves(arg, f"a{i}")
     leaves = tree_flatten(list(args))[0]
     kernel_args = [_arg_expr(w.names[i], leaves[i]) for i in spec.traced]
-
-    def bound(source):
-        """The name holding a Variable, and the Variable as this call sees it."""
-        if isinstance(source, int):
-            return w.names[source], leaves[source]
-        return w.constant(source), source
-
     for source in spec.variables:
-        v, variable = bound(source)
+        v, variable = w.variable(source, leaves)
         kernel_args.append(f"{v}._value" if variable.ndim else f"{v}._value[()]")
     kernel_args += [w.constant(c) for c in kernel.consts]
-    sizes, guards = {}, []
+    sizes = {}
 
     def size(k):
-        index, axis = kernel.spec.sizes[k]
+        index, axis = spec.sizes[k]
         sizes[k] = f"n{k} = {w.size(kernel_args[index], axis)}"
         return f"n{k}"
 
-    for expr, op in kernel.guards:
-        fails = {">=": "<", "==": "!=", "!=": "=="}[op]
-        guards.append(f"{render(expr, size)} {fails} 0")
-    # An input's shape tuple, where a buffer has exactly that shape.
-    shape_names = {}
-    for index, arg in enumerate(kernel_args):
-        axes = {axis: k for k, (i, axis) in enumerate(spec.sizes) if i == index}
-        if arg in w.shapes and len(axes) == w.ranks[arg]:
-            shape_names[tuple(("size", axes[a]) for a in range(len(axes)))] = w.shapes[arg]
-    allocate, buffers = [], []
-    for b, (shape, dtype) in enumerate(_buffer_shapes(kernel, size, shape_names)):
-        allocate += [f"o{b} = spare[{b}]",
-                     f"if not REUSE or getrefcount(o{b}) != 3 or o{b}.shape != {shape}:",
-                     f"    o{b} = spare[{b}] = empty({shape}{dtype})"]
-        buffers.append(f"o{b}")
-    scalar_types = [None if t is None else w.constant(t) for t in kernel.scalar_types]
-    results = _output_exprs(kernel, buffers, scalar_types)
-    writes = []
-    start = len(results) - len(spec.writes)
-    for j, source in enumerate(spec.writes):
-        v, variable = bound(source)
-        value = results[start + j]
-        writes.append(f"{v}._value = {value}" if variable.ndim
-                      else f"{v}._value = np.asarray({value}, {w.constant(variable.dtype)})")
-    value = _render_tree(spec.out_trees[0], results)
-    grads, offset = [], spec.out_trees[0].num_leaves
-    for child in spec.out_trees[1].children if len(spec.out_trees) > 1 else ():
-        grads.append(_render_tree(child, results[offset:offset + child.num_leaves]))
-        offset += child.num_leaves
-    body = ["def entry(*args, **kwargs):",
-            f"    if kwargs or len(args) != {len(args)} or TRACES or ACTIVE:",
-            "        return fallback(*args, **kwargs)",
-            f"    {', '.join(f'a{i}' for i in range(len(args)))}{',' if len(args) == 1 else ''}"
-            " = args" if args else "    pass"]
-    if any("[" in line for line in w.unpack):  # unpacking containers can fail
-        body += ["    try:"] + [f"        {line}" for line in w.unpack]
-        body += ["    except (KeyError, IndexError, TypeError):", f"        {_FALL_BACK}"]
-    else:
-        body += [f"    {line}" for line in w.unpack]
-    body += [f"    if {test}: {_FALL_BACK}" for test in w.checks]
-    body += [f"    {line}" for _, line in sorted(sizes.items())]
-    body += [f"    if {test}: {_FALL_BACK}" for test in guards]
-    body.append("    owner._hits += 1")
-    body += [f"    {line}" for line in allocate]
+    fails = {">=": "<", "==": "!=", "!=": "=="}
+    guards = [f"{render(expr, size)} {fails[op]} 0" for expr, op in kernel.guards]
+    allocate, buffers = _reused_buffers(kernel, w, kernel_args, size)
+    results = _output_exprs(kernel, buffers, [None if t is None else w.constant(t)
+                                              for t in kernel.scalar_types])
+    body = _prologue(w, len(args))
+    body += [f"if {test}: {_FALL_BACK}" for test in w.checks]
+    body += [line for _, line in sorted(sizes.items())]
+    body += [f"if {test}: {_FALL_BACK}" for test in guards]
+    body += ["owner._hits += 1"] + allocate
     call = f"r = kernel({', '.join(kernel_args + buffers)})"
     if isinstance(kernel.fn, backend.Compiled):  # the first call with new layouts compiles
-        body += ["    try:", f"        {call}", "    except Exception as err:",
-                 "        raise kernel_error(err) from err"]
+        body += ["try:", f"    {call}", "except Exception as err:",
+                 "    raise kernel_error(err) from err"]
     else:
-        body.append(f"    {call}")
-    body += [f"    {line}" for line in writes]
-    body.append(f"    return {_result(form, value, grads)}")
+        body.append(call)
+    body += _variable_writes(spec, w, leaves, results)
+    body.append(f"return {_result(form, *_value_and_grads(spec, results))}")
     spare = [np.empty((0,) * len(exprs), dtype) for exprs, dtype in kernel._buffer_outs()]
     namespace = dict(w.constants, fallback=fallback, owner=owner, np=np, empty=np.empty,
                      spare=spare, getrefcount=sys.getrefcount, REUSE=_REUSE,
                      kernel=getattr(kernel.fn, "dispatcher", kernel.fn),
                      kernel_error=getattr(kernel.fn, "error", None), TRACES=TRACES,
                      ACTIVE=ACTIVE)
-    exec("\n".join(body), namespace)
+    exec("def entry(*args, **kwargs):\n" + "\n".join(f"    {line}" for line in body), namespace)
     return namespace["entry"]
+
+
+def _prologue(w, n_args):
+    """The entry's first lines: calls with keywords, another number of arguments, or
+    under a tape or a trace go to the fallback; then the arguments' leaves, unpacked."""
+    lines = [f"if kwargs or len(args) != {n_args} or TRACES or ACTIVE:",
+             "    return fallback(*args, **kwargs)"]
+    if n_args:
+        names = ", ".join(f"a{i}" for i in range(n_args))
+        lines.append(f"{names}{',' if n_args == 1 else ''} = args")
+    if any("[" in line for line in w.unpack):  # unpacking containers can fail
+        return lines + ["try:"] + [f"    {line}" for line in w.unpack] + [
+            "except (KeyError, IndexError, TypeError):", f"    {_FALL_BACK}"]
+    return lines + w.unpack
+
+
+def _reused_buffers(kernel, w, kernel_args, size):
+    """Lines finding each output buffer: the array the entry returned last call (kept in
+    `spare`) where nothing else refers to it and its shape fits, else a new one; and the
+    buffers' names. A buffer with an input's exact shape uses that input's shape tuple."""
+    shape_names = {}
+    for index, arg in enumerate(kernel_args):
+        axes = {axis: k for k, (i, axis) in enumerate(kernel.spec.sizes) if i == index}
+        if arg in w.shapes and len(axes) == w.ranks[arg]:
+            shape_names[tuple(("size", axes[a]) for a in range(len(axes)))] = w.shapes[arg]
+    lines, names = [], []
+    for b, (shape, dtype) in enumerate(_buffer_shapes(kernel, size, shape_names)):
+        lines += [f"o{b} = spare[{b}]",
+                  f"if not REUSE or getrefcount(o{b}) != 3 or o{b}.shape != {shape}:",
+                  f"    o{b} = spare[{b}] = empty({shape}{dtype})"]
+        names.append(f"o{b}")
+    return lines, names
+
+
+def _variable_writes(spec, w, leaves, results):
+    """Lines giving each Variable the function assigns its new value (the last results)."""
+    lines, start = [], len(results) - len(spec.writes)
+    for j, source in enumerate(spec.writes):
+        v, variable = w.variable(source, leaves)
+        value = results[start + j]
+        lines.append(f"{v}._value = {value}" if variable.ndim
+                     else f"{v}._value = np.asarray({value}, {w.constant(variable.dtype)})")
+    return lines
+
+
+def _value_and_grads(spec, results):
+    """Source building the value's structure, and each gradient's (one per `wrt`)."""
+    value = _render_tree(spec.out_trees[0], results)
+    grads, offset = [], spec.out_trees[0].num_leaves
+    for child in spec.out_trees[1].children if len(spec.out_trees) > 1 else ():
+        grads.append(_render_tree(child, results[offset:offset + child.num_leaves]))
+        offset += child.num_leaves
+    return value, grads
 
 
 def _result(form, value, grads):
