@@ -84,6 +84,11 @@ def test_a_new_process_finds_the_kernel_without_tracing(tmp_path):
 
     first = run("1.0", "trace")
     assert run("1.0", "no-tracing") == first
+    env["SRCXFORM_DUMP"] = "source"  # asks to see the pipeline: traced again
+    assert "def loss__value_and_grad" in subprocess.run(
+        [sys.executable, str(script), "1.0", "trace"], env=env, capture_output=True,
+        text=True, timeout=300).stdout
+    del env["SRCXFORM_DUMP"]
     doubled = run("2.0", "trace")  # a changed global: traced again
     x = np.arange(4.0)
     np.testing.assert_allclose(doubled[0], 2 * (1 - np.tanh(x) ** 2) * x, rtol=1e-12)
