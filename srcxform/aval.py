@@ -40,7 +40,17 @@ class Aval:
 def same_shape(a, b):
     """Whether two shapes are the same, comparing traced sizes by expression: a decision
     that holds for every size, so it records no guard."""
-    return len(a) == len(b) and all(expr_of(x) == expr_of(y) for x, y in zip(a, b))
+    return len(a) == len(b) and all(map(same_dim, a, b))
+
+
+def same_dim(a, b):
+    """Whether two dims are the same size for every call (traced sizes by expression)."""
+    return expr_of(a) == expr_of(b)
+
+
+def is_one(d):
+    """Whether a dim is 1 in every call: a literal 1, not a traced size that is 1 now."""
+    return d == 1 and not hasattr(d, "expr")
 
 
 def dims_equal(a, b):

@@ -15,7 +15,7 @@ from srcxform.backend import RUNTIME
 from srcxform.codegen.chunking import CHUNKS, Interior, call, minus, unshared
 from srcxform.codegen.exprs import Sizes, dtype_ast, fill, literal, param_ast, reduction_init
 from srcxform.codegen.placement import place
-from srcxform.aval import slice_bounds
+from srcxform.aval import is_one, slice_bounds
 from srcxform.dims import expr_of
 from srcxform.dtypes import promote
 from srcxform.errors import where
@@ -116,7 +116,7 @@ class _Lowering:
     # ----- loop groups -----
     def group(self, group):
         domain = group.domain
-        index = [None if _is_one(d) else f"i{p}" for p, d in enumerate(domain)]
+        index = [None if is_one(d) else f"i{p}" for p, d in enumerate(domain)]
         members = self._live(group)
         if not members:  # every value is recomputed where it is read
             return
@@ -262,7 +262,7 @@ class _Lowering:
         if isinstance(atom, Lit):
             return self.lit(atom, dtype)
         # A dim of 1 meets a larger loop dim by broadcasting: it reads index 0.
-        exprs = [ast.Constant(0) if _is_one(d) else e for d, e in zip(atom.aval.shape, exprs)]
+        exprs = [ast.Constant(0) if is_one(d) else e for d, e in zip(atom.aval.shape, exprs)]
         if atom in self.virtual:
             return self.embedded(self.producers[atom], exprs, dtype)
         if atom in self.placement.recomputed:
@@ -418,10 +418,6 @@ def _libm_calls(node):
             return self.generic_visit(attr)
 
     return Swap().visit(node)
-
-
-def _is_one(d):
-    return d == 1 and not hasattr(d, "expr")
 
 
 def _independent_outer_loop(group, index):

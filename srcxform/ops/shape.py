@@ -8,9 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from srcxform.aval import (Aval, as_size, broadcast_shapes, normalize_axes, same_shape, size,
-                           slice_length)
-from srcxform.dims import expr_of
+from srcxform.aval import (Aval, as_size, broadcast_shapes, is_one, normalize_axes, same_dim,
+                           same_shape, size, slice_length)
 from srcxform.errors import shape_error
 from srcxform.primitive import primitive
 from srcxform.tensor import Value, as_value
@@ -66,13 +65,13 @@ def _reshape_as_index(x, out, *, shape):
     slowly. None for any other reshape."""
     index, i, j = [], 0, 0
     while i < x.ndim or j < out.ndim:
-        if i < x.ndim and j < out.ndim and _same_dim(x.shape[i], out.shape[j]):
+        if i < x.ndim and j < out.ndim and same_dim(x.shape[i], out.shape[j]):
             index.append(":")
             i, j = i + 1, j + 1
-        elif i < x.ndim and _is_unit(x.shape[i]):
+        elif i < x.ndim and is_one(x.shape[i]):
             index.append("0")
             i += 1
-        elif j < out.ndim and _is_unit(out.shape[j]):
+        elif j < out.ndim and is_one(out.shape[j]):
             index.append("None")
             j += 1
         else:
@@ -80,14 +79,6 @@ def _reshape_as_index(x, out, *, shape):
     while index and index[-1] == ":":
         index.pop()
     return f"x[{', '.join(index)}]" if index and x.ndim and out.ndim else None
-
-
-def _is_unit(d):
-    return d == 1 and not hasattr(d, "expr")
-
-
-def _same_dim(a, b):
-    return expr_of(a) == expr_of(b)
 
 
 reshape_p = primitive("reshape", "structural", lambda x, shape: np.reshape(x, shape),
