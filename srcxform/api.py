@@ -174,7 +174,11 @@ class Differentiable:
                 self._hits += 1
                 return kernel, leaves
         self._misses += 1
-        kernel = self._indexed(key, leaves) or self._compile(mode, args, kwargs, leaves, key)
+        found = self._index_key(key)
+        # The index is not read while SRCXFORM_DUMP asks to see the pipeline (an indexed
+        # kernel is not traced).
+        indexed = found and not os.environ.get("SRCXFORM_DUMP") and self._indexed(found, leaves)
+        kernel = indexed or self._compile(mode, args, kwargs, leaves, found)
         candidates.append(kernel)
         return kernel, leaves
 
@@ -184,19 +188,19 @@ class Differentiable:
         digest = index.function_digest(self.fn)
         return digest and index.key(digest, key, self.wrt, self.parallel)
 
-    def _indexed(self, key, leaves):
-        """A kernel an earlier process generated for this signature, if its guards admit
-        these arguments (tracing is skipped; Numba's cache has the machine code). Not
-        while SRCXFORM_DUMP asks to see the pipeline."""
-        found = not os.environ.get("SRCXFORM_DUMP") and self._index_key(key)
-        for spec in index.load(found) if found else ():
+    def _indexed(self, found, leaves):
+        """A kernel an earlier process generated under the index key `found`, if its guards
+        admit these arguments (tracing is skipped; Numba's cache has the machine code)."""
+        for spec in index.load(found):
             kernel = Kernel(spec, None)
             if not spec.guards or kernel.admits(kernel.arguments(leaves)):
-                return Kernel(spec, backend.load(spec.source, spec.func_name,
-                                                 parallel=spec.parallel))
+                kernel.fn = backend.load(spec.source, spec.func_name, parallel=spec.parallel)
+                return kernel
         return None
 
-    def _compile(self, mode, args, kwargs, leaves, key):
+    def _compile(self, mode, args, kwargs, leaves, found):
+        """Traces, generates and loads the kernel, and stores it in the index under the key
+        `found` (None: fn is not indexable) unless it captured arrays or Variables."""
         traced = self._trace(mode, args, kwargs, leaves)
         program = traced.program
         func_name = f"{traced.name}__{mode}"
@@ -209,7 +213,6 @@ class Differentiable:
                        traced=traced.leaves, variables=traced.variables, writes=traced.writes,
                        out_trees=traced.trees, guards=traced.guards)
         consts = [array for _, array in program.consts]
-        found = self._index_key(key)
         # What a kernel captured (arrays, Variables) is this process's: not indexed.
         if found and not consts and all(isinstance(v, int)
                                         for v in spec.variables + spec.writes):
