@@ -3,8 +3,9 @@ entry that calls it.
 
 The entry is a small Python function generated for the kernel: it checks that the
 arguments still fit the signature (types, ranks, dtypes, which dims are 1, guards),
-unpacks them, allocates the output arrays the kernel fills, makes the one kernel call and
-shapes the results. A call it does not fit goes on to its fallback: the entry made before
+unpacks them, finds the output arrays the kernel fills (those it returned last call when
+nothing else holds them, else new ones), makes the one kernel call and shapes the
+results. A call it does not fit goes on to its fallback: the entry made before
 it, and in the end the slow path (flatten, look up, trace).
 """
 
@@ -18,6 +19,7 @@ from srcxform.dims import evaluate, expr_of, render
 from srcxform.recording import ACTIVE, TRACES
 from srcxform.tensor import Tensor, Variable
 from srcxform.tree import tree_flatten, tree_unflatten
+
 
 def kernel_arg(leaf):
     """A traced leaf as the kernel receives it: arrays, with 0-d ones as scalars."""
@@ -189,8 +191,8 @@ class _EntryWriter:
 
     def __init__(self):
         self.unpack, self.checks, self.names, self.constants = [], [], [], {}
-        self.shapes = {}  # the name of each leaf array's shape tuple, by the array's name
-        self.ranks = {}
+        # Each leaf array's shape tuple, by the array's name: (the tuple's name, its rank).
+        self.shapes = {}
 
     def constant(self, value):
         name = f"k{len(self.constants)}"
@@ -233,8 +235,8 @@ class _EntryWriter:
         value = f"{name}._value" if isinstance(leaf, (Tensor, Variable)) else name
         tests.append(f"{value}.dtype.num != {array.dtype.num}")
         self.checks.append(" or ".join(tests))
-        shape = self.shapes[value] = f"s{len(self.shapes)}"
-        self.ranks[value] = array.ndim
+        shape = f"s{len(self.shapes)}"
+        self.shapes[value] = shape, array.ndim
         self.checks.append(f"len({shape} := {value}.shape) != {array.ndim}")
         ones = [d == 1 for d in array.shape]
         if any(ones):  # which dims are 1 is part of the signature
@@ -251,8 +253,9 @@ class _EntryWriter:
         return self.constant(source), source
 
     def size(self, array_expr, axis):
-        shape = self.shapes.get(array_expr)
-        return f"{shape}[{axis}]" if shape else f"{array_expr}.shape[{axis}]"
+        if array_expr in self.shapes:
+            return f"{self.shapes[array_expr][0]}[{axis}]"
+        return f"{array_expr}.shape[{axis}]"
 
 
 # How an entry leaves a call it does not fit to the next one.
@@ -311,7 +314,7 @@ def _build_entry(kernel, form, args, fallback, owner):
     body.append(f"return {_result(form, *_value_and_grads(spec, results))}")
     spare = [np.empty((0,) * len(exprs), dtype) for exprs, dtype in kernel._buffer_outs()]
     namespace = dict(w.constants, fallback=fallback, owner=owner, np=np, empty=np.empty,
-                     spare=spare, getrefcount=sys.getrefcount, REUSE=_REUSE,
+                     spare=spare, getrefcount=sys.getrefcount,
                      kernel=getattr(kernel.fn, "dispatcher", kernel.fn),
                      kernel_error=getattr(kernel.fn, "error", None), TRACES=TRACES,
                      ACTIVE=ACTIVE)
@@ -340,13 +343,16 @@ def _reused_buffers(kernel, w, kernel_args, size):
     shape_names = {}
     for index, arg in enumerate(kernel_args):
         axes = {axis: k for k, (i, axis) in enumerate(kernel.spec.sizes) if i == index}
-        if arg in w.shapes and len(axes) == w.ranks[arg]:
-            shape_names[tuple(("size", axes[a]) for a in range(len(axes)))] = w.shapes[arg]
+        if arg in w.shapes and len(axes) == w.shapes[arg][1]:
+            shape_names[tuple(("size", axes[a]) for a in range(len(axes)))] = w.shapes[arg][0]
     lines, names = [], []
     for b, (shape, dtype) in enumerate(_buffer_shapes(kernel, size, shape_names)):
-        lines += [f"o{b} = spare[{b}]",
-                  f"if not REUSE or getrefcount(o{b}) != 3 or o{b}.shape != {shape}:",
-                  f"    o{b} = spare[{b}] = empty({shape}{dtype})"]
+        if _REUSE:
+            lines += [f"o{b} = spare[{b}]",
+                      f"if getrefcount(o{b}) != 3 or o{b}.shape != {shape}:",
+                      f"    o{b} = spare[{b}] = empty({shape}{dtype})"]
+        else:
+            lines.append(f"o{b} = empty({shape}{dtype})")
         names.append(f"o{b}")
     return lines, names
 
