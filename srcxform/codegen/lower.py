@@ -144,21 +144,17 @@ class _Lowering:
         self.section(group.eqns[0])
         for node in before:
             self.stmt(1, node)
-        indent = 1
         outer = self.parallel and _independent_outer_loop(group, index)
         scalar_loop = not looped or any(e.prim.kind == "reduction" for e in members)
         if outer and self.chunked(domain, index, body, scalar_loop):
             return
-        for p, d in enumerate(domain):
-            if index[p]:
-                loop = "prange" if outer and indent == 1 else "range"
-                self.used_prange |= loop == "prange"
-                self.line(indent, f"for {index[p]} in {loop}({self.sizes.source(d)}):")
-                indent += 1
-        for e, node in body:
-            if e is not None:
-                self.header(e, indent if looped else 1)
-            self.stmt(indent, _libm_calls(node) if scalar_loop else node)
+        if outer:
+            p = next(p for p, i in enumerate(index) if i)
+            self.line(1, f"for {index[p]} in prange({self.sizes.source(domain[p])}):")
+            self.used_prange = True
+            self._nest(domain, index, p, 2, body, scalar_loop)
+        else:
+            self._nest(domain, index, -1, 1, body, scalar_loop)
 
     def chunked(self, domain, index, body, scalar_loop):
         """A parallel loop nest whose body tests its outer index against slice bounds (an
@@ -199,6 +195,7 @@ class _Lowering:
             self.stmt(2, ast.Assign([ast.Name(view, ast.Store())],
                                     ast.Subscript(_name(arr), at, ast.Load())))
         self.line(2, f"for {var} in range({stop} - {start}):")
+        self.last_origin = None  # each copy of the body is headed by its origins
         self._nest(domain, index, p, 3, inner, scalar_loop)
         if interior.lower and interior.upper:
             self.line(1, f"for {edge} in (range({lo}), range({hi}, {_source(n)})):")
@@ -208,17 +205,17 @@ class _Lowering:
             edges = f"{lo}" if interior.lower else f"{hi}, {_source(n)}"
             self.line(1, f"for {var} in range({edges}):")
             indent = 2
+        self.last_origin = None
         self._nest(domain, index, p, indent, body, scalar_loop)
         return True
 
     def _nest(self, domain, index, outer, indent, body, scalar_loop):
-        """The loops inside the outer one (at position `outer` of the domain), then the
-        body, from `indent`."""
+        """The loops inside the one at position `outer` of the domain (-1: all of them),
+        then the body, from `indent`."""
         for q in range(outer + 1, len(domain)):
             if index[q]:
                 self.line(indent, f"for {index[q]} in range({self.sizes.source(domain[q])}):")
                 indent += 1
-        self.last_origin = None  # each copy of the body is headed by its origins
         for e, node in body:
             if e is not None:
                 self.header(e, indent)
@@ -227,9 +224,9 @@ class _Lowering:
     def allocate(self, name, shape, dtype):
         """`name = arrays.empty(shape, dtype)`: srcxform.arrays compiles the allocation
         once, where np.empty is compiled again in each kernel at each call site."""
-        call = ast.Call(ast.Attribute(_name("arrays"), "empty", ast.Load()),
-                        [self.sizes.tuple(shape), dtype_ast(dtype)], [])
-        return ast.Assign([ast.Name(name, ast.Store())], call)
+        empty = ast.Call(ast.Attribute(_name("arrays"), "empty", ast.Load()),
+                         [self.sizes.tuple(shape), dtype_ast(dtype)], [])
+        return ast.Assign([ast.Name(name, ast.Store())], empty)
 
     def _live(self, group):
         """The group's equations that something needs: a reduction, a stored array, or a
