@@ -10,9 +10,7 @@ the rewrite of the body; this module emits nothing itself.
 
 import ast
 
-
-def _name(text):
-    return ast.Name(text, ast.Load())
+from srcxform.codegen.exprs import name_ast
 
 
 CHUNKS = 64  # a chunked prange's chunks: enough to balance the threads, few to set up
@@ -96,16 +94,6 @@ class Interior(ast.NodeTransformer):
             if isinstance(n, ast.Name) and n.id == self.var)
 
 
-def unshared(node):
-    """A copy of node in which no two places hold the same node (a template that reads an
-    operand twice may hold it twice), so that rewriting it rewrites each place once."""
-    if isinstance(node, list):
-        return [unshared(n) for n in node]
-    if not isinstance(node, ast.AST):
-        return node
-    return type(node)(**{f: unshared(v) for f, v in ast.iter_fields(node)})
-
-
 def _plus(a, b):
     if isinstance(a, ast.Constant) and isinstance(b, ast.Constant):
         return ast.Constant(a.value + b.value)
@@ -120,4 +108,4 @@ def minus(a, offsets):
 
 def call(func, args):
     """func(*args), or the one arg."""
-    return args[0] if len(args) == 1 else ast.Call(_name(func), list(args), [])
+    return args[0] if len(args) == 1 else ast.Call(name_ast(func), list(args), [])

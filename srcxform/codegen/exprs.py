@@ -91,15 +91,20 @@ def param_ast(value, sizes):
     return ast.Constant(value)
 
 
-def _copy(node):
-    """A copy of an AST (copy.deepcopy's generality costs most of code generation's time).
-    Nodes without fields (Load, Add) hold nothing: they are shared, as the parser shares
-    them."""
+def name_ast(name):
+    """An AST Name reading `name`."""
+    return ast.Name(name, ast.Load())
+
+
+def copy_ast(node):
+    """A copy of an AST in which no two places hold the same node, unlike copy.deepcopy
+    (whose generality also costs most of code generation's time). Nodes without fields
+    (Load, Add) hold nothing: they are shared, as the parser shares them."""
     if isinstance(node, list):
-        return [_copy(n) for n in node]
+        return [copy_ast(n) for n in node]
     if not isinstance(node, ast.AST) or not node._fields:
         return node
-    return type(node)(**{f: _copy(getattr(node, f)) for f in node._fields if hasattr(node, f)})
+    return type(node)(**{f: copy_ast(getattr(node, f)) for f in node._fields if hasattr(node, f)})
 
 
 def _literal_number(node):
@@ -129,7 +134,7 @@ def _square_as_product(node):
     """x ** 2 as x * x: a multiply, where pow() is a call LLVM cannot vectorize."""
     if (isinstance(node.op, ast.Pow) and _literal_number(node.right) == 2
             and isinstance(node.left, (ast.Name, ast.Subscript))):
-        return ast.BinOp(node.left, ast.Mult(), _copy(node.left))
+        return ast.BinOp(node.left, ast.Mult(), copy_ast(node.left))
     return node
 
 
@@ -160,7 +165,7 @@ def fill(template, names, literal_dtype=None):
         if not isinstance(node, ast.AST) or not node._fields:
             return node
         if isinstance(node, ast.Name) and node.id in names:
-            return _copy(names[node.id])
+            return copy_ast(names[node.id])
         if isinstance(node, ast.Constant) and literal_dtype is not None \
                 and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
             return literal(node.value, literal_dtype)

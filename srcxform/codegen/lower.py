@@ -12,8 +12,9 @@ import astor
 
 from srcxform import __version__
 from srcxform.backend import RUNTIME
-from srcxform.codegen.chunking import CHUNKS, Interior, call, minus, unshared
-from srcxform.codegen.exprs import Sizes, dtype_ast, fill, literal, param_ast, reduction_init
+from srcxform.codegen.chunking import CHUNKS, Interior, call, minus
+from srcxform.codegen.exprs import (Sizes, copy_ast, dtype_ast, fill, literal, name_ast,
+                                    param_ast, reduction_init)
 from srcxform.codegen.placement import place
 from srcxform.aval import is_one, slice_bounds
 from srcxform.dims import expr_of
@@ -22,10 +23,6 @@ from srcxform.errors import where
 from srcxform.ir import Lit, Var
 from srcxform.names import Namer
 from srcxform.passes.fuse import LoopGroup, schedule
-
-
-def _name(text):
-    return ast.Name(text, ast.Load())
 
 
 def _source(node):
@@ -88,7 +85,7 @@ class _Lowering:
 
     def whole(self, atom):
         """An atom outside loops: a name or a literal."""
-        return self.lit(atom) if isinstance(atom, Lit) else _name(self.namer(atom))
+        return self.lit(atom) if isinstance(atom, Lit) else name_ast(self.namer(atom))
 
     # ----- equations that are not fused -----
     def eqn(self, eqn):
@@ -140,7 +137,7 @@ class _Lowering:
             if domain and e.out in self.placement.arrays:
                 if e.out not in self.buffer_vars:
                     before.append(self.allocate(name, domain, e.out.aval.dtype))
-                body.append((None, ast.Assign([self._store(name, index)], _name(local))))
+                body.append((None, ast.Assign([self._store(name, index)], name_ast(local))))
         self.section(group.eqns[0])
         for node in before:
             self.stmt(1, node)
@@ -167,7 +164,7 @@ class _Lowering:
         p = next(p for p, i in enumerate(index) if i)
         var = index[p]
         interior = Interior(var, lambda arr: self.namer.fresh(arr + "_c"))
-        inner = [(e, interior.visit(unshared(node))) for e, node in body]
+        inner = [(e, interior.visit(copy_ast(node))) for e, node in body]
         if not interior.complete(inner) or not (interior.lower or interior.upper):
             return False
         lo, hi, chunks, c, start, stop, edge = (self.namer.fresh(n) for n in (
@@ -180,7 +177,7 @@ class _Lowering:
         low = call("min", [call("max", interior.lower), n]) if interior.lower else \
             ast.Constant(0)
         self.stmt(1, ast.Assign([ast.Name(lo, ast.Store())], low))
-        high = call("max", [call("min", interior.upper), _name(lo)]) if interior.upper \
+        high = call("max", [call("min", interior.upper), name_ast(lo)]) if interior.upper \
             else n
         self.stmt(1, ast.Assign([ast.Name(hi, ast.Store())], high))
         self.line(1, f"{chunks} = min({hi} - {lo}, {CHUNKS})")
@@ -190,10 +187,11 @@ class _Lowering:
         self.line(2, f"{stop} = {lo} + ({hi} - {lo}) * ({c} + 1) // {chunks}")
         for view, (arr, axis, rank, offsets) in interior.views.items():
             bounds = [ast.Slice()] * rank
-            bounds[axis] = ast.Slice(minus(_name(start), offsets), minus(_name(stop), offsets))
+            bounds[axis] = ast.Slice(minus(name_ast(start), offsets),
+                                     minus(name_ast(stop), offsets))
             at = bounds[0] if rank == 1 else ast.Tuple(bounds, ast.Load())
             self.stmt(2, ast.Assign([ast.Name(view, ast.Store())],
-                                    ast.Subscript(_name(arr), at, ast.Load())))
+                                    ast.Subscript(name_ast(arr), at, ast.Load())))
         self.line(2, f"for {var} in range({stop} - {start}):")
         self.last_origin = None  # each copy of the body is headed by its origins
         self._nest(domain, index, p, 3, inner, scalar_loop)
@@ -224,7 +222,7 @@ class _Lowering:
     def allocate(self, name, shape, dtype):
         """`name = arrays.empty(shape, dtype)`: srcxform.arrays compiles the allocation
         once, where np.empty is compiled again in each kernel at each call site."""
-        empty = ast.Call(ast.Attribute(_name("arrays"), "empty", ast.Load()),
+        empty = ast.Call(ast.Attribute(name_ast("arrays"), "empty", ast.Load()),
                          [self.sizes.tuple(shape), dtype_ast(dtype)], [])
         return ast.Assign([ast.Name(name, ast.Store())], empty)
 
@@ -240,7 +238,7 @@ class _Lowering:
         return [e for e in group.eqns if e.out in live]
 
     def _store(self, name, index, ctx=ast.Store):
-        idx = [ast.Constant(0) if i is None else _name(i) for i in index]
+        idx = [ast.Constant(0) if i is None else name_ast(i) for i in index]
         target = ast.Tuple(idx, ast.Load()) if len(idx) > 1 else idx[0]
         return ast.Subscript(ast.Name(name, ast.Load()), target, ctx())
 
@@ -248,10 +246,10 @@ class _Lowering:
         """An input inside a loop nest over `index` (loop variable names, None for a dim
         of 1): a scalar temporary, a literal, or a load of the array at its own axes."""
         if isinstance(atom, Var) and atom in scalar_names:
-            return _name(scalar_names[atom])
+            return name_ast(scalar_names[atom])
         shape = atom.aval.shape
         axes = index[len(index) - len(shape):]
-        return self.load_at(atom, [ast.Constant(0) if i is None else _name(i) for i in axes],
+        return self.load_at(atom, [ast.Constant(0) if i is None else name_ast(i) for i in axes],
                             dtype)
 
     def load_at(self, atom, exprs, dtype):
@@ -265,9 +263,9 @@ class _Lowering:
         if atom in self.placement.recomputed:
             return self.recompute(atom, exprs)
         if not atom.aval.shape:
-            return _name(self.namer(atom))
+            return name_ast(self.namer(atom))
         target = ast.Tuple(exprs, ast.Load()) if len(exprs) > 1 else exprs[0]
-        return ast.Subscript(_name(self.namer(atom)), target, ast.Load())
+        return ast.Subscript(name_ast(self.namer(atom)), target, ast.Load())
 
     def embedded(self, eqn, exprs, dtype):
         """An element of zeros-with-g-at-index: g's element where the index covers it,
@@ -305,13 +303,13 @@ class _Lowering:
         at_loop_index = r is not None and not self.conditional and [
             ast.dump(e) for e in exprs] == r.axes(len(exprs))
         if at_loop_index and atom in r.names:
-            return _name(r.names[atom])
+            return name_ast(r.names[atom])
         value = self.expression(self.producers[atom], exprs, {})
         if not at_loop_index:
             return value
         r.names[atom] = local = self.namer(atom) + "_i"
         r.statements.append((None, ast.Assign([ast.Name(local, ast.Store())], value)))
-        return _name(local)
+        return name_ast(local)
 
     def _recomputed_here(self):
         """The temporaries recomputed for the statement about to be emitted."""
@@ -321,7 +319,7 @@ class _Lowering:
         return statements
 
     def elementwise(self, e, index, scalar_names):
-        exprs = [ast.Constant(0) if i is None else _name(i) for i in index]
+        exprs = [ast.Constant(0) if i is None else name_ast(i) for i in index]
         return self.expression(e, exprs, scalar_names)
 
     def expression(self, e, exprs, scalar_names):
@@ -334,7 +332,7 @@ class _Lowering:
         for n, a in zip(prim.arg_names, e.ins):
             dtype = compute if n != "c" else None
             if isinstance(a, Var) and a in scalar_names:
-                names[n] = _name(scalar_names[a])
+                names[n] = name_ast(scalar_names[a])
             else:
                 names[n] = self.load_at(a, exprs[len(exprs) - len(a.aval.shape):], dtype)
         return fill(prim.template, names, literal_dtype=compute)
@@ -345,7 +343,7 @@ class _Lowering:
         axis, keepdims = e.kwargs["axis"], e.kwargs["keepdims"]
         init = reduction_init(e.prim.init, dtype)
         if not e.out.aval.shape:
-            acc = _name(name)
+            acc = name_ast(name)
             before = [ast.Assign([ast.Name(name, ast.Store())], init)]
         else:
             kept = [None if a in axis else i for a, i in enumerate(index)]
@@ -355,7 +353,7 @@ class _Lowering:
             # Allocated and filled, not np.full: Numba types np.full far more slowly.
             before = [] if e.out in self.buffer_vars else [
                 self.allocate(name, e.out.aval.shape, dtype)]
-            before.append(ast.Assign([ast.Subscript(_name(name), ast.Slice(), ast.Store())],
+            before.append(ast.Assign([ast.Subscript(name_ast(name), ast.Slice(), ast.Store())],
                                      init))
         value = fill(e.prim.template, {"acc": acc, "x": self.load(x, index, scalar_names, dtype)},
                      literal_dtype=dtype)
@@ -396,7 +394,7 @@ class _Recomputing:
     """The values recomputed in one loop nest, named once at the loop's own index."""
 
     def __init__(self, index):
-        self.index = [ast.dump(ast.Constant(0) if i is None else _name(i)) for i in index]
+        self.index = [ast.dump(ast.Constant(0) if i is None else name_ast(i)) for i in index]
         self.names, self.statements = {}, []
 
     def axes(self, rank):
@@ -411,7 +409,7 @@ def _libm_calls(node):
     class Swap(ast.NodeTransformer):
         def visit_Attribute(self, attr):
             if isinstance(attr.value, ast.Name) and attr.value.id == "vecmath":
-                return ast.Attribute(_name("np"), attr.attr, ast.Load())
+                return ast.Attribute(name_ast("np"), attr.attr, ast.Load())
             return self.generic_visit(attr)
 
     return Swap().visit(node)
