@@ -14,6 +14,7 @@ from typing import Callable
 import numpy as np
 
 from srcxform import recording
+from srcxform.backend import RUNTIME
 from srcxform.aval import Aval, broadcast_shapes, normalize_axes
 from srcxform.dtypes import promote
 from srcxform.errors import ShapeError, where
@@ -22,7 +23,9 @@ from srcxform.tensor import SizeConstant, Tensor, as_value
 
 REGISTRY: dict = {}
 
-_TEMPLATE_MODULES = ("np", "math", "vecmath", "blas", "range", "max", "min")
+# What a template may call besides its operands: NumPy, math, a few builtins, and the
+# runtime modules generated code imports.
+_TEMPLATE_MODULES = ("np", "math", "range", "max", "min") + RUNTIME
 
 
 @dataclass(eq=False)
