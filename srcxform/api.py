@@ -19,7 +19,7 @@ from srcxform.recording import ACTIVE, TRACES
 from srcxform.codegen import generate
 from srcxform.dims import guard_conditions
 from srcxform.errors import TracingError
-from srcxform.kernel import Kernel, Spec, kernel_arg
+from srcxform.kernel import Counter, Kernel, Spec, kernel_arg
 from srcxform.names import identifier
 from srcxform.passes.pipeline import optimize
 from srcxform.tape import GradientTape
@@ -71,7 +71,7 @@ class Differentiable:
         # srcxform.grad(fn) holds, stays on the warm path).
         self._warm = {form: functools.partial(self._slow, form) for form in _FORMS}
         self._chained = set()  # (kernel, form) pairs with an entry in self._warm's chain
-        self._hits = self._misses = 0
+        self._hits, self._misses = Counter(), 0
         self._bound = weakref.WeakKeyDictionary()
 
     def __repr__(self):
@@ -127,7 +127,7 @@ class Differentiable:
 
     def cache_info(self):
         """CacheInfo(hits, misses, kernels), as functools.lru_cache reports."""
-        return CacheInfo(self._hits, self._misses, sum(len(v) for v in self._kernels.values()))
+        return CacheInfo(self._hits.n, self._misses, sum(len(v) for v in self._kernels.values()))
 
     # ----- compiling and running -----
     def _wrt_positions(self):
@@ -141,13 +141,16 @@ class Differentiable:
             return self._inline(form, args, kwargs)
         mode = "value" if form == "value" else "value_and_grad"
         kernel, leaves = self._kernel(mode, args, kwargs)
+        results = self._shape(form, kernel.run(kernel.arguments(leaves), leaves))
+        # The entry is made once the call has compiled the kernel: it calls the compiled
+        # code directly.
         if not kwargs and (kernel, form) not in self._chained:
             self._chained.add((kernel, form))
             shape = (form, isinstance(self.wrt, int))
-            head = self._warm[form] = kernel.entry(shape, args, self._warm[form], owner=self)
+            head = self._warm[form] = kernel.entry(shape, args, self._warm[form], self._hits)
             if form != "value":  # f.grad is the head itself, one call less than the method
                 self.__dict__[form] = head
-        return self._shape(form, kernel.run(kernel.arguments(leaves), leaves))
+        return results
 
     def _shape(self, form, results):
         """Results of the general path shaped as the form returns them (kernel._result
@@ -171,7 +174,7 @@ class Differentiable:
         candidates = self._kernels.setdefault(key, [])
         for kernel in candidates:
             if not kernel.guards or kernel.admits(kernel.arguments(leaves)):
-                self._hits += 1
+                self._hits.n += 1
                 return kernel, leaves
         self._misses += 1
         found = self._index_key(key)

@@ -116,6 +116,20 @@ class Compiled:
         except Exception as err:
             raise self.error(err) from err
 
+    def direct(self, args):
+        """The compiled code's own entry for calls typed as `args` are, which skips the
+        dispatcher's type matching; None unless that signature is compiled and each array
+        in it is C-contiguous, aligned and writeable. A caller must test that each call's
+        arguments type the same (the entry's layout tests)."""
+        from numba import types
+
+        signature = tuple(self.dispatcher.typeof_pyval(a) for a in args)
+        overload = self.dispatcher.overloads.get(signature)
+        if overload is None or any(t.layout != "C" or not t.mutable or not t.aligned
+                                   for t in signature if isinstance(t, types.Array)):
+            return None
+        return overload.entry_point
+
     def error(self, err):
         """What an exception out of the dispatcher means. Generated kernels cannot raise
         (no bounds checks, NumPy's error model), so it came from compiling: typing,

@@ -5,7 +5,9 @@ The entry is a small Python function generated for the kernel: it checks that th
 arguments still fit the signature (types, ranks, dtypes, which dims are 1, guards),
 unpacks them, finds the output arrays the kernel fills (those it returned last call when
 nothing else holds them, else new ones), makes the one kernel call and shapes the
-results. A call it does not fit goes on to its fallback: the entry made before
+results. The call goes straight into the compiled code when each array is laid out as
+Numba typed the first call's (C-contiguous, aligned, writeable), and through Numba's
+dispatcher otherwise. A call it does not fit goes on to its fallback: the entry made before
 it, and in the end the slow path (flatten, look up, trace).
 """
 
@@ -19,6 +21,16 @@ from srcxform.dims import evaluate, expr_of, render
 from srcxform.recording import ACTIVE, TRACES
 from srcxform.tensor import Tensor, Variable
 from srcxform.tree import tree_flatten, tree_unflatten
+
+
+class Counter:
+    """A count the warm path adds to: an attribute of an object with slots is quicker
+    to update than one in an instance's dict."""
+
+    __slots__ = ("n",)
+
+    def __init__(self):
+        self.n = 0
 
 
 def kernel_arg(leaf):
@@ -114,12 +126,12 @@ class Kernel:
         return [self.spec.outs[p] for p in self.buffers]
 
     # ----- the warm path -----
-    def entry(self, form, args, fallback, owner):
+    def entry(self, form, args, fallback, hits):
         """A generated entry for positional calls like `args`; `form` says which results it
         returns: "value", "grad" or "value_and_grad" (with `wrt` an int or a tuple). Calls
         it does not fit go to fallback(*args, **kwargs); each call it takes counts in
-        owner._hits."""
-        return _build_entry(self, form, args, fallback, owner)
+        `hits` (a Counter)."""
+        return _build_entry(self, form, args, fallback, hits)
 
     def callable(self):
         """The kernel taking the leaves and Variable values and returning every output: its
@@ -189,10 +201,15 @@ def _variable(source, leaves):
 class _EntryWriter:
     """Builds the source of one entry function."""
 
-    def __init__(self):
+    def __init__(self, n_args):
         self.unpack, self.checks, self.names, self.constants = [], [], [], {}
         # Each leaf array's shape tuple, by the array's name: (the tuple's name, its rank).
         self.shapes = {}
+        # How a call the entry does not fit goes on to the next entry.
+        self.fall_back = f"return fallback({', '.join(f'a{i}' for i in range(n_args))})"
+
+    def fails(self, test):
+        self.checks.append(f"if {test}: {self.fall_back}")
 
     def constant(self, value):
         name = f"k{len(self.constants)}"
@@ -204,46 +221,61 @@ class _EntryWriter:
         tree_flatten visits them, checking the containers on the way."""
         if isinstance(value, dict):
             self.unpack.append(f"if type({expr}) is not dict or len({expr}) != {len(value)}: "
-                               f"{_FALL_BACK}")
+                               f"{self.fall_back}")
             for k in sorted(value):
                 self.leaves(value[k], f"{expr}[{k!r}]")
         elif isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
             kind = type(value).__name__
             self.unpack.append(f"if type({expr}) is not {kind} or len({expr}) != {len(value)}: "
-                               f"{_FALL_BACK}")
+                               f"{self.fall_back}")
             for i, v in enumerate(value):
                 self.leaves(v, f"{expr}[{i}]")
         else:
-            name = f"x{len(self.names)}"
-            self.unpack.append(f"{name} = {expr}")
+            name = expr
+            if not expr.isidentifier():
+                name = f"x{len(self.names)}"
+                self.unpack.append(f"{name} = {expr}")
             self.names.append(name)
             self.check(name, value)
 
     def check(self, name, leaf):
         """The tests that a later leaf has the kind, dtype, rank and 1-dims this one had."""
         if isinstance(leaf, (bool, int, str, type(None))) and not isinstance(leaf, np.generic):
-            self.checks.append(f"type({name}) is not {self.constant(type(leaf))} or "
-                               f"{name} != {self.constant(leaf)}")
+            self.fails(f"type({name}) is not {self.constant(type(leaf))} or "
+                       f"{name} != {self.constant(leaf)}")
             return
         array = leaf._value if isinstance(leaf, (Tensor, Variable)) else leaf
         tests = [f"type({name}) is not {self.constant(type(leaf))}"]
         if isinstance(leaf, Tensor):
             tests.append(f"{name}._weak")
         if not (isinstance(array, np.ndarray) or isinstance(leaf, (Tensor, Variable))):
-            self.checks.append(" or ".join(tests))
+            self.fails(" or ".join(tests))
             return
         value = f"{name}._value" if isinstance(leaf, (Tensor, Variable)) else name
-        tests.append(f"{value}.dtype.num != {array.dtype.num}")
-        self.checks.append(" or ".join(tests))
+        if array.ndim:
+            self.fails(" or ".join(tests))
+            self.layout(value, array.dtype)
+        else:  # the kernel takes its value as a scalar
+            self.fails(" or ".join(tests + [f"{value}.dtype.num != {array.dtype.num}"]))
         shape = f"s{len(self.shapes)}"
         self.shapes[value] = shape, array.ndim
-        self.checks.append(f"len({shape} := {value}.shape) != {array.ndim}")
+        tests = [f"len({shape} := {value}.shape) != {array.ndim}"]
         ones = [d == 1 for d in array.shape]
         if any(ones):  # which dims are 1 is part of the signature
-            self.checks += [f"{shape}[{a}] {'!=' if one else '=='} 1"
-                            for a, one in enumerate(ones)]
+            tests += [f"{shape}[{a}] {'!=' if one else '=='} 1" for a, one in enumerate(ones)]
         elif ones:
-            self.checks.append(f"1 in {shape}")
+            tests.append(f"1 in {shape}")
+        self.fails(" or ".join(tests))
+
+    def layout(self, value, dtype):
+        """Tests that the array `value` has `dtype`; and unless it is C-contiguous, aligned
+        and writeable with the very dtype object NumPy uses natively, the kernel is run
+        through `checked` (Numba's dispatcher), not `direct`."""
+        native = self.constant(np.dtype(dtype.type))
+        self.checks += [f"if {value}.dtype is not {native} or "
+                        f"not {value}.flags.carray:",
+                        f"    if {value}.dtype.num != {dtype.num}: {self.fall_back}",
+                        "    run = checked"]
 
     def variable(self, source, leaves):
         """The name holding a Variable (a leaf index, or the captured Variable itself),
@@ -256,10 +288,6 @@ class _EntryWriter:
         if array_expr in self.shapes:
             return f"{self.shapes[array_expr][0]}[{axis}]"
         return f"{array_expr}.shape[{axis}]"
-
-
-# How an entry leaves a call it does not fit to the next one.
-_FALL_BACK = "return fallback(*args)"
 
 # An entry keeps the output arrays it returned last, and fills them again when nothing
 # else holds them (a reference count of 3: its list, its local name, getrefcount's
@@ -276,9 +304,9 @@ def _arg_expr(name, leaf):
     return f"{name}[()]" if isinstance(leaf, np.ndarray) and leaf.ndim == 0 else name
 
 
-def _build_entry(kernel, form, args, fallback, owner):
+def _build_entry(kernel, form, args, fallback, hits):
     spec = kernel.spec
-    w = _EntryWriter()
+    w = _EntryWriter(len(args))
     for i, arg in enumerate(args):
         w.leaves(arg, f"a{i}")
     leaves = tree_flatten(list(args))[0]
@@ -286,7 +314,11 @@ def _build_entry(kernel, form, args, fallback, owner):
     for source in spec.variables:
         v, variable = w.variable(source, leaves)
         kernel_args.append(f"{v}._value" if variable.ndim else f"{v}._value[()]")
-    kernel_args += [w.constant(c) for c in kernel.consts]
+        if variable.ndim and not isinstance(source, int):  # a leaf's is tested with it
+            w.layout(f"{v}._value", variable.dtype)
+    for c in kernel.consts:
+        kernel_args.append(w.constant(c))
+        w.layout(kernel_args[-1], c.dtype)
     sizes = {}
 
     def size(k):
@@ -299,40 +331,46 @@ def _build_entry(kernel, form, args, fallback, owner):
     allocate, buffers = _reused_buffers(kernel, w, kernel_args, size)
     results = _output_exprs(kernel, buffers, [None if t is None else w.constant(t)
                                               for t in kernel.scalar_types])
-    body = _prologue(w, len(args))
-    body += [f"if {test}: {_FALL_BACK}" for test in w.checks]
+    body = _prologue(w, len(args)) + ["run = direct"] + w.checks
     body += [line for _, line in sorted(sizes.items())]
-    body += [f"if {test}: {_FALL_BACK}" for test in guards]
-    body += ["owner._hits += 1"] + allocate
-    call = f"r = kernel({', '.join(kernel_args + buffers)})"
-    if isinstance(kernel.fn, backend.Compiled):  # the first call with new layouts compiles
-        body += ["try:", f"    {call}", "except Exception as err:",
-                 "    raise kernel_error(err) from err"]
-    else:
-        body.append(call)
+    body += [f"if {test}: {w.fall_back}" for test in guards]
+    body += ["hits.n += 1"] + allocate
+    body.append(f"r = run({', '.join(kernel_args + buffers)})")
     body += _variable_writes(spec, w, leaves, results)
     body.append(f"return {_result(form, *_value_and_grads(spec, results))}")
     spare = [np.empty((0,) * len(exprs), dtype) for exprs, dtype in kernel._buffer_outs()]
-    namespace = dict(w.constants, fallback=fallback, owner=owner, np=np, empty=np.empty,
-                     spare=spare, getrefcount=sys.getrefcount,
-                     kernel=getattr(kernel.fn, "dispatcher", kernel.fn),
-                     kernel_error=getattr(kernel.fn, "error", None), TRACES=TRACES,
-                     ACTIVE=ACTIVE)
-    exec("def entry(*args, **kwargs):\n" + "\n".join(f"    {line}" for line in body), namespace)
+    shapes = [a.shape for a in spare]  # spare's shapes (cheaper to read than a.shape)
+    direct = kernel.fn
+    if isinstance(kernel.fn, backend.Compiled):
+        direct = kernel.fn.direct(kernel.arguments(leaves) + spare) or kernel.fn
+    namespace = dict(w.constants, fallback=fallback, hits=hits, np=np, empty=np.empty,
+                     spare=spare, shapes=shapes, getrefcount=sys.getrefcount, direct=direct,
+                     checked=kernel.fn, TRACES=TRACES, ACTIVE=ACTIVE, NO=_NO)
+    exec(_signature(len(args)) + "\n".join(f"    {line}" for line in body), namespace)
     return namespace["entry"]
+
+
+# The default of an entry's parameters: the caller gave fewer arguments.
+_NO = object()
+
+
+def _signature(n_args):
+    """The entry's def line: positional-only parameters, faster to call than *args."""
+    params = "".join(f"a{i}=NO, " for i in range(n_args)) + ("/, " if n_args else "")
+    return f"def entry({params}*more, **kwargs):\n"
 
 
 def _prologue(w, n_args):
     """The entry's first lines: calls with keywords, another number of arguments, or
     under a tape or a trace go to the fallback; then the arguments' leaves, unpacked."""
-    lines = [f"if kwargs or len(args) != {n_args} or TRACES or ACTIVE:",
-             "    return fallback(*args, **kwargs)"]
-    if n_args:
-        names = ", ".join(f"a{i}" for i in range(n_args))
-        lines.append(f"{names}{',' if n_args == 1 else ''} = args")
+    names = ", ".join(f"a{i}" for i in range(n_args)) + ("," if n_args == 1 else "")
+    given = f"*[a for a in ({names}) if a is not NO], " if n_args else ""
+    lines = [f"if more or kwargs{f' or a{n_args - 1} is NO' if n_args else ''} or TRACES "
+             "or ACTIVE:",
+             f"    return fallback({given}*more, **kwargs)"]
     if any("[" in line for line in w.unpack):  # unpacking containers can fail
         return lines + ["try:"] + [f"    {line}" for line in w.unpack] + [
-            "except (KeyError, IndexError, TypeError):", f"    {_FALL_BACK}"]
+            "except (KeyError, IndexError, TypeError):", f"    {w.fall_back}"]
     return lines + w.unpack
 
 
@@ -349,8 +387,9 @@ def _reused_buffers(kernel, w, kernel_args, size):
     for b, (shape, dtype) in enumerate(_buffer_shapes(kernel, size, shape_names)):
         if _REUSE:
             lines += [f"o{b} = spare[{b}]",
-                      f"if getrefcount(o{b}) != 3 or o{b}.shape != {shape}:",
-                      f"    o{b} = spare[{b}] = empty({shape}{dtype})"]
+                      f"if getrefcount(o{b}) != 3 or shapes[{b}] != {shape}:",
+                      f"    o{b} = spare[{b}] = empty({shape}{dtype})",
+                      f"    shapes[{b}] = o{b}.shape"]
         else:
             lines.append(f"o{b} = empty({shape}{dtype})")
         names.append(f"o{b}")

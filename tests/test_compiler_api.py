@@ -2,6 +2,7 @@
 processes, guards, tracing errors, Numba errors, Variables written back, parallel loops."""
 
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -67,6 +68,40 @@ def test_a_call_the_newest_entry_does_not_fit_reaches_an_older_kernel():
     assert f(np.ones(4)) == 4.0
     assert f.cache_info() == (1, 2, 2)
     assert f(x=np.ones(5)) == 5.0  # keywords take the general path
+
+
+def test_a_warm_call_with_too_few_or_too_many_arguments_raises_the_functions_error():
+    f = tf.differentiable(tanh_loss)
+    f.grad(np.ones(3), np.ones(3))
+    with pytest.raises(TypeError, match=r"tanh_loss\(\) missing 1 required positional"):
+        f.grad(np.ones(3))
+    with pytest.raises(TypeError, match=r"tanh_loss\(\) takes 2 positional arguments"):
+        f.grad(np.ones(3), np.ones(3), np.ones(3))
+
+
+def test_contiguous_arrays_skip_the_dispatcher_and_any_other_array_takes_it(monkeypatch):
+    """The warm entry calls the compiled code itself only for arrays Numba would type as
+    the first call's: C-contiguous, aligned, writeable, NumPy's own float64 dtype object.
+    Any other array gets the same gradient through Numba's dispatcher."""
+    f = tf.differentiable(tanh_loss)
+    w, x = np.linspace(0.5, 1.0, 4), np.arange(4.0)
+    expected = f.grad(w, x)
+    dispatched = []
+    through_dispatcher = backend.Compiled.__call__
+    monkeypatch.setattr(backend.Compiled, "__call__",
+                        lambda self, *a: dispatched.append(1) or through_dispatcher(self, *a))
+    np.testing.assert_array_equal(f.grad(w.copy(), x), expected)
+    assert not dispatched
+    strided = np.repeat(w, 2)[::2]
+    readonly = w.copy()
+    readonly.flags.writeable = False
+    unaligned = np.frombuffer(bytearray(33), np.float64, count=4, offset=1)
+    unaligned[:] = w
+    unpickled = pickle.loads(pickle.dumps(w))  # an equal dtype, not NumPy's own object
+    for n, odd in enumerate([strided, readonly, unaligned, unpickled], 1):
+        np.testing.assert_allclose(f.grad(odd, x), expected, rtol=1e-15)
+        assert len(dispatched) == n
+    assert f.cache_info().kernels == 1
 
 
 def test_a_new_dtype_or_rank_or_static_value_is_a_new_kernel():
