@@ -8,7 +8,9 @@ quoting the generated line.
 import functools
 import hashlib
 import importlib.util
+import marshal
 import os
+import py_compile
 import re
 import sys
 
@@ -44,10 +46,11 @@ def load(source, func_name, jit=None, parallel=False):
     if module is None:
         path = os.path.join(cache_dir(), f"{_safe(func_name)}_{digest}.py")
         if not os.path.exists(path):
-            tmp = f"{path}.{os.getpid()}.tmp"
-            with open(tmp, "w") as f:
-                f.write(source)
-            os.replace(tmp, path)  # atomic: another process may write the same file
+            _write_atomic(path, source.encode())
+            # The bytecode too, even where PYTHONDONTWRITEBYTECODE is set: this folder is
+            # a cache, and compiling the module again costs each process up to a
+            # millisecond.
+            py_compile.compile(path, doraise=True)
         spec = importlib.util.spec_from_file_location(module_name, path)
         module = importlib.util.module_from_spec(spec)
         sys.modules.setdefault("srcxform_generated", type(sys)("srcxform_generated"))
@@ -65,6 +68,30 @@ def load(source, func_name, jit=None, parallel=False):
 
 
 _COMPILED = {}
+
+
+def code(source):
+    """What `source` compiles to, kept on disk by its hash (for small functions made at
+    run time, such as the warm entries: compiling one costs a new process about as much
+    as Numba's loading the kernel it calls)."""
+    digest = hashlib.sha256(source.encode()).hexdigest()[:24]
+    path = os.path.join(cache_dir(), "code", f"{digest}.{sys.implementation.cache_tag}")
+    try:
+        with open(path, "rb") as f:
+            return marshal.load(f)
+    except (OSError, EOFError, ValueError, TypeError):  # not there yet, or unreadable
+        compiled = compile(source, "<srcxform>", "exec")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        _write_atomic(path, marshal.dumps(compiled))
+        return compiled
+
+
+def _write_atomic(path, data):
+    """Writes a file another process may be writing too: whole, or not at all."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
 
 # The modules generated code may import (`from srcxform import blas`).
 RUNTIME = ("arrays", "blas", "vecmath")

@@ -346,7 +346,8 @@ def _build_entry(kernel, form, args, fallback, hits):
     namespace = dict(w.constants, fallback=fallback, hits=hits, np=np, empty=np.empty,
                      spare=spare, shapes=shapes, getrefcount=sys.getrefcount, direct=direct,
                      checked=kernel.fn, TRACES=TRACES, ACTIVE=ACTIVE, NO=_NO)
-    exec(_signature(len(args)) + "\n".join(f"    {line}" for line in body), namespace)
+    exec(backend.code(_signature(len(args)) + "\n".join(f"    {line}" for line in body)),
+         namespace)
     return namespace["entry"]
 
 

@@ -55,13 +55,13 @@ def test_functions_reading_arrays_or_objects_are_not_indexed():
     assert index.function_digest(tf.differentiable(reads_an_array).grad) is None
 
 
-def test_a_new_process_finds_the_kernel_without_tracing(tmp_path):
+def test_a_new_process_finds_the_kernel_and_its_entries_without_tracing(tmp_path):
     script = tmp_path / "model.py"
     script.write_text(textwrap.dedent("""
         import sys
         import numpy as np
         import srcxform as tf
-        from srcxform import api
+        from srcxform import api, backend
 
         SCALE = float(sys.argv[1])
 
@@ -70,6 +70,7 @@ def test_a_new_process_finds_the_kernel_without_tracing(tmp_path):
 
         if sys.argv[2] == "no-tracing":
             api.Trace = None  # a trace would fail
+            backend.compile = None  # so would compiling an entry's source
         f = tf.differentiable(loss)
         print(f.grad(np.ones(4), np.arange(4.0)).tolist())
         print(f(np.ones(5), np.arange(5.0)))
