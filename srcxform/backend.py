@@ -133,9 +133,15 @@ class Compiled:
     def __init__(self, fn, source, parallel=False):
         import numba
 
+        from srcxform import numba_cache
+
         _import_runtime()
         self.source = source
-        self.dispatcher = numba.njit(cache=True, error_model="numpy", parallel=parallel)(fn)
+        light = numba_cache.supported()
+        self.dispatcher = numba.njit(cache=not light, error_model="numpy",
+                                     parallel=parallel)(fn)
+        if light:  # Numba's cache, loading faster (numba_cache.py)
+            self.dispatcher._cache = numba_cache.KernelCache(fn)
 
     def __call__(self, *args):
         try:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import srcxform as tf
-from srcxform import backend
+from srcxform import backend, numba_cache
 from srcxform import kernel as kernel_module
 
 
@@ -129,23 +129,50 @@ def test_mismatched_sizes_raise_the_users_shape_error():
         f(np.ones(3), np.ones(4))
 
 
-def test_a_new_process_reuses_the_disk_cache(tmp_path):
+def test_a_new_process_loads_the_kernel_without_parsing_its_bitcode(tmp_path):
     script = textwrap.dedent("""
-        import numpy as np, srcxform as tf
+        import llvmlite.binding as llvm, numba, numpy as np, srcxform as tf
+        parses = []
+        parse_bitcode = llvm.parse_bitcode
+        llvm.parse_bitcode = lambda data: parses.append(1) or parse_bitcode(data)
         def loss(w, x):
             return tf.reduce_sum(tf.tanh(x * w) ** 2)
         f = tf.differentiable(loss)
-        f.grad(np.ones(4), np.arange(4.0))
+        g = f.grad(np.ones(4), np.arange(4.0))
         kernel = f._kernels[next(iter(f._kernels))][0].fn.dispatcher
-        print(sum(kernel.stats.cache_hits.values()), sum(kernel.stats.cache_misses.values()))
+        print(sum(kernel.stats.cache_hits.values()), sum(kernel.stats.cache_misses.values()),
+              len(parses) > 0)
+        @numba.njit
+        def doubled(kernel, w, x):  # links the kernel in: its bitcode is parsed now
+            return kernel(w, x)[1] * 2.0
+        print(np.array_equal(doubled(f.kernel(np.ones(4), np.arange(4.0)), np.ones(4),
+                                     np.arange(4.0)), 2 * g))
     """)
     path = tmp_path / "loss_script.py"
     path.write_text(script)
     env = dict(os.environ, SRCXFORM_CACHE_DIR=str(tmp_path / "cache"))
     runs = [subprocess.run([sys.executable, str(path)], env=env, capture_output=True, text=True,
                            check=True).stdout.split() for _ in range(2)]
-    assert runs[0] == ["0", "1"]  # compiled
-    assert runs[1] == ["1", "0"]  # loaded from disk, nothing compiled
+    assert runs[0][:2] == ["0", "1"] and runs[0][3] == "True"  # compiled
+    if numba_cache.supported():
+        assert runs[1] == ["1", "0", "False", "True"]  # loaded from disk, nothing parsed
+    else:
+        assert runs[1][:2] == ["1", "0"]
+
+
+def test_with_other_numba_versions_kernels_use_numbas_own_cache(monkeypatch):
+    from numba.core.caching import FunctionCache
+
+    monkeypatch.setattr(numba_cache, "VERSIONS", ())
+    compiled = backend.Compiled(tanh_loss, "def tanh_loss(w, x): ...")
+    assert isinstance(compiled.dispatcher._cache, FunctionCache)
+
+
+def test_a_cache_file_it_cannot_restore_is_a_miss():
+    from numba.core.registry import cpu_target
+
+    impl = numba_cache.KernelCache(tanh_loss)._impl
+    assert impl.rebuild(cpu_target.target_context, ("not", "a", "payload")) is None
 
 
 @pytest.mark.parametrize("body, what", [

@@ -1,0 +1,99 @@
+"""Numba's on-disk cache for srcxform's kernels, less the work a load does not need.
+
+Numba keeps a compiled function as object code plus the optimized module's LLVM bitcode,
+and parses that bitcode at every load, only to list the symbols the module defines and
+to have the module at hand should other jitted code link the function in. For W5's
+kernel that parse and listing were two thirds of the 6 ms a new process spent loading
+it. This cache stores the defined symbols' names beside Numba's own payload and parses
+the bitcode only when something links the kernel (a user's @njit calling f.kernel()).
+It leaves out the type annotation's text (a third of a file), which serves only
+inspect_types, and Numba disables that for cached code anyway.
+
+It relies on Numba internals: CompileResult's pickled form, and how a CPU code library
+restores itself from object code (CPUCodeLibrary._unserialize, done here with the parse
+left out). So srcxform uses it only with the Numba versions it was written for
+(`supported()`), and plain `cache=True` with any other; and a load that fails for any
+reason is a cache miss, after which the kernel compiles again.
+"""
+
+import llvmlite.binding as ll
+import numba
+from numba.core import caching, compiler
+from numba.core.codegen import JITCodeLibrary
+
+VERSIONS = ("0.68",)
+
+
+def supported():
+    return ".".join(numba.__version__.split(".")[:2]) in VERSIONS
+
+
+class _Library(JITCodeLibrary):
+    """A code library restored from object code, whose module for linking into other
+    code is parsed from its bitcode when first asked for."""
+
+    bitcode = None
+
+    def _get_module_for_linking(self):
+        if self._shared_module is None and self.bitcode is not None:
+            self._shared_module = ll.parse_bitcode(self.bitcode)
+        return super()._get_module_for_linking()
+
+
+class _Impl(caching.CompileResultCacheImpl):
+    def get_filename_base(self, fullname, abiflags):
+        # Its files hold another payload than cache=True's, so their names differ.
+        return "sx-" + super().get_filename_base(fullname, abiflags)
+
+    def reduce(self, cres):
+        libdata, fndesc, env, signature, objectmode, lifted, _, reload_init, envs = \
+            cres._reduce()
+        module = cres.library._final_module
+        defined = tuple(value.name for values in (module.functions, module.global_variables)
+                        for value in values if not value.is_declaration)
+        return (libdata, fndesc, env, signature, objectmode, lifted, reload_init, envs,
+                defined)
+
+    def rebuild(self, target_context, payload):
+        try:
+            return _rebuild(target_context, *payload)
+        except Exception:  # noqa: BLE001 - whatever wrote the file, compiling again is right
+            return None
+
+
+class KernelCache(caching.Cache):
+    _impl_class = _Impl
+
+
+def _rebuild(target_context, libdata, fndesc, env, signature, objectmode, lifted,
+             reload_init, envs, defined):
+    """CompileResult._rebuild, with the library restored by _library."""
+    for init in reload_init or ():
+        init()
+    codegen = target_context.codegen()
+    library = _library(codegen, libdata, defined)
+    cres = compiler.CompileResult(
+        target_context=target_context, typing_context=target_context.typing_context,
+        library=library, environment=env,
+        entry_point=target_context.get_executable(library, fndesc, env),
+        fndesc=fndesc, type_annotation="", signature=signature, objectmode=objectmode,
+        lifted=lifted, typing_error=None, call_helper=None, metadata=None,
+        reload_init=reload_init, referenced_envs=envs)
+    for referenced in envs:
+        library.codegen.set_env(referenced.env_name, referenced)
+    return cres
+
+
+def _library(codegen, libdata, defined):
+    """What CPUCodeLibrary._unserialize makes of object code, the bitcode kept unparsed
+    and the engine told the defined symbols' names."""
+    name, kind, (object_code, bitcode) = libdata
+    if kind != "object" or codegen._library_class is not JITCodeLibrary:
+        raise ValueError(f"cannot restore a {kind!r} library for {codegen!r}")
+    library = _Library(codegen, name)
+    library.enable_object_caching()
+    library._set_compiled_object(object_code)
+    library.bitcode = bitcode
+    library._finalize_final_module()
+    codegen._engine._defined_symbols.update(defined)
+    return library
