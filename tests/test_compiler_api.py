@@ -3,6 +3,7 @@ processes, guards, tracing errors, Numba errors, Variables written back, paralle
 
 import os
 import pickle
+import re
 import subprocess
 import sys
 import textwrap
@@ -287,6 +288,26 @@ def test_a_reshape_that_only_moves_dims_of_one_is_an_index(shape, op, as_index):
         y = f.fn(xt)
     np.testing.assert_allclose(f(x), y.numpy(), rtol=1e-12)
     np.testing.assert_allclose(f.grad(x), tape.gradient(y, xt).numpy(), rtol=1e-12)
+
+
+def test_a_sum_of_values_stored_anyway_runs_in_a_loop_of_its_own():
+    """The loop computing them then calls vecmath.exp, which LLVM vectorizes; beside the
+    sum it would call libm's exp an element at a time."""
+    def loss(w, b, X, y):
+        logits = X @ w + b
+        return tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(labels=y, logits=logits))
+
+    rng = np.random.default_rng(1)
+    w, X, y = rng.normal(size=3), rng.normal(size=(40, 3)), (rng.random(40) < 0.5) * 1.0
+    f = tf.differentiable(loss, wrt=(0, 1))
+    source = f.source(w, 0.3, X, y)
+    assert "vecmath.exp(-logits_i)" in source
+    assert re.search(r"\n( +)for i0 in range\(n1\):\n(\1    #.*\n)?\1    bb \+= blogits\[i0\]\n",
+                     source), source
+    residual = (1 / (1 + np.exp(-(X @ w + 0.3))) - y) / len(y)  # the analytic gradient
+    got = f.grad(w, 0.3, X, y)
+    np.testing.assert_allclose(got[0], X.T @ residual, rtol=1e-12)
+    np.testing.assert_allclose(got[1], residual.sum(), rtol=1e-12)
 
 
 def test_generated_source_reads_as_the_design_shows():
