@@ -56,20 +56,34 @@ def _signature(leaf):
 
 
 class Differentiable:
-    """A function compiled with its gradient. See `differentiable`."""
+    """A function compiled with its gradient. See `differentiable`.
+
+    f(*args) is the function's value, computed by its kernel; f.grad(*args) the gradient
+    wrt `wrt` (one structure for an int wrt, a tuple of them for a tuple wrt);
+    f.value_and_grad(*args) both, the gradient as `grad` gives it.
+    """
 
     def __init__(self, fn, wrt=0, parallel=False):
-        functools.update_wrapper(self, fn)
+        # functools.update_wrapper's own assignments, less its update of the instance's
+        # dict, which would leave it a dict CPython cannot look attributes up in quickly
+        # (f.grad is read at every call).
+        for name in functools.WRAPPER_ASSIGNMENTS:
+            if hasattr(fn, name):
+                setattr(self, name, getattr(fn, name))
+        self.__wrapped__ = fn
         self.fn = fn
         self.wrt = wrt
         self.parallel = parallel
         self._kernels = {}
         # The warm path, per form: the newest generated entry, which passes a call it does
-        # not fit to the entry made before it, and the first one to the slow path. Once
-        # there is one, the instance attributes grad and value_and_grad are the newest
-        # entry; the methods of those names forward to it (a reference taken earlier, as
-        # srcxform.grad(fn) holds, stays on the warm path).
+        # not fit to the entry made before it, and the first one to the slow path.
         self._warm = {form: functools.partial(self._slow, form) for form in _FORMS}
+        # grad and value_and_grad are instance attributes, not methods (a method of the
+        # name would slow reading the attribute): the newest entry once there is one,
+        # until then a forwarder to it (a reference taken early, as srcxform.grad(fn)
+        # holds, stays on the warm path).
+        self.grad = _Forward(self, "grad")
+        self.value_and_grad = _Forward(self, "value_and_grad")
         self._chained = set()  # (kernel, form) pairs with an entry in self._warm's chain
         self._hits, self._misses = Counter(), 0
         self._bound = weakref.WeakKeyDictionary()
@@ -92,15 +106,6 @@ class Differentiable:
     def __call__(self, *args, **kwargs):
         """The function's value at args, computed by its kernel."""
         return self._warm["value"](*args, **kwargs)
-
-    def grad(self, *args, **kwargs):
-        """The gradient wrt `wrt`: one structure for an int wrt, a tuple of them for a tuple
-        wrt."""
-        return self._warm["grad"](*args, **kwargs)
-
-    def value_and_grad(self, *args, **kwargs):
-        """(value, gradient) of the function at args; the gradient is as `grad` gives it."""
-        return self._warm["value_and_grad"](*args, **kwargs)
 
     def source(self, *args, **kwargs):
         """The generated fused forward-and-adjoint source for these arguments, as text."""
@@ -148,8 +153,8 @@ class Differentiable:
             self._chained.add((kernel, form))
             shape = (form, isinstance(self.wrt, int))
             head = self._warm[form] = kernel.entry(shape, args, self._warm[form], self._hits)
-            if form != "value":  # f.grad is the head itself, one call less than the method
-                self.__dict__[form] = head
+            if form != "value":  # f.grad is the head itself, one call less than a forwarder
+                setattr(self, form, head)
         return results
 
     def _shape(self, form, results):
@@ -268,6 +273,22 @@ _Traced = namedtuple("_Traced", "name program leaves variables writes trees guar
 
 
 # A Differentiable another function calls (or composes) is indexed as its function.
+class _Forward:
+    """f.grad or f.value_and_grad before f has an entry of that form: calls the newest."""
+
+    __slots__ = ("owner", "form")
+
+    def __init__(self, owner, form):
+        self.owner, self.form = owner, form
+
+    def __call__(self, *args, **kwargs):
+        return self.owner._warm[self.form](*args, **kwargs)
+
+    def __repr__(self):
+        return f"<{self.form} of {self.owner!r}>"
+
+
+index.DESCRIBERS[_Forward] = lambda f, describe: (f.form, describe(f.owner))
 index.DESCRIBERS[Differentiable] = lambda d, describe: (
     "differentiable", describe(d.fn), d.wrt, d.parallel)
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from srcxform import backend
 from srcxform.dims import evaluate, expr_of, render
-from srcxform.recording import ACTIVE, TRACES
+from srcxform.recording import OPEN
 from srcxform.tensor import Tensor, Variable
 from srcxform.tree import tree_flatten, tree_unflatten
 
@@ -345,7 +345,7 @@ def _build_entry(kernel, form, args, fallback, hits):
         direct = kernel.fn.direct(kernel.arguments(leaves) + spare) or kernel.fn
     namespace = dict(w.constants, fallback=fallback, hits=hits, np=np, empty=np.empty,
                      spare=spare, shapes=shapes, getrefcount=sys.getrefcount, direct=direct,
-                     checked=kernel.fn, TRACES=TRACES, ACTIVE=ACTIVE, NO=_NO)
+                     checked=kernel.fn, OPEN=OPEN, NO=_NO)
     exec(backend.code(_signature(len(args)) + "\n".join(f"    {line}" for line in body)),
          namespace)
     return namespace["entry"]
@@ -366,8 +366,7 @@ def _prologue(w, n_args):
     under a tape or a trace go to the fallback; then the arguments' leaves, unpacked."""
     names = ", ".join(f"a{i}" for i in range(n_args)) + ("," if n_args == 1 else "")
     given = f"*[a for a in ({names}) if a is not NO], " if n_args else ""
-    lines = [f"if more or kwargs{f' or a{n_args - 1} is NO' if n_args else ''} or TRACES "
-             "or ACTIVE:",
+    lines = [f"if more or kwargs{f' or a{n_args - 1} is NO' if n_args else ''} or OPEN:",
              f"    return fallback({given}*more, **kwargs)"]
     if any("[" in line for line in w.unpack):  # unpacking containers can fail
         return lines + ["try:"] + [f"    {line}" for line in w.unpack] + [

@@ -14,6 +14,9 @@ from typing import Callable
 ACTIVE: list = []
 # Traces now running, innermost last (trace.py pushes them).
 TRACES: list = []
+# The tapes and traces now open, both: the one list a warm entry tests (it hands the call
+# to the slow path while any is open).
+OPEN: list = []
 # (record, cotangent) pairs of the reverse sweeps now running; (None, None) while seeding.
 ADJOINT: list = []
 

@@ -47,11 +47,13 @@ class GradientTape:
     def __enter__(self):
         self._recording = True
         recording.ACTIVE.append(self)
+        recording.OPEN.append(self)
         return self
 
     def __exit__(self, *exc):
         self._recording = False
         recording.ACTIVE.remove(self)
+        recording.OPEN.remove(self)
         return False
 
     # ----- watching -----

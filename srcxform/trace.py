@@ -213,10 +213,12 @@ class Trace:
 
     def __enter__(self):
         recording.TRACES.append(self)
+        recording.OPEN.append(self)
         self._saved_guards, dims.GUARDS = dims.GUARDS, self.guards
         return self
 
     def __exit__(self, *exc):
         recording.TRACES.remove(self)
+        recording.OPEN.remove(self)
         dims.GUARDS = self._saved_guards
         return False
