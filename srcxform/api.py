@@ -272,11 +272,10 @@ class Differentiable:
 _Traced = namedtuple("_Traced", "name program leaves variables writes trees guards")
 
 
-# A Differentiable another function calls (or composes) is indexed as its function.
 class _Forward:
     """f.grad or f.value_and_grad before f has an entry of that form: calls the newest."""
 
-    __slots__ = ("owner", "form")
+    __slots__ = ("form", "owner")
 
     def __init__(self, owner, form):
         self.owner, self.form = owner, form
@@ -288,6 +287,7 @@ class _Forward:
         return f"<{self.form} of {self.owner!r}>"
 
 
+# A Differentiable another function calls (or composes) is indexed as its function.
 index.DESCRIBERS[_Forward] = lambda f, describe: (f.form, describe(f.owner))
 index.DESCRIBERS[Differentiable] = lambda d, describe: (
     "differentiable", describe(d.fn), d.wrt, d.parallel)

@@ -93,6 +93,7 @@ def _write_atomic(path, data):
         f.write(data)
     os.replace(tmp, path)
 
+
 # The modules generated code may import (`from srcxform import blas`).
 RUNTIME = ("arrays", "blas", "vecmath")
 

@@ -272,8 +272,7 @@ class _EntryWriter:
         and writeable with the very dtype object NumPy uses natively, the kernel is run
         through `checked` (Numba's dispatcher), not `direct`."""
         native = self.constant(np.dtype(dtype.type))
-        self.checks += [f"if {value}.dtype is not {native} or "
-                        f"not {value}.flags.carray:",
+        self.checks += [f"if {value}.dtype is not {native} or not {value}.flags.carray:",
                         f"    if {value}.dtype.num != {dtype.num}: {self.fall_back}",
                         "    run = checked"]
 
