@@ -80,7 +80,7 @@ def _library_digest():
     digest = hashlib.sha256(np.__version__.encode())
     root = os.path.dirname(os.path.abspath(__file__))
     for folder, dirs, files in sorted(os.walk(root)):
-        dirs.sort()
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")  # Numba's cache files
         for name in sorted(f for f in files if f.endswith(".py")):
             with open(os.path.join(folder, name), "rb") as f:
                 digest.update(f.read())
