@@ -289,9 +289,9 @@ class _EntryWriter:
         return f"{array_expr}.shape[{axis}]"
 
 # An entry keeps the output arrays it returned last, and fills them again when nothing
-# else holds them (a reference count of 3: its list, its local name, getrefcount's
-# argument), rather than allocating: nobody can see the difference. Reference counts
-# say so only where the GIL serializes them.
+# else holds them (a reference count of 3: its global name spare<b>, its local name,
+# getrefcount's argument), rather than allocating: nobody can see the difference.
+# Reference counts say so only where the GIL serializes them.
 _REUSE = getattr(sys, "_is_gil_enabled", lambda: True)()
 
 
@@ -327,10 +327,11 @@ def _build_entry(kernel, form, args, fallback, hits):
 
     fails = {">=": "<", "==": "!=", "!=": "=="}
     guards = [f"{render(expr, size)} {fails[op]} 0" for expr, op in kernel.guards]
-    allocate, buffers = _reused_buffers(kernel, w, kernel_args, size)
+    allocate, buffers, kept = _reused_buffers(kernel, w, kernel_args, size)
     results = _output_exprs(kernel, buffers, [None if t is None else w.constant(t)
                                               for t in kernel.scalar_types])
-    body = _prologue(w, len(args)) + ["run = direct"] + w.checks
+    body = [f"global {', '.join(kept)}"] if kept else []
+    body += _prologue(w, len(args)) + ["run = direct"] + w.checks
     body += [line for _, line in sorted(sizes.items())]
     body += [f"if {test}: {w.fall_back}" for test in guards]
     body += ["hits.n += 1"] + allocate
@@ -338,13 +339,14 @@ def _build_entry(kernel, form, args, fallback, hits):
     body += _variable_writes(spec, w, leaves, results)
     body.append(f"return {_result(form, *_value_and_grads(spec, results))}")
     spare = [np.empty((0,) * len(exprs), dtype) for exprs, dtype in kernel._buffer_outs()]
-    shapes = [a.shape for a in spare]  # spare's shapes (cheaper to read than a.shape)
     direct = kernel.fn
     if isinstance(kernel.fn, backend.Compiled):
         direct = kernel.fn.direct(kernel.arguments(leaves) + spare) or kernel.fn
     namespace = dict(w.constants, fallback=fallback, hits=hits, np=np, empty=np.empty,
-                     spare=spare, shapes=shapes, getrefcount=sys.getrefcount, direct=direct,
-                     checked=kernel.fn, OPEN=OPEN, NO=_NO)
+                     getrefcount=sys.getrefcount, direct=direct, checked=kernel.fn,
+                     OPEN=OPEN, NO=_NO)
+    for b, array in enumerate(spare):  # globals: quicker to read than a list's items
+        namespace.update({f"spare{b}": array, f"shape{b}": array.shape})
     exec(backend.code(_signature(len(args)) + "\n".join(f"    {line}" for line in body)),
          namespace)
     return namespace["entry"]
@@ -374,25 +376,27 @@ def _prologue(w, n_args):
 
 
 def _reused_buffers(kernel, w, kernel_args, size):
-    """Lines finding each output buffer: the array the entry returned last call (kept in
-    `spare`) where nothing else refers to it and its shape fits, else a new one; and the
-    buffers' names. A buffer with an input's exact shape uses that input's shape tuple."""
+    """Lines finding each output buffer: the array the entry returned last call (the
+    entry's global spare<b>, its shape in shape<b>) where nothing else refers to it and
+    its shape fits, else a new one; the buffers' names; and the globals the lines assign.
+    A buffer with an input's exact shape uses that input's shape tuple."""
     shape_names = {}
     for index, arg in enumerate(kernel_args):
         axes = {axis: k for k, (i, axis) in enumerate(kernel.spec.sizes) if i == index}
         if arg in w.shapes and len(axes) == w.shapes[arg][1]:
             shape_names[tuple(("size", axes[a]) for a in range(len(axes)))] = w.shapes[arg][0]
-    lines, names = [], []
+    lines, names, kept = [], [], []
     for b, (shape, dtype) in enumerate(_buffer_shapes(kernel, size, shape_names)):
         if _REUSE:
-            lines += [f"o{b} = spare[{b}]",
-                      f"if getrefcount(o{b}) != 3 or shapes[{b}] != {shape}:",
-                      f"    o{b} = spare[{b}] = empty({shape}{dtype})",
-                      f"    shapes[{b}] = o{b}.shape"]
+            lines += [f"o{b} = spare{b}",
+                      f"if getrefcount(o{b}) != 3 or shape{b} != {shape}:",
+                      f"    o{b} = spare{b} = empty({shape}{dtype})",
+                      f"    shape{b} = o{b}.shape"]
+            kept += [f"spare{b}", f"shape{b}"]
         else:
             lines.append(f"o{b} = empty({shape}{dtype})")
         names.append(f"o{b}")
-    return lines, names
+    return lines, names, kept
 
 
 def _variable_writes(spec, w, leaves, results):
