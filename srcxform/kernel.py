@@ -203,6 +203,7 @@ class _EntryWriter:
 
     def __init__(self, n_args):
         self.unpack, self.checks, self.names, self.constants = [], [], [], {}
+        self._constant_names = {}  # id of each constant: its name
         # Each leaf array's shape tuple, by the array's name: (the tuple's name, its rank).
         self.shapes = {}
         # How a call the entry does not fit goes on to the next entry.
@@ -212,8 +213,12 @@ class _EntryWriter:
         self.checks.append(f"if {test}: {self.fall_back}")
 
     def constant(self, value):
-        name = f"k{len(self.constants)}"
-        self.constants[name] = value
+        """The entry's global name for `value`: one name per object (a captured Variable
+        read and assigned, a type or dtype several leaves share)."""
+        name = self._constant_names.get(id(value))
+        if name is None:
+            name = self._constant_names[id(value)] = f"k{len(self.constants)}"
+            self.constants[name] = value
         return name
 
     def leaves(self, value, expr):
