@@ -15,7 +15,7 @@ ACTIVE: list = []
 # Traces now running, innermost last (trace.py pushes them).
 TRACES: list = []
 # The tapes and traces now open, both: the one list a warm entry tests (it hands the call
-# to the slow path while any is open).
+# to the slow path while any is open). Kept by `enter` and `leave`.
 OPEN: list = []
 # (record, cotangent) pairs of the reverse sweeps now running; (None, None) while seeding.
 ADJOINT: list = []
@@ -29,6 +29,17 @@ class Record:
     inputs: tuple
     out: object
     params: dict
+
+
+def enter(stack, item):
+    """A tape (stack ACTIVE) or a trace (stack TRACES) opens."""
+    stack.append(item)
+    OPEN.append(item)
+
+
+def leave(stack, item):
+    stack.remove(item)
+    OPEN.remove(item)
 
 
 def record(vjp, inputs, out, params):

@@ -46,14 +46,12 @@ class GradientTape:
 
     def __enter__(self):
         self._recording = True
-        recording.ACTIVE.append(self)
-        recording.OPEN.append(self)
+        recording.enter(recording.ACTIVE, self)
         return self
 
     def __exit__(self, *exc):
         self._recording = False
-        recording.ACTIVE.remove(self)
-        recording.OPEN.remove(self)
+        recording.leave(recording.ACTIVE, self)
         return False
 
     # ----- watching -----

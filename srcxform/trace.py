@@ -212,13 +212,11 @@ class Trace:
                        dict(self.adjoint_of))
 
     def __enter__(self):
-        recording.TRACES.append(self)
-        recording.OPEN.append(self)
+        recording.enter(recording.TRACES, self)
         self._saved_guards, dims.GUARDS = dims.GUARDS, self.guards
         return self
 
     def __exit__(self, *exc):
-        recording.TRACES.remove(self)
-        recording.OPEN.remove(self)
+        recording.leave(recording.TRACES, self)
         dims.GUARDS = self._saved_guards
         return False
