@@ -46,7 +46,7 @@ def load(source, func_name, jit=None, parallel=False):
     if module is None:
         path = os.path.join(cache_dir(), f"{_safe(func_name)}_{digest}.py")
         if not os.path.exists(path):
-            _write_atomic(path, source.encode())
+            write_atomic(path, source.encode())
             # The bytecode too, even where PYTHONDONTWRITEBYTECODE is set: this folder is
             # a cache, and compiling the module again costs each process up to a
             # millisecond.
@@ -82,11 +82,11 @@ def code(source):
     except (OSError, EOFError, ValueError, TypeError):  # not there yet, or unreadable
         compiled = compile(source, "<srcxform>", "exec")
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        _write_atomic(path, marshal.dumps(compiled))
+        write_atomic(path, marshal.dumps(compiled))
         return compiled
 
 
-def _write_atomic(path, data):
+def write_atomic(path, data):
     """Writes a file another process may be writing too: whole, or not at all."""
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "wb") as f:

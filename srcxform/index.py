@@ -55,11 +55,7 @@ def load(key):
 def store(key, spec):
     """Adds spec to the entry for key (written atomically; a concurrent writer may win)."""
     specs = [s for s in load(key) if s != spec] + [spec]
-    path = _path(key)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "wb") as f:
-        pickle.dump(specs, f)
-    os.replace(tmp, path)
+    backend.write_atomic(_path(key), pickle.dumps(specs))
 
 
 def key(function_digest, *signature):

@@ -7,6 +7,7 @@ statements from one user line is headed by an origin comment.
 """
 
 import ast
+import functools
 
 import astor
 
@@ -428,9 +429,16 @@ class _Recomputing:
         return self.index[len(self.index) - rank:] if rank else []
 
 
+def _is_vecmath(node):
+    """Whether node is `vecmath.f`."""
+    return (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+            and node.value.id == "vecmath")
+
+
+# A primitive's template never changes: each is looked at once.
+@functools.cache
 def _calls_vecmath(template):
-    return any(isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-               and node.value.id == "vecmath" for node in ast.walk(template))
+    return any(_is_vecmath(node) for node in ast.walk(template))
 
 
 def _libm_calls(node):
@@ -440,7 +448,7 @@ def _libm_calls(node):
 
     class Swap(ast.NodeTransformer):
         def visit_Attribute(self, attr):
-            if isinstance(attr.value, ast.Name) and attr.value.id == "vecmath":
+            if _is_vecmath(attr):
                 return ast.Attribute(name_ast("np"), attr.attr, ast.Load())
             return self.generic_visit(attr)
 
