@@ -145,16 +145,18 @@ class Differentiable:
         if TRACES or ACTIVE and any(t._recording for t in ACTIVE):
             return self._inline(form, args, kwargs)
         mode = "value" if form == "value" else "value_and_grad"
-        kernel, leaves = self._kernel(mode, args, kwargs)
-        results = self._shape(form, kernel.run(kernel.arguments(leaves), leaves))
-        # The entry is made once the call has compiled the kernel: it calls the compiled
-        # code directly.
-        if not kwargs and (kernel, form) not in self._chained:
-            self._chained.add((kernel, form))
-            shape = (form, isinstance(self.wrt, int))
-            head = self._warm[form] = kernel.entry(shape, args, self._warm[form], self._hits)
-            if form != "value":  # f.grad is the head itself, one call less than a forwarder
-                setattr(self, form, head)
+        with backend.gc_paused():  # a first call compiles
+            kernel, leaves = self._kernel(mode, args, kwargs)
+            results = self._shape(form, kernel.run(kernel.arguments(leaves), leaves))
+            # The entry is made once the call has compiled the kernel: it calls the
+            # compiled code directly.
+            if not kwargs and (kernel, form) not in self._chained:
+                self._chained.add((kernel, form))
+                shape = (form, isinstance(self.wrt, int))
+                head = self._warm[form] = kernel.entry(shape, args, self._warm[form],
+                                                       self._hits)
+                if form != "value":  # f.grad is the head itself, one call less than a forwarder
+                    setattr(self, form, head)
         return results
 
     def _shape(self, form, results):
