@@ -4,11 +4,13 @@
 Numba compiles np.dot's generic implementation again for each combination of operand
 layouts (C, Fortran, strided) a process meets; for a small model that was most of the
 first call's compile time, all of it in the kernel's LLVM module. Here the work is done
-by one small function per dtype, compiled for operands of any layout ('A'): it reads the
-strides at run time, hands BLAS any matrix it can read in place (C or Fortran order, a
-transposed view, a slice with one unit stride) and copies only one with no unit stride.
-Calls of the public names are typed and lowered as calls of that function with the
-operands retyped to layout 'A', so a new layout combination costs no compilation at all.
+by small functions compiled once per dtype for operands of any layout ('A'): they read
+the strides at run time and hand BLAS each matrix in place (C or Fortran order, a
+transposed view, a slice with one unit stride). Operands typed C or Fortran order always
+have a unit stride, and their calls go to a core that never copies; others go to one
+that first copies a matrix with no unit stride. Calls of the public names are typed and
+lowered as calls of a core with the operands retyped to layout 'A', so a new layout
+combination costs no compilation at all.
 
 BLAS is reached through the `numba_xxgemm` and `numba_xxgemv` functions of Numba's
 helper library (the wrappers numba/np/linalg.py uses; they fetch dgemm/sgemm/dgemv/sgemv
@@ -119,31 +121,33 @@ def _gemv(typingctx, trans, m, n, a, lda, x, y):
     return sig, codegen
 
 
-# ----- the products, for operands of any layout -----
+# ----- the products -----
 
 
 @numba.njit(inline="always")
-def _operand(x, rows, cols):
-    """How BLAS reads the rows×cols matrix x: (x, or a C-ordered copy of it, whether BLAS
-    must transpose it, its leading dimension).
+def _in_place(x, rows, cols):
+    """How BLAS reads the rows×cols matrix x in place: (whether BLAS must transpose it,
+    its leading dimension), or (False, 0) where it cannot (x has no unit stride).
 
-    BLAS reads x in place where its rows are contiguous, ld = s0 elements apart (column-
-    major BLAS sees x.T there, untransposed), or its columns are, ld = s1 apart (BLAS sees
-    x: transposed); else x is copied. The stride of a dim of 1 is never used, so it is
-    taken as the packed one, which also keeps ld at least 1, as BLAS requires. Inlined:
-    the caller compiles it as if written out."""
+    BLAS reads x where its rows are contiguous, ld = s0 elements apart (column-major BLAS
+    sees x.T there, untransposed), or its columns are, ld = s1 apart (BLAS sees x:
+    transposed). The stride of a dim of 1 is never used, so it is taken as the packed
+    one, which also keeps ld at least 1, as BLAS requires. Inlined: the caller compiles
+    it as if written out."""
     size = x.itemsize
     s0 = x.strides[0] if rows > 1 else cols * size
     s1 = x.strides[1] if cols > 1 else size
     if s1 == size and s0 >= cols * size and s0 % size == 0:
-        return x, False, s0 // size
+        return False, s0 // size
     if s0 == size and s1 >= rows * size and s1 % size == 0:
-        return x, True, s1 // size
-    return x.copy(), False, cols
+        return True, s1 // size
+    return False, 0
 
 
 @_jit
 def _matmul(a, b):
+    """a @ b for operands BLAS reads in place (the caller's types say C or Fortran
+    order, so each has a unit stride)."""
     m, k = a.shape
     n = b.shape[1]
     out = np.empty((m, n), a.dtype)
@@ -152,32 +156,57 @@ def _matmul(a, b):
             for j in range(n):
                 out[i, j] = 0
         return out
-    a, ta, lda = _operand(a, m, k)
-    b, tb, ldb = _operand(b, k, n)
+    ta, lda = _in_place(a, m, k)
+    tb, ldb = _in_place(b, k, n)
     # C-ordered out is out.T = b.T @ a.T to BLAS, which sees a row-contiguous a or b
     # transposed already.
-    if (m | n | k | lda | ldb) > _MAX_INT or _gemm(tb, ta, n, m, k, b, ldb, a, lda, out, n):
+    if lda == 0 or ldb == 0 or (m | n | k | lda | ldb) > _MAX_INT or \
+            _gemm(tb, ta, n, m, k, b, ldb, a, lda, out, n):
         raise RuntimeError(_FAILED)
     return out
 
 
 @_jit
 def _matvec(a, v):
+    """a @ v for a matrix BLAS reads in place and a contiguous vector."""
     m, k = a.shape
     out = np.empty(m, a.dtype)
     if m == 0 or k == 0:
         for i in range(m):
             out[i] = 0
         return out
-    a, ta, lda = _operand(a, m, k)
-    if k > 1 and v.strides[0] != v.itemsize:  # BLAS reads v at unit stride
-        v = v.copy()
+    ta, lda = _in_place(a, m, k)
     # BLAS sees a row-contiguous a as a.T (k×m), to be transposed back, and a
     # column-contiguous one as a (m×k).
     rows, cols = (m, k) if ta else (k, m)
-    if (m | k | lda) > _MAX_INT or _gemv(not ta, rows, cols, a, lda, v, out):
+    if lda == 0 or (m | k | lda) > _MAX_INT or _gemv(not ta, rows, cols, a, lda, v, out):
         raise RuntimeError(_FAILED)
     return out
+
+
+# Operands of any layout (strided views): one BLAS cannot read in place is copied first.
+# Apart from the products above, which every kernel's module links in, because their
+# copying code was half of what a kernel's first call compiled for them.
+
+
+@_jit
+def _matmul_any(a, b):
+    (m, k), n = a.shape, b.shape[1]
+    if _in_place(a, m, k)[1] == 0:
+        a = a.copy()
+    if _in_place(b, k, n)[1] == 0:
+        b = b.copy()
+    return _matmul(a, b)
+
+
+@_jit
+def _matvec_any(a, v):
+    m, k = a.shape
+    if _in_place(a, m, k)[1] == 0:
+        a = a.copy()
+    if v.size > 1 and v.strides[0] != v.itemsize:  # BLAS reads v at unit stride
+        v = v.copy()
+    return _matvec(a, v)
 
 
 # ----- the public names -----
@@ -200,15 +229,20 @@ def _any_layout(ty):
     return ty.copy(layout="A", readonly=False)
 
 
-def _compile_as(public, core, ndims):
-    """Numba's typing and lowering of calls of `public`: a call of the jitted `core` with
-    each array retyped by _any_layout (the same data, so the cast is free). The core thus
-    compiles once per dtype, where a jitted wrapper would compile again for each layout
-    combination (C, F, strided) that calls it."""
-    fnty = types.Dispatcher(core)
+def _compile_as(public, cores, ndims):
+    """Numba's typing and lowering of calls of `public`: a call of a jitted core, with
+    each array retyped by _any_layout (the same data, so the cast is free). `cores` is
+    (the core for operands in C or Fortran order, the core for any layout). Each core
+    thus compiles once per dtype, where a jitted wrapper would compile again for each
+    layout combination (C, F, strided) that calls it."""
+
+    def core_of(args):
+        core = cores[0] if all(t.layout in "CF" for t in args) else cores[1]
+        return types.Dispatcher(core)
 
     def core_signature(typingctx, args):
-        return typingctx.resolve_function_type(fnty, tuple(map(_any_layout, args)), {})
+        return typingctx.resolve_function_type(core_of(args), tuple(map(_any_layout, args)),
+                                               {})
 
     @type_callable(public)
     def typer(typingctx):
@@ -225,8 +259,8 @@ def _compile_as(public, core, ndims):
     def lower(context, builder, sig, args):
         core_sig = core_signature(context.typing_context, sig.args)
         retyped = [context.cast(builder, v, t, _any_layout(t)) for v, t in zip(args, sig.args)]
-        return context.get_function(fnty, core_sig)(builder, retyped)
+        return context.get_function(core_of(sig.args), core_sig)(builder, retyped)
 
 
-_compile_as(matmul, _matmul, (2, 2))
-_compile_as(matvec, _matvec, (2, 1))
+_compile_as(matmul, (_matmul, _matmul_any), (2, 2))
+_compile_as(matvec, (_matvec, _matvec_any), (2, 1))

@@ -63,6 +63,18 @@ def test_matmul_of_c_and_fortran_operands_equals_np_dot(dtype):
         np.testing.assert_allclose(out, np.dot(x, y), rtol=_rtol(dtype))
 
 
+def test_c_typed_operands_whose_unit_dims_have_any_stride_equal_np_dot():
+    """NumPy calls an array C-contiguous whatever the stride of a dim of 1, and Numba then
+    types it C: such operands go to the core that never copies."""
+    row = _normal(4, 5)[::3][:1]  # 1×5, rows 120 bytes apart
+    column = _normal(5, 1, seed=1)
+    vector = _normal(3, seed=2)[::3]  # 1 element, 24 bytes apart
+    assert numba.typeof(row).layout == "C" and numba.typeof(vector).layout == "C"
+    np.testing.assert_allclose(_matmul(row, column), np.dot(row, column), rtol=1e-12)
+    np.testing.assert_allclose(_matmul(column, row), np.dot(column, row), rtol=1e-12)
+    np.testing.assert_allclose(_matvec(column, vector), np.dot(column, vector), rtol=1e-12)
+
+
 @pytest.mark.parametrize("kind_a", ["rows", "columns", "copied"])
 @pytest.mark.parametrize("kind_b", ["rows", "columns", "copied"])
 def test_matmul_of_strided_operands_equals_np_dot(kind_a, kind_b):
@@ -75,8 +87,11 @@ def test_matmul_of_strided_operands_equals_np_dot(kind_a, kind_b):
     ((0, 3), (3, 2)), ((3, 2), (2, 0)),  # an empty result
     ((1, 1), (1, 1)), ((1, 5), (5, 1)), ((5, 1), (1, 4)), ((2, 7), (7, 9)),
 ])
-def test_matmul_at_zero_unit_and_nonsquare_sizes(shape_a, shape_b):
-    a, b = _strided(_normal(*shape_a), "rows"), _strided(_normal(*shape_b, seed=1), "rows")
+@pytest.mark.parametrize("kind", ["C", "rows"])  # the in-place core, and the one for any layout
+def test_matmul_at_zero_unit_and_nonsquare_sizes(shape_a, shape_b, kind):
+    a, b = _normal(*shape_a), _normal(*shape_b, seed=1)
+    if kind != "C":
+        a, b = _strided(a, kind), _strided(b, kind)
     out = _matmul(a, b)
     assert out.shape == (shape_a[0], shape_b[1])
     np.testing.assert_allclose(out, np.dot(a, b), rtol=1e-12, atol=0)
@@ -92,10 +107,10 @@ def test_matvec_equals_np_dot(dtype):
         np.testing.assert_allclose(out, np.dot(x, y), rtol=_rtol(dtype))
 
 
-@pytest.mark.parametrize("kind", ["rows", "columns", "copied"])
+@pytest.mark.parametrize("kind", ["C", "rows", "columns", "copied"])
 @pytest.mark.parametrize("shape", [(4, 6), (1, 6), (4, 1), (3, 0), (0, 3)])
 def test_matvec_of_strided_operands_equals_np_dot(kind, shape):
-    a = _strided(_normal(*shape), kind)
+    a = _normal(*shape) if kind == "C" else _strided(_normal(*shape), kind)
     v = np.zeros(2 * shape[1])
     v[::2] = _normal(shape[1], seed=1)
     for u in (v[::2], v[: shape[1]]):  # a strided vector (copied) and a contiguous one
