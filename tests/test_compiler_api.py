@@ -1,6 +1,7 @@
 """The compiled path's contract: kernel reuse across batch sizes, the disk cache across
 processes, guards, tracing errors, Numba errors, Variables written back, parallel loops."""
 
+import gc
 import os
 import pickle
 import re
@@ -103,6 +104,28 @@ def test_contiguous_arrays_skip_the_dispatcher_and_any_other_array_takes_it(monk
         np.testing.assert_allclose(f.grad(odd, x), expected, rtol=1e-15)
         assert len(dispatched) == n
     assert f.cache_info().kernels == 1
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_first_call_pauses_the_garbage_collector_and_leaves_it_as_it_was(enabled):
+    seen = []
+
+    def traced(x):
+        seen.append(gc.isenabled())
+        if x.shape[0] == 2:
+            raise ValueError("fails while tracing")
+        return tf.reduce_sum(x * x)
+
+    f = tf.differentiable(traced)
+    (gc.enable if enabled else gc.disable)()
+    try:
+        assert f(np.ones(3)) == 3.0 and gc.isenabled() == enabled
+        with pytest.raises(ValueError, match="fails while tracing"):
+            f(np.ones(2))
+        assert gc.isenabled() == enabled
+    finally:
+        gc.enable()
+    assert seen == [False, False]
 
 
 def test_a_new_dtype_or_rank_or_static_value_is_a_new_kernel():
