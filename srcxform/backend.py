@@ -158,8 +158,10 @@ class Compiled:
         _import_runtime()
         self.source = source
         light = numba_cache.supported()
+        # No C-callable wrapper: it was 7% of W5's compiled module, and jitted code calls
+        # the kernel without it (also as a first-class function value).
         self.dispatcher = numba.njit(cache=not light, error_model="numpy",
-                                     parallel=parallel)(fn)
+                                     no_cfunc_wrapper=True, parallel=parallel)(fn)
         if light:  # Numba's cache, loading faster (numba_cache.py)
             self.dispatcher._cache = numba_cache.KernelCache(fn)
 

@@ -370,6 +370,23 @@ def test_the_kernel_runs_a_whole_training_loop_inside_njit():
     np.testing.assert_allclose(w, expected, rtol=1e-12)
 
 
+def test_jitted_code_calls_the_kernel_also_as_a_first_class_function_value():
+    """Kernels are compiled without Numba's C-callable wrapper; a tuple of functions
+    types its items as first-class function values."""
+    import numba
+
+    f = tf.differentiable(lambda x: tf.reduce_sum(x * x))
+    x = np.arange(3.0)
+
+    @numba.njit
+    def first_of(kernels, x):
+        return kernels[0](x)
+
+    value, grad = first_of((f.kernel(x),), x)
+    assert value == 5.0
+    np.testing.assert_array_equal(grad, 2 * x)
+
+
 def test_a_method_decorated_in_a_class_body_compiles_per_instance():
     class Model:
         def __init__(self, scale):
