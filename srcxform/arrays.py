@@ -7,11 +7,12 @@ one small function per rank and dtype is compiled once and kept in Numba's on-di
 cache, and a kernel only calls it. Imported only by generated code.
 """
 
-import numba
 import numpy as np
 
+from srcxform.numba_cache import helper
 
-@numba.njit(cache=True, error_model="numpy")
+
+@helper
 def empty(shape, dtype):
     """np.empty(shape, dtype): shape a tuple of sizes, dtype a NumPy scalar type."""
     return np.empty(shape, dtype)

@@ -27,7 +27,7 @@ from numba.core import cgutils, types
 from numba.core.errors import TypingError
 from numba.extending import intrinsic, lower_builtin, type_callable
 
-_jit = numba.njit(cache=True, error_model="numpy")
+from srcxform.numba_cache import helper
 
 _KINDS = {types.float32: "s", types.float64: "d"}
 # Sizes pass to BLAS as its Fortran int: 32 bits in an LP64 BLAS (an ILP64 one would take
@@ -144,7 +144,7 @@ def _in_place(x, rows, cols):
     return False, 0
 
 
-@_jit
+@helper
 def _matmul(a, b):
     """a @ b for operands BLAS reads in place (the caller's types say C or Fortran
     order, so each has a unit stride)."""
@@ -166,7 +166,7 @@ def _matmul(a, b):
     return out
 
 
-@_jit
+@helper
 def _matvec(a, v):
     """a @ v for a matrix BLAS reads in place and a contiguous vector."""
     m, k = a.shape
@@ -189,7 +189,7 @@ def _matvec(a, v):
 # copying code was half of what a kernel's first call compiled for them.
 
 
-@_jit
+@helper
 def _matmul_any(a, b):
     (m, k), n = a.shape, b.shape[1]
     if _in_place(a, m, k)[1] == 0:
@@ -199,7 +199,7 @@ def _matmul_any(a, b):
     return _matmul(a, b)
 
 
-@_jit
+@helper
 def _matvec_any(a, v):
     m, k = a.shape
     if _in_place(a, m, k)[1] == 0:

@@ -14,6 +14,9 @@ restores itself from object code (CPUCodeLibrary._unserialize, done here with th
 left out). So srcxform uses it only with the Numba versions it was written for
 (`supported()`), and plain `cache=True` with any other; and a load that fails for any
 reason is a cache miss, after which the kernel compiles again.
+
+`helper` compiles the functions generated code calls (srcxform.arrays, blas, vecmath)
+with Numba's own cache, made when first used.
 """
 
 import llvmlite.binding as ll
@@ -65,6 +68,28 @@ class _Impl(caching.CompileResultCacheImpl):
 
 class KernelCache(caching.Cache):
     _impl_class = _Impl
+
+
+def helper(fn):
+    """fn compiled as generated code's helpers are (srcxform.arrays, blas, vecmath), and
+    kept in Numba's on-disk cache. The cache is made when first used: making one looks for
+    a writable folder on disk (0.1 ms a function), and a process that only loads kernels
+    never compiles or loads a helper (each kernel holds the code of those it calls)."""
+    dispatcher = numba.njit(error_model="numpy")(fn)
+    dispatcher._cache = _LazyCache(fn)
+    return dispatcher
+
+
+class _LazyCache:
+    """Numba's cache of a function's compiled code, made at its first use."""
+
+    def __init__(self, fn):
+        self._fn, self._cache = fn, None
+
+    def __getattr__(self, name):
+        if self._cache is None:
+            self._cache = caching.FunctionCache(self._fn)
+        return getattr(self._cache, name)
 
 
 def _rebuild(target_context, libdata, fndesc, env, signature, objectmode, lifted,

@@ -6,14 +6,15 @@ code calls them as `vecmath.tanh(x)`); their results agree with NumPy's to withi
 units in the last place. Imported only by generated code, never by `import srcxform`.
 """
 
-import numba
 import numpy as np
 from numba.core import types
 from numba.extending import intrinsic
 
-# Not inline="always": LLVM inlines these into the kernel's loop when it optimizes it
-# (and then vectorizes), and inlining them in Numba's IR as well only cost compile time.
-_jit = numba.njit(error_model="numpy", cache=True)
+from srcxform.numba_cache import helper
+
+# The functions are not inline="always": LLVM inlines them into the kernel's loop when it
+# optimizes it (and then vectorizes), and inlining them in Numba's IR as well only cost
+# compile time.
 
 # Cody and Waite's split of log(2): k * _LN2_HI is exact for |k| < 2**20.
 _LN2_HI = 0.6931471803691238
@@ -32,13 +33,13 @@ def _bits_as_float64(typingctx, bits):
     return types.float64(types.int64), codegen
 
 
-@_jit
+@helper
 def _pow2(k):
     """2.0**k for -1022 <= k <= 1023, built from its exponent bits."""
     return _bits_as_float64((k + np.int64(1023)) << np.int64(52))
 
 
-@_jit
+@helper
 def exp(x):
     """e**x: x = k log(2) + r, e**r by its Taylor series to r**13, times 2**k in two
     halves (so that overflow gives inf and underflow a subnormal or 0, as libm's)."""
@@ -51,7 +52,7 @@ def exp(x):
     return e if x == x else x
 
 
-@_jit
+@helper
 def _expm1_reduced(r):
     """e**r - 1 for |r| <= log(2)/2, by its Taylor series to r**13 (the next term is
     below 1e-17 relative)."""
@@ -70,7 +71,7 @@ def _expm1_reduced(r):
     return r + r * r * p
 
 
-@_jit
+@helper
 def _expm1_nonnegative(y):
     """e**y - 1 for 0 <= y <= 40, exact near 0 where e**y - 1 would cancel: y = k log(2)
     + r, and 2**k (e**r - 1) + (2**k - 1)."""
@@ -81,7 +82,7 @@ def _expm1_nonnegative(y):
     return scale * _expm1_reduced(r) + (scale - 1.0)
 
 
-@_jit
+@helper
 def tanh(x):
     """tanh(x) = e/(e + 2) with e = expm1(2|x|), signed; |x| is capped at 20, where tanh
     is 1 to double precision. NaN gives NaN."""
