@@ -74,7 +74,10 @@ def helper(fn):
     """fn compiled as generated code's helpers are (srcxform.arrays, blas, vecmath), and
     kept in Numba's on-disk cache. The cache is made when first used: making one looks for
     a writable folder on disk (0.1 ms a function), and a process that only loads kernels
-    never compiles or loads a helper (each kernel holds the code of those it calls)."""
+    never compiles or loads a helper (each kernel holds the code of those it calls).
+    With Numba versions this module was not written for, plain `cache=True`."""
+    if not supported():
+        return numba.njit(error_model="numpy", cache=True)(fn)
     dispatcher = numba.njit(error_model="numpy")(fn)
     dispatcher._cache = _LazyCache(fn)
     return dispatcher

@@ -189,12 +189,13 @@ def test_a_new_process_loads_the_kernel_without_parsing_its_bitcode(tmp_path):
         assert runs[1][:2] == ["1", "0"]
 
 
-def test_with_other_numba_versions_kernels_use_numbas_own_cache(monkeypatch):
+def test_with_other_numba_versions_kernels_and_helpers_use_numbas_own_cache(monkeypatch):
     from numba.core.caching import FunctionCache
 
     monkeypatch.setattr(numba_cache, "VERSIONS", ())
     compiled = backend.Compiled(tanh_loss, "def tanh_loss(w, x): ...")
     assert isinstance(compiled.dispatcher._cache, FunctionCache)
+    assert isinstance(numba_cache.helper(tanh_loss)._cache, FunctionCache)
 
 
 def test_a_cache_file_it_cannot_restore_is_a_miss():
