@@ -32,6 +32,19 @@ def test_new_batch_size_reuses_the_kernel():
     assert info.kernels == kernels and info.misses == 1 and info.hits == 3
 
 
+def test_a_warm_call_is_tested_again_whenever_its_shape_differs_from_the_last_calls():
+    """The entry skips the rank and 1-dims tests for the shape the last call had; any
+    other shape is tested: a dim of 1 (which broadcasts) is another kernel."""
+    f = tf.differentiable(lambda x, y: tf.reduce_sum(x * y))
+    y = np.array([1.0, 2.0, 3.0])
+    for rows in (2, 2, 1, 4, 1, 2):
+        x = np.ones((rows, 3))
+        np.testing.assert_array_equal(f.grad(x, y), np.broadcast_to(y, x.shape))
+    assert f.cache_info().kernels == 2  # rows > 1, and rows == 1
+    with pytest.raises(tf.ShapeError):
+        f.grad(np.ones((2, 4)), y)
+
+
 def test_warm_calls_never_reach_the_slow_path(monkeypatch):
     f = tf.differentiable(tanh_loss)
     grad = f.grad  # a reference taken before the first call stays on the warm path
