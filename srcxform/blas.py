@@ -184,9 +184,9 @@ def _matvec(a, v):
     return out
 
 
-# Operands of any layout (strided views): one BLAS cannot read in place is copied first.
-# Apart from the products above, which every kernel's module links in, because their
-# copying code was half of what a kernel's first call compiled for them.
+# Operands of any layout (strided views): an operand BLAS cannot read in place is copied,
+# then the product above is called. These are kept apart from it because every kernel's
+# module links in the core it calls, and the copying code was half of the old core's IR.
 
 
 @helper
