@@ -389,6 +389,7 @@ def test_the_kernel_runs_a_whole_training_loop_inside_njit():
     np.testing.assert_allclose(w, expected, rtol=1e-12)
 
 
+@pytest.mark.filterwarnings("ignore:First-class function type feature is experimental")
 def test_jitted_code_calls_the_kernel_also_as_a_first_class_function_value():
     """Kernels are compiled without Numba's C-callable wrapper; a tuple of functions
     types its items as first-class function values."""
