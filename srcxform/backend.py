@@ -151,19 +151,15 @@ class Compiled:
     and a Numba failure is re-raised as CompileError naming the generated line."""
 
     def __init__(self, fn, source, parallel=False):
-        import numba
-
         from srcxform import numba_cache
 
         _import_runtime()
         self.source = source
-        light = numba_cache.supported()
-        # No C-callable wrapper: it was 7% of W5's compiled module, and jitted code calls
-        # the kernel without it (also as a first-class function value).
-        self.dispatcher = numba.njit(cache=not light, error_model="numpy",
-                                     no_cfunc_wrapper=True, parallel=parallel)(fn)
-        if light:  # Numba's cache, loading faster (numba_cache.py)
-            self.dispatcher._cache = numba_cache.KernelCache(fn)
+        # Kept in Numba's cache as numba_cache.py loads it faster. No C-callable wrapper:
+        # it was 7% of W5's compiled module, and jitted code calls the kernel without it
+        # (also as a first-class function value).
+        self.dispatcher = numba_cache.jit(fn, numba_cache.KernelCache, no_cfunc_wrapper=True,
+                                          parallel=parallel)
 
     def __call__(self, *args):
         try:

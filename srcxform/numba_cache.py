@@ -70,17 +70,23 @@ class KernelCache(caching.Cache):
     _impl_class = _Impl
 
 
-def helper(fn):
-    """fn compiled as generated code's helpers are (srcxform.arrays, blas, vecmath), and
-    kept in Numba's on-disk cache. The cache is made when first used: making one looks for
-    a writable folder on disk (0.1 ms a function), and a process that only loads kernels
-    never compiles or loads a helper (each kernel holds the code of those it calls).
-    With Numba versions this module was not written for, plain `cache=True`."""
+def jit(fn, cache, **options):
+    """fn compiled as srcxform compiles code (Numba's nopython mode, NumPy's error model,
+    `options`), kept on disk by `cache(fn)`, a Numba cache; by Numba's own `cache=True`
+    with the Numba versions this module was not written for."""
     if not supported():
-        return numba.njit(error_model="numpy", cache=True)(fn)
-    dispatcher = numba.njit(error_model="numpy")(fn)
-    dispatcher._cache = _LazyCache(fn)
+        return numba.njit(error_model="numpy", cache=True, **options)(fn)
+    dispatcher = numba.njit(error_model="numpy", **options)(fn)
+    dispatcher._cache = cache(fn)
     return dispatcher
+
+
+def helper(fn):
+    """fn compiled as generated code's helpers are (srcxform.arrays, blas, vecmath). Its
+    cache is made when first used: making one looks for a writable folder on disk (0.1 ms
+    a function), and a process that only loads kernels never compiles or loads a helper
+    (each kernel holds the code of those it calls)."""
+    return jit(fn, _LazyCache)
 
 
 class _LazyCache:
