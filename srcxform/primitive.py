@@ -134,7 +134,8 @@ def _mentions_size(values, params):
 
 @functools.cache
 def _parse_template(name, emit, names):
-    """Parses an emit template once, at import, and checks the names it reads.
+    """Parses an emit template, and checks the names it reads: once per text (at import for
+    a primitive's `emit`, at code generation for an `emit_for` form).
 
     An expression template reads the inputs, params, `acc` (reductions) and np/math. A
     statement template (several lines) assigns `out` and may also read `out_shape` and
