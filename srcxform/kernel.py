@@ -281,12 +281,17 @@ class _EntryWriter:
                         f"    if {' or '.join(tests)}: {self.fall_back}",
                         f"    {last} = {shape}"]
 
-    def layout(self, value, dtype):
-        """Tests that the array `value` has `dtype`; and unless it is C-contiguous, aligned
-        and writeable with the very dtype object NumPy uses natively, the kernel is run
+    def layout(self, value, dtype, fixed=False):
+        """Tests that the array `value` has `dtype` (unless its dtype is `fixed`: a captured
+        array's or Variable's cannot change); and unless it is C-contiguous, aligned and
+        writeable with the very dtype object NumPy uses natively, the kernel is run
         through `checked` (Numba's dispatcher), not `direct`."""
         native = self.constant(np.dtype(dtype.type))
-        self.checks += [f"if {value}.dtype is not {native} or not {value}.flags.carray:",
+        test = f"{value}.dtype is not {native} or not {value}.flags.carray"
+        if fixed:
+            self.checks.append(f"if {test}: run = checked")
+            return
+        self.checks += [f"if {test}:",
                         f"    if {value}.dtype.num != {dtype.num}: {self.fall_back}",
                         "    run = checked"]
 
@@ -328,10 +333,10 @@ def _build_entry(kernel, form, args, fallback, hits):
         v, variable = w.variable(source, leaves)
         kernel_args.append(f"{v}._value" if variable.ndim else f"{v}._value[()]")
         if variable.ndim and not isinstance(source, int):  # a leaf's is tested with it
-            w.layout(f"{v}._value", variable.dtype)
+            w.layout(f"{v}._value", variable.dtype, fixed=True)
     for c in kernel.consts:
         kernel_args.append(w.constant(c))
-        w.layout(kernel_args[-1], c.dtype)
+        w.layout(kernel_args[-1], c.dtype, fixed=True)
     sizes = {}
 
     def size(k):

@@ -141,6 +141,23 @@ def test_a_first_call_pauses_the_garbage_collector_and_leaves_it_as_it_was(enabl
     assert seen == [False, False]
 
 
+def test_a_captured_array_made_readonly_takes_the_dispatcher(monkeypatch):
+    """A captured array's layout is tested at each call, as an argument's is."""
+    scale = np.linspace(1.0, 2.0, 4)
+    f = tf.differentiable(lambda w: tf.reduce_sum(w * w * scale))
+    w = np.arange(4.0)
+    np.testing.assert_array_equal(f.grad(w), 2 * w * scale)
+    dispatched = []
+    through_dispatcher = backend.Compiled.__call__
+    monkeypatch.setattr(backend.Compiled, "__call__",
+                        lambda self, *a: dispatched.append(1) or through_dispatcher(self, *a))
+    f.grad(w)
+    assert not dispatched
+    scale.flags.writeable = False
+    np.testing.assert_array_equal(f.grad(w), 2 * w * scale)
+    assert dispatched == [1] and f.cache_info().kernels == 1
+
+
 def test_a_new_dtype_or_rank_or_static_value_is_a_new_kernel():
     f = tf.differentiable(lambda x, k: tf.reduce_sum(x**k))
     f(np.ones(3), 2)
