@@ -1,5 +1,7 @@
-"""Array allocation for generated code: `arrays.empty((n0, n1), np.float64)` where NumPy
-code would call np.empty.
+"""Array helpers for generated code: allocation (`arrays.empty((n0, n1), np.float64)`
+where NumPy code would call np.empty), and gathering and scattering rows at indices with
+their bounds checked, as NumPy checks them (Numba does not: an index out of range would
+read or write past the array).
 
 Numba types and lowers each np.empty call site anew, error paths included; a model's
 kernel has a dozen of them, and that was a tenth of its first call's compile time. Here
@@ -16,3 +18,30 @@ from srcxform.numba_cache import helper
 def empty(shape, dtype):
     """np.empty(shape, dtype): shape a tuple of sizes, dtype a NumPy scalar type."""
     return np.empty(shape, dtype)
+
+
+@helper
+def check_indices(indices, size, op):
+    """Raises IndexError, as NumPy words it, if an index is outside [-size, size)."""
+    for k in range(indices.shape[0]):
+        i = indices[k]
+        if i < -size or i >= size:
+            raise IndexError(op + ": index " + str(i) + " is out of bounds for axis 0 with "
+                             "size " + str(size))
+
+
+@helper
+def gather(x, indices):
+    """x[indices] for a vector of indices (negative ones count from the end)."""
+    check_indices(indices, x.shape[0], "gather")
+    return x[indices]
+
+
+@helper
+def scatter_add(g, indices, size):
+    """Zeros of `size` rows with g's rows added at indices (repeats add up)."""
+    check_indices(indices, size, "scatter_add")
+    out = np.zeros((size,) + g.shape[1:], g.dtype)
+    for k in range(indices.shape[0]):
+        out[indices[k]] += g[k]
+    return out

@@ -76,19 +76,47 @@ def broadcast_shapes(*shapes):
     return tuple(out)
 
 
+def normalize_slice(n, s):
+    """(start, stop, step) of range(n)[s] as Python's slice.indices gives them, each an
+    expression of n when n is a traced size (its comparisons become guards), and
+    canonical: start and stop within the axis, the empty slice as (0, 0, 1), and stop
+    None where a negative step runs past index 0 (stop -1 would mean the last element)."""
+    step = 1 if s.step is None else s.step
+    if step == 0:
+        raise ValueError("slice step cannot be zero")
+    lower, upper = (0, n) if step > 0 else (-1, n - 1)
+    start = _slice_end(n, s.start, lower, upper, upper if step < 0 else lower)
+    stop = _slice_end(n, s.stop, lower, upper, lower if step < 0 else upper)
+    if not (stop > start if step > 0 else start > stop):
+        return 0, 0, 1
+    return start, (None if step < 0 and _is_constant(stop, -1) else stop), step
+
+
+def _slice_end(n, end, lower, upper, default):
+    """A slice's start or stop clipped to [lower, upper] as slice.indices does; a value at
+    or below `lower` is the constant `lower` (never a size that happens to equal it)."""
+    if end is None:
+        return default
+    end = end + n if end < 0 else end
+    return lower if end <= lower else min(upper, end)
+
+
+def _is_constant(d, k):
+    return not hasattr(d, "expr") and d == k
+
+
+def is_zero(d):
+    """Whether a dim or index is 0 in every call: a literal 0."""
+    return _is_constant(d, 0)
+
+
 def slice_length(n, s):
-    """The length of range(n)[s] for a slice s; symbolic in n for unit steps."""
-    if s.step not in (None, 1):
-        return len(range(*s.indices(n)))
-    start, stop = slice_bounds(n, s)
-    return stop - start if stop >= start else 0
-
-
-def slice_bounds(n, s):
-    """(start, stop) of a unit-step slice of range(n), clipped to [0, n] as Python does."""
-    start = 0 if s.start is None else s.start if s.start >= 0 else max_dim(n + s.start, 0)
-    stop = n if s.stop is None else s.stop if s.stop >= 0 else max_dim(n + s.stop, 0)
-    return (n if start > n else start), (n if stop > n else stop)
+    """The length of range(n)[s] for a slice s, an expression of n when n is traced."""
+    start, stop, step = normalize_slice(n, s)
+    if step > 0:
+        return (stop - start + step - 1) // step
+    stop = -1 if stop is None else stop
+    return (start - stop - step - 1) // -step
 
 
 def as_size(d, op):
@@ -98,10 +126,6 @@ def as_size(d, op):
     if isinstance(d, np.integer):
         return int(d)
     raise TypeError(f"{op}: a dimension must be an integer, got {d!r}")
-
-
-def max_dim(a, b):
-    return a if a >= b else b
 
 
 def size(shape):

@@ -164,6 +164,8 @@ class Compiled:
     def __call__(self, *args):
         try:
             return self.dispatcher(*args)
+        except IndexError:
+            raise  # a gather's index out of range, as eager raises it
         except Exception as err:
             raise self.error(err) from err
 
@@ -182,9 +184,9 @@ class Compiled:
         return overload.entry_point
 
     def error(self, err):
-        """What an exception out of the dispatcher means. Generated kernels cannot raise
-        (no bounds checks, NumPy's error model), so it came from compiling: typing,
-        lowering, or an attribute Numba does not know."""
+        """What an exception out of the dispatcher means. Generated kernels raise nothing
+        but IndexError (arrays.check_indices; NumPy's error model otherwise), so it came
+        from compiling: typing, lowering, or an attribute Numba does not know."""
         return CompileError(_explain(err, self.source))
 
 

@@ -7,6 +7,14 @@ A comparison whose answer could differ for other sizes is recorded as a guard; a
 whose sizes break a guard traces again instead of running wrong code. Two input sizes
 found equal (an elementwise op of x[n0] and y[n1]) become one symbol from then on, so
 their loops fuse; the guard checks each call.
+
+The rule for everything shape-dependent that tracing decides (an index, a slice's bounds,
+a length, a dim broadcasting treats as 1): it is either an expression of the input sizes,
+computed by the kernel at each call, or a guard. Expressions are kept in one canonical
+form (`simplify`), so that `n0 - (n0 - 1)` is the constant 1. A derived size that is 0 or
+1 in this trace becomes that constant under a guard (`make`): code generation treats a
+literal 1 as a broadcast dim and a 0 as empty, which is right only while it stays so.
+Comparisons record guards. A kernel is reused only for sizes that satisfy every guard.
 """
 
 import operator
@@ -36,7 +44,8 @@ class Dim(int):
         return str(value(self))
 
     def __str__(self):
-        return render(self.expr, lambda k: f"n{k}")
+        text = render(self.expr, lambda k: f"n{k}")
+        return text[1:-1] if text.startswith("(") else text  # n0 - 1, as in a shape
 
     def __hash__(self):
         return int.__hash__(self)
@@ -146,11 +155,13 @@ class Symbols:
             self.parent[max(a, b)] = min(a, b)  # the earlier symbol names both
 
     def canonical(self, expr):
+        """expr with each symbol replaced by the one naming its class, simplified again
+        (n1 - n0 is 0 once the two are found equal)."""
         if isinstance(expr, int) or not self.parent:
             return expr
         if expr[0] == "size":
             return ("size", self.find(expr[1]))
-        return (expr[0], self.canonical(expr[1]), self.canonical(expr[2]))
+        return simplify(expr[0], self.canonical(expr[1]), self.canonical(expr[2]))
 
 
 def _is_symbol(expr):
@@ -162,22 +173,27 @@ def expr_of(d):
 
 
 def make(value, expr, symbols):
-    """A Dim for expr, or a plain int when expr is constant."""
-    return value if isinstance(expr, int) else Dim(value, expr, symbols)
+    """A Dim for expr, or a plain int when expr is constant. While tracing, a size that is
+    0 or 1 now is that constant under a guard (see the module's rule)."""
+    if isinstance(expr, int):
+        return value
+    if value in (0, 1) and GUARDS is not None:
+        GUARDS.append((expr, "==", value, True))
+        return value
+    return Dim(value, expr, symbols)
 
 
 def simplify(op, a, b):
-    """Folds constants and the identities that shape rules produce (x*1, x+0, (x*k)//k)."""
+    """op applied to two canonical expressions, in canonical form: a linear expression as
+    its terms in symbol order then its constant (`n0 - n1 + 2`), so that equal linear
+    expressions are equal tuples; others fold constants and (x*k)//k."""
     if isinstance(a, int) and isinstance(b, int):
         return _apply(op, a, b)
-    if op in "+-" and b == 0 or op in ("*", "//") and b == 1:
-        return a
-    if op in "+-" and isinstance(b, int) and b < 0:  # n + -1 is n - 1: one spelling a size
-        return simplify("-" if op == "+" else "+", a, -b)
-    if op == "+" and isinstance(a, int):  # constants last: 1 + n is n + 1
-        return simplify("+", b, a)
-    if op == "+" and a == 0 or op == "*" and a == 1:
-        return b
+    form = _linear((op, a, b))
+    if form is not None:
+        return _from_linear(form)
+    if op in ("*", "//") and b == 1 or op == "*" and a == 1:
+        return b if a == 1 else a
     if op == "*" and (a == 0 or b == 0):
         return 0
     if op == "//" and isinstance(a, tuple) and a[0] == "*" and a[2] == b:
@@ -273,9 +289,16 @@ def _always(form, op):
 
 
 def _from_linear(form):
-    expr = form.get(None, 0)
-    for k in sorted(k for k in form if k is not None):
-        c = form[k]
-        term = ("size", k) if c == 1 else ("*", c, ("size", k))
-        expr = term if expr == 0 else ("+", expr, term)
+    """The canonical expression of a linear form: the symbols with positive coefficients in
+    order, then those with negative ones subtracted, the constant last (n0 - n1 + 2)."""
+    const = form.get(None, 0)
+    symbols = sorted(k for k in form if k is not None)
+    terms = [(k, form[k]) for k in symbols if form[k] > 0] + \
+            [(k, form[k]) for k in symbols if form[k] < 0]
+    expr = 0
+    for k, c in terms:
+        term = ("size", k) if abs(c) == 1 else ("*", abs(c), ("size", k))
+        expr = term if expr == 0 and c > 0 else ("+" if c > 0 else "-", expr, term)
+    if const:
+        expr = const if expr == 0 else ("+" if const > 0 else "-", expr, abs(const))
     return expr

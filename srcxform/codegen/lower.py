@@ -17,8 +17,7 @@ from srcxform.codegen.chunking import CHUNKS, Interior, call, minus
 from srcxform.codegen.exprs import (Sizes, copy_ast, dtype_ast, fill, literal, name_ast,
                                     param_ast, reduction_init)
 from srcxform.codegen.placement import place
-from srcxform.aval import is_one, slice_bounds
-from srcxform.dims import expr_of
+from srcxform.aval import is_one
 from srcxform.dtypes import promote
 from srcxform.errors import where
 from srcxform.ir import Lit, Var
@@ -298,21 +297,21 @@ class _Lowering:
     def embedded(self, eqn, exprs, dtype):
         """An element of zeros-with-g-at-index: g's element where the index covers it,
         else 0."""
-        shape, tests, inner, axis = eqn.out.aval.shape, [], [], 0
+        tests, inner, axis = [], [], 0
         for item in eqn.kwargs["index"]:
             if item is None:
                 inner.append(ast.Constant(0))
                 continue
-            i, n = exprs[axis], shape[axis]
+            i = exprs[axis]
             axis += 1
             if isinstance(item, int):
-                tests.append(ast.Compare(i, [ast.Eq()], [ast.Constant(item)]))
+                tests.append(ast.Compare(i, [ast.Eq()], [self.sizes.ast(item)]))
                 continue
-            start, stop = slice_bounds(n, item.to_slice())
-            if expr_of(start) != 0:
+            start, stop = item.start, item.stop  # normalized: None is 0 and n
+            if start is not None:
                 tests.append(ast.Compare(i, [ast.GtE()], [self.sizes.ast(start)]))
                 i = ast.BinOp(i, ast.Sub(), self.sizes.ast(start))
-            if expr_of(stop) != expr_of(n):
+            if stop is not None:
                 tests.append(ast.Compare(exprs[axis - 1], [ast.Lt()], [self.sizes.ast(stop)]))
             inner.append(i)
         inner += exprs[axis:]

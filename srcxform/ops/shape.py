@@ -4,12 +4,14 @@ composites built on them (expand_dims, squeeze, stack, tile).
 Their emit templates are array expressions over the input and param names.
 """
 
+import operator
 from dataclasses import dataclass
 
 import numpy as np
 
-from srcxform.aval import (Aval, as_size, broadcast_shapes, is_one, normalize_axes, same_dim,
-                           same_shape, size, slice_length)
+from srcxform.aval import (Aval, as_size, broadcast_shapes, is_one, is_zero, normalize_axes,
+                           normalize_slice, same_dim, same_shape, size, slice_length)
+from srcxform.dims import value
 from srcxform.errors import shape_error
 from srcxform.primitive import primitive
 from srcxform.tensor import Value, as_value
@@ -146,21 +148,34 @@ def _scatter_add_shape(g, indices, *, size):
     return Aval((size,) + g.shape[1:], g.dtype)
 
 
+def _check_indices(indices, size, op):
+    """IndexError for an index outside [-size, size), worded as arrays.check_indices
+    words it in compiled code."""
+    bad = indices[(indices < -size) | (indices >= size)]
+    if bad.size:
+        raise IndexError(f"{op}: index {bad[0]} is out of bounds for axis 0 with size {size}")
+
+
+def _gather_impl(x, indices):
+    _check_indices(indices, x.shape[0], "gather")
+    return x[indices]
+
+
 def _scatter_add_impl(g, indices, size):
+    _check_indices(indices, size, "scatter_add")
     out = np.zeros((size,) + g.shape[1:], g.dtype)
     np.add.at(out, indices, g)
     return out
 
 
-# Rows of x along the first axis; gather() moves other axes there first.
-gather_p = primitive("gather", "opaque", lambda x, indices: x[indices], _gather_shape,
-                     "x[indices]",
+# Rows of x along the first axis; gather() moves other axes there first. Indices are
+# data: compiled code checks their bounds at each call (arrays.gather).
+gather_p = primitive("gather", "opaque", _gather_impl, _gather_shape,
+                     "arrays.gather(x, indices)",
                      vjp=lambda g, out, x, indices: (scatter_add(g, indices, x.shape[0]), None))
 # gather's transpose: rows of g added into zeros at `indices`.
 scatter_add_p = primitive("scatter_add", "opaque", _scatter_add_impl, _scatter_add_shape,
-                          "out = np.zeros(out_shape, out_dtype)\n"
-                          "for i in range(indices.shape[0]):\n"
-                          "    out[indices[i]] = out[indices[i]] + g[i]",
+                          "arrays.scatter_add(g, indices, size)",
                           vjp=lambda g, out, x, indices, *, size:
                           (gather_p.bind(g, indices), None))
 
@@ -347,15 +362,33 @@ def _normalize_index(items, shape):
         elif item is None:
             out.append(None)
         elif isinstance(item, slice):
-            out.append(Slice(*(None if v is None else int(v)
-                               for v in (item.start, item.stop, item.step))))
+            ends = (None if v is None else _index_int(v) for v in (item.start, item.stop,
+                                                                   item.step))
+            try:
+                out.append(_canonical_slice(shape[axis], slice(*ends)))
+            except ValueError as err:
+                raise ValueError(f"getitem: {err}") from None
             axis += 1
         else:
-            i = int(item)
-            n = shape[axis]
+            i, n = _index_int(item), shape[axis]
             if not -n <= i < n:
-                raise IndexError(f"getitem: index {i} is out of bounds for axis {axis} "
-                                 f"of size {n}")
-            out.append(i % n)
+                raise IndexError(f"getitem: index {value(i)} is out of bounds for axis "
+                                 f"{axis} of size {value(n)}")
+            out.append(i + n if i < 0 else i)  # x[-1] is x[n0 - 1] at every size
             axis += 1
     return tuple(out)
+
+
+def _canonical_slice(n, s):
+    """s normalized (aval.normalize_slice), its defaults left out as a reader writes them
+    (`x[1:]`, not `x[1:n0:1]`)."""
+    start, stop, step = normalize_slice(n, s)
+    if step > 0:
+        start = None if is_zero(start) else start
+        stop = None if same_dim(stop, n) else stop
+    return Slice(start, stop, None if step == 1 else step)
+
+
+def _index_int(item):
+    """An index or slice end as an int, a traced size kept symbolic (a Dim is an int)."""
+    return item if isinstance(item, int) else operator.index(item)

@@ -1,0 +1,78 @@
+"""Sizes while tracing: canonical expressions, the 0-or-1 rule, slices normalized as
+Python normalizes them, and kernels reused only where the trace's decisions still hold."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+import srcxform as tf
+from srcxform import dims
+from srcxform.aval import normalize_slice, slice_length
+from srcxform.dims import Dim, Symbols
+
+
+def _sizes(*values):
+    symbols = Symbols()
+    return [Dim(v, ("size", k), symbols) for k, v in enumerate(values)]
+
+
+def test_linear_size_expressions_have_one_canonical_form():
+    n0, n1 = _sizes(5, 7)
+    assert n0 - (n0 - 1) == 1 and not isinstance(n0 - (n0 - 1), Dim)
+    assert (n0 + 2 - 2).expr == n0.expr
+    assert (n1 - n0 + n0).expr == n1.expr
+    assert (1 + n0).expr == (n0 + 1).expr == ("+", ("size", 0), 1)
+    assert (n0 - n1 + 3).expr == ("+", ("-", ("size", 0), ("size", 1)), 3)
+    assert str(n0 - 1) == "n0 - 1" and str(2 * n0 - n1) == "(2 * n0) - n1"
+
+
+def test_symbols_found_equal_simplify_again():
+    n0, n1 = _sizes(4, 4)
+    difference = n1 - n0
+    assert n0 == n1  # unifies n1 with n0
+    assert difference.expr == 0
+
+
+def test_a_derived_size_of_0_or_1_is_a_constant_under_a_guard():
+    (n0,) = _sizes(3)
+    saved, dims.GUARDS = dims.GUARDS, []
+    try:
+        one, zero, two = n0 - 2, n0 - 3, n0 - 1
+        guards = list(dims.GUARDS)
+    finally:
+        dims.GUARDS = saved
+    assert type(one) is int and one == 1 and type(zero) is int and zero == 0
+    assert isinstance(two, Dim)
+    assert (("-", ("size", 0), 2), "==", 1, True) in guards
+    assert (("-", ("size", 0), 3), "==", 0, True) in guards
+
+
+ENDS = [None, -9, -4, -2, -1, 0, 1, 2, 4, 9]
+
+
+@pytest.mark.parametrize("step", [None, 1, 2, 3, -1, -2, -3])
+def test_normalized_slices_select_what_python_selects(step):
+    for n in range(0, 7):
+        for start, stop in itertools.product(ENDS, ENDS):
+            s = slice(start, stop, step)
+            start_, stop_, step_ = normalize_slice(n, s)
+            assert start_ >= 0 and (stop_ is None or stop_ >= 0), (n, s)
+            assert list(range(n)[start_:stop_:step_]) == list(range(n)[s]), (n, s)
+            assert slice_length(n, s) == len(range(n)[s]), (n, s)
+
+
+def test_a_traced_slice_of_length_1_is_retraced_when_it_grows():
+    f = tf.differentiable(lambda x, y: tf.reduce_sum(x[2:] * y))
+    y = np.arange(1.0, 4.0)
+    assert f(np.arange(3.0), y) == pytest.approx(2.0 * 6.0)  # x[2:] has length 1: broadcast
+    assert f(np.arange(5.0), y) == pytest.approx(2.0 + 6.0 + 12.0)
+    assert f.cache_info().kernels == 2
+
+
+def test_a_kernel_is_reused_where_its_slices_stay_symbolic():
+    f = tf.differentiable(lambda x: tf.reduce_sum(x[1:-1] * x[:-2]))
+    for n in (5, 8, 13):
+        x = np.arange(float(n))
+        assert f(x) == pytest.approx(float(np.sum(x[1:-1] * x[:-2])))
+    assert f.cache_info().kernels == 1
