@@ -199,7 +199,9 @@ def _variable(source, leaves):
 
 
 class _EntryWriter:
-    """Builds the source of one entry function."""
+    """Builds the source of one entry function. Every name it binds is made by a scheme
+    of its own (a<i>, x<k>, s<k>, k<k> …): the user's names reach an entry only as the
+    dict keys it writes as literals, so none can clash with them."""
 
     def __init__(self, n_args):
         self.unpack, self.checks, self.names, self.constants = [], [], [], {}

@@ -3,15 +3,29 @@
 User names where known (arguments, and the target of the user's assignment line),
 `b<name>` for the cotangent of a named value, `t<k>` for other temporaries; counters
 run in program order, so the same program always prints the same text.
+
+Every name the Namer hands out is distinct from every other, from each one's loop form
+(`<name>_i`, a value's element in a loop nest) and from the names generated code binds by
+its own schemes: loop indices `i<p>` and sizes `n<k>`, and the globals it reads. So any
+user name may be kept where it clashes with none of them, and otherwise gets a suffix.
 """
 
 import ast
 import keyword
 import linecache
 import re
+import unicodedata
 
-# Names that generated code uses for its own purposes.
-_RESERVED = re.compile(r"^([tin]\d+|np|math|range|prange|min|max|out|acc)$")
+from srcxform.backend import RUNTIME
+
+# What an emit template may call besides its operands: NumPy, math, a few builtins, and
+# the runtime modules generated code imports.
+TEMPLATE_GLOBALS = ("np", "math", "range", "max", "min") + RUNTIME
+# The globals generated code reads: those, and prange.
+_GLOBALS = frozenset(TEMPLATE_GLOBALS + ("prange",))
+# Names generated code makes by counting: loop indices, sizes, temporaries.
+_COUNTED = re.compile(r"[int]\d+")
+_LOOP_FORM = "_i"
 
 
 class Namer:
@@ -19,7 +33,7 @@ class Namer:
 
     def __init__(self, program):
         self._names = {}
-        self._taken = set()
+        self._taken = set()  # each name handed out, and its loop form
         self._temps = 0
         for var in program.ins:
             self._assign(var, program.hints.get(var))
@@ -33,36 +47,48 @@ class Namer:
     def __call__(self, var):
         return self._names[var]
 
+    def in_loop(self, var):
+        """The name of var's element inside a loop nest: its loop form."""
+        return self._names[var] + _LOOP_FORM
+
     def fresh(self, base):
-        """A name for generated code's own use (`base`, else base1, base2 …), taken by no
-        value, no value's loop form (`<name>_i`) and no earlier fresh name."""
+        """A name for generated code's own use (`base`, else base_1, base_2 …), clashing
+        with no name handed out before, no loop form, no global and no counted name."""
         name, k = base, 1
-        while name in self._taken or name.endswith("_i") and name[:-2] in self._taken:
-            name, k = f"{base}{k}", k + 1
-        self._taken.add(name)
+        while not self._free(name) or _COUNTED.fullmatch(name):
+            name, k = f"{base}_{k}", k + 1
+        self._take(name)
         return name
 
     def _assign(self, var, hint):
         if var in self._names:
             return
         if hint is None:
+            while not self._free(f"t{self._temps}"):  # a user's name ends in _i
+                self._temps += 1
             name = f"t{self._temps}"
             self._temps += 1
+            self._take(name)
         else:
-            name = identifier(hint)
-            base, k = name, 1
-            while name in self._taken:
-                name = f"{base}_{k}"
-                k += 1
-        self._taken.add(name)
+            name = self.fresh(identifier(hint))
         self._names[var] = name
+
+    def _free(self, name):
+        return name not in _GLOBALS and not {name, name + _LOOP_FORM} & self._taken
+
+    def _take(self, name):
+        self._taken |= {name, name + _LOOP_FORM}
 
 
 def identifier(hint):
-    name = re.sub(r"\W", "_", hint).strip("_") or "v"
-    if name[0].isdigit() or keyword.iskeyword(name) or _RESERVED.match(name):
-        name = name + "_"
-    return name
+    """A Python identifier made from hint: other characters as `_`, `v` before a leading
+    digit, `_` after a keyword. Normalized as Python normalizes identifiers (NFKC), so
+    that two names it makes differ as identifiers too."""
+    hint = unicodedata.normalize("NFKC", hint)
+    name = "".join(c if ("v" + c).isidentifier() else "_" for c in hint).strip("_") or "v"
+    if not name.isidentifier():  # it starts with a digit
+        name = "v" + name
+    return name + "_" if keyword.iskeyword(name) else name
 
 
 def assigned_name(origin):

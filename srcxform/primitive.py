@@ -14,18 +14,14 @@ from typing import Callable
 import numpy as np
 
 from srcxform import recording
-from srcxform.backend import RUNTIME
 from srcxform.aval import Aval, broadcast_shapes, normalize_axes
 from srcxform.dtypes import promote
 from srcxform.errors import ShapeError, where
+from srcxform.names import TEMPLATE_GLOBALS
 from srcxform.dims import Dim
 from srcxform.tensor import SizeConstant, Tensor, as_value
 
 REGISTRY: dict = {}
-
-# What a template may call besides its operands: NumPy, math, a few builtins, and the
-# runtime modules generated code imports.
-_TEMPLATE_MODULES = ("np", "math", "range", "max", "min") + RUNTIME
 
 
 @dataclass(eq=False)
@@ -143,7 +139,7 @@ def _parse_template(name, emit, names):
     """
     statements = "\n" in emit
     tree = ast.parse(emit, mode="exec" if statements else "eval")
-    allowed = set(names) | set(_TEMPLATE_MODULES) | {"acc"}
+    allowed = set(names) | set(TEMPLATE_GLOBALS) | {"acc"}
     if statements:
         allowed |= {"out", "out_shape", "out_dtype"} | {
             n.id for n in ast.walk(tree) if isinstance(n, ast.Name)

@@ -125,4 +125,4 @@ def test_generated_names_do_not_clash_with_the_users():
     for a, b in zip(_flat(serial), _flat(parallel)):
         np.testing.assert_allclose(b, a, rtol=1e-12, atol=0)
     source = g.source(*args)
-    assert "chunks" in source and "start1 = " in source  # `start` is the user's
+    assert "chunks" in source and "start_1 = " in source  # `start` is the user's

@@ -105,6 +105,10 @@ class _Lowering:
             names.update(out=ast.Name(out, ast.Store()),
                          out_shape=self.sizes.tuple(eqn.out.aval.shape),
                          out_dtype=dtype_ast(eqn.out.aval.dtype))
+            # The template's own variables (a loop index), named apart from every value.
+            own = {n.id for node in template for n in ast.walk(node)
+                   if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} - names.keys()
+            names.update({n: name_ast(self.namer.fresh(n)) for n in sorted(own)})
             for node in template:
                 self.stmt(1, fill(node, names))
         else:
@@ -132,7 +136,7 @@ class _Lowering:
                 body += self._recomputed_here()
                 (sums if split else body).append((e, body_stmt))
                 continue
-            local = name + "_i" if domain else name
+            local = self.namer.in_loop(e.out) if domain else name
             value = self.elementwise(e, index, scalar_names)
             body += self._recomputed_here()
             body.append((e, ast.Assign([ast.Name(local, ast.Store())], value)))
@@ -334,7 +338,7 @@ class _Lowering:
         value = self.expression(self.producers[atom], exprs, {})
         if not at_loop_index:
             return value
-        r.names[atom] = local = self.namer(atom) + "_i"
+        r.names[atom] = local = self.namer.in_loop(atom)
         r.statements.append((None, ast.Assign([ast.Name(local, ast.Store())], value)))
         return name_ast(local)
 
