@@ -394,16 +394,18 @@ def value_and_grad(fn, wrt=0):
 
 def jacobian(fn, wrt=0):
     """The compiled jacobian function of fn: shape out.shape + arg.shape (JAX's jacrev)."""
+    # jac closes over fn and plain values: the on-disk index describes it by its cells.
+    single = isinstance(wrt, int)
+    positions = (wrt,) if single else tuple(wrt)
 
     def jac(*args):
-        positions = (wrt,) if isinstance(wrt, int) else tuple(wrt)
         with GradientTape(persistent=True, watch_accessed_variables=False) as tape:
             sources = [args[p] for p in positions]
             for s in sources:
                 tape.watch(s)
             out = fn(*args)
         result = tape.jacobian(out, sources, unconnected_gradients="zero")
-        return result[0] if isinstance(wrt, int) else tuple(result)
+        return result[0] if single else tuple(result)
 
     jac.__name__ = f"jacobian_of_{getattr(fn, '__name__', 'f')}"
     return differentiable(jac)
