@@ -11,10 +11,13 @@ time (a closure, such as the function `jacobian` returns) is also described by w
 was made with: its cells and defaults.
 
 The key is conservative: a function that reads anything else (an array, an object, a
-Variable, a class of its own) is not indexed, and is traced in every process as before.
-Numba's cache then supplies the machine code.
+Variable, a class of its own), or may read a global the digest cannot see (through
+`globals()`, `vars`, `eval`, `getattr`, a function's `__globals__`, an import of a module
+of its own), is not indexed, and is traced in every process as before. Numba's cache then
+supplies the machine code.
 """
 
+import dis
 import functools
 import hashlib
 import os
@@ -29,6 +32,14 @@ from srcxform import backend
 _SIMPLE = (bool, int, float, complex, str, bytes, type(None))
 # Library code is described by its name: srcxform's source and NumPy's version are in the key.
 _LIBRARIES = ("srcxform", "numpy", "math", "builtins", "operator", "functools")
+# Names through which code can read a global whose name is not among its code's names:
+# builtins that look a name up at run time, and attributes that expose a namespace. Code
+# using one (as a name, or a constant string: getattr(f, "__globals__")) is not indexed.
+# getattr is among them whether or not its name argument is a constant.
+_UNSEEN_READS = frozenset({
+    "globals", "vars", "eval", "exec", "compile", "__import__", "getattr", "attrgetter",
+    "methodcaller", "__globals__", "__dict__", "__builtins__", "__closure__", "__code__",
+    "f_globals", "f_locals", "f_builtins"})
 
 
 class _Unknown(Exception):
@@ -101,6 +112,8 @@ def _function(fn, seen):
         # run time (defined inside another function) is also what it was made with.
         name = f"{module}.{_qualname(fn)}:{code.co_firstlineno}"
         return repr([name] + _made_with(fn, seen)) if "<locals>" in name else name
+    if _reads_unseen(code):
+        raise _Unknown
     reads = sorted(name for name in _names(code) if name in fn.__globals__)
     return repr([module, fn.__qualname__, code.co_filename, code.co_firstlineno, _code(code),
                  [(name, _value(fn.__globals__[name], seen)) for name in reads]]
@@ -127,6 +140,18 @@ def _qualname(fn):
     """The qualified name fn's code was compiled with, which setting fn.__qualname__ does
     not change (Python 3.11+; before, fn.__qualname__)."""
     return getattr(fn.__code__, "co_qualname", fn.__qualname__)
+
+
+def _reads_unseen(code):
+    """Whether code, or code nested in it, may read a global that is not among its names:
+    through a name in _UNSEEN_READS, or by importing a module outside the libraries."""
+    strings = {c for c in code.co_consts if isinstance(c, str)}
+    if _UNSEEN_READS & (set(code.co_names) | strings):
+        return True
+    if any(i.opname == "IMPORT_NAME" and not _library(i.argval)
+           for i in dis.get_instructions(code)):
+        return True
+    return any(_reads_unseen(c) for c in code.co_consts if isinstance(c, types.CodeType))
 
 
 def _library(module_name):

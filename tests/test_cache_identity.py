@@ -68,6 +68,45 @@ def test_one_function_met_twice_is_not_confused_with_another_of_its_name():
         index.function_digest(calls(two, three, three))
 
 
+def reads_globals(x):
+    return globals()["SCALE"] * x
+
+
+def evaluates(x):
+    return eval("SCALE") * x
+
+
+def reads_a_functions_globals(x):
+    return reads_globals.__globals__["SCALE"] * x
+
+
+def reads_them_by_getattr(x):
+    return getattr(reads_globals, "__globals__")["SCALE"] * x  # noqa: B009 (the point)
+
+
+def reads_a_computed_attribute(x, name="SCALE"):
+    return getattr(tf, name) * x
+
+
+def imports_a_module_of_its_own(x):
+    from tests import helpers
+
+    return helpers.SCALE * x
+
+
+def test_functions_that_may_read_unseen_globals_are_not_indexed():
+    for fn in (reads_globals, evaluates, reads_a_functions_globals, reads_them_by_getattr,
+               reads_a_computed_attribute, imports_a_module_of_its_own):
+        assert index.function_digest(fn) is None, fn.__name__
+
+    def imports_a_library(x):
+        import numpy
+
+        return numpy.float64(SCALE) * x
+
+    assert index.function_digest(imports_a_library) is not None
+
+
 def test_a_functions_attributes_are_in_its_digest():
     def f(x):
         return f.scale * x
@@ -113,7 +152,7 @@ def test_processes_sharing_an_index_reuse_only_what_computes_the_same(tmp_path):
         return [tuple(map(float, line.split())) for line in done.stdout.splitlines()]
 
     # (value, kernels loaded from the index) per line: scaled's gradient, then each jacobian.
-    assert run("2.0", "2")[1:] == [(6.0, 0)]
-    # power(3)'s jacobian shares its name and code with power(2)'s, not its cell;
-    # power(2)'s is found.
-    assert run("3.0", "3,2")[1:] == [(27.0, 0), (6.0, 1)]
+    assert run("2.0", "2") == [(4.0, 0), (6.0, 0)]
+    # scaled reads SCALE through globals(): never indexed. power(3)'s jacobian shares its
+    # name and code with power(2)'s, not its cell; power(2)'s is found.
+    assert run("3.0", "3,2") == [(6.0, 0), (27.0, 0), (6.0, 1)]
