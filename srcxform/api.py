@@ -27,7 +27,7 @@ from srcxform.tensor import Tensor, Value, Variable
 from srcxform.trace import Trace
 from srcxform.tree import tree_flatten, tree_unflatten
 
-CacheInfo = namedtuple("CacheInfo", "hits misses kernels")
+CacheInfo = namedtuple("CacheInfo", "hits misses kernels loaded")
 
 _FORMS = ("value", "grad", "value_and_grad")
 
@@ -85,7 +85,7 @@ class Differentiable:
         self.grad = _Forward(self, "grad")
         self.value_and_grad = _Forward(self, "value_and_grad")
         self._chained = set()  # (kernel, form) pairs with an entry in self._warm's chain
-        self._hits, self._misses = Counter(), 0
+        self._hits, self._misses, self._loaded = Counter(), 0, 0
         self._bound = weakref.WeakKeyDictionary()
 
     def __repr__(self):
@@ -131,8 +131,12 @@ class Differentiable:
         return self._kernel("value_and_grad", args, kwargs)[0].callable()
 
     def cache_info(self):
-        """CacheInfo(hits, misses, kernels), as functools.lru_cache reports."""
-        return CacheInfo(self._hits.n, self._misses, sum(len(v) for v in self._kernels.values()))
+        """CacheInfo(hits, misses, kernels, loaded): hits and misses count the calls that
+        found a kernel and those that did not (as functools.lru_cache counts); kernels is
+        how many kernels f holds, and loaded how many of those came from the on-disk index
+        (an earlier process traced them) rather than being traced in this process."""
+        return CacheInfo(self._hits.n, self._misses, sum(len(v) for v in self._kernels.values()),
+                         self._loaded)
 
     # ----- compiling and running -----
     def _wrt_positions(self):
@@ -205,6 +209,7 @@ class Differentiable:
             kernel = Kernel(spec, None)
             if not spec.guards or kernel.admits(kernel.arguments(leaves)):
                 kernel.fn = backend.load(spec.source, spec.func_name, parallel=spec.parallel)
+                self._loaded += 1
                 return kernel
         return None
 
@@ -389,16 +394,18 @@ def value_and_grad(fn, wrt=0):
 
 def jacobian(fn, wrt=0):
     """The compiled jacobian function of fn: shape out.shape + arg.shape (JAX's jacrev)."""
+    # jac closes over fn and plain values: the on-disk index describes it by its cells.
+    single = isinstance(wrt, int)
+    positions = (wrt,) if single else tuple(wrt)
 
     def jac(*args):
-        positions = (wrt,) if isinstance(wrt, int) else tuple(wrt)
         with GradientTape(persistent=True, watch_accessed_variables=False) as tape:
             sources = [args[p] for p in positions]
             for s in sources:
                 tape.watch(s)
             out = fn(*args)
         result = tape.jacobian(out, sources, unconnected_gradients="zero")
-        return result[0] if isinstance(wrt, int) else tuple(result)
+        return result[0] if single else tuple(result)
 
     jac.__name__ = f"jacobian_of_{getattr(fn, '__name__', 'f')}"
     return differentiable(jac)

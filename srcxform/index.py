@@ -5,11 +5,19 @@ An entry is keyed by a digest of everything the trace could depend on besides th
 arguments' signature: the function's code (its bytecode, constants, names, defaults and
 the place it is defined), the values of the globals and closure variables it reads
 (functions it calls are digested the same way), srcxform's own source and NumPy's
-version. The key is conservative: a function that reads anything else (an array, an
-object, a Variable, a class of its own) is not indexed, and is traced in every process as
-before. Numba's cache then supplies the machine code.
+version. Library code (srcxform's, NumPy's, the standard modules') is described by its
+name, as its source or version is in the key; but a function library code made at run
+time (a closure, such as the function `jacobian` returns) is also described by what it
+was made with: its cells and defaults.
+
+The key is conservative: a function that reads anything else (an array, an object, a
+Variable, a class of its own), or may read a global the digest cannot see (through
+`globals()`, `vars`, `eval`, `getattr`, a function's `__globals__`, an import of a module
+of its own), is not indexed, and is traced in every process as before. Numba's cache then
+supplies the machine code.
 """
 
+import dis
 import functools
 import hashlib
 import os
@@ -24,6 +32,14 @@ from srcxform import backend
 _SIMPLE = (bool, int, float, complex, str, bytes, type(None))
 # Library code is described by its name: srcxform's source and NumPy's version are in the key.
 _LIBRARIES = ("srcxform", "numpy", "math", "builtins", "operator", "functools")
+# Names through which code can read a global whose name is not among its code's names:
+# builtins that look a name up at run time, and attributes that expose a namespace. Code
+# using one (as a name, or a constant string: getattr(f, "__globals__")) is not indexed.
+# getattr is among them whether or not its name argument is a constant.
+_UNSEEN_READS = frozenset({
+    "globals", "vars", "eval", "exec", "compile", "__import__", "getattr", "attrgetter",
+    "methodcaller", "__globals__", "__dict__", "__builtins__", "__closure__", "__code__",
+    "f_globals", "f_locals", "f_builtins"})
 
 
 class _Unknown(Exception):
@@ -38,7 +54,7 @@ DESCRIBERS = {}
 def function_digest(fn):
     """The digest of fn's code and of what it reads, or None if fn is not indexable."""
     try:
-        return hashlib.sha256(repr(_value(fn, set())).encode()).hexdigest()
+        return hashlib.sha256(repr(_value(fn, {})).encode()).hexdigest()
     except _Unknown:
         return None
 
@@ -84,18 +100,58 @@ def _library_digest():
 
 
 def _function(fn, seen):
-    if fn in seen:  # recursion: the function is already being described
-        return f"recursive {fn.__qualname__}"
-    seen.add(fn)
+    # A function met again (recursion, or two names for one function) is the one described
+    # n-th: two functions may share a name.
+    if fn in seen:
+        return f"function #{seen[fn]}"
+    seen[fn] = len(seen)
     code = fn.__code__
+    module = fn.__globals__.get("__name__") or ""  # where it was defined, whatever __module__ says
+    if _library(module):
+        # Its code is in the key. One defined at import time is its name; one made at
+        # run time (defined inside another function) is also what it was made with.
+        name = f"{module}.{_qualname(fn)}:{code.co_firstlineno}"
+        return repr([name] + _made_with(fn, seen)) if "<locals>" in name else name
+    if _reads_unseen(code):
+        raise _Unknown
     reads = sorted(name for name in _names(code) if name in fn.__globals__)
-    parts = [fn.__module__, fn.__qualname__, code.co_filename, code.co_firstlineno,
-             _code(code),
-             [(name, _value(fn.__globals__[name], seen)) for name in reads],
-             [_value(cell.cell_contents, seen) for cell in fn.__closure__ or ()],
-             _value(fn.__defaults__, seen),
-             _value(tuple(sorted((fn.__kwdefaults__ or {}).items())), seen)]
-    return repr(parts)
+    return repr([module, fn.__qualname__, code.co_filename, code.co_firstlineno, _code(code),
+                 [(name, _value(fn.__globals__[name], seen)) for name in reads]]
+                + _made_with(fn, seen))
+
+
+def _made_with(fn, seen):
+    """What a function object holds besides its code: its closure's cells, its defaults
+    and its attributes (f.scale = 2.0; f.__wrapped__)."""
+    return [[_cell(cell, seen) for cell in fn.__closure__ or ()],
+            _value(fn.__defaults__, seen),
+            _value(tuple(sorted((fn.__kwdefaults__ or {}).items())), seen),
+            _value(tuple(sorted(fn.__dict__.items())), seen)]
+
+
+def _cell(cell, seen):
+    try:
+        return _value(cell.cell_contents, seen)
+    except ValueError:  # not assigned yet
+        return "empty cell"
+
+
+def _qualname(fn):
+    """The qualified name fn's code was compiled with, which setting fn.__qualname__ does
+    not change (Python 3.11+; before, fn.__qualname__)."""
+    return getattr(fn.__code__, "co_qualname", fn.__qualname__)
+
+
+def _reads_unseen(code):
+    """Whether code, or code nested in it, may read a global that is not among its names:
+    through a name in _UNSEEN_READS, or by importing a module outside the libraries."""
+    strings = {c for c in code.co_consts if isinstance(c, str)}
+    if _UNSEEN_READS & (set(code.co_names) | strings):
+        return True
+    if any(i.opname == "IMPORT_NAME" and not _library(i.argval)
+           for i in dis.get_instructions(code)):
+        return True
+    return any(_reads_unseen(c) for c in code.co_consts if isinstance(c, types.CodeType))
 
 
 def _library(module_name):
@@ -124,14 +180,14 @@ def _value(value, seen):
         return tuple(_value(v, seen) for v in value)
     if type(value) in DESCRIBERS:
         return DESCRIBERS[type(value)](value, lambda v: _value(v, seen))
+    if isinstance(value, types.FunctionType):  # before the library rule: closures differ
+        return _function(value, seen)
     if isinstance(value, types.MethodType):
         return f"{value.__func__.__name__} of {_value(value.__self__, seen)}"
     if isinstance(value, types.ModuleType) and _library(value.__name__):
         return f"module {value.__name__}"
     if hasattr(value, "__qualname__") and _library(getattr(value, "__module__", "") or ""):
-        return f"{value.__module__}.{value.__qualname__}"  # library functions and classes
+        return f"{value.__module__}.{value.__qualname__}"  # library classes and builtins
     if isinstance(value, np.ufunc):
         return f"numpy.{value.__name__}"
-    if isinstance(value, types.FunctionType):
-        return _function(value, seen)
     raise _Unknown

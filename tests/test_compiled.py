@@ -286,13 +286,13 @@ def test_static_arguments_key_the_cache():
     compiled_result(case.name)
     x, i = case.args
     assert i == 2
-    hits, misses, kernels = d.cache_info()
+    hits, misses, kernels = d.cache_info()[:3]
     g2 = d.grad(x, 2)
-    assert d.cache_info() == (hits + 1, misses, kernels)
+    assert d.cache_info()[:3] == (hits + 1, misses, kernels)
     g1 = d.grad(x, 1)
-    assert d.cache_info() == (hits + 1, misses + 1, kernels + 1)
+    assert d.cache_info()[:3] == (hits + 1, misses + 1, kernels + 1)
     g1_again = d.grad(x, 1)
-    assert d.cache_info() == (hits + 2, misses + 1, kernels + 1)
+    assert d.cache_info()[:3] == (hits + 2, misses + 1, kernels + 1)
     np.testing.assert_array_equal(g1, g1_again)
     for i, g in ((1, g1), (2, g2)):
         _, eager = eager_value_and_grad(case.fn, (x, i), 0)

@@ -81,7 +81,7 @@ def test_a_call_the_newest_entry_does_not_fit_reaches_an_older_kernel():
     assert f(np.ones(3)) == 3.0
     assert f(np.ones((2, 2), np.float32)) == 4.0
     assert f(np.ones(4)) == 4.0
-    assert f.cache_info() == (1, 2, 2)
+    assert f.cache_info()[:3] == (1, 2, 2)
     assert f(x=np.ones(5)) == 5.0  # keywords take the general path
 
 

@@ -181,7 +181,7 @@ def test_compiled_step_equals_eager_after_50_steps(case):
     assert int(oe.iterations.numpy()) == int(oc.iterations.numpy()) == 50
     for se, sc in zip(oe.variables, oc.variables):
         np.testing.assert_allclose(sc.numpy(), se.numpy(), **tol)
-    assert compiled_step.cache_info() == (49, 1, 1)
+    assert compiled_step.cache_info()[:3] == (49, 1, 1)
     assert le[-1] < le[0]
 
 

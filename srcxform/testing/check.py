@@ -81,9 +81,7 @@ class _Loss:
         self.f, self.wrt, self.weights = f, wrt, weights
 
     def __call__(self, *tensors):
-        outs = _outputs(self.f(*tensors))
-        terms = [srcxform.reduce_sum(srcxform.multiply(y, w)) for y, w in zip(outs, self.weights)]
-        return sum(terms[1:], terms[0])
+        return _weighted_sum(self.f(*tensors), self.weights)
 
     def value(self, args):
         return float(np.asarray(self(*_tensors(args)), dtype=np.float64))
@@ -114,13 +112,24 @@ class _Loss:
 
     def compiled_gradient(self, args):
         """`srcxform.differentiable(...).grad` wrt the float args, as float64 arrays."""
+        # The closure holds f and the weights, not self: the on-disk kernel index tells
+        # one check's wrapper from another's by its cells (it cannot describe a _Loss).
+        f, weights = self.f, tuple(self.weights)
+
         def weighted(*xs):
-            return self(*xs)
+            return _weighted_sum(f(*xs), weights)
 
         # A readable, per-function name for the generated source and the compile cache.
-        weighted.__name__ = weighted.__qualname__ = f"{_name(self.f)}__weighted"
+        # (Not __qualname__: its "<locals>" tells the index, on Python 3.10, that weighted
+        # is made at run time and described by its cells.)
+        weighted.__name__ = f"{_name(self.f)}__weighted"
         grads = srcxform.differentiable(weighted, wrt=self.wrt).grad(*args)
         return [np.asarray(g, dtype=np.float64) for g in grads]
+
+
+def _weighted_sum(y, weights):
+    terms = [srcxform.reduce_sum(srcxform.multiply(out, w)) for out, w in zip(_outputs(y), weights)]
+    return sum(terms[1:], terms[0])
 
 
 def _numeric_gradient(loss, args, wrt, eps):
