@@ -214,8 +214,8 @@ class Differentiable:
         traced = self._trace(mode, args, kwargs, leaves)
         program = traced.program
         func_name = f"{traced.name}__{mode}"
-        doc = f"srcxform: {traced.name}({', '.join(a.aval.short() for a in program.ins)})" \
-              f" -> {mode}"
+        ins = ", ".join(a.aval.short(symbolic=True) for a in program.ins)
+        doc = f"srcxform: {traced.name}({ins}) -> {mode}"
         source, buffers = generate(program, func_name, doc, parallel=self.parallel)
         if "source" in os.environ.get("SRCXFORM_DUMP", ""):
             print(source)
