@@ -219,8 +219,8 @@ class Differentiable:
         traced = self._trace(mode, args, kwargs, leaves)
         program = traced.program
         func_name = f"{traced.name}__{mode}"
-        doc = f"srcxform: {traced.name}({', '.join(a.aval.short() for a in program.ins)})" \
-              f" -> {mode}"
+        ins = ", ".join(a.aval.short(symbolic=True) for a in program.ins)
+        doc = f"srcxform: {traced.name}({ins}) -> {mode}"
         source, buffers = generate(program, func_name, doc, parallel=self.parallel)
         if "source" in os.environ.get("SRCXFORM_DUMP", ""):
             print(source)
@@ -306,6 +306,7 @@ def _traced_value_and_grad(fn, args, kwargs, positions):
     for p in positions:
         if p >= len(args):
             raise TypeError(f"wrt={p}, but the function got {len(args)} positional arguments")
+    _check_wrt(fn, args, positions)
     sources = []
     with GradientTape(persistent=False, watch_accessed_variables=False) as tape:
         for p in positions:
@@ -313,7 +314,7 @@ def _traced_value_and_grad(fn, args, kwargs, positions):
             leaves = [leaf if isinstance(leaf, Value) else Tensor(np.asarray(leaf))
                       for leaf in leaves]
             sources.append((leaves, tree))
-            tape.watch([leaf for leaf in leaves if leaf.dtype.kind == "f"])
+            tape.watch(leaves)
         call_args = list(args)
         for p, (leaves, tree) in zip(positions, sources):
             call_args[p] = tree_unflatten(tree, leaves)
@@ -331,19 +332,70 @@ def _traced_value_and_grad(fn, args, kwargs, positions):
     return out, grads
 
 
+def _check_wrt(fn, args, positions):
+    """Refuses a wrt argument with a leaf that is not a float, as JAX's grad does: the
+    tape gives such a source no gradient, and zeros in its dtype would claim a gradient of
+    0 where the true one need not be (x * x at integer x)."""
+    params = _param_names(fn)
+    for p in positions:
+        for path, leaf in _leaf_paths(args[p], params[p] if p < len(params) else f"arg{p}"):
+            got = _non_float(leaf, path)
+            if got:
+                name = getattr(fn, "__name__", "f")
+                raise TypeError(f"the gradient of {name} wrt argument {p} ({path}): grad "
+                                f"requires real-valued (float) inputs, as JAX's does, but got "
+                                f"{got}")
+
+
+def _non_float(leaf, path):
+    """What a wrt leaf that cannot have a gradient is, and the way out; None for a float."""
+    static = "a static argument (part of the cache key) with no gradient"
+    if isinstance(leaf, bool):
+        return f"a Python bool, {static}; leave it out of wrt"
+    if isinstance(leaf, int):  # a Python int (NumPy's integers are not ints)
+        return (f"a Python int, {static}; pass a float ({float(leaf)!r}) to differentiate "
+                f"it, or leave it out of wrt")
+    if isinstance(leaf, float):
+        return None
+    dtype = getattr(leaf, "dtype", None)
+    if isinstance(dtype, np.dtype):
+        if dtype.kind == "f":
+            return None
+        return f"{dtype.name}; cast it first (np.asarray({path}, np.float64)), or leave it " \
+               "out of wrt"
+    what = "None" if leaf is None else f"a {type(leaf).__name__}"
+    return f"{what}, which has no gradient; leave it out of wrt"
+
+
+def _leaf_paths(value, path):
+    """(path, leaf) for each leaf of an argument, in tree_flatten's order: params['w'][0]."""
+    if isinstance(value, dict):
+        for k in sorted(value):
+            yield from _leaf_paths(value[k], f"{path}[{k!r}]")
+    elif isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        for i, v in enumerate(value):
+            yield from _leaf_paths(v, f"{path}[{i}]")
+    else:
+        yield path, value
+
+
 def _zeros_like(leaf):
     from srcxform.ops import zeros_like
 
     return zeros_like(leaf)
 
 
+def _param_names(fn):
+    try:
+        return list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return []
+
+
 def _leaf_names(fn, args, kwargs):
     """A readable name for each argument leaf: the parameter name, with the path into
     nested structures (params['w'] -> params_w)."""
-    try:
-        params = list(inspect.signature(fn).parameters)
-    except (TypeError, ValueError):
-        params = []
+    params = _param_names(fn)
     names = []
 
     def walk(value, name):

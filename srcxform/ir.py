@@ -115,8 +115,8 @@ def format_program(program, namer):
     """The printed form: a typed, one-equation-a-line function that reads like Python."""
     from srcxform.errors import where
 
-    args = ", ".join(f"{namer(v)}: {v.aval.short()}" for v in program.ins)
-    outs = ", ".join(a.aval.short() for a in program.outs)
+    args = ", ".join(f"{namer(v)}: {v.aval.short(symbolic=True)}" for v in program.ins)
+    outs = ", ".join(a.aval.short(symbolic=True) for a in program.outs)
     lines = [f"def {program.name}({args}) -> ({outs}):"]
     body, in_adjoint, last_origin = [], False, None
     for eqn in program.eqns:
@@ -125,7 +125,8 @@ def format_program(program, namer):
             in_adjoint = True
         ins = [format_atom(a, namer) for a in eqn.ins]
         ins += [f"{k}={format_param(v)}" for k, v in eqn.params]
-        text = f"    {namer(eqn.out)}: {eqn.out.aval.short()} = {eqn.prim.name}({', '.join(ins)})"
+        typed = f"{namer(eqn.out)}: {eqn.out.aval.short(symbolic=True)}"
+        text = f"    {typed} = {eqn.prim.name}({', '.join(ins)})"
         comment = ""
         if eqn.origin and eqn.origin != last_origin:
             comment = ("grad of " if eqn.adjoint else "") + where(eqn.origin)

@@ -2,32 +2,46 @@
 
 The primitive is the 2-D product, which compiles to a BLAS call; a batched product is a
 broadcast multiply and a sum over the inner axis, which fuses into one loop nest.
-Transpose lives in shape.py; dot and outer for NumPy dispatch are composites here.
+Operands of different dtypes are cast to their common one first (NumPy's promotion, as
+np.matmul), and a product BLAS has no routine for (integers, float16) is a multiply and
+a sum too. Transpose lives in shape.py; dot and outer for NumPy dispatch are composites
+here.
 """
 
 import numpy as np
 
 from srcxform.aval import Aval, broadcast_shapes
-from srcxform.errors import shape_error
+from srcxform.dtypes import promote
+from srcxform.errors import shape_error, where
+from srcxform.ops.elementwise import cast
 from srcxform.ops.reduce import reduce_sum
 from srcxform.ops.shape import expand_dims, reshape, transpose
 from srcxform.primitive import primitive
 from srcxform.tensor import as_value
 
+# The dtypes BLAS multiplies, and so the matmul and matvec primitives take.
+_BLAS_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
 
 def _check_operands(x, y):
+    # !r: a traced size shows this call's value, as the operands' avals do.
     if x.shape[-1] != y.shape[-2]:
-        raise ValueError(f"inner dimensions differ: {x.shape[-1]} and {y.shape[-2]}")
-    if x.dtype.kind not in "fiu" or y.dtype.kind not in "fiu":
-        raise TypeError("matmul needs numeric operands")
+        raise ValueError(f"inner dimensions differ: {x.shape[-1]!r} and {y.shape[-2]!r}")
     return broadcast_shapes(x.shape[:-2], y.shape[:-2])
+
+
+def _check_blas_dtypes(x, y):
+    if x.dtype != y.dtype or x.dtype not in _BLAS_DTYPES:
+        raise TypeError("the primitive takes float32 or float64 operands of one dtype; "
+                        "matmul() promotes")
 
 
 def _matmul_shape(x, y):
     if x.ndim != 2 or y.ndim != 2:
         raise ValueError("the matmul primitive takes matrices; matmul() batches")
     _check_operands(x, y)
-    return Aval((x.shape[0], y.shape[1]), np.result_type(x.dtype, y.dtype))
+    _check_blas_dtypes(x, y)
+    return Aval((x.shape[0], y.shape[1]), x.dtype)
 
 
 def _swap(x):
@@ -38,14 +52,16 @@ def _matvec_shape(x, v):
     if x.ndim != 2 or v.ndim != 1:
         raise ValueError("the matvec primitive takes a matrix and a vector; matmul() batches")
     if x.shape[1] != v.shape[0]:
-        raise ValueError(f"inner dimensions differ: {x.shape[1]} and {v.shape[0]}")
-    return Aval((x.shape[0],), np.result_type(x.dtype, v.dtype))
+        raise ValueError(f"inner dimensions differ: {x.shape[1]!r} and {v.shape[0]!r}")
+    _check_blas_dtypes(x, v)
+    return Aval((x.shape[0],), x.dtype)
 
 
 # blas.matmul and .matvec call BLAS's gemm and gemv directly: np.dot's generic code,
 # compiled for each operand layout, was most of a model's first-call compile time. They
 # take C- and Fortran-ordered operands (a transposed matrix) as they are, and float32 or
-# float64 operands of one dtype, as Numba's np.dot (which has no integer matmul either).
+# float64 operands of one dtype, as Numba's np.dot (which has no integer matmul either):
+# matmul() gives them nothing else.
 matmul_p = primitive("matmul", "opaque", np.matmul, _matmul_shape, "blas.matmul(x, y)",
                      vjp=lambda g, out, x, y: (matmul(g, _swap(y)), matmul(_swap(x), g)))
 
@@ -67,9 +83,11 @@ def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
     if x.ndim == 0 or y.ndim == 0:
         raise shape_error(f"matmul: operands must not be scalars, got {x.aval.short()} and "
                           f"{y.aval.short()}")
+    x, y = _promoted(x, y)
     x2 = expand_dims(x, 0) if x.ndim == 1 else x
     y2 = expand_dims(y, -1) if y.ndim == 1 else y
-    if x.ndim + y.ndim == 3 and x2.shape[-1] == y2.shape[-2]:  # else matmul reports it
+    if x.ndim + y.ndim == 3 and x.dtype in _BLAS_DTYPES and \
+            x2.shape[-1] == y2.shape[-2]:  # else matmul reports it
         return matvec_p.bind(x, y) if y.ndim == 1 else matvec_p.bind(_swap(y), x)
     if x.ndim >= 2 and y.ndim >= 2:
         return _matmul(x2, y2)
@@ -79,12 +97,22 @@ def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
     return reshape(out, shape)
 
 
+def _promoted(x, y):
+    """x and y cast to their common dtype, the one np.matmul computes in: the products
+    take operands of one dtype, and each cast's VJP gives a gradient its operand's dtype."""
+    if x.dtype.kind not in "fiu" or y.dtype.kind not in "fiu":
+        raise TypeError(f"matmul({x.aval.short()}, {y.aval.short()}): needs numeric operands"
+                        f"\n  at {where()}")
+    dtype = promote([x.aval, y.aval])[0]
+    return tuple(v if v.dtype == dtype else cast(v, dtype) for v in (x, y))
+
+
 def _matmul(x, y):
-    if x.ndim == 2 and y.ndim == 2:
+    if x.ndim == 2 and y.ndim == 2 and x.dtype in _BLAS_DTYPES:
         return matmul_p.bind(x, y)
     try:
         _check_operands(x.aval, y.aval)
-    except (ValueError, TypeError) as err:
+    except ValueError as err:
         raise shape_error(f"matmul({x.aval.short()}, {y.aval.short()}): {err}") from None
     return reduce_sum(expand_dims(x, -1) * expand_dims(y, -3), axis=-2)
 

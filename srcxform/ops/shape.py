@@ -45,7 +45,7 @@ def _numpy_index(index):
 
 def _reshape_shape(x, *, shape):
     if size(shape) != size(x.shape):
-        raise ValueError(f"cannot reshape {size(x.shape)} elements into shape {shape}")
+        raise ValueError(f"cannot reshape {size(x.shape)!r} elements into shape {shape}")
     return Aval(shape, x.dtype, x.weak)
 
 
@@ -112,7 +112,7 @@ def _getitem_shape(x, *, index):
         if isinstance(item, Slice):
             out.append(slice_length(n, item.to_slice()))
         elif not -n <= item < n:
-            raise IndexError(f"index {item} is out of bounds for axis {axis} of size {n}")
+            raise IndexError(f"index {item} is out of bounds for axis {axis} of size {n!r}")
         axis += 1
     return Aval(tuple(out) + tuple(x.shape[axis:]), x.dtype, x.weak)
 
@@ -260,7 +260,7 @@ def squeeze(input, axis=None, name=None):
             else normalize_axes(axis, x.ndim, "squeeze"))
     for i in axes:
         if x.shape[i] != 1:
-            raise shape_error(f"squeeze: axis {i} of {x.aval.short()} has size {x.shape[i]}, "
+            raise shape_error(f"squeeze: axis {i} of {x.aval.short()} has size {x.shape[i]!r}, "
                               "not 1")
     return reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes))
 
