@@ -14,7 +14,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from srcxform import backend, index
+from srcxform import backend, crosscheck, index
 from srcxform.recording import ACTIVE, TRACES
 from srcxform.codegen import generate
 from srcxform.dims import guard_conditions
@@ -63,7 +63,7 @@ class Differentiable:
     f.value_and_grad(*args) both, the gradient as `grad` gives it.
     """
 
-    def __init__(self, fn, wrt=0, parallel=False):
+    def __init__(self, fn, wrt=0, parallel=False, check=False):
         # functools.update_wrapper's own assignments, less its update of the instance's
         # dict, which would leave it a dict CPython cannot look attributes up in quickly
         # (f.grad is read at every call).
@@ -74,7 +74,9 @@ class Differentiable:
         self.fn = fn
         self.wrt = wrt
         self.parallel = parallel
+        self.check = check
         self._kernels = {}
+        self._checked = set()  # kernels whose first call ran beside the eager tape
         # The warm path, per form: the newest generated entry, which passes a call it does
         # not fit to the entry made before it, and the first one to the slow path.
         self._warm = {form: functools.partial(self._slow, form) for form in _FORMS}
@@ -99,7 +101,7 @@ class Differentiable:
         bound = self._bound.get(obj)
         if bound is None:
             bound = self._bound[obj] = Differentiable(self.fn.__get__(obj, objtype), self.wrt,
-                                                      self.parallel)
+                                                      self.parallel, self.check)
         return bound
 
     # ----- public calls -----
@@ -151,7 +153,17 @@ class Differentiable:
         mode = "value" if form == "value" else "value_and_grad"
         with backend.gc_paused():  # a first call compiles
             kernel, leaves = self._kernel(mode, args, kwargs)
-            results = self._shape(form, kernel.run(kernel.arguments(leaves), leaves))
+
+            def run():
+                return self._shape(form, kernel.run(kernel.arguments(leaves), leaves))
+
+            if kernel in self._checked or not crosscheck.enabled(self.check):
+                results = run()
+            else:
+                self._checked.add(kernel)
+                results = crosscheck.first_call(
+                    getattr(self.fn, "__qualname__", "the function"), run,
+                    lambda: self._inline(form, args, kwargs), kernel.variables(leaves))
             # The entry is made once the call has compiled the kernel: it calls the
             # compiled code directly.
             if not kwargs and (kernel, form) not in self._chained:
@@ -418,8 +430,11 @@ def _leaf_names(fn, args, kwargs):
 # ----- public forms -----
 
 
-def differentiable(fn=None, *, wrt=0, parallel=False):
+def differentiable(fn=None, *, wrt=0, parallel=False, check=False):
     """Compiles fn with its gradient; use as `@differentiable` or `differentiable(f, wrt=1)`.
+
+    With `check` (or SRCXFORM_CHECK=1 in the environment) each new kernel's first call
+    also runs the eager tape and raises srcxform.CheckError if the two disagree.
 
     Example:
         >>> @srcxform.differentiable
@@ -428,10 +443,10 @@ def differentiable(fn=None, *, wrt=0, parallel=False):
         >>> loss.grad(np.ones(3), np.arange(3.0))
     """
     if fn is None:
-        return lambda f: Differentiable(f, wrt, parallel)
+        return lambda f: Differentiable(f, wrt, parallel, check)
     if isinstance(wrt, bool) or not isinstance(wrt, (int, tuple, list)):
         raise TypeError(f"differentiable: wrt must be an int or a tuple of ints, got {wrt!r}")
-    return Differentiable(fn, wrt, parallel)
+    return Differentiable(fn, wrt, parallel, check)
 
 
 def grad(fn, wrt=0):

@@ -94,6 +94,12 @@ class Kernel:
         args += [kernel_arg(_variable(v, leaves)) for v in self.spec.variables]
         return args + self.consts
 
+    def variables(self, leaves):
+        """The Variables a call with these leaves reads or assigns."""
+        found = {id(v): v for v in (_variable(v, leaves)
+                                    for v in self.spec.variables + self.spec.writes)}
+        return list(found.values())
+
     def sizes(self, args):
         return [np.shape(args[i])[axis] for i, axis in self.spec.sizes]
 
