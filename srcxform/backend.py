@@ -15,6 +15,7 @@ import os
 import py_compile
 import re
 import sys
+import threading
 
 from srcxform.errors import CompileError
 
@@ -89,11 +90,17 @@ def code(source):
 
 
 def write_atomic(path, data):
-    """Writes a file another process may be writing too: whole, or not at all."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
+    """Writes a file other processes and threads may be writing too: whole, or not at all
+    (each writer writes a temporary file of its own, then renames it)."""
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 # The modules generated code may import (`from srcxform import blas`).
