@@ -11,6 +11,7 @@ What srcxform writes there besides the generated source is sealed with a checksu
 flipped bit may well leave something that loads, and computes something else.
 """
 
+import atexit
 import contextlib
 import functools
 import gc
@@ -19,7 +20,9 @@ import importlib.util
 import marshal
 import os
 import re
+import shutil
 import sys
+import tempfile
 import threading
 import warnings
 import zlib
@@ -28,14 +31,31 @@ from srcxform.errors import CacheWarning, CompileError
 
 
 def cache_dir():
-    """$SRCXFORM_CACHE_DIR, else the user cache folder (~/.cache/srcxform on Linux)."""
+    """$SRCXFORM_CACHE_DIR, else the user cache folder (~/.cache/srcxform on Linux); where
+    that folder cannot be made or written to, a temporary one of this process's own."""
     path = os.environ.get("SRCXFORM_CACHE_DIR")
     if not path:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
                                                                 ".cache")
         path = os.path.join(base, "srcxform")
-    os.makedirs(path, exist_ok=True)
-    return path
+    return _usable(path)
+
+
+@functools.cache
+def _usable(path):
+    """path, once it is a folder this process can write in; else a private temporary
+    folder, removed at exit (warned once a path)."""
+    try:
+        os.makedirs(path, exist_ok=True)
+        tempfile.TemporaryFile(dir=path).close()  # a read-only folder or mount
+        return path
+    except OSError as err:
+        fallback = tempfile.mkdtemp(prefix="srcxform-cache-")
+        atexit.register(shutil.rmtree, fallback, ignore_errors=True)
+        _warn(f"srcxform cannot use {path} as its cache folder ({err}); this process "
+              f"caches in {fallback}, removed when it exits. Set SRCXFORM_CACHE_DIR to a "
+              f"folder it can write in to keep compiled kernels between processes.")
+        return fallback
 
 
 def jit_enabled():
