@@ -73,8 +73,9 @@ class _SealedFile(caching.IndexDataCacheFile):
 
 
 class _SealedCache(caching.Cache):
-    """A Numba cache whose files are sealed. Their layout is not Numba's, so neither their
-    names are: no cache=True reads one, nor this one an earlier srcxform's unsealed file."""
+    """A Numba cache whose files are sealed. Their layout is not Numba's, and their names
+    differ (sx1-): no cache=True reads one, nor this class an earlier srcxform's unsealed
+    file."""
 
     def __init__(self, py_func):
         super().__init__(py_func)
