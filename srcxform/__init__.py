@@ -9,7 +9,9 @@ from srcxform import ops  # noqa: F401, E402  (first: the primitives register on
 from srcxform.dtypes import bool_ as bool  # noqa: F401
 from srcxform.dtypes import float16, float32, float64, int32, int64  # noqa: F401
 from srcxform.crosscheck import CheckError  # noqa: F401
-from srcxform.errors import CompileError, ShapeError, SrcxformError, TracingError  # noqa: F401
+from srcxform.errors import (  # noqa: F401
+    CacheWarning, CompileError, ShapeError, SrcxformError, TracingError,
+)
 from srcxform.ops import *  # noqa: F401, F403
 from srcxform.ops import (  # noqa: F401
     abs, cast, constant, convert_to_tensor, custom_gradient, range, round, stop_gradient,

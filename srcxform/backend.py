@@ -3,8 +3,15 @@ import it, and compile it with Numba (or run it as Python with SRCXFORM_JIT=0).
 
 The only place that talks to Numba: its typing and lowering errors become CompileError,
 quoting the generated line.
+
+The on-disk cache is only a cache: a file in it that cannot be used (cut short, written
+over, a flipped bit) is a miss, rebuilt and written anew, with one CacheWarning naming it.
+What srcxform writes there besides the generated source is sealed with a checksum
+(write_sealed) and checked before it is unpickled or unmarshalled (read_sealed), as a
+flipped bit may well leave something that loads, and computes something else.
 """
 
+import atexit
 import contextlib
 import functools
 import gc
@@ -12,22 +19,43 @@ import hashlib
 import importlib.util
 import marshal
 import os
-import py_compile
 import re
+import shutil
 import sys
+import tempfile
+import threading
+import warnings
+import zlib
 
-from srcxform.errors import CompileError
+from srcxform.errors import CacheWarning, CompileError
 
 
 def cache_dir():
-    """$SRCXFORM_CACHE_DIR, else the user cache folder (~/.cache/srcxform on Linux)."""
+    """$SRCXFORM_CACHE_DIR, else the user cache folder (~/.cache/srcxform on Linux); where
+    that folder cannot be made or written to, a temporary one of this process's own."""
     path = os.environ.get("SRCXFORM_CACHE_DIR")
     if not path:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
                                                                 ".cache")
         path = os.path.join(base, "srcxform")
-    os.makedirs(path, exist_ok=True)
-    return path
+    return _usable(path)
+
+
+@functools.cache
+def _usable(path):
+    """path, once it is a folder this process can write in; else a private temporary
+    folder, removed at exit (warned once a path)."""
+    try:
+        os.makedirs(path, exist_ok=True)
+        tempfile.TemporaryFile(dir=path).close()  # a read-only folder or mount
+        return path
+    except OSError as err:
+        fallback = tempfile.mkdtemp(prefix="srcxform-cache-")
+        atexit.register(shutil.rmtree, fallback, ignore_errors=True)
+        _warn(f"srcxform cannot use {path} as its cache folder ({err}); this process "
+              f"caches in {fallback}, removed when it exits. Set SRCXFORM_CACHE_DIR to a "
+              f"folder it can write in to keep compiled kernels between processes.")
+        return fallback
 
 
 def jit_enabled():
@@ -47,17 +75,15 @@ def load(source, func_name, jit=None, parallel=False):
     module = sys.modules.get(module_name)
     if module is None:
         path = os.path.join(cache_dir(), f"{_safe(func_name)}_{digest}.py")
-        if not os.path.exists(path):
-            write_atomic(path, source.encode())
-            # The bytecode too, even where PYTHONDONTWRITEBYTECODE is set: this folder is
-            # a cache, and compiling the module again costs each process up to a
-            # millisecond.
-            py_compile.compile(path, doraise=True)
+        _write_source(path, source)
         spec = importlib.util.spec_from_file_location(module_name, path)
         module = importlib.util.module_from_spec(spec)
         sys.modules.setdefault("srcxform_generated", type(sys)("srcxform_generated"))
         sys.modules[module_name] = module
-        spec.loader.exec_module(module)
+        # Its bytecode from our cache rather than a .pyc: kept even where
+        # PYTHONDONTWRITEBYTECODE is set (compiling the module again costs each process up
+        # to a millisecond), and checked, where a damaged .pyc fails the import.
+        exec(code(source, path), vars(module))  # noqa: S102 - what importing it would run
     fn = getattr(module, func_name)
     if not (jit_enabled() if jit is None else jit):
         return fn
@@ -72,28 +98,100 @@ def load(source, func_name, jit=None, parallel=False):
 _COMPILED = {}
 
 
-def code(source):
-    """What `source` compiles to, kept on disk by its hash (for small functions made at
-    run time, such as the warm entries: compiling one costs a new process about as much
-    as Numba's loading the kernel it calls)."""
-    digest = hashlib.sha256(source.encode()).hexdigest()[:24]
-    path = os.path.join(cache_dir(), "code", f"{digest}.{sys.implementation.cache_tag}")
+def _write_source(path, source):
+    """Writes source to path unless the file there holds it already; a file that holds
+    anything else there was damaged (its name is the source's hash)."""
+    data = source.encode()
     try:
         with open(path, "rb") as f:
-            return marshal.load(f)
-    except (OSError, EOFError, ValueError, TypeError):  # not there yet, or unreadable
-        compiled = compile(source, "<srcxform>", "exec")
+            if f.read() == data:
+                return
+        damaged(path, "it is not the source its name is a hash of")
+    except FileNotFoundError:
+        pass
+    except OSError as err:
+        damaged(path, err)
+    write_atomic(path, data)
+
+
+def code(source, filename="<srcxform>"):
+    """What `source` compiles to, its code objects naming `filename`, kept on disk by their
+    hash (for generated modules, and small functions made at run time such as the warm
+    entries: compiling one costs a new process about as much as Numba's loading the kernel
+    it calls)."""
+    path = _code_path(source, filename)
+    compiled = read_sealed(path, marshal.loads)
+    if compiled is None:
+        compiled = compile(source, filename, "exec")
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        write_atomic(path, marshal.dumps(compiled))
-        return compiled
+        write_sealed(path, marshal.dumps(compiled))
+    return compiled
+
+
+def _code_path(source, filename):
+    digest = hashlib.sha256(f"{filename}\0{source}".encode()).hexdigest()[:24]
+    return os.path.join(cache_dir(), "code", f"{digest}.{sys.implementation.cache_tag}")
 
 
 def write_atomic(path, data):
-    """Writes a file another process may be writing too: whole, or not at all."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
+    """Writes a file other processes and threads may be writing too: whole, or not at all
+    (each writer writes a temporary file of its own, then renames it)."""
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_sealed(path, payload):
+    """Writes payload after its checksum, atomically: read_sealed checks it."""
+    write_atomic(path, zlib.crc32(payload).to_bytes(4, "big") + payload)
+
+
+def read_sealed(path, parse):
+    """parse(payload) of the file write_sealed wrote at path, or None: when there is none
+    yet, and, with a CacheWarning, when it is damaged (its checksum does not match) or
+    parse fails on it. A CRC-32 catches the damage a cache meets (truncation, a burst of
+    flipped bits, another file's bytes) at twice a SHA-256's speed: 0.1 ms for a large
+    kernel's 220 KB."""
+    try:
+        with open(path, "rb") as f:
+            data = memoryview(f.read())
+        if len(data) < 4 or zlib.crc32(data[4:]) != int.from_bytes(data[:4], "big"):
+            raise ValueError("its checksum does not match its content")
+        return parse(data[4:])
+    except FileNotFoundError:
+        return None
+    except Exception as err:  # noqa: BLE001 - whatever is wrong with the file, it is rebuilt
+        damaged(path, err)
+        return None
+
+
+def damaged(path, reason):
+    """Warns that the cache file at path could not be used and is rebuilt; once a process
+    and file (a caller may read it again before rewriting it, as Numba does its index)."""
+    if path not in _DAMAGED:
+        _DAMAGED.add(path)
+        _warn(f"srcxform's cache file {path} could not be used ({reason}); it is rebuilt")
+
+
+_DAMAGED = set()
+
+
+def _warn(message):
+    """A CacheWarning, attributed to the innermost frame outside srcxform, Numba and
+    importlib (the user's call that compiled or loaded)."""
+    inside = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
+                   for m in (sys.modules[__package__], sys.modules.get("numba")) if m)
+    level, frame = 1, sys._getframe()
+    while frame is not None and (frame.f_code.co_filename.startswith("<frozen") or
+                                 os.path.abspath(frame.f_code.co_filename).startswith(inside)):
+        level, frame = level + 1, frame.f_back
+    warnings.warn(message, CacheWarning, stacklevel=level)
 
 
 # The modules generated code may import (`from srcxform import blas`).

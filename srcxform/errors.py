@@ -27,6 +27,11 @@ class CompileError(SrcxformError):
     """Numba could not compile the generated source; the message quotes the generated line."""
 
 
+class CacheWarning(UserWarning):
+    """srcxform's on-disk cache could not be used as it was: a damaged file in it (rebuilt),
+    or a folder it cannot write in (a temporary one serves the process instead)."""
+
+
 def user_frame():
     """Returns (filename, lineno) of the innermost frame outside srcxform, or None."""
     frame = user_frame_object()

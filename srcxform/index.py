@@ -60,18 +60,15 @@ def function_digest(fn):
 
 
 def load(key):
-    """The Specs stored under key, or []."""
-    try:
-        with open(_path(key), "rb") as f:
-            return pickle.load(f)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
-        return []
+    """The Specs stored under key, or [] (none yet, or a damaged file: a CacheWarning)."""
+    return backend.read_sealed(_path(key), pickle.loads) or []
 
 
 def store(key, spec):
-    """Adds spec to the entry for key (written atomically; a concurrent writer may win)."""
+    """Adds spec to the entry for key (written atomically and sealed: a flipped bit could
+    make another valid Spec, and a concurrent writer may win)."""
     specs = [s for s in load(key) if s != spec] + [spec]
-    backend.write_atomic(_path(key), pickle.dumps(specs))
+    backend.write_sealed(_path(key), pickle.dumps(specs))
 
 
 def key(function_digest, *signature):

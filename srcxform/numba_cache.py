@@ -13,16 +13,22 @@ It relies on Numba internals: CompileResult's pickled form, and how a CPU code l
 restores itself from object code (CPUCodeLibrary._unserialize, done here with the parse
 left out). So srcxform uses it only with the Numba versions it was written for
 (`supported()`), and plain `cache=True` with any other; and a load that fails for any
-reason is a cache miss, after which the kernel compiles again.
+reason is a cache miss, after which the kernel compiles again. Its index and data files
+are sealed with a checksum (backend.write_sealed): Numba's own raise on most damage, in
+every later process, and unpickle whatever a flipped bit made of the rest.
 
 `helper` compiles the functions generated code calls (srcxform.arrays, blas, vecmath)
-with Numba's own cache, made when first used.
+with Numba's own payload in sealed files, made when first used.
 """
+
+import pickle
 
 import llvmlite.binding as ll
 import numba
 from numba.core import caching, compiler
 from numba.core.codegen import JITCodeLibrary
+
+from srcxform import backend
 
 VERSIONS = ("0.68",)
 
@@ -43,11 +49,42 @@ class _Library(JITCodeLibrary):
         return super()._get_module_for_linking()
 
 
-class _Impl(caching.CompileResultCacheImpl):
-    def get_filename_base(self, fullname, abiflags):
-        # Its files hold another payload than cache=True's, so their names differ.
-        return "sx-" + super().get_filename_base(fullname, abiflags)
+class _SealedFile(caching.IndexDataCacheFile):
+    """Numba's index and data files, sealed: one that is damaged is a miss (warned once),
+    and the save after compiling writes it anew."""
 
+    def load(self, key):
+        name = self._load_index().get(key)
+        return None if name is None else backend.read_sealed(self._data_path(name),
+                                                             pickle.loads)
+
+    def _load_index(self):
+        index = backend.read_sealed(self._index_path, pickle.loads)
+        if index is None or index[:2] != (self._version, self._source_stamp):
+            return {}  # none yet, damaged, or another Numba's or source file's
+        return index[2]
+
+    def _save_index(self, overloads):
+        backend.write_sealed(self._index_path,
+                             self._dump((self._version, self._source_stamp, overloads)))
+
+    def _save_data(self, name, data):
+        backend.write_sealed(self._data_path(name), self._dump(data))
+
+
+class _SealedCache(caching.Cache):
+    """A Numba cache whose files are sealed. Their layout is not Numba's, and their names
+    differ (sx1-): no cache=True reads one, nor this class an earlier srcxform's unsealed
+    file."""
+
+    def __init__(self, py_func):
+        super().__init__(py_func)
+        numbas = self._cache_file
+        self._cache_file = _SealedFile(numbas._cache_path, "sx1-" + self._impl.filename_base,
+                                       numbas._source_stamp)
+
+
+class _Impl(caching.CompileResultCacheImpl):
     def reduce(self, cres):
         # Without the type annotation, which _reduce would format (7 ms of W5's first
         # call) only for it to be dropped.
@@ -66,8 +103,12 @@ class _Impl(caching.CompileResultCacheImpl):
             return None
 
 
-class KernelCache(caching.Cache):
+class KernelCache(_SealedCache):
     _impl_class = _Impl
+
+
+class _HelperCache(_SealedCache):
+    _impl_class = caching.CompileResultCacheImpl
 
 
 def jit(fn, cache, **options):
@@ -90,14 +131,14 @@ def helper(fn):
 
 
 class _LazyCache:
-    """Numba's cache of a function's compiled code, made at its first use."""
+    """A sealed cache of a function's compiled code, made at its first use."""
 
     def __init__(self, fn):
         self._fn, self._cache = fn, None
 
     def __getattr__(self, name):
         if self._cache is None:
-            self._cache = caching.FunctionCache(self._fn)
+            self._cache = _HelperCache(self._fn)
         return getattr(self._cache, name)
 
 
