@@ -32,6 +32,10 @@ CacheInfo = namedtuple("CacheInfo", "hits misses kernels loaded")
 _FORMS = ("value", "grad", "value_and_grad")
 
 _STATIC = (bool, int, str, type(None))
+# The dtypes a kernel computes in (by NumPy's type character; a big-endian array has its
+# native dtype's character and is converted by kernel_arg). float16, longdouble and
+# complex values are refused by name.
+_COMPILED_DTYPES = set(np.typecodes["AllInteger"] + "fd?")
 
 
 def _is_static(leaf):
@@ -42,6 +46,11 @@ def _signature(leaf):
     """The part of the cache key one argument leaf contributes."""
     if isinstance(leaf, (Tensor, Variable)):
         leaf = leaf._value
+    if isinstance(leaf, (np.ndarray, np.generic)) and leaf.dtype.char not in _COMPILED_DTYPES:
+        raise TypeError(f"srcxform.differentiable compiles float32, float64, integer and "
+                        f"bool values, not {leaf.dtype.name}: cast it first "
+                        "(x.astype(np.float32)), or run the function eagerly under a "
+                        "GradientTape")
     if isinstance(leaf, np.ndarray):
         return (leaf.ndim, leaf.dtype.char, tuple(d == 1 for d in leaf.shape))
     if isinstance(leaf, np.generic):

@@ -34,9 +34,12 @@ class Counter:
 
 
 def kernel_arg(leaf):
-    """A traced leaf as the kernel receives it: arrays, with 0-d ones as scalars."""
+    """A traced leaf as the kernel receives it: arrays in native byte order, with 0-d ones
+    as scalars."""
     if isinstance(leaf, (Tensor, Variable)):
         leaf = leaf._value
+    if isinstance(leaf, (np.ndarray, np.generic)) and not leaf.dtype.isnative:
+        leaf = leaf.astype(leaf.dtype.newbyteorder("="))
     if isinstance(leaf, np.ndarray) and leaf.ndim == 0:
         return leaf[()]
     return leaf

@@ -1,0 +1,37 @@
+"""Arrays of dtypes Numba cannot compute in: big-endian ones are converted to native,
+float16, long double and complex ones are refused with srcxform's own TypeError."""
+
+import numpy as np
+import pytest
+
+import srcxform as tf
+
+_square_sum = tf.differentiable(lambda x: tf.reduce_sum(x * x))
+
+
+@pytest.mark.parametrize("dtype", [">f8", ">f4", "<f8"])
+def test_big_endian_arrays_compute_as_native_ones(dtype):
+    x = np.arange(1.0, 4.0).astype(dtype)
+    value, grad = _square_sum.value_and_grad(x)
+    assert value == 14.0
+    np.testing.assert_array_equal(grad, [2.0, 4.0, 6.0])
+    assert grad.dtype == np.dtype(dtype).newbyteorder("=")
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.longdouble, np.complex128])
+def test_dtypes_numba_cannot_compile_are_refused_by_name(dtype):
+    x = np.arange(3.0).astype(dtype)
+    with pytest.raises(TypeError, match=f"not {np.dtype(dtype).name}: cast it first"):
+        _square_sum.grad(x)
+    with pytest.raises(TypeError, match=np.dtype(dtype).name):
+        _square_sum(x[0])  # a NumPy scalar of that dtype too
+
+
+def test_the_eager_tape_still_computes_in_float16():
+    x = tf.constant(np.arange(3.0, dtype=np.float16))
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.reduce_sum(x * x)
+    grad = tape.gradient(y, x)
+    assert grad.dtype == np.float16
+    np.testing.assert_array_equal(grad.numpy(), [0.0, 2.0, 4.0])
