@@ -83,6 +83,11 @@ class _SealedCache(caching.Cache):
         self._cache_file = _SealedFile(numbas._cache_path, "sx1-" + self._impl.filename_base,
                                        numbas._source_stamp)
 
+    def _index_key(self, sig, codegen):
+        # Code compiled with bounds checks (NUMBA_BOUNDSCHECK=1) is other code: Numba's key
+        # does not say so.
+        return super()._index_key(sig, codegen) + (numba.config.BOUNDSCHECK,)
+
 
 class _Impl(caching.CompileResultCacheImpl):
     def reduce(self, cres):
