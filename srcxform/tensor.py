@@ -227,10 +227,9 @@ class Tensor(Value):
                 f"shape={self.shape}, dtype={self.dtype.name})")
 
     def __format__(self, spec):
-        if not spec:
-            return str(self)
-        value = np.asarray(self.numpy())
-        return format(value.item() if value.ndim == 0 else value, spec)
+        # TensorFlow formats the NumPy value, whatever the spec: f"{t}" of a scalar is
+        # "9.0", of an array str(array); an array with a spec raises NumPy's TypeError.
+        return format(self.numpy(), spec)
 
 
 class SizeConstant(Tensor):
@@ -338,7 +337,9 @@ def _to_array(value, dtype=None):
     """TensorFlow's conversion: Python floats become float32 and ints int32; NumPy
     values keep their dtype unless one is given."""
     if isinstance(value, Value):
-        array = np.asarray(as_value(value)._value)
+        source = as_value(value)
+        # A weak value (made of Python scalars) converts at the dtype it reports.
+        array = source._value.astype(source.dtype) if source._weak else source._value
     elif isinstance(value, (np.ndarray, np.generic)):
         array = np.asarray(value)
     else:
