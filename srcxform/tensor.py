@@ -156,7 +156,7 @@ class Tensor(Value):
     __slots__ = ("_value", "_weak", "_id")
 
     def __init__(self, value, dtype=None):
-        self._value = _to_array(value, as_dtype(dtype))
+        self._value = _to_array(value, as_dtype(dtype), copy=True)
         self._weak = False
         self._id = next(_ids)
 
@@ -188,12 +188,15 @@ class Tensor(Value):
         return self._value.ndim
 
     def numpy(self):
-        """The value as a NumPy array (a NumPy scalar for a 0-d tensor, as TensorFlow)."""
-        value = self._value.astype(self.dtype) if self._weak else self._value
-        return value[()] if value.ndim == 0 else value
+        """A copy of the value as a NumPy array (a NumPy scalar for a 0-d tensor), as
+        TensorFlow's: changing it cannot change the Tensor."""
+        array = self._value
+        if array.ndim == 0:
+            return (array.astype(self.dtype) if self._weak else array)[()]
+        return array.astype(self.dtype) if self._weak else array.copy()
 
     def __array__(self, dtype=None, copy=None):
-        return np.asarray(self.numpy(), dtype)
+        return _shared_array(self._value, self.dtype if dtype is None else dtype, copy)
 
     def __float__(self):
         return float(self._one_element("float"))
@@ -247,7 +250,8 @@ class Variable(Value):
     def __init__(self, initial_value, trainable=True, name=None, dtype=None):
         if callable(initial_value):
             initial_value = initial_value()
-        self._value = _to_array(initial_value, as_dtype(dtype)).copy()
+        # A NumPy value is copied; a Tensor's array is shared: neither changes in place.
+        self._value = _to_array(initial_value, as_dtype(dtype), copy=True)
         self._id = next(_ids)
         self.trainable = bool(trainable)
         self.name = name or "Variable:0"
@@ -282,7 +286,7 @@ class Variable(Value):
         return self._value[()] if self._value.ndim == 0 else self._value.copy()
 
     def __array__(self, dtype=None, copy=None):
-        return self._value if dtype is None else self._value.astype(dtype)
+        return _shared_array(self._value, self.dtype if dtype is None else dtype, copy)
 
     def assign(self, value, read_value=True):
         """Replaces the value; the new value must have the Variable's shape."""
@@ -333,26 +337,48 @@ def _numpy_text(array, text):
     return "\n" + body if "\n" in body else body  # TensorFlow breaks before multi-line values
 
 
-def _to_array(value, dtype=None):
+def _shared_array(array, dtype, copy):
+    """NumPy's __array__ protocol over a value's array: a read-only view where no copy is
+    asked for (np.asarray(t) costs no copy and cannot change the value), else a copy."""
+    dtype = np.dtype(dtype)
+    if copy or array.dtype != dtype:
+        if copy is False:
+            raise ValueError(f"a {array.dtype} value cannot be had as {dtype} without a copy")
+        return array.astype(dtype)
+    view = array.view()
+    view.setflags(write=False)
+    return view
+
+
+def _to_array(value, dtype=None, copy=False):
     """TensorFlow's conversion: Python floats become float32 and ints int32; NumPy
-    values keep their dtype unless one is given."""
+    values keep their dtype unless one is given.
+
+    With `copy` (constant, convert_to_tensor, Variable) a NumPy array is copied, once: its
+    owner may change it later, and a Tensor must not change with it. Without, it is used
+    as is: an op's operand, or an array a traced function captures and reads at each
+    call. A Value's array is always shared, Tensors being immutable.
+    """
     if isinstance(value, Value):
         source = as_value(value)
         # A weak value (made of Python scalars) converts at the dtype it reports.
         array = source._value.astype(source.dtype) if source._weak else source._value
-    elif isinstance(value, (np.ndarray, np.generic)):
-        array = np.asarray(value)
-    else:
-        array = np.asarray(value)
-        if array.dtype == np.float64:
-            array = array.astype(np.float32)
-        elif array.dtype == np.int64:
-            array = array.astype(np.int32)
-    if array.dtype.kind not in "biuf":
+        return array if dtype is None else array.astype(dtype, copy=False)
+    if isinstance(value, (np.ndarray, np.generic)):
+        _check_kind(value.dtype, value)
+        return np.array(value, dtype) if copy else np.asarray(value, dtype)
+    array = np.array(value)  # a new array, even from an object that holds one
+    _check_kind(array.dtype, value)
+    if dtype is None and array.dtype in (np.float64, np.int64):
+        dtype = np.float32 if array.dtype == np.float64 else np.int32
+    return array if dtype is None else array.astype(dtype, copy=False)
+
+
+def _check_kind(dtype, value):
+    if dtype.kind not in "biuf":
         # Strings and objects have no ops, and complex values no real-valued gradients.
-        raise TypeError(f"cannot convert a {type(value).__name__} of dtype {array.dtype} to a "
+        raise TypeError(f"cannot convert a {type(value).__name__} of dtype {dtype} to a "
                         "tensor: srcxform supports bool, integer and float values")
-    return array if dtype is None else array.astype(dtype)
 
 
 def as_value(x, op=None):
