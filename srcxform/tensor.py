@@ -142,6 +142,56 @@ class Value:
         for i in range(len(self)):
             yield self[i]
 
+    # ----- NumPy's array methods -----
+    # Each runs the entry that NumPy dispatch gives the NumPy function of that name, so
+    # t.sum(axis) is np.sum(t, axis): NumPy's arguments and result dtypes, srcxform's ops,
+    # differentiable on a tape and in a compiled function alike.
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False, **unsupported):
+        return _numpy(np.sum)(self, axis, dtype, out, keepdims, **unsupported)
+
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False, **unsupported):
+        return _numpy(np.mean)(self, axis, dtype, out, keepdims, **unsupported)
+
+    def prod(self, axis=None, dtype=None, out=None, keepdims=False, **unsupported):
+        return _numpy(np.prod)(self, axis, dtype, out, keepdims, **unsupported)
+
+    def max(self, axis=None, out=None, keepdims=False, **unsupported):
+        return _numpy(np.max)(self, axis, out, keepdims, **unsupported)
+
+    def min(self, axis=None, out=None, keepdims=False, **unsupported):
+        return _numpy(np.min)(self, axis, out, keepdims, **unsupported)
+
+    def reshape(self, *shape, order="C"):
+        """t.reshape(2, 3) or t.reshape((2, 3)), as NumPy's."""
+        return _numpy(np.reshape)(self, _one_or_many(shape), order)
+
+    def transpose(self, *axes):
+        """t.transpose() reverses the axes; t.transpose(1, 0) or t.transpose((1, 0))
+        permutes them, as NumPy's."""
+        return _numpy(np.transpose)(self, _one_or_many(axes) if axes else None)
+
+    def flatten(self, order="C"):
+        return _numpy(np.reshape)(self, (-1,), order)
+
+    ravel = flatten  # a Tensor is immutable: a copy and a view cannot be told apart
+
+    def squeeze(self, axis=None):
+        return _numpy(np.squeeze)(self, axis)
+
+    def astype(self, dtype, copy=True):
+        """self cast to dtype (srcxform.cast); `copy` has no effect on an immutable value."""
+        return _ops.cast(self, dtype)
+
+    def dot(self, b, out=None):
+        return _numpy(np.dot)(self, b, out=out)
+
+    def clip(self, min=None, max=None, out=None, **kwargs):
+        return _numpy(np.clip)(self, min, max, out, **kwargs)
+
+    def item(self, *args):
+        """The element as a Python scalar (NumPy's item; eager only)."""
+        return np.asarray(self).item(*args)
+
     # ----- NumPy dispatch -----
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         return _ops.numpy_dispatch.array_ufunc(ufunc, method, inputs, kwargs)
@@ -328,6 +378,18 @@ class Variable(Value):
 
     def __format__(self, spec):
         return format(self._read(), spec)
+
+
+def _numpy(func):
+    """The srcxform implementation NumPy dispatch runs for the NumPy function func."""
+    return _ops.numpy_dispatch.FUNCTIONS[func]
+
+
+def _one_or_many(args):
+    """NumPy's `*shape` and `*axes`: one tuple or list (or None) stands for all of them."""
+    if len(args) == 1 and (args[0] is None or isinstance(args[0], (tuple, list))):
+        return args[0]
+    return args
 
 
 def _numpy_text(array, text):

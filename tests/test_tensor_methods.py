@@ -107,3 +107,98 @@ def test_numpy_returns_a_copy_and_asarray_a_readonly_view(make):
 def test_asarray_of_a_weak_value_has_its_reported_dtype():
     assert np.asarray(tf.add(2.0, 3.0)).dtype == np.float32
     assert tf.add(2.0, 3.0).numpy().dtype == np.float32
+
+
+# ----- NumPy's array methods -----
+
+MATRIX = np.array([[1.0, -2.0, 3.0], [4.0, 0.5, -6.0]])
+
+METHOD_CALLS = {
+    "sum": lambda a: a.sum(),
+    "sum axis keepdims": lambda a: a.sum(axis=0, keepdims=True),
+    "sum dtype": lambda a: a.sum(1, np.float32),
+    "mean": lambda a: a.mean(axis=1),
+    "max": lambda a: a.max(),
+    "max axis keepdims": lambda a: a.max(axis=1, keepdims=True),
+    "min": lambda a: a.min(0),
+    "prod": lambda a: a.prod(axis=(0, 1)),
+    "reshape tuple": lambda a: a.reshape((3, 2)),
+    "reshape args": lambda a: a.reshape(3, -1),
+    "reshape int": lambda a: a.reshape(6),
+    "transpose": lambda a: a.transpose(),
+    "transpose args": lambda a: a.transpose(1, 0),
+    "transpose tuple": lambda a: a.transpose((1, 0)),
+    "astype": lambda a: a.astype(np.float32),
+    "astype int": lambda a: a.astype(np.int32),
+    "dot": lambda a: a.dot(np.arange(3.0)),
+    "flatten": lambda a: a.flatten(),
+    "ravel": lambda a: a.ravel(),
+    "squeeze": lambda a: a.reshape(1, 6, 1).squeeze(),
+    "squeeze axis": lambda a: a.reshape(1, 6, 1).squeeze(axis=0),
+    "clip": lambda a: a.clip(-1.0, 2.0),
+    "clip max keyword": lambda a: a.clip(max=2.0),
+}
+
+
+@pytest.mark.parametrize("call", METHOD_CALLS.values(), ids=METHOD_CALLS.keys())
+@pytest.mark.parametrize("make", [tf.constant, tf.Variable], ids=["Tensor", "Variable"])
+def test_methods_give_numpys_values_and_dtypes(call, make):
+    expected = call(MATRIX)
+    got = call(make(MATRIX))
+    assert isinstance(got, tf.Tensor)
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    np.testing.assert_array_equal(got.numpy(), expected)
+
+
+def test_methods_follow_numpys_dtypes_for_integers():
+    ints = np.array([[1, 2], [3, 4]], dtype=np.int32)
+    t = tf.constant(ints)
+    assert t.sum().dtype == ints.sum().dtype == np.int64
+    assert t.mean().dtype == np.float64 and t.mean().numpy() == 2.5
+    assert t.max().dtype == np.int32
+
+
+def test_item_gives_a_python_scalar():
+    t = tf.constant([[1.5, 2.5]])
+    assert t[0, 1].item() == 2.5 and type(t[0, 1].item()) is float
+    assert t.item(1) == 2.5
+    assert tf.Variable(3).item() == 3 and type(tf.Variable(3).item()) is int
+    with pytest.raises(ValueError, match="size 1"):
+        t.item()
+
+
+def test_unsupported_method_arguments_raise():
+    with pytest.raises(TypeError, match="out"):
+        tf.constant(MATRIX).sum(out=np.empty(3))
+    with pytest.raises(TypeError, match="order"):
+        tf.constant(MATRIX).flatten(order="F")
+
+
+def numpy_style_loss(w, x):
+    """A loss written for NumPy arrays, with every method that has a gradient."""
+    h = x.dot(w).reshape(-1, 2).transpose()
+    s = h.clip(-2.0, 2.0).sum(axis=1, keepdims=True)
+    m = h.mean(0).max() + h.min() + h.prod(axis=0).sum()
+    f = h.astype(np.float64).flatten().ravel()
+    q = w.reshape(1, 3).squeeze().transpose((0,))
+    return s.sum() * 0.5 + m + (f * f).mean() + q.dot(q)
+
+
+def test_methods_are_differentiable_eagerly_and_compiled():
+    from srcxform.testing import check_grads
+
+    rng = np.random.default_rng(0)
+    w, x = rng.standard_normal(3), rng.standard_normal((4, 3))
+    expected = numpy_style_loss(w, x)  # plain NumPy arrays: the same code
+    np.testing.assert_allclose(numpy_style_loss(tf.constant(w), tf.constant(x)).numpy(),
+                               expected, rtol=1e-14)
+    np.testing.assert_allclose(tf.differentiable(numpy_style_loss)(w, x), expected, rtol=1e-14)
+    check_grads(numpy_style_loss, [w, x], compiled=True)
+
+
+def test_a_variables_methods_are_watched_by_the_tape():
+    v = tf.Variable([[1.0, 2.0], [3.0, 4.0]])
+    with tf.GradientTape() as tape:
+        y = v.reshape(4).dot(tf.constant([1.0, 2.0, 3.0, 4.0])) + v.T.sum()
+    np.testing.assert_array_equal(tape.gradient(y, v).numpy(), [[2.0, 3.0], [4.0, 5.0]])
+
