@@ -13,6 +13,7 @@ from srcxform import recording
 from srcxform.aval import Aval
 from srcxform.dims import Dim, value
 from srcxform.dtypes import as_dtype, settled, weak_storage
+from srcxform.errors import TracingError, where
 
 _ids = itertools.count(1)
 
@@ -423,6 +424,9 @@ def _to_array(value, dtype=None, copy=False):
     """
     if isinstance(value, Value):
         source = as_value(value)
+        if source._trace is not None:
+            raise TracingError(f"{where()}\n  a traced value cannot become a constant or a "
+                               "Variable's initial value while compiling; use it as it is")
         # A weak value (made of Python scalars) converts at the dtype it reports.
         array = source._value.astype(source.dtype) if source._weak else source._value
         return array if dtype is None else array.astype(dtype, copy=False)

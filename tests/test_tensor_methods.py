@@ -202,3 +202,58 @@ def test_a_variables_methods_are_watched_by_the_tape():
         y = v.reshape(4).dot(tf.constant([1.0, 2.0, 3.0, 4.0])) + v.T.sum()
     np.testing.assert_array_equal(tape.gradient(y, v).numpy(), [[2.0, 3.0], [4.0, 5.0]])
 
+
+# ----- a traced value's errors name the user's line -----
+
+
+def _line_of(text):
+    """`test_tensor_methods.py:<n>` of the line in this file that contains `text`."""
+    with open(__file__) as source:
+        number = next(i for i, line in enumerate(source, 1)
+                      if text in line and "_line_of" not in line)
+    return f"test_tensor_methods.py:{number}:"
+
+
+def _unknown_attribute(x):
+    return x.frobnicate()
+
+
+def _item_assignment(x):
+    x[0] = 1.0
+    return x
+
+
+def _item_of_traced(x):
+    return x.sum().item()
+
+
+def _constant_of_traced(x):
+    return tf.constant(x)
+
+
+@pytest.mark.parametrize("fn, line, says", [
+    (_unknown_attribute, "return x.frobnicate()", ".frobnicate of a traced value"),
+    (_item_assignment, "x[0] = 1.0", "srcxform.where"),
+    (_item_of_traced, "return x.sum().item()", ".item() of a traced value"),
+    (_constant_of_traced, "return tf.constant(x)", "cannot become a constant"),
+])
+def test_tracer_errors_name_the_users_line_and_the_alternative(fn, line, says):
+    with pytest.raises(tf.TracingError) as info:
+        tf.differentiable(fn)(np.ones(3))
+    message = str(info.value)
+    assert message.startswith(_line_of(line)) and line in message and says in message
+
+
+def test_an_unknown_attribute_of_a_tracer_is_still_an_attribute_error():
+    seen = []
+
+    def probe(x):
+        seen.append((hasattr(x, "frobnicate"), getattr(x, "numpy_only", None),
+                     hasattr(x, "__array_interface__"), hasattr(x, "sum")))
+        with pytest.raises(AttributeError, match="no attribute '_private'") as private:
+            _ = x._private
+        assert not isinstance(private.value, tf.TracingError)  # Python's own probe: a miss
+        return x.sum()
+
+    assert tf.differentiable(probe)(np.ones(3)) == 3.0
+    assert seen == [(False, None, False, True)]
