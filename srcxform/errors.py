@@ -19,6 +19,11 @@ class TracingError(SrcxformError):
     """A function cannot be traced: it asked a traced value for something only known at run time."""
 
 
+class TracingAttributeError(TracingError, AttributeError):
+    """A traced value asked for an attribute it does not have. An AttributeError too, so
+    that hasattr() and getattr() with a default read it as a missing attribute."""
+
+
 class ShapeError(SrcxformError, ValueError):
     """Operands whose shapes do not fit the op."""
 

@@ -13,6 +13,7 @@ from srcxform import recording
 from srcxform.aval import Aval
 from srcxform.dims import Dim, value
 from srcxform.dtypes import as_dtype, settled, weak_storage
+from srcxform.errors import TracingError, where
 
 _ids = itertools.count(1)
 
@@ -142,6 +143,56 @@ class Value:
         for i in range(len(self)):
             yield self[i]
 
+    # ----- NumPy's array methods -----
+    # Each runs the entry that NumPy dispatch gives the NumPy function of that name, so
+    # t.sum(axis) is np.sum(t, axis): NumPy's arguments and result dtypes, srcxform's ops,
+    # differentiable on a tape and in a compiled function alike.
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False, **unsupported):
+        return _numpy(np.sum)(self, axis, dtype, out, keepdims, **unsupported)
+
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False, **unsupported):
+        return _numpy(np.mean)(self, axis, dtype, out, keepdims, **unsupported)
+
+    def prod(self, axis=None, dtype=None, out=None, keepdims=False, **unsupported):
+        return _numpy(np.prod)(self, axis, dtype, out, keepdims, **unsupported)
+
+    def max(self, axis=None, out=None, keepdims=False, **unsupported):
+        return _numpy(np.max)(self, axis, out, keepdims, **unsupported)
+
+    def min(self, axis=None, out=None, keepdims=False, **unsupported):
+        return _numpy(np.min)(self, axis, out, keepdims, **unsupported)
+
+    def reshape(self, *shape, order="C"):
+        """t.reshape(2, 3) or t.reshape((2, 3)), as NumPy's."""
+        return _numpy(np.reshape)(self, _one_or_many(shape), order)
+
+    def transpose(self, *axes):
+        """t.transpose() reverses the axes; t.transpose(1, 0) or t.transpose((1, 0))
+        permutes them, as NumPy's."""
+        return _numpy(np.transpose)(self, _one_or_many(axes) if axes else None)
+
+    def flatten(self, order="C"):
+        return _numpy(np.reshape)(self, (-1,), order)
+
+    ravel = flatten  # a Tensor is immutable: a copy and a view cannot be told apart
+
+    def squeeze(self, axis=None):
+        return _numpy(np.squeeze)(self, axis)
+
+    def astype(self, dtype, copy=True):
+        """self cast to dtype (srcxform.cast); `copy` has no effect on an immutable value."""
+        return _ops.cast(self, dtype)
+
+    def dot(self, b, out=None):
+        return _numpy(np.dot)(self, b, out=out)
+
+    def clip(self, min=None, max=None, out=None, **kwargs):
+        return _numpy(np.clip)(self, min, max, out, **kwargs)
+
+    def item(self, *args):
+        """The element as a Python scalar (NumPy's item; eager only)."""
+        return np.asarray(self).item(*args)
+
     # ----- NumPy dispatch -----
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         return _ops.numpy_dispatch.array_ufunc(ufunc, method, inputs, kwargs)
@@ -156,7 +207,7 @@ class Tensor(Value):
     __slots__ = ("_value", "_weak", "_id")
 
     def __init__(self, value, dtype=None):
-        self._value = _to_array(value, as_dtype(dtype))
+        self._value = _to_array(value, as_dtype(dtype), copy=True)
         self._weak = False
         self._id = next(_ids)
 
@@ -188,12 +239,15 @@ class Tensor(Value):
         return self._value.ndim
 
     def numpy(self):
-        """The value as a NumPy array (a NumPy scalar for a 0-d tensor, as TensorFlow)."""
-        value = self._value.astype(self.dtype) if self._weak else self._value
-        return value[()] if value.ndim == 0 else value
+        """A copy of the value as a NumPy array (a NumPy scalar for a 0-d tensor), as
+        TensorFlow's: changing it cannot change the Tensor."""
+        array = self._value
+        if array.ndim == 0:
+            return (array.astype(self.dtype) if self._weak else array)[()]
+        return array.astype(self.dtype) if self._weak else array.copy()
 
     def __array__(self, dtype=None, copy=None):
-        return np.asarray(self.numpy(), dtype)
+        return _shared_array(self._value, self.dtype if dtype is None else dtype, copy)
 
     def __float__(self):
         return float(self._one_element("float"))
@@ -227,10 +281,9 @@ class Tensor(Value):
                 f"shape={self.shape}, dtype={self.dtype.name})")
 
     def __format__(self, spec):
-        if not spec:
-            return str(self)
-        value = np.asarray(self.numpy())
-        return format(value.item() if value.ndim == 0 else value, spec)
+        # TensorFlow formats the NumPy value, whatever the spec: f"{t}" of a scalar is
+        # "9.0", of an array str(array); an array with a spec raises NumPy's TypeError.
+        return format(self.numpy(), spec)
 
 
 class SizeConstant(Tensor):
@@ -248,7 +301,8 @@ class Variable(Value):
     def __init__(self, initial_value, trainable=True, name=None, dtype=None):
         if callable(initial_value):
             initial_value = initial_value()
-        self._value = _to_array(initial_value, as_dtype(dtype)).copy()
+        # A NumPy value is copied; a Tensor's array is shared: neither changes in place.
+        self._value = _to_array(initial_value, as_dtype(dtype), copy=True)
         self._id = next(_ids)
         self.trainable = bool(trainable)
         self.name = name or "Variable:0"
@@ -283,7 +337,7 @@ class Variable(Value):
         return self._value[()] if self._value.ndim == 0 else self._value.copy()
 
     def __array__(self, dtype=None, copy=None):
-        return self._value if dtype is None else self._value.astype(dtype)
+        return _shared_array(self._value, self.dtype if dtype is None else dtype, copy)
 
     def assign(self, value, read_value=True):
         """Replaces the value; the new value must have the Variable's shape."""
@@ -327,6 +381,18 @@ class Variable(Value):
         return format(self._read(), spec)
 
 
+def _numpy(func):
+    """The srcxform implementation NumPy dispatch runs for the NumPy function func."""
+    return _ops.numpy_dispatch.FUNCTIONS[func]
+
+
+def _one_or_many(args):
+    """NumPy's `*shape` and `*axes`: one tuple or list (or None) stands for all of them."""
+    if len(args) == 1 and (args[0] is None or isinstance(args[0], (tuple, list))):
+        return args[0]
+    return args
+
+
 def _numpy_text(array, text):
     if array.ndim == 0:
         return str(array[()])
@@ -334,24 +400,51 @@ def _numpy_text(array, text):
     return "\n" + body if "\n" in body else body  # TensorFlow breaks before multi-line values
 
 
-def _to_array(value, dtype=None):
+def _shared_array(array, dtype, copy):
+    """NumPy's __array__ protocol over a value's array: a read-only view where no copy is
+    asked for (np.asarray(t) costs no copy and cannot change the value), else a copy."""
+    dtype = np.dtype(dtype)
+    if copy or array.dtype != dtype:
+        if copy is False:
+            raise ValueError(f"a {array.dtype} value cannot be had as {dtype} without a copy")
+        return array.astype(dtype)
+    view = array.view()
+    view.setflags(write=False)
+    return view
+
+
+def _to_array(value, dtype=None, copy=False):
     """TensorFlow's conversion: Python floats become float32 and ints int32; NumPy
-    values keep their dtype unless one is given."""
+    values keep their dtype unless one is given.
+
+    With `copy` (constant, convert_to_tensor, Variable) a NumPy array is copied, once: its
+    owner may change it later, and a Tensor must not change with it. Without, it is used
+    as is: an op's operand, or an array a traced function captures and reads at each
+    call. A Value's array is always shared, Tensors being immutable.
+    """
     if isinstance(value, Value):
-        array = np.asarray(as_value(value)._value)
-    elif isinstance(value, (np.ndarray, np.generic)):
-        array = np.asarray(value)
-    else:
-        array = np.asarray(value)
-        if array.dtype == np.float64:
-            array = array.astype(np.float32)
-        elif array.dtype == np.int64:
-            array = array.astype(np.int32)
-    if array.dtype.kind not in "biuf":
+        source = as_value(value)
+        if source._trace is not None:
+            raise TracingError(f"{where()}\n  a traced value cannot become a constant or a "
+                               "Variable's initial value while compiling; use it as it is")
+        # A weak value (made of Python scalars) converts at the dtype it reports.
+        array = source._value.astype(source.dtype) if source._weak else source._value
+        return array if dtype is None else array.astype(dtype, copy=False)
+    if isinstance(value, (np.ndarray, np.generic)):
+        _check_kind(value.dtype, value)
+        return np.array(value, dtype) if copy else np.asarray(value, dtype)
+    array = np.array(value)  # a new array, even from an object that holds one
+    _check_kind(array.dtype, value)
+    if dtype is None and array.dtype in (np.float64, np.int64):
+        dtype = np.float32 if array.dtype == np.float64 else np.int32
+    return array if dtype is None else array.astype(dtype, copy=False)
+
+
+def _check_kind(dtype, value):
+    if dtype.kind not in "biuf":
         # Strings and objects have no ops, and complex values no real-valued gradients.
-        raise TypeError(f"cannot convert a {type(value).__name__} of dtype {array.dtype} to a "
+        raise TypeError(f"cannot convert a {type(value).__name__} of dtype {dtype} to a "
                         "tensor: srcxform supports bool, integer and float values")
-    return array if dtype is None else array.astype(dtype)
 
 
 def as_value(x, op=None):

@@ -11,7 +11,13 @@ import numpy as np
 
 from srcxform import dims, recording
 from srcxform.aval import Aval
-from srcxform.errors import TracingError, user_frame, user_frame_object, where
+from srcxform.errors import (
+    TracingAttributeError,
+    TracingError,
+    user_frame,
+    user_frame_object,
+    where,
+)
 from srcxform.ir import Eqn, Lit, Program, Var
 from srcxform.names import assigned_name
 from srcxform.tensor import SizeConstant, Tensor, Value, as_value
@@ -25,6 +31,13 @@ _NUMBER = ("a traced value's number is unknown while compiling; keep it a tensor
 _SIZE = ("a traced value's length is not fixed while compiling (a new batch size reuses the "
          "kernel); use whole-array ops (reduce_sum, matmul, gather) or pass the count as a "
          "static int argument")
+_ATTRIBUTE = ("no such attribute; srcxform values have TensorFlow's ops (srcxform.<op>(x)), "
+              "the operators and NumPy's array methods (sum, mean, max, reshape, transpose, "
+              "astype, dot, ...); for anything else, compute on the result outside the "
+              "compiled function (np.asarray(result))")
+_IMMUTABLE = ("values are immutable; build a new one: srcxform.where(mask, new, x) replaces "
+              "elements, srcxform.scatter_add adds rows at indices, or change the result "
+              "with NumPy outside the compiled function (np.asarray(result))")
 
 
 class Tracer(Value):
@@ -64,6 +77,19 @@ class Tracer(Value):
 
     def __array__(self, dtype=None, copy=None):
         self._fail("np.asarray() of a traced value", _NUMBER)
+
+    def item(self, *args):
+        self._fail(".item() of a traced value", _NUMBER)
+
+    def __setitem__(self, index, value):
+        self._fail("assigning to an item of a traced value", _IMMUTABLE)
+
+    def __getattr__(self, name):
+        # Reached only for a name the class lacks. Python and NumPy probe private and
+        # special names (__array_interface__): those stay a plain AttributeError.
+        if name.startswith("_"):
+            raise AttributeError(f"'Tracer' object has no attribute {name!r}")
+        raise TracingAttributeError(f"{where()}\n  .{name} of a traced value: {_ATTRIBUTE}")
 
     def __repr__(self):
         return f"<srcxform.Tracer {self.aval.short()}>"

@@ -7,6 +7,7 @@ traced; everything else makes a Tensor directly.
 import numpy as np
 
 from srcxform.dtypes import as_dtype, float32, promote, settled
+from srcxform.ops.elementwise import cast
 from srcxform.ops.shape import broadcast_to
 from srcxform.tensor import Tensor, Value, as_value
 
@@ -35,8 +36,14 @@ def ones(shape, dtype=float32, name=None):
 
 
 def fill(dims, value, name=None):
-    """A tensor of shape `dims` filled with value (tf.fill)."""
-    return broadcast_to(as_value(value, "fill"), _shape(dims, "fill"))
+    """A tensor of shape `dims` filled with value (tf.fill); a Python scalar fills a
+    float32 or int32 tensor, as in TensorFlow."""
+    value = as_value(value, "fill")
+    if value.aval.weak:
+        # A weak scalar is held as float64/int64; the filled tensor is a strong value of
+        # the dtype it reports, not a weak float64 array that a Variable would copy.
+        value = cast(value, settled(value.aval.dtype))
+    return broadcast_to(value, _shape(dims, "fill"))
 
 
 def _like(input, value, dtype):
