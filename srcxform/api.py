@@ -15,7 +15,7 @@ from collections import namedtuple
 import numpy as np
 
 from srcxform import backend, index
-from srcxform.recording import ACTIVE, TRACES
+from srcxform.recording import CONTEXT
 from srcxform.codegen import generate
 from srcxform.dims import guard_conditions
 from srcxform.errors import TracingError
@@ -142,7 +142,8 @@ class Differentiable:
         """The slow path: inline under a tape or a trace; else find or compile the kernel
         for these arguments, and put an entry for calls like this one in front of the warm
         path."""
-        if TRACES or ACTIVE and any(t._recording for t in ACTIVE):
+        tapes = CONTEXT.tapes
+        if CONTEXT.traces or tapes and any(t._recording for t in tapes):
             return self._inline(form, args, kwargs)
         mode = "value" if form == "value" else "value_and_grad"
         with backend.gc_paused():  # a first call compiles
@@ -316,9 +317,9 @@ def _traced_value_and_grad(fn, args, kwargs, positions):
     every = [leaf for leaves, _ in sources for leaf in leaves]
     found = [g if g is not None else _zeros_like(leaf)
              for g, leaf in zip(tape._gradient_leaves(out, every, None), every)]  # one sweep
-    if TRACES:
+    if CONTEXT.traces:
         for g, leaf in zip(found, every):
-            TRACES[-1].name_gradient(g, leaf)
+            CONTEXT.traces[-1].name_gradient(g, leaf)
     grads, start = [], 0
     for leaves, tree in sources:
         grads.append(tree_unflatten(tree, found[start:start + len(leaves)]))

@@ -18,7 +18,7 @@ import numpy as np
 
 from srcxform import backend
 from srcxform.dims import evaluate, expr_of, render
-from srcxform.recording import OPEN
+from srcxform.recording import CONTEXT, OPEN_ANYWHERE
 from srcxform.tensor import Tensor, Variable
 from srcxform.tree import tree_flatten, tree_unflatten
 
@@ -364,7 +364,7 @@ def _build_entry(kernel, form, args, fallback, hits):
         direct = kernel.fn.direct(kernel.arguments(leaves) + spare) or kernel.fn
     namespace = dict(w.constants, **w.last_shapes, fallback=fallback, hits=hits, np=np,
                      empty=np.empty, getrefcount=sys.getrefcount, direct=direct,
-                     checked=kernel.fn, OPEN=OPEN, NO=_NO)
+                     checked=kernel.fn, OPEN_ANYWHERE=OPEN_ANYWHERE, CONTEXT=CONTEXT, NO=_NO)
     for b, array in enumerate(spare):  # globals: quicker to read than a list's items
         namespace.update({f"spare{b}": array, f"shape{b}": array.shape})
     exec(backend.code(_signature(len(args)) + "\n".join(f"    {line}" for line in body)),
@@ -384,10 +384,12 @@ def _signature(n_args):
 
 def _prologue(w, n_args):
     """The entry's first lines: calls with keywords, another number of arguments, or
-    under a tape or a trace go to the fallback; then the arguments' leaves, unpacked."""
+    under a tape or a trace of this thread go to the fallback; then the arguments' leaves,
+    unpacked."""
     names = ", ".join(f"a{i}" for i in range(n_args)) + ("," if n_args == 1 else "")
     given = f"*[a for a in ({names}) if a is not NO], " if n_args else ""
-    lines = [f"if more or kwargs{f' or a{n_args - 1} is NO' if n_args else ''} or OPEN:",
+    too_few = f" or a{n_args - 1} is NO" if n_args else ""
+    lines = [f"if more or kwargs{too_few} or OPEN_ANYWHERE and CONTEXT.open:",
              f"    return fallback({given}*more, **kwargs)"]
     if any("[" in line for line in w.unpack):  # unpacking containers can fail
         return lines + ["try:"] + [f"    {line}" for line in w.unpack] + [
