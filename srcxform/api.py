@@ -9,6 +9,7 @@ one kernel call, build the results (kernel.py).
 import functools
 import inspect
 import os
+import threading
 import weakref
 from collections import namedtuple
 
@@ -87,6 +88,7 @@ class Differentiable:
         self._chained = set()  # (kernel, form) pairs with an entry in self._warm's chain
         self._hits, self._misses = Counter(), 0
         self._bound = weakref.WeakKeyDictionary()
+        self._lock = threading.RLock()  # held finding or compiling a kernel, and chaining
 
     def __repr__(self):
         return f"<srcxform.differentiable {getattr(self.fn, '__qualname__', self.fn)}>"
@@ -152,13 +154,19 @@ class Differentiable:
             # The entry is made once the call has compiled the kernel: it calls the
             # compiled code directly.
             if not kwargs and (kernel, form) not in self._chained:
-                self._chained.add((kernel, form))
-                shape = (form, isinstance(self.wrt, int))
-                head = self._warm[form] = kernel.entry(shape, args, self._warm[form],
-                                                       self._hits)
-                if form != "value":  # f.grad is the head itself, one call less than a forwarder
-                    setattr(self, form, head)
+                self._chain(kernel, form, args)
         return results
+
+    def _chain(self, kernel, form, args):
+        """Puts an entry for calls like `args` to `kernel` in front of the warm path."""
+        with self._lock:
+            if (kernel, form) in self._chained:  # another thread's call made it first
+                return
+            self._chained.add((kernel, form))
+            shape = (form, isinstance(self.wrt, int))
+            head = self._warm[form] = kernel.entry(shape, args, self._warm[form], self._hits)
+            if form != "value":  # f.grad is the head itself, one call less than a forwarder
+                setattr(self, form, head)
 
     def _shape(self, form, results):
         """Results of the general path shaped as the form returns them (kernel._result
@@ -177,6 +185,12 @@ class Differentiable:
         return self._shape(form, [value, grads])
 
     def _kernel(self, mode, args, kwargs):
+        """The kernel for these arguments, found or compiled, and their leaves. One thread
+        at a time: a first call racing another waits for its kernel."""
+        with self._lock:
+            return self._find_or_compile(mode, args, kwargs)
+
+    def _find_or_compile(self, mode, args, kwargs):
         leaves, treedef = tree_flatten((args, kwargs))
         key = (mode, treedef, tuple(_signature(leaf) for leaf in leaves))
         candidates = self._kernels.setdefault(key, [])
