@@ -308,9 +308,11 @@ class _EntryWriter:
         return f"{array_expr}.shape[{axis}]"
 
 # An entry keeps the output arrays it returned last, and fills them again when nothing
-# else holds them (a reference count of 3: its global name spare<b>, its local name,
-# getrefcount's argument), rather than allocating: nobody can see the difference.
-# Reference counts say so only where the GIL serializes them.
+# else holds them (a reference count of 3: the pair in its global spare<b>, its local
+# name, getrefcount's argument), rather than allocating: nobody can see the difference.
+# Reference counts say so only where the GIL serializes them. The pair is the array and
+# its shape, read and replaced at once: a call in another thread that replaces the array
+# between this call's tests cannot pair it with the other array's shape.
 _REUSE = getattr(sys, "_is_gil_enabled", lambda: True)()
 
 
@@ -366,7 +368,7 @@ def _build_entry(kernel, form, args, fallback, hits):
                      empty=np.empty, getrefcount=sys.getrefcount, direct=direct,
                      checked=kernel.fn, OPEN_ANYWHERE=OPEN_ANYWHERE, CONTEXT=CONTEXT, NO=_NO)
     for b, array in enumerate(spare):  # globals: quicker to read than a list's items
-        namespace.update({f"spare{b}": array, f"shape{b}": array.shape})
+        namespace[f"spare{b}"] = array, array.shape
     exec(backend.code(_signature(len(args)) + "\n".join(f"    {line}" for line in body)),
          namespace)
     return namespace["entry"]
@@ -398,9 +400,9 @@ def _prologue(w, n_args):
 
 
 def _reused_buffers(kernel, w, kernel_args, size):
-    """Lines finding each output buffer: the array the entry returned last call (the
-    entry's global spare<b>, its shape in shape<b>) where nothing else refers to it and
-    its shape fits, else a new one; the buffers' names; and the globals the lines assign.
+    """Lines finding each output buffer: the array the entry returned last call (with
+    its shape, the pair in the entry's global spare<b>) where nothing else refers to it
+    and its shape fits, else a new one; the buffers' names; and the globals the lines assign.
     A buffer with an input's exact shape uses that input's shape tuple."""
     shape_names = {}
     for index, arg in enumerate(kernel_args):
@@ -410,11 +412,11 @@ def _reused_buffers(kernel, w, kernel_args, size):
     lines, names, kept = [], [], []
     for b, (shape, dtype) in enumerate(_buffer_shapes(kernel, size, shape_names)):
         if _REUSE:
-            lines += [f"o{b} = spare{b}",
-                      f"if getrefcount(o{b}) != 3 or shape{b} != {shape}:",
-                      f"    o{b} = spare{b} = empty({shape}{dtype})",
-                      f"    shape{b} = o{b}.shape"]
-            kept += [f"spare{b}", f"shape{b}"]
+            lines += [f"o{b}, o{b}_shape = spare{b}",
+                      f"if getrefcount(o{b}) != 3 or o{b}_shape != {shape}:",
+                      f"    o{b} = empty({shape}{dtype})",
+                      f"    spare{b} = o{b}, o{b}.shape"]
+            kept.append(f"spare{b}")
         else:
             lines.append(f"o{b} = empty({shape}{dtype})")
         names.append(f"o{b}")
