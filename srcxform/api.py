@@ -9,13 +9,14 @@ one kernel call, build the results (kernel.py).
 import functools
 import inspect
 import os
+import threading
 import weakref
 from collections import namedtuple
 
 import numpy as np
 
 from srcxform import backend, crosscheck, index
-from srcxform.recording import ACTIVE, TRACES
+from srcxform.recording import CONTEXT
 from srcxform.codegen import generate
 from srcxform.dims import guard_conditions
 from srcxform.errors import TracingError
@@ -98,6 +99,7 @@ class Differentiable:
         self._chained = set()  # (kernel, form) pairs with an entry in self._warm's chain
         self._hits, self._misses, self._loaded = Counter(), 0, 0
         self._bound = weakref.WeakKeyDictionary()
+        self._lock = threading.RLock()  # held finding or compiling a kernel, and chaining
 
     def __repr__(self):
         return f"<srcxform.differentiable {getattr(self.fn, '__qualname__', self.fn)}>"
@@ -157,7 +159,8 @@ class Differentiable:
         """The slow path: inline under a tape or a trace; else find or compile the kernel
         for these arguments, and put an entry for calls like this one in front of the warm
         path."""
-        if TRACES or ACTIVE and any(t._recording for t in ACTIVE):
+        tapes = CONTEXT.tapes
+        if CONTEXT.traces or tapes and any(t._recording for t in tapes):
             return self._inline(form, args, kwargs)
         mode = "value" if form == "value" else "value_and_grad"
         with backend.gc_paused():  # a first call compiles
@@ -176,13 +179,19 @@ class Differentiable:
             # The entry is made once the call has compiled the kernel: it calls the
             # compiled code directly.
             if not kwargs and (kernel, form) not in self._chained:
-                self._chained.add((kernel, form))
-                shape = (form, isinstance(self.wrt, int))
-                head = self._warm[form] = kernel.entry(shape, args, self._warm[form],
-                                                       self._hits)
-                if form != "value":  # f.grad is the head itself, one call less than a forwarder
-                    setattr(self, form, head)
+                self._chain(kernel, form, args)
         return results
+
+    def _chain(self, kernel, form, args):
+        """Puts an entry for calls like `args` to `kernel` in front of the warm path."""
+        with self._lock:
+            if (kernel, form) in self._chained:  # another thread's call made it first
+                return
+            self._chained.add((kernel, form))
+            shape = (form, isinstance(self.wrt, int))
+            head = self._warm[form] = kernel.entry(shape, args, self._warm[form], self._hits)
+            if form != "value":  # f.grad is the head itself, one call less than a forwarder
+                setattr(self, form, head)
 
     def _shape(self, form, results):
         """Results of the general path shaped as the form returns them (kernel._result
@@ -201,6 +210,12 @@ class Differentiable:
         return self._shape(form, [value, grads])
 
     def _kernel(self, mode, args, kwargs):
+        """The kernel for these arguments, found or compiled, and their leaves. One thread
+        at a time: a first call racing another waits for its kernel."""
+        with self._lock:
+            return self._find_or_compile(mode, args, kwargs)
+
+    def _find_or_compile(self, mode, args, kwargs):
         leaves, treedef = tree_flatten((args, kwargs))
         key = (mode, treedef, tuple(_signature(leaf) for leaf in leaves))
         candidates = self._kernels.setdefault(key, [])
@@ -343,9 +358,9 @@ def _traced_value_and_grad(fn, args, kwargs, positions):
     every = [leaf for leaves, _ in sources for leaf in leaves]
     found = [g if g is not None else _zeros_like(leaf)
              for g, leaf in zip(tape._gradient_leaves(out, every, None), every)]  # one sweep
-    if TRACES:
+    if CONTEXT.traces:
         for g, leaf in zip(found, every):
-            TRACES[-1].name_gradient(g, leaf)
+            CONTEXT.traces[-1].name_gradient(g, leaf)
     grads, start = [], 0
     for leaves, tree in sources:
         grads.append(tree_unflatten(tree, found[start:start + len(leaves)]))

@@ -65,37 +65,48 @@ def jit_enabled():
 def load(source, func_name, jit=None, parallel=False):
     """The function `func_name` defined by `source`, compiled unless jit is off.
 
-    The module is registered in sys.modules under a name made from its content hash
-    before it runs: Numba's cache re-imports it by that name when it loads a kernel. The
-    hash covers the runtime modules generated code calls too, because Numba's cache of a
-    kernel holds its own copy of them and does not notice when they change.
+    The module is registered in sys.modules under a name made from its content hash once
+    it has run: Numba's cache re-imports it by that name when it loads a kernel. The hash
+    covers the runtime modules generated code calls too, because Numba's cache of a
+    kernel holds its own copy of them and does not notice when they change. Threads load
+    one at a time (a first call racing another loads the module and makes its dispatcher
+    once; Numba compiles under its own lock anyway).
     """
     digest = hashlib.sha256(source.encode() + _runtime_digest()).hexdigest()[:16]
     module_name = f"srcxform_generated.{_safe(func_name)}_{digest}"
-    module = sys.modules.get(module_name)
-    if module is None:
-        path = os.path.join(cache_dir(), f"{_safe(func_name)}_{digest}.py")
-        _write_source(path, source)
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules.setdefault("srcxform_generated", type(sys)("srcxform_generated"))
-        sys.modules[module_name] = module
-        # Its bytecode from our cache rather than a .pyc: kept even where
-        # PYTHONDONTWRITEBYTECODE is set (compiling the module again costs each process up
-        # to a millisecond), and checked, where a damaged .pyc fails the import.
-        exec(code(source, path), vars(module))  # noqa: S102 - what importing it would run
-    fn = getattr(module, func_name)
-    if not (jit_enabled() if jit is None else jit):
-        return fn
-    # One dispatcher per generated function and process: another Differentiable that
-    # generates the same source reuses its compiled code.
-    key = (module_name, parallel)
-    if key not in _COMPILED:
-        _COMPILED[key] = Compiled(fn, source, parallel)
-    return _COMPILED[key]
+    with _LOADING:
+        module = sys.modules.get(module_name)
+        if module is None:
+            path = os.path.join(cache_dir(), f"{_safe(func_name)}_{digest}.py")
+            module = _import(module_name, path, source)
+        fn = getattr(module, func_name)
+        if not (jit_enabled() if jit is None else jit):
+            return fn
+        # One dispatcher per generated function and process: another Differentiable that
+        # generates the same source reuses its compiled code.
+        key = (module_name, parallel)
+        if key not in _COMPILED:
+            _COMPILED[key] = Compiled(fn, source, parallel)
+        return _COMPILED[key]
 
 
 _COMPILED = {}
+_LOADING = threading.Lock()
+
+
+def _import(module_name, path, source):
+    """Writes `source` to `path` unless it is there, runs it as module `module_name` and
+    registers it (a module half run is never in sys.modules for another thread to find)."""
+    _write_source(path, source)
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    # Its bytecode from our cache rather than a .pyc: kept even where
+    # PYTHONDONTWRITEBYTECODE is set (compiling the module again costs each process up
+    # to a millisecond), and checked, where a damaged .pyc fails the import.
+    exec(code(source, path), vars(module))  # noqa: S102 - what importing it would run
+    sys.modules.setdefault("srcxform_generated", type(sys)("srcxform_generated"))
+    sys.modules[module_name] = module
+    return module
 
 
 def _write_source(path, source):

@@ -19,8 +19,7 @@ Comparisons record guards. A kernel is reused only for sizes that satisfy every 
 
 import operator
 
-# Guards of the trace now running, or None outside tracing: (expr_a, op, expr_b, result).
-GUARDS = None
+from srcxform.recording import CONTEXT  # its guards: (expr_a, op, expr_b, result) each
 
 
 class Dim(int):
@@ -96,8 +95,8 @@ class Dim(int):
         a, b = expr_of(self), expr_of(other)
         if a == b:
             return op(0, 0)
-        if GUARDS is not None:
-            GUARDS.append((a, name, b, result))
+        if CONTEXT.guards is not None:
+            CONTEXT.guards.append((a, name, b, result))
         equal = result if name == "==" else not result if name == "!=" else False
         if equal and _is_symbol(a) and _is_symbol(b):
             self.symbols.unify(a[1], b[1])
@@ -126,8 +125,8 @@ class Dim(int):
 
     def __index__(self):
         # Used as a plain number (range, np.empty, int()): right only for this size.
-        if GUARDS is not None:
-            GUARDS.append((self.expr, "==", value(self), True))
+        if CONTEXT.guards is not None:
+            CONTEXT.guards.append((self.expr, "==", value(self), True))
         return value(self)
 
     __int__ = __index__

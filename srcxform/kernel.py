@@ -18,7 +18,7 @@ import numpy as np
 
 from srcxform import backend
 from srcxform.dims import evaluate, expr_of, render
-from srcxform.recording import OPEN
+from srcxform.recording import CONTEXT, OPEN_ANYWHERE
 from srcxform.tensor import Tensor, Variable
 from srcxform.tree import tree_flatten, tree_unflatten
 
@@ -319,9 +319,11 @@ class _EntryWriter:
         return f"{array_expr}.shape[{axis}]"
 
 # An entry keeps the output arrays it returned last, and fills them again when nothing
-# else holds them (a reference count of 3: its global name spare<b>, its local name,
-# getrefcount's argument), rather than allocating: nobody can see the difference.
-# Reference counts say so only where the GIL serializes them.
+# else holds them (a reference count of 3: the pair in its global spare<b>, its local
+# name, getrefcount's argument), rather than allocating: nobody can see the difference.
+# Reference counts say so only where the GIL serializes them. The pair is the array and
+# its shape, read and replaced at once: a call in another thread that replaces the array
+# between this call's tests cannot pair it with the other array's shape.
 _REUSE = getattr(sys, "_is_gil_enabled", lambda: True)()
 
 
@@ -375,9 +377,9 @@ def _build_entry(kernel, form, args, fallback, hits):
         direct = kernel.fn.direct(kernel.arguments(leaves) + spare) or kernel.fn
     namespace = dict(w.constants, **w.last_shapes, fallback=fallback, hits=hits, np=np,
                      empty=np.empty, getrefcount=sys.getrefcount, direct=direct,
-                     checked=kernel.fn, OPEN=OPEN, NO=_NO)
+                     checked=kernel.fn, OPEN_ANYWHERE=OPEN_ANYWHERE, CONTEXT=CONTEXT, NO=_NO)
     for b, array in enumerate(spare):  # globals: quicker to read than a list's items
-        namespace.update({f"spare{b}": array, f"shape{b}": array.shape})
+        namespace[f"spare{b}"] = array, array.shape
     exec(backend.code(_signature(len(args)) + "\n".join(f"    {line}" for line in body)),
          namespace)
     return namespace["entry"]
@@ -395,10 +397,12 @@ def _signature(n_args):
 
 def _prologue(w, n_args):
     """The entry's first lines: calls with keywords, another number of arguments, or
-    under a tape or a trace go to the fallback; then the arguments' leaves, unpacked."""
+    under a tape or a trace of this thread go to the fallback; then the arguments' leaves,
+    unpacked."""
     names = ", ".join(f"a{i}" for i in range(n_args)) + ("," if n_args == 1 else "")
     given = f"*[a for a in ({names}) if a is not NO], " if n_args else ""
-    lines = [f"if more or kwargs{f' or a{n_args - 1} is NO' if n_args else ''} or OPEN:",
+    too_few = f" or a{n_args - 1} is NO" if n_args else ""
+    lines = [f"if more or kwargs{too_few} or OPEN_ANYWHERE and CONTEXT.open:",
              f"    return fallback({given}*more, **kwargs)"]
     if any("[" in line for line in w.unpack):  # unpacking containers can fail
         return lines + ["try:"] + [f"    {line}" for line in w.unpack] + [
@@ -407,9 +411,9 @@ def _prologue(w, n_args):
 
 
 def _reused_buffers(kernel, w, kernel_args, size):
-    """Lines finding each output buffer: the array the entry returned last call (the
-    entry's global spare<b>, its shape in shape<b>) where nothing else refers to it and
-    its shape fits, else a new one; the buffers' names; and the globals the lines assign.
+    """Lines finding each output buffer: the array the entry returned last call (with
+    its shape, the pair in the entry's global spare<b>) where nothing else refers to it
+    and its shape fits, else a new one; the buffers' names; and the globals the lines assign.
     A buffer with an input's exact shape uses that input's shape tuple."""
     shape_names = {}
     for index, arg in enumerate(kernel_args):
@@ -419,11 +423,11 @@ def _reused_buffers(kernel, w, kernel_args, size):
     lines, names, kept = [], [], []
     for b, (shape, dtype) in enumerate(_buffer_shapes(kernel, size, shape_names)):
         if _REUSE:
-            lines += [f"o{b} = spare{b}",
-                      f"if getrefcount(o{b}) != 3 or shape{b} != {shape}:",
-                      f"    o{b} = spare{b} = empty({shape}{dtype})",
-                      f"    shape{b} = o{b}.shape"]
-            kept += [f"spare{b}", f"shape{b}"]
+            lines += [f"o{b}, o{b}_shape = spare{b}",
+                      f"if getrefcount(o{b}) != 3 or o{b}_shape != {shape}:",
+                      f"    o{b} = empty({shape}{dtype})",
+                      f"    spare{b} = o{b}, o{b}.shape"]
+            kept.append(f"spare{b}")
         else:
             lines.append(f"o{b} = empty({shape}{dtype})")
         names.append(f"o{b}")

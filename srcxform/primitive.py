@@ -86,13 +86,14 @@ class Primitive:
         values = [as_value(a, self.name) for a in args]
         out_aval = self.abstract_eval(values, params)
         trace = next((v._trace for v in values if v._trace is not None), None)
-        if trace is None and recording.TRACES and _mentions_size(values, params):
-            trace = recording.TRACES[-1]  # a traced size must be computed, not folded
+        context = recording.CONTEXT
+        if trace is None and context.traces and _mentions_size(values, params):
+            trace = context.traces[-1]  # a traced size must be computed, not folded
         if trace is not None:
             out = trace.add_eqn(self, values, params, out_aval)
         else:
             out = self.eager(values, params, out_aval)
-        if not self.nondiff and recording.ACTIVE:
+        if not self.nondiff and context.tapes:
             recording.record(self.vjp, values, out, params)
         return out
 

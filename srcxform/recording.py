@@ -1,4 +1,5 @@
-"""The tapes now recording, the traces now running, and what each op tells them.
+"""The tapes now recording, the traces now running (each thread's own), and what each
+op tells them.
 
 `bind` calls `record` after every differentiable op; `as_value` calls `variable_read`
 when a Variable is used; backprop marks each step of a reverse sweep with `adjoint`,
@@ -7,18 +8,32 @@ This module holds no gradient logic (that is backprop.py).
 """
 
 import contextlib
+import threading
 from dataclasses import dataclass
 from typing import Callable
 
-# Tapes whose context is open, innermost last.
-ACTIVE: list = []
-# Traces now running, innermost last (trace.py pushes them).
-TRACES: list = []
-# The tapes and traces now open, both: the one list a warm entry tests (it hands the call
-# to the slow path while any is open). Kept by `enter` and `leave`.
-OPEN: list = []
-# (record, cotangent) pairs of the reverse sweeps now running; (None, None) while seeding.
-ADJOINT: list = []
+
+class Context(threading.local):
+    """What one thread is recording: a tape or trace opened in one thread is invisible to
+    the others (JAX keeps its trace state per thread too). Each thread starts empty."""
+
+    def __init__(self):
+        self.tapes = []  # tapes whose context is open, innermost last
+        self.traces = []  # traces now running, innermost last (trace.py pushes them)
+        self.open = []  # the tapes and traces now open, both (kept by `enter` and `leave`)
+        # (record, cotangent) pairs of the reverse sweeps now running; (None, None) while
+        # seeding.
+        self.adjoint = []
+        self.guards = None  # the guards of the innermost trace (dims.py), None outside one
+
+
+CONTEXT = Context()
+
+# The tapes and traces open in any thread. A warm entry tests `OPEN_ANYWHERE and
+# CONTEXT.open` (it hands a call made under this thread's tape or trace to the slow path):
+# reading a thread-local attribute costs about 40 ns, a tenth of a small warm call, and
+# this list is empty while no thread records.
+OPEN_ANYWHERE: list = []
 
 
 @dataclass(slots=True)
@@ -32,21 +47,23 @@ class Record:
 
 
 def enter(stack, item):
-    """A tape (stack ACTIVE) or a trace (stack TRACES) opens."""
+    """A tape (stack CONTEXT.tapes) or a trace (stack CONTEXT.traces) opens."""
     stack.append(item)
-    OPEN.append(item)
+    CONTEXT.open.append(item)
+    OPEN_ANYWHERE.append(item)
 
 
 def leave(stack, item):
     stack.remove(item)
-    OPEN.remove(item)
+    CONTEXT.open.remove(item)
+    OPEN_ANYWHERE.remove(item)
 
 
 def record(vjp, inputs, out, params):
     """Appends the op to every recording tape that watches one of its inputs."""
     if out.dtype.kind != "f":
         return
-    for tape in ACTIVE:
+    for tape in CONTEXT.tapes:
         if tape._recording and any(v._id in tape._watched for v in inputs):
             tape._records.append(Record(vjp, tuple(inputs), out, params))
             tape._watched.add(out._id)
@@ -54,7 +71,7 @@ def record(vjp, inputs, out, params):
 
 def variable_read(variable):
     """A trainable Variable read inside a tape that watches accessed variables is watched."""
-    for tape in ACTIVE:
+    for tape in CONTEXT.tapes:
         if tape._recording and tape._watch_accessed and variable.trainable:
             tape._watch_variable(variable)
 
@@ -62,7 +79,7 @@ def variable_read(variable):
 @contextlib.contextmanager
 def paused():
     """No tape records inside this block (custom_gradient's forward pass)."""
-    states = [(tape, tape._recording) for tape in ACTIVE]
+    states = [(tape, tape._recording) for tape in CONTEXT.tapes]
     for tape, _ in states:
         tape._recording = False
     try:
@@ -75,10 +92,11 @@ def paused():
 @contextlib.contextmanager
 def adjoint(rec=None, cotangent=None):
     """Marks ops run inside as the adjoint of `rec` (whose output's cotangent is given)."""
-    ADJOINT.append((rec, cotangent))
-    if TRACES and rec is not None:
-        TRACES[-1].on_backward(rec, cotangent)
+    context = CONTEXT
+    context.adjoint.append((rec, cotangent))
+    if context.traces and rec is not None:
+        context.traces[-1].on_backward(rec, cotangent)
     try:
         yield
     finally:
-        ADJOINT.pop()
+        context.adjoint.pop()

@@ -46,12 +46,12 @@ class GradientTape:
 
     def __enter__(self):
         self._recording = True
-        recording.enter(recording.ACTIVE, self)
+        recording.enter(recording.CONTEXT.tapes, self)
         return self
 
     def __exit__(self, *exc):
         self._recording = False
-        recording.leave(recording.ACTIVE, self)
+        recording.leave(recording.CONTEXT.tapes, self)
         return False
 
     # ----- watching -----

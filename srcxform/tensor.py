@@ -324,8 +324,9 @@ class Variable(Value):
         sends each read's gradient to the Variable even after later assignments. While
         tracing, the trace supplies the value (an input, or the last traced assignment)."""
         recording.variable_read(self)
-        if recording.TRACES:
-            return recording.TRACES[-1].read_variable(self)
+        traces = recording.CONTEXT.traces
+        if traces:
+            return traces[-1].read_variable(self)
         return Tensor._new(self._value, id=self._id)
 
     def read_value(self):
@@ -341,8 +342,9 @@ class Variable(Value):
 
     def assign(self, value, read_value=True):
         """Replaces the value; the new value must have the Variable's shape."""
-        if recording.TRACES:
-            recording.TRACES[-1].write_variable(self, as_value(value, "assign"))
+        traces = recording.CONTEXT.traces
+        if traces:
+            traces[-1].write_variable(self, as_value(value, "assign"))
             return self
         new = np.asarray(as_value(value, "assign")._value)
         if new.shape != self._value.shape:

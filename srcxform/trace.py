@@ -140,13 +140,14 @@ class Trace:
     # ----- equations -----
     def add_eqn(self, prim, values, params, out_aval):
         out = Var(out_aval)
-        rec = recording.ADJOINT[-1][0] if recording.ADJOINT else None
+        adjoint = recording.CONTEXT.adjoint
+        rec = adjoint[-1][0] if adjoint else None
         if rec is not None and isinstance(rec.out, Tracer):
             origin = self.origins.get(rec.out.var)
         else:
             origin = user_frame()
         eqn = Eqn(out, prim, tuple(self._atom(v) for v in values), tuple(sorted(params.items())),
-                  origin, bool(recording.ADJOINT))
+                  origin, bool(adjoint))
         self.eqns.append(eqn)
         self.origins[out] = origin
         return Tracer(self, out)
@@ -238,11 +239,13 @@ class Trace:
                        dict(self.adjoint_of))
 
     def __enter__(self):
-        recording.enter(recording.TRACES, self)
-        self._saved_guards, dims.GUARDS = dims.GUARDS, self.guards
+        context = recording.CONTEXT
+        recording.enter(context.traces, self)
+        self._saved_guards, context.guards = context.guards, self.guards
         return self
 
     def __exit__(self, *exc):
-        recording.leave(recording.TRACES, self)
-        dims.GUARDS = self._saved_guards
+        context = recording.CONTEXT
+        recording.leave(context.traces, self)
+        context.guards = self._saved_guards
         return False
