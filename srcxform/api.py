@@ -175,7 +175,8 @@ class Differentiable:
                 self._checked.add(kernel)
                 results = crosscheck.first_call(
                     getattr(self.fn, "__qualname__", "the function"), run,
-                    lambda: self._inline(form, args, kwargs), kernel.variables(leaves))
+                    lambda: self._inline(form, *_as_tensors(args, kwargs)),
+                    kernel.variables(leaves))
             # The entry is made once the call has compiled the kernel: it calls the
             # compiled code directly.
             if not kwargs and (kernel, form) not in self._chained:
@@ -413,6 +414,17 @@ def _leaf_paths(value, path):
             yield from _leaf_paths(v, f"{path}[{i}]")
     else:
         yield path, value
+
+
+def _as_tensors(args, kwargs):
+    """args and kwargs with each leaf a trace would make a Tracer as a Tensor instead, as
+    the function meets its arguments when traced (a Python float is a weak float64)."""
+    leaves, tree = tree_flatten((args, kwargs))
+    leaves = [leaf if _is_static(leaf) or isinstance(leaf, Value)
+              else Tensor._new(np.asarray(leaf), weak=isinstance(leaf, float)
+                               and not isinstance(leaf, np.floating))
+              for leaf in leaves]
+    return tree_unflatten(tree, leaves)
 
 
 def _zeros_like(leaf):
