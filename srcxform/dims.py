@@ -95,8 +95,7 @@ class Dim(int):
         a, b = expr_of(self), expr_of(other)
         if a == b:
             return op(0, 0)
-        if CONTEXT.guards is not None:
-            CONTEXT.guards.append((a, name, b, result))
+        _guard(a, name, b, result)
         equal = result if name == "==" else not result if name == "!=" else False
         if equal and _is_symbol(a) and _is_symbol(b):
             self.symbols.unify(a[1], b[1])
@@ -125,11 +124,17 @@ class Dim(int):
 
     def __index__(self):
         # Used as a plain number (range, np.empty, int()): right only for this size.
-        if CONTEXT.guards is not None:
-            CONTEXT.guards.append((self.expr, "==", value(self), True))
+        _guard(self.expr, "==", value(self), True)
         return value(self)
 
     __int__ = __index__
+
+
+def _guard(a, op, b, result):
+    """Records that `a op b` was `result` in the trace now running in this thread, if any."""
+    guards = CONTEXT.guards
+    if guards is not None:
+        guards.append((a, op, b, result))
 
 
 def value(d):
@@ -176,8 +181,8 @@ def make(value, expr, symbols):
     0 or 1 now is that constant under a guard (see the module's rule)."""
     if isinstance(expr, int):
         return value
-    if value in (0, 1) and GUARDS is not None:
-        GUARDS.append((expr, "==", value, True))
+    if value in (0, 1) and CONTEXT.guards is not None:
+        _guard(expr, "==", value, True)
         return value
     return Dim(value, expr, symbols)
 

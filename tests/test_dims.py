@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import srcxform as tf
-from srcxform import dims
 from srcxform.aval import normalize_slice, slice_length
 from srcxform.dims import Dim, Symbols
+from srcxform.recording import CONTEXT
 
 
 def _sizes(*values):
@@ -36,12 +36,12 @@ def test_symbols_found_equal_simplify_again():
 
 def test_a_derived_size_of_0_or_1_is_a_constant_under_a_guard():
     (n0,) = _sizes(3)
-    saved, dims.GUARDS = dims.GUARDS, []
+    saved, CONTEXT.guards = CONTEXT.guards, []
     try:
         one, zero, two = n0 - 2, n0 - 3, n0 - 1
-        guards = list(dims.GUARDS)
+        guards = list(CONTEXT.guards)
     finally:
-        dims.GUARDS = saved
+        CONTEXT.guards = saved
     assert type(one) is int and one == 1 and type(zero) is int and zero == 0
     assert isinstance(two, Dim)
     assert (("-", ("size", 0), 2), "==", 1, True) in guards
