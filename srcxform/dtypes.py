@@ -51,3 +51,26 @@ def as_dtype(dtype):
     if isinstance(dtype, str) and dtype == "bool":
         return bool_
     return np.dtype(dtype)
+
+
+
+def check_convertible(source, target, what):
+    """TypeError unless a `source` value can become `target` without losing its kind, as
+    TensorFlow's conversion allows: integers to integers or floats, floats to floats,
+    bools to bools."""
+    source, target = np.dtype(source), np.dtype(target)
+    if source.kind not in {"b": "b", "i": "iu", "u": "iu", "f": "fiu"}[target.kind]:
+        kind = {"b": "bool", "i": "integer", "u": "integer", "f": "float"}[source.kind]
+        raise TypeError(f"{what}: cannot convert a {kind} value to {target.name}, as "
+                        "TensorFlow cannot; cast it (srcxform.cast) to change its kind")
+
+
+def out_of_range(array, target):
+    """An integer of `array` that the integer dtype `target` cannot hold (a cast would wrap
+    it), or None."""
+    target = np.dtype(target)
+    if array.dtype.kind not in "iu" or target.kind not in "iu" or not array.size:
+        return None
+    info = np.iinfo(target)
+    low, high = array.min(), array.max()
+    return low if low < info.min else high if high > info.max else None

@@ -145,9 +145,11 @@ class GradientTape:
     def batch_jacobian(self, target, source, unconnected_gradients=UnconnectedGradients.NONE,
                        parallel_iterations=None, experimental_use_pfor=True):
         """Per-example jacobian, shaped [b, *target.shape[1:], *source.shape[1:]]; row i of
-        target must depend only on row i of source."""
+        target must depend only on row i of source. Where target does not depend on
+        source it is zeros of target's dtype, whatever unconnected_gradients says, as
+        TensorFlow's."""
         self._check_usable("batch_jacobian")
-        zero = _unconnected_is_zero(unconnected_gradients)
+        _unconnected_is_zero(unconnected_gradients)  # checks the option only
         target = as_value(target, "batch_jacobian")
         if target.shape[:1] != source.shape[:1]:
             raise ValueError(f"batch_jacobian: target of shape {target.shape} and source of "
@@ -156,7 +158,9 @@ class GradientTape:
         rows = [self._gradient_leaves(target, [source], weight)[0]
                 for weight in _one_hots(inner, target.shape, target.dtype)]
         shape = target.shape[:1] + inner + tuple(source.shape[1:])
-        return _stacked(rows, shape, source, zero, axis=1)
+        if rows and rows[0] is None:
+            return ops.zeros(shape, target.dtype)
+        return _stacked(rows, shape, source, False, axis=1)
 
     def _check_usable(self, what):
         if self._used and not self._persistent:
@@ -174,9 +178,8 @@ def _source_id(source):
 
 
 def _gradient_for(source, grad, zero):
-    if grad is None and zero and source.dtype.kind == "f":
-        return ops.zeros_like(source)
-    return grad
+    # TensorFlow's zeros for an unconnected source have its dtype, an integer one included.
+    return ops.zeros_like(source) if grad is None and zero else grad
 
 
 def _one_hots(shape, broadcast_shape, dtype):
@@ -192,7 +195,7 @@ def _stacked(rows, shape, source, zero, axis=0):
     if not rows:
         return ops.zeros(shape, source.dtype)
     if rows[0] is None:
-        return ops.zeros(shape, source.dtype) if zero and source.dtype.kind == "f" else None
+        return ops.zeros(shape, source.dtype) if zero else None
     return ops.reshape(ops.stack(rows, axis=axis), shape)
 
 

@@ -12,7 +12,8 @@ from srcxform import ops as _ops
 from srcxform import recording
 from srcxform.aval import Aval
 from srcxform.dims import Dim, value
-from srcxform.dtypes import as_dtype, settled, weak_storage
+from srcxform.dtypes import (as_dtype, check_convertible, out_of_range, promote, settled,
+                             weak_storage)
 from srcxform.errors import TracingError, where
 
 _ids = itertools.count(1)
@@ -119,14 +120,27 @@ class Value:
     def __ne__(self, other):
         return _ops.not_equal(self, other)
 
+    # Logical on bools, bitwise on integers, as TensorFlow's.
     def __and__(self, other):
-        return _ops.logical_and(self, other)
+        return _logical_or_bitwise(_ops.logical_and, _ops.bitwise_and, self, other)
+
+    def __rand__(self, other):
+        return _logical_or_bitwise(_ops.logical_and, _ops.bitwise_and, other, self)
 
     def __or__(self, other):
-        return _ops.logical_or(self, other)
+        return _logical_or_bitwise(_ops.logical_or, _ops.bitwise_or, self, other)
+
+    def __ror__(self, other):
+        return _logical_or_bitwise(_ops.logical_or, _ops.bitwise_or, other, self)
+
+    def __xor__(self, other):
+        return _logical_or_bitwise(_ops.not_equal, _ops.bitwise_xor, self, other)
+
+    def __rxor__(self, other):
+        return _logical_or_bitwise(_ops.not_equal, _ops.bitwise_xor, other, self)
 
     def __invert__(self):
-        return _ops.logical_not(self)
+        return _logical_or_bitwise(_ops.logical_not, _ops.invert, self)
 
     __hash__ = None  # as TensorFlow: == is elementwise, so values are not hashable
 
@@ -302,7 +316,7 @@ class Variable(Value):
         if callable(initial_value):
             initial_value = initial_value()
         # A NumPy value is copied; a Tensor's array is shared: neither changes in place.
-        self._value = _to_array(initial_value, as_dtype(dtype), copy=True)
+        self._value = _to_array(initial_value, as_dtype(dtype), copy=True, what="Variable")
         self._id = next(_ids)
         self.trainable = bool(trainable)
         self.name = name or "Variable:0"
@@ -341,15 +355,20 @@ class Variable(Value):
         return _shared_array(self._value, self.dtype if dtype is None else dtype, copy)
 
     def assign(self, value, read_value=True):
-        """Replaces the value; the new value must have the Variable's shape."""
+        """Replaces the value; the new value must have the Variable's shape, and a dtype
+        that converts to the Variable's without changing kind (TensorFlow raises for a
+        float assigned to an integer Variable, where a cast would truncate it)."""
+        value = as_value(value, "assign")
+        check_convertible(value.dtype, self.dtype, f"assign to {self.name}")
         traces = recording.CONTEXT.traces
         if traces:
-            traces[-1].write_variable(self, as_value(value, "assign"))
+            traces[-1].write_variable(self, value)
             return self
-        new = np.asarray(as_value(value, "assign")._value)
+        new = np.asarray(value._value)
         if new.shape != self._value.shape:
             raise ValueError(f"assign: cannot assign a value of shape {new.shape} to "
                              f"{self.name} of shape {self._value.shape}")
+        _check_range(new, self.dtype, f"assign to {self.name}")
         self._value = new.astype(self._value.dtype, copy=True)
         return self
 
@@ -381,6 +400,19 @@ class Variable(Value):
 
     def __format__(self, spec):
         return format(self._read(), spec)
+
+
+def _logical_or_bitwise(logical, bitwise, *operands):
+    """The operators &, |, ^ and ~ as TensorFlow's tensors have them: logical on bools,
+    bitwise on integers, a TypeError on floats."""
+    values = [as_value(v, bitwise.__name__) for v in operands]
+    kind = promote([v.aval for v in values])[0].kind
+    if kind == "b":
+        return logical(*values)
+    if kind in "iu":
+        return bitwise(*values)
+    raise TypeError(f"{bitwise.__name__}: the operators &, |, ^ and ~ take bool or integer "
+                    f"tensors, got {', '.join(v.aval.short() for v in values)}")
 
 
 def _numpy(func):
@@ -415,9 +447,11 @@ def _shared_array(array, dtype, copy):
     return view
 
 
-def _to_array(value, dtype=None, copy=False):
-    """TensorFlow's conversion: Python floats become float32 and ints int32; NumPy
-    values keep their dtype unless one is given.
+def _to_array(value, dtype=None, copy=False, what="constant"):
+    """TensorFlow's conversion: Python floats become float32, Python ints int32 (int64
+    where one does not fit int32); NumPy values keep their dtype unless one is given. A
+    given dtype must not change the value's kind (dtypes.check_convertible), nor may a
+    Tensor's dtype change at all, nor a Python int wrap: TensorFlow raises for each.
 
     With `copy` (constant, convert_to_tensor, Variable) a NumPy array is copied, once: its
     owner may change it later, and a Tensor must not change with it. Without, it is used
@@ -429,17 +463,41 @@ def _to_array(value, dtype=None, copy=False):
         if source._trace is not None:
             raise TracingError(f"{where()}\n  a traced value cannot become a constant or a "
                                "Variable's initial value while compiling; use it as it is")
-        # A weak value (made of Python scalars) converts at the dtype it reports.
-        array = source._value.astype(source.dtype) if source._weak else source._value
-        return array if dtype is None else array.astype(dtype, copy=False)
+        if source._weak:  # made of Python scalars: converts as they would
+            return _python_array(source._value, dtype, what)
+        if dtype is not None and dtype != source.dtype:
+            raise TypeError(f"{what}: expected a value of dtype {dtype.name}, got a tensor of "
+                            f"dtype {source.dtype.name}; cast it (srcxform.cast)")
+        return source._value
     if isinstance(value, (np.ndarray, np.generic)):
         _check_kind(value.dtype, value)
+        if dtype is not None:
+            check_convertible(value.dtype, dtype, what)
         return np.array(value, dtype) if copy else np.asarray(value, dtype)
     array = np.array(value)  # a new array, even from an object that holds one
     _check_kind(array.dtype, value)
-    if dtype is None and array.dtype in (np.float64, np.int64):
-        dtype = np.float32 if array.dtype == np.float64 else np.int32
-    return array if dtype is None else array.astype(dtype, copy=False)
+    return _python_array(array, dtype, what)
+
+
+def _python_array(array, dtype, what):
+    """An array made from Python values (held as int64, float64 or bool) in `dtype`, or
+    in TensorFlow's dtype for them."""
+    if dtype is None:
+        if array.dtype == np.float64:
+            dtype = np.dtype(np.float32)
+        elif array.dtype == np.int64:
+            dtype = np.dtype(np.int32 if out_of_range(array, np.int32) is None else np.int64)
+        else:
+            return array
+    check_convertible(array.dtype, dtype, what)
+    _check_range(array, dtype, what)
+    return array.astype(dtype, copy=False)
+
+
+def _check_range(array, dtype, what):
+    bad = out_of_range(array, dtype)
+    if bad is not None:
+        raise TypeError(f"{what}: {bad} does not fit in {np.dtype(dtype).name}")
 
 
 def _check_kind(dtype, value):

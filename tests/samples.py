@@ -49,6 +49,10 @@ def boolean(rng, shape):
     return np.asarray(rng.random(shape) < 0.5)
 
 
+def integers(rng, shape):
+    return rng.integers(-8, 9, size=shape).astype(np.int32)
+
+
 def constant(value):
     """A fixed input (integer indices, special values), whatever the rng and shape."""
     return lambda rng, shape: np.asarray(value)
@@ -180,6 +184,10 @@ SAMPLES = {
     "logical_and": binary("logical_and", tf.logical_and, (boolean, boolean)),
     "logical_or": binary("logical_or", tf.logical_or, (boolean, boolean)),
     "logical_not": unary("logical_not", tf.logical_not, boolean),
+    "bitwise_and": binary("bitwise_and", tf.bitwise_and, (integers, integers)),
+    "bitwise_or": binary("bitwise_or", tf.bitwise_or, (integers, integers)),
+    "bitwise_xor": binary("bitwise_xor", tf.bitwise_xor, (integers, integers)),
+    "invert": unary("invert", tf.invert, integers),
     "is_finite": [Row("is_finite", ((5,),), (constant([1.0, np.inf, -np.inf, np.nan, -2.0]),),
                       op=tf.math.is_finite)],
     # ----- unary -----
@@ -196,6 +204,7 @@ SAMPLES = {
     "sigmoid": unary("sigmoid", tf.sigmoid, uniform(-4.0, 4.0)),
     "softplus": unary("softplus", tf.math.softplus, uniform(-4.0, 4.0)),
     "relu": unary("relu", tf.nn.relu, NONZERO),
+    "relu_grad": binary("relu_grad", None, (ANY, NONZERO)),
     "abs": unary("abs", tf.abs, NONZERO),
     "sign": unary("sign", tf.sign, NONZERO),
     "floor": unary("floor", tf.floor),

@@ -155,7 +155,8 @@ def test_integer_tensor_index():
 
 def test_integer_array_index_gathers():
     x = tf.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
-    _eq(x[[2, 0]], [[5.0, 6.0], [1.0, 2.0]])
+    _eq(x[np.array([2, 0])], [[5.0, 6.0], [1.0, 2.0]])
+    _eq(x[tf.constant([2, 0])], [[5.0, 6.0], [1.0, 2.0]])
     _eq(x[:, np.array([1])], [[2.0], [4.0], [6.0]])
 
 

@@ -21,9 +21,15 @@ def constant(value, dtype=None, shape=None, name=None):
 
 
 def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
-    """value as a Tensor, unchanged if it is one already (tf.convert_to_tensor)."""
-    if isinstance(value, Value) and (dtype is None or value.dtype == as_dtype(dtype)):
-        return as_value(value)
+    """value as a Tensor, unchanged if it is one already (tf.convert_to_tensor). A tensor
+    of another dtype than `dtype` raises ValueError, as in TensorFlow: use cast."""
+    dtype = as_dtype(dtype)
+    if isinstance(value, Value):
+        if dtype is None or value.dtype == dtype:
+            return as_value(value)
+        if not value.aval.weak:  # a weak value converts as the Python scalars it is made of
+            raise ValueError(f"convert_to_tensor: dtype {dtype.name} requested for a tensor "
+                             f"of dtype {value.dtype.name}; cast it (srcxform.cast)")
     return Tensor(value, dtype)
 
 
@@ -49,7 +55,7 @@ def fill(dims, value, name=None):
 def _like(input, value, dtype):
     x = as_value(input, "ones_like")
     dtype = as_dtype(dtype) or x.dtype
-    return broadcast_to(constant(value, dtype), x.shape)
+    return broadcast_to(Tensor._new(np.asarray(value, dtype)), x.shape)
 
 
 def zeros_like(input, dtype=None, name=None):
@@ -70,9 +76,11 @@ def range(start, limit=None, delta=1, dtype=None, name=None):
 
 
 def linspace(start, stop, num, name=None, axis=0):
-    """num evenly spaced values from start to stop inclusive (tf.linspace)."""
+    """num evenly spaced values from start to stop inclusive (tf.linspace); integer ends
+    give float64, as TensorFlow's (which divides them with truediv)."""
     lo, hi = as_value(start, "linspace"), as_value(stop, "linspace")
     dtype = _result_dtype([lo, hi])
+    dtype = dtype if dtype.kind == "f" else np.dtype(np.float64)
     return Tensor._new(np.linspace(lo._value, hi._value, int(num), dtype=dtype, axis=axis))
 
 

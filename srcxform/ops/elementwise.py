@@ -27,19 +27,41 @@ multiply_p = elementwise("multiply", np.multiply, "x * y",
 divide_p = elementwise("divide", np.true_divide, "x / y", out_dtype=_true_divide_dtype,
                        units=((1, 1),),
                        vjp=lambda g, out, x, y: (g / y, -g * out / y))
-floordiv_p = elementwise("floordiv", np.floor_divide, "x // y", nondiff=True, args="x y")
-mod_p = elementwise("mod", np.mod, "x % y",
+
+
+def _integer_division(divide, name):
+    """divide, raising for an integer divisor of 0 where NumPy gives 0 (TensorFlow raises
+    InvalidArgumentError; Python's ZeroDivisionError stands for it)."""
+    def impl(x, y):
+        if y.dtype.kind in "iu" and not np.all(y):
+            raise ZeroDivisionError(f"{name}: integer division by zero")
+        return divide(x, y)
+
+    return impl
+
+
+floordiv_p = elementwise("floordiv", _integer_division(np.floor_divide, "floordiv"), "x // y",
+                         nondiff=True, args="x y")
+mod_p = elementwise("mod", _integer_division(np.mod, "mod"), "x % y",
                     vjp=lambda g, out, x, y: (g, -g * floor(x / y)))
 
 
 def _pow_vjp(g, out, x, y):
-    # d/dy x**y = out * log(x), taken as 0 where x <= 0 (TensorFlow's convention).
+    # d/dy x**y = out * log(x), log(x) taken as 0 where x <= 0: TensorFlow's _PowGrad, so
+    # NaN where out is (x < 0 with a fractional y) and where g or out is inf.
     positive = x > 0
-    safe_x = where(positive, x, 1)
-    return g * y * x ** (y - 1), where(positive, g * out * log(safe_x), 0)
+    log_x = where(positive, log(where(positive, x, 1)), 0)
+    return g * y * x ** (y - 1), g * out * log_x
 
 
 pow_p = elementwise("pow", np.power, "x ** y", vjp=_pow_vjp, units=((1, 1),))
+
+
+def _zeros(x):
+    """A zero cotangent for x, for ops whose gradient is zero rather than none."""
+    from srcxform.ops.creation import zeros_like  # creation imports this module
+
+    return zeros_like(x)
 
 
 def _select_vjp(mask_fn):
@@ -74,6 +96,10 @@ logical_or_p = elementwise("logical_or", np.logical_or, "x or y", nondiff=True,
                            out_dtype="bool", args="x y")
 logical_not_p = elementwise("logical_not", np.logical_not, "not x", nondiff=True,
                             out_dtype="bool", args="x")
+bitwise_and_p = elementwise("bitwise_and", np.bitwise_and, "x & y", nondiff=True, args="x y")
+bitwise_or_p = elementwise("bitwise_or", np.bitwise_or, "x | y", nondiff=True, args="x y")
+bitwise_xor_p = elementwise("bitwise_xor", np.bitwise_xor, "x ^ y", nondiff=True, args="x y")
+invert_p = elementwise("invert", np.invert, "~x", nondiff=True, args="x")
 is_finite_p = elementwise("is_finite", np.isfinite, "np.isfinite(x)", nondiff=True,
                           out_dtype="bool", args="x")
 
@@ -90,8 +116,10 @@ log1p_p = elementwise("log1p", np.log1p, "np.log1p(x)", float_only=True,
                       vjp=lambda g, out, x: (g / (1 + x),))
 expm1_p = elementwise("expm1", np.expm1, "np.expm1(x)", float_only=True,
                       vjp=lambda g, out, x: (g * (out + 1),))
+# TensorFlow's SqrtGrad: 0 wherever g is 0, even at x = 0 or x < 0 (where out is 0 or
+# NaN), so that where(x > 0, sqrt(x), 0) has a finite gradient everywhere.
 sqrt_p = elementwise("sqrt", np.sqrt, "np.sqrt(x)", float_only=True,
-                     vjp=lambda g, out, x: (g * 0.5 / out,))
+                     vjp=lambda g, out, x: (where(g == 0, 0, g * 0.5 / out),))
 sin_p = elementwise("sin", np.sin, "np.sin(x)", float_only=True,
                     vjp=lambda g, out, x: (g * cos(x),))
 cos_p = elementwise("cos", np.cos, "np.cos(x)", float_only=True,
@@ -107,9 +135,14 @@ softplus_p = elementwise("softplus", lambda x: np.log1p(np.exp(-np.abs(x))) + np
                          "np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0)", float_only=True,
                          vjp=lambda g, out, x: (g * sigmoid(x),))
 relu_p = elementwise("relu", lambda x: np.maximum(x, 0), "np.maximum(x, 0)",
-                     vjp=lambda g, out, x: (where(x > 0, g, 0),))
+                     vjp=lambda g, out, x: (relu_grad(g, x),))
+# relu's VJP, TensorFlow's ReluGrad: dy * (x > 0), so a NaN or inf dy gives NaN even where
+# x <= 0. Its own gradient wrt x is zero (not None), so relu has a second derivative.
+relu_grad_p = elementwise("relu_grad", lambda dy, x: dy * (x > 0), "dy if x > 0 else dy * 0",
+                          vjp=lambda g, out, dy, x: (relu_grad(g, x), _zeros(x)))
 abs_p = elementwise("abs", np.abs, "np.abs(x)", vjp=lambda g, out, x: (g * sign(x),))
-sign_p = elementwise("sign", np.sign, "np.sign(x)", nondiff=True, args="x")
+# A zero gradient, as TensorFlow's (so abs has a second derivative, zero).
+sign_p = elementwise("sign", np.sign, "np.sign(x)", vjp=lambda g, out, x: (_zeros(x),))
 floor_p = elementwise("floor", np.floor, "np.floor(x)", nondiff=True, args="x")
 round_p = elementwise("round", np.rint, "np.rint(x)", nondiff=True, args="x")  # half to even
 stop_gradient_p = elementwise("stop_gradient", lambda x: x, "x", nondiff=True, args="x",
@@ -214,6 +247,24 @@ def logical_not(x, name=None):
     return logical_not_p.bind(x)
 
 
+def bitwise_and(x, y, name=None):
+    """x & y on integers, bit by bit (tf.bitwise.bitwise_and)."""
+    return bitwise_and_p.bind(x, y)
+
+
+def bitwise_or(x, y, name=None):
+    return bitwise_or_p.bind(x, y)
+
+
+def bitwise_xor(x, y, name=None):
+    return bitwise_xor_p.bind(x, y)
+
+
+def invert(x, name=None):
+    """~x on integers, bit by bit (tf.bitwise.invert)."""
+    return invert_p.bind(x)
+
+
 def is_finite(x, name=None):
     return is_finite_p.bind(x)
 
@@ -271,6 +322,11 @@ def relu(x, name=None):
     return relu_p.bind(x)
 
 
+def relu_grad(dy, x, name=None):
+    """dy where x > 0, else dy * 0 (TensorFlow's ReluGrad)."""
+    return relu_grad_p.bind(dy, x)
+
+
 def abs(x, name=None):
     return abs_p.bind(x)
 
@@ -314,5 +370,6 @@ def square(x, name=None):
 
 
 def clip_by_value(t, clip_value_min, clip_value_max, name=None):
-    """t limited to [clip_value_min, clip_value_max] (tf.clip_by_value)."""
-    return minimum(maximum(t, clip_value_min), clip_value_max)
+    """t limited to [clip_value_min, clip_value_max] (tf.clip_by_value): TensorFlow's
+    max(min(t, max), min), so where min > max every element is min."""
+    return maximum(minimum(t, clip_value_max), clip_value_min)

@@ -13,6 +13,7 @@ from srcxform.aval import (Aval, as_size, broadcast_shapes, is_one, is_zero, nor
                            normalize_slice, same_dim, same_shape, size, slice_length)
 from srcxform.dims import value
 from srcxform.errors import shape_error
+from srcxform.ops.elementwise import add, greater_equal, less, logical_or, where
 from srcxform.primitive import primitive
 from srcxform.tensor import Value, as_value
 
@@ -295,15 +296,46 @@ def tile(input, multiples, name=None):
 
 
 def gather(params, indices, axis=None, batch_dims=0, name=None):
-    """Slices of params at integer `indices` along `axis` (tf.gather)."""
+    """Slices of params at integer `indices` along `axis` (tf.gather). With batch_dims=b
+    the first b axes of params and indices are batch axes: each batch element gathers
+    from its own slice of params."""
     x, indices = as_value(params, "gather"), as_value(indices, "gather")
-    axis = normalize_axes(0 if axis is None else axis, x.ndim, "gather")[0]
-    to_front = (axis,) + tuple(i for i in range(x.ndim) if i != axis)
-    rows = gather_p.bind(transpose(x, to_front), reshape(indices, (-1,)))
+    b = batch_dims + indices.ndim if batch_dims < 0 else batch_dims
+    axis = normalize_axes(b if axis is None else axis, x.ndim, "gather")[0]
+    if not 0 <= b <= min(axis, indices.ndim):
+        raise ValueError(f"gather: batch_dims={batch_dims} must be at most axis={axis} and "
+                         f"the rank of indices ({indices.ndim})")
+    if not same_shape(x.shape[:b], indices.shape[:b]):
+        raise shape_error(f"gather: batch_dims={b}, but params {x.aval.short()} and indices "
+                          f"{indices.aval.short()} differ in their first {b} axes")
+    # Batch axes, then the gathered axis, then the rest; with batch axes, each element's
+    # indices are moved to its own rows of the batch-and-axis rows (_batch_rows).
+    to_front = tuple(range(b)) + (axis,) + tuple(i for i in range(b, x.ndim) if i != axis)
+    moved = transpose(x, to_front)
+    table = reshape(moved, (size(moved.shape[:b + 1]),) + moved.shape[b + 1:])
+    rows = indices if b == 0 else _batch_rows(indices, b, x.shape[axis])
+    rows = gather_p.bind(table, reshape(rows, (-1,)))
     rows = reshape(rows, indices.shape + rows.shape[1:])
-    k = indices.ndim
-    back = tuple(range(k, k + axis)) + tuple(range(k)) + tuple(range(k + axis, rows.ndim))
+    # rows: batch, indices' own axes (k of them), params' axes before `axis`, the rest.
+    k, before = indices.ndim - b, axis - b
+    back = (tuple(range(b)) + tuple(range(b + k, b + k + before)) + tuple(range(b, b + k))
+            + tuple(range(b + k + before, rows.ndim)))
     return transpose(rows, back)
+
+
+def _batch_rows(indices, b, n):
+    """Row numbers in a table of batch-element-major rows of n each: index i of batch
+    element e is row e * n + i. An index outside [-n, n) becomes a row past the table, so
+    gather raises for it (at run time too) instead of reading another element's row."""
+    if indices._trace is None:
+        _check_indices(indices._value, n, "gather")  # the message names the index itself
+    batch = tuple(int(d) for d in indices.shape[:b])  # int(): compiled for these sizes
+    total = size(batch) * int(n)
+    starts = (np.arange(size(batch), dtype=indices.dtype) * int(n)).reshape(
+        batch + (1,) * (indices.ndim - b))
+    inside = where(less(indices, 0), add(indices, n), indices)
+    bad = logical_or(less(indices, -n), greater_equal(indices, n))
+    return where(bad, total, add(inside, starts))
 
 
 def embed(g, shape, index):
@@ -317,9 +349,10 @@ def scatter_add(g, indices, size):
 
 
 def getitem(x, index):
-    """x[index] for ints, slices, None, Ellipsis, and one integer array (a gather)."""
+    """x[index] for ints, slices, None, Ellipsis, and one integer array (a gather). A list
+    is a tuple of indices, as in TensorFlow: x[[0, 1]] is x[0, 1]."""
     x = as_value(x, "getitem")
-    items = index if isinstance(index, tuple) else (index,)
+    items = tuple(index) if isinstance(index, (tuple, list)) else (index,)
     arrays = [i for i, item in enumerate(items) if _is_array_index(item)]
     if arrays:
         return _advanced_getitem(x, items, arrays)

@@ -1,0 +1,227 @@
+"""srcxform behaves as TensorFlow 2.x where the README documents no difference.
+
+Each test is one reproducer; the expected value is TensorFlow's result for it.
+"""
+
+import numpy as np
+import pytest
+from helpers import assert_tensor_equal as _eq
+
+import srcxform as tf
+from srcxform.testing import check_grads
+
+# ----- values -----
+
+
+def test_python_ints_beyond_int32_become_int64():
+    _eq(tf.constant(2**40), 1099511627776, tf.int64)
+    _eq(tf.constant(2**31), 2147483648, tf.int64)
+    _eq(tf.constant([1, 2**40]), [1, 1099511627776], tf.int64)
+    v = tf.Variable(2**40)
+    assert v.dtype == tf.int64 and v.numpy() == 2**40
+    _eq(tf.constant([1, -2**31]), [1, -2**31], tf.int32)  # fits: int32 as before
+
+
+def test_a_python_int_that_does_not_fit_the_dtype_raises():
+    with pytest.raises(TypeError, match="2147483648 does not fit in int32"):
+        tf.constant(2**31, dtype=tf.int32)
+    with pytest.raises(TypeError, match="does not fit in int32"):
+        tf.Variable(1).assign(2**40)
+
+
+def test_gather_batch_dims():
+    params = tf.constant([[1.0, 2.0], [3.0, 4.0]])
+    _eq(tf.gather(params, [[1], [0]], batch_dims=1), [[2.0], [3.0]])
+    # Against per-element NumPy takes, with params axes before and after `axis`.
+    x = np.arange(2 * 3 * 4 * 5.0).reshape(2, 3, 4, 5)
+    idx = np.array([[0, 3, -1], [2, 2, 0]])
+    expected = np.stack([np.take(x[i], idx[i], axis=1) for i in range(2)])
+    _eq(tf.gather(x, idx, axis=2, batch_dims=1), expected, tf.float64)
+    expected = np.stack([np.take(x[i], idx[i], axis=2) for i in range(2)])
+    _eq(tf.gather(x, idx, axis=-1, batch_dims=-1), expected, tf.float64)
+
+
+def test_gather_batch_dims_checks_each_index_against_its_own_slice():
+    # Index 2 would be a valid row of the flattened batch; TensorFlow raises for it.
+    with pytest.raises(IndexError, match="index 2 is out of bounds"):
+        tf.gather(tf.constant([[1.0, 2.0], [3.0, 4.0]]), [[2], [0]], batch_dims=1)
+    with pytest.raises(ValueError, match="batch_dims"):
+        tf.gather(tf.constant([[1.0, 2.0]]), [[0]], axis=0, batch_dims=1)
+
+
+def test_gather_batch_dims_gradient():
+    idx = np.array([[1, 1, 0], [2, 0, 0]])
+    check_grads(lambda p: tf.gather(p, idx, axis=1, batch_dims=1),
+                [np.arange(6.0).reshape(2, 3)], compiled=False)
+
+
+def test_linspace_of_integers_is_float64():
+    _eq(tf.linspace(0, 1, 3), [0.0, 0.5, 1.0], tf.float64)
+    _eq(tf.linspace(0.0, 1.0, 3), [0.0, 0.5, 1.0], tf.float32)
+
+
+def test_and_or_xor_invert_are_bitwise_on_integers():
+    a, b = tf.constant([6, 5]), tf.constant([3, 1])
+    _eq(a & b, [2, 1], tf.int32)
+    _eq(a | b, [7, 5], tf.int32)
+    _eq(a ^ b, [5, 4], tf.int32)
+    _eq(~a, [-7, -6], tf.int32)
+    _eq(3 & a, [2, 1], tf.int32)
+
+
+def test_and_or_xor_invert_stay_logical_on_bools():
+    p, q = tf.constant([True, True, False]), tf.constant([True, False, False])
+    _eq(p & q, [True, False, False], tf.bool)
+    _eq(p | q, [True, True, False], tf.bool)
+    _eq(p ^ q, [False, True, False], tf.bool)
+    _eq(~p, [False, False, True], tf.bool)
+
+
+def test_bitwise_operators_reject_floats():
+    with pytest.raises(TypeError, match="bool or integer"):
+        tf.constant([1.0]) & tf.constant([1.0])
+
+
+def test_a_list_index_is_a_tuple_of_indices():
+    x = tf.constant([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    _eq(x[[0, 1]], 2.0)
+    _eq(x[[1]], [4.0, 5.0, 6.0])
+
+
+def test_assigning_a_float_to_an_integer_variable_raises():
+    v = tf.Variable([1, 2])
+    with pytest.raises(TypeError, match="cannot convert a float value to int32"):
+        v.assign([1.5, 2.5])
+    _eq(v.read_value(), [1, 2], tf.int32)  # unchanged
+    w = tf.Variable(1)
+    with pytest.raises(TypeError, match="cannot convert a float value to int32"):
+        w.assign_add(0.5)
+    w.assign_add(2)
+    _eq(w.read_value(), 3, tf.int32)
+
+
+def test_converting_to_another_kind_or_a_tensor_to_another_dtype_raises():
+    with pytest.raises(TypeError, match="cannot convert a float value to int32"):
+        tf.constant(1.5, dtype=tf.int32)
+    with pytest.raises(TypeError, match="cannot convert a float value to int32"):
+        tf.constant(np.array([1.0]), dtype=tf.int32)
+    with pytest.raises(TypeError, match="got a tensor of dtype float32"):
+        tf.constant(tf.constant(1.0), dtype=tf.float64)
+    with pytest.raises(ValueError, match="requested for a tensor of dtype float32"):
+        tf.convert_to_tensor(tf.constant(1.0), dtype=tf.float64)
+    # Integers convert to floats, and NumPy floats to other floats, as in TensorFlow.
+    _eq(tf.constant(1, dtype=tf.float32), 1.0, tf.float32)
+    _eq(tf.constant(np.array([0.5]), dtype=tf.float32), [0.5], tf.float32)
+
+
+def test_integer_division_by_zero_raises():
+    with pytest.raises(ZeroDivisionError, match="integer division by zero"):
+        tf.constant([1, 0]) // 0
+    with pytest.raises(ZeroDivisionError, match="integer division by zero"):
+        tf.constant([1, 0]) % tf.constant([2, 0])
+    _eq(tf.constant([1.0, -1.0]) // 0.0, [np.inf, -np.inf], tf.float32)
+
+
+def test_clip_by_value_with_min_above_max_gives_min():
+    _eq(tf.clip_by_value(tf.constant([0.0, 5.0]), 3.0, 1.0), [3.0, 3.0])
+
+
+# ----- gradients -----
+
+
+def _grad(f, x, upstream=None):
+    x = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    return tape.gradient(y, x, output_gradients=upstream)
+
+
+def _second(f, x):
+    x = tf.constant(x)
+    with tf.GradientTape() as outer:
+        outer.watch(x)
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            y = f(x)
+        g = inner.gradient(y, x)
+    return outer.gradient(g, x)
+
+
+def test_sqrt_gradient_is_zero_where_the_upstream_gradient_is():
+    g = _grad(lambda x: tf.where(x > 0, tf.sqrt(x), 0.0), [1.0, 0.0, -1.0])
+    _eq(g, [0.5, 0.0, 0.0])
+
+
+def test_relu_gradient_passes_nan_and_inf_upstream():
+    upstream = tf.constant([np.nan, np.nan, np.inf, np.inf, 2.0])
+    g = _grad(tf.nn.relu, [1.0, -1.0, 1.0, -1.0, -1.0], upstream)
+    _eq(g, [np.nan, np.nan, np.inf, np.nan, 0.0])
+
+
+def test_pow_exponent_gradient_follows_tensorflow_at_nonpositive_bases():
+    # grad * out * (log(x) where x > 0 else 0): NaN where out is NaN or inf, else 0.
+    base = tf.constant([-1.0, 0.0, -2.0, 0.0, 2.0])
+    g = _grad(lambda e: tf.pow(base, e), [0.5, -1.0, 2.0, 2.0, 1.0])
+    _eq(g, np.float32([np.nan, np.nan, 0.0, 0.0, 2.0 * np.log(2.0)]))
+
+
+def test_sign_gradient_and_second_derivatives_of_abs_and_relu_are_zeros():
+    x = [1.0, -2.0, 0.5]
+    _eq(_grad(tf.sign, x), [0.0, 0.0, 0.0])
+    second = _second(tf.abs, x)
+    _eq(second * second, [0.0, 0.0, 0.0])
+    _eq(_second(tf.nn.relu, x), [0.0, 0.0, 0.0])
+
+
+def test_batch_jacobian_of_an_unconnected_source_is_zeros():
+    x, u = tf.constant([[1.0, 2.0], [3.0, 4.0]]), tf.constant([[1.0], [2.0]])
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch([x, u])
+        y = x * 2.0
+        rounded = tf.floor(x) + tf.round(x)
+    _eq(tape.batch_jacobian(y, u), np.zeros((2, 2, 1)), tf.float32)
+    _eq(tape.batch_jacobian(rounded, x), np.zeros((2, 2, 2)), tf.float32)
+
+
+def test_unconnected_zero_gradient_of_an_integer_variable_is_integer_zero():
+    v, w = tf.Variable(1), tf.Variable(2.0)
+    with tf.GradientTape() as tape:
+        y = w * 3.0
+    gv, gw = tape.gradient(y, [v, w], unconnected_gradients="zero")
+    _eq(gv, 0, tf.int32)
+    _eq(gw, 3.0, tf.float32)
+
+
+def _changed_vjps(x, b):
+    """sqrt behind a where, relu, pow's exponent, sign and a batch gather in one kernel."""
+    rows = tf.gather(tf.reshape(x, (1, 3)), [[2, 0]], batch_dims=1)
+    return tf.reduce_sum(tf.where(x > 0, tf.sqrt(x), 0.0) + tf.nn.relu(x) * x + b ** x
+                         + tf.sign(x) * x) + tf.reduce_sum(rows * rows)
+
+
+def test_changed_vjps_compiled_match_eager():
+    x, b = np.array([1.0, 0.0, -1.0]), np.array([2.0, -2.0, 0.0])
+    eager = [_grad_of(_changed_vjps, x, b, i) for i in range(2)]
+    compiled = tf.differentiable(_changed_vjps, wrt=(0, 1)).grad(x, b)
+    for want, got in zip(eager, compiled):
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)  # NaN where NaN
+    assert np.isnan(eager[0][2]) and eager[0][1] == 0.0  # pow's NaN, sqrt's masked 0
+
+
+def _grad_of(f, x, b, i):
+    args = [tf.constant(x), tf.constant(b)]
+    with tf.GradientTape() as tape:
+        tape.watch(args[i])
+        y = f(*args)
+    return tape.gradient(y, args[i]).numpy()
+
+
+def test_changed_vjps_against_finite_differences():
+    # Away from the kinks, tape and compiled gradients agree with central differences.
+    check_grads(_changed_vjps, [np.array([1.5, 0.4, -1.2]), np.array([0.5, 1.5, 2.0])])
+
+
+def test_second_order_through_relu_sign_and_abs():
+    check_grads(lambda x: tf.reduce_sum(tf.nn.relu(x) * x + tf.sign(x) * x * x + tf.abs(x) ** 3),
+                [np.array([1.5, 0.4, -1.2])], order=2, compiled=False)
