@@ -121,13 +121,13 @@ class Program:
     def args(self, call):
         """The arguments at `call`: deterministic data of the shape, distinct values."""
         out = []
-        for k, p in enumerate(self.params):
+        for p in self.params:
             if p == "idx":
                 out.append(np.array(call.idx, dtype=np.int64))
                 continue
-            shape = call.shape(p)
+            shape, phase = call.shape(p), 0.3 if p in ("x", "a") else 1.2
             count = int(np.prod(shape))
-            out.append(1.4 * np.sin(1.7 * np.arange(count) + 0.3 + 0.9 * k).reshape(shape))
+            out.append(1.4 * np.sin(1.7 * np.arange(count) + phase).reshape(shape))
         return out
 
     def describe(self):
@@ -137,14 +137,16 @@ class Program:
         return self.source() + "calls, in order: " + "; ".join(call(c) for c in self.calls)
 
     def only_term(self, k):
-        """The program with the one loss term k, and only the steps it reads."""
+        """The program with the one loss term k, and only the steps and params it reads."""
         name, template = self.terms[k]
         needed, steps = {name}, []
         for step_name, expr in reversed(self.steps):
             if step_name in needed:
                 steps.insert(0, (step_name, expr))
-                needed |= {s for s, _ in self.steps if _reads(expr, s)}
-        return dataclasses.replace(self, steps=steps, terms=[(name, template)])
+                needed |= {v for v in self.params + tuple(s for s, _ in self.steps)
+                           if _reads(expr, v)}
+        params = tuple(p for p in self.params if p in needed)
+        return dataclasses.replace(self, params=params, steps=steps, terms=[(name, template)])
 
     def with_calls(self, calls):
         return dataclasses.replace(self, calls=list(calls))
@@ -361,7 +363,7 @@ class Generator:
 
     # ----- the loss and the sizes -----
     def _add_terms(self, program, env):
-        read = {s for s, _ in program.steps for _, e in program.steps if _reads(e, s)}
+        read = {s for s, _ in program.steps if any(_reads(e, s) for _, e in program.steps)}
         unread = [s for s, _ in program.steps if s not in read] or [program.params[0]]
         for name in reversed(unread):
             template = self.pick(["tf.reduce_sum({})", "tf.reduce_sum({} ** 2)",
@@ -679,7 +681,7 @@ def _run_worker(seed, first, count, deadline, minimizing, report, log):
         lines = queue.Queue()  # a thread reads: a hung worker must not block the parent
         threading.Thread(target=lambda: [*map(lines.put, proc.stdout), lines.put("")],
                          daemon=True).start()
-        current, nxt, hung = None, first, False
+        current, last, nxt, hung = None, None, first, False
         while True:
             try:
                 line = lines.get(timeout=PROGRAM_TIMEOUT_S)
@@ -700,19 +702,32 @@ def _run_worker(seed, first, count, deadline, minimizing, report, log):
                 current["minimized"] = record["program"]
             elif "done" in record:
                 _finish(current, report, log)
-                current, nxt = None, record["done"] + 1
+                current, last, nxt = None, current, record["done"] + 1
         proc.wait()
         stderr.seek(0)
         errors = stderr.read()
         if current is not None:  # it died (or hung) inside this program
             what = "hang" if hung else f"crash (exit status {proc.returncode})"
             current["found"].append({"call": None, "kind": what, "eager": "",
-                                     "got": errors[-1500:]})
+                                     "got": _crash_text(errors)})
             _finish(current, report, log)
             nxt = current["k"] + 1
+        elif proc.returncode and last is not None:  # it died later: heap corrupted?
+            last["found"].append({"call": None, "eager": "", "got": _crash_text(errors),
+                                  "kind": f"crash (exit status {proc.returncode}) after "
+                                          "the program finished"})
+            if last not in report.mismatches:
+                report.mismatches.append(last)
         elif proc.returncode:
             raise RuntimeError(f"the fuzz worker failed:\n{errors[-3000:]}")
     return nxt
+
+
+def _crash_text(errors):
+    """The end of a dead worker's stderr: faulthandler's report, less its module list."""
+    start = errors.rfind("Fatal Python error")
+    text = errors[start:] if start >= 0 else errors[-1500:]
+    return text.split("\nExtension modules:")[0][:1500]
 
 
 def _finish(record, report, log):
