@@ -9,7 +9,8 @@ those bugs.
 
 A program maps one or two float64 arrays (and maybe an integer index array) to a scalar
 loss through indexing (ints, slices with any start/stop/step, reversals, chains, None,
-Ellipsis, integer lists), tf.gather, broadcasting elementwise ops and reductions. At each
+Ellipsis, integer lists), tf.gather, broadcasting elementwise ops, reductions, concat
+and transpose. At each
 size, in the order of the sequence:
 - NumPy runs the same program text with a tf-like shim: the eager value must equal it
   (the reference is checked before it is trusted);
@@ -78,7 +79,11 @@ class NumpyTF:
     def gather(v, indices, axis=0):
         return np.take(v, np.asarray(indices), axis=axis)
 
-    sin, tanh, square = np.sin, np.tanh, np.square
+    @staticmethod
+    def concat(values, axis):
+        return np.concatenate(values, axis=axis)
+
+    sin, tanh, square, transpose = np.sin, np.tanh, np.square, np.transpose
 
 
 # ----- programs -----
@@ -216,7 +221,7 @@ class Generator:
     def _add_step(self, program, env, name):
         for _ in range(50):
             kind = self.pick(["index", "index", "index", "gather", "binary", "binary",
-                              "unary", "reduce"])
+                              "unary", "reduce", "join"])
             operand = self._operand(program, env)
             expr = getattr(self, "_" + kind)(operand, env)
             if expr is not None and self._keep(name, expr, env):
@@ -259,7 +264,8 @@ class Generator:
             if form == "int" and n:
                 return f"[{self._int(n)}]"
             if form == "None":
-                return self.pick(["[None]", "[:, None]", f"[None, {self._slice(n)}]"])
+                return self.pick(["[None]", "[:, None]", "[..., None]",
+                                  f"[None, {self._slice(n)}]"])
             if form == "ellipsis" and n:
                 return f"[..., {self._int(n)}]"
             if form == "list" and n:
@@ -328,12 +334,16 @@ class Generator:
         env.update(numpy_steps(program, program.args(program.calls[0])))
 
     def _idx_values(self, rows, allow_bad=False):
+        """Indices in range at `rows` (repeats, some negative, sometimes none); with
+        allow_bad, sometimes one out of range (always where there are no rows)."""
         count = int(self.rng.integers(0 if self.chance(0.1) else 1, 5))
         values = [int(v) for v in self.rng.integers(0, max(rows, 1), count)]
         if self.chance(0.3) and values:
             values.append(values[-1])
+        if self.chance(0.15) and values:
+            values[0] -= rows
         if allow_bad and (self.chance(0.15) or rows == 0):
-            values.append(int(self.pick([rows, rows + 3, 10**6])))
+            values.append(int(self.pick([rows, rows + 3, -rows - 1, 10**6])))
         return tuple(values)
 
     def _binary(self, operand, env):
@@ -347,6 +357,20 @@ class Generator:
         if self.chance(0.15):
             return f"{operand} {op} {self.pick(['2.0', '0.5'])}"
         return f"{operand} {op} {other}"
+
+    def _join(self, operand, env):
+        """A concat with a value of the same rank and other dims, or a transpose."""
+        shape = np.shape(env[operand])
+        if len(shape) == 2 and self.chance(0.3):
+            return f"tf.transpose({operand})"
+        if not shape:
+            return None
+        axis = int(self.rng.integers(len(shape)))
+        rest = shape[:axis] + shape[axis + 1:]
+        fits = [v for v in env if isinstance(env[v], np.ndarray) and env[v].dtype.kind == "f"
+                and np.ndim(env[v]) == len(shape)
+                and np.shape(env[v])[:axis] + np.shape(env[v])[axis + 1:] == rest]
+        return f"tf.concat([{operand}, {self.pick(fits)}], axis={axis})"
 
     def _unary(self, operand, env):
         return self.pick(["tf.sin({})", "tf.tanh({})", "{} ** 2", "tf.square({})"]) \
@@ -376,8 +400,8 @@ class Generator:
         calls = [program.calls[0]]
         for _ in range(int(self.rng.integers(2, 4))):
             m = int(self.pick([1, 2, 3, 4, 5, 6], p=[0.1, 0.25, 0.25, 0.2, 0.1, 0.1]))
-            n = int(self.pick([0, 1, 2, 3, 4, 5, 6, 7, 9],
-                              p=[0.04, 0.06, 0.15, 0.15, 0.15, 0.15, 0.1, 0.1, 0.1]))
+            n = int(self.pick([0, 1, 2, 3, 4, 5, 6, 7, 9, 13],
+                              p=[0.04, 0.06, 0.15, 0.15, 0.15, 0.15, 0.1, 0.1, 0.05, 0.05]))
             call = Call(m, n)
             if "idx" in program.params:
                 call.idx = self._idx_values(self._idx_rows(program, call), allow_bad=True)

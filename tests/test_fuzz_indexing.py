@@ -164,3 +164,11 @@ def test_an_argument_may_share_a_name_with_the_generated_code(name):
     value, grad = tf.differentiable(fn).value_and_grad(x, indices)
     assert value == expected[0] == 33.0
     np.testing.assert_array_equal(grad, expected[1])
+
+
+def test_a_gather_out_of_bounds_raises_before_a_later_shape_error():
+    """As eager does: the first bad line raises. A new idx length retraces; the trace
+    must not find the multiply's shape error before the gather's bad index."""
+    fn = lambda x, idx: tf.reduce_sum(tf.gather(x, [0, 2]) * tf.gather(x, idx))
+    _agrees_with_eager(tf.differentiable(fn), fn, (np.arange(1.0, 4.0), np.array([1, 2])),
+                       (np.arange(1.0, 3.0), np.array([0, 1, 1])))
