@@ -9,9 +9,9 @@ those bugs.
 
 A program maps one or two float64 arrays (and maybe an integer index array) to a scalar
 loss through indexing (ints, slices with any start/stop/step, reversals, chains, None,
-Ellipsis, integer lists), tf.gather, broadcasting elementwise ops, reductions, concat
-and transpose. At each
-size, in the order of the sequence:
+Ellipsis, integer arrays; a list index is a tuple of indices, as in TF), tf.gather,
+broadcasting elementwise ops, reductions, concat and transpose. At each size, in the
+order of the sequence:
 - NumPy runs the same program text with a tf-like shim: the eager value must equal it
   (the reference is checked before it is trusted);
 - the eager tape's gradient must equal central differences of the NumPy program;
@@ -164,7 +164,7 @@ def _reads(expr, name):
 
 def numpy_steps(program, args, upto=None):
     """Runs the steps on NumPy arrays (through the shim); the environment of names."""
-    env = dict(zip(program.params, args), tf=NumpyTF)
+    env = dict(zip(program.params, args), tf=NumpyTF, np=np)
     for name, expr in program.steps[:upto]:
         env[name] = eval(expr, env)
     return env
@@ -269,7 +269,7 @@ class Generator:
             if form == "ellipsis" and n:
                 return f"[..., {self._int(n)}]"
             if form == "list" and n:
-                return f"[{self._index_list(n)}]"
+                return f"[np.array({self._index_list(n)})]"
             return f"[{self._slice(n)}]"
         m, n = shape
         form = self.pick(["row", "col", "both", "ellipsis", "list"])
@@ -280,7 +280,8 @@ class Generator:
         if form == "ellipsis" and n:
             return f"[..., {self._int(n) if self.chance(0.6) else self._slice(n)}]"
         if form == "list" and m and n:
-            return self.pick([f"[{self._index_list(m)}]", f"[:, {self._index_list(n)}]"])
+            return self.pick([f"[np.array({self._index_list(m)})]",
+                              f"[:, np.array({self._index_list(n)})]"])
         first = self._int(m) if m and self.chance(0.25) else self._slice(m)
         return f"[{first}, {self._slice(n)}]"
 
@@ -471,7 +472,7 @@ def jit_off():
 
 def _function(program, filename):
     import srcxform as tf
-    namespace = {"tf": tf}
+    namespace = {"tf": tf, "np": np}
     exec(compile(program.source(), filename, "exec"), namespace)  # noqa: S102 -- our text
     return namespace["prog"]
 
