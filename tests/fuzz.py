@@ -26,6 +26,10 @@ so neither finds the other's kernel in the on-disk index: both trace for themsel
 Programs run in a worker subprocess: a kernel that reads or writes out of bounds can kill
 the process; the parent reports that program as a crash and goes on with the next.
 
+The worker inherits the environment: under pytest, conftest's SRCXFORM_CHECK=1 (IR
+verified, each new kernel's first call checked against eager); from the command line,
+set it to run as the suite does.
+
     python -m tests.fuzz --minutes 10 [--seed N] [--no-minimize]
 """
 
