@@ -138,7 +138,7 @@ def test_a_first_call_pauses_the_garbage_collector_and_leaves_it_as_it_was(enabl
         assert gc.isenabled() == enabled
     finally:
         gc.enable()
-    assert seen == [False, False]
+    assert len(seen) >= 2 and not any(seen)  # both traces (and SRCXFORM_CHECK's eager run)
 
 
 def test_a_captured_array_made_readonly_takes_the_dispatcher(monkeypatch):

@@ -308,6 +308,10 @@ def gather(params, indices, axis=None, batch_dims=0, name=None):
     if not same_shape(x.shape[:b], indices.shape[:b]):
         raise shape_error(f"gather: batch_dims={b}, but params {x.aval.short()} and indices "
                           f"{indices.aval.short()} differ in their first {b} axes")
+    if b == 0 and getattr(indices, "_trace", None) is None and getattr(x, "_trace", None):
+        # Constant indices into a traced value: checked at this call's size while tracing,
+        # where eager checks them (before a later op's shape error), and at each call.
+        _check_indices(indices._value, value(x.shape[axis]), "gather")
     # Batch axes, then the gathered axis, then the rest; with batch axes, each element's
     # indices are moved to its own rows of the batch-and-axis rows (_batch_rows).
     to_front = tuple(range(b)) + (axis,) + tuple(i for i in range(b, x.ndim) if i != axis)
