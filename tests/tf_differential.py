@@ -1,0 +1,678 @@
+"""Differential test of srcxform's eager API against TensorFlow itself.
+
+A random eager program is Python TEXT over the ops both frameworks have: sources that are
+constants (watched or not) and Variables, float32/float64, shapes with broadcasting and
+1-dims, Python scalars and NumPy arrays mixed in, persistent and nested tapes, gradients
+with output_gradients and unconnected_gradients, jacobians, batch_jacobians and second
+order. The same text is executed twice, with `tf` bound to tensorflow and to srcxform;
+every value it appends to `out` (and the exception that stopped it, if any) is compared:
+structure, None-vs-tensor, dtype, shape and values (exact for ints and bools, NaN == NaN).
+
+Exceptions are compared by kind. TensorFlow's `InvalidArgumentError` (a kernel rejecting
+its inputs) is matched by Python's ValueError, TypeError or IndexError (srcxform's
+ShapeError is a ValueError); TensorFlow's TypeError, ValueError and RuntimeError need the
+same Python class (TypeError for ValueError too: TensorFlow raises ValueError for dtype
+problems that Python code calls TypeError); anything else needs the same class name.
+
+The README's "Differences from TensorFlow" are the only tolerated differences; each is a
+named allowance in ALLOWANCES, keyed on TensorFlow's error message (in every documented
+case TensorFlow raises and srcxform computes). Documented differences the generator never
+produces (`.T`, NumPy's array methods, `custom_gradient`'s signature, `where(c)`, integer
+array indexing) have no allowance, so generating them would show up as mismatches.
+
+    python -m tests.tf_differential --programs 2000 --seed 0 [--show 20]
+"""
+
+import argparse
+import contextlib
+import io
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# ----- the generator -----
+
+FLOAT_UNARY = ["tf.sin", "tf.cos", "tf.tanh", "tf.sigmoid", "tf.math.softplus", "tf.nn.relu",
+               "tf.abs", "tf.square", "tf.negative", "tf.sign", "tf.floor", "tf.round",
+               "tf.stop_gradient", "tf.exp", "tf.math.expm1", "tf.tan"]
+DOMAIN_UNARY = ["tf.sqrt", "tf.math.log", "tf.math.log1p"]
+BINARY_OPERATORS = ["+", "-", "*", "/"]
+BINARY_FUNCTIONS = ["tf.maximum", "tf.minimum", "tf.add", "tf.subtract", "tf.multiply",
+                    "tf.divide", "tf.math.floordiv", "tf.math.floormod"]
+REDUCTIONS = ["tf.reduce_sum", "tf.reduce_mean", "tf.reduce_max", "tf.reduce_min",
+              "tf.reduce_prod", "tf.reduce_logsumexp"]
+PY_SCALARS = ["2.0", "0.5", "-1.5", "3", "1", "0.0"]
+
+
+@dataclass
+class Val:
+    name: str
+    shape: tuple
+    dtype: str  # "float32", "float64", "int32" or "bool"
+
+    @property
+    def is_float(self):
+        return self.dtype.startswith("float")
+
+
+@dataclass
+class Program:
+    lines: list = field(default_factory=list)
+
+    @property
+    def text(self):
+        return "\n".join(self.lines) + "\n"
+
+
+def _literal(rng, shape, dtype, low=-2.0, high=2.0):
+    values = np.round(rng.uniform(low, high, size=shape), 1)
+    if dtype == "int32":
+        values = np.round(values * 2).astype(int)
+    np_dtype = {"float32": "np.float32", "float64": "np.float64", "int32": "np.int32"}[dtype]
+    return f"np.array({values.tolist()!r}, dtype={np_dtype})"
+
+
+class Generator:
+    """Builds one program; `indent` is the current block's indentation."""
+
+    def __init__(self, rng):
+        self.rng = rng
+        self.program = Program()
+        self.indent = ""
+        self.count = 0
+        self.values = []  # what later statements may use
+
+    # -- helpers --
+    def chance(self, p):
+        return self.rng.random() < p
+
+    def pick(self, seq):
+        return seq[self.rng.integers(len(seq))]
+
+    def emit(self, line):
+        self.program.lines.append(self.indent + line)
+
+    def fresh(self, prefix="v"):
+        self.count += 1
+        return f"{prefix}{self.count}"
+
+    def bind(self, expr, shape, dtype, record=True):
+        name = self.fresh()
+        self.emit(f"{name} = {expr}")
+        if record:
+            self.emit(f"out.append({name})")
+        val = Val(name, tuple(shape), dtype)
+        self.values.append(val)
+        return val
+
+    def floats(self):
+        return [v for v in self.values if v.is_float]
+
+    def broadcast_shape_like(self, shape):
+        """A shape that broadcasts against `shape`: some dims 1, some leading ones dropped."""
+        dims = [1 if self.chance(0.3) else d for d in shape]
+        drop = self.rng.integers(0, len(dims) + 1) if self.chance(0.3) else 0
+        dims = dims[drop:]
+        if self.chance(0.15):  # now and then a longer one
+            dims = [self.pick([1, 2])] + dims
+        return tuple(dims)
+
+    # -- the program --
+    def generate(self):
+        rng = self.rng
+        self.dtype = "float64" if self.chance(0.35) else "float32"
+        rank = int(rng.integers(0, 4))
+        self.base = tuple(int(rng.choice([1, 2, 3])) for _ in range(rank))
+        self.sources = []
+        self.watched_constants = []
+        for i in range(int(rng.integers(1, 4))):
+            shape = self.base if i == 0 else self.broadcast_shape_like(self.base)
+            dtype = self.dtype
+            if self.chance(0.06):  # documented: mixed float dtypes promote
+                dtype = "float64" if dtype == "float32" else "float32"
+            name = f"x{i}"
+            literal = _literal(rng, shape, dtype)
+            if self.chance(0.5):
+                trainable = "" if self.chance(0.9) else ", trainable=False"
+                self.emit(f"{name} = tf.Variable({literal}{trainable})")
+            else:
+                self.emit(f"{name} = tf.constant({literal})")
+                if self.chance(0.85):
+                    self.watched_constants.append(name)
+            val = Val(name, shape, dtype)
+            self.sources.append(val)
+            self.values.append(val)
+        second_order = self.chance(0.35)
+        if second_order:
+            self.emit("with tf.GradientTape(persistent=True) as outer:")
+            self.indent = "    "
+            for name in self.watched_constants:
+                self.emit(f"outer.watch({name})")
+        persistent = self.chance(0.5)
+        self.emit(f"with tf.GradientTape(persistent={persistent}) as tape:")
+        self.indent += "    "
+        for name in self.watched_constants:
+            self.emit(f"tape.watch({name})")
+        for _ in range(int(rng.integers(1, 7))):
+            self.statement()
+        target = self.target()
+        self.indent = self.indent[:-4]
+        self.gradients(target, persistent)
+        if second_order:
+            self.second_order()
+        return self.program
+
+    def target(self):
+        last = self.floats()[-1]
+        if self.chance(0.7):
+            return self.bind(f"tf.reduce_sum({last.name})", (), last.dtype)
+        return last
+
+    def source_list(self):
+        sources = [s.name for s in self.sources]
+        if self.chance(0.3):  # an intermediate, maybe connected, maybe not
+            inner = [v for v in self.floats() if v not in self.sources]
+            if inner:
+                sources.append(self.pick(inner).name)
+        return sources
+
+    def unconnected(self):
+        return self.pick(["", "", ", unconnected_gradients='zero'",
+                          ", unconnected_gradients=tf.UnconnectedGradients.ZERO",
+                          ", unconnected_gradients='none'"])
+
+    def gradients(self, target, persistent):
+        sources = self.source_list()
+        options = self.unconnected()
+        if (target.shape != () or self.chance(0.15)) and self.chance(0.7):
+            weight = _literal(self.rng, target.shape, target.dtype)
+            options += f", output_gradients=tf.constant({weight})"
+        self.emit(f"g = tape.gradient({target.name}, [{', '.join(sources)}]{options})")
+        self.emit("out.append(g)")
+        if persistent or self.chance(0.05):  # a second use of a non-persistent tape raises
+            self.jacobians()
+        return sources
+
+    def jacobians(self):
+        floats = self.floats()
+        small = [v for v in floats if int(np.prod(v.shape)) <= 12]
+        if not small:
+            return
+        t = self.pick(small)
+        s = self.pick(self.sources)
+        self.emit(f"out.append(tape.jacobian({t.name}, {s.name}{self.unconnected()}))")
+        if self.chance(0.4):
+            # A rank-1 target now and then: TensorFlow requires rank >= 2 and raises.
+            rank = 1 if self.chance(0.1) else 2
+            batched = [v for v in small if len(v.shape) >= rank and s.shape
+                       and v.shape[0] == s.shape[0]]
+            if batched:
+                t = self.pick(batched)
+                self.emit(f"out.append(tape.batch_jacobian({t.name}, {s.name}))")
+
+    def second_order(self):
+        # Inside `outer`: the first-order gradients are recorded, then differentiated with
+        # respect to the sources only. (With respect to an intermediate the result depends
+        # on how each framework writes a gradient: tan's as 1 + y**2 or 1 / cos(x)**2.)
+        sources = [s.name for s in self.sources]
+        self.emit("gs = [tf.reduce_sum(tf.convert_to_tensor(gi) ** 2) for gi in g "
+                  "if gi is not None]")
+        self.indent = ""
+        self.emit("if gs:")
+        self.emit(f"    out.append(outer.gradient(gs, [{', '.join(sources)}]"
+                  f"{self.unconnected()}))")
+        if self.chance(0.5):
+            s = self.pick(self.sources)
+            if int(np.prod(s.shape)) <= 12:
+                self.emit("if g[0] is not None:")
+                self.emit(f"    out.append(outer.jacobian(g[0], {s.name}))")
+
+    # -- statements: each binds one new value --
+    def statement(self):
+        kinds = [self.unary, self.domain_unary, self.binary, self.binary, self.reduction,
+                 self.structural, self.structural, self.selection, self.nn, self.matmul,
+                 self.integer, self.pow]
+        for _ in range(10):  # a statement that does not apply to the values returns False
+            if self.pick(kinds)():
+                return
+
+    def operand(self, shape, dtype):
+        """The other operand of a binary op: a value, a Python scalar or a NumPy array."""
+        r = self.rng.random()
+        if r < 0.3:
+            return self.pick(PY_SCALARS)
+        if r < 0.38:
+            return _literal(self.rng, self.broadcast_shape_like(shape), dtype)
+        if r < 0.42:  # an incompatible shape, now and then
+            return _literal(self.rng, shape[:-1] + (4,) if shape else (4,), dtype)
+        return self.pick(self.floats()).name
+
+    def shape_of(self, expr, default):
+        for v in self.values:
+            if v.name == expr:
+                return v.shape, v.dtype
+        if expr.startswith("np.array"):
+            return np.array(eval(expr, {"np": np})).shape, default[1]
+        return (), default[1]
+
+    def result(self, a, b_expr):
+        b_shape, b_dtype = self.shape_of(b_expr, (None, a.dtype))
+        try:
+            shape = np.broadcast_shapes(a.shape, b_shape)
+        except ValueError:
+            shape = a.shape  # TensorFlow and srcxform should both raise
+        dtype = "float64" if "float64" in (a.dtype, b_dtype) else a.dtype
+        return shape, dtype
+
+    def unary(self):
+        a = self.pick(self.floats())
+        return self.bind(f"{self.pick(FLOAT_UNARY)}({a.name})", a.shape, a.dtype)
+
+    def domain_unary(self):
+        a = self.pick(self.floats())
+        arg = a.name if self.chance(0.4) else f"tf.abs({a.name}) + 0.5"
+        return self.bind(f"{self.pick(DOMAIN_UNARY)}({arg})", a.shape, a.dtype)
+
+    def binary(self):
+        a = self.pick(self.floats())
+        b = self.operand(a.shape, a.dtype)
+        shape, dtype = self.result(a, b)
+        if self.chance(0.5):
+            op = self.pick(BINARY_OPERATORS)
+            expr = f"{b} {op} {a.name}" if self.chance(0.3) else f"{a.name} {op} {b}"
+        else:
+            expr = f"{self.pick(BINARY_FUNCTIONS)}({a.name}, {b})"
+        return self.bind(expr, shape, dtype)
+
+    def pow(self):
+        a = self.pick(self.floats())
+        r = self.rng.random()
+        if r < 0.4:
+            return self.bind(f"{a.name} ** {self.pick(['2', '2.0', '3', '0.5', '-1.0'])}",
+                             a.shape, a.dtype)
+        b = self.pick(self.floats())
+        shape, dtype = self.result(a, b.name)
+        base = a.name if r < 0.55 else f"(tf.abs({a.name}) + 0.5)"
+        return self.bind(f"tf.pow({base}, {b.name})", shape, dtype)
+
+    def reduction(self):
+        a = self.pick(self.floats())
+        op = self.pick(REDUCTIONS)
+        keep = self.chance(0.3)
+        if not a.shape or self.chance(0.3):
+            shape = tuple(1 for _ in a.shape) if keep else ()
+            args = ", keepdims=True" if keep else ""
+        else:
+            axis = int(self.rng.integers(-len(a.shape), len(a.shape)))
+            shape = list(a.shape)
+            if keep:
+                shape[axis] = 1
+            else:
+                del shape[axis]
+            args = f", axis={axis}" + (", keepdims=True" if keep else "")
+        return self.bind(f"{op}({a.name}{args})", shape, a.dtype)
+
+    def structural(self):
+        a = self.pick(self.floats())
+        s, n = a.shape, len(a.shape)
+        choices = ["reshape", "expand_dims", "tile", "broadcast_to", "concat", "stack",
+                   "getitem", "getitem"]
+        if n >= 1:
+            choices += ["gather", "transpose", "reverse_slice"]
+        if 1 in s:
+            choices.append("squeeze")
+        kind = self.pick(choices)
+        if kind == "reshape":
+            if self.chance(0.5):
+                return self.bind(f"tf.reshape({a.name}, [-1])", (int(np.prod(s)),), a.dtype)
+            new = tuple(reversed(s))
+            return self.bind(f"tf.reshape({a.name}, {list(new)})", new, a.dtype)
+        if kind == "expand_dims":
+            axis = int(self.rng.integers(-n - 1, n + 1))
+            shape = list(s)
+            shape.insert(axis if axis >= 0 else n + 1 + axis, 1)
+            return self.bind(f"tf.expand_dims({a.name}, {axis})", shape, a.dtype)
+        if kind == "squeeze":
+            axis = s.index(1)
+            shape = s[:axis] + s[axis + 1:]
+            if self.chance(0.5):
+                return self.bind(f"tf.squeeze({a.name}, axis={axis})", shape, a.dtype)
+            return self.bind(f"tf.squeeze({a.name})", tuple(d for d in s if d != 1), a.dtype)
+        if kind == "tile":
+            reps = [int(self.rng.integers(1, 3)) for _ in s]
+            return self.bind(f"tf.tile({a.name}, {reps})",
+                             tuple(d * r for d, r in zip(s, reps)), a.dtype)
+        if kind == "broadcast_to":
+            target = tuple(self.pick([2, 3]) if d == 1 else d for d in s)
+            if self.chance(0.3):
+                target = (2,) + target
+            return self.bind(f"tf.broadcast_to({a.name}, {list(target)})", target, a.dtype)
+        if kind in ("concat", "stack"):
+            same = [v for v in self.floats() if v.shape == s]
+            b = self.pick(same)
+            if kind == "stack":
+                axis = int(self.rng.integers(-n - 1, n + 1))
+                shape = list(s)
+                shape.insert(axis if axis >= 0 else n + 1 + axis, 2)
+                return self.bind(f"tf.stack([{a.name}, {b.name}], axis={axis})", shape,
+                                 self.result(a, b.name)[1])
+            if n == 0:
+                return self.bind(f"tf.concat([{a.name}, {b.name}], 0)", (), a.dtype)
+            axis = int(self.rng.integers(-n, n))
+            shape = list(s)
+            shape[axis] *= 2
+            return self.bind(f"tf.concat([{a.name}, {b.name}], {axis})", shape,
+                             self.result(a, b.name)[1])
+        if kind == "gather":
+            axis = int(self.rng.integers(0, n))
+            idx = [int(self.rng.integers(0, s[axis])) for _ in range(int(self.rng.integers(1, 4)))]
+            shape = s[:axis] + (len(idx),) + s[axis + 1:]
+            return self.bind(f"tf.gather({a.name}, {idx}, axis={axis})", shape, a.dtype)
+        if kind == "transpose":
+            perm = [int(p) for p in self.rng.permutation(n)]
+            if self.chance(0.3):
+                return self.bind(f"tf.transpose({a.name})", tuple(reversed(s)), a.dtype)
+            return self.bind(f"tf.transpose({a.name}, {perm})", tuple(s[p] for p in perm),
+                             a.dtype)
+        if kind == "reverse_slice":
+            return self.bind(f"{a.name}[::-1]", s, a.dtype)
+        # getitem: an int, a slice, an ellipsis or a new axis
+        if n == 0:
+            if self.chance(0.5):
+                return self.bind(f"{a.name}[None]", (1,), a.dtype)
+            return self.bind(f"{a.name}[...]", (), a.dtype)
+        i = int(self.rng.integers(0, s[0]))
+        pick = self.rng.integers(4)
+        if pick == 0:
+            return self.bind(f"{a.name}[{i}]", s[1:], a.dtype)
+        if pick == 1:
+            return self.bind(f"{a.name}[{i}:]", (s[0] - i,) + s[1:], a.dtype)
+        if pick == 2:
+            return self.bind(f"{a.name}[..., :1]", s[:-1] + (min(1, s[-1]),), a.dtype)
+        return self.bind(f"{a.name}[:, None]" if n >= 1 else f"{a.name}[None]",
+                         s[:1] + (1,) + s[1:], a.dtype)
+
+    def selection(self):
+        a = self.pick(self.floats())
+        if self.chance(0.4):
+            lo, hi = sorted(self.rng.choice([-1.0, -0.5, 0.0, 0.5, 1.0], 2, replace=False))
+            if self.chance(0.1):
+                lo, hi = hi, lo  # TensorFlow clips to hi, then lo
+            return self.bind(f"tf.clip_by_value({a.name}, {lo}, {hi})", a.shape, a.dtype)
+        b = self.pick(self.floats())
+        shape, dtype = self.result(a, b.name)
+        cond = self.pick([f"{a.name} > 0.0", f"{a.name} <= {b.name}",
+                          f"tf.math.is_finite({a.name})", f"tf.equal({a.name}, {b.name})",
+                          f"tf.logical_and({a.name} > -1.0, {a.name} < 1.0)"])
+        return self.bind(f"tf.where({cond}, {a.name}, {b.name})", shape, dtype)
+
+    def nn(self):
+        a = self.pick(self.floats())
+        if not a.shape:
+            return False
+        kind = self.pick(["softmax", "log_softmax", "sigmoid_xent", "softmax_xent"])
+        if kind in ("softmax", "log_softmax"):
+            return self.bind(f"tf.nn.{kind}({a.name})", a.shape, a.dtype)
+        if kind == "sigmoid_xent":
+            labels = _literal(self.rng, a.shape, a.dtype, 0.0, 1.0)
+            return self.bind(f"tf.nn.sigmoid_cross_entropy_with_logits("
+                             f"labels=tf.constant({labels}), logits={a.name})", a.shape, a.dtype)
+        # Labels that sum to 1 and do not depend on the logits: the README documents that
+        # srcxform's gradient differs from TensorFlow's otherwise (srcxform's is right).
+        labels = f"tf.nn.softmax(tf.constant({_literal(self.rng, a.shape, a.dtype)}))"
+        return self.bind(f"tf.nn.softmax_cross_entropy_with_logits(labels={labels}, "
+                         f"logits={a.name})", a.shape[:-1], a.dtype)
+
+    def matmul(self):
+        a = self.pick(self.floats())
+        if len(a.shape) < 2:
+            return False
+        k = int(self.rng.integers(1, 4))
+        other = a.shape[:-2] + (a.shape[-1], k)
+        b = f"tf.constant({_literal(self.rng, other, a.dtype)})"
+        if self.chance(0.3):
+            return self.bind(f"tf.matmul({a.name}, {a.name}, transpose_b=True)",
+                             a.shape[:-1] + (a.shape[-2],), a.dtype)
+        return self.bind(f"tf.matmul({a.name}, {b})", a.shape[:-1] + (k,), a.dtype)
+
+    def integer(self):
+        """A detour through int32: no gradient flows through it."""
+        a = self.pick(self.floats())
+        i = self.bind(f"tf.cast({a.name} * 4.0, tf.int32)", a.shape, "int32")
+        op = self.pick(["// 3", "% 3", "+ 1", "* 2", "& 5", "| 2", "- tf.ones_like({0})"])
+        j = self.bind(f"{i.name} {op.format(i.name)}", a.shape, "int32")
+        return self.bind(f"tf.cast({j.name}, {a.name}.dtype) * {a.name}", a.shape, a.dtype)
+
+
+def generate(rng):
+    return Generator(rng).generate().text
+
+
+# ----- running a program under one framework -----
+
+
+@dataclass
+class Outcome:
+    out: list
+    error: BaseException = None
+
+    def describe(self):
+        lines = [f"  out[{i}] = {_show(v)}" for i, v in enumerate(self.out)]
+        if self.error is not None:
+            lines.append(f"  raised {type(self.error).__name__}: {_first_line(self.error)}")
+        return "\n".join(lines)
+
+
+def _first_line(error):
+    text = str(error).strip().splitlines()
+    return text[0][:200] if text else ""
+
+
+def run(module, numpy_module, text):
+    out = []
+    namespace = {"tf": module, "np": numpy_module, "out": out}
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            exec(compile(text, "<program>", "exec"), namespace)  # noqa: S102 -- the test
+    except Exception as error:  # noqa: BLE001 -- the exception is the result
+        return Outcome([_normal(v) for v in out], error)
+    return Outcome([_normal(v) for v in out])
+
+
+def _normal(value):
+    """A framework-free picture of a result: None, a list, or (dtype name, numpy array)."""
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple)):
+        return [_normal(v) for v in value]
+    if type(value).__name__ == "IndexedSlices":
+        # TensorFlow's gradient of a gather from a Variable is sparse; srcxform's is dense.
+        # Both mean the same array, and tf.convert_to_tensor makes TensorFlow's dense.
+        import tensorflow
+        value = tensorflow.convert_to_tensor(value)
+    if hasattr(value, "numpy"):
+        array = np.array(value.numpy())
+        return (np.dtype(array.dtype).name, array)
+    return ("python " + type(value).__name__, np.array(value))
+
+
+def _show(value):
+    if value is None:
+        return "None"
+    if isinstance(value, list):
+        return "[" + ", ".join(_show(v) for v in value) + "]"
+    dtype, array = value
+    return f"{dtype}{list(array.shape)} {np.array2string(array, precision=6, threshold=40)}"
+
+
+# ----- comparing -----
+
+TOLERANCE = {"float32": (2e-4, 1e-5), "float64": (1e-9, 1e-12), "float16": (1e-2, 1e-3)}
+
+
+def differs(expected, actual, path="out"):
+    """The first difference between two normal results, as (class, where), or None."""
+    if expected is None or actual is None:
+        if expected is None and actual is None:
+            return None
+        return ("none-vs-tensor", path)
+    if isinstance(expected, list) or isinstance(actual, list):
+        if not (isinstance(expected, list) and isinstance(actual, list)) \
+                or len(expected) != len(actual):
+            return ("structure", path)
+        for i, (e, a) in enumerate(zip(expected, actual)):
+            found = differs(e, a, f"{path}[{i}]")
+            if found:
+                return found
+        return None
+    (edtype, e), (adtype, a) = expected, actual
+    if edtype != adtype:
+        return ("dtype", path)
+    if e.shape != a.shape:
+        return ("shape", path)
+    if edtype in TOLERANCE:
+        rtol, atol = TOLERANCE[edtype]
+        ok = np.allclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
+    else:
+        ok = np.array_equal(a, e)
+    return None if ok else ("value", path)
+
+
+# TensorFlow's exception class -> the Python classes that count as the same kind.
+EXCEPTION_KINDS = {
+    "InvalidArgumentError": (ValueError, TypeError, IndexError),
+    "TypeError": (TypeError,),
+    "ValueError": (ValueError, TypeError),
+    "RuntimeError": (RuntimeError,),
+}
+
+
+def same_kind(tf_error, sx_error):
+    kinds = EXCEPTION_KINDS.get(type(tf_error).__name__)
+    if kinds is None:
+        return type(tf_error).__name__ == type(sx_error).__name__
+    return isinstance(sx_error, kinds)
+
+
+@dataclass
+class Allowance:
+    """A documented difference: TensorFlow raises (its message matches `tf_message`) where
+    srcxform raises `sx_error` (None: computes a result)."""
+    name: str
+    readme: str
+    tf_message: str
+    sx_error: type = None
+
+    def allows(self, tf_outcome, sx_outcome):
+        if tf_outcome.error is None or not re.search(self.tf_message, str(tf_outcome.error)):
+            return False
+        if self.sx_error is None:  # srcxform computes: it went past where TensorFlow stopped
+            return sx_outcome.error is None or len(sx_outcome.out) > len(tf_outcome.out)
+        return isinstance(sx_outcome.error, self.sx_error)
+
+
+ALLOWANCES = [
+    Allowance("mixed-float-promotion", "Mixed float dtypes promote as NumPy does",
+              r"expected to be a (half|float|double) tensor but is a (half|float|double) "
+              r"tensor|Cannot convert .* to EagerTensor of dtype (half|float|double)|"
+              r"dtype (float16|float32|float64) .* requested dtype (float16|float32|float64)|"
+              r"Tensor conversion requested dtype (float16|float32|float64) for Tensor with "
+              r"dtype (float16|float32|float64)|"
+              r"`x` and `y` must have the same dtype, got tf.(float16|float32|float64) != "
+              r"tf.(float16|float32|float64)"),
+    Allowance("int-tensor-with-python-float",
+              "An integer tensor with a Python float gives float64",
+              r"Cannot convert [-0-9.e]+ to EagerTensor of dtype int32"),
+    Allowance("integer-division-by-zero", "Integer division by zero (//, %) raises "
+              "ZeroDivisionError", r"Integer division by zero", ZeroDivisionError),
+    Allowance("variable-assign-other-float",
+              "A float tensor assigned to a Variable of another float dtype is converted",
+              r"Tensor conversion requested dtype (float|double)"),
+]
+
+
+def compare(tf_outcome, sx_outcome):
+    """None if the outcomes agree (or differ only as documented), else (class, detail)."""
+    n = min(len(tf_outcome.out), len(sx_outcome.out))
+    for i in range(n):
+        found = differs(tf_outcome.out[i], sx_outcome.out[i], f"out[{i}]")
+        if found:
+            return found
+    if any(allowance.allows(tf_outcome, sx_outcome) for allowance in ALLOWANCES):
+        return None
+    if len(tf_outcome.out) != len(sx_outcome.out):
+        if tf_outcome.error is None:
+            return ("srcxform-raises", f"after {len(sx_outcome.out)} outputs")
+        if sx_outcome.error is None:
+            return ("tensorflow-raises", f"after {len(tf_outcome.out)} outputs")
+        return ("raise-at-different-points", "")
+    if (tf_outcome.error is None) != (sx_outcome.error is None):
+        return ("srcxform-raises" if tf_outcome.error is None else "tensorflow-raises", "")
+    if tf_outcome.error is not None and not same_kind(tf_outcome.error, sx_outcome.error):
+        kinds = f"{type(tf_outcome.error).__name__} vs {type(sx_outcome.error).__name__}"
+        return ("exception-kind", kinds)
+    return None
+
+
+# ----- the campaign -----
+
+
+@dataclass
+class Mismatch:
+    index: int
+    text: str
+    kind: str
+    where: str
+    tf_outcome: Outcome
+    sx_outcome: Outcome
+
+    def report(self):
+        return (f"--- program {self.index}: {self.kind} {self.where}\n{self.text}"
+                f"TensorFlow:\n{self.tf_outcome.describe()}\n"
+                f"srcxform:\n{self.sx_outcome.describe()}\n")
+
+
+def campaign(programs, seed, tf_module=None, sx_module=None):
+    """Runs `programs` random programs; returns the mismatches."""
+    if tf_module is None:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        import tensorflow as tf_module  # optional, and slow to import
+
+        tf_module.get_logger().setLevel("ERROR")  # jacobian's retracing warnings
+    if sx_module is None:
+        import srcxform as sx_module
+    rng = np.random.default_rng(seed)
+    mismatches = []
+    for index in range(programs):
+        text = generate(rng)
+        tf_outcome = run(tf_module, np, text)
+        sx_outcome = run(sx_module, np, text)
+        found = compare(tf_outcome, sx_outcome)
+        if found:
+            mismatches.append(Mismatch(index, text, *found, tf_outcome, sx_outcome))
+    return mismatches
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--programs", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--show", type=int, default=None,
+                        help="print at most this many mismatches (default: all)")
+    args = parser.parse_args(argv)
+    mismatches = campaign(args.programs, args.seed)
+    for m in mismatches[:args.show]:
+        print(m.report())
+    counts = {}
+    for m in mismatches:
+        counts[m.kind] = counts.get(m.kind, 0) + 1
+    print(f"{args.programs} programs, {len(mismatches)} mismatches"
+          + "".join(f"\n  {k}: {v}" for k, v in sorted(counts.items())))
+    return 1 if mismatches else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
