@@ -23,7 +23,7 @@ def main(argv):
     mode, keys = argv[0], (argv[1].split(",") if len(argv) > 1 else [])
     t0 = time.perf_counter_ns()
     if mode == "floor":
-        import numba  # noqa: F401
+        import numba
 
         imported = time.perf_counter_ns()
         # Decorating is timed with the call: Numba starts its compiler target for the first

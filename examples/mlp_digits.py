@@ -16,9 +16,9 @@ step against a compiled one, and saves the loss curve as a PNG.
 import argparse
 
 import numpy as np
+from _training import print_results, save_loss_curve, train_and_compare  # examples/_training.py
 
 import srcxform as tf
-from _training import print_results, save_loss_curve, train_and_compare  # examples/_training.py
 
 
 def parse_args(argv=None):

@@ -8,17 +8,17 @@ knows no primitive by name.
 import ast
 import functools
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
 from srcxform import recording
 from srcxform.aval import Aval, broadcast_shapes, normalize_axes
+from srcxform.dims import Dim
 from srcxform.dtypes import promote
 from srcxform.errors import ShapeError, where
 from srcxform.names import TEMPLATE_GLOBALS
-from srcxform.dims import Dim
 from srcxform.tensor import SizeConstant, Tensor, as_value
 
 REGISTRY: dict = {}
@@ -221,4 +221,4 @@ def primitive(name, kind, impl, shape, emit, vjp=None, nondiff=False,
 def reduce_params(x, axis, keepdims, op):
     """Normalizes a reduction's axis argument against the operand's rank."""
     x = as_value(x, op)
-    return x, dict(axis=normalize_axes(axis, x.ndim, op), keepdims=bool(keepdims))
+    return x, {"axis": normalize_axes(axis, x.ndim, op), "keepdims": bool(keepdims)}

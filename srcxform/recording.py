@@ -9,8 +9,8 @@ This module holds no gradient logic (that is backprop.py).
 
 import contextlib
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 
 class Context(threading.local):

@@ -49,7 +49,7 @@ def exp(x):
     k = np.int64(kf)
     half = k >> np.int64(1)
     e = (1.0 + _expm1_reduced(r)) * _pow2(half) * _pow2(k - half)
-    return e if x == x else x
+    return e if x == x else x  # noqa: PLR0124 - a NaN test LLVM keeps branch-free
 
 
 @helper
@@ -86,6 +86,6 @@ def _expm1_nonnegative(y):
 def tanh(x):
     """tanh(x) = e/(e + 2) with e = expm1(2|x|), signed; |x| is capped at 20, where tanh
     is 1 to double precision. NaN gives NaN."""
-    a = min(abs(x), 20.0) if x == x else x
+    a = min(abs(x), 20.0) if x == x else x  # noqa: PLR0124 - NaN stays NaN, branch-free
     e = _expm1_nonnegative(2.0 * a)
     return np.copysign(e / (e + 2.0), x)

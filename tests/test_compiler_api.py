@@ -247,7 +247,7 @@ def test_control_flow_on_traced_values_raises_at_the_users_line(tmp_path, body, 
     source = f"def f(x):\n    {body}\n"
     path = tmp_path / "user_code.py"
     path.write_text(source)
-    exec(compile(source, str(path), "exec"), namespace)
+    exec(compile(source, str(path), "exec"), namespace)  # noqa: S102 - a user file's code
     with pytest.raises(tf.TracingError) as err:
         tf.differentiable(namespace["f"])(np.ones(3))
     message = str(err.value)
@@ -395,7 +395,7 @@ def test_the_kernel_runs_a_whole_training_loop_inside_njit():
     @numba.njit
     def train(kernel, w, X, y, steps, lr):
         for _ in range(steps):
-            value, g = kernel(w, X, y)
+            _, g = kernel(w, X, y)
             w = w - lr * g
         return w
 

@@ -53,7 +53,7 @@ ENDS = [None, -9, -4, -2, -1, 0, 1, 2, 4, 9]
 
 @pytest.mark.parametrize("step", [None, 1, 2, 3, -1, -2, -3])
 def test_normalized_slices_select_what_python_selects(step):
-    for n in range(0, 7):
+    for n in range(7):
         for start, stop in itertools.product(ENDS, ENDS):
             s = slice(start, stop, step)
             start_, stop_, step_ = normalize_slice(n, s)

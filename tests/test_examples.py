@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+
 def _needs_examples_extra():
     for name in ("sklearn", "matplotlib", "tqdm"):
         pytest.importorskip(name)

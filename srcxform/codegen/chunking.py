@@ -12,7 +12,6 @@ import ast
 
 from srcxform.codegen.exprs import name_ast
 
-
 CHUNKS = 64  # a chunked prange's chunks: enough to balance the threads, few to set up
 
 

@@ -24,7 +24,7 @@ def literal(value, dtype):
     if dtype.kind == "b":
         return ast.Constant(bool(value))
     if isinstance(value, float) and not math.isfinite(value):
-        inf = ast.Attribute(ast.Name("np", ast.Load()), "inf" if value == value else "nan",
+        inf = ast.Attribute(ast.Name("np", ast.Load()), "nan" if math.isnan(value) else "inf",
                             ast.Load())
         arg = ast.UnaryOp(ast.USub(), inf) if value < 0 else inf
     elif dtype.kind == "f":
