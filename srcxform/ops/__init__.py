@@ -7,10 +7,10 @@ import types as _types
 
 from srcxform.ops.elementwise import (  # noqa: F401
     abs, add, bitwise_and, bitwise_or, bitwise_xor, cast, ceil, clip_by_value, cos, divide,
-    divide_no_nan, equal, exp, expm1, floor, floordiv, greater, greater_equal, invert, is_finite, less, less_equal,
-    log, log1p, logical_and, logical_not, logical_or, maximum, minimum, mod, multiply, negative, not_equal, pow,
-    relu, round, sigmoid, sign, sin, softplus, sqrt, square, stop_gradient, subtract, tan,
-    tanh, where,
+    divide_no_nan, equal, exp, expm1, floor, floordiv, greater, greater_equal, invert,
+    is_finite, less, less_equal, log, log1p, logical_and, logical_not, logical_or, maximum,
+    minimum, mod, multiply, negative, not_equal, pow, relu, round, sigmoid, sign, sin,
+    softplus, sqrt, square, stop_gradient, subtract, tan, tanh, where,
 )
 from srcxform.ops.shape import (  # noqa: F401
     boolean_mask, broadcast_to, concat, embed, expand_dims, gather, getitem, reshape,
