@@ -132,12 +132,12 @@ class GradientTape:
     def jacobian(self, target, sources, unconnected_gradients=UnconnectedGradients.NONE,
                  parallel_iterations=None, experimental_use_pfor=True):
         """d target / d source, shaped target.shape + source.shape, for each source."""
-        self._check_usable("jacobian")
-        zero = _unconnected_is_zero(unconnected_gradients)
         if not isinstance(target, Value):
             # as_value would make a list of tensors a new constant, unconnected: None.
             raise TypeError(f"jacobian: the target must be one tensor, got "
                             f"{type(target).__name__}; call jacobian once per target")
+        self._check_usable("jacobian")
+        zero = _unconnected_is_zero(unconnected_gradients)
         target = as_value(target, "jacobian")
         leaves, treedef = tree_flatten(sources)
         rows = [self._gradient_leaves(target, leaves, weight)

@@ -101,7 +101,7 @@ def test_an_integer_argument_outside_wrt_is_fine():
 
 
 def _weighted_product(a, b, w):
-    return tf.reduce_sum(tf.matmul(a, b) * w)
+    return tf.reduce_sum((a @ b) * w)  # `@`: vectors too, as NumPy (tf.matmul: rank >= 2)
 
 
 _rng = np.random.default_rng(11)
