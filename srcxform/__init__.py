@@ -17,9 +17,9 @@ from srcxform.ops import (  # noqa: F401
     abs, cast, constant, convert_to_tensor, custom_gradient, range, round, stop_gradient,
 )
 from srcxform import math, nn  # noqa: F401
-
-newaxis = None  # x[tf.newaxis] inserts an axis, as x[None]
 from srcxform.tape import GradientTape, UnconnectedGradients  # noqa: F401
 from srcxform.tensor import Tensor, Variable  # noqa: F401
 from srcxform.api import differentiable, grad, hessian, jacobian, value_and_grad  # noqa: F401
 from srcxform import optimizers  # noqa: F401, E402
+
+newaxis = None  # x[tf.newaxis] inserts an axis, as x[None]

@@ -9,8 +9,17 @@ import numpy as np
 
 from srcxform.aval import size
 from srcxform.errors import DtypeArgumentError
-from srcxform.ops.elementwise import (cast, equal, exp, greater, is_finite, log, logical_not,
-                                      stop_gradient, where)
+from srcxform.ops.elementwise import (
+    cast,
+    equal,
+    exp,
+    greater,
+    is_finite,
+    log,
+    logical_not,
+    stop_gradient,
+    where,
+)
 from srcxform.ops.shape import broadcast_to, reshape
 from srcxform.primitive import reduce_params, reduction
 
