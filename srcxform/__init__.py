@@ -21,3 +21,5 @@ from srcxform.tape import GradientTape, UnconnectedGradients  # noqa: F401
 from srcxform.tensor import Tensor, Variable  # noqa: F401
 from srcxform.api import differentiable, grad, hessian, jacobian, value_and_grad  # noqa: F401
 from srcxform import optimizers  # noqa: F401, E402
+
+newaxis = None  # x[tf.newaxis] inserts an axis, as x[None]

@@ -28,6 +28,30 @@ class ShapeError(SrcxformError, ValueError):
     """Operands whose shapes do not fit the op."""
 
 
+class InvalidArgumentError(SrcxformError):
+    """TensorFlow's tf.errors.InvalidArgumentError: an op met an argument it cannot take.
+
+    srcxform raises it as one of the subclasses below, each also the Python exception that
+    names the fault, so `except tf.errors.InvalidArgumentError` (TensorFlow code) and
+    `except ZeroDivisionError` (Python code) both catch it."""
+
+
+class ShapeArgumentError(InvalidArgumentError, ShapeError):
+    """Operands whose shapes do not fit the op (a ShapeError and a ValueError too)."""
+
+
+class DtypeArgumentError(InvalidArgumentError, TypeError):
+    """An operand of a dtype the op does not take."""
+
+
+class IndexArgumentError(InvalidArgumentError, IndexError):
+    """An index outside the axis it indexes."""
+
+
+class ZeroDivisionArgumentError(InvalidArgumentError, ZeroDivisionError):
+    """An integer division by zero (NumPy would give 0 silently)."""
+
+
 class CompileError(SrcxformError):
     """Numba could not compile the generated source; the message quotes the generated line."""
 
@@ -64,6 +88,7 @@ def where(origin=None):
 
 
 def shape_error(message):
-    """A ShapeError for a check made outside a shape rule (a wrapper's own argument check),
-    ending with the user's line as the shape rules' errors do."""
-    return ShapeError(f"{message}\n  at {where()}")
+    """A ShapeError (and InvalidArgumentError) for a check made outside a shape rule (a
+    wrapper's own argument check), ending with the user's line as the shape rules' errors
+    do."""
+    return ShapeArgumentError(f"{message}\n  at {where()}")

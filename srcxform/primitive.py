@@ -17,7 +17,7 @@ from srcxform import recording
 from srcxform.aval import Aval, broadcast_shapes, normalize_axes
 from srcxform.dims import Dim
 from srcxform.dtypes import promote
-from srcxform.errors import ShapeError, where
+from srcxform.errors import DtypeArgumentError, ShapeArgumentError, where
 from srcxform.names import TEMPLATE_GLOBALS
 from srcxform.tensor import SizeConstant, Tensor, as_value
 
@@ -102,8 +102,10 @@ class Primitive:
         try:
             return self.shape(*[v.aval for v in values], **params)
         except (ValueError, TypeError) as err:
+            # Raised eagerly, TensorFlow's InvalidArgumentError in both cases.
             operands = ", ".join(v.aval.short() for v in values)
-            kind = type(err) if isinstance(err, TypeError) else ShapeError
+            kind = (DtypeArgumentError if type(err) is TypeError else type(err)
+                    if isinstance(err, TypeError) else ShapeArgumentError)
             raise kind(f"{self.name}({operands}): {err}\n  at {where()}") from None
 
     def eager(self, values, params, out_aval):
@@ -163,13 +165,19 @@ def _arg_names(fn, skip):
 # ----- declarators -----
 
 
-def elementwise(name, impl, emit, vjp=None, nondiff=False, out_dtype=None, float_only=False,
+_KIND_NAMES = {"f": "float", "fiu": "numeric", "iu": "integer", "b": "bool"}
+
+
+def elementwise(name, impl, emit, vjp=None, nondiff=False, out_dtype=None, kinds=None,
                 args=None, units=(), same_aval_is_identity=False):
     """Declares an elementwise primitive: NumPy broadcasting, NEP 50 promotion.
 
     The inputs are named by the VJP's parameters after (g, out), or by `args`; an input
     named `c` is a bool condition and takes no part in promotion. `out_dtype` is "bool"
-    or a function of the operands' common dtype.
+    or a function of the operands' common dtype; a result of another kind than the
+    operands' (int / int is float64) is strong, as TensorFlow's, even from weak operands.
+    `kinds` (a key of _KIND_NAMES) are the dtype kinds the operands may have, as
+    TensorFlow's kernel for the op takes (None: any).
     """
     arg_names = tuple(args.split()) if args else _arg_names(vjp, 2)[0]
 
@@ -177,16 +185,19 @@ def elementwise(name, impl, emit, vjp=None, nondiff=False, out_dtype=None, float
         cond = [a for n, a in zip(arg_names, avals) if n == "c"]
         operands = [a for n, a in zip(arg_names, avals) if n != "c"]
         dtype, weak = promote(operands)
-        if float_only and dtype.kind != "f":
-            raise TypeError(f"expects float inputs, got {dtype.name}; cast first "
-                            f"(srcxform.cast(x, srcxform.float32))")
+        if kinds and any(a.dtype.kind not in kinds for a in operands):
+            got = ", ".join(a.dtype.name for a in operands)
+            raise TypeError(f"expects {_KIND_NAMES[kinds]} inputs, got {got}; cast first "
+                            f"(srcxform.cast(x, srcxform.float32))" if kinds == "f" else
+                            f"expects {_KIND_NAMES[kinds]} inputs, got {got}")
         for c in cond:
             if c.dtype != np.bool_:
                 raise TypeError(f"the condition must be bool, got {c.dtype.name}")
         out_shape = broadcast_shapes(*[a.shape for a in avals])
         if out_dtype == "bool":
             return Aval(out_shape, np.dtype(np.bool_))
-        return Aval(out_shape, out_dtype(dtype) if out_dtype else dtype, weak)
+        result = out_dtype(dtype) if out_dtype else dtype
+        return Aval(out_shape, result, weak and result.kind == dtype.kind)
 
     return Primitive(name, "elementwise", impl, shape, vjp, emit, arg_names, nondiff,
                      units=units, same_aval_is_identity=same_aval_is_identity)

@@ -42,10 +42,12 @@ class GradientTape:
         self._watched = set()
         self._variables = []
         self._recording = False
+        self._entered = False
         self._used = False
 
     def __enter__(self):
         self._recording = True
+        self._entered = True
         recording.enter(recording.CONTEXT.tapes, self)
         return self
 
@@ -130,6 +132,10 @@ class GradientTape:
     def jacobian(self, target, sources, unconnected_gradients=UnconnectedGradients.NONE,
                  parallel_iterations=None, experimental_use_pfor=True):
         """d target / d source, shaped target.shape + source.shape, for each source."""
+        if not isinstance(target, Value):
+            # as_value would make a list of tensors a new constant, unconnected: None.
+            raise TypeError(f"jacobian: the target must be one tensor, got "
+                            f"{type(target).__name__}; call jacobian once per target")
         self._check_usable("jacobian")
         zero = _unconnected_is_zero(unconnected_gradients)
         target = as_value(target, "jacobian")
@@ -151,6 +157,10 @@ class GradientTape:
         self._check_usable("batch_jacobian")
         _unconnected_is_zero(unconnected_gradients)  # checks the option only
         target = as_value(target, "batch_jacobian")
+        if target.ndim < 2 or source.ndim < 2:
+            raise ValueError(f"batch_jacobian: target and source must have rank 2 or more "
+                             f"(a batch axis and an example's axes), got shapes "
+                             f"{target.shape} and {source.shape}")
         if target.shape[:1] != source.shape[:1]:
             raise ValueError(f"batch_jacobian: target of shape {target.shape} and source of "
                              f"shape {source.shape} differ in their first (batch) dimension")
@@ -163,6 +173,9 @@ class GradientTape:
         return _stacked(rows, shape, source, False, axis=1)
 
     def _check_usable(self, what):
+        if not self._entered:
+            raise RuntimeError(f"{what}: the GradientTape was never entered, so it recorded "
+                               "nothing; use it as `with GradientTape() as tape:`")
         if self._used and not self._persistent:
             raise RuntimeError(f"{what}: a non-persistent GradientTape can only be used to "
                                "compute one set of gradients (or jacobians); create it with "

@@ -10,11 +10,12 @@ import numpy as np
 
 from srcxform import ops as _ops
 from srcxform import recording
-from srcxform.aval import Aval
+from srcxform.aval import Aval, broadcast_shapes
 from srcxform.dims import Dim, value
 from srcxform.dtypes import (as_dtype, check_convertible, out_of_range, promote, settled,
                              weak_storage)
 from srcxform.errors import TracingError, where
+from srcxform.tensor_shape import TensorShape
 
 _ids = itertools.count(1)
 
@@ -28,7 +29,10 @@ class Value:
 
     @property
     def shape(self):
-        return self.aval.shape
+        return TensorShape(self.aval.shape)
+
+    def get_shape(self):
+        return self.shape
 
     @property
     def dtype(self):
@@ -86,11 +90,12 @@ class Value:
     def __rpow__(self, other):
         return _ops.pow(other, self)
 
+    # `@` takes vectors as NumPy's does (tf.matmul does not), so NumPy code runs unchanged.
     def __matmul__(self, other):
-        return _ops.matmul(self, other)
+        return _ops.linalg.numpy_matmul(self, other)
 
     def __rmatmul__(self, other):
-        return _ops.matmul(other, self)
+        return _ops.linalg.numpy_matmul(other, self)
 
     def __neg__(self):
         return _ops.negative(self)
@@ -115,10 +120,10 @@ class Value:
         return _ops.greater_equal(self, other)
 
     def __eq__(self, other):
-        return _ops.equal(self, other)
+        return _equality(_ops.equal, self, other, unequal=False)
 
     def __ne__(self, other):
-        return _ops.not_equal(self, other)
+        return _equality(_ops.not_equal, self, other, unequal=True)
 
     # Logical on bools, bitwise on integers, as TensorFlow's.
     def __and__(self, other):
@@ -240,7 +245,7 @@ class Tensor(Value):
 
     @property
     def shape(self):
-        return self._value.shape
+        return TensorShape(self._value.shape)
 
     @property
     def dtype(self):
@@ -264,27 +269,30 @@ class Tensor(Value):
         return _shared_array(self._value, self.dtype if dtype is None else dtype, copy)
 
     def __float__(self):
-        return float(self._one_element("float"))
+        return float(self._scalar("float"))
 
     def __int__(self):
-        return int(self._one_element("int"))
+        return int(self._scalar("int"))
 
     def __index__(self):
         if self.dtype.kind not in "iu":
             raise TypeError(f"only integer tensors can be used as an index, not {self.dtype}")
-        return int(self._one_element("index"))
+        return int(self._scalar("index"))
 
     def __bool__(self):
-        return bool(self._one_element("bool"))
-
-    def _one_element(self, what):
         if self._value.size != 1:
-            # NumPy's and TensorFlow's types: an ambiguous truth is a ValueError, a number
-            # that cannot be had is a TypeError.
-            kind = ValueError if what == "bool" else TypeError
-            raise kind(f"{what}() of a tensor of shape {self.shape}: only one element "
-                       "has a truth or number value; use reduce_any/reduce_all or index it")
-        return self._value.reshape(()).item()
+            # NumPy's and TensorFlow's type for an ambiguous truth.
+            raise ValueError(f"bool() of a tensor of shape {self.shape}: only one element "
+                             "has a truth value; use reduce_any/reduce_all or index it")
+        return bool(self._value.reshape(()).item())
+
+    def _scalar(self, what):
+        # A number only from a scalar, as NumPy 2 and TensorFlow: float() of a 1-element
+        # vector raises, where taking its element would hide a shape bug.
+        if self._value.ndim:
+            raise TypeError(f"{what}() of a tensor of shape {self.shape}: only a scalar "
+                            "(shape ()) has a number value; index it or reduce it")
+        return self._value.item()
 
     def __repr__(self):
         return (f"<srcxform.Tensor: shape={self.shape}, dtype={self.dtype.name}, "
@@ -319,7 +327,8 @@ class Variable(Value):
         self._value = _to_array(initial_value, as_dtype(dtype), copy=True, what="Variable")
         self._id = next(_ids)
         self.trainable = bool(trainable)
-        self.name = name or "Variable:0"
+        # TensorFlow's name is the name of the variable's output: "w" gives "w:0".
+        self.name = f"{name or 'Variable'}:0" if name is None or ":" not in name else name
 
     @property
     def aval(self):
@@ -327,7 +336,7 @@ class Variable(Value):
 
     @property
     def shape(self):
-        return self._value.shape
+        return TensorShape(self._value.shape)
 
     @property
     def dtype(self):
@@ -350,6 +359,14 @@ class Variable(Value):
 
     def numpy(self):
         return self._value[()] if self._value.ndim == 0 else self._value.copy()
+
+    def __getitem__(self, index):
+        """self[index], a Tensor whose assign() writes into that part of the Variable
+        (TensorFlow's sliced assignment; eager only, as a traced part is no Tensor)."""
+        part = _ops.getitem(self, index)
+        if type(part) is not Tensor:
+            return part
+        return VariablePart._of(part, self, index)
 
     def __array__(self, dtype=None, copy=None):
         return _shared_array(self._value, self.dtype if dtype is None else dtype, copy)
@@ -400,6 +417,47 @@ class Variable(Value):
 
     def __format__(self, spec):
         return format(self._read(), spec)
+
+
+class VariablePart(Tensor):
+    """A read of part of a Variable (v[0], v[:, 1:]): a Tensor that can also be assigned."""
+
+    __slots__ = ("_index", "_variable")
+
+    @classmethod
+    def _of(cls, part, variable, index):
+        t = cls._new(part._value, part._weak, id=part._id)  # the id: the tape knows the read
+        t._variable, t._index = variable, index
+        return t
+
+    def assign(self, value, read_value=True):
+        """Writes value (of this part's shape) into the Variable at this part's index."""
+        value = as_value(value, "assign")
+        if value.shape != self.shape:
+            raise ValueError(f"assign: cannot assign a value of shape {value.shape} to "
+                             f"{self._variable.name}[...] of shape {self.shape}")
+        what = f"assign to {self._variable.name}"
+        check_convertible(value.dtype, self.dtype, what)
+        _check_range(value._value, self.dtype, what)
+        new = self._variable.numpy()
+        # A list is a tuple of indices, as getitem reads it (x[[0, 1]] is x[0, 1]).
+        new[tuple(self._index) if isinstance(self._index, list) else self._index] = \
+            value._value
+        return self._variable.assign(new)
+
+
+def _equality(op, x, other, unequal):
+    """TensorFlow's == and !=: elementwise, except that None, or a value whose shape does
+    not broadcast against x's, compares unequal as a whole (== is False) instead of
+    raising (the elementwise ops equal/not_equal raise for those)."""
+    if other is None:
+        return unequal
+    other = as_value(other, op.__name__)
+    try:
+        broadcast_shapes(x.shape, other.shape)
+    except ValueError:
+        return Tensor._new(np.asarray(unequal))
+    return op(x, other)
 
 
 def _logical_or_bitwise(logical, bitwise, *operands):

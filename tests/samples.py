@@ -208,6 +208,7 @@ SAMPLES = {
     "abs": unary("abs", tf.abs, NONZERO),
     "sign": unary("sign", tf.sign, NONZERO),
     "floor": unary("floor", tf.floor),
+    "ceil": unary("ceil", tf.math.ceil),
     "round": unary("round", tf.round),
     "stop_gradient": unary("stop_gradient", tf.stop_gradient),
     # ----- selection and casting -----
@@ -257,7 +258,7 @@ SAMPLES = {
     # ----- linear algebra -----
     "matmul": [Row("matmul", ((3, 4), (4, 2)), op=tf.matmul, label="2d"),
                Row("matmul", ((2, 3, 4), (1, 4, 2)), op=tf.matmul, label="batch-broadcast")],
-    "matvec": [Row("matvec", ((3, 4), (4,)), op=tf.matmul)],
+    "matvec": [Row("matvec", ((3, 4), (4,)), op=lambda a, b: a @ b)],
 }
 
 COMPOSITES = [
@@ -283,7 +284,7 @@ COMPOSITES = [
     Row("squeeze", ((3, 1, 4, 1),), params=dict(axis=1), op=tf.squeeze, label="axis1"),
     Row("matmul", ((2, 3, 4), (2, 4, 5)), op=tf.matmul, label="batched"),
     Row("matmul", ((2, 3, 4), (4, 5)), op=tf.matmul, label="batch-2d"),
-    Row("matmul", ((4,), (4, 3)), op=tf.matmul, label="vector"),
+    Row("matmul", ((4,), (4, 3)), op=lambda a, b: a @ b, label="vector"),
     Row("matmul", ((3, 4), (3, 5)), params=dict(transpose_a=True), op=tf.matmul,
         label="transpose_a"),
     Row("gather", ((3, 5), (4,)), (ANY, constant([4, 0, 4, 1])), params=dict(axis=1),

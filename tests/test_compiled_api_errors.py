@@ -101,7 +101,7 @@ def test_an_integer_argument_outside_wrt_is_fine():
 
 
 def _weighted_product(a, b, w):
-    return tf.reduce_sum(tf.matmul(a, b) * w)
+    return tf.reduce_sum((a @ b) * w)  # `@`: vectors too, as NumPy (tf.matmul: rank >= 2)
 
 
 _rng = np.random.default_rng(11)
@@ -147,7 +147,7 @@ def test_mixed_dtype_matmul_compiles_as_eager_promotes(name):
     ta, tb = tf.constant(a), tf.constant(b)
     with tf.GradientTape() as tape:
         tape.watch([t for t in (ta, tb) if t.dtype.kind == "f"])
-        product = tf.matmul(ta, tb)
+        product = ta @ tb  # `@`: vectors too (tf.matmul: rank >= 2)
         eager_value = tf.reduce_sum(product * w)
     eager_grads = tape.gradient(eager_value, [ta, tb])
 

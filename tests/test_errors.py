@@ -199,10 +199,11 @@ def test_shape_argument_must_be_integers():
         tf.fill([1.5], 1.0)
 
 
-def test_boolean_mask_index_is_rejected():
+def test_boolean_mask_of_another_shape_is_rejected():
+    # x[mask] is tf.boolean_mask (eager only; test_tf_compat2): the mask must fit x.
     x = tf.constant([1.0, 2.0])
-    with pytest.raises(TypeError, match="where"):
-        x[x > 1.0]
+    with pytest.raises(tf.ShapeError, match="does not match"):
+        x[tf.constant([True, False, True])]
 
 
 def test_gradient_source_must_be_a_tensor():

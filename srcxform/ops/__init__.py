@@ -6,22 +6,26 @@ The families are imported in a fixed order, which is the order of REGISTRY.
 import types as _types
 
 from srcxform.ops.elementwise import (  # noqa: F401
-    abs, add, bitwise_and, bitwise_or, bitwise_xor, cast, clip_by_value, cos, divide, equal,
-    exp, expm1, floor, floordiv, greater, greater_equal, invert, is_finite, less, less_equal,
-    log, log1p, logical_and, logical_not, logical_or, maximum, minimum, mod, multiply, negative, not_equal, pow,
-    relu, round, sigmoid, sign, sin, softplus, sqrt, square, stop_gradient, subtract, tan,
-    tanh, where,
+    abs, add, bitwise_and, bitwise_or, bitwise_xor, cast, ceil, clip_by_value, cos, divide,
+    divide_no_nan, equal, exp, expm1, floor, floordiv, greater, greater_equal, invert,
+    is_finite, less, less_equal, log, log1p, logical_and, logical_not, logical_or, maximum,
+    minimum, mod, multiply, negative, not_equal, pow, relu, round, sigmoid, sign, sin,
+    softplus, sqrt, square, stop_gradient, subtract, tan, tanh, where,
 )
 from srcxform.ops.shape import (  # noqa: F401
-    broadcast_to, concat, embed, expand_dims, gather, getitem, reshape, scatter_add, squeeze,
-    stack, tile, transpose,
+    boolean_mask, broadcast_to, concat, embed, expand_dims, gather, getitem, reshape,
+    scatter_add, squeeze, stack, tile, transpose,
 )
 from srcxform.ops.reduce import (  # noqa: F401
-    reduce_logsumexp, reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_sum,
+    reduce_all, reduce_any, reduce_logsumexp, reduce_max, reduce_mean, reduce_min,
+    reduce_prod, reduce_sum,
 )
 from srcxform.ops.linalg import dot, matmul, outer  # noqa: F401
 from srcxform.ops.nn import (  # noqa: F401
     log_softmax, sigmoid_cross_entropy_with_logits, softmax, softmax_cross_entropy_with_logits,
+)
+from srcxform.ops.layout import (  # noqa: F401
+    is_tensor, pad, rank, shape, size, slice, split, unstack,
 )
 from srcxform.ops.control import custom_gradient  # noqa: F401
 from srcxform.ops.creation import (  # noqa: F401

@@ -9,6 +9,7 @@ float32 as float32 where Python's math module would widen it.
 import numpy as np
 
 from srcxform.aval import Aval
+from srcxform.errors import DtypeArgumentError, ZeroDivisionArgumentError
 from srcxform.primitive import elementwise, primitive
 
 # ----- binary arithmetic -----
@@ -19,31 +20,32 @@ def _true_divide_dtype(common):
 
 
 add_p = elementwise("add", np.add, "x + y", vjp=lambda g, out, x, y: (g, g),
-                    units=((0, 0), (0, 1)))
+                    units=((0, 0), (0, 1)), kinds="fiu")
 subtract_p = elementwise("subtract", np.subtract, "x - y", vjp=lambda g, out, x, y: (g, -g),
-                         units=((0, 1),))
+                         units=((0, 1),), kinds="fiu")
 multiply_p = elementwise("multiply", np.multiply, "x * y",
-                         vjp=lambda g, out, x, y: (g * y, g * x), units=((1, 0), (1, 1)))
+                         vjp=lambda g, out, x, y: (g * y, g * x), units=((1, 0), (1, 1)),
+                         kinds="fiu")
 divide_p = elementwise("divide", np.true_divide, "x / y", out_dtype=_true_divide_dtype,
                        units=((1, 1),),
-                       vjp=lambda g, out, x, y: (g / y, -g * out / y))
+                       vjp=lambda g, out, x, y: (g / y, -g * out / y), kinds="fiu")
 
 
 def _integer_division(divide, name):
-    """divide, raising for an integer divisor of 0 where NumPy gives 0 (TensorFlow raises
-    InvalidArgumentError; Python's ZeroDivisionError stands for it)."""
+    """divide, raising for an integer divisor of 0 where NumPy gives 0: TensorFlow's
+    InvalidArgumentError, which is also Python's ZeroDivisionError."""
     def impl(x, y):
         if y.dtype.kind in "iu" and not np.all(y):
-            raise ZeroDivisionError(f"{name}: integer division by zero")
+            raise ZeroDivisionArgumentError(f"{name}: integer division by zero")
         return divide(x, y)
 
     return impl
 
 
 floordiv_p = elementwise("floordiv", _integer_division(np.floor_divide, "floordiv"), "x // y",
-                         nondiff=True, args="x y")
+                         nondiff=True, args="x y", kinds="fiu")
 mod_p = elementwise("mod", _integer_division(np.mod, "mod"), "x % y",
-                    vjp=lambda g, out, x, y: (g, -g * floor(x / y)))
+                    vjp=lambda g, out, x, y: (g, -g * floor(x / y)), kinds="fiu")
 
 
 def _pow_vjp(g, out, x, y):
@@ -54,7 +56,7 @@ def _pow_vjp(g, out, x, y):
     return g * y * x ** (y - 1), g * out * log_x
 
 
-pow_p = elementwise("pow", np.power, "x ** y", vjp=_pow_vjp, units=((1, 1),))
+pow_p = elementwise("pow", np.power, "x ** y", vjp=_pow_vjp, units=((1, 1),), kinds="fiu")
 
 
 def _zeros(x):
@@ -74,76 +76,83 @@ def _select_vjp(mask_fn):
 
 # Ties send the whole gradient to x, as TensorFlow does.
 maximum_p = elementwise("maximum", np.maximum, "np.maximum(x, y)",
-                        vjp=_select_vjp(lambda x, y: x >= y))
+                        vjp=_select_vjp(lambda x, y: x >= y), kinds="fiu")
 minimum_p = elementwise("minimum", np.minimum, "np.minimum(x, y)",
-                        vjp=_select_vjp(lambda x, y: x <= y))
+                        vjp=_select_vjp(lambda x, y: x <= y), kinds="fiu")
 
 # ----- comparisons and logic (no gradient) -----
 
 equal_p = elementwise("equal", np.equal, "x == y", nondiff=True, out_dtype="bool", args="x y")
 not_equal_p = elementwise("not_equal", np.not_equal, "x != y", nondiff=True, out_dtype="bool",
                           args="x y")
-less_p = elementwise("less", np.less, "x < y", nondiff=True, out_dtype="bool", args="x y")
+less_p = elementwise("less", np.less, "x < y", nondiff=True, out_dtype="bool", args="x y",
+                     kinds="fiu")
 less_equal_p = elementwise("less_equal", np.less_equal, "x <= y", nondiff=True,
-                           out_dtype="bool", args="x y")
+                           out_dtype="bool", args="x y", kinds="fiu")
 greater_p = elementwise("greater", np.greater, "x > y", nondiff=True, out_dtype="bool",
-                        args="x y")
+                        args="x y", kinds="fiu")
 greater_equal_p = elementwise("greater_equal", np.greater_equal, "x >= y", nondiff=True,
-                              out_dtype="bool", args="x y")
+                              out_dtype="bool", args="x y", kinds="fiu")
 logical_and_p = elementwise("logical_and", np.logical_and, "x and y", nondiff=True,
-                            out_dtype="bool", args="x y")
+                            out_dtype="bool", args="x y", kinds="b")
 logical_or_p = elementwise("logical_or", np.logical_or, "x or y", nondiff=True,
-                           out_dtype="bool", args="x y")
+                           out_dtype="bool", args="x y", kinds="b")
 logical_not_p = elementwise("logical_not", np.logical_not, "not x", nondiff=True,
-                            out_dtype="bool", args="x")
-bitwise_and_p = elementwise("bitwise_and", np.bitwise_and, "x & y", nondiff=True, args="x y")
-bitwise_or_p = elementwise("bitwise_or", np.bitwise_or, "x | y", nondiff=True, args="x y")
-bitwise_xor_p = elementwise("bitwise_xor", np.bitwise_xor, "x ^ y", nondiff=True, args="x y")
-invert_p = elementwise("invert", np.invert, "~x", nondiff=True, args="x")
+                            out_dtype="bool", args="x", kinds="b")
+bitwise_and_p = elementwise("bitwise_and", np.bitwise_and, "x & y", nondiff=True, args="x y",
+                            kinds="iu")
+bitwise_or_p = elementwise("bitwise_or", np.bitwise_or, "x | y", nondiff=True, args="x y",
+                           kinds="iu")
+bitwise_xor_p = elementwise("bitwise_xor", np.bitwise_xor, "x ^ y", nondiff=True, args="x y",
+                            kinds="iu")
+invert_p = elementwise("invert", np.invert, "~x", nondiff=True, args="x", kinds="iu")
 is_finite_p = elementwise("is_finite", np.isfinite, "np.isfinite(x)", nondiff=True,
                           out_dtype="bool", args="x")
 
 # ----- unary -----
 
-negative_p = elementwise("negative", np.negative, "-x", vjp=lambda g, out, x: (-g,))
+negative_p = elementwise("negative", np.negative, "-x", vjp=lambda g, out, x: (-g,), kinds="fiu")
 # vecmath.exp and .tanh (in exp, tanh, sigmoid): polynomials that vectorize, where np.exp
 # and np.tanh in a Numba loop are one libm call an element. (softplus keeps libm's exp: its
 # log1p is a libm call, so its loops do not vectorize, and libm's exp is then faster.)
-exp_p = elementwise("exp", np.exp, "vecmath.exp(x)", float_only=True,
+exp_p = elementwise("exp", np.exp, "vecmath.exp(x)", kinds="f",
                     vjp=lambda g, out, x: (g * out,))
-log_p = elementwise("log", np.log, "np.log(x)", float_only=True, vjp=lambda g, out, x: (g / x,))
-log1p_p = elementwise("log1p", np.log1p, "np.log1p(x)", float_only=True,
+log_p = elementwise("log", np.log, "np.log(x)", kinds="f", vjp=lambda g, out, x: (g / x,))
+log1p_p = elementwise("log1p", np.log1p, "np.log1p(x)", kinds="f",
                       vjp=lambda g, out, x: (g / (1 + x),))
-expm1_p = elementwise("expm1", np.expm1, "np.expm1(x)", float_only=True,
+expm1_p = elementwise("expm1", np.expm1, "np.expm1(x)", kinds="f",
                       vjp=lambda g, out, x: (g * (out + 1),))
 # TensorFlow's SqrtGrad: 0 wherever g is 0, even at x = 0 or x < 0 (where out is 0 or
 # NaN), so that where(x > 0, sqrt(x), 0) has a finite gradient everywhere.
-sqrt_p = elementwise("sqrt", np.sqrt, "np.sqrt(x)", float_only=True,
+sqrt_p = elementwise("sqrt", np.sqrt, "np.sqrt(x)", kinds="f",
                      vjp=lambda g, out, x: (where(g == 0, 0, g * 0.5 / out),))
-sin_p = elementwise("sin", np.sin, "np.sin(x)", float_only=True,
+sin_p = elementwise("sin", np.sin, "np.sin(x)", kinds="f",
                     vjp=lambda g, out, x: (g * cos(x),))
-cos_p = elementwise("cos", np.cos, "np.cos(x)", float_only=True,
+cos_p = elementwise("cos", np.cos, "np.cos(x)", kinds="f",
                     vjp=lambda g, out, x: (-g * sin(x),))
-tan_p = elementwise("tan", np.tan, "np.tan(x)", float_only=True,
+tan_p = elementwise("tan", np.tan, "np.tan(x)", kinds="f",
                     vjp=lambda g, out, x: (g * (1 + out * out),))
-tanh_p = elementwise("tanh", np.tanh, "vecmath.tanh(x)", float_only=True,
+tanh_p = elementwise("tanh", np.tanh, "vecmath.tanh(x)", kinds="f",
                      vjp=lambda g, out, x: (g * (1 - out * out),))
 sigmoid_p = elementwise("sigmoid", lambda x: 1 / (1 + np.exp(-x)), "1 / (1 + vecmath.exp(-x))",
-                        float_only=True, vjp=lambda g, out, x: (g * out * (1 - out),))
+                        kinds="f", vjp=lambda g, out, x: (g * out * (1 - out),))
 # log(1 + e^x) written so that neither branch overflows.
 softplus_p = elementwise("softplus", lambda x: np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0),
-                         "np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0)", float_only=True,
+                         "np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0)", kinds="f",
                          vjp=lambda g, out, x: (g * sigmoid(x),))
 relu_p = elementwise("relu", lambda x: np.maximum(x, 0), "np.maximum(x, 0)",
-                     vjp=lambda g, out, x: (relu_grad(g, x),))
+                     vjp=lambda g, out, x: (relu_grad(g, x),), kinds="fiu")
 # relu's VJP, TensorFlow's ReluGrad: dy * (x > 0), so a NaN or inf dy gives NaN even where
 # x <= 0. Its own gradient wrt x is zero (not None), so relu has a second derivative.
 relu_grad_p = elementwise("relu_grad", lambda dy, x: dy * (x > 0), "dy if x > 0 else dy * 0",
                           vjp=lambda g, out, dy, x: (relu_grad(g, x), _zeros(x)))
-abs_p = elementwise("abs", np.abs, "np.abs(x)", vjp=lambda g, out, x: (g * sign(x),))
+abs_p = elementwise("abs", np.abs, "np.abs(x)", vjp=lambda g, out, x: (g * sign(x),),
+                    kinds="fiu")
 # A zero gradient, as TensorFlow's (so abs has a second derivative, zero).
-sign_p = elementwise("sign", np.sign, "np.sign(x)", vjp=lambda g, out, x: (_zeros(x),))
+sign_p = elementwise("sign", np.sign, "np.sign(x)", vjp=lambda g, out, x: (_zeros(x),),
+                     kinds="fiu")
 floor_p = elementwise("floor", np.floor, "np.floor(x)", nondiff=True, args="x")
+ceil_p = elementwise("ceil", np.ceil, "np.ceil(x)", nondiff=True, args="x", kinds="f")
 round_p = elementwise("round", np.rint, "np.rint(x)", nondiff=True, args="x")  # half to even
 stop_gradient_p = elementwise("stop_gradient", lambda x: x, "x", nondiff=True, args="x",
                               same_aval_is_identity=True)
@@ -184,6 +193,19 @@ def multiply(x, y, name=None):
 def divide(x, y, name=None):
     """x / y elementwise; integers divide to float64 (tf.math.divide)."""
     return divide_p.bind(x, y)
+
+
+def divide_no_nan(x, y, name=None):
+    """x / y for floats, 0 wherever y is 0 (tf.math.divide_no_nan); its gradients are 0
+    there too (y is replaced by 1 before dividing, so no inf or NaN reaches them)."""
+    from srcxform.tensor import as_value  # tensor imports the ops package
+
+    x, y = as_value(x, "divide_no_nan"), as_value(y, "divide_no_nan")
+    if x.dtype.kind != "f" or y.dtype.kind != "f":
+        raise DtypeArgumentError(f"divide_no_nan({x.aval.short()}, {y.aval.short()}): "
+                                 "expects float inputs")
+    zero = equal(y, 0)
+    return where(zero, 0, divide(x, where(zero, 1, y)))
 
 
 def floordiv(x, y, name=None):
@@ -337,6 +359,11 @@ def sign(x, name=None):
 
 def floor(x, name=None):
     return floor_p.bind(x)
+
+
+def ceil(x, name=None):
+    """The smallest integer ≥ x, elementwise, for floats; no gradient (tf.math.ceil)."""
+    return ceil_p.bind(x)
 
 
 def round(x, name=None):

@@ -63,7 +63,7 @@ def _matvec_shape(x, v):
 # float64 operands of one dtype, as Numba's np.dot (which has no integer matmul either):
 # matmul() gives them nothing else.
 matmul_p = primitive("matmul", "opaque", np.matmul, _matmul_shape, "blas.matmul(x, y)",
-                     vjp=lambda g, out, x, y: (matmul(g, _swap(y)), matmul(_swap(x), g)))
+                     vjp=lambda g, out, x, y: (_matmul(g, _swap(y)), _matmul(_swap(x), g)))
 
 
 # A matrix times a vector is BLAS's gemv, several times faster than a one-column gemm.
@@ -74,12 +74,19 @@ matvec_p = primitive("matvec", "opaque", np.dot, _matvec_shape, "blas.matvec(x, 
 
 def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
     """The matrix product of the last two axes, batching over the others (tf.linalg.matmul).
-
-    Rank-1 operands are treated as NumPy's `@` treats them (a row or column vector).
-    """
+    Both operands must have rank 2 or more, as in TensorFlow (`@` also takes vectors)."""
     x, y = as_value(a, "matmul"), as_value(b, "matmul")
+    if x.ndim < 2 or y.ndim < 2:
+        raise shape_error(f"matmul: operands must have rank 2 or more, got {x.aval.short()} "
+                          f"and {y.aval.short()} (`@` takes vectors, as NumPy's)")
     x = _swap(x) if transpose_a else x
     y = _swap(y) if transpose_b else y
+    return numpy_matmul(x, y)
+
+
+def numpy_matmul(a, b):
+    """NumPy's matmul (`@`): as matmul, and a rank-1 operand is a row or column vector."""
+    x, y = as_value(a, "matmul"), as_value(b, "matmul")
     if x.ndim == 0 or y.ndim == 0:
         raise shape_error(f"matmul: operands must not be scalars, got {x.aval.short()} and "
                           f"{y.aval.short()}")
@@ -131,7 +138,7 @@ def dot(a, b):
         return tensordot_1d(x, y)
     if x.ndim > 2 or y.ndim > 2:
         raise TypeError("dot: srcxform supports operands of rank ≤ 2; use matmul for batches")
-    return matmul(x, y)
+    return numpy_matmul(x, y)
 
 
 def outer(a, b):

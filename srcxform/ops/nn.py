@@ -4,7 +4,8 @@ Each subtracts the (gradient-stopped) max or uses softplus, so inputs of 1000 gi
 finite values and gradients.
 """
 
-from srcxform.ops.elementwise import multiply, negative, softplus, stop_gradient
+from srcxform.errors import shape_error
+from srcxform.ops.elementwise import cast, multiply, negative, softplus, stop_gradient
 from srcxform.ops.reduce import reduce_logsumexp, reduce_max, reduce_sum
 from srcxform.ops.elementwise import exp
 from srcxform.tensor import as_value
@@ -25,10 +26,27 @@ def log_softmax(logits, axis=-1, name=None):
 
 def softmax_cross_entropy_with_logits(labels, logits, axis=-1, name=None):
     """-sum(labels * log_softmax(logits)) along `axis`, one value per example."""
-    return negative(reduce_sum(multiply(labels, log_softmax(logits, axis)), axis=axis))
+    x = as_value(logits, "softmax_cross_entropy_with_logits")
+    z = _labels(labels, x, "softmax_cross_entropy_with_logits")
+    return negative(reduce_sum(multiply(z, log_softmax(x, axis)), axis=axis))
 
 
 def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):
-    """softplus(x) - x * z elementwise: the logistic loss of logits x against labels z."""
-    x = as_value(logits, "sigmoid_cross_entropy_with_logits")
-    return softplus(x) - x * labels
+    """softplus(x) - x * z elementwise: the logistic loss of logits x against labels z,
+    which must have x's shape (TensorFlow's check: (2,) labels would broadcast against
+    (2, 1) logits into a (2, 2) loss)."""
+    op = "sigmoid_cross_entropy_with_logits"
+    x = as_value(logits, op)
+    z = _labels(labels, x, op)
+    if tuple(z.shape) != tuple(x.shape):  # traced sizes: equal for this call (a guard)
+        raise shape_error(f"{op}: logits and labels must have the same shape, got "
+                          f"{x.aval.short()} and {z.aval.short()}")
+    return softplus(x) - x * z
+
+
+def _labels(labels, logits, op):
+    """Labels as a value; integer or bool labels (class indicators) in the logits' float
+    dtype, as TensorFlow converts them (NumPy's promotion would make int32 labels with
+    float32 logits float64)."""
+    z = as_value(labels, op)
+    return z if z.dtype.kind == "f" else cast(z, logits.dtype)

@@ -6,6 +6,8 @@ raises TypeError rather than being ignored. A NumPy callable with no srcxform op
 TypeError (eager) or TracingError (traced), naming it.
 """
 
+import importlib
+
 import numpy as np
 
 from srcxform.aval import normalize_axes, size
@@ -13,10 +15,12 @@ from srcxform.errors import TracingError
 from srcxform.errors import where as user_line
 from srcxform.ops import elementwise as ew
 from srcxform.ops import linalg, reduce
-from srcxform.ops import shape as shape_ops
 from srcxform.ops.creation import ones_like, zeros_like
 from srcxform.tensor import as_value
 from srcxform.tree import tree_flatten
+
+# The module: srcxform.ops.shape as an attribute is tf.shape, the function.
+shape_ops = importlib.import_module("srcxform.ops.shape")
 
 UFUNCS = {
     np.add: ew.add, np.subtract: ew.subtract, np.multiply: ew.multiply,
@@ -24,14 +28,22 @@ UFUNCS = {
     np.power: ew.pow, np.maximum: ew.maximum, np.minimum: ew.minimum,
     np.equal: ew.equal, np.not_equal: ew.not_equal, np.less: ew.less,
     np.less_equal: ew.less_equal, np.greater: ew.greater, np.greater_equal: ew.greater_equal,
-    np.logical_and: ew.logical_and, np.logical_or: ew.logical_or,
-    np.logical_not: ew.logical_not, np.isfinite: ew.is_finite,
+    np.logical_and: lambda x, y: ew.logical_and(_truth(x), _truth(y)),
+    np.logical_or: lambda x, y: ew.logical_or(_truth(x), _truth(y)),
+    np.logical_not: lambda x: ew.logical_not(_truth(x)), np.isfinite: ew.is_finite,
     np.negative: ew.negative, np.exp: ew.exp, np.log: ew.log, np.log1p: ew.log1p,
     np.expm1: ew.expm1, np.sqrt: ew.sqrt, np.sin: ew.sin, np.cos: ew.cos, np.tan: ew.tan,
     np.tanh: ew.tanh, np.absolute: ew.abs, np.sign: ew.sign, np.floor: ew.floor,
-    np.rint: ew.round, np.square: ew.square, np.matmul: linalg.matmul,
+    np.rint: ew.round, np.square: ew.square, np.matmul: linalg.numpy_matmul,
     np.positive: lambda x: x,
 }
+
+
+def _truth(x):
+    """x as bools, its elements' truth (NumPy's logical functions take any dtype, where
+    TensorFlow's take bools only)."""
+    x = as_value(x, "logical")
+    return x if x.dtype == np.bool_ else ew.cast(x, np.bool_)
 
 
 def _reject(name, **options):

@@ -8,7 +8,18 @@ starting from `init`.
 import numpy as np
 
 from srcxform.aval import size
-from srcxform.ops.elementwise import cast, equal, exp, is_finite, log, stop_gradient, where
+from srcxform.errors import DtypeArgumentError
+from srcxform.ops.elementwise import (
+    cast,
+    equal,
+    exp,
+    greater,
+    is_finite,
+    log,
+    logical_not,
+    stop_gradient,
+    where,
+)
 from srcxform.ops.shape import broadcast_to, reshape
 from srcxform.primitive import reduce_params, reduction
 
@@ -82,6 +93,26 @@ def reduce_max(input_tensor, axis=None, keepdims=False, name=None):
 def reduce_min(input_tensor, axis=None, keepdims=False, name=None):
     x, params = reduce_params(input_tensor, axis, keepdims, "reduce_min")
     return reduce_min_p.bind(x, **params)
+
+
+def reduce_any(input_tensor, axis=None, keepdims=False, name=None):
+    """Whether any element over `axis` is true, for bools (tf.math.reduce_any): a count of
+    the true ones, so it compiles as a sum."""
+    x, params = _bool_reduce_params(input_tensor, axis, keepdims, "reduce_any")
+    return greater(reduce_sum_p.bind(cast(x, np.int32), **params), 0)
+
+
+def reduce_all(input_tensor, axis=None, keepdims=False, name=None):
+    """Whether every element over `axis` is true, for bools (tf.math.reduce_all)."""
+    x, params = _bool_reduce_params(input_tensor, axis, keepdims, "reduce_all")
+    return equal(reduce_sum_p.bind(cast(logical_not(x), np.int32), **params), 0)
+
+
+def _bool_reduce_params(x, axis, keepdims, op):
+    x, params = reduce_params(x, axis, keepdims, op)
+    if x.dtype != np.bool_:
+        raise DtypeArgumentError(f"{op}({x.aval.short()}): expects a bool input")
+    return x, params
 
 
 def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):

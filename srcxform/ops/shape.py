@@ -12,7 +12,9 @@ import numpy as np
 from srcxform.aval import (Aval, as_size, broadcast_shapes, is_one, is_zero, normalize_axes,
                            normalize_slice, same_dim, same_shape, size, slice_length)
 from srcxform.dims import value
-from srcxform.errors import shape_error
+from srcxform.dtypes import promote
+from srcxform.errors import IndexArgumentError, TracingError, shape_error
+from srcxform.errors import where as user_line
 from srcxform.ops.elementwise import add, greater_equal, less, logical_or, where
 from srcxform.primitive import primitive
 from srcxform.tensor import Value, as_value
@@ -154,7 +156,8 @@ def _check_indices(indices, size, op):
     words it in compiled code."""
     bad = indices[(indices < -size) | (indices >= size)]
     if bad.size:
-        raise IndexError(f"{op}: index {bad[0]} is out of bounds for axis 0 with size {size}")
+        raise IndexArgumentError(f"{op}: index {bad[0]} is out of bounds for axis 0 with "
+                                 f"size {size}")
 
 
 def _gather_impl(x, indices):
@@ -189,9 +192,10 @@ def _concat_shape(*xs, axis):
         if x.ndim != first.ndim or any(a != b for i, (a, b) in
                                        enumerate(zip(x.shape, first.shape)) if i != axis):
             raise ValueError(f"shapes differ outside axis {axis}")
-    dtype = np.result_type(*[x.dtype for x in xs])
+    # A Python scalar takes the tensors' dtype (stack([x32, 2.0]) is float32), as in add.
+    dtype, weak = promote(xs)
     total = sum(x.shape[axis] for x in xs)
-    return Aval(first.shape[:axis] + (total,) + first.shape[axis + 1:], dtype)
+    return Aval(first.shape[:axis] + (total,) + first.shape[axis + 1:], dtype, weak)
 
 
 def _concat_vjp(g, out, *xs, axis):
@@ -211,11 +215,27 @@ concat_p = primitive("concat", "structural", lambda *xs, axis: np.concatenate(xs
 # ----- wrappers (TensorFlow names) -----
 
 
+def shape_argument(shape, op):
+    """A shape argument as a tuple of sizes: a sequence of ints (a traced size stays
+    symbolic), or an integer tensor or array of them, as tf.shape(x) gives. A traced tensor
+    of sizes has its values only at run time, where the trace needs them now."""
+    if isinstance(shape, Value):
+        if shape._trace is not None:
+            raise TracingError(f"{user_line()}\n  {op}: the shape is a traced tensor, whose "
+                               "values are known only at run time; give the sizes as "
+                               "ints (x.shape) instead")
+        shape = shape.numpy()
+    items = shape if isinstance(shape, (tuple, list)) else np.atleast_1d(shape)
+    return tuple(as_size(d.numpy()[()] if isinstance(d, Value) and d._trace is None else d,
+                         op) for d in items)
+
+
 def reshape(tensor, shape, name=None):
     """The same elements in a new shape; one dim may be -1 (tf.reshape)."""
     x = as_value(tensor, "reshape")
-    shape = tuple(as_size(d, "reshape") for d in (
-        shape if isinstance(shape, (tuple, list)) else np.atleast_1d(shape)))
+    shape = shape_argument(shape, "reshape")
+    if sum(1 for d in shape if d == -1) > 1:
+        raise shape_error(f"reshape: only one dimension may be -1, got {shape}")
     if -1 in shape:
         known = size(tuple(d for d in shape if d != -1))
         if known == 0 or size(x.shape) % known:
@@ -243,7 +263,7 @@ def transpose(a, perm=None, conjugate=False, name=None):
 def broadcast_to(input, shape, name=None):
     """input broadcast to `shape` by NumPy's rules (tf.broadcast_to)."""
     x = as_value(input, "broadcast_to")
-    shape = tuple(as_size(d, "broadcast_to") for d in shape)
+    shape = shape_argument(shape, "broadcast_to")
     return x if same_shape(shape, x.shape) else broadcast_to_p.bind(x, shape=shape)
 
 
@@ -271,6 +291,8 @@ def concat(values, axis, name=None):
     xs = [as_value(v, "concat") for v in values]
     if not xs:
         raise ValueError("concat: needs at least one tensor")
+    if any(x.ndim == 0 for x in xs):
+        raise shape_error("concat: cannot join scalars, which have no axis; use stack")
     axis = normalize_axes(axis, xs[0].ndim, "concat")[0]
     return xs[0] if len(xs) == 1 else concat_p.bind(*xs, axis=axis)
 
@@ -379,9 +401,29 @@ def _advanced_getitem(x, items, arrays):
                         "slices (x[idx], x[:, idx]); use srcxform.gather or srcxform.where")
     indices = as_value(items[arrays[0]], "getitem")
     if indices.dtype.kind == "b":
-        raise TypeError("getitem: boolean masks give data-dependent shapes; use "
-                        "srcxform.where(mask, x, 0) instead")
+        return boolean_mask(x, indices, axis=arrays[0])
     return gather(x, indices, axis=arrays[0])
+
+
+def boolean_mask(tensor, mask, axis=None, name=None):
+    """The elements (or slices) of tensor where the bool mask is true, the mask covering
+    the axes from `axis` on (tf.boolean_mask; x[mask] is this). Its shape depends on the
+    mask's values, so it runs eagerly only; a gather of the true positions, so it has a
+    gradient."""
+    x, m = as_value(tensor, "boolean_mask"), as_value(mask, "boolean_mask")
+    if x._trace is not None or m._trace is not None:
+        raise TracingError(f"{user_line()}\n  boolean_mask (x[mask]): its shape depends on the "
+                           "mask's values, so it cannot be compiled; use "
+                           "srcxform.where(mask, x, 0)")
+    if m.dtype.kind != "b" or m.ndim == 0:
+        raise TypeError(f"boolean_mask: the mask must be a bool tensor of rank 1 or more, "
+                        f"got {m.aval.short()}")
+    axis = 0 if axis is None else normalize_axes(axis, x.ndim, "boolean_mask")[0]
+    if tuple(x.shape[axis:axis + m.ndim]) != tuple(m.shape):
+        raise shape_error(f"boolean_mask: mask {m.aval.short()} does not match the axes "
+                          f"from {axis} on of {x.aval.short()}")
+    rows = reshape(x, x.shape[:axis] + (-1,) + x.shape[axis + m.ndim:])
+    return gather(rows, np.flatnonzero(m._value), axis=axis)
 
 
 def _normalize_index(items, shape):
@@ -409,8 +451,8 @@ def _normalize_index(items, shape):
         else:
             i, n = _index_int(item), shape[axis]
             if not -n <= i < n:
-                raise IndexError(f"getitem: index {value(i)} is out of bounds for axis "
-                                 f"{axis} of size {value(n)}")
+                raise IndexArgumentError(f"getitem: index {value(i)} is out of bounds for "
+                                         f"axis {axis} of size {value(n)}")
             out.append(i + n if i < 0 else i)  # x[-1] is x[n0 - 1] at every size
             axis += 1
     return tuple(out)

@@ -1,0 +1,140 @@
+"""Composites over the shape primitives, by TensorFlow's names: shape, size, rank,
+unstack, split, slice and pad. They declare no primitive: each is indexing, concat and
+broadcasting, so each works eagerly, on a tape and compiled.
+
+A count of pieces is decided from a size (`int(n)`), which a trace records as a guard.
+"""
+
+import builtins
+import itertools
+
+import numpy as np
+
+from srcxform.aval import normalize_axes
+from srcxform.aval import size as _size
+from srcxform.dtypes import as_dtype, int32
+from srcxform.errors import shape_error
+from srcxform.ops.elementwise import cast, stop_gradient
+from srcxform.ops.shape import broadcast_to, concat, getitem, shape_argument, stack
+from srcxform.tensor import Tensor, Value, as_value
+
+_slice = builtins.slice  # this module's `slice` is TensorFlow's
+
+
+def shape(input, out_type=int32, name=None):
+    """The sizes of input as a vector of out_type (tf.shape); traced sizes stay computed
+    from the inputs' sizes."""
+    x = as_value(input, "shape")
+    if not x.ndim:
+        return Tensor._new(np.zeros(0, as_dtype(out_type)))
+    return stack([cast(d, out_type) for d in x.shape])
+
+
+def size(input, out_type=int32, name=None):
+    """The number of elements of input, a scalar of out_type (tf.size)."""
+    return cast(_size(as_value(input, "size").shape), out_type)
+
+
+def rank(input, name=None):
+    """The number of axes of input, an int32 scalar (tf.rank)."""
+    return Tensor._new(np.asarray(as_value(input, "rank").ndim, np.int32))
+
+
+def is_tensor(x):
+    """Whether x is a srcxform value: a Tensor, a Variable or a traced value (tf.is_tensor)."""
+    return isinstance(x, Value)
+
+
+def _along(axis, ndim, index):
+    """An index that applies `index` on `axis` and takes the other axes whole."""
+    return (_slice(None),) * axis + (index,) + (_slice(None),) * (ndim - axis - 1)
+
+
+def unstack(value, num=None, axis=0, name=None):
+    """The slices of value along axis, as a list (tf.unstack)."""
+    x = as_value(value, "unstack")
+    if not x.ndim:
+        raise shape_error("unstack: cannot unstack a scalar")
+    axis = normalize_axes(axis, x.ndim, "unstack")[0]
+    n = int(x.shape[axis])
+    if num is not None and num != n:
+        raise shape_error(f"unstack: num={num}, but axis {axis} of {x.aval.short()} has {n}")
+    return [getitem(x, _along(axis, x.ndim, i)) for i in range(n)]
+
+
+def split(value, num_or_size_splits, axis=0, num=None, name=None):
+    """value cut along axis into num_or_size_splits equal pieces, or into pieces of the
+    given sizes, one of which may be -1 (the rest) (tf.split)."""
+    x = as_value(value, "split")
+    axis = normalize_axes(axis, x.ndim, "split")[0]
+    n = int(x.shape[axis])
+    if isinstance(num_or_size_splits, (int, np.integer)):
+        pieces = int(num_or_size_splits)
+        if pieces <= 0 or n % pieces:
+            raise shape_error(f"split: axis {axis} of {x.aval.short()} (size {n}) does not "
+                              f"split into {pieces} equal pieces")
+        sizes = [n // pieces] * pieces
+    else:
+        sizes = list(shape_argument(num_or_size_splits, "split"))
+        if sizes.count(-1) == 1:
+            sizes[sizes.index(-1)] = n - sum(s for s in sizes if s != -1)
+        if sum(sizes) != n or any(s < 0 for s in sizes):
+            raise shape_error(f"split: sizes {list(num_or_size_splits)} do not add up to "
+                              f"axis {axis} of {x.aval.short()} (size {n})")
+    starts = np.cumsum([0] + sizes).tolist()
+    return [getitem(x, _along(axis, x.ndim, _slice(a, b))) for a, b in itertools.pairwise(starts)]
+
+
+def slice(input_, begin, size, name=None):
+    """The block of input_ that starts at `begin` and has `size` (-1: to the end of the
+    axis) (tf.slice); a block reaching past an axis raises, as in TensorFlow."""
+    x = as_value(input_, "slice")
+    begin, size = shape_argument(begin, "slice"), shape_argument(size, "slice")
+    if len(begin) != x.ndim or len(size) != x.ndim:
+        raise shape_error(f"slice: begin {begin} and size {size} need one entry per axis "
+                          f"of {x.aval.short()}")
+    index = []
+    for b, s, n in zip(begin, size, x.shape):
+        stop = int(n) if s == -1 else b + s
+        if b < 0 or s < -1 or stop > int(n):
+            raise shape_error(f"slice: begin {begin} and size {size} reach outside "
+                              f"{x.aval.short()}")
+        index.append(_slice(b, stop))
+    return getitem(x, tuple(index))
+
+
+def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
+    """tensor with paddings[i] = (before, after) elements added on each side of axis i
+    (tf.pad): constant_values (CONSTANT, which has no gradient, as TensorFlow's), or the
+    tensor mirrored without its edge (REFLECT) or with it (SYMMETRIC)."""
+    x = as_value(tensor, "pad")
+    pads = np.asarray(paddings.numpy() if isinstance(paddings, Value) else paddings)
+    if pads.shape != (x.ndim, 2) or pads.dtype.kind not in "iu" or (pads < 0).any():
+        raise shape_error(f"pad: paddings must be {x.ndim} pairs of sizes ≥ 0 for "
+                          f"{x.aval.short()}, got {pads.tolist()}")
+    mode = mode.upper()
+    if mode not in ("CONSTANT", "REFLECT", "SYMMETRIC"):
+        raise ValueError(f"pad: mode must be CONSTANT, REFLECT or SYMMETRIC, got {mode!r}")
+    fill = stop_gradient(cast(constant_values, x.dtype))
+    for axis, (before, after) in enumerate(pads.tolist()):
+        n = int(x.shape[axis])
+        if mode != "CONSTANT" and max(before, after) > n - (mode == "REFLECT"):
+            raise shape_error(f"pad: {max(before, after)} is too much {mode} padding for "
+                              f"axis {axis} of size {n}")
+        parts = [_side(x, axis, n, k, mode, fill, first) for k, first in
+                 ((before, True), (after, False)) if k]
+        if parts:
+            x = concat(parts[:1] + [x] + parts[1:] if before else [x] + parts, axis)
+    return x
+
+
+def _side(x, axis, n, k, mode, fill, first):
+    """The k elements pad adds along axis, before x (first) or after it: fill, or x's
+    first or last elements in reverse, without the edge one (REFLECT) or with it."""
+    if mode == "CONSTANT":
+        return broadcast_to(fill, x.shape[:axis] + (k,) + x.shape[axis + 1:])
+    skip = mode == "REFLECT"
+    # x[k - 1 + skip], ..., x[skip] before; x[n - 1 - skip], ..., x[n - k - skip] after.
+    start = k - 1 + skip if first else n - 1 - skip
+    stop = start - k
+    return getitem(x, _along(axis, x.ndim, _slice(start, stop if stop >= 0 else None, -1)))

@@ -1,0 +1,323 @@
+"""srcxform behaves as TensorFlow 2.x (issue 18: dtypes, exceptions, API surface).
+
+Each test is one reproducer; the expected values, dtypes and exception kinds are
+TensorFlow's for it (2.21, NumPy 2). The differences the README documents are tested as
+such, named so.
+"""
+
+import numpy as np
+import pytest
+from helpers import assert_tensor_equal as _eq
+
+import srcxform as tf
+from srcxform.errors import InvalidArgumentError, SrcxformError, TracingError
+from srcxform.testing import check_grads
+
+# ----- dtypes -----
+
+
+def test_stack_with_a_python_scalar_takes_the_tensors_dtype():
+    _eq(tf.stack([tf.constant(1.0), 2.0]), [1.0, 2.0], tf.float32)
+    _eq(tf.stack([tf.constant(1), 2]), [1, 2], tf.int32)
+    _eq(tf.concat([tf.constant([1.0]), [2.0]], 0), [1.0, 2.0], tf.float32)
+    _eq(tf.stack([1.0, 2.0]), [1.0, 2.0], tf.float32)  # Python scalars alone
+
+
+def test_divide_of_python_ints_is_float64():
+    _eq(tf.divide(3, 2), 1.5, tf.float64)
+    _eq(tf.constant(3) / 2, 1.5, tf.float64)
+    _eq(tf.divide(3.0, 2.0), 1.5, tf.float32)
+
+
+def test_softmax_cross_entropy_with_int_labels_is_float32():
+    loss = tf.nn.softmax_cross_entropy_with_logits(tf.constant([0, 1]), tf.constant([1.0, 2.0]))
+    assert loss.dtype == tf.float32
+    np.testing.assert_allclose(loss.numpy(), 0.31326169, rtol=1e-6)
+
+
+# ----- where TensorFlow raises -----
+
+
+def test_sigmoid_cross_entropy_needs_labels_of_the_logits_shape():
+    with pytest.raises(ValueError, match="same shape"):
+        tf.nn.sigmoid_cross_entropy_with_logits(labels=tf.constant([1.0, 0.0]),
+                                                logits=tf.constant([[1.0], [2.0]]))
+
+
+def _tape_of(x, f):
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = f(x)
+    return tape, y
+
+
+def test_batch_jacobian_needs_rank_2():
+    x = tf.constant([1.0, 2.0])
+    tape, y = _tape_of(x, lambda x: x * x)
+    with pytest.raises(ValueError, match="rank 2 or more"):
+        tape.batch_jacobian(y, x)
+
+
+def test_reshape_with_two_unknown_dims_raises():
+    with pytest.raises(InvalidArgumentError, match="only one dimension may be -1"):
+        tf.reshape(tf.constant([1.0, 2.0, 3.0, 4.0]), [-1, -1])
+
+
+def test_matmul_of_vectors_raises_but_at_sign_is_numpys():
+    v, m = tf.constant([1.0, 2.0]), tf.constant([[1.0, 0.0], [0.0, 1.0]])
+    with pytest.raises(InvalidArgumentError, match="rank 2 or more"):
+        tf.matmul(v, v)
+    with pytest.raises(InvalidArgumentError):
+        tf.matmul(m, v)
+    _eq(v @ v, 5.0, tf.float32)  # documented: `@` keeps NumPy's vectors
+
+
+def test_jacobian_of_a_list_of_targets_raises():
+    x = tf.constant([1.0, 2.0])
+    tape, y = _tape_of(x, lambda x: x * x)
+    with pytest.raises(TypeError, match="one tensor"):
+        tape.jacobian([y, 3 * x], x)
+
+
+def test_gradient_on_a_tape_never_entered_raises():
+    x = tf.constant(1.0)
+    tape = tf.GradientTape()
+    with pytest.raises(RuntimeError, match="never entered"):
+        tape.gradient(x * x, x)
+
+
+def test_float_and_int_of_a_one_element_vector_raise():
+    with pytest.raises(TypeError, match="only a scalar"):
+        float(tf.constant([1.0]))
+    with pytest.raises(TypeError, match="only a scalar"):
+        int(tf.constant([1]))
+    assert bool(tf.constant([True])) is True  # as NumPy and TensorFlow
+
+
+def test_logical_ops_take_bools_only():
+    x = tf.constant([1.0, 0.0])
+    for op in (lambda: tf.logical_and(x, x), lambda: tf.logical_or(x, x),
+               lambda: tf.logical_not(x)):
+        with pytest.raises(InvalidArgumentError, match="expects bool inputs"):
+            op()
+    # NumPy's logical functions take any dtype, and keep doing so on tensors.
+    _eq(np.logical_and(x, x), [True, False], tf.bool)
+
+
+def test_arithmetic_on_bools_raises():
+    t, f = tf.constant(True), tf.constant(False)
+    for op in (lambda: t + f, lambda: t * f, lambda: -t, lambda: t < f):
+        with pytest.raises(TypeError, match="expects numeric inputs"):
+            op()
+
+
+def test_int32_plus_int64_promotes_as_documented():
+    # TensorFlow raises; srcxform promotes as NumPy (README), so t.sum() + t works.
+    _eq(tf.constant([1, 2]) + tf.constant([1, 2], dtype=tf.int64), [2, 4], tf.int64)
+
+
+def test_gather_of_index_minus_one_is_numpys_as_documented():
+    # TensorFlow raises on CPU; srcxform indexes from the end, as NumPy (README).
+    _eq(tf.gather(tf.constant([1.0, 2.0]), [-1]), [2.0], tf.float32)
+    with pytest.raises(InvalidArgumentError, match="out of bounds"):
+        tf.gather(tf.constant([1.0, 2.0]), [2])
+
+
+def test_concat_of_scalars_raises_clearly():
+    with pytest.raises(InvalidArgumentError, match="cannot join scalars"):
+        tf.concat([tf.constant(1.0), tf.constant(2.0)], 0)
+
+
+# ----- errors -----
+
+
+def test_invalid_argument_error_is_srcxforms_and_pythons():
+    with pytest.raises(tf.errors.InvalidArgumentError) as caught:
+        tf.constant([1, 0]) // 0
+    assert isinstance(caught.value, ZeroDivisionError)
+    assert isinstance(caught.value, SrcxformError)
+    with pytest.raises(tf.errors.InvalidArgumentError) as caught:
+        tf.constant([1.0, 2.0]) + tf.constant([1.0, 2.0, 3.0])  # TF: Incompatible shapes
+    assert isinstance(caught.value, tf.ShapeError) and isinstance(caught.value, ValueError)
+    with pytest.raises(IndexError):
+        tf.constant([1.0])[3]
+
+
+# ----- refused here where TensorFlow works -----
+
+
+def test_reshape_and_broadcast_to_take_a_shape_tensor():
+    _eq(tf.reshape(tf.range(6), tf.constant([3, 2])), np.arange(6).reshape(3, 2), tf.int32)
+    x = tf.constant([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    _eq(tf.broadcast_to(tf.constant(1.0), tf.shape(x)), np.ones((2, 3)), tf.float32)
+    _eq(tf.reshape(x, [tf.size(x)]), [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], tf.float32)
+
+
+def test_equality_with_none_and_incompatible_shapes():
+    x = tf.constant([1.0, 2.0])
+    assert (x == None) is False  # the reproducer
+    assert (x != None) is True
+    _eq(x == tf.constant([1.0, 2.0, 3.0]), False, tf.bool)
+    _eq(x != tf.constant([1.0, 2.0, 3.0]), True, tf.bool)
+    _eq(x == tf.constant([1.0, 3.0]), [True, False], tf.bool)
+    with pytest.raises(InvalidArgumentError):  # tf.equal itself still raises
+        tf.equal(x, tf.constant([1.0, 2.0, 3.0]))
+
+
+def test_xor_and_python_bool_and():
+    p, q = tf.constant([True, False]), tf.constant([True, True])
+    _eq(p ^ q, [False, True], tf.bool)
+    _eq(True & p, [True, False], tf.bool)
+
+
+def test_sliced_assign_writes_into_the_variable():
+    v = tf.Variable([[1.0, 2.0], [3.0, 4.0]])
+    v[0].assign([5.0, 6.0])
+    v[:, 1].assign(tf.constant([7.0, 8.0]))
+    _eq(tf.constant(v.numpy()), [[5.0, 7.0], [3.0, 8.0]], tf.float32)
+    with pytest.raises(ValueError, match="shape"):
+        v[0].assign([1.0, 2.0, 3.0])
+    with pytest.raises(TypeError):
+        tf.Variable([1, 2])[0].assign(1.5)  # as assign: a float into an int Variable
+
+
+def test_boolean_mask_index_is_eager_and_differentiable():
+    x = tf.constant([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    _eq(x[x > 2.0], [3.0, 4.0, 5.0, 6.0], tf.float32)
+    _eq(x[tf.constant([False, True])], [[4.0, 5.0, 6.0]], tf.float32)
+    _eq(x[:, tf.constant([True, False, True])], [[1.0, 3.0], [4.0, 6.0]], tf.float32)
+    _eq(x[x > 9.0], np.zeros(0, np.float32), tf.float32)
+    mask = np.array([[True, False, True], [False, True, True]])
+    check_grads(lambda x: tf.boolean_mask(x, mask) ** 2, [np.arange(6.0).reshape(2, 3)],
+                compiled=False)
+
+
+def test_boolean_mask_cannot_be_compiled():
+    f = tf.differentiable(lambda x: tf.reduce_sum(x[x > 0.0]))
+    with pytest.raises(TracingError, match="depends on the mask's values"):
+        f.grad(np.array([1.0, -1.0]))
+
+
+# ----- API surface -----
+
+
+def test_shape_size_rank():
+    x = tf.constant([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    _eq(tf.shape(x), [2, 3], tf.int32)
+    _eq(tf.shape(tf.constant(1.0)), np.zeros(0, np.int32), tf.int32)
+    _eq(tf.size(x), 6, tf.int32)
+    _eq(tf.rank(x), 2, tf.int32)
+    _eq(tf.shape(x, out_type=tf.int64), [2, 3], tf.int64)
+
+
+def test_reduce_any_and_all():
+    b = tf.constant([[True, False], [False, False]])
+    _eq(tf.reduce_any(b), True, tf.bool)
+    _eq(tf.reduce_all(b), False, tf.bool)
+    _eq(tf.math.reduce_any(b, axis=1), [True, False], tf.bool)
+    _eq(tf.reduce_all(b, axis=0, keepdims=True), [[False, False]], tf.bool)
+    _eq(tf.reduce_all(tf.zeros((0,), tf.bool)), True, tf.bool)
+    with pytest.raises(TypeError):
+        tf.reduce_any(tf.constant([1.0]))
+
+
+def test_newaxis_and_is_tensor():
+    x = tf.constant([1.0, 2.0])
+    assert x[tf.newaxis].shape == (1, 2) and x[:, tf.newaxis].shape == (2, 1)
+    assert tf.is_tensor(x) and tf.is_tensor(tf.Variable(1.0))
+    assert not tf.is_tensor(1.0) and not tf.is_tensor(np.ones(2))
+
+
+def test_unstack_split_slice():
+    x = tf.constant(np.arange(12.0, dtype=np.float32).reshape(3, 4))
+    rows = tf.unstack(x)
+    assert len(rows) == 3
+    _eq(rows[1], [4.0, 5.0, 6.0, 7.0], tf.float32)
+    _eq(tf.unstack(x, axis=1)[3], [3.0, 7.0, 11.0], tf.float32)
+    a, b = tf.split(x, 2, axis=1)
+    _eq(a, [[0.0, 1.0], [4.0, 5.0], [8.0, 9.0]], tf.float32)
+    _eq(b, [[2.0, 3.0], [6.0, 7.0], [10.0, 11.0]], tf.float32)
+    parts = tf.split(x, [1, -1], axis=0)
+    assert [p.shape for p in parts] == [(1, 4), (2, 4)]
+    with pytest.raises(InvalidArgumentError):
+        tf.split(x, 3, axis=1)  # 4 does not split in 3
+    _eq(tf.slice(x, [1, 1], [2, -1]), [[5.0, 6.0, 7.0], [9.0, 10.0, 11.0]], tf.float32)
+    with pytest.raises(InvalidArgumentError):
+        tf.slice(x, [2, 0], [2, 1])  # past the end of axis 0
+    with pytest.raises(ValueError):
+        tf.unstack(x, num=4)
+
+
+def test_pad_modes_match_tensorflow():
+    x = tf.constant([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    _eq(tf.pad(x, [[1, 0], [0, 1]], constant_values=9.0),
+        [[9.0, 9.0, 9.0, 9.0], [1.0, 2.0, 3.0, 9.0], [4.0, 5.0, 6.0, 9.0]], tf.float32)
+    # tf.pad's REFLECT and SYMMETRIC are NumPy's reflect and symmetric.
+    _eq(tf.pad(x, [[1, 1], [2, 2]], mode="REFLECT"),
+        np.pad(x.numpy(), [[1, 1], [2, 2]], mode="reflect"), tf.float32)
+    _eq(tf.pad(x, [[2, 0], [3, 3]], mode="SYMMETRIC"),
+        np.pad(x.numpy(), [[2, 0], [3, 3]], mode="symmetric"), tf.float32)
+    with pytest.raises(InvalidArgumentError):
+        tf.pad(x, [[2, 0], [0, 0]], mode="REFLECT")  # more than the axis has
+
+
+def test_ceil_and_divide_no_nan():
+    _eq(tf.math.ceil(tf.constant([1.2, -1.5, 2.0])), [2.0, -1.0, 2.0], tf.float32)
+    _eq(tf.math.divide_no_nan(tf.constant([1.0, 2.0, np.inf]), tf.constant([0.0, 4.0, 0.0])),
+        [0.0, 0.5, 0.0], tf.float32)
+    x, y = tf.constant([3.0, 1.0]), tf.constant([0.0, 2.0])
+    with tf.GradientTape() as tape:
+        tape.watch([x, y])
+        z = tf.math.divide_no_nan(x, y)
+    gx, gy = tape.gradient(z, [x, y])
+    _eq(gx, [0.0, 0.5], tf.float32)  # TensorFlow's: 0 where y is 0
+    _eq(gy, [0.0, -0.25], tf.float32)
+
+
+def test_tensor_shape_is_tensorflows_and_a_tuple():
+    x = tf.constant(np.zeros((2, 3)))
+    assert x.shape.as_list() == [2, 3] and x.shape.rank == 2 and x.shape.ndims == 2
+    assert x.shape == (2, 3) and x.shape == [2, 3] and x.shape != [3, 2]
+    assert x.get_shape() == (2, 3) and x.shape[-1] == 3 and x.shape.num_elements() == 6
+    assert isinstance(x.shape, tuple) and hash(x.shape) == hash((2, 3))
+    assert tf.Variable([1.0]).shape.as_list() == [1]
+    assert str(x.shape) == "(2, 3)"
+
+
+def test_dtypes_are_numpys_without_tensorflows_attributes():
+    # Documented: srcxform's dtypes are NumPy dtypes, which take no new attributes.
+    assert tf.float32 == np.float32
+    assert not hasattr(tf.float32, "is_floating")
+
+
+def test_variable_names_end_with_the_output_index():
+    assert tf.Variable(1.0, name="w").name == "w:0"
+    assert tf.Variable(1.0).name == "Variable:0"
+
+
+# ----- compiled -----
+
+
+def _layout_ops(x):
+    """pad, split, unstack, slice, size and stack with a Python scalar in one kernel."""
+    padded = tf.pad(x, [[1, 0], [2, 1]], mode="REFLECT")
+    left, right = tf.split(padded, 2, axis=1)
+    rows = tf.unstack(tf.slice(left, [0, 1], [-1, 2]))
+    n = tf.cast(tf.size(x), x.dtype)
+    s = tf.stack([tf.reduce_sum(rows[0] * right[1, :2]), 2.0])
+    safe = tf.math.divide_no_nan(x * x, tf.where(x > 4.5, 0.0, x + 1.0))  # 0 at x > 4.5
+    return tf.reduce_sum(s * s) / n + tf.reduce_sum(safe)
+
+
+def test_layout_ops_compile_and_differentiate():
+    x = np.arange(1.0, 7.0).reshape(2, 3)
+    check_grads(_layout_ops, [x], compiled=True)
+    f = tf.differentiable(_layout_ops)
+    np.testing.assert_allclose(np.asarray(f(x)), _layout_ops(tf.constant(x)).numpy(),
+                               rtol=1e-12)
+
+
+def test_reshape_by_a_traced_shape_tensor_says_why():
+    f = tf.differentiable(lambda x: tf.reduce_sum(tf.reshape(x, tf.shape(x))))
+    with pytest.raises(TracingError, match="traced tensor"):
+        f.grad(np.ones(2))
