@@ -15,20 +15,21 @@ from collections import namedtuple
 
 import numpy as np
 
-from srcxform import backend, crosscheck, index
+from srcxform import backend, captures, crosscheck, index
 from srcxform.recording import CONTEXT
 from srcxform.codegen import generate
-from srcxform.dims import guard_conditions
+from srcxform.dims import Dim, guard_conditions
 from srcxform.errors import TracingError
 from srcxform.kernel import Counter, Kernel, Spec, kernel_arg
 from srcxform.names import identifier
 from srcxform.passes.pipeline import optimize
 from srcxform.tape import GradientTape
-from srcxform.tensor import Tensor, Value, Variable
-from srcxform.trace import Trace
+from srcxform.tensor import Tensor, Value, Variable, as_value
+from srcxform.trace import Trace, Tracer
 from srcxform.tree import tree_flatten, tree_unflatten
 
 CacheInfo = namedtuple("CacheInfo", "hits misses kernels loaded")
+KernelSignature = namedtuple("KernelSignature", "inputs outputs")
 
 _FORMS = ("value", "grad", "value_and_grad")
 
@@ -44,9 +45,10 @@ def _is_static(leaf):
 
 
 def _signature(leaf):
-    """The part of the cache key one argument leaf contributes."""
+    """The part of the cache key one argument leaf contributes. A Tensor's differs from
+    its array's: the plain call returns Tensors where eager code on it makes them."""
     if isinstance(leaf, (Tensor, Variable)):
-        leaf = leaf._value
+        return ("tensor", _signature(leaf._value))
     if isinstance(leaf, (np.ndarray, np.generic)) and leaf.dtype.char not in _COMPILED_DTYPES:
         raise TypeError(f"srcxform.differentiable compiles float32, float64, integer and "
                         f"bool values, not {leaf.dtype.name}: cast it first "
@@ -85,6 +87,9 @@ class Differentiable:
         self.wrt = wrt
         self.parallel = parallel
         self.check = check
+        # The plain call returns what the eager function would (Tensors where it makes
+        # them); jacobian's, as the gradient forms, NumPy values (JAX's convention).
+        self._as_eager = True
         self._kernels = {}
         self._checked = set()  # kernels whose first call ran beside the eager tape
         # The warm path, per form: the newest generated entry, which passes a call it does
@@ -113,6 +118,7 @@ class Differentiable:
         if bound is None:
             bound = self._bound[obj] = Differentiable(self.fn.__get__(obj, objtype), self.wrt,
                                                       self.parallel, self.check)
+            bound._as_eager = self._as_eager
         return bound
 
     # ----- public calls -----
@@ -139,9 +145,35 @@ class Differentiable:
         It takes the array arguments flattened (nested structures in sorted-key order,
         static arguments left out), then the values of any Variables the function reads,
         and returns a tuple: the value's leaves, the gradient's leaves, then the new values
-        of any Variables the function assigns.
+        of any Variables the function assigns. `kernel_signature` names them in order.
         """
         return self._kernel("value_and_grad", args, kwargs)[0].callable()
+
+    def kernel_signature(self, *args, **kwargs):
+        """KernelSignature(inputs, outputs): what `f.kernel(*args)` takes and returns, in
+        order, as names: the arguments' leaves by parameter name (params_w for
+        params['w']), each Variable by the name the function knows it by, `value` (with
+        its path: value[0]) and `grad <leaf>` for the results, `new <variable>` for the
+        Variables' new values. Leaves the trace fixed (a string, None) are not outputs."""
+        kernel, leaves = self._kernel("value_and_grad", args, kwargs)
+        spec, names = kernel.spec, _leaf_names(self.fn, args, kwargs)
+        program = kernel.program
+        variables = {}
+        for k, source in enumerate(spec.variables):
+            if isinstance(source, int):
+                variables[id(leaves[source])] = names[source]
+            else:
+                var = program.ins[len(spec.traced) + k]
+                variables[id(source)] = program.hints.get(var, source.name)
+        inputs = [names[i] for i in spec.traced]
+        inputs += [variables[id(_source(v, leaves))] for v in spec.variables]
+        paths = list(_paths(spec.out_trees[0], "value"))
+        for p, tree in zip(self._wrt_positions(), spec.out_trees[1].children):
+            start = sum(len(tree_flatten(a)[0]) for a in args[:p])
+            paths += [f"grad {names[start + k]}" for k in range(tree.num_leaves)]
+        outputs = [path for path, how in zip(paths, spec.returns) if how[0] == "out"]
+        outputs += [f"new {variables[id(_source(v, leaves))]}" for v in spec.writes]
+        return KernelSignature(inputs, outputs)
 
     def cache_info(self):
         """CacheInfo(hits, misses, kernels, loaded): hits and misses count the calls that
@@ -167,7 +199,8 @@ class Differentiable:
             kernel, leaves = self._kernel(mode, args, kwargs)
 
             def run():
-                return self._shape(form, kernel.run(kernel.arguments(leaves), leaves))
+                return self._shape(form, kernel.run(kernel.arguments(leaves), leaves,
+                                                    plain=self._plain(form)))
 
             if kernel in self._checked or not crosscheck.enabled(self.check):
                 results = run()
@@ -189,10 +222,14 @@ class Differentiable:
             if (kernel, form) in self._chained:  # another thread's call made it first
                 return
             self._chained.add((kernel, form))
-            shape = (form, isinstance(self.wrt, int))
+            shape = (form, isinstance(self.wrt, int), self._plain(form))
             head = self._warm[form] = kernel.entry(shape, args, self._warm[form], self._hits)
             if form != "value":  # f.grad is the head itself, one call less than a forwarder
                 setattr(self, form, head)
+
+    def _plain(self, form):
+        """Whether calls of this form return results as the eager function does."""
+        return form == "value" and self._as_eager
 
     def _shape(self, form, results):
         """Results of the general path shaped as the form returns them (kernel._result
@@ -220,6 +257,9 @@ class Differentiable:
         leaves, treedef = tree_flatten((args, kwargs))
         key = (mode, treedef, tuple(_signature(leaf) for leaf in leaves))
         candidates = self._kernels.setdefault(key, [])
+        stale = [kernel for kernel in candidates if not kernel.current()]
+        if stale:
+            self._drop(stale)
         for kernel in candidates:
             if not kernel.guards or kernel.admits(kernel.arguments(leaves)):
                 self._hits.n += 1
@@ -232,6 +272,17 @@ class Differentiable:
         kernel = indexed or self._compile(mode, args, kwargs, leaves, found)
         candidates.append(kernel)
         return kernel, leaves
+
+    def _drop(self, stale):
+        """Forgets kernels whose captured objects changed (captures.py), and the warm
+        entries (every entry holds the ones made before it): calls make them anew."""
+        for candidates in self._kernels.values():
+            candidates[:] = [k for k in candidates if k not in stale]
+        self._chained.clear()
+        for form in _FORMS:
+            self._warm[form] = functools.partial(self._slow, form)
+            if form != "value":
+                setattr(self, form, _Forward(self, form))
 
     def _index_key(self, key):
         """The on-disk index's key for a signature, or None if fn is not indexable. The
@@ -246,6 +297,7 @@ class Differentiable:
             kernel = Kernel(spec, None)
             if not spec.guards or kernel.admits(kernel.arguments(leaves)):
                 kernel.fn = backend.load(spec.source, spec.func_name, parallel=spec.parallel)
+                kernel.probes = captures.of_function(self.fn)
                 self._loaded += 1
                 return kernel
         return None
@@ -254,6 +306,8 @@ class Differentiable:
         """Traces, generates and loads the kernel, and stores it in the index under the key
         `found` (None: fn is not indexable) unless it captured arrays or Variables."""
         traced = self._trace(mode, args, kwargs, leaves)
+        if traced.created:  # allowed once (Keras's build): not when a trace creates again
+            _refuse_created(self.fn, self._trace(mode, args, kwargs, leaves).created)
         program = traced.program
         func_name = f"{traced.name}__{mode}"
         ins = ", ".join(a.aval.short(symbolic=True) for a in program.ins)
@@ -263,14 +317,16 @@ class Differentiable:
             print(source)
         spec = Spec.of(program, source, func_name, self.parallel, buffers,
                        traced=traced.leaves, variables=traced.variables, writes=traced.writes,
-                       out_trees=traced.trees, guards=traced.guards)
+                       out_trees=traced.trees, returns=traced.returns, guards=traced.guards)
         consts = [array for _, array in program.consts]
         # What a kernel captured (arrays, Variables) is this process's: not indexed.
         if found and not consts and all(isinstance(v, int)
-                                        for v in spec.variables + spec.writes):
+                                        for v in spec.variables + spec.writes) and \
+                all(how[0] != "const" or isinstance(how[1], captures.SIMPLE)
+                    for how in spec.returns):
             index.store(found, spec)
         fn = backend.load(source, func_name, parallel=self.parallel)
-        return Kernel(spec, fn, consts, program)
+        return Kernel(spec, fn, consts, program, captures.of_function(self.fn) + traced.probes)
 
     def _trace(self, mode, args, kwargs, leaves):
         """Traces fn on these arguments and optimizes the program."""
@@ -280,7 +336,8 @@ class Differentiable:
         traced = [i for i, leaf in enumerate(leaves) if not _is_static(leaf)
                   and not isinstance(leaf, Variable)]
         with trace:
-            inputs = {i: trace.new_input(kernel_arg(leaves[i]), names[i]) for i in traced}
+            inputs = {i: trace.new_input(kernel_arg(leaves[i]), names[i], _eager_kind(leaves[i]))
+                      for i in traced}
             call_leaves = [inputs.get(i, leaf) for i, leaf in enumerate(leaves)]
             call_args, call_kwargs = tree_unflatten(tree_flatten((args, kwargs))[1], call_leaves)
             if mode == "value":
@@ -291,11 +348,15 @@ class Differentiable:
                                                     self._wrt_positions())
                 results = [out, grads]
             writes = trace.variable_writes()
-            flat, trees = [], []
+            flat, trees, returns = [], [], []
+            # What the function returned: its argument leaves themselves (the plain call's
+            # own), values the kernel computes, or values fixed by the trace.
+            given = {id(leaf): i for i, leaf in enumerate(call_leaves) if mode == "value"
+                     or isinstance(leaf, Variable)}
             for result in results:
                 result_leaves, tree = tree_flatten(result)
-                flat += result_leaves
                 trees.append(tree)
+                returns += [_returned(self.fn, leaf, given, flat) for leaf in result_leaves]
             program = trace.program(flat + [value for _, value in writes])
         check, dump = os.environ.get("SRCXFORM_CHECK"), os.environ.get("SRCXFORM_DUMP", "")
         if check:
@@ -309,11 +370,91 @@ class Differentiable:
         variables = [position.get(id(v), v)
                      for v, _ in sorted(trace.variable_inputs(), key=lambda p: p[1])]
         writes = [position.get(id(v), v) for v, _ in writes]
-        return _Traced(name, program, traced, variables, writes, trees,
-                       guard_conditions(trace.guards))
+        returned = [how[1] for how in returns if how[0] == "const"]
+        return _Traced(name, program, traced, variables, writes, trees, returns,
+                       guard_conditions(trace.guards), _probes(trace.captured),
+                       trace.created(returned))
 
 
-_Traced = namedtuple("_Traced", "name program leaves variables writes trees guards")
+_Traced = namedtuple("_Traced",
+                     "name program leaves variables writes trees returns guards probes created")
+
+
+def _probes(captured):
+    """The probes for what library code told a trace it relied on (Trace.capture)."""
+    probes = []
+    for obj, name in captured:
+        probes += [captures.attribute(obj, name)] if name else captures.of_function(obj)
+    return probes
+
+
+def _source(variable, leaves):
+    """A Spec's Variable: a leaf index, or the captured Variable itself."""
+    return leaves[variable] if isinstance(variable, int) else variable
+
+
+def _paths(tree, path):
+    """A name for each leaf of a TreeDef, in order: value, value[0], value['a'][1]."""
+    if tree.kind is None:
+        yield path
+    elif tree.kind is dict:
+        for key, child in zip(tree.keys, tree.children):
+            yield from _paths(child, f"{path}[{key!r}]")
+    else:
+        for i, child in enumerate(tree.children):
+            yield from _paths(child, f"{path}[{i}]")
+
+
+def _eager_kind(leaf):
+    """What an argument leaf is to the eager function's NumPy-level code (trace.Tracer)."""
+    if isinstance(leaf, (Tensor, Variable)):
+        return "tensor"
+    return "python" if isinstance(leaf, float) and not isinstance(leaf, np.generic) else "numpy"
+
+
+def _returned(fn, leaf, given, flat):
+    """How one leaf of what the traced function returned comes back (Spec.returns); the
+    kernel's outputs are appended to `flat`."""
+    if id(leaf) in given:
+        return ("arg", given[id(leaf)])
+    if isinstance(leaf, Tracer):
+        flat.append(leaf)
+        return ("out", len(flat) - 1, leaf.eager, leaf.aval.weak)
+    if isinstance(leaf, Variable) or _is_static(leaf) or isinstance(leaf, (float, complex)):
+        return ("const", leaf)
+    if isinstance(leaf, Dim):  # x.shape[0]: a Python int eagerly, read at each call
+        flat.append(as_value(leaf))
+        return ("out", len(flat) - 1, "python", False)
+    if isinstance(leaf, Tensor) or isinstance(leaf, (np.ndarray, np.generic)) \
+            and leaf.dtype.kind in "biuf":
+        flat.append(leaf)
+        return ("out", len(flat) - 1, "tensor" if isinstance(leaf, Tensor) else "numpy",
+                isinstance(leaf, Tensor) and leaf._weak)
+    name = getattr(fn, "__qualname__", "the function")
+    raise TypeError(f"srcxform.differentiable: {name} returns {_short_repr(leaf)} (of type "
+                    f"{type(leaf).__name__}); a compiled function returns arrays, tensors, "
+                    "Variables and numbers (and strings and None, as fixed values), in "
+                    "tuples, lists and dicts: return it from an uncompiled function that "
+                    "calls this one")
+
+
+def _short_repr(value):
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _refuse_created(fn, created):
+    """Raises where tracing fn again creates Variables again: eagerly each call would
+    make new ones (tf.function raises likewise)."""
+    if not created:
+        return
+    name = getattr(fn, "__qualname__", "the function")
+    lines = "\n".join(f"  {name!r}, first used at {origin}" for name, origin in created)
+    raise ValueError(f"srcxform.differentiable: {name} creates a new Variable at each call, "
+                     f"which a compiled function may not (it would keep the first one):\n"
+                     f"{lines}\nCreate it outside the function and pass it in or close over "
+                     "it, or create it only once (at the first call: `if self.v is None: "
+                     "self.v = tf.Variable(...)`, as Keras layers build their weights)")
 
 
 class _Forward:
@@ -511,7 +652,9 @@ def jacobian(fn, wrt=0):
         return result[0] if single else tuple(result)
 
     jac.__name__ = f"jacobian_of_{getattr(fn, '__name__', 'f')}"
-    return differentiable(jac)
+    compiled = differentiable(jac)
+    compiled._as_eager = False  # JAX's jacobian returns arrays
+    return compiled
 
 
 def hessian(fn, wrt=0):

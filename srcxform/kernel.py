@@ -1,11 +1,13 @@
 """One compiled signature: the generated function, its calling convention, and the warm
 entry that calls it.
 
-The entry is a small Python function generated for the kernel: it checks that the
-arguments still fit the signature (types, ranks, dtypes, which dims are 1, guards),
+The entry is a small Python function generated for the kernel: it checks that what the
+trace captured from outside is unchanged (captures.py) and that the arguments still fit
+the signature (types, ranks, dtypes, which dims are 1, guards),
 unpacks them, finds the output arrays the kernel fills (those it returned last call when
 nothing else holds them, else new ones), makes the one kernel call and shapes the
-results. The call goes straight into the compiled code when each array is laid out as
+results: for the plain call, as the function returns them eagerly (Tensors where its
+srcxform ops make Tensors, NumPy's values where NumPy's operators do; see Spec.returns). The call goes straight into the compiled code when each array is laid out as
 Numba typed the first call's (C-contiguous, aligned, writeable), and through Numba's
 dispatcher otherwise. A call it does not fit goes on to its fallback: the entry made before
 it, and in the end the slow path (flatten, look up, trace).
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from srcxform import backend
+from srcxform import backend, captures
 from srcxform.dims import evaluate, expr_of, render
 from srcxform.recording import CONTEXT, OPEN_ANYWHERE
 from srcxform.tensor import Tensor, Variable
@@ -65,6 +67,13 @@ class Spec:
     variables: tuple
     writes: tuple
     out_trees: tuple  # treedefs of the results, in output order
+    # How each leaf of the results comes back: ("out", j, eager, weak) is output j, which
+    # the plain call returns as the eager run would have it (eager "tensor": a Tensor,
+    # weak or not; "numpy": NumPy's array or scalar; "python": the Python number), the
+    # gradient forms as NumPy values; ("arg", i) is argument leaf i itself (the function
+    # returned it, or a Variable argument); ("const", value) a value fixed by the trace
+    # (a string, None, a Python number, a captured Variable).
+    returns: tuple
     guards: tuple  # (expr, op): conditions on the sizes the trace relied on
 
     @classmethod
@@ -78,11 +87,12 @@ class Spec:
 class Kernel:
     """One compiled signature: the generated function and how to call it."""
 
-    def __init__(self, spec, fn, consts=(), program=None):
+    def __init__(self, spec, fn, consts=(), program=None, probes=()):
         self.spec = spec
         self.fn = fn
         self.consts = list(consts)  # arrays the trace captured, passed after the leaves
         self.program = program  # the optimized IR, when this process traced it
+        self.probes = list(probes)  # what the trace captured from outside (captures.py)
         self.source = spec.source
         self.buffers = spec.buffers
         self.guards = spec.guards
@@ -103,6 +113,10 @@ class Kernel:
                                     for v in self.spec.variables + self.spec.writes)}
         return list(found.values())
 
+    def current(self):
+        """Whether everything the trace captured from outside is as the trace saw it."""
+        return all(probe.holds() for probe in self.probes)
+
     def sizes(self, args):
         return [np.shape(args[i])[axis] for i, axis in self.spec.sizes]
 
@@ -112,24 +126,41 @@ class Kernel:
         holds = {">=": lambda v: v >= 0, "==": lambda v: v == 0, "!=": lambda v: v != 0}
         return all(holds[op](evaluate(expr, sizes)) for expr, op in self.guards)
 
-    def run(self, args, leaves):
+    def run(self, args, leaves, plain=False):
+        """The results' structures; `plain`: as the plain call returns them (as eagerly),
+        else as the gradient forms do (NumPy values)."""
         sizes = self.sizes(args)
         buffers = [np.empty([evaluate(expr, sizes) for expr in shape], dtype)
                    for shape, dtype in self._buffer_outs()]
         returned = iter(self.fn(*args, *buffers))
         filled = dict(zip(self.buffers, buffers))
-        results = [filled[p] if p in filled else next(returned)
+        outputs = [filled[p] if p in filled else next(returned)
                    for p in range(len(self.spec.outs))]
-        results = [t(r) if t is not None else r for t, r in zip(self.scalar_types, results)]
         writes = self.spec.writes
-        for v, value in zip(writes, results[len(results) - len(writes):]):
+        for v, value in zip(writes, outputs[len(outputs) - len(writes):]):
             variable = _variable(v, leaves)
             variable._value = np.asarray(value, variable.dtype).reshape(variable.shape)
+        results = []
+        for how in self.spec.returns:
+            if how[0] == "out":
+                results.append(self._output(outputs[how[1]], how, plain))
+            else:
+                results.append(leaves[how[1]] if how[0] == "arg" else how[1])
         structures, start = [], 0
         for tree in self.spec.out_trees:
             structures.append(tree_unflatten(tree, results[start:start + tree.num_leaves]))
             start += tree.num_leaves
         return structures
+
+    def _output(self, value, how, plain):
+        _, j, eager, weak = how
+        shape, dtype = self.spec.outs[j]
+        if not plain or eager == "numpy":
+            scalar = self.scalar_types[j] or (plain and not shape and dtype.type)
+            return scalar(value) if scalar else value
+        if eager == "tensor":
+            return Tensor._new(np.asarray(value, dtype), weak)
+        return value  # "python": Numba returns the Python number
 
     def _buffer_outs(self):
         return [self.spec.outs[p] for p in self.buffers]
@@ -137,7 +168,8 @@ class Kernel:
     # ----- the warm path -----
     def entry(self, form, args, fallback, hits):
         """A generated entry for positional calls like `args`; `form` says which results it
-        returns: "value", "grad" or "value_and_grad" (with `wrt` an int or a tuple). Calls
+        returns: ("value", "grad" or "value_and_grad"; whether `wrt` is an int; whether
+        the results are as eager, not NumPy values: see Kernel.run's `plain`). Calls
         it does not fit go to fallback(*args, **kwargs); each call it takes counts in
         `hits` (a Counter)."""
         return _build_entry(self, form, args, fallback, hits)
@@ -360,23 +392,24 @@ def _build_entry(kernel, form, args, fallback, hits):
     fails = {">=": "<", "==": "!=", "!=": "=="}
     guards = [f"{render(expr, size)} {fails[op]} 0" for expr, op in kernel.guards]
     allocate, buffers, kept = _reused_buffers(kernel, w, kernel_args, size)
-    results = _output_exprs(kernel, buffers, [None if t is None else w.constant(t)
-                                              for t in kernel.scalar_types])
+    outputs = _output_exprs(kernel, buffers, [None] * len(spec.outs))
+    results = _returned(kernel, w, outputs, plain=form[2])
     assigned = kept + list(w.last_shapes)
     body = [f"global {', '.join(assigned)}"] if assigned else []
-    body += _prologue(w, len(args)) + ["run = direct"] + w.checks
+    body += _prologue(w, len(args)) + ["run = direct"] + _probe_tests(kernel, w) + w.checks
     body += [line for _, line in sorted(sizes.items())]
     body += [f"if {test}: {w.fall_back}" for test in guards]
     body += ["hits.n += 1"] + allocate
     body.append(f"r = run({', '.join(kernel_args + buffers)})")
-    body += _variable_writes(spec, w, leaves, results)
+    body += _variable_writes(spec, w, leaves, outputs)
     body.append(f"return {_result(form, *_value_and_grads(spec, results))}")
     spare = [np.empty((0,) * len(exprs), dtype) for exprs, dtype in kernel._buffer_outs()]
     direct = kernel.fn
     if isinstance(kernel.fn, backend.Compiled):
         direct = kernel.fn.direct(kernel.arguments(leaves) + spare) or kernel.fn
-    namespace = dict(w.constants, **w.last_shapes, fallback=fallback, hits=hits, np=np,
-                     empty=np.empty, getrefcount=sys.getrefcount, direct=direct,
+    namespace = dict(w.constants, **w.last_shapes, __srcxform_generated__=True,
+                     fallback=fallback, hits=hits, np=np,
+                     empty=np.empty, array=np.array, tensor=Tensor._new, getrefcount=sys.getrefcount, direct=direct,
                      checked=kernel.fn, OPEN_ANYWHERE=OPEN_ANYWHERE, CONTEXT=CONTEXT, NO=_NO)
     for b, array in enumerate(spare):  # globals: quicker to read than a list's items
         namespace[f"spare{b}"] = array, array.shape
@@ -408,6 +441,51 @@ def _prologue(w, n_args):
         return lines + ["try:"] + [f"    {line}" for line in w.unpack] + [
             "except (KeyError, IndexError, TypeError):", f"    {w.fall_back}"]
     return lines + w.unpack
+
+
+def _probe_tests(kernel, w):
+    """Lines sending the call on to the fallback where something the trace captured from
+    outside has changed (captures.py): an identity test each, and for a number or string
+    the value's type and equality."""
+    lines = []
+    for probe in kernel.probes:
+        holder = w.constant(probe.holder)
+        read = {"global": f"{holder}.get({probe.key!r})", "cell": f"{holder}.cell_contents",
+                "attr": f"{holder}.{probe.key}"}[probe.kind]
+        seen = w.constant(probe.value)
+        if isinstance(probe.value, captures.SIMPLE):
+            kind = w.constant(type(probe.value))
+            test = f"(p := {read}) is not {seen} and (type(p) is not {kind} or p != {seen})"
+        else:
+            test = f"{read} is not {seen}"
+        lines.append(f"if {test}: {w.fall_back}")
+    return lines
+
+
+def _returned(kernel, w, outputs, plain):
+    """An expression per leaf of the results (Spec.returns): the plain call's as the eager
+    run has them, the gradient forms' as NumPy values."""
+    exprs = []
+    for how in kernel.spec.returns:
+        if how[0] == "arg":
+            exprs.append(w.names[how[1]])
+            continue
+        if how[0] == "const":
+            exprs.append(w.constant(how[1]))
+            continue
+        _, j, eager, weak = how
+        shape, dtype = kernel.spec.outs[j]
+        out, scalar = outputs[j], kernel.scalar_types[j]
+        if plain and eager == "tensor":
+            exprs.append(f"tensor({out}, {weak})" if shape else
+                         f"tensor(array({out}, {w.constant(dtype)}), {weak})")
+        elif plain and eager == "numpy" and not shape:
+            exprs.append(f"{w.constant(dtype.type)}({out})")
+        elif scalar is not None and not (plain and eager == "python"):
+            exprs.append(f"{w.constant(scalar)}({out})")
+        else:
+            exprs.append(out)
+    return exprs
 
 
 def _reused_buffers(kernel, w, kernel_args, size):
@@ -458,7 +536,7 @@ def _value_and_grads(spec, results):
 def _result(form, value, grads):
     """The entry's return expression: the value, the gradient, or both; a gradient wrt
     one argument is that argument's structure, wrt several a tuple of them."""
-    kind, single = form
+    kind, single, _ = form
     if kind == "value":
         return value
     grad = grads[0] if single else "(" + ", ".join(grads) + ("," if len(grads) == 1 else "") + ")"

@@ -47,8 +47,11 @@ class Optimizer:
 
     Subclasses define `_build_slots(key, param)` (create the slots one parameter needs)
     and `_update(grad, param, lr, key)` (return the parameter's new value, assigning the
-    slots), written in srcxform ops so that they trace.
+    slots), written in srcxform ops so that they trace, and list in `_HYPERPARAMETERS`
+    the attributes their updates read (a compiled step is traced again when one changes).
     """
+
+    _HYPERPARAMETERS = ()
 
     def __init__(self, learning_rate, name):
         self.name = name
@@ -209,6 +212,7 @@ class Optimizer:
             for key, p in zip(keys, params):
                 self._build_slots(key, p)
             lr = self._current_learning_rate()
+            self._report_captured()
             for i, (g, p, key) in enumerate(zip(checked, params, keys)):
                 if g is None:
                     continue
@@ -219,6 +223,17 @@ class Optimizer:
                     new[i] = value
             self._iterations.assign_add(1)
         return new
+
+    def _report_captured(self):
+        """While traced: the kernel relies on the learning rate (its Variable or schedule)
+        and the hyperparameters staying as they are now (captures.py)."""
+        traces = recording.CONTEXT.traces
+        if not traces:
+            return
+        for name in ("_schedule", "_learning_rate") + self._HYPERPARAMETERS:
+            traces[-1].capture(self, name)
+        if self._schedule is not None:
+            traces[-1].capture(self._schedule)
 
     def _current_learning_rate(self):
         if self._schedule is not None:
@@ -263,6 +278,8 @@ class SGD(Optimizer):
         w = w + momentum * velocity - lr * g
     """
 
+    _HYPERPARAMETERS = ("momentum", "nesterov")
+
     def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, name="SGD"):
         super().__init__(learning_rate, name)
         momentum = _number(momentum, "momentum")
@@ -304,6 +321,8 @@ class Adam(Optimizer):
     The bias corrections are computed from the `iterations` Variable with srcxform ops,
     so a compiled step reads the step count at run time.
     """
+
+    _HYPERPARAMETERS = ("beta_1", "beta_2", "epsilon", "amsgrad")
 
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
                  amsgrad=False, name="Adam"):
@@ -359,6 +378,8 @@ class RMSprop(Optimizer):
     epsilon sits inside the square root, exactly as in Keras (and in TensorFlow's
     ApplyRMSProp kernel); defaults: rho=0.9, momentum=0.0, epsilon=1e-7.
     """
+
+    _HYPERPARAMETERS = ("rho", "momentum", "epsilon", "centered")
 
     def __init__(self, learning_rate=0.001, rho=0.9, momentum=0.0, epsilon=1e-7,
                  centered=False, name="RMSprop"):

@@ -6,12 +6,15 @@ float, int, len, iteration) raises TracingError at the user's line.
 """
 
 import itertools
+import sys
 
 import numpy as np
 
 from srcxform import dims, recording
+from srcxform import tensor as _tensor
 from srcxform.aval import Aval
 from srcxform.errors import (
+    _PACKAGE_DIR,
     TracingAttributeError,
     TracingError,
     user_frame,
@@ -20,7 +23,7 @@ from srcxform.errors import (
 )
 from srcxform.ir import Eqn, Lit, Program, Var
 from srcxform.names import assigned_name
-from srcxform.tensor import SizeConstant, Tensor, Value, as_value
+from srcxform.tensor import SizeConstant, Tensor, Value, Variable, as_value
 
 _ids = itertools.count(1)
 
@@ -43,13 +46,17 @@ _IMMUTABLE = ("values are immutable; build a new one: srcxform.where(mask, new, 
 class Tracer(Value):
     """A value being traced: an aval (with symbolic sizes) and its IR variable."""
 
-    __slots__ = ("aval", "var", "_id", "_trace")
+    # `eager` is what the same value would be in an eager run (see _eager_kind): "tensor"
+    # (what srcxform's functions return), "numpy" or "python" (what NumPy's operators and
+    # functions give on NumPy arrays and Python floats). The compiled call returns that.
+    __slots__ = ("_id", "_trace", "aval", "eager", "var")
 
-    def __init__(self, trace, var, id=None):
+    def __init__(self, trace, var, id=None, eager="tensor"):
         self._trace = trace
         self.aval = var.aval
         self.var = var
         self._id = next(_ids) + (1 << 62) if id is None else id
+        self.eager = eager
 
     def _fail(self, what, message):
         raise TracingError(f"{where()}\n  {what}: {message}")
@@ -95,6 +102,69 @@ class Tracer(Value):
         return f"<srcxform.Tracer {self.aval.short()}>"
 
 
+# The NumPy-level surface of Value: on NumPy arrays and Python floats these are NumPy's
+# (or Python's) own operations, whose results are not Tensors.
+_OPERATORS = ("add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv", "floordiv",
+              "rfloordiv", "mod", "rmod", "pow", "rpow", "neg", "pos", "abs", "lt", "le", "gt",
+              "ge", "eq", "ne")
+_NUMPY_LEVEL = ("__matmul__", "__rmatmul__", "__and__", "__or__", "__invert__", "__getitem__",
+                "sum", "mean", "prod", "max", "min", "reshape", "transpose", "flatten",
+                "ravel", "squeeze", "astype", "dot", "clip", "__array_ufunc__",
+                "__array_function__")
+
+
+def _eager_kind(operands, python):
+    """What an eager run gives for a NumPy-level operation on these operands: a Tensor if
+    any operand is one (or stands for one), a Python number from Python numbers alone
+    (`python`: an operator Python floats have), else NumPy's value."""
+    kinds = set()
+    for x in operands:
+        if isinstance(x, Tracer):
+            kinds.add(x.eager)
+        elif isinstance(x, (Tensor, Variable)):
+            kinds.add("tensor")
+        elif isinstance(x, (list, tuple)):
+            kinds.add(_eager_kind(x, python))
+        elif not isinstance(x, (bool, int, float)) or isinstance(x, np.generic):
+            kinds.add("numpy")
+    if "tensor" in kinds:
+        return "tensor"
+    return "numpy" if "numpy" in kinds or not python else "python"
+
+
+def _from_user_code():
+    """Whether the NumPy-level operation was written in the user's code (srcxform's own
+    functions use operators too, and return Tensors)."""
+    filename = sys._getframe(2).f_code.co_filename
+    return not filename.startswith(_PACKAGE_DIR)
+
+
+def _tracking(name, python):
+    method = getattr(Value, name)
+
+    def tracked(self, *args, **kwargs):
+        out = method(self, *args, **kwargs)
+        if isinstance(out, Tracer) and _from_user_code():
+            if name == "__array_ufunc__":
+                operands = args[2:]
+            elif name == "__array_function__":
+                operands = args[2]
+            else:
+                operands = (self,) + args
+            out.eager = _eager_kind(operands, python)
+        return out
+
+    tracked.__name__ = name
+    return tracked
+
+
+for _name in _OPERATORS:
+    setattr(Tracer, f"__{_name}__", _tracking(f"__{_name}__", python=True))
+for _name in _NUMPY_LEVEL:
+    setattr(Tracer, _name, _tracking(_name, python=False))
+Tracer.T = property(_tracking("transpose", python=False), doc=Value.T.__doc__)
+
+
 def _variable_name(variable):
     """The name the user's code knows a Variable by (a local or global bound to it), else
     the Variable's own name."""
@@ -116,10 +186,16 @@ class Trace:
         self.variables = {}  # Variable id -> [Variable, input Var or None, current Tracer]
         self.guards = []
         self.symbols = dims.Symbols()
+        # Library state the traced code reported it relied on (capture): (object, attribute
+        # name), or (function, None) for a function it called (captures.py probes them).
+        self.captured = []
+        self.first_reads = {}  # Variable id -> where the trace first read it
+        self._first_new_id = next(_tensor._ids)  # Variables made from now on are new
 
     # ----- inputs -----
-    def new_input(self, value, name):
-        """A Tracer for an argument leaf: arrays get a size symbol for each dim but 1."""
+    def new_input(self, value, name, eager="tensor"):
+        """A Tracer for an argument leaf: arrays get a size symbol for each dim but 1;
+        `eager` is what the leaf is in an eager run (see Tracer)."""
         if isinstance(value, float) and not isinstance(value, np.floating):
             aval = Aval((), np.dtype(np.float64), weak=True)
         else:
@@ -129,7 +205,7 @@ class Trace:
         var = Var(aval)
         self.ins.append(var)
         self.hints[var] = name
-        return Tracer(self, var)
+        return Tracer(self, var, eager=eager)
 
     def _size(self, index, axis, d):
         if d == 1:
@@ -192,6 +268,7 @@ class Trace:
             var = Var(Aval(shape, variable.dtype))
             self.ins.append(var)
             self.hints[var] = _variable_name(variable)
+            self.first_reads[variable._id] = user_frame()
             entry = self.variables[variable._id] = [variable, var, Tracer(self, var, variable._id)]
         return entry[2]
 
@@ -214,6 +291,20 @@ class Trace:
     def variable_inputs(self):
         """(Variable, index in ins) for each Variable read or written while tracing."""
         return [(v, self.ins.index(var)) for v, var, _ in self.variables.values()]
+
+    def created(self, returned=()):
+        """(name, where first read) for each Variable made while tracing that the
+        trace reads, assigns, or returns (among `returned`)."""
+        names = {v._id: self.hints[var] for v, var, _ in self.variables.values()}
+        found = {v._id: v for v, _, _ in self.variables.values()}
+        found.update((v._id, v) for v in returned if isinstance(v, _tensor.Variable))
+        return [(names.get(i, v.name), where(self.first_reads.get(i)))
+                for i, v in found.items() if i > self._first_new_id]
+
+    def capture(self, obj, name=None):
+        """Tells the trace that what it computes relies on obj.name staying the object it
+        is now (obj a function, without a name: on what that function reads)."""
+        self.captured.append((obj, name))
 
     def variable_writes(self):
         """(Variable, final value) for each Variable assigned while tracing."""
