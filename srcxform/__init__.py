@@ -5,14 +5,14 @@ The public surface only: re-exports under TensorFlow's names.
 
 __version__ = "0.1.0"
 
-from srcxform import ops  # noqa: F401, E402  (first: the primitives register on import)
+from srcxform import ops  # noqa: F401  (first: the primitives register on import)
 from srcxform.dtypes import bool_ as bool  # noqa: F401
 from srcxform.dtypes import float16, float32, float64, int32, int64  # noqa: F401
 from srcxform.crosscheck import CheckError  # noqa: F401
 from srcxform.errors import (  # noqa: F401
     CacheWarning, CompileError, ShapeError, SrcxformError, TracingError,
 )
-from srcxform.ops import *  # noqa: F401, F403
+from srcxform.ops import *
 from srcxform.ops import (  # noqa: F401
     abs, cast, constant, convert_to_tensor, custom_gradient, range, round, stop_gradient,
 )
@@ -20,6 +20,6 @@ from srcxform import math, nn  # noqa: F401
 from srcxform.tape import GradientTape, UnconnectedGradients  # noqa: F401
 from srcxform.tensor import Tensor, Variable  # noqa: F401
 from srcxform.api import differentiable, grad, hessian, jacobian, value_and_grad  # noqa: F401
-from srcxform import optimizers  # noqa: F401, E402
+from srcxform import optimizers  # noqa: F401
 
 newaxis = None  # x[tf.newaxis] inserts an axis, as x[None]

@@ -16,13 +16,13 @@ from collections import namedtuple
 import numpy as np
 
 from srcxform import backend, captures, crosscheck, index
-from srcxform.recording import CONTEXT
 from srcxform.codegen import generate
 from srcxform.dims import Dim, guard_conditions
 from srcxform.errors import TracingError
 from srcxform.kernel import Counter, Kernel, Spec, kernel_arg
 from srcxform.names import identifier
 from srcxform.passes.pipeline import optimize
+from srcxform.recording import CONTEXT
 from srcxform.tape import GradientTape
 from srcxform.tensor import Tensor, Value, Variable, as_value
 from srcxform.trace import Trace, Tracer
@@ -662,4 +662,4 @@ def hessian(fn, wrt=0):
     return jacobian(grad(fn, wrt=wrt), wrt=wrt)
 
 
-__all__ = ["differentiable", "grad", "value_and_grad", "jacobian", "hessian", "TracingError"]
+__all__ = ["TracingError", "differentiable", "grad", "hessian", "jacobian", "value_and_grad"]

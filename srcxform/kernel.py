@@ -189,7 +189,7 @@ class Kernel:
                             [f"    r = inner({', '.join(names + list(consts) + buffers)})",
                              f"    return ({''.join(r + ', ' for r in results)})"])
         namespace = dict(consts, inner=fn, np=np)
-        exec(source, namespace)
+        exec(source, namespace)  # noqa: S102 - the wrapper generated just above
         return backend.jit_function(namespace["kernel"]) if fn is not self.fn else \
             namespace["kernel"]
 
@@ -409,11 +409,12 @@ def _build_entry(kernel, form, args, fallback, hits):
         direct = kernel.fn.direct(kernel.arguments(leaves) + spare) or kernel.fn
     namespace = dict(w.constants, **w.last_shapes, __srcxform_generated__=True,
                      fallback=fallback, hits=hits, np=np,
-                     empty=np.empty, array=np.array, tensor=Tensor._new, getrefcount=sys.getrefcount, direct=direct,
+                     empty=np.empty, array=np.array, tensor=Tensor._new,
+                     getrefcount=sys.getrefcount, direct=direct,
                      checked=kernel.fn, OPEN_ANYWHERE=OPEN_ANYWHERE, CONTEXT=CONTEXT, NO=_NO)
     for b, array in enumerate(spare):  # globals: quicker to read than a list's items
         namespace[f"spare{b}"] = array, array.shape
-    exec(backend.code(_signature(len(args)) + "\n".join(f"    {line}" for line in body)),
+    exec(backend.code(_signature(len(args)) + "\n".join(f"    {line}" for line in body)),  # noqa: S102 - the entry generated above
          namespace)
     return namespace["entry"]
 

@@ -223,7 +223,7 @@ class Value:
 class Tensor(Value):
     """An immutable NumPy-backed value (tf.Tensor)."""
 
-    __slots__ = ("_value", "_weak", "_id")
+    __slots__ = ("_id", "_value", "_weak")
 
     def __init__(self, value, dtype=None):
         self._value = _to_array(value, as_dtype(dtype), copy=True)
@@ -318,7 +318,7 @@ class SizeConstant(Tensor):
 class Variable(Value):
     """A mutable value whose reads are watched by tapes (tf.Variable)."""
 
-    __slots__ = ("_value", "_id", "trainable", "name")
+    __slots__ = ("_id", "_value", "name", "trainable")
 
     def __init__(self, initial_value, trainable=True, name=None, dtype=None):
         if callable(initial_value):

@@ -61,7 +61,7 @@ class Tracer(Value):
     def _fail(self, what, message):
         raise TracingError(f"{where()}\n  {what}: {message}")
 
-    def __bool__(self):
+    def __bool__(self):  # noqa: PLE0304 - it only raises, as the next three do
         self._fail("bool() of a traced value", _BRANCH)
 
     def __float__(self):
@@ -70,10 +70,10 @@ class Tracer(Value):
     def __int__(self):
         self._fail("int() of a traced value", _NUMBER)
 
-    def __index__(self):
+    def __index__(self):  # noqa: PLE0305
         self._fail("a traced value used as an index or count", _NUMBER)
 
-    def __len__(self):
+    def __len__(self):  # noqa: PLE0303
         self._fail("len() of a traced value", _SIZE)
 
     def __iter__(self):

@@ -3,10 +3,9 @@ printing, Variables, creation functions and dtype rules)."""
 
 import numpy as np
 import pytest
-
-import srcxform as tf
 from helpers import assert_tensor_equal as _eq
 
+import srcxform as tf
 
 # ----- basic attributes -----
 
