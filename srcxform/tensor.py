@@ -449,10 +449,14 @@ class VariablePart(Tensor):
 def _equality(op, x, other, unequal):
     """TensorFlow's == and !=: elementwise, except that None, or a value whose shape does
     not broadcast against x's, compares unequal as a whole (== is False) instead of
-    raising (the elementwise ops equal/not_equal raise for those)."""
+    raising (the elementwise ops equal/not_equal raise for those). A value that is no
+    tensor at all is left to compare itself (pytest.approx does), else unequal."""
     if other is None:
         return unequal
-    other = as_value(other, op.__name__)
+    try:
+        other = as_value(other, op.__name__)
+    except TypeError:
+        return NotImplemented
     try:
         broadcast_shapes(x.shape, other.shape)
     except ValueError:

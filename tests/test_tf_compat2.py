@@ -321,3 +321,11 @@ def test_reshape_by_a_traced_shape_tensor_says_why():
     f = tf.differentiable(lambda x: tf.reduce_sum(tf.reshape(x, tf.shape(x))))
     with pytest.raises(TracingError, match="traced tensor"):
         f.grad(np.ones(2))
+
+
+def test_a_tensor_compares_with_what_is_no_tensor_by_the_others_rules():
+    """== with an object that cannot be a tensor is left to that object (pytest.approx
+    compares itself), else unequal, as two unrelated Python objects are."""
+    t = tf.constant(np.float64(2.0))
+    assert (t == pytest.approx(2.0)) is True and (t != pytest.approx(2.0)) is False
+    assert (t == object()) is False and (t != object()) is True
