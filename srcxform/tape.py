@@ -108,11 +108,16 @@ class GradientTape:
         self._check_usable("gradient")
         zero = _unconnected_is_zero(unconnected_gradients)
         leaves, treedef = tree_flatten(sources)
-        grads = self._gradient_leaves(target, leaves, output_gradients)
+        grads = self._gradient_leaves(target, leaves, output_gradients, targets_count=True)
         return tree_unflatten(treedef, [_gradient_for(s, g, zero) for s, g in zip(leaves, grads)])
 
-    def _gradient_leaves(self, target, leaves, output_gradients):
-        """Each leaf's gradient, None where the target does not depend on it."""
+    def _gradient_leaves(self, target, leaves, output_gradients, targets_count=False):
+        """Each leaf's gradient, None where the target does not depend on it.
+
+        targets_count: a source that is also a target has a gradient (its weight, plus
+        what flows back from the other targets) even where it is not watched, as in
+        TensorFlow's `gradient`. Its `jacobian` slices the target first, so there an
+        unwatched target is unconnected even to itself."""
         targets = tree_flatten(target)[0]
         weights = (tree_flatten(output_gradients)[0] if output_gradients is not None
                    else [None] * len(targets))
@@ -126,7 +131,8 @@ class GradientTape:
             # Only watched values have gradients (TensorFlow's rule): a source that took
             # part in the target unwatched still gets None.
             found = backprop(list(self._records), seeds,
-                             [i for i in ids if i in self._watched])
+                             [i for i in ids if i in self._watched
+                              or targets_count and i in seeds])
         return [found.get(i) if s.dtype.kind == "f" else None for s, i in zip(leaves, ids)]
 
     def jacobian(self, target, sources, unconnected_gradients=UnconnectedGradients.NONE,
