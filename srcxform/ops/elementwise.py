@@ -155,7 +155,7 @@ floor_p = elementwise("floor", np.floor, "np.floor(x)", nondiff=True, args="x")
 ceil_p = elementwise("ceil", np.ceil, "np.ceil(x)", nondiff=True, args="x", kinds="f")
 round_p = elementwise("round", np.rint, "np.rint(x)", nondiff=True, args="x")  # half to even
 stop_gradient_p = elementwise("stop_gradient", lambda x: x, "x", nondiff=True, args="x",
-                              same_aval_is_identity=True)
+                              same_aval_is_identity=True, unrecorded=True)
 
 # ----- selection and casting -----
 
