@@ -5,9 +5,8 @@ finite values and gradients.
 """
 
 from srcxform.errors import shape_error
-from srcxform.ops.elementwise import cast, multiply, negative, softplus, stop_gradient
-from srcxform.ops.reduce import reduce_logsumexp, reduce_max, reduce_sum
-from srcxform.ops.elementwise import exp
+from srcxform.ops.elementwise import cast, exp, log, multiply, negative, softplus, stop_gradient
+from srcxform.ops.reduce import reduce_max, reduce_sum
 from srcxform.tensor import as_value
 
 
@@ -19,9 +18,12 @@ def softmax(logits, axis=-1, name=None):
 
 
 def log_softmax(logits, axis=-1, name=None):
-    """x - logsumexp(x) along `axis` (tf.nn.log_softmax)."""
+    """x - logsumexp(x) along `axis` (tf.nn.log_softmax), as TensorFlow's kernel computes
+    it: shifted = x - max(x), then shifted - log(sum(exp(shifted))), so that an inf logit
+    makes its whole row NaN there as well."""
     x = as_value(logits, "log_softmax")
-    return x - reduce_logsumexp(x, axis=axis, keepdims=True)
+    shifted = x - stop_gradient(reduce_max(x, axis=axis, keepdims=True))
+    return shifted - log(reduce_sum(exp(shifted), axis=axis, keepdims=True))
 
 
 def softmax_cross_entropy_with_logits(labels, logits, axis=-1, name=None):
