@@ -144,7 +144,7 @@ class GradientTape:
                             f"{type(target).__name__}; call jacobian once per target")
         self._check_usable("jacobian")
         zero = _unconnected_is_zero(unconnected_gradients)
-        target = as_value(target, "jacobian")
+        target = self._read_target(target, "jacobian")
         leaves, treedef = tree_flatten(sources)
         rows = [self._gradient_leaves(target, leaves, weight)
                 for weight in _one_hots(target.shape, target.shape, target.dtype)]
@@ -162,7 +162,7 @@ class GradientTape:
         TensorFlow's."""
         self._check_usable("batch_jacobian")
         _unconnected_is_zero(unconnected_gradients)  # checks the option only
-        target = as_value(target, "batch_jacobian")
+        target = self._read_target(target, "batch_jacobian")
         if target.ndim < 2 or source.ndim < 2:
             raise ValueError(f"batch_jacobian: target and source must have rank 2 or more "
                              f"(a batch axis and an example's axes), got shapes "
@@ -177,6 +177,14 @@ class GradientTape:
         if rows and rows[0] is None:
             return ops.zeros(shape, target.dtype)
         return _stacked(rows, shape, source, False, axis=1)
+
+    def _read_target(self, target, what):
+        """A jacobian's target as a value. TensorFlow reads it with the tape recording, so
+        a trainable Variable target is watched then (where the tape watches the variables
+        it accesses), and connected to itself even if the tape never used it."""
+        if isinstance(target, Variable) and self._watch_accessed and target.trainable:
+            self._watch_variable(target)
+        return as_value(target, what)
 
     def _check_usable(self, what):
         if not self._entered:
