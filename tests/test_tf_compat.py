@@ -368,3 +368,8 @@ def test_reduce_prod_second_derivative_at_a_zero_is_symmetric():
             y = tf.reduce_prod(x)
         g = tape.gradient(y, x)
     _eq(outer.jacobian(g, x), [[0.0, 3.0, 2.0], [3.0, 0.0, 0.0], [2.0, 0.0, 0.0]])
+
+
+def test_softmax_cross_entropy_of_a_certain_prediction_is_plus_zero():
+    loss = tf.nn.softmax_cross_entropy_with_logits(labels=[[1.0]], logits=[[1.4]])
+    _eq(loss ** -1.0, [np.inf])  # TensorFlow's +0; a -0 would give -inf
