@@ -22,7 +22,7 @@ def backprop(records, seeds, sources):
     grads = {k: g for k, g in seeds.items() if k in live}
     for rec in reversed(records):
         g = grads.get(rec.out._id)
-        if g is None:
+        if g is None or rec.vjp is None:  # no VJP: a nondiff op, its inputs get nothing
             continue
         with recording.adjoint(rec, g):
             cotangents = rec.vjp(g, rec.out, *rec.inputs, **rec.params)

@@ -55,6 +55,10 @@ class Primitive:
     # a simpler form than `emit` fits it (a reshape that only drops dims of 1 is an
     # index), or None for `emit`.
     emit_for: Callable | None = None
+    # A nondiff op is still recorded, with no VJP, so ops on its output are recorded too
+    # (TensorFlow's floor, whose gradient is None); `unrecorded` ones are not
+    # (TensorFlow's NotDifferentiable ops: stop_gradient).
+    unrecorded: bool = False
     param_names: tuple = field(init=False)
     template: ast.AST = field(init=False, repr=False)
 
@@ -93,7 +97,7 @@ class Primitive:
             out = trace.add_eqn(self, values, params, out_aval)
         else:
             out = self.eager(values, params, out_aval)
-        if not self.nondiff and context.tapes:
+        if context.tapes and not self.unrecorded:
             recording.record(self.vjp, values, out, params)
         return out
 
@@ -169,7 +173,7 @@ _KIND_NAMES = {"f": "float", "fiu": "numeric", "iu": "integer", "b": "bool"}
 
 
 def elementwise(name, impl, emit, vjp=None, nondiff=False, out_dtype=None, kinds=None,
-                args=None, units=(), same_aval_is_identity=False):
+                args=None, units=(), same_aval_is_identity=False, unrecorded=False):
     """Declares an elementwise primitive: NumPy broadcasting, NEP 50 promotion.
 
     The inputs are named by the VJP's parameters after (g, out), or by `args`; an input
@@ -200,7 +204,8 @@ def elementwise(name, impl, emit, vjp=None, nondiff=False, out_dtype=None, kinds
         return Aval(out_shape, result, weak and result.kind == dtype.kind)
 
     return Primitive(name, "elementwise", impl, shape, vjp, emit, arg_names, nondiff,
-                     units=units, same_aval_is_identity=same_aval_is_identity)
+                     units=units, same_aval_is_identity=same_aval_is_identity,
+                     unrecorded=unrecorded)
 
 
 def reduction(name, impl, emit, init, vjp=None, nondiff=False):

@@ -108,11 +108,16 @@ class GradientTape:
         self._check_usable("gradient")
         zero = _unconnected_is_zero(unconnected_gradients)
         leaves, treedef = tree_flatten(sources)
-        grads = self._gradient_leaves(target, leaves, output_gradients)
+        grads = self._gradient_leaves(target, leaves, output_gradients, targets_count=True)
         return tree_unflatten(treedef, [_gradient_for(s, g, zero) for s, g in zip(leaves, grads)])
 
-    def _gradient_leaves(self, target, leaves, output_gradients):
-        """Each leaf's gradient, None where the target does not depend on it."""
+    def _gradient_leaves(self, target, leaves, output_gradients, targets_count=False):
+        """Each leaf's gradient, None where the target does not depend on it.
+
+        targets_count: a source that is also a target has a gradient (its weight, plus
+        what flows back from the other targets) even where it is not watched, as in
+        TensorFlow's `gradient`. Its `jacobian` slices the target first, so there an
+        unwatched target is unconnected even to itself."""
         targets = tree_flatten(target)[0]
         weights = (tree_flatten(output_gradients)[0] if output_gradients is not None
                    else [None] * len(targets))
@@ -126,7 +131,8 @@ class GradientTape:
             # Only watched values have gradients (TensorFlow's rule): a source that took
             # part in the target unwatched still gets None.
             found = backprop(list(self._records), seeds,
-                             [i for i in ids if i in self._watched])
+                             [i for i in ids if i in self._watched
+                              or targets_count and i in seeds])
         return [found.get(i) if s.dtype.kind == "f" else None for s, i in zip(leaves, ids)]
 
     def jacobian(self, target, sources, unconnected_gradients=UnconnectedGradients.NONE,
@@ -138,7 +144,7 @@ class GradientTape:
                             f"{type(target).__name__}; call jacobian once per target")
         self._check_usable("jacobian")
         zero = _unconnected_is_zero(unconnected_gradients)
-        target = as_value(target, "jacobian")
+        target = self._read_target(target, "jacobian")
         leaves, treedef = tree_flatten(sources)
         rows = [self._gradient_leaves(target, leaves, weight)
                 for weight in _one_hots(target.shape, target.shape, target.dtype)]
@@ -156,7 +162,7 @@ class GradientTape:
         TensorFlow's."""
         self._check_usable("batch_jacobian")
         _unconnected_is_zero(unconnected_gradients)  # checks the option only
-        target = as_value(target, "batch_jacobian")
+        target = self._read_target(target, "batch_jacobian")
         if target.ndim < 2 or source.ndim < 2:
             raise ValueError(f"batch_jacobian: target and source must have rank 2 or more "
                              f"(a batch axis and an example's axes), got shapes "
@@ -171,6 +177,14 @@ class GradientTape:
         if rows and rows[0] is None:
             return ops.zeros(shape, target.dtype)
         return _stacked(rows, shape, source, False, axis=1)
+
+    def _read_target(self, target, what):
+        """A jacobian's target as a value. TensorFlow reads it with the tape recording, so
+        a trainable Variable target is watched then (where the tape watches the variables
+        it accesses), and connected to itself even if the tape never used it."""
+        if isinstance(target, Variable) and self._watch_accessed and target.trainable:
+            self._watch_variable(target)
+        return as_value(target, what)
 
     def _check_usable(self, what):
         if not self._entered:

@@ -169,7 +169,8 @@ SAMPLES = {
     "subtract": binary("subtract", tf.subtract),
     "multiply": binary("multiply", tf.multiply),
     "divide": binary("divide", tf.divide, (ANY, NONZERO)),
-    "floordiv": binary("floordiv", tf.math.floordiv, (ANY, NONZERO)),
+    # (tf.math.floordiv of floats is floor(x / y), a composite; the primitive is NumPy's.)
+    "floordiv": binary("floordiv", None, (ANY, NONZERO)),
     "mod": binary("mod", tf.math.floormod, (_mod_dividend, _mod_divisor())),
     "pow": binary("pow", tf.pow, (POSITIVE, ANY)),
     "maximum": binary("maximum", tf.maximum, (grid(), grid(0.15))),
@@ -197,6 +198,7 @@ SAMPLES = {
     "log1p": unary("log1p", tf.math.log1p, uniform(-0.5, 2.0)),
     "expm1": unary("expm1", tf.math.expm1),
     "sqrt": unary("sqrt", tf.sqrt, POSITIVE),
+    "sqrt_grad": binary("sqrt_grad", None, (POSITIVE, ANY)),
     "sin": unary("sin", tf.sin),
     "cos": unary("cos", tf.cos),
     "tan": unary("tan", tf.tan, uniform(-1.2, 1.2)),

@@ -225,3 +225,151 @@ def test_changed_vjps_against_finite_differences():
 def test_second_order_through_relu_sign_and_abs():
     check_grads(lambda x: tf.reduce_sum(tf.nn.relu(x) * x + tf.sign(x) * x * x + tf.abs(x) ** 3),
                 [np.array([1.5, 0.4, -1.2])], order=2, compiled=False)
+
+
+# ----- found by the differential test (issue 18); TensorFlow 2.21's results -----
+
+
+def test_a_source_that_is_also_a_target_gets_its_output_gradient():
+    x0 = tf.constant([1.0, 2.0])
+    with tf.GradientTape(persistent=True) as tape:
+        v1 = tf.reduce_mean(x0)  # x0 is not watched: nothing is recorded
+    g = tape.gradient(v1, [x0, v1])
+    assert g[0] is None
+    _eq(g[1], 1.0, tf.float32)
+    x = tf.constant([1.0, 2.0])
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = x * x
+        z = y * 3.0
+    gx, gy = tape.gradient([y, z], [x, y])  # y's own weight plus z's through it
+    _eq(gx, [8.0, 16.0])
+    _eq(gy, [4.0, 4.0])
+    _eq(tape.gradient(y, y, output_gradients=tf.constant([5.0, 6.0])), [5.0, 6.0])
+    # jacobian slices its target first: an unwatched target is unconnected even to itself.
+    assert tape.jacobian(x0, x0) is None
+    _eq(tape.jacobian(x, x), np.eye(2, dtype=np.float32))
+
+
+def test_jacobian_of_a_variable_target_watches_it():
+    v = tf.Variable([[1.0, 2.0]])
+    with tf.GradientTape(persistent=True) as tape:
+        pass
+    _eq(tape.jacobian(v, v), np.eye(2, dtype=np.float32).reshape(1, 2, 1, 2))
+    _eq(tape.batch_jacobian(v, v), np.eye(2, dtype=np.float32).reshape(1, 2, 2))
+    assert tape.watched_variables() == (v,)
+    with tf.GradientTape(persistent=True, watch_accessed_variables=False) as tape:
+        pass
+    assert tape.jacobian(v, v) is None
+    _eq(tape.batch_jacobian(v, v), np.zeros((1, 2, 2), np.float32))
+
+
+def test_the_output_of_an_op_with_no_gradient_is_on_the_tape():
+    x = tf.constant([1.0, 2.0])
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        f = tf.floor(x)
+        d = tf.math.floordiv(x, 0.7)
+        r = tf.round(x)
+        s = tf.stop_gradient(x)  # not recorded, as TensorFlow's NotDifferentiable ops
+        ys = [f ** 2, d * x, r * r, s ** 2]
+    for y, out, want in zip(ys, [f, d, r, s], [[2.0, 4.0], [1.0, 2.0], [2.0, 4.0], None]):
+        gx, gout = tape.gradient(y, [x, out])
+        if want is None:
+            assert gx is None and gout is None
+        else:
+            assert (gx is None) == (out is not d)  # d * x: x's own path
+            _eq(gout, want)
+
+
+def test_an_op_that_changes_nothing_returns_a_new_tensor():
+    x = tf.constant([1.0, 2.0])
+    v = tf.Variable(0.2, trainable=False)
+    with tf.GradientTape(persistent=True) as tape:
+        same = [x[...], x[:], tf.reshape(x, [2]), tf.transpose(x), tf.broadcast_to(x, [2]),
+                tf.squeeze(x), tf.concat([x], 0), tf.pad(x, [[0, 0]])]
+        tiled = tf.tile(v, [])
+    for y in same:
+        assert y is not x
+        gx, gy = tape.gradient(y, [x, y])
+        assert gx is None
+        _eq(gy, [1.0, 1.0])
+    _eq(tape.gradient(tiled, v, unconnected_gradients="zero"), 0.0)
+
+
+def _sqrt_second(x, upstream):
+    """d/dx and d/d(upstream) of sqrt's gradient weighted by upstream."""
+    x, upstream = tf.constant(x), tf.constant(upstream)
+    with tf.GradientTape(persistent=True) as outer:
+        outer.watch([x, upstream])
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.sqrt(x)
+        g = tape.gradient(y, x, output_gradients=upstream)
+    return g, outer.gradient(g, x), outer.gradient(g, upstream)
+
+
+def test_sqrt_second_derivative_follows_tensorflow_sqrt_grad_grad():
+    g, gx, gup = _sqrt_second(np.array([4.0, 1.0], np.float32), np.array([0.0, 2.0], np.float32))
+    _eq(g, [0.0, 1.0])
+    _eq(gx, [0.0, -0.5])
+    _eq(gup, [0.25, 0.5])  # not 0 where the upstream gradient is 0
+    x = tf.constant([0.0, 4.0, 1.0])
+    with tf.GradientTape() as outer:
+        outer.watch(x)
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.where(x > 0, tf.sqrt(x), 0.0)
+        g = tape.gradient(y, x)
+    _eq(g, [0.0, 0.25, 0.5])
+    np.testing.assert_array_equal(outer.gradient(g, x).numpy(), [np.nan, -0.03125, -0.25])
+
+
+def test_sqrt_second_order_compiled_matches_eager():
+    def f(x, w):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.reduce_sum(tf.sqrt(x) * w)
+        return tf.reduce_sum(tape.gradient(y, x) * x)
+
+    check_grads(f, [np.array([1.5, 0.4, 2.0]), np.array([0.0, 1.5, -2.0])], order=1)
+
+
+def test_float_floordiv_is_floor_of_the_quotient():
+    x, y = tf.constant([7.0, 12.6]), tf.constant([-1.4, 1.8])
+    _eq(tf.math.floordiv(x, y), [-5.0, 7.0], tf.float32)
+    _eq(x // y, [-5.0, 7.0], tf.float32)
+    _eq(x % y, np.array([-1.3999999, 7.1525574e-07], np.float32), tf.float32)
+    _eq(tf.constant([7, -12]) // tf.constant([-2, 5]), [-4, -3], tf.int32)
+    # np.floor_divide keeps NumPy's meaning.
+    _eq(np.floor_divide(x, y), np.floor_divide(x.numpy(), y.numpy()), tf.float32)
+    compiled = tf.differentiable(lambda a, b: tf.reduce_sum((a // b) * a))
+    np.testing.assert_allclose(np.asarray(compiled(x.numpy(), y.numpy())), 7.0 * -5.0 + 12.6 * 7,
+                               rtol=1e-6)
+
+
+def test_pow_at_minus_inf_and_log_softmax_of_inf_follow_tensorflow():
+    x = tf.constant([-np.inf, 4.0, -0.0])
+    _eq(x ** 0.5, [np.inf, 2.0, 0.0])
+    _eq(tf.pow(x, tf.constant([0.5, -0.5, 3.0])), [np.inf, 0.5, -0.0])
+    compiled = tf.differentiable(lambda a: tf.reduce_sum(a ** 0.5))
+    assert np.asarray(compiled(np.array([-np.inf, 4.0]))) == np.inf
+    np.testing.assert_array_equal(tf.nn.log_softmax([3.0, np.inf]).numpy(), [np.nan, np.nan])
+    _eq(tf.nn.log_softmax([3.0, -np.inf]), [0.0, -np.inf])
+
+
+def test_reduce_prod_second_derivative_at_a_zero_is_symmetric():
+    # A documented difference: TensorFlow gives [[0, 3, 2], [0, 0, 0], [0, 0, 0]].
+    x = tf.constant([0.0, 2.0, 3.0])
+    with tf.GradientTape() as outer:
+        outer.watch(x)
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.reduce_prod(x)
+        g = tape.gradient(y, x)
+    _eq(outer.jacobian(g, x), [[0.0, 3.0, 2.0], [3.0, 0.0, 0.0], [2.0, 0.0, 0.0]])
+
+
+def test_softmax_cross_entropy_of_a_certain_prediction_is_plus_zero():
+    loss = tf.nn.softmax_cross_entropy_with_logits(labels=[[1.0]], logits=[[1.4]])
+    _eq(loss ** -1.0, [np.inf])  # TensorFlow's +0; a -0 would give -inf

@@ -9,6 +9,7 @@ float32 as float32 where Python's math module would widen it.
 import numpy as np
 
 from srcxform.aval import Aval
+from srcxform.dtypes import promote
 from srcxform.errors import DtypeArgumentError, ZeroDivisionArgumentError
 from srcxform.primitive import elementwise, primitive
 
@@ -56,7 +57,16 @@ def _pow_vjp(g, out, x, y):
     return g * y * x ** (y - 1), g * out * log_x
 
 
-pow_p = elementwise("pow", np.power, "x ** y", vjp=_pow_vjp, units=((1, 1),), kinds="fiu")
+def _power(x, y):
+    """np.power, as C's pow (TensorFlow's kernel, and the compiled x ** y) at -inf: NumPy
+    takes x ** 0.5 for a one-element exponent as sqrt(x), NaN at -inf where pow gives inf."""
+    out = np.power(x, y)
+    if y.size == 1 and y.dtype.kind == "f" and y.item() == 0.5:
+        out = np.where(np.isneginf(x), np.inf, out)
+    return out
+
+
+pow_p = elementwise("pow", _power, "x ** y", vjp=_pow_vjp, units=((1, 1),), kinds="fiu")
 
 
 def _zeros(x):
@@ -122,10 +132,16 @@ log1p_p = elementwise("log1p", np.log1p, "np.log1p(x)", kinds="f",
                       vjp=lambda g, out, x: (g / (1 + x),))
 expm1_p = elementwise("expm1", np.expm1, "np.expm1(x)", kinds="f",
                       vjp=lambda g, out, x: (g * (out + 1),))
-# TensorFlow's SqrtGrad: 0 wherever g is 0, even at x = 0 or x < 0 (where out is 0 or
-# NaN), so that where(x > 0, sqrt(x), 0) has a finite gradient everywhere.
 sqrt_p = elementwise("sqrt", np.sqrt, "np.sqrt(x)", kinds="f",
-                     vjp=lambda g, out, x: (where(g == 0, 0, g * 0.5 / out),))
+                     vjp=lambda g, out, x: (sqrt_grad(out, g),))
+# sqrt's VJP, TensorFlow's SqrtGrad: dy * 0.5 / y, and 0 wherever dy is 0, even at y = 0
+# or NaN (x <= 0), so that where(x > 0, sqrt(x), 0) has a finite gradient everywhere. Its
+# own VJP is TensorFlow's SqrtGradGrad, which has no such rule (a where() in sqrt's VJP
+# would also zero the second derivative wherever dy is 0).
+sqrt_grad_p = elementwise(
+    "sqrt_grad", lambda y, dy: np.where(dy == 0, 0, dy * 0.5 / y),
+    "dy * 0 if dy == 0 else dy * 0.5 / y", kinds="f",
+    vjp=lambda g, out, y, dy: (-g / y * out, 0.5 * g / y))
 sin_p = elementwise("sin", np.sin, "np.sin(x)", kinds="f",
                     vjp=lambda g, out, x: (g * cos(x),))
 cos_p = elementwise("cos", np.cos, "np.cos(x)", kinds="f",
@@ -155,7 +171,7 @@ floor_p = elementwise("floor", np.floor, "np.floor(x)", nondiff=True, args="x")
 ceil_p = elementwise("ceil", np.ceil, "np.ceil(x)", nondiff=True, args="x", kinds="f")
 round_p = elementwise("round", np.rint, "np.rint(x)", nondiff=True, args="x")  # half to even
 stop_gradient_p = elementwise("stop_gradient", lambda x: x, "x", nondiff=True, args="x",
-                              same_aval_is_identity=True)
+                              same_aval_is_identity=True, unrecorded=True)
 
 # ----- selection and casting -----
 
@@ -209,7 +225,16 @@ def divide_no_nan(x, y, name=None):
 
 
 def floordiv(x, y, name=None):
-    """x // y elementwise; no gradient (tf.math.floordiv)."""
+    """x // y elementwise; no gradient (tf.math.floordiv).
+
+    Floats give floor(x / y), as TensorFlow's kernel: 7.0 // -1.4 is -5.0, where NumPy's
+    floor_divide (which np.floor_divide on a tensor keeps) corrects x / y by fmod and
+    gives -6.0."""
+    from srcxform.tensor import as_value  # tensor imports the ops package
+
+    x, y = as_value(x, "floordiv"), as_value(y, "floordiv")
+    if promote([x.aval, y.aval])[0].kind == "f":
+        return floor(divide(x, y))
     return floordiv_p.bind(x, y)
 
 
@@ -342,6 +367,11 @@ def softplus(x, name=None):
 def relu(x, name=None):
     """max(x, 0); its gradient at 0 is 0, as TensorFlow's."""
     return relu_p.bind(x)
+
+
+def sqrt_grad(y, dy, name=None):
+    """sqrt's gradient dy * 0.5 / y, 0 where dy is 0 (TensorFlow's raw_ops.SqrtGrad)."""
+    return sqrt_grad_p.bind(y, dy)
 
 
 def relu_grad(dy, x, name=None):

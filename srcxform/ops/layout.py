@@ -15,7 +15,7 @@ from srcxform.aval import size as _size
 from srcxform.dtypes import as_dtype, int32
 from srcxform.errors import shape_error
 from srcxform.ops.elementwise import cast, stop_gradient
-from srcxform.ops.shape import broadcast_to, concat, getitem, shape_argument, stack
+from srcxform.ops.shape import broadcast_to, concat, getitem, shape_argument, stack, unchanged
 from srcxform.tensor import Tensor, Value, as_value
 
 _slice = builtins.slice  # this module's `slice` is TensorFlow's
@@ -125,7 +125,7 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
                  ((before, True), (after, False)) if k]
         if parts:
             x = concat(parts[:1] + [x] + parts[1:] if before else [x] + parts, axis)
-    return x
+    return x if pads.any() else unchanged(x)
 
 
 def _side(x, axis, n, k, mode, fill, first):

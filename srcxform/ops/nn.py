@@ -5,9 +5,8 @@ finite values and gradients.
 """
 
 from srcxform.errors import shape_error
-from srcxform.ops.elementwise import cast, multiply, negative, softplus, stop_gradient
-from srcxform.ops.reduce import reduce_logsumexp, reduce_max, reduce_sum
-from srcxform.ops.elementwise import exp
+from srcxform.ops.elementwise import cast, exp, log, multiply, softplus, stop_gradient
+from srcxform.ops.reduce import reduce_max, reduce_sum
 from srcxform.tensor import as_value
 
 
@@ -19,16 +18,26 @@ def softmax(logits, axis=-1, name=None):
 
 
 def log_softmax(logits, axis=-1, name=None):
-    """x - logsumexp(x) along `axis` (tf.nn.log_softmax)."""
-    x = as_value(logits, "log_softmax")
-    return x - reduce_logsumexp(x, axis=axis, keepdims=True)
+    """x - logsumexp(x) along `axis` (tf.nn.log_softmax), as TensorFlow's kernel computes
+    it: shifted = x - max(x), then shifted - log(sum(exp(shifted))), so that an inf logit
+    makes its whole row NaN there as well."""
+    shifted, log_total = _shifted(as_value(logits, "log_softmax"), axis)
+    return shifted - log_total
+
+
+def _shifted(x, axis):
+    """x - max(x) along `axis`, and the log of its exps' sum (TensorFlow's kernels')."""
+    shifted = x - stop_gradient(reduce_max(x, axis=axis, keepdims=True))
+    return shifted, log(reduce_sum(exp(shifted), axis=axis, keepdims=True))
 
 
 def softmax_cross_entropy_with_logits(labels, logits, axis=-1, name=None):
-    """-sum(labels * log_softmax(logits)) along `axis`, one value per example."""
+    """-sum(labels * log_softmax(logits)) along `axis`, one value per example, summed as
+    TensorFlow's kernel does, labels * (log_total - shifted): a loss of 0 is +0, not -0."""
     x = as_value(logits, "softmax_cross_entropy_with_logits")
     z = _labels(labels, x, "softmax_cross_entropy_with_logits")
-    return negative(reduce_sum(multiply(z, log_softmax(x, axis)), axis=axis))
+    shifted, log_total = _shifted(x, axis)
+    return reduce_sum(multiply(z, log_total - shifted), axis=axis)
 
 
 def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):

@@ -24,7 +24,7 @@ shape_ops = importlib.import_module("srcxform.ops.shape")
 
 UFUNCS = {
     np.add: ew.add, np.subtract: ew.subtract, np.multiply: ew.multiply,
-    np.true_divide: ew.divide, np.floor_divide: ew.floordiv, np.remainder: ew.mod,
+    np.true_divide: ew.divide, np.floor_divide: ew.floordiv_p.bind, np.remainder: ew.mod,
     np.power: ew.pow, np.maximum: ew.maximum, np.minimum: ew.minimum,
     np.equal: ew.equal, np.not_equal: ew.not_equal, np.less: ew.less,
     np.less_equal: ew.less_equal, np.greater: ew.greater, np.greater_equal: ew.greater_equal,

@@ -242,7 +242,7 @@ def reshape(tensor, shape, name=None):
             raise shape_error(f"reshape: cannot reshape {x.aval.short()} into {shape}")
         shape = tuple(size(x.shape) // known if d == -1 else d for d in shape)
     if same_shape(shape, x.shape):
-        return x
+        return unchanged(x)
     # A single element moving in or out of rank 0 is a broadcast or an index: generated
     # code keeps rank-0 values as scalars, which have no reshape.
     if x.ndim == 0 and size(shape) == 1:
@@ -252,19 +252,29 @@ def reshape(tensor, shape, name=None):
     return reshape_p.bind(x, shape=shape)
 
 
+def unchanged(x):
+    """The result of an op that changes nothing (a reshape to x's shape, x[...]). Traced,
+    x itself: no equation. Eager, a new tensor on x's array, recorded as a reshape, as
+    TensorFlow's result is a new tensor: a target that is x's alias would otherwise be x
+    as a source too, connected to itself where TensorFlow's is not."""
+    if x._trace is not None:
+        return x
+    return reshape_p.bind(x, shape=tuple(x.shape))
+
+
 def transpose(a, perm=None, conjugate=False, name=None):
     """Permutes the axes; reverses them when perm is None (tf.transpose)."""
     x = as_value(a, "transpose")
     perm = tuple(reversed(range(x.ndim))) if perm is None else tuple(int(p) % max(x.ndim, 1)
                                                                       for p in perm)
-    return x if perm == tuple(range(x.ndim)) else transpose_p.bind(x, perm=perm)
+    return unchanged(x) if perm == tuple(range(x.ndim)) else transpose_p.bind(x, perm=perm)
 
 
 def broadcast_to(input, shape, name=None):
     """input broadcast to `shape` by NumPy's rules (tf.broadcast_to)."""
     x = as_value(input, "broadcast_to")
     shape = shape_argument(shape, "broadcast_to")
-    return x if same_shape(shape, x.shape) else broadcast_to_p.bind(x, shape=shape)
+    return unchanged(x) if same_shape(shape, x.shape) else broadcast_to_p.bind(x, shape=shape)
 
 
 def expand_dims(input, axis, name=None):
@@ -294,7 +304,7 @@ def concat(values, axis, name=None):
     if any(x.ndim == 0 for x in xs):
         raise shape_error("concat: cannot join scalars, which have no axis; use stack")
     axis = normalize_axes(axis, xs[0].ndim, "concat")[0]
-    return xs[0] if len(xs) == 1 else concat_p.bind(*xs, axis=axis)
+    return unchanged(xs[0]) if len(xs) == 1 else concat_p.bind(*xs, axis=axis)
 
 
 def stack(values, axis=0, name=None):
@@ -384,7 +394,7 @@ def getitem(x, index):
         return _advanced_getitem(x, items, arrays)
     normalized = _normalize_index(items, x.shape)
     if all(isinstance(i, Slice) and i == FULL for i in normalized):
-        return x
+        return unchanged(x)
     return getitem_p.bind(x, index=normalized)
 
 
