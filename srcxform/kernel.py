@@ -260,7 +260,12 @@ class _EntryWriter:
 
     def constant(self, value):
         """The entry's global name for `value`: one name per object (a captured Variable
-        read and assigned, a type or dtype several leaves share)."""
+        read and assigned, a type or dtype several leaves share). A dtype is NumPy's own
+        instance of it, so that an entry's text is the same whether its kernel was traced
+        in this process or its Spec unpickled from the index (the text is the key of the
+        entry's cached bytecode)."""
+        if isinstance(value, np.dtype) and value.isnative:
+            value = np.dtype(value.str)
         name = self._constant_names.get(id(value))
         if name is None:
             name = self._constant_names[id(value)] = f"k{len(self.constants)}"
