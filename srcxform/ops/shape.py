@@ -29,7 +29,7 @@ class Slice:
     step: int | None
 
     def __str__(self):
-        text = lambda v: "" if v is None else str(v)  # noqa: E731
+        text = lambda v: "" if v is None else str(v)
         return f"{text(self.start)}:{text(self.stop)}" + (f":{self.step}" if self.step else "")
 
     def to_slice(self):
