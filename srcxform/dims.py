@@ -248,11 +248,12 @@ def guard_conditions(guards):
         # Integers: a < b is b - a - 1 >= 0, a > b is a - b - 1 >= 0.
         left, right, shift = {"<": (b, a, 1), "<=": (b, a, 0), ">": (a, b, 1),
                               ">=": (a, b, 0)}.get(op, (a, b, 0))
-        form = _linear(("-", ("-", left, right), shift))
+        difference = simplify("-", simplify("-", left, right), shift)
+        form = _linear(difference)
         op = ">=" if op in ("<", "<=", ">", ">=") else op
         if form is not None and _always(form, op):
             continue
-        condition = (_from_linear(form) if form is not None else ("-", left, right), op)
+        condition = (difference, op)  # canonical already (simplify)
         if condition not in conditions:
             conditions.append(condition)
     return conditions

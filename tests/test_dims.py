@@ -76,3 +76,13 @@ def test_a_kernel_is_reused_where_its_slices_stay_symbolic():
         x = np.arange(float(n))
         assert f(x) == pytest.approx(float(np.sum(x[1:-1] * x[:-2])))
     assert f.cache_info().kernels == 1
+
+
+def test_a_guard_on_a_strided_length_keeps_its_strictness():
+    """x[::-2][3] needs (n0 + 1) // 2 > 3: the guard of a comparison of a non-linear size
+    keeps the shift that turns > into >= (at 5 elements the index is out of range)."""
+    f = tf.differentiable(lambda x: tf.reduce_sum(x[::-2][3] ** 2))
+    value, grad = f.value_and_grad(np.arange(7.0))
+    assert value == 0.0 and grad[0] == 0.0  # x[::-2][3] is x[0]
+    with pytest.raises(IndexError, match="index 3 is out of bounds for axis 0 of size 3"):
+        f.value_and_grad(np.arange(5.0))
