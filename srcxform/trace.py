@@ -186,6 +186,9 @@ class Trace:
         self.variables = {}  # Variable id -> [Variable, input Var or None, current Tracer]
         self.guards = []
         self.symbols = dims.Symbols()
+        # This call's value of each integer argument leaf: a gather checks its indices
+        # while tracing when they are one, as it checks constant indices (ops/shape.py).
+        self.integer_inputs = {}
         # Library state the traced code reported it relied on (capture): (object, attribute
         # name), or (function, None) for a function it called (captures.py probes them).
         self.captured = []
@@ -205,6 +208,8 @@ class Trace:
         var = Var(aval)
         self.ins.append(var)
         self.hints[var] = name
+        if aval.dtype.kind in "iu":
+            self.integer_inputs[var] = array
         return Tracer(self, var, eager=eager)
 
     def _size(self, index, axis, d):

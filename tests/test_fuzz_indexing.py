@@ -172,3 +172,16 @@ def test_a_gather_out_of_bounds_raises_before_a_later_shape_error():
     fn = lambda x, idx: tf.reduce_sum(tf.gather(x, [0, 2]) * tf.gather(x, idx))
     _agrees_with_eager(tf.differentiable(fn), fn, (np.arange(1.0, 4.0), np.array([1, 2])),
                        (np.arange(1.0, 3.0), np.array([0, 1, 1])))
+
+
+def test_an_argument_gather_index_out_of_range_raises_before_a_later_shape_error():
+    """The fuzzer's minimized program: the index argument is out of range at this call,
+    and a later line's shapes do not match. Eager raises IndexError at the gather; so
+    must the trace, which knows the call's index values while it runs."""
+
+    def fn(y, idx):
+        rows = tf.gather(tf.concat([y, y], axis=0) ** 2, idx)
+        return tf.reduce_sum((rows - y * y) ** 2)
+
+    _agrees_with_eager(tf.differentiable(fn), fn, (np.ones(3), np.array([0, 1, 5])),
+                       (np.ones(13), np.array([7, 16, 1, 1, -27])))

@@ -340,10 +340,12 @@ def gather(params, indices, axis=None, batch_dims=0, name=None):
     if not same_shape(x.shape[:b], indices.shape[:b]):
         raise shape_error(f"gather: batch_dims={b}, but params {x.aval.short()} and indices "
                           f"{indices.aval.short()} differ in their first {b} axes")
-    if b == 0 and getattr(indices, "_trace", None) is None and getattr(x, "_trace", None):
-        # Constant indices into a traced value: checked at this call's size while tracing,
-        # where eager checks them (before a later op's shape error), and at each call.
-        _check_indices(indices._value, value(x.shape[axis]), "gather")
+    known = _known_indices(indices)
+    if b == 0 and known is not None and getattr(x, "_trace", None):
+        # Indices known while tracing (a constant, or this call's integer argument) are
+        # checked at this call's size there, where eager checks them (before a later op's
+        # shape error); the kernel checks them again at each call.
+        _check_indices(known, value(x.shape[axis]), "gather")
     # Batch axes, then the gathered axis, then the rest; with batch axes, each element's
     # indices are moved to its own rows of the batch-and-axis rows (_batch_rows).
     to_front = tuple(range(b)) + (axis,) + tuple(i for i in range(b, x.ndim) if i != axis)
@@ -357,6 +359,13 @@ def gather(params, indices, axis=None, batch_dims=0, name=None):
     back = (tuple(range(b)) + tuple(range(b + k, b + k + before)) + tuple(range(b, b + k))
             + tuple(range(b + k + before, rows.ndim)))
     return transpose(rows, back)
+
+
+def _known_indices(indices):
+    """The values of gather indices known while tracing: a constant's, or those of an
+    integer argument in the call being traced; else None."""
+    trace = getattr(indices, "_trace", None)
+    return indices._value if trace is None else trace.integer_inputs.get(indices.var)
 
 
 def _batch_rows(indices, b, n):
