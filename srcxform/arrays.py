@@ -23,13 +23,13 @@ def empty(shape, dtype):
 
 @helper
 def check_indices(indices, size, op):
-    """Raises IndexError (as eager raises it: also TensorFlow's InvalidArgumentError), as
-    NumPy words it, if an index is outside [-size, size)."""
+    """Raises IndexError (as eager raises it: also TensorFlow's InvalidArgumentError) if an
+    index is outside [-size, size)."""
     for k in range(indices.shape[0]):
         i = indices[k]
         if i < -size or i >= size:
-            raise IndexArgumentError(op + ": index " + str(i) + " is out of bounds for axis "
-                                     "0 with size " + str(size))
+            raise IndexArgumentError(op + ": index " + str(i) + " is out of bounds for a "
+                                     "dimension of size " + str(size))
 
 
 @helper

@@ -81,7 +81,12 @@ class NumpyTF:
 
     @staticmethod
     def gather(v, indices, axis=0):
-        return np.take(v, np.asarray(indices), axis=axis)
+        # np.take skips the bounds check when the result is empty; TF checks every index.
+        indices = np.asarray(indices)
+        size = np.shape(v)[axis]
+        if indices.size and not (-size <= indices.min() and indices.max() < size):
+            raise IndexError(f"gather index out of range for size {size}")
+        return np.take(v, indices, axis=axis)
 
     @staticmethod
     def concat(values, axis):

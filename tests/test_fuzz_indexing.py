@@ -14,7 +14,7 @@ import textwrap
 import numpy as np
 import pytest
 from corpus import eager_value_and_grad
-from fuzz import ROOT, run
+from fuzz import ROOT, NumpyTF, run
 
 import srcxform as tf
 
@@ -185,3 +185,13 @@ def test_an_argument_gather_index_out_of_range_raises_before_a_later_shape_error
 
     _agrees_with_eager(tf.differentiable(fn), fn, (np.ones(3), np.array([0, 1, 5])),
                        (np.ones(13), np.array([7, 16, 1, 1, -27])))
+
+
+def test_the_reference_checks_gather_indices_when_the_result_is_empty():
+    # np.take skips its bounds check when the result has no elements; eager does not.
+    x = np.zeros((0, 3))
+    with pytest.raises(IndexError):
+        NumpyTF.gather(x, [5], axis=1)
+    with pytest.raises(IndexError, match="index 5 is out of bounds for a dimension of size 3"):
+        tf.gather(x, [5], axis=1)
+    assert NumpyTF.gather(x, [-3], axis=1).shape == tf.gather(x, [-3], axis=1).shape == (0, 1)

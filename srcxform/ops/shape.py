@@ -156,7 +156,7 @@ def _check_indices(indices, size, op):
     words it in compiled code."""
     bad = indices[(indices < -size) | (indices >= size)]
     if bad.size:
-        raise IndexArgumentError(f"{op}: index {bad[0]} is out of bounds for axis 0 with "
+        raise IndexArgumentError(f"{op}: index {bad[0]} is out of bounds for a dimension of "
                                  f"size {size}")
 
 
