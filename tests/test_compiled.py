@@ -113,9 +113,18 @@ def test_interpreted_matches_compiled(case, monkeypatch):
                                rtol=RTOL, atol=ATOL)
 
 
-def test_every_compile_verifies_its_ir():
-    """tests/conftest.py sets SRCXFORM_CHECK: each kernel above ran program.check()."""
-    assert os.environ.get("SRCXFORM_CHECK")
+def test_every_compile_verifies_its_ir(monkeypatch):
+    """tests/conftest.py sets SRCXFORM_CHECK, under which a new kernel's IR is verified
+    after tracing and after each pass: the switch must reach Program.check."""
+    from srcxform.ir import Program
+
+    checked = []
+    verify = Program.check
+    monkeypatch.setattr(Program, "check", lambda self: (checked.append(self), verify(self)))
+    monkeypatch.setenv("SRCXFORM_JIT", "0")  # verifying needs no Numba compile
+    w = np.arange(3.0)  # a captured array: traced in every process, never found in the index
+    tf.differentiable(lambda x: tf.reduce_sum(tf.sin(x) * w)).grad(np.ones(3))
+    assert os.environ.get("SRCXFORM_CHECK") and len(checked) >= 2
 
 
 def _kernel_functions(d):
