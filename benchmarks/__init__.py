@@ -1,1 +1,1 @@
-"""Benchmarks for srcxform: `python -m benchmarks.run` (see the README's Performance section)."""
+"""Benchmarks for srcxform: `python -m benchmarks.run` (see benchmarks/README.md)."""

@@ -233,8 +233,9 @@ def gc_paused():
 
     Compiling a kernel, Numba allocates a few hundred thousand objects that mostly die
     young; the collections they would trigger, one a full pass over the process's heap,
-    cost W5's first call about 80 ms of its 0.9 s. The cycles it leaves are collected
-    by the first collection after the block, in a pass over the young objects only."""
+    cost a large kernel's first call close to a tenth of its time. The cycles it leaves
+    are collected by the first collection after the block, in a pass over the young
+    objects only."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -265,8 +266,8 @@ class Compiled:
         _import_runtime()
         self.source = source
         # Kept in Numba's cache as numba_cache.py loads it faster. No C-callable wrapper:
-        # it was 7% of W5's compiled module, and jitted code calls the kernel without it
-        # (also as a first-class function value).
+        # it is several percent of a compiled module, and jitted code calls the kernel
+        # without it (also as a first-class function value).
         self.dispatcher = numba_cache.jit(fn, numba_cache.KernelCache, no_cfunc_wrapper=True,
                                           parallel=parallel)
 

@@ -321,8 +321,8 @@ class _EntryWriter:
             tests += [f"{shape}[{a}] {'!=' if one else '=='} 1" for a, one in enumerate(ones)]
         elif ones:
             tests.append(f"1 in {shape}")
-        # Tested only when it differs from the last call's: one tuple comparison (about
-        # 35 ns less for W2's 2x3 array than the rank and 1-dims tests).
+        # Tested only when it differs from the last call's: one tuple comparison costs
+        # less than the rank and 1-dims tests, a large part of a small warm call.
         last = f"last_{shape}"
         self.last_shapes[last] = array.shape
         self.checks += [f"if ({shape} := {value}.shape) != {last}:",

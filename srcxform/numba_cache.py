@@ -2,9 +2,9 @@
 
 Numba keeps a compiled function as object code plus the optimized module's LLVM bitcode,
 and parses that bitcode at every load, only to list the symbols the module defines and
-to have the module at hand should other jitted code link the function in. For W5's
-kernel that parse and listing were two thirds of the 6 ms a new process spent loading
-it. This cache stores the defined symbols' names beside Numba's own payload and parses
+to have the module at hand should other jitted code link the function in. For a large
+kernel that parse and listing are most of the time a new process spends loading it.
+This cache stores the defined symbols' names beside Numba's own payload and parses
 the bitcode only when something links the kernel (a user's @njit calling f.kernel()).
 It leaves out the type annotation's text (a third of a file), which serves only
 inspect_types, and Numba disables that for cached code anyway.
@@ -91,8 +91,8 @@ class _SealedCache(caching.Cache):
 
 class _Impl(caching.CompileResultCacheImpl):
     def reduce(self, cres):
-        # Without the type annotation, which _reduce would format (7 ms of W5's first
-        # call) only for it to be dropped.
+        # Without the type annotation, which _reduce would format (milliseconds for a large
+        # kernel) only for it to be dropped.
         libdata, fndesc, env, signature, objectmode, lifted, _, reload_init, envs = \
             cres._replace(type_annotation=None)._reduce()
         module = cres.library._final_module

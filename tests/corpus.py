@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import srcxform as tf
+from srcxform.tree import tree_flatten, tree_unflatten
 
 # ----- data, and the Case record -----
 
@@ -59,9 +60,9 @@ class Case:
     tuple, as `srcxform.differentiable` takes it).
     fd: whether central differences must match (False where the gradient is defined to
     differ from the derivative: stop_gradient, a custom gradient that clips).
-    fd_rtol, fd_atol, eps: the finite-difference comparison.
-    xfail: {test: reason} for known failures of this case, test one of "eager_fd",
-    "compiled", "compiled_fd", "interpreted" (tests/test_compiled.py); strict.
+    fd_rtol, fd_atol, eps: the finite-difference comparison (check_grads's).
+    xfail: {test: reason} for known failures of this case, test one of "fd", "compiled",
+    "interpreted" (tests/test_compiled.py); strict.
     """
 
     name: str
@@ -88,60 +89,11 @@ def case(*args, wrt=0, **options):
     return register
 
 
-# ----- the references: eager tape and central differences, on nested structures -----
+# ----- the reference: the eager tape, on nested structures -----
+# (Finite differences are srcxform.testing.check_grads's: tests/test_compiled.py.)
 
 RTOL = 1e-10  # compiled against eager: float rounding only
 ATOL = 1e-12
-
-_STATIC = (bool, int, str, type(None))
-
-
-def _is_static(leaf):
-    return isinstance(leaf, _STATIC) and not isinstance(leaf, np.generic)
-
-
-def _map(fn, tree):
-    if isinstance(tree, dict):
-        return {k: _map(fn, tree[k]) for k in sorted(tree)}
-    if isinstance(tree, (list, tuple)):
-        return type(tree)(_map(fn, t) for t in tree)
-    return fn(tree)
-
-
-def tree_leaves(tree):
-    out = []
-    _map(out.append, tree)
-    return out
-
-
-def tree_structure(tree):
-    """The container skeleton: types and keys, leaves as '*'."""
-    if isinstance(tree, dict):
-        return ("dict", tuple((k, tree_structure(tree[k])) for k in sorted(tree)))
-    if isinstance(tree, (list, tuple)):
-        return (type(tree).__name__, tuple(tree_structure(t) for t in tree))
-    return "*"
-
-
-def _replace_leaf(tree, index, value):
-    """`tree` with its index-th leaf replaced."""
-    counter = iter(range(1 << 30))
-    return _map(lambda leaf: value if next(counter) == index else leaf, tree)
-
-
-def _to_eager(tree):
-    """Arrays and Python floats as float64 (or integer) Tensors; static leaves untouched."""
-    def convert(leaf):
-        if _is_static(leaf):
-            return leaf
-        if isinstance(leaf, float):
-            return tf.constant(np.float64(leaf))
-        return tf.constant(np.asarray(leaf))
-    return _map(convert, tree)
-
-
-def _numpy(tree):
-    return _map(lambda leaf: np.asarray(leaf, dtype=np.float64), tree)
 
 
 def wrt_positions(wrt):
@@ -150,9 +102,9 @@ def wrt_positions(wrt):
 
 def assert_trees_close(actual, expected, rtol=RTOL, atol=ATOL, what=""):
     """Same structure, same shapes, values equal to tolerance, leaf by leaf."""
-    assert tree_structure(actual) == tree_structure(expected), \
-        f"{what}: structure {tree_structure(actual)} != {tree_structure(expected)}"
-    for k, (a, e) in enumerate(zip(tree_leaves(actual), tree_leaves(expected))):
+    (actual, structure), (expected, expected_structure) = map(tree_flatten, (actual, expected))
+    assert structure == expected_structure, f"{what}: structure {structure} != {expected_structure}"
+    for k, (a, e) in enumerate(zip(actual, expected)):
         a, e = np.asarray(a, np.float64), np.asarray(e, np.float64)
         assert a.shape == e.shape, f"{what} leaf {k}: shape {a.shape} != {e.shape}"
         np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, err_msg=f"{what} leaf {k}")
@@ -166,41 +118,22 @@ def eager_value_and_grad(fn, args, wrt):
         tape.watch(sources)
         out = fn(*args)
     grads = tape.gradient(out, sources, unconnected_gradients="zero")
-    grads = grads[0] if isinstance(wrt, int) else tuple(grads)
-    return np.asarray(out, np.float64), _numpy(grads)
+    grads = [_map(lambda g: np.asarray(g, np.float64), g) for g in grads]
+    return np.asarray(out, np.float64), grads[0] if isinstance(wrt, int) else tuple(grads)
 
 
-def numeric_grad(fn, args, wrt, eps):
-    """Central differences of sum(fn(*args)) wrt every leaf of the wrt arguments."""
-    def value(call_args):
-        out = fn(*[_to_eager(a) for a in call_args])
-        return float(np.sum(np.asarray(out, np.float64)))
-
-    grads = []
-    for p in wrt_positions(wrt):
-        leaves = tree_leaves(args[p])
-        found = []
-        for j, leaf in enumerate(leaves):
-            base = np.asarray(leaf, np.float64)
-            grad = np.zeros(base.shape)
-            for k in range(base.size):
-                moved = []
-                for sign in (1.0, -1.0):
-                    x = base.copy()
-                    x.flat[k] += sign * eps
-                    new = float(x) if isinstance(leaf, float) else x
-                    call_args = list(args)
-                    call_args[p] = _replace_leaf(args[p], j, new)
-                    moved.append(value(call_args))
-                grad.flat[k] = (moved[0] - moved[1]) / (2 * eps)
-            found.append(grad)
-        grads.append(_replace_all(args[p], found))
-    return grads[0] if isinstance(wrt, int) else tuple(grads)
+def _to_eager(tree):
+    """Arrays and Python floats as float64 (or integer) Tensors; static leaves untouched."""
+    def convert(leaf):
+        if isinstance(leaf, (bool, int, str, type(None))):
+            return leaf
+        return tf.constant(np.float64(leaf) if isinstance(leaf, float) else np.asarray(leaf))
+    return _map(convert, tree)
 
 
-def _replace_all(tree, leaves):
-    it = iter(leaves)
-    return _map(lambda _: next(it), tree)
+def _map(fn, tree):
+    leaves, structure = tree_flatten(tree)
+    return tree_unflatten(structure, [fn(leaf) for leaf in leaves])
 
 
 # ----- classic objectives -----

@@ -11,19 +11,11 @@ import os
 
 import numpy as np
 import pytest
-from corpus import (
-    ATOL,
-    CASES,
-    RTOL,
-    assert_trees_close,
-    eager_value_and_grad,
-    numeric_grad,
-    tree_leaves,
-    tree_structure,
-    wrt_positions,
-)
+from corpus import ATOL, CASES, RTOL, assert_trees_close, eager_value_and_grad, wrt_positions
 
 import srcxform as tf
+from srcxform.testing import check_grads
+from srcxform.tree import tree_flatten
 
 
 @functools.cache
@@ -65,12 +57,12 @@ def _params(test, only=lambda case: True):
 # ----- the corpus -----
 
 
-@pytest.mark.parametrize("case", _params("eager_fd", lambda c: c.fd))
+@pytest.mark.parametrize("case", _params("fd", lambda c: c.fd))
 def test_eager_matches_finite_differences(case):
-    """The reference itself (and the corpus's data) is sound."""
-    _, grads = eager_result(case.name)
-    numeric = numeric_grad(case.fn, case.args, case.wrt, case.eps)
-    assert_trees_close(grads, numeric, case.fd_rtol, case.fd_atol, "eager vs numeric")
+    """The reference itself (and the corpus's data) is sound. The compiled gradient, which
+    must match it to rounding (below), then matches finite differences too."""
+    check_grads(case.fn, case.args, wrt=case.wrt, rtol=case.fd_rtol, atol=case.fd_atol,
+                eps=case.eps, compiled=False)
 
 
 @pytest.mark.parametrize("case", _params("compiled"))
@@ -81,21 +73,14 @@ def test_compiled_matches_eager(case):
     assert np.shape(value) == np.shape(eager_value)
     # The gradient has the argument's structure and the eager tape's values.
     positions = wrt_positions(case.wrt)
-    expected_structure = [tree_structure(case.args[p]) for p in positions]
+    expected_structure = [tree_flatten(case.args[p])[1] for p in positions]
     actual = [grads] if isinstance(case.wrt, int) else list(grads)
-    assert [tree_structure(g) for g in actual] == expected_structure
+    assert [tree_flatten(g)[1] for g in actual] == expected_structure
     for p, g in zip(positions, actual):
-        for leaf, arg in zip(tree_leaves(g), tree_leaves(case.args[p])):
+        for leaf, arg in zip(tree_flatten(g)[0], tree_flatten(case.args[p])[0]):
             assert np.shape(leaf) == np.shape(arg)
             assert np.asarray(leaf).dtype == np.float64
     assert_trees_close(grads, eager_grads, what="compiled vs eager")
-
-
-@pytest.mark.parametrize("case", _params("compiled_fd", lambda c: c.fd))
-def test_compiled_matches_finite_differences(case):
-    _, grads = compiled_result(case.name)
-    numeric = numeric_grad(case.fn, case.args, case.wrt, case.eps)
-    assert_trees_close(grads, numeric, case.fd_rtol, case.fd_atol, "compiled vs numeric")
 
 
 @pytest.mark.parametrize("case", _params("interpreted"))
@@ -113,9 +98,18 @@ def test_interpreted_matches_compiled(case, monkeypatch):
                                rtol=RTOL, atol=ATOL)
 
 
-def test_every_compile_verifies_its_ir():
-    """tests/conftest.py sets SRCXFORM_CHECK: each kernel above ran program.check()."""
-    assert os.environ.get("SRCXFORM_CHECK")
+def test_every_compile_verifies_its_ir(monkeypatch):
+    """tests/conftest.py sets SRCXFORM_CHECK, under which a new kernel's IR is verified
+    after tracing and after each pass: the switch must reach Program.check."""
+    from srcxform.ir import Program
+
+    checked = []
+    verify = Program.check
+    monkeypatch.setattr(Program, "check", lambda self: (checked.append(self), verify(self)))
+    monkeypatch.setenv("SRCXFORM_JIT", "0")  # verifying needs no Numba compile
+    w = np.arange(3.0)  # a captured array: traced in every process, never found in the index
+    tf.differentiable(lambda x: tf.reduce_sum(tf.sin(x) * w)).grad(np.ones(3))
+    assert os.environ.get("SRCXFORM_CHECK") and len(checked) >= 2
 
 
 def _kernel_functions(d):

@@ -179,8 +179,8 @@ class _Lowering:
         array anyway. A floating-point sum keeps LLVM from vectorizing its loop (its order
         is fixed), and vecmath's polynomials pay off only vectorized; reading the stored
         values back costs less than calling libm an element. (A reduction that keeps axes
-        is left in place: in W5's softmax the extra loop nest cost 50 ms of compile for no
-        measurable gain.) Serial code only."""
+        is left in place: for a softmax the extra loop nest costs more compile time than
+        it saves.) Serial code only."""
         if self.parallel:
             return False
         produced = {e.out for e in members}
