@@ -1,0 +1,110 @@
+"""cond, while_loop, fori_loop and scan: TensorFlow's eager results (written in), their
+gradients through the tape, and compiled functions whose trip counts are known when
+tracing (the loops unroll). Data-dependent branches inside a compiled function raise."""
+
+import numpy as np
+import pytest
+
+import srcxform as tf
+from srcxform.testing import check_grads
+
+
+def test_while_loop_returns_the_structure_of_loop_vars_as_tensors():
+    (i,) = tf.while_loop(lambda i: i < 3, lambda i: (i + 1,), (0,))
+    assert isinstance(i, tf.Tensor) and i.dtype == tf.int32 and int(i) == 3  # TF: int32 3
+    out = tf.while_loop(lambda i: i < 3, lambda i: [i + 1], [0])
+    assert isinstance(out, list) and int(out[0]) == 3
+    i, s = tf.while_loop(lambda i, s: i < 3, lambda i, s: (i + 1, s * 2.0),
+                         (0, tf.constant(1.0)))
+    assert (int(i), float(s), s.dtype) == (3, 8.0, tf.float32)  # TF: 3, 8.0 float32
+
+
+def test_while_loop_stops_at_maximum_iterations():
+    (i,) = tf.while_loop(lambda i: i < 10, lambda i: (i + 1,), (0,), maximum_iterations=4)
+    assert int(i) == 4  # TF: 4
+
+
+@pytest.mark.parametrize("loop_vars", [0, tf.constant(0), ()])
+def test_while_loop_needs_a_tuple_or_list(loop_vars):
+    with pytest.raises(ValueError, match="'loop_vars' must be provided"):
+        tf.while_loop(lambda i: i < 3, lambda i: i + 1, loop_vars)
+
+
+def test_while_loop_body_must_keep_the_structure():
+    with pytest.raises(ValueError, match="body must return the structure of loop_vars"):
+        tf.while_loop(lambda i: i < 3, lambda i: (i + 1, 2), [0])
+
+
+def test_cond_runs_the_branch_taken():
+    assert float(tf.cond(tf.constant(True), lambda: 1.0, lambda: 2.0)) == 1.0
+    assert tf.cond(False, lambda: (1, 2), lambda: (3, 4)) == (3, 4)
+    assert tf.cond(tf.constant(1.0), lambda: "a", lambda: "b") == "a"  # TF: truthy
+
+
+def test_cond_refuses_what_tensorflow_refuses():
+    with pytest.raises(ValueError, match="must be a scalar"):
+        tf.cond(tf.constant([True, False]), lambda: 1.0, lambda: 2.0)
+    with pytest.raises(TypeError, match="'true_fn' must be callable"):
+        tf.cond(True, 1, lambda: 2)
+    with pytest.raises(TypeError, match="'false_fn' argument required"):
+        tf.cond(True, lambda: 1)
+
+
+def test_scan_matches_tensorflow():
+    x = tf.constant([1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(tf.scan(lambda a, v: a + v, x), [1, 3, 6])
+    np.testing.assert_array_equal(tf.scan(lambda a, v: a + v, x, initializer=tf.constant(10.0)),
+                                  [11, 13, 16])
+    np.testing.assert_array_equal(tf.scan(lambda a, v: a + v, x, reverse=True), [6, 5, 3])
+    total, product = tf.scan(lambda a, v: (a[0] + v, a[1] * v), x,
+                             initializer=(tf.constant(0.0), tf.constant(1.0)))
+    np.testing.assert_array_equal(total, [1, 3, 6])
+    np.testing.assert_array_equal(product, [1, 2, 6])
+    pairs = (tf.constant([1.0, 2.0]), tf.constant([3.0, 4.0]))
+    np.testing.assert_array_equal(
+        tf.scan(lambda a, v: a + v[0] * v[1], pairs, initializer=tf.constant(0.0)), [3, 11])
+    rows = tf.scan(lambda a, v: a + v, tf.constant([[1.0, 2.0], [3.0, 4.0]]))
+    np.testing.assert_array_equal(rows, [[1, 2], [4, 6]])
+
+
+def test_gradients_flow_through_the_iterations_and_the_branch_taken():
+    x = tf.constant(2.0)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        _, y = tf.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, v * x),
+                             (0, tf.constant(1.0)))
+    assert (float(y), float(tape.gradient(y, x))) == (8.0, 12.0)  # TF: 8.0, 12.0
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.cond(x > 1, lambda: x * x, lambda: x)
+    assert float(tape.gradient(y, x)) == 4.0  # TF: 4.0
+
+
+def power_series(x):
+    """sum of x**k / k! for k < 6, by fori_loop; then a scan's running products."""
+    def term(k, acc):
+        total, power, factorial = acc
+        return total + power / factorial, power * x, factorial * (k + 1)
+
+    total, _, _ = tf.fori_loop(0, 6, term, (tf.zeros_like(x), tf.ones_like(x), 1.0))
+    running = tf.scan(lambda a, v: a * v, x)
+    return tf.reduce_sum(total) + tf.reduce_sum(running)
+
+
+def test_loops_with_known_trip_counts_compile_and_agree_with_eager():
+    x = np.array([0.3, -0.7, 1.1])
+    f = tf.differentiable(power_series)
+    value, grad = f.value_and_grad(x)
+    with tf.GradientTape() as tape:
+        xt = tf.constant(x)
+        tape.watch(xt)
+        y = power_series(xt)
+    np.testing.assert_allclose(value, float(y), rtol=1e-12)
+    np.testing.assert_allclose(grad, tape.gradient(y, xt), rtol=1e-12)
+    check_grads(power_series, (x,), order=2)
+
+
+def test_a_traced_predicate_raises_at_the_users_line():
+    f = tf.differentiable(lambda x: tf.cond(tf.reduce_sum(x) > 0, lambda: x * 2, lambda: x))
+    with pytest.raises(tf.TracingError, match="test_control_flow.py"):
+        f(np.ones(3))
