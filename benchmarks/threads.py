@@ -3,12 +3,13 @@
 A thread-count setting is only a request: JAX's CPU runtime, for one, ignores the XLA
 flags that were meant to hold it to one thread. So the serial table pins the whole
 process to one core (`pin`) before any library starts a pool, and every table records,
-for each system, the threads that actually ran during its timed blocks (`CpuMeter`),
-read from the kernel's per-thread CPU clocks in /proc/self/task.
+for each system, the threads that actually ran during its timed blocks (`CpuMeter`):
+each thread listed in /proc/self/task, read through its own CPU clock.
 """
 
 import os
 import threading
+import time
 from pathlib import Path
 
 SERIAL, ALL_CORES = "serial", "all-cores"  # the two tables
@@ -61,15 +62,21 @@ def limit_pools(n):
         os.environ[var] = str(n)
 
 
+def _thread_clock(tid):
+    """The clock id of a thread's CPU time (Linux's encoding, as glibc's
+    pthread_getcpuclockid makes it: CPUCLOCK_SCHED | CPUCLOCK_PERTHREAD on ~tid)."""
+    return ((~tid) << 3) | 6
+
+
 def _cpu_ns(tid):
-    """A thread's CPU time in ns: schedstat's nanosecond clock, else stat's clock ticks."""
-    task = _TASKS / str(tid)
+    """A thread's CPU time in ns: its CPU clock, exact even while it runs (schedstat and
+    stat lag a running thread by up to a scheduler tick), else stat's clock ticks."""
     try:
-        return int((task / "schedstat").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
+        return time.clock_gettime_ns(_thread_clock(tid))
+    except (OSError, AttributeError):  # the thread ended, or no such clock here
         pass
     try:
-        fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        fields = (_TASKS / str(tid) / "stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) * _TICK_NS  # utime, stime
     except (OSError, ValueError, IndexError):
         return None
