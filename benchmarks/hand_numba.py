@@ -89,21 +89,14 @@ def logreg_step(w, b, X, y, lr):
     return loss / n
 
 
-# ----- W5: MLP 64 -> 128 tanh -> 10 softmax cross-entropy, one SGD step -----
+# ----- W5, W9: MLP, softmax cross-entropy, one SGD step -----
 
 
 @_jit
-def mlp_step(W1, b1, W2, b2, X, Y, lr):
-    B = X.shape[0]
-    H = W1.shape[1]
-    C = W2.shape[1]
-    # forward: h = tanh(X @ W1 + b1); logits = h @ W2 + b2
-    h = np.dot(X, W1)
-    for i in range(B):
-        for j in range(H):
-            h[i, j] = math.tanh(h[i, j] + b1[j])
-    logits = np.dot(h, W2)
-    # softmax cross-entropy and its adjoint, fused per row
+def _softmax_xent(logits, b2, Y):
+    """Adds b2 to logits in place; returns the summed loss, its adjoint wrt the logits
+    (already ÷ batch) and the bias gradient, fused per row."""
+    B, C = logits.shape
     d = np.empty((B, C), np.float64)
     gb2 = np.zeros(C, np.float64)
     loss = 0.0
@@ -126,6 +119,26 @@ def mlp_step(W1, b1, W2, b2, X, Y, lr):
             dk = (d[i, k] / s * ysum - Y[i, k]) / B
             d[i, k] = dk
             gb2[k] += dk
+    return loss, d, gb2
+
+
+@_jit
+def _sgd_update(p, g, lr):
+    flat, gflat = p.reshape(-1), g.reshape(-1)
+    for i in range(flat.size):
+        flat[i] -= lr * gflat[i]
+
+
+@_jit
+def _mlp_step(W1, b1, W2, b2, X, Y, lr, relu):
+    B, H = X.shape[0], W1.shape[1]
+    # forward: h = act(X @ W1 + b1); logits = h @ W2 + b2
+    h = np.dot(X, W1)
+    for i in range(B):
+        for j in range(H):
+            a = h[i, j] + b1[j]
+            h[i, j] = max(a, 0.0) if relu else math.tanh(a)
+    loss, d, gb2 = _softmax_xent(np.dot(h, W2), b2, Y)
     # adjoint of the layers
     gW2 = np.dot(h.T, d)
     dh = np.dot(d, W2.T)
@@ -133,21 +146,23 @@ def mlp_step(W1, b1, W2, b2, X, Y, lr):
     for i in range(B):
         for j in range(H):
             hij = h[i, j]
-            da = dh[i, j] * (1.0 - hij * hij)
+            da = dh[i, j] * ((1.0 if hij > 0.0 else 0.0) if relu else 1.0 - hij * hij)
             dh[i, j] = da
             gb1[j] += da
     gW1 = np.dot(X.T, dh)
     # the update, in place
-    for a in range(W1.shape[0]):
-        for j in range(H):
-            W1[a, j] -= lr * gW1[a, j]
-    for j in range(H):
-        b1[j] -= lr * gb1[j]
-        for k in range(C):
-            W2[j, k] -= lr * gW2[j, k]
-    for k in range(C):
-        b2[k] -= lr * gb2[k]
+    _sgd_update(W1, gW1, lr)
+    _sgd_update(b1, gb1, lr)
+    _sgd_update(W2, gW2, lr)
+    _sgd_update(b2, gb2, lr)
     return loss / B
+
+
+@_jit
+def gemms(X, W1, H, W2, D, DA):
+    """W9-gemm: the five products through np.dot, which Numba hands to SciPy's BLAS (the
+    one srcxform's generated code calls)."""
+    return np.dot(X, W1), np.dot(H, W2), np.dot(H.T, D), np.dot(D, W2.T), np.dot(X.T, DA)
 
 
 # ----- W6: second derivative of x^3 -----
@@ -183,15 +198,18 @@ def build(wl):
         reset()
         return Runner(lambda: logreg_step(st["w"], st["b"], X, y, lr),
                       state=lambda: [st["w"].copy(), np.float64(st["b"][0])], reset=reset)
-    if wl.family == "W5":
-        X, Y, lr = d["X"], d["Y"], d["lr"]
+    if wl.kind == "gemm":
+        ops = d["ops"]
+        return Runner(lambda: gemms(*ops), list)
+    if wl.family in ("W5", "W9"):
+        X, Y, lr, relu = d["X"], d["Y"], d["lr"], wl.family == "W9"
         st = []
 
         def reset():
             st[:] = [p.copy() for p in d["params0"]]
 
         reset()
-        return Runner(lambda: mlp_step(st[0], st[1], st[2], st[3], X, Y, lr),
+        return Runner(lambda: _mlp_step(st[0], st[1], st[2], st[3], X, Y, lr, relu),
                       state=lambda: [p.copy() for p in st], reset=reset)
     if wl.family == "W6":
         x = d["x"]

@@ -28,9 +28,14 @@ def logreg_loss(w, b, X, y):
     return np.mean(np.logaddexp(0.0, z) - y * z)
 
 
-def mlp_loss(params, X, Y):
+def _hidden(a, relu):
+    return np.maximum(a, 0.0) if relu else np.tanh(a)
+
+
+def mlp_loss(params, X, Y, relu=False):
+    """W5's loss (tanh hidden layer), or W9's with relu."""
     W1, b1, W2, b2 = params
-    logits = np.tanh(X @ W1 + b1) @ W2 + b2
+    logits = _hidden(X @ W1 + b1, relu) @ W2 + b2
     m = logits.max(axis=1, keepdims=True)
     logp = logits - m - np.log(np.exp(logits - m).sum(axis=1, keepdims=True))
     return -np.mean(np.sum(Y * logp, axis=1))
@@ -65,19 +70,24 @@ def logreg_grad(w, b, X, y):
     return X.T @ r, np.sum(r)
 
 
-def mlp_grad(params, X, Y):
+def mlp_grad(params, X, Y, relu=False):
     W1, b1, W2, b2 = params
-    h = np.tanh(X @ W1 + b1)
+    h = _hidden(X @ W1 + b1, relu)
     logits = h @ W2 + b2
     e = np.exp(logits - logits.max(axis=1, keepdims=True))
     p = e / e.sum(axis=1, keepdims=True)
     d = (p * Y.sum(axis=1, keepdims=True) - Y) / X.shape[0]
-    da = (d @ W2.T) * (1.0 - h * h)
+    da = (d @ W2.T) * ((h > 0.0) if relu else (1.0 - h * h))
     return [X.T @ da, da.sum(axis=0), h.T @ d, d.sum(axis=0)]
 
 
 def cube_d2(x):
     return 6.0 * x
+
+
+def gemms(X, W1, H, W2, D, DA):
+    """W9-gemm: the products of workloads.gemms, through NumPy's BLAS."""
+    return [X @ W1, H @ W2, H.T @ D, D @ W2.T, X.T @ DA]
 
 
 # ----- SGD steps (in place on a list of parameters) -----
@@ -89,8 +99,8 @@ def logreg_step(params, X, y, lr):
     params[1] -= lr * gb
 
 
-def mlp_step(params, X, Y, lr):
-    for p, g in zip(params, mlp_grad(params, X, Y)):
+def mlp_step(params, X, Y, lr, relu=False):
+    for p, g in zip(params, mlp_grad(params, X, Y, relu)):
         p -= lr * g
 
 
@@ -99,6 +109,9 @@ def mlp_step(params, X, Y, lr):
 
 def build(wl):
     d = wl.data
+    if wl.kind == "gemm":
+        ops = d["ops"]
+        return Runner(lambda: gemms(*ops), list)
     if wl.family == "W1":
         x = d["x"]
         return Runner(lambda: quadratic_grad(x), lambda g: [g])
@@ -108,8 +121,9 @@ def build(wl):
     if wl.family == "W3":
         x = d["x"]
         return Runner(lambda: rosenbrock_grad(x), lambda g: [g])
-    if wl.family in ("W4", "W5"):
-        step = logreg_step if wl.family == "W4" else mlp_step
+    if wl.family in ("W4", "W5", "W9"):
+        step = {"W4": logreg_step, "W5": mlp_step,
+                "W9": lambda *args: mlp_step(*args, relu=True)}[wl.family]
         a, b, lr = (d["X"], d["y"], d["lr"]) if wl.family == "W4" else (d["X"], d["Y"], d["lr"])
         st = []
 

@@ -1,5 +1,5 @@
 """The optional peers (the `bench` extra): JAX jit(grad), PyTorch eager, TensorFlow eager
-and tf.function, and HIPS autograd. Each is imported only when first used, and a peer
+and tf.function, and HIPS autograd (not in W9-gemm: its products are NumPy's). Each is imported only when first used, and a peer
 that is not installed is skipped (`available()` says which are).
 
 Every peer computes in float64 (JAX with `jax_enable_x64`), and a call returns only when
@@ -18,7 +18,7 @@ from benchmarks.workloads import Runner, System, tape_runner
 _MODULES = {"jax": "jax", "torch": "torch", "tensorflow": "tensorflow",
             "autograd": "autograd"}
 
-THREADS = None  # set by benchmarks/run.py --threads: each peer's intra-op threads
+THREADS = None  # set by benchmarks/run.py for the serial table: each peer's threads
 
 
 def available():
@@ -75,6 +75,11 @@ def jax_build(wl):
     def rosenbrock(x):
         return jnp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
 
+    if wl.kind == "gemm":
+        products = jax.jit(lambda X, W1, H, W2, D, DA:
+                           (X @ W1, H @ W2, H.T @ D, D @ W2.T, X.T @ DA))
+        ops = [jnp.asarray(a) for a in d["ops"]]
+        return Runner(lambda: ready(products(*ops)), lambda r: [np.asarray(t) for t in r])
     if wl.family == "W1":
         g = jax.jit(jax.grad(lambda x: x**2 + 2 * x - 1))
         x = jnp.float64(d["x"])
@@ -96,9 +101,11 @@ def jax_build(wl):
             z = X @ p[0] + p[1]
             return jnp.mean(jax.nn.softplus(z) - y * z)
         labels = jnp.asarray(d["y"])
-    elif wl.family == "W5":
+    elif wl.family in ("W5", "W9"):
+        activation = jax.nn.relu if wl.family == "W9" else jnp.tanh
+
         def loss(p, X, Y):
-            h = jnp.tanh(X @ p[0] + p[1])
+            h = activation(X @ p[0] + p[1])
             logp = jax.nn.log_softmax(h @ p[2] + p[3], axis=1)
             return -jnp.mean(jnp.sum(Y * logp, axis=1))
         labels = jnp.asarray(d["Y"])
@@ -135,6 +142,10 @@ def torch_build(wl):
         return torch.tensor(np.asarray(a, np.float64), dtype=torch.float64,
                             requires_grad=requires_grad)
 
+    if wl.kind == "gemm":
+        X, W1, H, W2, D, DA = (tensor(a) for a in d["ops"])
+        return Runner(lambda: (X @ W1, H @ W2, H.T @ D, D @ W2.T, X.T @ DA),
+                      lambda r: [t.numpy() for t in r])
     if wl.family in ("W1", "W3", "W6"):
         x = tensor(d["x"], True)
 
@@ -158,9 +169,11 @@ def torch_build(wl):
             z = X @ p[0] + p[1]
             return torch.mean(torch.nn.functional.softplus(z) - y * z)
         labels = tensor(d["y"])
-    elif wl.family == "W5":
+    elif wl.family in ("W5", "W9"):
+        activation = torch.relu if wl.family == "W9" else torch.tanh
+
         def loss(p, X, Y):
-            h = torch.tanh(X @ p[0] + p[1])
+            h = activation(X @ p[0] + p[1])
             logp = torch.log_softmax(h @ p[2] + p[3], dim=1)
             return -torch.mean(torch.sum(Y * logp, dim=1))
         labels = tensor(d["Y"])
@@ -192,6 +205,16 @@ def tf_build(wl, function):
     d = wl.data
     wrap = tf.function if function else (lambda f: f)
 
+    if wl.kind == "gemm":
+        mm = tf.linalg.matmul
+
+        @wrap
+        def products(X, W1, H, W2, D, DA):
+            return (mm(X, W1), mm(H, W2), mm(H, D, transpose_a=True),
+                    mm(D, W2, transpose_b=True), mm(X, DA, transpose_a=True))
+
+        ops = [tf.constant(a) for a in d["ops"]]
+        return Runner(lambda: products(*ops), lambda r: [t.numpy() for t in r])
     if wl.family in ("W1", "W2", "W3", "W6"):
         return tape_runner(tf, wl, wrap)
     if wl.family == "W4":
@@ -199,9 +222,11 @@ def tf_build(wl, function):
             z = tf.linalg.matvec(X, p[0]) + p[1]
             return tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(labels=y, logits=z))
         labels = tf.constant(d["y"])
-    elif wl.family == "W5":
+    elif wl.family in ("W5", "W9"):
+        activation = tf.nn.relu if wl.family == "W9" else tf.tanh
+
         def loss(p, X, Y):
-            h = tf.tanh(X @ p[0] + p[1])
+            h = activation(X @ p[0] + p[1])
             return tf.reduce_mean(
                 tf.nn.softmax_cross_entropy_with_logits(labels=Y, logits=h @ p[2] + p[3]))
         labels = tf.constant(d["Y"])
@@ -236,6 +261,8 @@ def autograd_build(wl):
     def rosenbrock(x):
         return anp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
 
+    if wl.kind == "gemm":
+        return None
     if wl.family == "W1":
         g, x = autograd.grad(lambda x: x**2 + 2 * x - 1), d["x"]
         return Runner(lambda: g(x), lambda r: [r])
@@ -254,9 +281,11 @@ def autograd_build(wl):
             z = anp.dot(X, p[0]) + p[1]
             return anp.mean(anp.logaddexp(0.0, z) - y * z)
         labels = d["y"]
-    elif wl.family == "W5":
+    elif wl.family in ("W5", "W9"):
+        activation = (lambda a: anp.maximum(a, 0.0)) if wl.family == "W9" else anp.tanh
+
         def loss(p, X, Y):
-            h = anp.tanh(anp.dot(X, p[0]) + p[1])
+            h = activation(anp.dot(X, p[0]) + p[1])
             logits = anp.dot(h, p[2]) + p[3]
             m = anp.max(logits, axis=1, keepdims=True)
             logp = logits - m - anp.log(anp.sum(anp.exp(logits - m), axis=1, keepdims=True))

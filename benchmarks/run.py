@@ -1,6 +1,13 @@
 """Runs the benchmarks and writes results.json, results.md and chart.png.
 
-    python -m benchmarks.run [--quick] [--only W1,W3] [--out benchmarks/results]
+    python -m benchmarks.run [--quick] [--only W1,W3] [--tables serial,all-cores]
+
+Two tables, each measured in a new process of its own, so every library starts its thread
+pools under that table's conditions: **serial**, the process pinned to one core (every
+thread, with sched_setaffinity) and every pool asked for one thread; **all cores**,
+srcxform compiled with parallel=True and every other system at its defaults. For each
+system the tables record the threads that actually ran during its timed blocks (per-thread
+CPU clocks from /proc/self/task; benchmarks/threads.py), and the CPU time ÷ wall time.
 
 Each system's result is checked against the workload's reference before it is timed; a
 system that raises or gives a wrong result is recorded as FAIL or WRONG, not timed.
@@ -27,10 +34,17 @@ import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from benchmarks import threads  # imports no NumPy: nothing may start a pool before pinning
+
 NS = time.perf_counter_ns
+TABLES = (threads.SERIAL, threads.ALL_CORES)
+TABLE_TITLES = {threads.SERIAL: "Serial: every system pinned to one core",
+                threads.ALL_CORES: "All cores: srcxform parallel=True, the others at their "
+                                   "defaults"}
 
 FULL = {"rounds": 21, "block_ms": 10.0, "warm_calls": 3,
-        "cold": ["W1", "W2", "W3-1e3", "W4", "W5", "W6"], "reps": 9}
+        "cold": ["W1", "W2", "W3-1e3", "W4", "W5", "W6", "W9"], "reps": 9}
 QUICK = {"rounds": 7, "block_ms": 4.0, "warm_calls": 1, "cold": ["W1", "W5"], "reps": 1}
 
 MAIN = "srcxform compiled"
@@ -58,7 +72,8 @@ def _block(call, n):
 
 
 def measure(runners, config):
-    """{name: [ns per call, one per round]} with interleaved, rotating blocks."""
+    """{name: [ns per call, one per round]} with interleaved, rotating blocks, and
+    {name: CpuMeter}: each thread's CPU time over that system's blocks."""
     inner = {}
     for name, runner in runners.items():
         for _ in range(config["warm_calls"]):
@@ -67,11 +82,15 @@ def measure(runners, config):
         inner[name] = max(1, min(200_000, int(config["block_ms"] * 1e6 / max(one, 1.0))))
     names = list(runners)
     times = {name: [] for name in names}
+    meters = {name: threads.CpuMeter() for name in names}
     for r in range(config["rounds"]):
         shift = r % len(names)
         for name in names[shift:] + names[:shift]:
-            times[name].append(_block(runners[name].call, inner[name]))
-    return times, inner
+            before = threads.snapshot()
+            t = _block(runners[name].call, inner[name])
+            meters[name].add(before, threads.snapshot(), t * inner[name])
+            times[name].append(t)
+    return times, inner, meters
 
 
 NOOP = "(no-op)"  # timed in every round: the harness's own share of a time
@@ -127,7 +146,7 @@ def bench_workload(wl, systems, available, config):
             t0 = NS()
             result = runner.call()
             row["first_call_ms"] = (NS() - t0) / 1e6
-            check(wl, runner, first=result if wl.kind == "grad" else True)
+            check(wl, runner, first=True if wl.kind == "sgd" else result)
         except CheckFailed as err:
             row.update(status="WRONG", error=str(err))
         except Exception as err:  # noqa: BLE001
@@ -139,7 +158,7 @@ def bench_workload(wl, systems, available, config):
         rows.append(row)
     t0 = NS()
     runners[NOOP] = _noop_runner()
-    times, inner = measure(runners, config)
+    times, inner, meters = measure(runners, config)
     reference = times.get(REFERENCE)
     for row in rows:
         t = times.get(row["system"])
@@ -147,10 +166,12 @@ def bench_workload(wl, systems, available, config):
             continue
         row.update(median_ns=statistics.median(t), p25_ns=_quantile(t, 0.25),
                    p75_ns=_quantile(t, 0.75), calls_per_block=inner[row["system"]],
-                   rounds=len(t), ratio=paired_ratio(t, reference) if reference else None)
+                   rounds=len(t), ratio=paired_ratio(t, reference) if reference else None,
+                   **meters[row["system"]].summary())
     log(f"  timed {len(runners)} systems in {(NS() - t0) / 1e9:.1f} s")
-    return {"key": wl.key, "family": wl.family, "title": wl.title, "unit": wl.unit,
-            "steps": wl.steps or None, "rows": rows, "_times": times}
+    return {"key": wl.key, "family": wl.family, "kind": wl.kind, "title": wl.title,
+            "unit": wl.unit, "steps": wl.steps or None, "flops": wl.flops or None,
+            "rows": rows, "times_ns": times}
 
 
 # ----- checks that are not a timing table -----
@@ -273,73 +294,82 @@ def _row(results, key, system):
 def _times(results, key, system):
     for wl in results:
         if wl["key"] == key:
-            return wl["_times"].get(system)
+            return wl["times_ns"].get(system)
     return None
 
 
-def evaluate_targets(results, recompile, first):
+def _fastest_peer(results, key):
+    """The row of the fastest peer that ran `key` correctly, or None."""
+    peers = [r for wl in results if wl["key"] == key for r in wl["rows"]
+             if r["peer"] and r["status"] == "ok"]
+    return min(peers, key=lambda r: r["median_ns"]) if peers else None
+
+
+def evaluate_targets(tables, recompile, first):
+    """Serial targets from the serial table, parallel ones from the all-cores table: a
+    ratio is only taken between times measured in the same rounds of one process."""
+    serial = tables.get(threads.SERIAL, {}).get("workloads", [])
+    all_cores = tables.get(threads.ALL_CORES, {}).get("workloads", [])
     targets = []
 
-    def add(name, target, measured, passed, key=None, note=""):
+    def add(name, target, measured, passed, key=None, table=threads.SERIAL):
         status = "n/a" if passed is None else ("PASS" if passed else "MISS")
         targets.append({"name": name, "target": target, "measured": measured,
-                        "status": status, "key": key, "note": note})
+                        "status": status, "key": key, "table": table})
 
-    def failed(key):
+    def failed(results, key):
         row = _row(results, key, MAIN)
         if row is None:
             return "not run"
         return None if row["status"] == "ok" else f"{row['status']}: {row['error']}"
 
     for key in ("W1", "W2", "W6"):
-        row = _row(results, key, MAIN)
-        if row is None:
+        if _row(serial, key, MAIN) is None:
             continue
-        bad = failed(key)
+        bad = failed(serial, key)
         if bad:
             add(f"{key} compiled call", "≤ 0.6 µs", bad, False, key)
             continue
-        t, noop = _times(results, key, MAIN), _times(results, key, NOOP)
+        t, noop = _times(serial, key, MAIN), _times(serial, key, NOOP)
         net = statistics.median(a - b for a, b in zip(t, noop))
         add(f"{key} compiled call", "≤ 0.6 µs",
-            f"{fmt_ns(net)} (median {fmt_ns(row['median_ns'])}, less the harness's "
-            f"{statistics.median(noop):.0f} ns)", net <= 600, key)
-    for key, limit in (("W3-10", 1.5), ("W3-1e3", 1.5), ("W3-1e6", 1.2), ("W4", 1.2)):
-        row = _row(results, key, MAIN)
+            f"{fmt_ns(net)} (median {fmt_ns(_row(serial, key, MAIN)['median_ns'])}, less the "
+            f"harness's {statistics.median(noop):.0f} ns)", net <= 600, key)
+    for key, limit in (("W1", 1.2), ("W6", 1.2), ("W3-10", 1.5), ("W3-1e3", 1.5),
+                       ("W3-1e6", 1.2), ("W4", 1.2)):
+        row = _row(serial, key, MAIN)
         if row is None:
             continue
-        bad = failed(key)
+        bad = failed(serial, key)
         ratio = row.get("ratio")
         add(f"{key} compiled vs hand Numba", f"≤ {limit}×",
             bad or (f"{ratio:.2f}×" if ratio else "no reference"),
             False if bad else (ratio <= limit if ratio else None), key)
-    row = _row(results, "W5", MAIN)
-    if row is not None:
-        peers = [r for wl in results if wl["key"] == "W5" for r in wl["rows"]
-                 if r["peer"] and r["status"] == "ok"]
-        bad = failed("W5")
-        if bad:
-            add("W5 compiled step vs fastest peer", "≤ fastest peer", bad, False, "W5")
-        elif not peers:
-            add("W5 compiled step vs fastest peer", "≤ fastest peer", "no peer installed",
-                None, "W5")
-        else:
-            best = min(peers, key=lambda r: r["median_ns"])
-            ratio = paired_ratio(_times(results, "W5", MAIN), _times(results, "W5",
-                                                                     best["system"]))
-            add("W5 compiled step vs fastest peer", "≤ fastest peer",
-                f"{ratio:.2f}× {best['system']} ({fmt_ns(best['median_ns'])})", ratio <= 1.0,
-                "W5")
+    for table, results in ((threads.SERIAL, serial), (threads.ALL_CORES, all_cores)):
+        for wl in results:
+            if wl["kind"] == "gemm" or (table == threads.ALL_CORES and wl["key"] != "W3-1e6"):
+                continue  # the issue's all-cores target is W3 n=1e6's
+            name, key = f"{wl['key']} compiled vs fastest peer", wl["key"]
+            best, bad = _fastest_peer(results, key), failed(results, key)
+            if bad:
+                add(name, "≤ 1×", bad, False, key, table)
+            elif best is None:
+                add(name, "≤ 1×", "no peer installed", None, key, table)
+            else:
+                ratio = paired_ratio(_times(results, key, MAIN), _times(results, key,
+                                                                        best["system"]))
+                add(name, "≤ 1×", f"{ratio:.2f}× {best['system']} "
+                    f"({fmt_ns(best['median_ns'])})", ratio <= 1.0, key, table)
     for key in ("W3-1e3", "W3-1e6"):
-        grad_t = _times(results, key, MAIN)
-        fwd_t = _times(results, key, "srcxform compiled, forward only")
+        grad_t = _times(serial, key, MAIN)
+        fwd_t = _times(serial, key, "srcxform compiled, forward only")
         if grad_t and fwd_t:
             ratio = paired_ratio(grad_t, fwd_t)
             add(f"{key} gradient vs compiled forward", "≤ 2×", f"{ratio:.2f}×", ratio <= 2.0,
                 key)
-        elif _row(results, key, MAIN) is not None:
-            add(f"{key} gradient vs compiled forward", "≤ 2×", failed(key) or "not measured",
-                False, key)
+        elif _row(serial, key, MAIN) is not None:
+            add(f"{key} gradient vs compiled forward", "≤ 2×",
+                failed(serial, key) or "not measured", False, key)
     if first is not None:
         for key, limit in (("W1", 150.0), ("W5", 1000.0)):
             if key in first["cold"]:
@@ -366,16 +396,15 @@ def evaluate_targets(results, recompile, first):
                            + (f" ({e['error']})" if e.get("error") else "")
                            for name, e in recompile.items())
         add("no recompilation across sizes", "1 trace per function", detail, not bad)
-    serial = _times(results, "W3-1e6", MAIN)
-    par = _times(results, "W3-1e6", "srcxform compiled, parallel")
-    if serial and par:
-        speedup = paired_ratio(serial, par)
-        add("W3 n=1e6 parallel=True vs serial", f"≥ 1.6× on {os.cpu_count()} cores",
-            f"{speedup:.2f}×", speedup >= 1.6, "W3-1e6")
-    elif _row(results, "W3-1e6", "srcxform compiled, parallel") is not None:
-        row = _row(results, "W3-1e6", "srcxform compiled, parallel")
-        add("W3 n=1e6 parallel=True vs serial", "≥ 1.6×",
-            f"{row['status']}: {row['error']}", False, "W3-1e6")
+    serial_kernel = _times(all_cores, "W3-1e6", "srcxform compiled, serial kernel")
+    par = _times(all_cores, "W3-1e6", MAIN)
+    if serial_kernel and par:
+        speedup = paired_ratio(serial_kernel, par)
+        add("W3 n=1e6 parallel=True vs serial kernel", f"≥ 1.6× on {os.cpu_count()} cores",
+            f"{speedup:.2f}×", speedup >= 1.6, "W3-1e6", threads.ALL_CORES)
+    elif _row(all_cores, "W3-1e6", MAIN) is not None:
+        add("W3 n=1e6 parallel=True vs serial kernel", "≥ 1.6×", failed(all_cores, "W3-1e6"),
+            False, "W3-1e6", threads.ALL_CORES)
     return targets
 
 
@@ -404,59 +433,84 @@ def fmt_ms(ms):
     return "—" if ms is None else fmt_ns(ms * 1e6)
 
 
+def fmt_threads(row):
+    return f"{row['threads']} thr" if row.get("threads") is not None else "—"
+
+
+def _table_conditions(name, meta):
+    cores = ", ".join(str(c) for c in meta["affinity"])
+    if name == threads.SERIAL:
+        return (f"Every thread of the process pinned to core {cores} (sched_setaffinity, before "
+                "any library started a pool); OpenMP, BLAS and Numba pools asked for one "
+                "thread, PyTorch and TensorFlow set to one intra- and inter-op thread.")
+    return (f"Cores {cores}, each library at its defaults (thread pools: "
+            f"{meta['blas_threads']}; Numba: {meta['numba_threads']}); srcxform compiled with "
+            "parallel=True, "
+            "its serial kernel beside it where parallel's speedup is a target.")
+
+
 def markdown(report):
-    meta = report["meta"]
+    meta, tables = report["meta"], report["tables"]
+    harness = _median([t["meta"]["harness_ns"] for t in tables.values()])
     lines = [
         "# srcxform benchmarks",
         "",
-        f"{meta['date']} · {meta['mode']} · {meta['cpu']} ({meta['cores']} cores; "
-        f"{meta['threads']} BLAS/intra-op thread(s), Numba parallel {meta['numba_threads']}) · "
+        f"{meta['date']} · {meta['mode']} · {meta['cpu']} ({meta['cores']} cores) · "
         f"Python {meta['python']} · " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()
                                                     if v),
         "",
-        "Median time per gradient call (W4, W5: per SGD step, update included), its ratio to",
-        "the hand-written Numba kernel timed in the same rounds, and the first call in this",
-        "process (srcxform: trace + codegen + compile into an empty cache). Times include",
-        f"the harness's own {meta['harness_ns'] or 0:.0f} ns per call (a no-op through the same",
-        "loop, timed in the same rounds).",
-        "",
+        ("Median time per gradient call (W4, W5, W9: per SGD step, update included; W9-gemm: "
+         "the step's five matrix products alone), its ratio to the hand-written Numba kernel "
+         "timed in the same rounds, and `N thr`: the threads that ran during the system's "
+         f"timed blocks (CPU time ≥ {threads.RAN_SHARE:.0%} of the blocks' wall time, from "
+         "each thread's clock in /proc/self/task). Each table is measured in a process of its "
+         f"own. Times include the harness's own {harness or 0:.0f} ns per call (a no-op "
+         "through the same loop)."),
     ]
-    lines += summary_table(report) + [
-        "",
-        "## All rows",
-        "",
-        "| workload | system | median | × hand Numba | first call | target |",
-        "| --- | --- | ---: | ---: | ---: | --- |",
-    ]
+    for name, table in tables.items():
+        lines += ["", f"## {TABLE_TITLES[name]}", "",
+                  _table_conditions(name, table["meta"]), ""]
+        lines += summary_table(table["workloads"])
+    lines += blas_share(tables)
+    lines += ["", "## All rows", "",
+              ("| table | workload | system | median | × hand Numba | threads | cores busy "
+               "| first call | target |"),
+              "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
     by_key = {}
     for t in report["targets"]:
         if t.get("key"):
-            by_key.setdefault(t["key"], []).append(t)
-    for wl in report["workloads"]:
-        for row in wl["rows"]:
-            if row["status"] != "ok":
-                med, ratio = f"**{row['status']}**", row["error"].replace("|", "\\|")
-            else:
-                med = fmt_ns(row.get("median_ns"))
-                ratio = fmt_ratio(row.get("ratio"))
-            target = ""
-            if row["system"] == MAIN:
-                target = "; ".join(f"{t['target']} {t['status']}"
-                                   for t in by_key.get(wl["key"], []))
-            lines.append(f"| {wl['title']} | {row['system']} | {med} | {ratio} | "
-                         f"{fmt_ms(row.get('first_call_ms'))} | {target} |")
-    lines += ["", "## Targets", "", "| target | goal | measured | status |",
-              "| --- | --- | --- | --- |"]
+            by_key.setdefault((t["table"], t["key"]), []).append(t)
+    for name, table in tables.items():
+        for wl in table["workloads"]:
+            for row in wl["rows"]:
+                if row["status"] != "ok":
+                    med, ratio = f"**{row['status']}**", row["error"].replace("|", "\\|")
+                else:
+                    med = fmt_ns(row.get("median_ns"))
+                    ratio = fmt_ratio(row.get("ratio"))
+                target = ""
+                if row["system"] == MAIN:
+                    target = "; ".join(f"{t['target']} {t['status']}"
+                                       for t in by_key.get((name, wl["key"]), []))
+                busy = row.get("cores_busy")
+                lines.append(f"| {name} | {wl['title']} | {row['system']} | {med} | {ratio} | "
+                             f"{row.get('threads', '—')} | "
+                             f"{'—' if busy is None else f'{busy:.2f}'} | "
+                             f"{fmt_ms(row.get('first_call_ms'))} | {target} |")
+    lines += ["", "## Targets", "", "| table | target | goal | measured | status |",
+              "| --- | --- | --- | --- | --- |"]
     for t in report["targets"]:
         measured = str(t["measured"]).replace("|", "\\|")
-        lines.append(f"| {t['name']} | {t['target']} | {measured} | {t['status']} |")
+        lines.append(f"| {t['table']} | {t['name']} | {t['target']} | {measured} | "
+                     f"{t['status']} |")
     first = report.get("first_call")
     if first:
         imports = (f"Imports, not counted below: srcxform "
                    f"{fmt_ms(first['import_ms']['srcxform'])}, numba "
                    f"{fmt_ms(first['import_ms']['numba'])}. Floor: the first call of a trivial "
                    f"cached `@njit` function in a new process, its decoration included, "
-                   f"{fmt_ms(first['floor_ms'])}.")
+                   f"{fmt_ms(first['floor_ms'])}. Measured from the {first['table']} table's "
+                   "process, whose conditions the new processes inherit.")
         lines += ["", "## First calls in a new process (srcxform)", "", imports, "",
                   "| workload | cold: fresh cache, Numba warmed | warm disk cache, in this order |",
                   "| --- | ---: | ---: |"]
@@ -479,16 +533,16 @@ def markdown(report):
     return "\n".join(lines) + "\n"
 
 
-def summary_table(report):
-    """Workloads down, main systems across: median (× hand Numba) per cell."""
+def summary_table(workloads):
+    """Workloads down, main systems across: median (× hand Numba) and threads per cell."""
     names = []
-    for wl in report["workloads"]:
+    for wl in workloads:
         for row in wl["rows"]:
             if not row["aux"] and row["system"] not in names:
                 names.append(row["system"])
     lines = ["| workload | " + " | ".join(names) + " |",
              "| --- |" + " ---: |" * len(names)]
-    for wl in report["workloads"]:
+    for wl in workloads:
         cells = []
         for name in names:
             row = next((r for r in wl["rows"] if r["system"] == name), None)
@@ -497,10 +551,40 @@ def summary_table(report):
             elif row["status"] != "ok":
                 cells.append(f"**{row['status']}**")
             elif row.get("ratio") is None or name == REFERENCE:
-                cells.append(fmt_ns(row.get("median_ns")))
+                cells.append(f"{fmt_ns(row.get('median_ns'))} · {fmt_threads(row)}")
             else:
-                cells.append(f"{fmt_ns(row['median_ns'])} ({fmt_ratio(row['ratio'])})")
+                cells.append(f"{fmt_ns(row['median_ns'])} ({fmt_ratio(row['ratio'])}) · "
+                             f"{fmt_threads(row)}")
         lines.append(f"| {wl['key']} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def blas_share(tables):
+    """W9's step beside its five GEMMs alone, per system: how much of a step is BLAS."""
+    lines = []
+    for name, table in tables.items():
+        wls = {wl["key"]: wl for wl in table["workloads"]}
+        step, gemm = wls.get("W9"), wls.get("W9-gemm")
+        if not step or not gemm:
+            continue
+        if not lines:
+            lines = ["", "## W9: how much of a training step is BLAS", "",
+                     ("The step's five GEMMs alone, on each system's own BLAS (srcxform and "
+                      "hand Numba: SciPy's OpenBLAS, called from compiled code; hand NumPy: "
+                      "NumPy's OpenBLAS; PyTorch: MKL; JAX and TensorFlow: their own CPU "
+                      f"kernels), {gemm['flops'] / 1e6:.0f} MFLOP per step."), "",
+                     ("| table | system | step | GEMMs alone | GEMM GFLOP/s | GEMMs ÷ step "
+                      "| GEMM threads |"),
+                     "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+        for g in gemm["rows"]:
+            if g["status"] != "ok" or g.get("median_ns") is None:
+                continue
+            s = next((r for r in step["rows"] if r["system"] == g["system"]
+                      and r.get("median_ns")), None)
+            share = f"{g['median_ns'] / s['median_ns']:.0%}" if s else "—"
+            lines.append(f"| {name} | {g['system']} | {fmt_ns(s and s['median_ns'])} | "
+                         f"{fmt_ns(g['median_ns'])} | {gemm['flops'] / g['median_ns']:.1f} | "
+                         f"{share} | {fmt_threads(g)} |")
     return lines
 
 
@@ -513,7 +597,8 @@ def chart(report, path):
     except ImportError:
         log("  matplotlib is not installed: no chart")
         return False
-    wls = report["workloads"]
+    tables = report["tables"]
+    wls = tables.get(threads.SERIAL, next(iter(tables.values())))["workloads"]
     names = []
     for wl in wls:
         for row in wl["rows"]:
@@ -539,7 +624,7 @@ def chart(report, path):
     ax.set_xticks(range(len(wls)), [wl["key"] for wl in wls])
     ax.set_ylabel("time ÷ hand Numba (log; lower is better)")
     ax.set_title("Median time per gradient call / SGD step, relative to a hand-written "
-                 "Numba kernel")
+                 "Numba kernel (serial table: one core)")
     ax.legend(fontsize=8, ncol=3)
     ax.grid(axis="y", which="both", alpha=0.3)
     first = report.get("first_call")
@@ -574,19 +659,8 @@ def chart(report, path):
 # ----- main -----
 
 
-def limit_threads(n):
-    """Caps BLAS and OpenMP pools at n threads (XLA's too, for n == 1); the pools read
-    these when they start, so this runs before NumPy or any peer is imported. Numba's
-    own threads (parallel=True) are left alone."""
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS"):
-        os.environ[var] = str(n)
-    if n == 1:
-        flags = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
-        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + flags).strip()
-
-
-def _meta(config_name, available, import_ms, threads):
+def _meta(config_name, available, import_ms):
+    """What is true of the whole run: the machine, the versions, the peers."""
     import numba
     import numpy
 
@@ -597,14 +671,6 @@ def _meta(config_name, available, import_ms, threads):
                 "numba": numba.__version__}
     for name, ok in available.items():
         versions[name] = peers.version(name) if ok else None
-    blas = None
-    try:
-        import threadpoolctl
-
-        blas = [{k: i.get(k) for k in ("internal_api", "num_threads", "architecture")}
-                for i in threadpoolctl.threadpool_info()]
-    except ImportError:
-        blas = "threadpoolctl not installed"
     cpu = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo") as f:
@@ -613,43 +679,78 @@ def _meta(config_name, available, import_ms, threads):
         pass
     return {"date": time.strftime("%Y-%m-%d %H:%M"), "mode": config_name, "cpu": cpu,
             "cores": os.cpu_count(), "python": platform.python_version(),
-            "versions": versions, "threads": threads or "library defaults",
-            "numba_threads": numba.config.NUMBA_NUM_THREADS, "threadpools": blas,
-            "peer_import_ms": import_ms,
+            "versions": versions, "peer_import_ms": import_ms,
             "skipped": [k for k, ok in available.items() if not ok]}
 
 
-def main(argv=None):
+def _table_meta(results):
+    """The conditions one table ran under, as the process saw them at its end."""
+    import numba
+
+    try:
+        import threadpoolctl
+
+        pools = [{k: i.get(k) for k in ("internal_api", "prefix", "num_threads")}
+                 for i in threadpoolctl.threadpool_info()]
+        blas = ", ".join(sorted({f"{i['prefix']} {i['num_threads']}" for i in pools}))
+    except ImportError:
+        pools, blas = "threadpoolctl not installed", "threads unknown"
+    return {"affinity": threads.affinity(), "threads_at_end": len(threads.tids()),
+            "pool_env": {v: os.environ.get(v) for v in threads.POOL_VARS},
+            "numba_threads": numba.config.NUMBA_NUM_THREADS, "threadpools": pools,
+            "blas_threads": blas,
+            "harness_ns": _median([statistics.median(wl["times_ns"][NOOP])
+                                   for wl in results if wl["times_ns"].get(NOOP)])}
+
+
+def _parser():
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true",
-                        help="fewer rounds and first-call processes (under 2 minutes)")
-    parser.add_argument("--only", help="workloads to run: keys or families, e.g. W1,W3-1e6,W5")
+                        help="fewer rounds and first-call processes (a few minutes)")
+    parser.add_argument("--only", help="workloads to run: keys or families, e.g. W1,W3-1e6,W9")
     parser.add_argument("--systems", help="systems to run (substrings of their names); "
                         "hand Numba always runs")
     parser.add_argument("--no-subprocess", action="store_true",
                         help="skip the first-call measurements in new processes")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="BLAS/OpenMP/intra-op threads for every system (default 1: the "
-                        "machine is shared; 0 leaves the libraries' defaults). Numba's "
-                        "parallel=True keeps all cores")
+    parser.add_argument("--tables", default=",".join(TABLES),
+                        help=f"tables to measure (default {','.join(TABLES)})")
+    parser.add_argument("--core", type=int,
+                        help="the core of the serial table (default: the highest allowed)")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results"),
                         help="output folder (default: benchmarks/results)")
-    args = parser.parse_args(argv)
+    # One table's process, started by the run itself.
+    parser.add_argument("--table", choices=TABLES, help=argparse.SUPPRESS)
+    parser.add_argument("--json", help=argparse.SUPPRESS)
+    parser.add_argument("--extras", action="store_true", help=argparse.SUPPRESS)
+    return parser
+
+
+def run_table(args):
+    """Measures one table in this process (a new one: its libraries not yet imported) and
+    writes it to args.json."""
     config = QUICK if args.quick else FULL
     started = NS()
+    if args.table == threads.SERIAL:
+        core = max(os.sched_getaffinity(0)) if args.core is None else args.core
+        threads.pin({core})  # before any pool exists, so every pool inherits it
+        threads.limit_pools(1)
+    else:
+        for var in threads.POOL_VARS:  # the libraries' defaults, whatever the caller set
+            os.environ.pop(var, None)
     # An empty srcxform cache, so first calls in this process compile.
     os.environ["SRCXFORM_CACHE_DIR"] = tempfile.mkdtemp(prefix="srcxform-bench-")
     os.environ.pop("SRCXFORM_CHECK", None)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's and XLA's C++ logs
-    sys.path.insert(0, str(ROOT))
-    if args.threads:
-        limit_threads(args.threads)  # before NumPy is imported
+    import warnings
+
     import numba
 
     from benchmarks import peers, workloads
 
-    peers.THREADS = args.threads or None
+    # parallel=True on a function with no loop to split says so once per kernel
+    warnings.filterwarnings("ignore", category=numba.NumbaPerformanceWarning)
+    peers.THREADS = 1 if args.table == threads.SERIAL else None
 
     @numba.njit
     def _warm(x):  # "in a process where Numba already compiled something"
@@ -668,35 +769,62 @@ def main(argv=None):
                 log(f"  {name} failed to import: {_error(err)}")
                 available[name] = False
     only = args.only.split(",") if args.only else None
-    systems = workloads.systems()
+    systems = workloads.systems(args.table)
     if args.systems:
         wanted = args.systems.split(",")
         systems = [s for s in systems
                    if s.name == REFERENCE or any(w.lower() in s.name.lower() for w in wanted)]
     results = []
     for wl in workloads.make_workloads(only=only, short=args.quick):
-        log(f"{wl.key}: {wl.title} ({(NS() - started) / 1e9:.0f} s)")
+        log(f"[{args.table}] {wl.key}: {wl.title} ({(NS() - started) / 1e9:.0f} s)")
         results.append(bench_workload(wl, systems, available, config))
-    recompile = None
-    if not only or any(k in only for k in ("W3", "W4", "W5")):
+    out = {"table": args.table, "meta": _meta("quick" if args.quick else "full", available,
+                                              import_ms),
+           "table_meta": _table_meta(results), "workloads": results,
+           "recompile": None, "first_call": None}
+    if args.extras and (not only or any(k in only for k in ("W3", "W4", "W5"))):
         log(f"recompilation across sizes ({(NS() - started) / 1e9:.0f} s)")
-        recompile = recompile_check()
-    first = None
-    if not args.no_subprocess:
+        out["recompile"] = recompile_check()
+    if args.extras and not args.no_subprocess:
         keys = [k for k in config["cold"]
                 if not only or k in only or k.split("-")[0] in only]
         if keys:
             log(f"first calls in new processes ({(NS() - started) / 1e9:.0f} s)")
             first = first_calls(config, keys)
-            first["requested"] = keys
-    report = {"meta": _meta("quick" if args.quick else "full", available, import_ms,
-                            args.threads),
-              "workloads": results, "recompile": recompile, "first_call": first}
-    report["meta"]["harness_ns"] = _median([statistics.median(wl["_times"][NOOP])
-                                            for wl in results if wl["_times"].get(NOOP)])
-    report["targets"] = evaluate_targets(results, recompile, first)
-    for wl in results:
-        wl["times_ns"] = wl.pop("_times")
+            out["first_call"] = {**first, "requested": keys, "table": args.table}
+    Path(args.json).write_text(json.dumps(out, default=float) + "\n")
+    return 0
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = _parser().parse_args(argv)
+    if args.table:
+        return run_table(args)
+    started = NS()
+    tables = [t.strip() for t in args.tables.split(",") if t.strip()]
+    unknown = set(tables) - set(TABLES)
+    if unknown or not tables:
+        _parser().error(f"--tables takes {', '.join(TABLES)}; got {args.tables}")
+    parts = {}
+    with tempfile.TemporaryDirectory(prefix="srcxform-bench-tables-") as tmp:
+        for i, table in enumerate(tables):
+            path = Path(tmp) / f"{table}.json"
+            extras = ["--extras"] if i == 0 else []  # first calls, recompilation: once
+            proc = subprocess.run([sys.executable, "-m", "benchmarks.run", *argv,
+                                   "--table", table, "--json", str(path), *extras],
+                                  cwd=ROOT, check=False)
+            if proc.returncode != 0 or not path.exists():
+                log(f"the {table} table failed (exit {proc.returncode})")
+                return proc.returncode or 1
+            parts[table] = json.loads(path.read_text())
+    first = parts[tables[0]]
+    report = {"meta": first["meta"],
+              "tables": {t: {"meta": p["table_meta"], "workloads": p["workloads"]}
+                         for t, p in parts.items()},
+              "recompile": first["recompile"], "first_call": first["first_call"]}
+    report["targets"] = evaluate_targets(report["tables"], report["recompile"],
+                                         report["first_call"])
     report["meta"]["wall_s"] = (NS() - started) / 1e9
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

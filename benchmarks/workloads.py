@@ -8,12 +8,14 @@ list of NumPy arrays, and an SGD runner has `state()` (its current parameters) a
 """
 
 import dataclasses
+import functools
 from collections.abc import Callable
 
 import numpy as np
 
 import srcxform
 import srcxform as tf
+from benchmarks import threads
 
 # ----- what a system hands back -----
 
@@ -58,6 +60,19 @@ def mlp(params, X, Y):
     return tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits(labels=Y, logits=logits))
 
 
+def mlp_relu(params, X, Y):
+    W1, b1, W2, b2 = params
+    h = tf.nn.relu(X @ W1 + b1)
+    logits = h @ W2 + b2
+    return tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits(labels=Y, logits=logits))
+
+
+def gemms(X, W1, H, W2, D, DA):
+    """The five matrix products of an MLP training step, alone (W9-gemm): the forward
+    layers, then the adjoint's weight gradient, hidden cotangent and input-weight gradient."""
+    return X @ W1, H @ W2, tf.transpose(H) @ D, D @ tf.transpose(W2), tf.transpose(X) @ DA
+
+
 def cube(x):
     return x * x * x
 
@@ -76,12 +91,26 @@ def cube_d2_tapes(x):
 QUADRATIC = srcxform.differentiable(quadratic)
 SEED_SUM = srcxform.differentiable(seed_sum, wrt=(0, 1))
 ROSENBROCK = srcxform.differentiable(rosenbrock)
-ROSENBROCK_PARALLEL = srcxform.differentiable(rosenbrock, parallel=True)
 LOGREG = srcxform.differentiable(logreg, wrt=(0, 1))
 MLP = srcxform.differentiable(mlp)
 CUBE = srcxform.differentiable(cube)
 CUBE_D2 = srcxform.differentiable(CUBE.grad)
 CUBE_D2_TAPES = srcxform.differentiable(cube_d2_tapes)
+MLP_RELU = srcxform.differentiable(mlp_relu)
+GEMMS = srcxform.differentiable(gemms)
+
+
+def _compiled(parallel):
+    """srcxform's function under test for each family, compiled with `parallel`."""
+    d = functools.partial(srcxform.differentiable, parallel=parallel)
+    return {"W1": d(quadratic), "W2": d(seed_sum, wrt=(0, 1)), "W3": d(rosenbrock),
+            "W4": d(logreg, wrt=(0, 1)), "W5": d(mlp), "W6": d(d(cube).grad),
+            "W9": d(mlp_relu), "W9-gemm": d(gemms)}
+
+
+COMPILED = {"W1": QUADRATIC, "W2": SEED_SUM, "W3": ROSENBROCK, "W4": LOGREG, "W5": MLP,
+            "W6": CUBE_D2, "W9": MLP_RELU, "W9-gemm": GEMMS}
+COMPILED_PARALLEL = _compiled(parallel=True)  # all-cores table; nothing compiles until called
 
 # What a new process calls first in each workload (benchmarks/firstcall.py), by family.
 FIRST_CALLS = {
@@ -91,6 +120,7 @@ FIRST_CALLS = {
     "W4": lambda d: LOGREG.grad(d["w0"], np.array(d["b0"]), d["X"], d["y"]),
     "W5": lambda d: MLP.grad(d["params0"], d["X"], d["Y"]),
     "W6": lambda d: CUBE_D2.grad(d["x"]),
+    "W9": lambda d: MLP_RELU.grad(d["params0"], d["X"], d["Y"]),
 }
 
 
@@ -102,13 +132,20 @@ class Workload:
     key: str  # "W3-1e3"
     family: str  # "W3"
     title: str
-    kind: str  # "grad": call() returns a gradient; "sgd": call() takes one step
+    kind: str  # "grad": call() returns a gradient; "sgd": call() takes one step;
+    # "gemm": call() returns matrix products (a system's BLAS alone)
     data: dict
     steps: int = 0  # sgd: the length of the training run that is checked
+    flops: float = 0.0  # gemm: floating-point operations per call
 
     @property
     def unit(self):
-        return "step" if self.kind == "sgd" else "call"
+        return {"sgd": "step", "gemm": "5 GEMMs"}.get(self.kind, "call")
+
+    @property
+    def compiled(self):
+        """This workload's key in COMPILED and COMPILED_PARALLEL."""
+        return self.key if self.kind == "gemm" else self.family
 
     def params0(self):
         """The initial parameters of an SGD workload, as a list of float64 arrays."""
@@ -117,8 +154,9 @@ class Workload:
         return [p.copy() for p in self.data["params0"]]
 
     def reference(self):
-        """The reference result: the gradient (a list of arrays) for a "grad" workload;
-        for an "sgd" one, the parameters after one step and after `steps` steps."""
+        """The reference result: the gradient (a list of arrays) for a "grad" workload,
+        the products for a "gemm" one; for an "sgd" one, the parameters after one step
+        and after `steps` steps."""
         if "_reference" not in self.data:
             self.data["_reference"] = _reference(self)
         return self.data["_reference"]
@@ -128,6 +166,8 @@ def _reference(wl):
     from benchmarks import hand_numpy as hn
 
     d = wl.data
+    if wl.kind == "gemm":
+        return hn.gemms(*d["ops"])
     if wl.family == "W1":
         return [np.float64(hn.quadratic_grad(d["x"]))]
     if wl.family == "W2":
@@ -137,7 +177,8 @@ def _reference(wl):
         return [hn.rosenbrock_grad(d["x"])]
     if wl.family == "W6":
         return [np.float64(hn.cube_d2(d["x"]))]
-    step = hn.logreg_step if wl.family == "W4" else hn.mlp_step
+    step = {"W4": hn.logreg_step, "W5": hn.mlp_step,
+            "W9": functools.partial(hn.mlp_step, relu=True)}[wl.family]
     labels = d["y"] if wl.family == "W4" else d["Y"]
     params = wl.params0()
     after = []
@@ -182,9 +223,30 @@ def make_workloads(tiny=False, only=None, short=False):
                         "sgd", {"X": Xb, "Y": Yb, "params0": params0, "lr": 0.1},
                         steps=steps))
     out.append(Workload("W6", "W6", "W6 d²/dx² x³ at 1", "grad", {"x": 1.0}))
+    out += _mlp_training(rng, tiny, short)
     if only:
         out = [wl for wl in out if wl.key in only or wl.family in only]
     return out
+
+
+def _mlp_training(rng, tiny, short):
+    """W9: an MLP training step at a size users train (MNIST's 784 inputs), with SGD as
+    W5, and W9-gemm: the same step's five matrix products alone, on each system's BLAS."""
+    batch, d_in, hidden, classes, steps = \
+        (8, 12, 6, 3, 3) if tiny else (512, 784, 256, 10, 3 if short else 10)
+    params0 = [rng.standard_normal((d_in, hidden)) * np.sqrt(2.0 / d_in), np.zeros(hidden),
+               rng.standard_normal((hidden, classes)) / np.sqrt(hidden), np.zeros(classes)]
+    X = rng.standard_normal((batch, d_in))
+    Y = np.eye(classes)[rng.integers(0, classes, batch)]
+    step = Workload("W9", "W9", f"W9 MLP {d_in}→{hidden}→{classes} relu, batch {batch}, SGD",
+                    "sgd", {"X": X, "Y": Y, "params0": params0, "lr": 0.1}, steps=steps)
+    H = np.maximum(X @ params0[0], 0.0)  # operands with the step's shapes and layouts
+    ops = [X, params0[0], H, params0[2], rng.standard_normal((batch, classes)),
+           rng.standard_normal((batch, hidden))]
+    flops = 2.0 * (2 * batch * d_in * hidden + 3 * batch * hidden * classes)
+    gemm = Workload("W9-gemm", "W9", f"W9's five GEMMs alone ({flops / 1e6:.3g} MFLOP)", "gemm",
+                    {"ops": ops}, flops=flops)
+    return [step, gemm]
 
 
 # ----- checking a runner -----
@@ -203,7 +265,7 @@ def _close(got, want, rtol, atol, what):
 def check(wl, runner, first=None):
     """Raises CheckFailed unless the runner reproduces the reference. `first` is the result
     of a call already made (the timed first call), so it is not repeated."""
-    if wl.kind == "grad":
+    if wl.kind in ("grad", "gemm"):
         result = runner.call() if first is None else first
         got = runner.grads(result)
         want = runner.expected if runner.expected is not None else wl.reference()
@@ -244,24 +306,23 @@ def _sgd_runner(wl, grad_fn, labels):
     return Runner(call, state=lambda: [p.copy() for p in st], reset=reset)
 
 
-def srcxform_compiled(wl):
-    d = wl.data
-    if wl.family == "W1":
+def srcxform_compiled(wl, functions=COMPILED):
+    """srcxform's compiled function for the workload, from `functions` (COMPILED or
+    COMPILED_PARALLEL)."""
+    d, f = wl.data, functions[wl.compiled]
+    if wl.kind == "gemm":
+        ops = d["ops"]
+        return Runner(lambda: f(*ops), lambda r: [np.asarray(t) for t in r])
+    if wl.family in ("W1", "W3", "W6"):
         x = d["x"]
-        return Runner(lambda: QUADRATIC.grad(x), lambda g: [g])
+        return Runner(lambda: f.grad(x), lambda g: [g])
     if wl.family == "W2":
         x, z = d["x"], d["z"]
-        return Runner(lambda: SEED_SUM.grad(x, z), list)
-    if wl.family == "W3":
-        x = d["x"]
-        return Runner(lambda: ROSENBROCK.grad(x), lambda g: [g])
+        return Runner(lambda: f.grad(x, z), list)
     if wl.family == "W4":
-        return _sgd_runner(wl, lambda st, X, y: LOGREG.grad(st[0], st[1], X, y), d["y"])
-    if wl.family == "W5":
-        return _sgd_runner(wl, lambda st, X, Y: MLP.grad(st, X, Y), d["Y"])
-    if wl.family == "W6":
-        x = d["x"]
-        return Runner(lambda: CUBE_D2.grad(x), lambda g: [g])
+        return _sgd_runner(wl, lambda st, X, y: f.grad(st[0], st[1], X, y), d["y"])
+    if wl.family in ("W5", "W9"):
+        return _sgd_runner(wl, lambda st, X, Y: f.grad(st, X, Y), d["Y"])
     return None
 
 
@@ -275,11 +336,9 @@ def srcxform_forward(wl):
     return Runner(lambda: ROSENBROCK(x), lambda v: [v], expected=[hn.rosenbrock(x)])
 
 
-def srcxform_parallel(wl):
-    if wl.key != "W3-1e6":
-        return None
-    x = wl.data["x"]
-    return Runner(lambda: ROSENBROCK_PARALLEL.grad(x), lambda g: [g])
+def srcxform_serial_kernel(wl):
+    """In the all-cores table, W3 n=1e6 without parallel=True: parallel's speedup."""
+    return srcxform_compiled(wl) if wl.key == "W3-1e6" else None
 
 
 def srcxform_train_step(wl):
@@ -300,13 +359,14 @@ def srcxform_train_step(wl):
             return loss
 
         labels = d["y"]
-    elif wl.family == "W5":
+    elif wl.family in ("W5", "W9") and wl.kind == "sgd":
         variables = [tf.Variable(p.copy()) for p in d["params0"]]
+        activation = tf.nn.relu if wl.family == "W9" else tf.tanh
 
         def train_step(X, Y, lr):
             with tf.GradientTape() as tape:
                 W1, b1, W2, b2 = variables
-                h = tf.tanh(X @ W1 + b1)
+                h = activation(X @ W1 + b1)
                 logits = h @ W2 + b2
                 loss = tf.reduce_mean(
                     tf.nn.softmax_cross_entropy_with_logits(labels=Y, logits=logits))
@@ -378,9 +438,9 @@ def srcxform_eager(wl):
     d = wl.data
     if wl.family in ("W1", "W2", "W3", "W6"):
         return tape_runner(tf, wl)
-    if wl.family in ("W4", "W5"):
+    if wl.family in ("W4", "W5", "W9") and wl.kind == "sgd":
         variables = [tf.Variable(p) for p in wl.params0()]
-        loss_fn = logreg if wl.family == "W4" else mlp
+        loss_fn = {"W4": logreg, "W5": mlp, "W9": mlp_relu}[wl.family]
         labels = d["y"] if wl.family == "W4" else d["Y"]
         X, lr = d["X"], d["lr"]
 
@@ -413,16 +473,26 @@ class System:
     requires: str | None = None  # the module whose absence skips it
 
 
-def systems():
+def systems(table=threads.SERIAL):
+    """The systems of one table. Serial: srcxform's kernels as compiled by default, with
+    its variants beside them. All cores: srcxform compiled with parallel=True (and its
+    serial kernel where parallel's speedup is a target); the others as in serial, each
+    library left to its own thread pools."""
     from benchmarks import hand_numba, hand_numpy, peers
 
-    return [
-        System("hand Numba", hand_numba.build),
-        System("srcxform compiled", srcxform_compiled),
-        System("srcxform compiled, train step", srcxform_train_step, aux=True),
-        System("srcxform compiled, nested tapes", srcxform_nested_tapes, aux=True),
-        System("srcxform compiled, parallel", srcxform_parallel, aux=True),
-        System("srcxform compiled, forward only", srcxform_forward, aux=True),
-        System("srcxform eager", srcxform_eager),
-        System("hand NumPy", hand_numpy.build),
-    ] + peers.systems()
+    if table == threads.SERIAL:
+        compiled = [
+            System("srcxform compiled", srcxform_compiled),
+            System("srcxform compiled, train step", srcxform_train_step, aux=True),
+            System("srcxform compiled, nested tapes", srcxform_nested_tapes, aux=True),
+            System("srcxform compiled, forward only", srcxform_forward, aux=True),
+        ]
+    else:
+        compiled = [
+            System("srcxform compiled",
+                   functools.partial(srcxform_compiled, functions=COMPILED_PARALLEL)),
+            System("srcxform compiled, serial kernel", srcxform_serial_kernel, aux=True),
+        ]
+    return [System("hand Numba", hand_numba.build), *compiled,
+            System("srcxform eager", srcxform_eager),
+            System("hand NumPy", hand_numpy.build)] + peers.systems()

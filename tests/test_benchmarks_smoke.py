@@ -3,6 +3,8 @@ finite differences, and every system (peers skipped when not installed) reproduc
 
 import os
 import sys
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("SRCXFORM_BENCH_NUMBA_CACHE", "1")  # the hand kernels, between runs
 
 from benchmarks import hand_numpy as hn
-from benchmarks import peers, workloads
+from benchmarks import peers, threads, workloads
 
 WORKLOADS = workloads.make_workloads(tiny=True)
 SYSTEMS = workloads.systems()
@@ -32,6 +34,10 @@ def _fd(f, x, h=1e-6):
 
 def _fd_reference(wl):
     d = wl.data
+    if wl.kind == "gemm":  # no derivative here: each product summed term by term
+        X, W1, H, W2, D, DA = d["ops"]
+        return [np.einsum("ik,kj->ij", *pair) for pair in
+                ((X, W1), (H, W2), (H.T, D), (D, W2.T), (X.T, DA))]
     if wl.family == "W1":
         return [_fd(hn.quadratic, d["x"])]
     if wl.family == "W2":
@@ -47,7 +53,7 @@ def _fd_reference(wl):
             return hn.logreg_loss(p[0], p[1], d["X"], d["y"])
     else:
         def loss(p):
-            return hn.mlp_loss(p, d["X"], d["Y"])
+            return hn.mlp_loss(p, d["X"], d["Y"], relu=wl.family == "W9")
     grads = []
     for k in range(len(params)):
         def partial(v, k=k):
@@ -59,15 +65,22 @@ def _fd_reference(wl):
 
 @pytest.mark.parametrize("wl", WORKLOADS, ids=[wl.key for wl in WORKLOADS])
 def test_reference_matches_finite_differences(wl):
-    want = wl.reference() if wl.kind == "grad" else wl.reference()[0]
+    want = wl.reference()[0] if wl.kind == "sgd" else wl.reference()
     for got, fd in zip(want, _fd_reference(wl)):
         np.testing.assert_allclose(got, fd, rtol=1e-5, atol=1e-6)
 
 
-CASES = [(wl, s) for wl in WORKLOADS for s in SYSTEMS]
+# The all-cores table's srcxform kernels (parallel=True) where they have loops to split:
+# W3's and the MLP's (compiling parallel=True for every workload would double the test).
+PARALLEL = [s for s in workloads.systems(threads.ALL_CORES)
+            if s.name.startswith("srcxform compiled")]
+CASES = ([(wl, s, s.name) for wl in WORKLOADS for s in SYSTEMS]
+         + [(wl, s, f"{s.name} (all cores)") for wl in WORKLOADS for s in PARALLEL
+            if wl.family in ("W3", "W9")])
 
 
-@pytest.mark.parametrize("wl,system", CASES, ids=[f"{wl.key}-{s.name}" for wl, s in CASES])
+@pytest.mark.parametrize("wl,system", [c[:2] for c in CASES],
+                         ids=[f"{wl.key}-{name}" for wl, _, name in CASES])
 def test_system_matches_reference(wl, system):
     if system.requires and not peers.available()[system.requires]:
         pytest.skip(f"{system.requires} is not installed (pip install -e '.[bench]')")
@@ -75,3 +88,93 @@ def test_system_matches_reference(wl, system):
     if runner is None:
         pytest.skip(f"{system.name} does not run {wl.key}")
     workloads.check(wl, runner)
+
+
+# ----- the harness: pinning, measured threads, both tables -----
+
+
+def test_pin_moves_threads_that_already_run():
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        pytest.skip("one core: pinning to it changes nothing")
+    started, release, tid = threading.Event(), threading.Event(), []
+
+    def wait():
+        tid.append(threading.get_native_id())
+        started.set()
+        release.wait()
+
+    worker = threading.Thread(target=wait)
+    worker.start()
+    started.wait()
+    try:
+        threads.pin({allowed[-1]})
+        assert os.sched_getaffinity(tid[0]) == {allowed[-1]}
+        assert threads.affinity() == [allowed[-1]]
+    finally:
+        threads.pin(set(allowed))
+        release.set()
+        worker.join()
+    assert threads.affinity() == allowed
+
+
+def _burn(seconds):
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_meter_counts_the_threads_that_ran(workers):
+    """Workers burn CPU while the measuring thread waits: only they count."""
+    burnt, release, tids = threading.Barrier(workers + 1), threading.Event(), []
+
+    def work():
+        tids.append(threading.get_native_id())
+        _burn(0.1)
+        burnt.wait()
+        release.wait()  # alive until the snapshot after the block has read its clock
+
+    pool = [threading.Thread(target=work) for _ in range(workers)]
+    meter = threads.CpuMeter()
+    before, t0 = threads.snapshot(), time.perf_counter_ns()
+    for t in pool:
+        t.start()
+    burnt.wait()
+    wall = time.perf_counter_ns() - t0
+    meter.add(before, threads.snapshot(), wall)
+    release.set()
+    for t in pool:
+        t.join()
+    assert meter.threads() == workers
+    for tid in tids:
+        assert meter.cpu[tid] >= 0.1e9 * 0.9  # each worker's own clock, not the wall's
+    assert 0.0 < meter.cores_busy() <= workers + 0.1
+
+
+def test_harness_writes_both_tables_with_threads():
+    """One tiny workload through the timing loop of each table, then the report."""
+    from benchmarks import run
+
+    wl = next(w for w in WORKLOADS if w.key == "W1")
+    config = {"rounds": 2, "block_ms": 0.2, "warm_calls": 1}
+    tables = {}
+    for table in run.TABLES:
+        systems = [s for s in workloads.systems(table)
+                   if s.name in ("hand Numba", "srcxform compiled")]
+        result = run.bench_workload(wl, systems, {}, config)
+        for row in result["rows"]:
+            assert row["status"] == "ok", row
+            assert row["threads"] >= 1 and row["median_ns"] > 0
+        tables[table] = {"meta": {"affinity": threads.affinity(), "harness_ns": 50.0,
+                                  "blas_threads": "?", "numba_threads": 1},
+                         "workloads": [result]}
+    report = {"meta": {"date": "-", "mode": "test", "cpu": "-", "cores": 2, "python": "-",
+                       "versions": {}, "skipped": []},
+              "tables": tables, "recompile": None, "first_call": None}
+    report["targets"] = run.evaluate_targets(tables, None, None)
+    text = run.markdown(report)
+    for title in run.TABLE_TITLES.values():
+        assert f"## {title}" in text
+    assert text.count(" thr |") >= 2 * len(run.TABLES)
+    assert {t["table"] for t in report["targets"]} == {threads.SERIAL}
