@@ -1,11 +1,19 @@
-"""Neural-network ops: softmax, log_softmax and the cross-entropies, as composites.
+"""Neural-network ops: softmax, log_softmax, the cross-entropies and the activations,
+as composites.
 
-Each subtracts the (gradient-stopped) max or uses softplus, so inputs of 1000 give
-finite values and gradients.
+The softmax family subtracts the (gradient-stopped) max or uses softplus, so inputs of
+1000 give finite values and gradients.
 """
 
+import numpy as np
+
 from srcxform.errors import shape_error
-from srcxform.ops.elementwise import cast, exp, log, multiply, softplus, stop_gradient
+
+from srcxform.ops.elementwise import (
+    abs, cast, exp, expm1, greater, less, log, multiply, sigmoid, softplus, stop_gradient, tanh,
+    where,
+)
+from srcxform.ops.mathfuncs import erf
 from srcxform.ops.reduce import reduce_max, reduce_sum
 from srcxform.tensor import as_value
 
@@ -59,3 +67,65 @@ def _labels(labels, logits, op):
     float32 logits float64)."""
     z = as_value(labels, op)
     return z if z.dtype.kind == "f" else cast(z, logits.dtype)
+
+
+# ----- activations: composites, whose gradients are TensorFlow's kernels' -----
+
+_SELU_SCALE = 1.0507009873554804934193349852946
+_SELU_SCALE_ALPHA = 1.7580993408473768599402175208123  # scale * alpha, as its kernel
+
+
+def gelu(features, approximate=False, name=None):
+    """x * P(X <= x) for a standard normal X (tf.nn.gelu): 0.5 x (1 + erf(x / sqrt(2))),
+    or with approximate=True the tanh form 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x**3)))."""
+    x = as_value(features, "gelu")
+    if approximate:
+        inner = 0.7978845608028654 * (x + 0.044715 * (x * x * x))
+        return 0.5 * x * (1.0 + tanh(inner))
+    return 0.5 * x * (1.0 + erf(x / 1.4142135623730951))
+
+
+def elu(features, name=None, *, alpha=1.0):
+    """x where x >= 0, else alpha * (exp(x) - 1) (tf.nn.elu; `alpha` is Keras's); its
+    gradient at 0 is 1, as TensorFlow's EluGrad."""
+    x = as_value(features, "elu")
+    return where(less(x, 0), alpha * expm1(x), x)
+
+
+def selu(features, name=None):
+    """scale * elu(x, alpha) with the self-normalizing constants (tf.nn.selu)."""
+    x = as_value(features, "selu")
+    return where(less(x, 0), _SELU_SCALE_ALPHA * expm1(x), _SELU_SCALE * x)
+
+
+def leaky_relu(features, alpha=0.2, name=None, *, negative_slope=None):
+    """x where x > 0, else alpha * x (tf.nn.leaky_relu; `negative_slope` is Keras's name
+    for alpha). Integers are cast to float32 first, as TensorFlow does. TensorFlow keeps
+    alpha as a float32 attribute, so its float64 result at -2 with alpha 0.2 is
+    -0.4000000059604645; here alpha is taken in the input's dtype."""
+    if negative_slope is not None:
+        alpha = negative_slope
+    x = as_value(features, "leaky_relu")
+    if x.dtype.kind in "iu":
+        x = cast(x, np.float32)
+    return where(greater(x, 0), x, alpha * x)
+
+
+def silu(features, beta=1.0, name=None):
+    """x * sigmoid(beta * x) (tf.nn.silu, also tf.nn.swish)."""
+    x = as_value(features, "silu")
+    return x * sigmoid(beta * x)
+
+
+swish = silu
+
+
+def log_sigmoid(x, name=None):
+    """log(sigmoid(x)), as -softplus(-x) so that it stays finite (tf.math.log_sigmoid)."""
+    return -softplus(-as_value(x, "log_sigmoid"))
+
+
+def softsign(features, name=None):
+    """x / (1 + |x|) (tf.nn.softsign)."""
+    x = as_value(features, "softsign")
+    return x / (1 + abs(x))
