@@ -1,4 +1,5 @@
-"""Digamma and the polygamma functions for generated code: Numba has no scalar digamma.
+"""Special functions for generated code: erf, erfc and lgamma (C's, as Python's math
+module has them), and digamma and the polygamma functions, which Numba has not.
 
 `polygamma(n, x)` is the n-th derivative of digamma (n = 0 is digamma itself). x is
 shifted up by the recurrence psi_n(x) = psi_n(x + 1) - (-1)**n n! / x**(n + 1) until it is
@@ -70,3 +71,20 @@ def polygamma(n, x):
         s = math.sin(math.pi * t)
         return math.pi * math.pi / (s * s) - polygamma_positive(1, 1 - t)
     return polygamma_positive(n, t)
+
+
+# Generated code imports only NumPy and srcxform's runtime modules, so C's functions that
+# NumPy has no ufunc for are called through these.
+@helper
+def erf(x):
+    return math.erf(x)
+
+
+@helper
+def erfc(x):
+    return math.erfc(x)
+
+
+@helper
+def lgamma(x):
+    return math.lgamma(x)

@@ -3,8 +3,8 @@ rsqrt, xlogy, the error function and the gamma family (primitives), and log2, lo
 and squared_difference (composites).
 
 Each VJP is TensorFlow's gradient (its math_grad.py), written in srcxform ops. Templates
-use NumPy's scalar functions where Numba has them and math's where NumPy has none (erf,
-lgamma); polygamma calls srcxform.specfun in compiled code and SciPy's eagerly.
+use NumPy's scalar functions where NumPy has them, and srcxform.specfun's where it has
+none (erf, lgamma, polygamma); eager evaluation uses SciPy's.
 """
 
 import math
@@ -55,9 +55,9 @@ def _xlogy_vjp(g, out, x, y):
     return g * xlogy(nonzero, y), g * where(zero, 0, x / where(zero, 1, y))
 
 
-erf_p = elementwise("erf", scipy.special.erf, "math.erf(x)", kinds="f",
+erf_p = elementwise("erf", scipy.special.erf, "specfun.erf(x)", kinds="f",
                     vjp=lambda g, out, x: (g * _TWO_OVER_SQRT_PI * exp(-x * x),))
-erfc_p = elementwise("erfc", scipy.special.erfc, "math.erfc(x)", kinds="f",
+erfc_p = elementwise("erfc", scipy.special.erfc, "specfun.erfc(x)", kinds="f",
                      vjp=lambda g, out, x: (-g * _TWO_OVER_SQRT_PI * exp(-x * x),))
 atan_p = elementwise("atan", np.arctan, "np.arctan(x)", kinds="f",
                      vjp=lambda g, out, x: (g / (1 + x * x),))
@@ -84,7 +84,7 @@ rsqrt_p = elementwise("rsqrt", lambda x: 1 / np.sqrt(x), "1 / np.sqrt(x)", kinds
 # 0 wherever x is 0, whatever y is (+0: x - x is +0 for -0 too).
 xlogy_p = elementwise("xlogy", lambda x, y: np.where(x == 0, 0, x * np.log(y)),
                       "x - x if x == 0 else x * np.log(y)", kinds="f", vjp=_xlogy_vjp)
-lgamma_p = elementwise("lgamma", _lgamma, "math.lgamma(x)", kinds="f",
+lgamma_p = elementwise("lgamma", _lgamma, "specfun.lgamma(x)", kinds="f",
                        vjp=lambda g, out, x: (g * digamma(x),))
 # The n-th derivative of digamma; n = 0 is digamma.
 polygamma_p = primitive("polygamma", "elementwise", _polygamma, _polygamma_shape,
