@@ -213,6 +213,43 @@ SAMPLES = {
     "ceil": unary("ceil", tf.math.ceil),
     "round": unary("round", tf.round),
     "stop_gradient": unary("stop_gradient", tf.stop_gradient),
+    "identity": [Row("identity", ((3, 4),), op=tf.identity)],
+    # ----- tf.math's inverse trigonometric, hyperbolic and special functions -----
+    "erf": [Row("erf", ((3, 4),), op=tf.math.erf)],
+    "erfc": [Row("erfc", ((3, 4),), op=tf.math.erfc)],
+    "atan": [Row("atan", ((3, 4),), op=tf.math.atan)],
+    "atan2": [Row("atan2", shapes, (NONZERO, NONZERO), op=tf.math.atan2, label=label)
+              for label, shapes in (("same", ((3, 4), (3, 4))), ("col-row", ((3, 1), (1, 4))))],
+    "asin": [Row("asin", ((3, 4),), (uniform(-0.9, 0.9),), op=tf.math.asin)],
+    "acos": [Row("acos", ((3, 4),), (uniform(-0.9, 0.9),), op=tf.math.acos)],
+    "sinh": [Row("sinh", ((3, 4),), op=tf.math.sinh)],
+    "cosh": [Row("cosh", ((3, 4),), op=tf.math.cosh)],
+    "asinh": [Row("asinh", ((3, 4),), op=tf.math.asinh)],
+    "acosh": [Row("acosh", ((3, 4),), (uniform(1.2, 3.0),), op=tf.math.acosh)],
+    "atanh": [Row("atanh", ((3, 4),), (uniform(-0.9, 0.9),), op=tf.math.atanh)],
+    "rsqrt": [Row("rsqrt", ((3, 4),), (POSITIVE,), op=tf.math.rsqrt)],
+    # (At x = 0 its x-gradient is 0, TensorFlow's, not log(y): tests/test_math_ops.py.)
+    "xlogy": [Row("xlogy", ((3, 4), (3, 4)), (ANY, POSITIVE), op=tf.math.xlogy)],
+    "lgamma": [Row("lgamma", ((3, 4),), (uniform(0.2, 4.0),), op=tf.math.lgamma),
+               Row("lgamma", ((3, 4),), (uniform(-2.9, -2.1),), op=tf.math.lgamma,
+                   label="negative")],
+    # digamma is polygamma of order 0; its gradient is order 1, and so on.
+    "polygamma": [Row("polygamma", ((3, 4),), (uniform(0.2, 4.0),), op=tf.math.digamma,
+                      label="digamma"),
+                  Row("polygamma", ((3, 4),), (uniform(-1.9, -1.1),), op=tf.math.digamma,
+                      label="digamma-negative"),
+                  Row("polygamma", ((3, 4),), (uniform(0.5, 3.0),), params={"a": 1},
+                      op=lambda x, a: tf.math.polygamma(a, x), label="trigamma")],
+    # ----- running sums and products -----
+    "cumsum": [Row("cumsum", ((3, 4),), params={"axis": 1}, op=tf.math.cumsum),
+               Row("cumsum", ((2, 3, 4),), params={"axis": 1, "exclusive": True,
+                                                   "reverse": True},
+                   op=tf.math.cumsum, label="exclusive-reverse")],
+    "cumprod": [Row("cumprod", ((3, 4),), (NONZERO,), params={"axis": -1}, op=tf.math.cumprod),
+                Row("cumprod", ((3, 4),), (NONZERO,), params={"exclusive": True},
+                    op=tf.math.cumprod, label="exclusive"),
+                Row("cumprod", ((3, 4),), (NONZERO,), params={"axis": 1, "reverse": True},
+                    op=tf.math.cumprod, label="reverse")],
     # ----- selection and casting -----
     "where": [Row("where", shapes, (boolean, ANY, ANY), op=tf.where, label=label)
               for label, shapes in {"same": ((3, 4),) * 3,
@@ -292,4 +329,16 @@ COMPOSITES = [
     Row("gather", ((3, 5), (4,)), (ANY, constant([4, 0, 4, 1])), params={"axis": 1},
         op=tf.gather, label="axis1"),
     Row("getitem", ((3, 5),), op=lambda x: x[:, np.array([4, 0, 4])], label="array-index"),
+    Row("squared_difference", ((3, 1), (1, 4)), op=tf.math.squared_difference),
+    Row("log2-log10-exp2", ((3, 4),), (POSITIVE,),
+        op=lambda x: tf.stack([tf.math.log2(x), tf.math.log10(x), tf.math.exp2(x)])),
+    Row("reduce_variance", ((2, 3, 4),), params={"axis": (0, 2)}, op=tf.math.reduce_variance),
+    Row("reduce_std", ((3, 4),), params={"axis": -1, "keepdims": True},
+        op=tf.math.reduce_std),
+    Row("reduce_euclidean_norm", ((3, 4),), op=tf.math.reduce_euclidean_norm),
+    # The activations, stacked: one kernel; the random output weight checks each apart.
+    Row("activations", ((3, 4),), (NONZERO,), op=lambda x: tf.stack([
+        tf.nn.gelu(x), tf.nn.gelu(x, approximate=True), tf.nn.elu(x), tf.nn.selu(x),
+        tf.nn.leaky_relu(x, alpha=0.3), tf.nn.silu(x), tf.nn.swish(x, beta=1.5),
+        tf.nn.log_sigmoid(x), tf.nn.softsign(x)])),
 ]
