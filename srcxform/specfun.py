@@ -11,8 +11,6 @@ generated code; eager evaluation uses SciPy's (srcxform.ops.mathfuncs).
 
 import math
 
-import numpy as np
-
 from srcxform.numba_cache import helper
 
 # B_2k / (2k)! for k = 1 .. 8 (Bernoulli numbers over factorials), and B_2k / 2k.

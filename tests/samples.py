@@ -240,6 +240,10 @@ SAMPLES = {
                       label="digamma-negative"),
                   Row("polygamma", ((3, 4),), (uniform(0.5, 3.0),), params={"a": 1},
                       op=lambda x, a: tf.math.polygamma(a, x), label="trigamma")],
+    "leaky_relu": [Row("leaky_relu", ((3, 4),), (NONZERO,), params={"alpha": 0.3},
+                       op=tf.nn.leaky_relu)],
+    "leaky_relu_grad": [Row("leaky_relu_grad", ((3, 4), (3, 4)), (ANY, NONZERO),
+                            params={"alpha": 0.3})],
     # ----- running sums and products -----
     "cumsum": [Row("cumsum", ((3, 4),), params={"axis": 1}, op=tf.math.cumsum),
                Row("cumsum", ((2, 3, 4),), params={"axis": 1, "exclusive": True,

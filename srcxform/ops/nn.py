@@ -1,5 +1,5 @@
 """Neural-network ops: softmax, log_softmax, the cross-entropies and the activations,
-as composites.
+composites but for leaky_relu.
 
 The softmax family subtracts the (gradient-stopped) max or uses softplus, so inputs of
 1000 give finite values and gradients.
@@ -7,14 +7,17 @@ The softmax family subtracts the (gradient-stopped) max or uses softplus, so inp
 
 import numpy as np
 
+from srcxform.aval import Aval, broadcast_shapes
+from srcxform.dtypes import promote
 from srcxform.errors import shape_error
 
 from srcxform.ops.elementwise import (
-    abs, cast, exp, expm1, greater, less, log, multiply, sigmoid, softplus, stop_gradient, tanh,
-    where,
+    abs, cast, exp, expm1, less, log, multiply, sigmoid, softplus, stop_gradient, tanh, where,
 )
+from srcxform.ops.creation import zeros_like
 from srcxform.ops.mathfuncs import erf
 from srcxform.ops.reduce import reduce_max, reduce_sum
+from srcxform.primitive import primitive
 from srcxform.tensor import as_value
 
 
@@ -69,7 +72,31 @@ def _labels(labels, logits, op):
     return z if z.dtype.kind == "f" else cast(z, logits.dtype)
 
 
-# ----- activations: composites, whose gradients are TensorFlow's kernels' -----
+# ----- activations -----
+
+
+def _float_shape(*avals):
+    dtype, weak = promote(avals)
+    if dtype.kind != "f":
+        raise TypeError(f"expects float inputs, got {dtype.name}")
+    return Aval(broadcast_shapes(*[a.shape for a in avals]), dtype, weak)
+
+
+# leaky_relu and its gradient are primitives, as TensorFlow's LeakyRelu and LeakyReluGrad
+# kernels: the gradient's own gradient wrt x is zero (not None), so leaky_relu has a
+# second derivative, as relu has. The other activations are composites whose gradients
+# are those of TensorFlow's kernels.
+leaky_relu_p = primitive("leaky_relu", "elementwise",
+                         lambda x, alpha: np.where(x > 0, x, x * alpha),
+                         lambda x, *, alpha: _float_shape(x),
+                         "x if x > 0 else x * alpha",
+                         vjp=lambda g, out, x, *, alpha: (leaky_relu_grad(g, x, alpha),))
+leaky_relu_grad_p = primitive("leaky_relu_grad", "elementwise",
+                              lambda dy, x, alpha: np.where(x > 0, dy, dy * alpha),
+                              lambda dy, x, *, alpha: _float_shape(dy, x),
+                              "dy if x > 0 else dy * alpha",
+                              vjp=lambda g, out, dy, x, *, alpha:
+                              (leaky_relu_grad(g, x, alpha), zeros_like(x)))
 
 _SELU_SCALE = 1.0507009873554804934193349852946
 _SELU_SCALE_ALPHA = 1.7580993408473768599402175208123  # scale * alpha, as its kernel
@@ -100,15 +127,20 @@ def selu(features, name=None):
 
 def leaky_relu(features, alpha=0.2, name=None, *, negative_slope=None):
     """x where x > 0, else alpha * x (tf.nn.leaky_relu; `negative_slope` is Keras's name
-    for alpha). Integers are cast to float32 first, as TensorFlow does. TensorFlow keeps
-    alpha as a float32 attribute, so its float64 result at -2 with alpha 0.2 is
-    -0.4000000059604645; here alpha is taken in the input's dtype."""
+    for alpha); its gradient at 0 is alpha. Integers are cast to float32 first, as
+    TensorFlow does. TensorFlow keeps alpha as a float32 attribute, so its float64 result
+    at -2 with alpha 0.2 is -0.4000000059604645; here alpha is a Python float."""
     if negative_slope is not None:
         alpha = negative_slope
     x = as_value(features, "leaky_relu")
     if x.dtype.kind in "iu":
         x = cast(x, np.float32)
-    return where(greater(x, 0), x, alpha * x)
+    return leaky_relu_p.bind(x, alpha=float(alpha))
+
+
+def leaky_relu_grad(dy, x, alpha):
+    """dy where x > 0, else dy * alpha (TensorFlow's raw_ops.LeakyReluGrad)."""
+    return leaky_relu_grad_p.bind(dy, x, alpha=float(alpha))
 
 
 def silu(features, beta=1.0, name=None):
