@@ -46,7 +46,7 @@ TENSORFLOW = {
             [0.8787825789354448, 0.00013925305194674786],
             [-0.8787825789354448, 0.0008355183116804871]),
     # TensorFlow's second derivative of gelu at 0 is 0.79788454..., 2e-8 from the exact
-    # 0.79788456... (a float32 constant somewhere in its erf path).
+    # 0.79788456... (a float32 constant somewhere in its erfc gradient).
     "gelu": (tf.nn.gelu, [-2.0, -0.5, 0.0, 1.0],
              [-0.04550026759242268, -0.1542687708693288, 0.0, 0.8413447419273903],
              [-0.08523180477426104, 0.1325048806160109, 0.5, 1.0833154664465336],

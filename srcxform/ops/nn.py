@@ -15,7 +15,7 @@ from srcxform.ops.elementwise import (
     abs, cast, exp, expm1, less, log, multiply, sigmoid, softplus, stop_gradient, tanh, where,
 )
 from srcxform.ops.creation import zeros_like
-from srcxform.ops.mathfuncs import erf
+from srcxform.ops.mathfuncs import erfc
 from srcxform.ops.reduce import reduce_max, reduce_sum
 from srcxform.primitive import primitive
 from srcxform.tensor import as_value
@@ -103,13 +103,14 @@ _SELU_SCALE_ALPHA = 1.7580993408473768599402175208123  # scale * alpha, as its k
 
 
 def gelu(features, approximate=False, name=None):
-    """x * P(X <= x) for a standard normal X (tf.nn.gelu): 0.5 x (1 + erf(x / sqrt(2))),
-    or with approximate=True the tanh form 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x**3)))."""
+    """x * P(X <= x) for a standard normal X (tf.nn.gelu), computed as TensorFlow 2.21
+    does: 0.5 x erfc(-x / sqrt(2)) (accurate for negative x, where 1 + erf(x / sqrt(2))
+    cancels), or with approximate=True 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x**3)))."""
     x = as_value(features, "gelu")
     if approximate:
         inner = 0.7978845608028654 * (x + 0.044715 * (x * x * x))
         return 0.5 * x * (1.0 + tanh(inner))
-    return 0.5 * x * (1.0 + erf(x / 1.4142135623730951))
+    return 0.5 * x * erfc(-x * 0.7071067811865476)
 
 
 def elu(features, name=None, *, alpha=1.0):
