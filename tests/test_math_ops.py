@@ -45,8 +45,7 @@ TENSORFLOW = {
     "erf": (tf.math.erf, [0.5, -3.0], [0.5204998778130466, -0.9999779095030015],
             [0.8787825789354448, 0.00013925305194674786],
             [-0.8787825789354448, 0.0008355183116804871]),
-    # TensorFlow's second derivative of gelu at 0 is 0.79788454..., 2e-8 from the exact
-    # 0.79788456... (a float32 constant somewhere in its erfc gradient).
+    # gelu's are 1e-8 from the exact function's: TensorFlow's 1/sqrt(2) is float32's.
     "gelu": (tf.nn.gelu, [-2.0, -0.5, 0.0, 1.0],
              [-0.04550026759242268, -0.1542687708693288, 0.0, 0.8413447419273903],
              [-0.08523180477426104, 0.1325048806160109, 0.5, 1.0833154664465336],
@@ -86,7 +85,7 @@ def test_values_and_derivatives_match_tensorflow(name):
     f, points, *expected = TENSORFLOW[name]
     for got, want, what in zip(_derivatives(f, points), expected,
                                ("value", "first derivative", "second derivative")):
-        np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-15, err_msg=what)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15, err_msg=what)
 
 
 def test_polygamma_at_the_poles_as_tensorflow():
@@ -191,6 +190,14 @@ def test_identity_is_a_tensor_the_tape_can_watch_apart():
     snapshot = tf.identity(v)
     v.assign([5.0, 6.0])
     np.testing.assert_array_equal(snapshot.numpy(), [1.0, 2.0])
+
+
+def test_float32_constants_as_tensorflow():
+    """TensorFlow rounds leaky_relu's alpha and gelu's 1/sqrt(2) to float32."""
+    np.testing.assert_array_equal(tf.nn.leaky_relu(np.array([-2.0])).numpy(),
+                                  [-0.4000000059604645])
+    np.testing.assert_allclose(tf.nn.gelu(np.array([-0.4, 1.4])).numpy(),
+                               [-0.13783130436429833, 1.2869406720502665], rtol=1e-14)
 
 
 def test_leaky_relu_casts_integers_to_float32_and_takes_keras_name():

@@ -105,12 +105,20 @@ _SELU_SCALE_ALPHA = 1.7580993408473768599402175208123  # scale * alpha, as its k
 def gelu(features, approximate=False, name=None):
     """x * P(X <= x) for a standard normal X (tf.nn.gelu), computed as TensorFlow 2.21
     does: 0.5 x erfc(-x / sqrt(2)) (accurate for negative x, where 1 + erf(x / sqrt(2))
-    cancels), or with approximate=True 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x**3)))."""
+    cancels), or with approximate=True 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x**3))).
+    TensorFlow casts 1/sqrt(2) and 0.044715 to its float32 constants first, so float64
+    results are 1e-8 from the exact function; so are srcxform's."""
     x = as_value(features, "gelu")
     if approximate:
-        inner = 0.7978845608028654 * (x + 0.044715 * (x * x * x))
+        inner = 0.7978845608028654 * (x + _float32(0.044715) * (x * x * x))
         return 0.5 * x * (1.0 + tanh(inner))
-    return 0.5 * x * erfc(-x * 0.7071067811865476)
+    return 0.5 * x * erfc(-x * _float32(0.7071067811865476))
+
+
+def _float32(value):
+    """value rounded to float32, as TensorFlow's float attributes and float32 constants
+    cast to the input's dtype hold it."""
+    return float(np.float32(value))
 
 
 def elu(features, name=None, *, alpha=1.0):
@@ -129,19 +137,19 @@ def selu(features, name=None):
 def leaky_relu(features, alpha=0.2, name=None, *, negative_slope=None):
     """x where x > 0, else alpha * x (tf.nn.leaky_relu; `negative_slope` is Keras's name
     for alpha); its gradient at 0 is alpha. Integers are cast to float32 first, as
-    TensorFlow does. TensorFlow keeps alpha as a float32 attribute, so its float64 result
-    at -2 with alpha 0.2 is -0.4000000059604645; here alpha is a Python float."""
+    TensorFlow does. alpha is rounded to float32, as TensorFlow's attribute holds it: the
+    float64 result at -2 with alpha 0.2 is -0.4000000059604645 in both."""
     if negative_slope is not None:
         alpha = negative_slope
     x = as_value(features, "leaky_relu")
     if x.dtype.kind in "iu":
         x = cast(x, np.float32)
-    return leaky_relu_p.bind(x, alpha=float(alpha))
+    return leaky_relu_p.bind(x, alpha=_float32(alpha))
 
 
 def leaky_relu_grad(dy, x, alpha):
     """dy where x > 0, else dy * alpha (TensorFlow's raw_ops.LeakyReluGrad)."""
-    return leaky_relu_grad_p.bind(dy, x, alpha=float(alpha))
+    return leaky_relu_grad_p.bind(dy, x, alpha=_float32(alpha))
 
 
 def silu(features, beta=1.0, name=None):
