@@ -156,6 +156,8 @@ def test_cumulative_integers_and_arguments():
     assert tf.cumsum(ints, axis=1).dtype == np.int32
     np.testing.assert_array_equal(tf.math.cumprod(ints, axis=-1, exclusive=True).numpy(),
                                   [[1, 1, 2], [1, 4, 20]])
+    empty = tf.math.cumprod(tf.zeros((2, 0)), axis=1, exclusive=True, reverse=True)
+    assert empty.shape == (2, 0)
     with pytest.raises(tf.ShapeError, match="at least one axis"):
         tf.cumsum(tf.constant(2.0))
     with pytest.raises(TypeError, match="bool"):

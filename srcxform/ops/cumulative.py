@@ -20,14 +20,15 @@ def _cumulative_shape(x, *, axis, exclusive, reverse):
 
 def _cumulative_impl(ufunc):
     def impl(x, axis, exclusive, reverse):
+        x = np.moveaxis(x, axis, 0)
         if reverse:
-            x = np.flip(x, axis)
-        out = ufunc.accumulate(x, axis=axis, dtype=x.dtype)
-        if exclusive:  # shift by one along axis, starting from the identity
-            start = np.full_like(np.take(out, [0], axis), ufunc.identity)
-            out = np.concatenate([start, np.take(out, np.arange(out.shape[axis] - 1), axis)],
-                                 axis)
-        return np.flip(out, axis) if reverse else out
+            x = x[::-1]
+        out = ufunc.accumulate(x, axis=0, dtype=x.dtype)
+        if exclusive:  # shifted by one, starting from the identity
+            out = np.concatenate([np.full_like(x[:1], ufunc.identity), out[:-1]])
+        if reverse:
+            out = out[::-1]
+        return np.moveaxis(out, 0, axis)
 
     return impl
 

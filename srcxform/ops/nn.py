@@ -10,7 +10,6 @@ import numpy as np
 from srcxform.aval import Aval, broadcast_shapes
 from srcxform.dtypes import promote
 from srcxform.errors import shape_error
-
 from srcxform.ops.elementwise import (
     abs, cast, exp, expm1, less, log, multiply, sigmoid, softplus, stop_gradient, tanh, where,
 )
