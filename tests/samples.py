@@ -228,6 +228,7 @@ SAMPLES = {
     "acosh": [Row("acosh", ((3, 4),), (uniform(1.2, 3.0),), op=tf.math.acosh)],
     "atanh": [Row("atanh", ((3, 4),), (uniform(-0.9, 0.9),), op=tf.math.atanh)],
     "rsqrt": [Row("rsqrt", ((3, 4),), (POSITIVE,), op=tf.math.rsqrt)],
+    "rsqrt_grad": [Row("rsqrt_grad", ((3, 4), (3, 4)), (POSITIVE, ANY))],
     # (At x = 0 its x-gradient is 0, TensorFlow's, not log(y): tests/test_math_ops.py.)
     "xlogy": [Row("xlogy", ((3, 4), (3, 4)), (ANY, POSITIVE), op=tf.math.xlogy)],
     "lgamma": [Row("lgamma", ((3, 4),), (uniform(0.2, 4.0),), op=tf.math.lgamma),

@@ -121,6 +121,17 @@ def test_xlogy_is_zero_wherever_x_is_zero_gradients_too():
     np.testing.assert_array_equal(dy, [0.0, 0.0, inf, -2.0, 0.0, 0.0])
 
 
+def test_rsqrt_jacobian_is_zero_off_the_diagonal_where_rsqrt_is_nan():
+    """TensorFlow's RsqrtGrad is 0 wherever its incoming gradient is (found by
+    tests/tf_differential.py: -0.5 * 0 * nan**3 would be NaN)."""
+    x = tf.constant(np.array([1.5, -1.0]))
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.math.rsqrt(x)
+    jacobian = tape.jacobian(y, x).numpy()
+    np.testing.assert_allclose(jacobian, [[-0.5 * 1.5 ** -1.5, 0.0], [0.0, nan]])
+
+
 def test_atan2_takes_y_first_and_has_nan_gradients_at_the_origin():
     value, (dy, dx) = _gradients(tf.math.atan2, [0.0, 1.0, -1.0, 0.0], [0.0, 0.0, 0.0, -1.0])
     np.testing.assert_allclose(value, [0.0, np.pi / 2, -np.pi / 2, np.pi])

@@ -25,7 +25,7 @@ DOMAINS = {
     "log": (POSITIVE,), "sqrt": (POSITIVE,), "log1p": (POSITIVE,),
     "divide": (BOUNDED, POSITIVE), "pow": (POSITIVE, BOUNDED),
     "asin": (HALF,), "acos": (HALF,), "atanh": (HALF,), "acosh": (ABOVE_ONE,),
-    "rsqrt": (POSITIVE,), "lgamma": (POSITIVE,), "xlogy": (BOUNDED, POSITIVE),
+    "rsqrt": (POSITIVE,), "rsqrt_grad": (POSITIVE, BOUNDED), "lgamma": (POSITIVE,), "xlogy": (BOUNDED, POSITIVE),
     "atan2": (BOUNDED, POSITIVE),
 }
 # Ops that keep values small whatever their inputs: no squashing needed.

@@ -78,9 +78,15 @@ acosh_p = elementwise("acosh", np.arccosh, "np.arccosh(x)", kinds="f",
                       vjp=lambda g, out, x: (g / sinh(out),))
 atanh_p = elementwise("atanh", np.arctanh, "np.arctanh(x)", kinds="f",
                       vjp=lambda g, out, x: (g / (1 - x * x),))
-# TensorFlow's RsqrtGrad: dy * -0.5 * y**3.
 rsqrt_p = elementwise("rsqrt", lambda x: 1 / np.sqrt(x), "1 / np.sqrt(x)", kinds="f",
-                      vjp=lambda g, out, x: (-0.5 * g * out * out * out,))
+                      vjp=lambda g, out, x: (rsqrt_grad(out, g),))
+# rsqrt's VJP, TensorFlow's RsqrtGrad: -0.5 dy y**3, and 0 wherever dy is 0 (as
+# sqrt_grad), so a Jacobian's zero rows stay 0 where y is NaN or inf. Its own VJP is
+# TensorFlow's RsqrtGradGrad.
+rsqrt_grad_p = elementwise(
+    "rsqrt_grad", lambda y, dy: np.where(dy == 0, 0, -0.5 * dy * (y * y * y)),
+    "dy - dy if dy == 0 else -0.5 * dy * (y * y * y)", kinds="f",
+    vjp=lambda g, out, y, dy: (-1.5 * g * dy * (y * y), rsqrt_grad(y, g)))
 # 0 wherever x is 0, whatever y is (+0: x - x is +0 for -0 too).
 xlogy_p = elementwise("xlogy", lambda x, y: np.where(x == 0, 0, x * np.log(y)),
                       "x - x if x == 0 else x * np.log(y)", kinds="f", vjp=_xlogy_vjp)
@@ -145,6 +151,11 @@ def atanh(x, name=None):
 def rsqrt(x, name=None):
     """1 / sqrt(x) (tf.math.rsqrt)."""
     return rsqrt_p.bind(x)
+
+
+def rsqrt_grad(y, dy, name=None):
+    """rsqrt's gradient -0.5 dy y**3, 0 where dy is 0 (TensorFlow's raw_ops.RsqrtGrad)."""
+    return rsqrt_grad_p.bind(y, dy)
 
 
 def xlogy(x, y, name=None):
