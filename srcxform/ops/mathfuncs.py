@@ -13,9 +13,7 @@ import numpy as np
 import scipy.special
 
 from srcxform.aval import Aval
-from srcxform.ops.elementwise import (
-    cast, equal, exp, log, not_equal, pow, sqrt, subtract, where,
-)
+from srcxform.ops.elementwise import cast, equal, exp, log, not_equal, pow, sqrt, subtract, where
 from srcxform.primitive import elementwise, primitive
 from srcxform.tensor import Tensor
 
