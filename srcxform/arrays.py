@@ -47,3 +47,32 @@ def scatter_add(g, indices, size):
     for k in range(indices.shape[0]):
         out[indices[k]] += g[k]
     return out
+
+
+@helper
+def cumulative(x, axis, product, exclusive, reverse):
+    """The running sum (or product) of x along `axis`, TensorFlow's cumsum and cumprod:
+    `exclusive` leaves each element out of its own total, `reverse` runs from the end.
+    Works on x seen as (before, along, after), so one function serves every rank."""
+    shape = x.shape
+    before, after = 1, 1
+    for i in range(x.ndim):
+        if i < axis:
+            before *= shape[i]
+        elif i > axis:
+            after *= shape[i]
+    n = shape[axis]
+    flat = np.ascontiguousarray(x).reshape((before, n, after))
+    out = np.empty_like(flat)
+    start = np.ones(1, flat.dtype)[0] if product else np.zeros(1, flat.dtype)[0]
+    for a in range(before):
+        for c in range(after):
+            total = start
+            for k in range(n):
+                j = n - 1 - k if reverse else k
+                if exclusive:
+                    out[a, j, c] = total
+                total = total * flat[a, j, c] if product else total + flat[a, j, c]
+                if not exclusive:
+                    out[a, j, c] = total
+    return out.reshape(shape)

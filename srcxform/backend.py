@@ -206,7 +206,7 @@ def _warn(message):
 
 
 # The modules generated code may import (`from srcxform import blas`).
-RUNTIME = ("arrays", "blas", "vecmath")
+RUNTIME = ("arrays", "blas", "specfun", "vecmath")
 
 
 @functools.cache

@@ -4,3 +4,8 @@ from srcxform.ops import (  # noqa: F401
     log_softmax, relu, sigmoid, sigmoid_cross_entropy_with_logits, softmax,
     softmax_cross_entropy_with_logits, softplus, tanh,
 )
+from srcxform.ops.nn import (  # noqa: F401
+    elu, gelu, leaky_relu, selu, silu, softsign, swish,
+)
+# Keras's name (keras.activations.log_sigmoid); TensorFlow's is tf.math.log_sigmoid.
+from srcxform.ops.nn import log_sigmoid  # noqa: F401

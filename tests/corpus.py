@@ -552,6 +552,29 @@ def elementwise_trig_soup(x):
                          + tf.pow(x * x + 1.0, 0.3))
 
 
+@case(_uniform(0.3, 2.0, 3, 4), _away(3, 4, points=(0.0,)), wrt=(0, 1))
+def special_functions_soup(p, x):
+    """tf.math's special and inverse functions, the gamma family at positive p."""
+    s = 0.8 * tf.tanh(x)  # in (-1, 1)
+    y = (tf.math.erf(x) * tf.math.erfc(0.5 * x) + tf.math.atan2(x, p) + tf.math.atan(x)
+         + tf.math.asin(s) * tf.math.acos(s) + tf.math.atanh(s) + tf.math.sinh(0.5 * x)
+         + tf.math.cosh(0.5 * x) + tf.math.asinh(x) + tf.math.acosh(1.0 + p)
+         + tf.math.rsqrt(p) + tf.math.xlogy(x, p) + tf.math.lgamma(p) * tf.math.digamma(p + 1.0)
+         + tf.math.log2(p) + tf.math.log10(p) + tf.math.exp2(0.5 * x))
+    return tf.reduce_sum(y * tf.math.squared_difference(x, 0.5))
+
+
+@case(_away(3, 4, points=(0.0,)), _uniform(0.5, 1.5, 3, 4), wrt=(0, 1))
+def activations_and_running_totals(x, w):
+    """tf.nn's activations, cumsum and cumprod (exclusive, reversed), and moments."""
+    h = (tf.nn.gelu(x) + tf.nn.gelu(x, approximate=True) + tf.nn.elu(x) + tf.nn.selu(x)
+         + tf.nn.leaky_relu(x) + tf.nn.silu(x) + tf.nn.log_sigmoid(x) + tf.nn.softsign(x))
+    running = tf.math.cumsum(h * w, axis=1, exclusive=True) + tf.math.cumprod(w, reverse=True)
+    return (tf.reduce_sum(running * tf.identity(h)) + tf.math.reduce_std(h, axis=0)[1]
+            + tf.reduce_sum(tf.math.reduce_variance(w, axis=1))
+            + tf.math.reduce_euclidean_norm(x))
+
+
 # ----- gradient control -----
 
 

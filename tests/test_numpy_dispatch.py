@@ -52,6 +52,18 @@ UFUNCS = [
     case(np.remainder, tf.math.floormod, (2, 3), (3,), domain=("frac", "big"), id="remainder"),
     case(np.mod, tf.math.mod, (3,), (3,), domain=("frac", "big"), id="mod"),
     case(lambda x: np.maximum(x, 0.0), tf.relu, (2, 3), id="maximum-scalar"),
+    case(np.arctan, tf.math.atan, (2, 3), id="arctan"),
+    case(np.arctan2, tf.math.atan2, (2, 3), (3,), domain=("any", "pos"), id="arctan2"),
+    case(np.arcsin, tf.math.asin, (2, 3), domain="frac", id="arcsin"),
+    case(np.arccos, tf.math.acos, (2, 3), domain="frac", id="arccos"),
+    case(np.sinh, tf.math.sinh, (2, 3), id="sinh"),
+    case(np.cosh, tf.math.cosh, (2, 3), id="cosh"),
+    case(np.arcsinh, tf.math.asinh, (2, 3), id="arcsinh"),
+    case(np.arccosh, tf.math.acosh, (2, 3), domain="big", id="arccosh"),
+    case(np.arctanh, tf.math.atanh, (2, 3), domain="frac", id="arctanh"),
+    case(np.log2, tf.math.log2, (2, 3), domain="pos", id="log2"),
+    case(np.log10, tf.math.log10, (2, 3), domain="pos", id="log10"),
+    case(np.exp2, tf.math.exp2, (2, 3), id="exp2"),
     # Operators with a NumPy value on the left go through __array_ufunc__ too.
     case(lambda x: A + x, lambda x: tf.add(A, x), (2, 3), id="ndarray+tensor"),
     case(lambda x: A * x, lambda x: tf.multiply(A, x), (3,), id="ndarray*tensor"),
@@ -84,6 +96,16 @@ FUNCTIONS = [
          (2, 3), id="min-axis"),
     case(lambda x: np.amax(x, 0), lambda x: tf.reduce_max(x, 0), (3, 2), id="amax"),
     case(lambda x: np.amin(x, 1), lambda x: tf.reduce_min(x, 1), (3, 2), id="amin"),
+    case(np.cumsum, lambda x: tf.math.cumsum(tf.reshape(x, (-1,))), (2, 3), id="cumsum"),
+    case(lambda x: np.cumsum(x, axis=1), lambda x: tf.math.cumsum(x, 1), (2, 3),
+         id="cumsum-axis"),
+    case(lambda x: np.cumprod(x, 0), lambda x: tf.math.cumprod(x, 0), (3, 2), id="cumprod"),
+    case(np.var, tf.math.reduce_variance, (2, 3), id="var"),
+    case(lambda x: np.var(x, axis=0, ddof=1, keepdims=True),
+         lambda x: tf.math.reduce_variance(x, 0, keepdims=True) * 2.0, (2, 3), id="var-ddof"),
+    case(lambda x: np.std(x, 1), lambda x: tf.math.reduce_std(x, 1), (2, 3), id="std"),
+    case(lambda x: np.std(x, ddof=1), lambda x: tf.sqrt(tf.math.reduce_variance(x) * 1.2),
+         (2, 3), id="std-ddof"),
     # linear algebra
     case(np.dot, lambda x, y: tf.reduce_sum(x * y), (4,), (4,), id="dot-vec-vec"),
     case(np.dot, lambda x, y: tf.matmul(x, y[:, None])[:, 0], (2, 4), (4,), id="dot-mat-vec"),
@@ -333,10 +355,10 @@ def test_numpy_mlp_with_softmax_matches_finite_differences():
 
 
 @pytest.mark.parametrize("call, name", [
-    (lambda x: np.cumsum(x), "numpy.cumsum"),
+    (lambda x: np.cbrt(x), "numpy.cbrt"),
     (lambda x: np.sort(x), "numpy.sort"),
     (lambda x: np.linalg.svd(x), "numpy.linalg.svd"),
-    (lambda x: np.arctan(x), "numpy.arctan"),
+    (lambda x: np.nancumsum(x), "numpy.nancumsum"),
     (lambda x: np.add.reduce(x), "numpy.add.reduce"),
     (lambda x: np.multiply.outer(x, x), "numpy.multiply.outer"),
 ])

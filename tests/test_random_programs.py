@@ -19,11 +19,15 @@ from srcxform.testing import check_grads
 
 # Domains: what an op's inputs are squashed into before the op.
 RAW, BOUNDED, POSITIVE = "raw", "bounded", "positive"
+HALF, ABOVE_ONE = "half", "above_one"  # inside (-1, 1) and above 1, away from the edges
 
 # Elementwise ops whose inputs need more than a bounded value, by input position.
 DOMAINS = {
     "log": (POSITIVE,), "sqrt": (POSITIVE,), "log1p": (POSITIVE,),
     "divide": (BOUNDED, POSITIVE), "pow": (POSITIVE, BOUNDED),
+    "asin": (HALF,), "acos": (HALF,), "atanh": (HALF,), "acosh": (ABOVE_ONE,),
+    "rsqrt": (POSITIVE,), "rsqrt_grad": (POSITIVE, BOUNDED), "lgamma": (POSITIVE,), "xlogy": (BOUNDED, POSITIVE),
+    "atan2": (BOUNDED, POSITIVE),
 }
 # Ops that keep values small whatever their inputs: no squashing needed.
 LINEAR = {"add", "subtract", "negative"}
@@ -31,6 +35,9 @@ LINEAR = {"add", "subtract", "negative"}
 EXCLUDED = {
     "mod": "jumps at every multiple of the divisor: finite differences straddle them",
     "broadcast_to": "takes a shape param; exercised by the broadcasting of binary ops",
+    "polygamma": "takes an order param; tests/samples.py and corpus.py cover it",
+    "leaky_relu": "takes an alpha param; tests/samples.py and corpus.py cover it",
+    "leaky_relu_grad": "takes an alpha param; tests/samples.py covers it",
 }
 
 INPUT_SHAPES = [(), (3,), (2, 3), (2, 1), (1, 3), "float"]
@@ -61,6 +68,10 @@ def _squash(value, domain):
         return tf.tanh(value)
     if domain == POSITIVE:
         return 1.0 + tf.sigmoid(value)
+    if domain == HALF:
+        return 0.5 * tf.tanh(value)
+    if domain == ABOVE_ONE:
+        return 1.5 + tf.sigmoid(value)
     return value
 
 

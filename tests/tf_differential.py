@@ -39,8 +39,13 @@ import numpy as np
 
 FLOAT_UNARY = ["tf.sin", "tf.cos", "tf.tanh", "tf.sigmoid", "tf.math.softplus", "tf.nn.relu",
                "tf.abs", "tf.square", "tf.negative", "tf.sign", "tf.floor", "tf.round",
-               "tf.stop_gradient", "tf.exp", "tf.math.expm1", "tf.tan"]
-DOMAIN_UNARY = ["tf.sqrt", "tf.math.log", "tf.math.log1p"]
+               "tf.stop_gradient", "tf.exp", "tf.math.expm1", "tf.tan", "tf.math.erf",
+               "tf.math.erfc", "tf.math.atan", "tf.math.sinh", "tf.math.cosh", "tf.math.asinh",
+               "tf.nn.gelu", "tf.nn.elu", "tf.nn.selu", "tf.nn.silu", "tf.math.log_sigmoid",
+               "tf.identity"]
+DOMAIN_UNARY = ["tf.sqrt", "tf.math.log", "tf.math.log1p", "tf.math.rsqrt", "tf.math.lgamma",
+                "tf.math.digamma", "tf.math.asin", "tf.math.acos", "tf.math.atanh",
+                "tf.math.acosh"]
 # Ops whose result is bit-for-bit the same in both frameworks (one IEEE operation, or a
 # selection); transcendental functions, divisions, sums and matmuls may differ in the last
 # bit. Ops with a threshold (floor, comparisons, casts to int, clip, relu) only take such

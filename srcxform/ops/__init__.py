@@ -12,6 +12,7 @@ from srcxform.ops.elementwise import (  # noqa: F401
     minimum, mod, multiply, negative, not_equal, pow, relu, round, sigmoid, sign, sin,
     softplus, sqrt, square, stop_gradient, subtract, tan, tanh, where,
 )
+from srcxform.ops.elementwise import identity  # noqa: F401
 from srcxform.ops.shape import (  # noqa: F401
     boolean_mask, broadcast_to, concat, embed, expand_dims, gather, getitem, reshape,
     scatter_add, squeeze, stack, tile, transpose,
@@ -20,6 +21,12 @@ from srcxform.ops.reduce import (  # noqa: F401
     reduce_all, reduce_any, reduce_logsumexp, reduce_max, reduce_mean, reduce_min,
     reduce_prod, reduce_sum,
 )
+# tf.math's functions that TensorFlow also has top-level; srcxform.math and .nn import
+# the others from their family modules.
+from srcxform.ops.mathfuncs import (  # noqa: F401
+    acos, acosh, asin, asinh, atan, atan2, atanh, cosh, sinh,
+)
+from srcxform.ops.cumulative import cumsum  # noqa: F401
 from srcxform.ops.linalg import dot, matmul, outer  # noqa: F401
 from srcxform.ops.nn import (  # noqa: F401
     log_softmax, sigmoid_cross_entropy_with_logits, softmax, softmax_cross_entropy_with_logits,

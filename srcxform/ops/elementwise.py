@@ -172,6 +172,9 @@ ceil_p = elementwise("ceil", np.ceil, "np.ceil(x)", nondiff=True, args="x", kind
 round_p = elementwise("round", np.rint, "np.rint(x)", nondiff=True, args="x")  # half to even
 stop_gradient_p = elementwise("stop_gradient", lambda x: x, "x", nondiff=True, args="x",
                               same_aval_is_identity=True, unrecorded=True)
+# A copy, which a tape can watch apart from its input (tf.identity).
+identity_p = elementwise("identity", np.copy, "x", vjp=lambda g, out, x: (g,),
+                         same_aval_is_identity=True)
 
 # ----- selection and casting -----
 
@@ -404,6 +407,11 @@ def round(x, name=None):
 def stop_gradient(x, name=None):
     """x, through which no gradient flows (tf.stop_gradient)."""
     return stop_gradient_p.bind(x)
+
+
+def identity(input, name=None):
+    """A new tensor equal to input; gradients flow through it (tf.identity)."""
+    return identity_p.bind(input)
 
 
 def where(condition, x=None, y=None, name=None):

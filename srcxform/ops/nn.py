@@ -1,12 +1,22 @@
-"""Neural-network ops: softmax, log_softmax and the cross-entropies, as composites.
+"""Neural-network ops: softmax, log_softmax, the cross-entropies and the activations,
+composites but for leaky_relu.
 
-Each subtracts the (gradient-stopped) max or uses softplus, so inputs of 1000 give
-finite values and gradients.
+The softmax family subtracts the (gradient-stopped) max or uses softplus, so inputs of
+1000 give finite values and gradients.
 """
 
+import numpy as np
+
+from srcxform.aval import Aval, broadcast_shapes
+from srcxform.dtypes import promote
 from srcxform.errors import shape_error
-from srcxform.ops.elementwise import cast, exp, log, multiply, softplus, stop_gradient
+from srcxform.ops.elementwise import (
+    abs, cast, exp, expm1, less, log, multiply, sigmoid, softplus, stop_gradient, tanh, where,
+)
+from srcxform.ops.creation import zeros_like
+from srcxform.ops.mathfuncs import erfc
 from srcxform.ops.reduce import reduce_max, reduce_sum
+from srcxform.primitive import primitive
 from srcxform.tensor import as_value
 
 
@@ -59,3 +69,103 @@ def _labels(labels, logits, op):
     float32 logits float64)."""
     z = as_value(labels, op)
     return z if z.dtype.kind == "f" else cast(z, logits.dtype)
+
+
+# ----- activations -----
+
+
+def _float_shape(*avals):
+    dtype, weak = promote(avals)
+    if dtype.kind != "f":
+        raise TypeError(f"expects float inputs, got {dtype.name}")
+    return Aval(broadcast_shapes(*[a.shape for a in avals]), dtype, weak)
+
+
+# leaky_relu and its gradient are primitives, as TensorFlow's LeakyRelu and LeakyReluGrad
+# kernels: the gradient's own gradient wrt x is zero (not None), so leaky_relu has a
+# second derivative, as relu has. The other activations are composites whose gradients
+# are those of TensorFlow's kernels.
+leaky_relu_p = primitive("leaky_relu", "elementwise",
+                         lambda x, alpha: np.where(x > 0, x, x * alpha),
+                         lambda x, *, alpha: _float_shape(x),
+                         "x if x > 0 else x * alpha",
+                         vjp=lambda g, out, x, *, alpha: (leaky_relu_grad(g, x, alpha),))
+leaky_relu_grad_p = primitive("leaky_relu_grad", "elementwise",
+                              lambda dy, x, alpha: np.where(x > 0, dy, dy * alpha),
+                              lambda dy, x, *, alpha: _float_shape(dy, x),
+                              "dy if x > 0 else dy * alpha",
+                              vjp=lambda g, out, dy, x, *, alpha:
+                              (leaky_relu_grad(g, x, alpha), zeros_like(x)))
+
+_SELU_SCALE = 1.0507009873554804934193349852946
+_SELU_SCALE_ALPHA = 1.7580993408473768599402175208123  # scale * alpha, as its kernel
+
+
+def gelu(features, approximate=False, name=None):
+    """x * P(X <= x) for a standard normal X (tf.nn.gelu), computed as TensorFlow 2.21
+    does: 0.5 x erfc(-x / sqrt(2)) (accurate for negative x, where 1 + erf(x / sqrt(2))
+    cancels), or with approximate=True 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x**3))).
+    TensorFlow casts 1/sqrt(2) and 0.044715 to its float32 constants first, so float64
+    results are 1e-8 from the exact function; so are srcxform's."""
+    x = as_value(features, "gelu")
+    if approximate:
+        inner = 0.7978845608028654 * (x + _float32(0.044715) * (x * x * x))
+        return 0.5 * x * (1.0 + tanh(inner))
+    return 0.5 * x * erfc(-x * _float32(0.7071067811865476))
+
+
+def _float32(value):
+    """value rounded to float32, as TensorFlow's float attributes and float32 constants
+    cast to the input's dtype hold it."""
+    return float(np.float32(value))
+
+
+def elu(features, name=None, *, alpha=1.0):
+    """x where x >= 0, else alpha * (exp(x) - 1) (tf.nn.elu; `alpha` is Keras's); its
+    gradient at 0 is 1, as TensorFlow's EluGrad."""
+    x = as_value(features, "elu")
+    return where(less(x, 0), alpha * expm1(x), x)
+
+
+def selu(features, name=None):
+    """scale * elu(x, alpha) with the self-normalizing constants (tf.nn.selu)."""
+    x = as_value(features, "selu")
+    return where(less(x, 0), _SELU_SCALE_ALPHA * expm1(x), _SELU_SCALE * x)
+
+
+def leaky_relu(features, alpha=0.2, name=None, *, negative_slope=None):
+    """x where x > 0, else alpha * x (tf.nn.leaky_relu; `negative_slope` is Keras's name
+    for alpha); its gradient at 0 is alpha. Integers are cast to float32 first, as
+    TensorFlow does. alpha is rounded to float32, as TensorFlow's attribute holds it: the
+    float64 result at -2 with alpha 0.2 is -0.4000000059604645 in both."""
+    if negative_slope is not None:
+        alpha = negative_slope
+    x = as_value(features, "leaky_relu")
+    if x.dtype.kind in "iu":
+        x = cast(x, np.float32)
+    return leaky_relu_p.bind(x, alpha=_float32(alpha))
+
+
+def leaky_relu_grad(dy, x, alpha):
+    """dy where x > 0, else dy * alpha (TensorFlow's raw_ops.LeakyReluGrad)."""
+    return leaky_relu_grad_p.bind(dy, x, alpha=_float32(alpha))
+
+
+def silu(features, beta=1.0, name=None):
+    """x * sigmoid(beta * x) (tf.nn.silu, also tf.nn.swish)."""
+    x = as_value(features, "silu")
+    return x * sigmoid(beta * x)
+
+
+swish = silu
+
+
+def log_sigmoid(x, name=None):
+    """log(sigmoid(x)), as -softplus(-x) so that it stays finite (tf.math.log_sigmoid)."""
+    return -softplus(-as_value(x, "log_sigmoid"))
+
+
+def softsign(features, name=None):
+    """x / (1 + |x|) (tf.nn.softsign)."""
+    x = as_value(features, "softsign")
+    return x / (1 + abs(x))

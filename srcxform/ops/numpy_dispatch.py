@@ -14,7 +14,8 @@ from srcxform.aval import normalize_axes, size
 from srcxform.errors import TracingError
 from srcxform.errors import where as user_line
 from srcxform.ops import elementwise as ew
-from srcxform.ops import linalg, reduce
+from srcxform.ops import cumulative, linalg, reduce
+from srcxform.ops import mathfuncs as mf
 from srcxform.ops.creation import ones_like, zeros_like
 from srcxform.tensor import as_value
 from srcxform.tree import tree_flatten
@@ -36,6 +37,9 @@ UFUNCS = {
     np.tanh: ew.tanh, np.absolute: ew.abs, np.sign: ew.sign, np.floor: ew.floor,
     np.rint: ew.round, np.square: ew.square, np.matmul: linalg.numpy_matmul,
     np.positive: lambda x: x,
+    np.arctan: mf.atan, np.arctan2: mf.atan2, np.arcsin: mf.asin, np.arccos: mf.acos,
+    np.sinh: mf.sinh, np.cosh: mf.cosh, np.arcsinh: mf.asinh, np.arccosh: mf.acosh,
+    np.arctanh: mf.atanh, np.log2: mf.log2, np.log10: mf.log10, np.exp2: mf.exp2,
 }
 
 
@@ -64,6 +68,35 @@ def _accumulating(func, op):
         a = as_value(a, func.__name__)
         want = func(np.ones(1, a.dtype), dtype=dtype).dtype
         return op(a if a.dtype == want else ew.cast(a, want), axis=axis, keepdims=keepdims)
+
+    return call
+
+
+def _cumulative(func, op):
+    """np.cumsum/cumprod: over the flattened array without an axis; NumPy's dtype."""
+    def call(a, axis=None, dtype=None, out=None):
+        _reject(func.__name__, out=out)
+        a = as_value(a, func.__name__)
+        want = func(np.ones(1, a.dtype), dtype=dtype).dtype
+        a = a if a.dtype == want else ew.cast(a, want)
+        return op(shape_ops.reshape(a, (-1,)), 0) if axis is None else op(a, axis)
+
+    return call
+
+
+def _spread(func, op):
+    """np.var/std, with ddof: the mean square deviation times n / (n - ddof)."""
+    def call(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **unsupported):
+        _reject(func.__name__, out=out, **unsupported)
+        a = as_value(a, func.__name__)
+        want = func(np.ones(2, a.dtype), dtype=dtype).dtype
+        a = a if a.dtype == want else ew.cast(a, want)
+        if not ddof:
+            return op(a, axis=axis, keepdims=keepdims)
+        count = size([a.shape[i] for i in normalize_axes(axis, a.ndim, func.__name__)])
+        variance = reduce.reduce_variance(a, axis=axis, keepdims=keepdims)
+        variance = variance * ew.cast(count, want) / ew.cast(count - ddof, want)
+        return variance if func is np.var else ew.sqrt(variance)
 
     return call
 
@@ -169,6 +202,10 @@ FUNCTIONS = {
     np.min: _extremum(np.min, reduce.reduce_min),
     np.amax: _extremum(np.amax, reduce.reduce_max),
     np.amin: _extremum(np.amin, reduce.reduce_min),
+    np.cumsum: _cumulative(np.cumsum, cumulative.cumsum),
+    np.cumprod: _cumulative(np.cumprod, cumulative.cumprod),
+    np.var: _spread(np.var, reduce.reduce_variance),
+    np.std: _spread(np.std, reduce.reduce_std),
     np.dot: _no_out("dot", linalg.dot),
     np.outer: _no_out("outer", linalg.outer),
     np.transpose: lambda a, axes=None: shape_ops.transpose(a, axes),

@@ -1,5 +1,6 @@
 """Reduction primitives over `axis` (a sorted tuple) with `keepdims`, and the composites
-built on them (reduce_mean, reduce_logsumexp).
+built on them (reduce_mean, reduce_logsumexp, reduce_variance, reduce_std,
+reduce_euclidean_norm).
 
 A reduction's emit template combines an accumulator `acc` with one element `x`,
 starting from `init`.
@@ -17,11 +18,13 @@ from srcxform.ops.elementwise import (
     is_finite,
     log,
     logical_not,
+    sqrt,
     stop_gradient,
     where,
 )
 from srcxform.ops.shape import broadcast_to, reshape
 from srcxform.primitive import reduce_params, reduction
+from srcxform.tensor import as_value
 
 
 def _kept(g, x, axis, keepdims):
@@ -134,3 +137,34 @@ def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
     if params["keepdims"]:
         return total
     return reshape(total, tuple(d for i, d in enumerate(x.shape) if i not in params["axis"]))
+
+
+def reduce_variance(input_tensor, axis=None, keepdims=False, name=None):
+    """The mean squared deviation from the mean over `axis`, for floats
+    (tf.math.reduce_variance)."""
+    x = _float_input(input_tensor, "reduce_variance")
+    deviations = x - reduce_mean(x, axis=axis, keepdims=True)
+    return reduce_mean(deviations * deviations, axis=axis, keepdims=keepdims)
+
+
+def reduce_std(input_tensor, axis=None, keepdims=False, name=None):
+    """sqrt(reduce_variance(x)) (tf.math.reduce_std); its gradient is NaN where the
+    variance is 0, as TensorFlow's."""
+    return sqrt(reduce_variance(_float_input(input_tensor, "reduce_std"), axis, keepdims))
+
+
+def reduce_euclidean_norm(input_tensor, axis=None, keepdims=False, name=None):
+    """sqrt(sum(x * x)) over `axis` (tf.math.reduce_euclidean_norm); NaN gradient where
+    the norm is 0, as TensorFlow's. Integers give the truncated norm, as TensorFlow."""
+    x = as_value(input_tensor, "reduce_euclidean_norm")
+    total = reduce_sum(x * x, axis=axis, keepdims=keepdims)
+    if x.dtype.kind == "f":
+        return sqrt(total)
+    return cast(sqrt(cast(total, np.float64)), x.dtype)
+
+
+def _float_input(x, op):
+    x = as_value(x, op)
+    if x.dtype.kind != "f":
+        raise DtypeArgumentError(f"{op}({x.aval.short()}): expects a float input")
+    return x

@@ -1,0 +1,206 @@
+"""More of tf.math's elementwise functions: inverse trigonometric and hyperbolic ones,
+rsqrt, xlogy, the error function and the gamma family (primitives), and log2, log10, exp2
+and squared_difference (composites).
+
+Each VJP is TensorFlow's gradient (its math_grad.py), written in srcxform ops. Templates
+use NumPy's scalar functions where NumPy has them, and srcxform.specfun's where it has
+none (erf, lgamma, polygamma); eager evaluation uses SciPy's.
+"""
+
+import math
+
+import numpy as np
+import scipy.special
+
+from srcxform.aval import Aval
+from srcxform.ops.elementwise import cast, equal, exp, log, not_equal, pow, sqrt, subtract, where
+from srcxform.primitive import elementwise, primitive
+from srcxform.tensor import Tensor
+
+_TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
+
+
+def _lgamma(x):
+    """log|Gamma(x)|: SciPy's, and +inf at -inf as C's lgamma (and TensorFlow's)."""
+    return np.where(np.isneginf(x), np.inf, scipy.special.gammaln(x))
+
+
+def _polygamma(x, n):
+    """SciPy's polygamma, with specfun's (TensorFlow's) values at the poles 0, -1, -2, ...
+    (NaN for even n, +inf for odd n) and at -inf (NaN)."""
+    out = scipy.special.psi(x) if n == 0 else scipy.special.polygamma(n, x)
+    pole = (x <= 0) & (x == np.floor(x))
+    out = np.where(pole, np.nan if n % 2 == 0 else np.inf, out)
+    return np.where(np.isneginf(x), np.nan, out)
+
+
+def _polygamma_shape(x, *, n):
+    if x.dtype.kind != "f":
+        raise TypeError(f"expects float inputs, got {x.dtype.name}; cast first "
+                        f"(srcxform.cast(x, srcxform.float32))")
+    return Aval(x.shape, x.dtype, x.weak)
+
+
+def _atan2_vjp(g, out, y, x):
+    scaled = g / (x * x + y * y)
+    return x * scaled, -y * scaled
+
+
+def _xlogy_vjp(g, out, x, y):
+    # TensorFlow's: xlogy(x != 0, y) and xdivy(x, y), both 0 where x is 0.
+    nonzero = cast(not_equal(x, 0), out.dtype)
+    zero = equal(x, 0)
+    return g * xlogy(nonzero, y), g * where(zero, 0, x / where(zero, 1, y))
+
+
+erf_p = elementwise("erf", scipy.special.erf, "specfun.erf(x)", kinds="f",
+                    vjp=lambda g, out, x: (g * _TWO_OVER_SQRT_PI * exp(-x * x),))
+erfc_p = elementwise("erfc", scipy.special.erfc, "specfun.erfc(x)", kinds="f",
+                     vjp=lambda g, out, x: (-g * _TWO_OVER_SQRT_PI * exp(-x * x),))
+atan_p = elementwise("atan", np.arctan, "np.arctan(x)", kinds="f",
+                     vjp=lambda g, out, x: (g / (1 + x * x),))
+atan2_p = elementwise("atan2", np.arctan2, "np.arctan2(y, x)", kinds="f", vjp=_atan2_vjp)
+asin_p = elementwise("asin", np.arcsin, "np.arcsin(x)", kinds="f",
+                     vjp=lambda g, out, x: (g / sqrt(1 - x * x),))
+acos_p = elementwise("acos", np.arccos, "np.arccos(x)", kinds="f",
+                     vjp=lambda g, out, x: (-g / sqrt(1 - x * x),))
+sinh_p = elementwise("sinh", np.sinh, "np.sinh(x)", kinds="f",
+                     vjp=lambda g, out, x: (g * cosh(x),))
+cosh_p = elementwise("cosh", np.cosh, "np.cosh(x)", kinds="f",
+                     vjp=lambda g, out, x: (g * sinh(x),))
+# The inverse hyperbolic functions' gradients are written in their outputs, as
+# TensorFlow's: 1 / cosh(asinh(x)), 1 / sinh(acosh(x)).
+asinh_p = elementwise("asinh", np.arcsinh, "np.arcsinh(x)", kinds="f",
+                      vjp=lambda g, out, x: (g / cosh(out),))
+acosh_p = elementwise("acosh", np.arccosh, "np.arccosh(x)", kinds="f",
+                      vjp=lambda g, out, x: (g / sinh(out),))
+atanh_p = elementwise("atanh", np.arctanh, "np.arctanh(x)", kinds="f",
+                      vjp=lambda g, out, x: (g / (1 - x * x),))
+rsqrt_p = elementwise("rsqrt", lambda x: 1 / np.sqrt(x), "1 / np.sqrt(x)", kinds="f",
+                      vjp=lambda g, out, x: (rsqrt_grad(out, g),))
+# rsqrt's VJP, TensorFlow's RsqrtGrad: -0.5 dy y**3, and 0 wherever dy is 0 (as
+# sqrt_grad), so a Jacobian's zero rows stay 0 where y is NaN or inf. Its own VJP is
+# TensorFlow's RsqrtGradGrad.
+rsqrt_grad_p = elementwise(
+    "rsqrt_grad", lambda y, dy: np.where(dy == 0, 0, -0.5 * dy * (y * y * y)),
+    "dy - dy if dy == 0 else -0.5 * dy * (y * y * y)", kinds="f",
+    vjp=lambda g, out, y, dy: (-1.5 * g * dy * (y * y), rsqrt_grad(y, g)))
+# 0 wherever x is 0, whatever y is (+0: x - x is +0 for -0 too).
+xlogy_p = elementwise("xlogy", lambda x, y: np.where(x == 0, 0, x * np.log(y)),
+                      "x - x if x == 0 else x * np.log(y)", kinds="f", vjp=_xlogy_vjp)
+lgamma_p = elementwise("lgamma", _lgamma, "specfun.lgamma(x)", kinds="f",
+                       vjp=lambda g, out, x: (g * digamma(x),))
+# The n-th derivative of digamma; n = 0 is digamma.
+polygamma_p = primitive("polygamma", "elementwise", _polygamma, _polygamma_shape,
+                        "specfun.polygamma(n, x)",
+                        vjp=lambda g, out, x, *, n: (g * polygamma_p.bind(x, n=n + 1),))
+
+
+# ----- wrappers (TensorFlow names) -----
+
+
+def erf(x, name=None):
+    """The error function, elementwise (tf.math.erf)."""
+    return erf_p.bind(x)
+
+
+def erfc(x, name=None):
+    """1 - erf(x), accurate where erf(x) is near 1 (tf.math.erfc)."""
+    return erfc_p.bind(x)
+
+
+def atan(x, name=None):
+    return atan_p.bind(x)
+
+
+def atan2(y, x, name=None):
+    """The angle of the point (x, y), in [-pi, pi] (tf.math.atan2: y first)."""
+    return atan2_p.bind(y, x)
+
+
+def asin(x, name=None):
+    return asin_p.bind(x)
+
+
+def acos(x, name=None):
+    return acos_p.bind(x)
+
+
+def sinh(x, name=None):
+    return sinh_p.bind(x)
+
+
+def cosh(x, name=None):
+    return cosh_p.bind(x)
+
+
+def asinh(x, name=None):
+    return asinh_p.bind(x)
+
+
+def acosh(x, name=None):
+    return acosh_p.bind(x)
+
+
+def atanh(x, name=None):
+    return atanh_p.bind(x)
+
+
+def rsqrt(x, name=None):
+    """1 / sqrt(x) (tf.math.rsqrt)."""
+    return rsqrt_p.bind(x)
+
+
+def rsqrt_grad(y, dy, name=None):
+    """rsqrt's gradient -0.5 dy y**3, 0 where dy is 0 (TensorFlow's raw_ops.RsqrtGrad)."""
+    return rsqrt_grad_p.bind(y, dy)
+
+
+def xlogy(x, y, name=None):
+    """x * log(y), and 0 wherever x is 0, even where y is 0 or NaN (tf.math.xlogy)."""
+    return xlogy_p.bind(x, y)
+
+
+def lgamma(x, name=None):
+    """log|Gamma(x)| (tf.math.lgamma); +inf at 0, -1, -2, ...; its gradient is digamma."""
+    return lgamma_p.bind(x)
+
+
+def digamma(x, name=None):
+    """The derivative of lgamma (tf.math.digamma); NaN at 0, -1, -2, ..., as TensorFlow's.
+    Differentiable to any order (its derivatives are polygamma's)."""
+    return polygamma_p.bind(x, n=0)
+
+
+def polygamma(a, x, name=None):
+    """The a-th derivative of digamma at x (tf.math.polygamma). The order a must be known
+    when the op runs (a Python int, or a constant scalar holding one) and carries no
+    gradient, as TensorFlow's. For a >= 2 at negative x, compiled code shifts x up one
+    step at a time, so the cost grows with |x|."""
+    order = a.numpy() if isinstance(a, Tensor) and a._trace is None else a
+    order = np.asarray(order)
+    if order.ndim or not float(order).is_integer() or order < 0:
+        raise TypeError(f"polygamma: the order must be one non-negative integer, got {a!r}")
+    return polygamma_p.bind(x, n=int(order))
+
+
+def log2(x, name=None):
+    """log(x) / log(2), as tf.experimental.numpy.log2 computes it (tf.math has none)."""
+    return log(x) / math.log(2)
+
+
+def log10(x, name=None):
+    """log(x) / log(10), as tf.experimental.numpy.log10 computes it (tf.math has none):
+    log10(1000.0) is 2.9999999999999996, where np.log10 gives 3.0."""
+    return log(x) / math.log(10)
+
+
+def exp2(x, name=None):
+    """2 ** x, as tf.experimental.numpy.exp2 computes it (tf.math has none)."""
+    return pow(2.0, x)
+
+
+def squared_difference(x, y, name=None):
+    """(x - y) ** 2 elementwise (tf.math.squared_difference)."""
+    d = subtract(x, y)
+    return d * d

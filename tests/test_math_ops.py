@@ -1,0 +1,247 @@
+"""Issue 16's math and activation ops where finite differences cannot judge them: values
+and gradients at poles, kinks and domain edges, against TensorFlow 2.21's (the numbers
+below were printed by it, float64), and the same special values compiled.
+
+The op tables (tests/samples.py, corpus.py, test_numpy_dispatch.py) check these ops
+at smooth points: eager, compiled, as Python, against finite differences and NumPy.
+"""
+
+import numpy as np
+import pytest
+
+import srcxform as tf
+
+nan, inf = np.nan, np.inf
+
+
+def _derivatives(f, points):
+    """f(x), its first and its second derivative at each point (elementwise ops)."""
+    x = tf.constant(np.asarray(points, np.float64))
+    with tf.GradientTape() as outer:
+        outer.watch(x)
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            y = f(x)
+        dy = inner.gradient(y, x)
+    return y.numpy(), dy.numpy(), outer.gradient(dy, x).numpy()
+
+
+# (op, points, values, first derivatives, second derivatives), from TensorFlow.
+TENSORFLOW = {
+    "digamma": (tf.math.digamma, [-0.5, 0.0, -1.0, 1.5],
+                [0.03648997397857645, nan, nan, 0.03648997397857645],
+                [8.934802200544679, inf, inf, 0.9348022005446793],
+                [-0.82879664423432, nan, nan, -0.8287966442343201]),
+    "lgamma": (tf.math.lgamma, [-0.5, 0.0, -1.0, 1.5],
+               [1.2655121234846454, inf, inf, -0.12078223763524522],
+               [0.03648997397857645, nan, nan, 0.03648997397857645],
+               [8.934802200544679, inf, inf, 0.9348022005446793]),
+    "rsqrt": (tf.math.rsqrt, [0.0, 4.0], [inf, 0.5], [-inf, -0.0625], [inf, 0.0234375]),
+    "acosh": (tf.math.acosh, [1.0, 0.5, 2.0], [0.0, nan, 1.3169578969248166],
+              [inf, nan, 0.5773502691896258], [-inf, nan, -0.38490017945975064]),
+    "asin": (tf.math.asin, [1.0, -1.0], [1.5707963267948966, -1.5707963267948966],
+             [inf, inf], [inf, -inf]),
+    "atanh": (tf.math.atanh, [1.0, -1.0], [inf, -inf], [inf, inf], [inf, -inf]),
+    "erf": (tf.math.erf, [0.5, -3.0], [0.5204998778130466, -0.9999779095030015],
+            [0.8787825789354448, 0.00013925305194674786],
+            [-0.8787825789354448, 0.0008355183116804871]),
+    # gelu's are 1e-8 from the exact function's: TensorFlow's 1/sqrt(2) is float32's.
+    "gelu": (tf.nn.gelu, [-2.0, -0.5, 0.0, 1.0],
+             [-0.04550026759242268, -0.1542687708693288, 0.0, 0.8413447419273903],
+             [-0.08523180477426104, 0.1325048806160109, 0.5, 1.0833154664465336],
+             [-0.10798193117834375, 0.6161143169419341, 0.7978845471476527,
+              0.2419707328014484]),
+    "gelu-approximate": (
+        lambda x: tf.nn.gelu(x, approximate=True), [-2.0, -0.5, 0.0, 1.0],
+        [-0.04540230678804602, -0.15428599020775666, 0.0, 0.8411919902786764],
+        [-0.08609925692200973, 0.13263009670778766, 0.5, 1.082964082934438],
+        [-0.10787507822738579, 0.6155068938969188, 0.7978845608028654, 0.24214819716704492]),
+    # At 0 the gradients take the x >= 0 side, as TensorFlow's EluGrad and SeluGrad.
+    "selu": (tf.nn.selu, [-2.0, -0.5, 0.0, 1.0],
+             [-1.520166468595695, -0.6917581878028713, 0.0, 1.0507009873554805],
+             [0.2379328722516818, 1.0663411530445055, 1.0507009873554805, 1.0507009873554805],
+             [0.2379328722516818, 1.0663411530445055, 0.0, 0.0]),
+    "elu": (tf.nn.elu, [-2.0, -0.5, 0.0, 1.0],
+            [-0.8646647167633873, -0.3934693402873666, 0.0, 1.0],
+            [0.1353352832366127, 0.6065306597126334, 1.0, 1.0],
+            [0.1353352832366127, 0.6065306597126334, 0.0, 0.0]),
+    "leaky_relu": (lambda x: tf.nn.leaky_relu(x, alpha=0.25), [-2.0, 0.0, 1.0],
+                   [-0.5, 0.0, 1.0], [0.25, 0.25, 1.0], [0.0, 0.0, 0.0]),
+    "silu": (tf.nn.silu, [-2.0, -0.5, 0.0, 1.0],
+             [-0.2384058440442351, -0.18877033439907273, 0.0, 0.7310585786300049],
+             [-0.09078424878489547, 0.26003881269734824, 0.5, 0.9276705118714869],
+             [0.050062168694706914, 0.4412290269770286, 0.5, 0.3023661188100153]),
+    "log_sigmoid": (tf.nn.log_sigmoid, [-2.0, -0.5, 0.0, 1.0],
+                    [-2.1269280110429722, -0.9740769841801067, -0.6931471805599453,
+                     -0.3132616875182228],
+                    [0.8807970779778824, 0.6224593312018546, 0.5, 0.2689414213699951],
+                    [-0.10499358540350653, -0.2350037122015945, -0.25,
+                     -0.19661193324148185]),
+}
+
+
+@pytest.mark.parametrize("name", TENSORFLOW)
+def test_values_and_derivatives_match_tensorflow(name):
+    f, points, *expected = TENSORFLOW[name]
+    for got, want, what in zip(_derivatives(f, points), expected,
+                               ("value", "first derivative", "second derivative")):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15, err_msg=what)
+
+
+def test_polygamma_at_the_poles_as_tensorflow():
+    # NaN for an even order (the sign differs on each side), +inf for an odd one.
+    x = np.array([0.0, -1.0, -0.5])
+    np.testing.assert_allclose(tf.math.polygamma(2, x).numpy(), [nan, nan, -0.82879664423432],
+                               rtol=1e-12)
+    np.testing.assert_allclose(tf.math.polygamma(tf.constant(3.0), x).numpy(),
+                               [inf, inf, 193.40909103400242], rtol=1e-12)
+
+
+def test_polygamma_order_must_be_one_non_negative_integer():
+    for order in (1.5, -1, [1, 2]):
+        with pytest.raises(TypeError, match="one non-negative integer"):
+            tf.math.polygamma(order, [1.0])
+
+
+def _gradients(f, *values):
+    xs = [tf.constant(np.asarray(v, np.float64)) for v in values]
+    with tf.GradientTape() as tape:
+        tape.watch(xs)
+        y = f(*xs)
+    return y.numpy(), [g.numpy() for g in tape.gradient(y, xs)]
+
+
+def test_xlogy_is_zero_wherever_x_is_zero_gradients_too():
+    """TensorFlow's convention: the x-gradient at x = 0 is 0, not log(y)."""
+    value, (dx, dy) = _gradients(tf.math.xlogy, [0.0, 0.0, 1.0, 2.0, 0.0, -0.0],
+                                 [0.0, nan, 0.0, -1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(value, [0.0, 0.0, -inf, nan, 0.0, 0.0])
+    assert not np.signbit(value[5])  # +0 for x = -0, as TensorFlow's
+    np.testing.assert_array_equal(dx, [0.0, 0.0, -inf, nan, 0.0, 0.0])
+    np.testing.assert_array_equal(dy, [0.0, 0.0, inf, -2.0, 0.0, 0.0])
+
+
+def test_rsqrt_jacobian_is_zero_off_the_diagonal_where_rsqrt_is_nan():
+    """TensorFlow's RsqrtGrad is 0 wherever its incoming gradient is (found by
+    tests/tf_differential.py: -0.5 * 0 * nan**3 would be NaN)."""
+    x = tf.constant(np.array([1.5, -1.0]))
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.math.rsqrt(x)
+    jacobian = tape.jacobian(y, x).numpy()
+    np.testing.assert_allclose(jacobian, [[-0.5 * 1.5 ** -1.5, 0.0], [0.0, nan]])
+
+
+def test_atan2_takes_y_first_and_has_nan_gradients_at_the_origin():
+    value, (dy, dx) = _gradients(tf.math.atan2, [0.0, 1.0, -1.0, 0.0], [0.0, 0.0, 0.0, -1.0])
+    np.testing.assert_allclose(value, [0.0, np.pi / 2, -np.pi / 2, np.pi])
+    np.testing.assert_array_equal(dy, [nan, 0.0, 0.0, -1.0])
+    np.testing.assert_array_equal(dx, [nan, -1.0, 1.0, 0.0])
+
+
+# A row with a zero: TensorFlow's cumprod gradient divides by x, so is 0 there.
+_WITH_ZERO = [[1.0, 0.0, 2.0], [3.0, 4.0, 0.5]]
+
+
+@pytest.mark.parametrize("options, value, grad", [
+    ({}, [[1.0, 0.0, 0.0], [3.0, 12.0, 6.0]], [[1.0, 0.0, 0.0], [7.0, 4.5, 12.0]]),
+    ({"exclusive": True}, [[1.0, 1.0, 0.0], [1.0, 3.0, 12.0]],
+     [[1.0, 0.0, 0.0], [5.0, 3.0, 0.0]]),
+    ({"reverse": True}, [[0.0, 0.0, 2.0], [6.0, 2.0, 0.5]], [[0.0, 0.0, 1.0], [2.0, 2.0, 17.0]]),
+])
+def test_cumprod_with_a_zero_as_tensorflow(options, value, grad):
+    got, (g,) = _gradients(lambda x: tf.math.cumprod(x, axis=1, **options), _WITH_ZERO)
+    np.testing.assert_array_equal(got, value)
+    np.testing.assert_array_equal(g, grad)
+
+
+def test_cumsum_exclusive_reverse_as_tensorflow():
+    got, (g,) = _gradients(lambda x: tf.cumsum(x, axis=0, exclusive=True, reverse=True),
+                           _WITH_ZERO)
+    np.testing.assert_array_equal(got, [[3.0, 4.0, 0.5], [0.0, 0.0, 0.0]])
+    np.testing.assert_array_equal(g, [[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]])
+
+
+def test_cumulative_integers_and_arguments():
+    ints = tf.constant([[1, 2, 3], [4, 5, 6]])
+    assert tf.cumsum(ints, axis=1).dtype == np.int32
+    np.testing.assert_array_equal(tf.math.cumprod(ints, axis=-1, exclusive=True).numpy(),
+                                  [[1, 1, 2], [1, 4, 20]])
+    empty = tf.math.cumprod(tf.zeros((2, 0)), axis=1, exclusive=True, reverse=True)
+    assert empty.shape == (2, 0)
+    with pytest.raises(tf.ShapeError, match="at least one axis"):
+        tf.cumsum(tf.constant(2.0))
+    with pytest.raises(TypeError, match="bool"):
+        tf.cumsum(tf.constant([True, False]))
+
+
+def test_spread_gradients_are_nan_where_it_is_zero_as_tensorflow():
+    _, (g,) = _gradients(tf.math.reduce_std, [2.0, 2.0, 2.0])
+    np.testing.assert_array_equal(g, [nan, nan, nan])
+    _, (g,) = _gradients(lambda x: tf.math.reduce_euclidean_norm(x * 0.0), [1.0, 2.0])
+    np.testing.assert_array_equal(g, [nan, nan])
+
+
+def test_reductions_of_integers_as_tensorflow():
+    assert tf.math.reduce_euclidean_norm(tf.constant([3, 4])).numpy() == 5
+    with pytest.raises(TypeError, match="expects a float input"):
+        tf.math.reduce_variance(tf.constant([3, 4]))
+
+
+def test_identity_is_a_tensor_the_tape_can_watch_apart():
+    """TensorFlow: z = y * y + x with y = identity(x) has dz/dx = 2y + 1, dz/dy = 2y."""
+    x = tf.constant([1.0, 2.0])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.identity(x)
+        tape.watch(y)
+        z = tf.reduce_sum(y * y + x)
+    dx, dy = tape.gradient(z, [x, y])
+    np.testing.assert_array_equal(dx.numpy(), [3.0, 5.0])
+    np.testing.assert_array_equal(dy.numpy(), [2.0, 4.0])
+    v = tf.Variable([1.0, 2.0])
+    snapshot = tf.identity(v)
+    v.assign([5.0, 6.0])
+    np.testing.assert_array_equal(snapshot.numpy(), [1.0, 2.0])
+
+
+def test_float32_constants_as_tensorflow():
+    """TensorFlow rounds leaky_relu's alpha and gelu's 1/sqrt(2) to float32."""
+    np.testing.assert_array_equal(tf.nn.leaky_relu(np.array([-2.0])).numpy(),
+                                  [-0.4000000059604645])
+    np.testing.assert_allclose(tf.nn.gelu(np.array([-0.4, 1.4])).numpy(),
+                               [-0.13783130436429833, 1.2869406720502665], rtol=1e-14)
+
+
+def test_leaky_relu_casts_integers_to_float32_and_takes_keras_name():
+    assert tf.nn.leaky_relu(tf.constant([-2, 3])).dtype == np.float32
+    np.testing.assert_array_equal(
+        tf.nn.leaky_relu(np.array([-2.0, 3.0]), negative_slope=0.5).numpy(), [-1.0, 3.0])
+    np.testing.assert_array_equal(tf.nn.elu(np.array([-1.0, 1.0]), alpha=2.0).numpy(),
+                                  [2.0 * np.expm1(-1.0), 1.0])
+
+
+def test_log10_is_log_over_log10_as_tensorflow_numpy():
+    np.testing.assert_array_equal(tf.math.log10(np.array([1000.0])).numpy(),
+                                  [np.log(1000.0) / np.log(10)])
+
+
+# ----- the special values compiled: specfun's poles, C's erf and lgamma -----
+
+EDGES = np.array([0.0, -1.0, -2.5, -0.5, 1e-300, 1.5, 25.0, inf, -inf, nan, 0.5, 3.0])
+
+
+def _special(x):
+    return tf.stack([tf.math.digamma(x), tf.math.polygamma(1, x), tf.math.polygamma(2, x),
+                     tf.math.lgamma(x), tf.math.erf(x), tf.math.erfc(x), tf.math.rsqrt(x),
+                     tf.math.acosh(x), tf.math.atanh(x), tf.math.asin(x)])
+
+
+@pytest.mark.parametrize("jit", ["1", "0"])
+def test_special_values_compiled_as_eager(jit, monkeypatch):
+    monkeypatch.setenv("SRCXFORM_JIT", jit)
+    with np.errstate(all="ignore"):  # as Python, NumPy warns of the NaNs and infs
+        eager = _special(tf.constant(EDGES)).numpy()
+        compiled = np.asarray(tf.differentiable(_special)(EDGES))
+    np.testing.assert_allclose(compiled, eager, rtol=1e-13, atol=0)
+    np.testing.assert_array_equal(np.isnan(compiled), np.isnan(eager))
