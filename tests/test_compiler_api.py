@@ -372,7 +372,8 @@ def test_a_sum_of_values_stored_anyway_runs_in_a_loop_of_its_own():
 def test_generated_source_reads_as_the_design_shows():
     f = tf.differentiable(tanh_loss, wrt=(0, 1))
     source = f.source(np.ones(3), np.arange(3.0))
-    assert "# ---- forward ----" in source and "# ---- adjoint ----" in source
+    # One loop computes the value and the gradient: its section says so, outside it.
+    assert "\n    # ---- forward and adjoint, fused ----\n    t2 = np.float64(0.0)\n" in source
     assert "for i0 in range(n0):" in source and "np.tanh(" in source
     assert "# test_compiler_api.py:" in source  # origin comments name the user's lines
     assert "return (s" not in source  # no invented names
