@@ -41,9 +41,11 @@ _COMPILED_DTYPES = set(np.typecodes["AllInteger"] + "fd?")
 
 def _signature(leaf):
     """The part of the cache key one argument leaf contributes. A Tensor's differs from
-    its array's: the plain call returns Tensors where eager code on it makes them."""
+    its array's: the plain call returns Tensors where eager code on it makes them; and a
+    Variable's from a Tensor's: the kernel reads and assigns a Variable, not a leaf."""
     if isinstance(leaf, (Tensor, Variable)):
-        return ("tensor", _signature(leaf._value))
+        kind = "variable" if isinstance(leaf, Variable) else "tensor"
+        return (kind, _signature(leaf._value))
     if isinstance(leaf, (np.ndarray, np.generic)) and leaf.dtype.char not in _COMPILED_DTYPES:
         raise TypeError(f"srcxform.differentiable compiles float32, float64, integer and "
                         f"bool values, not {leaf.dtype.name}: cast it first "

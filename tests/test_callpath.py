@@ -2,6 +2,7 @@
 general path and f.kernel() (codegen/callpath.py), and the warm entries (codegen/entry.py)."""
 
 import numpy as np
+import pytest
 
 import srcxform as tf
 
@@ -63,3 +64,16 @@ def test_the_warm_entry_is_the_one_in_the_source():
     assert LOSS.grad.__code__.co_filename.endswith(".py")
     assert "def loss_grad_entry(a0=NO, a1=NO, /, *more, **kwargs):" in LOSS.source(W, X)
     np.testing.assert_array_equal(LOSS.grad(W, X), LOSS.grad(W, x=X))
+
+
+def test_a_tensor_where_a_variable_was_traced_is_not_assigned():
+    @tf.differentiable
+    def scale(v, x):
+        v.assign(v * x)
+        return tf.reduce_sum(v)
+
+    v, t, x = tf.Variable(np.ones(3)), tf.constant(np.ones(3)), np.full(3, 2.0)
+    assert scale(v, x).numpy() == 6.0 and v.numpy().tolist() == [2.0] * 3
+    with pytest.raises(AttributeError, match="assign"):  # as eagerly: a Tensor has none
+        scale(t, x)
+    assert t.numpy().tolist() == [1.0] * 3
