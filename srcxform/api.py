@@ -3,7 +3,7 @@
 A Differentiable traces its function once per signature (array ndim, dtype and which
 dims are 1, plus static values), optimizes the IR, generates one Python function and
 compiles it; a warm call is the kernel's generated entry: check the arguments still fit,
-one kernel call, build the results (kernel.py).
+one kernel call, build the results (codegen/entry.py).
 """
 
 import functools
@@ -16,8 +16,10 @@ from collections import namedtuple
 import numpy as np
 
 from srcxform import backend, captures, crosscheck, index
-from srcxform.codegen import generate
-from srcxform.dims import Dim, guard_conditions
+from srcxform.callconv import FORMS, Convention, form_result, is_static
+from srcxform.codegen import callpath, entry, generate
+from srcxform.codegen.exprs import size_label
+from srcxform.dims import Dim, expr_of, guard_conditions
 from srcxform.errors import TracingError
 from srcxform.kernel import Counter, Kernel, Spec, kernel_arg
 from srcxform.names import identifier
@@ -26,29 +28,24 @@ from srcxform.recording import CONTEXT
 from srcxform.tape import GradientTape
 from srcxform.tensor import Tensor, Value, Variable, as_value
 from srcxform.trace import Trace, Tracer
-from srcxform.tree import tree_flatten, tree_unflatten
+from srcxform.tree import leaf_paths, tree_flatten, tree_unflatten
 
 CacheInfo = namedtuple("CacheInfo", "hits misses kernels loaded")
 KernelSignature = namedtuple("KernelSignature", "inputs outputs")
 
-_FORMS = ("value", "grad", "value_and_grad")
-
-_STATIC = (bool, int, str, type(None))
 # The dtypes a kernel computes in (by NumPy's type character; a big-endian array has its
 # native dtype's character and is converted by kernel_arg). float16, longdouble and
 # complex values are refused by name.
 _COMPILED_DTYPES = set(np.typecodes["AllInteger"] + "fd?")
 
 
-def _is_static(leaf):
-    return isinstance(leaf, _STATIC) and not isinstance(leaf, np.generic)
-
-
 def _signature(leaf):
     """The part of the cache key one argument leaf contributes. A Tensor's differs from
-    its array's: the plain call returns Tensors where eager code on it makes them."""
+    its array's: the plain call returns Tensors where eager code on it makes them; and a
+    Variable's from a Tensor's: the kernel reads and assigns a Variable, not a leaf."""
     if isinstance(leaf, (Tensor, Variable)):
-        return ("tensor", _signature(leaf._value))
+        kind = "variable" if isinstance(leaf, Variable) else "tensor"
+        return (kind, _signature(leaf._value))
     if isinstance(leaf, (np.ndarray, np.generic)) and leaf.dtype.char not in _COMPILED_DTYPES:
         raise TypeError(f"srcxform.differentiable compiles float32, float64, integer and "
                         f"bool values, not {leaf.dtype.name}: cast it first "
@@ -60,7 +57,7 @@ def _signature(leaf):
         return ("scalar", leaf.dtype.char)
     if isinstance(leaf, float):
         return "float"
-    if _is_static(leaf):
+    if is_static(leaf):
         return ("static", type(leaf), leaf)
     raise TypeError(f"srcxform.differentiable: cannot pass a {type(leaf).__name__} "
                     "(arrays, tensors, Variables, floats, and static ints, bools, strings "
@@ -94,7 +91,7 @@ class Differentiable:
         self._checked = set()  # kernels whose first call ran beside the eager tape
         # The warm path, per form: the newest generated entry, which passes a call it does
         # not fit to the entry made before it, and the first one to the slow path.
-        self._warm = {form: functools.partial(self._slow, form) for form in _FORMS}
+        self._warm = {form: functools.partial(self._slow, form) for form in FORMS}
         # grad and value_and_grad are instance attributes, not methods (a method of the
         # name would slow reading the attribute): the newest entry once there is one,
         # until then a forwarder to it (a reference taken early, as srcxform.grad(fn)
@@ -155,25 +152,8 @@ class Differentiable:
         params['w']), each Variable by the name the function knows it by, `value` (with
         its path: value[0]) and `grad <leaf>` for the results, `new <variable>` for the
         Variables' new values. Leaves the trace fixed (a string, None) are not outputs."""
-        kernel, leaves = self._kernel("value_and_grad", args, kwargs)
-        spec, names = kernel.spec, _leaf_names(self.fn, args, kwargs)
-        program = kernel.program
-        variables = {}
-        for k, source in enumerate(spec.variables):
-            if isinstance(source, int):
-                variables[id(leaves[source])] = names[source]
-            else:
-                var = program.ins[len(spec.traced) + k]
-                variables[id(source)] = program.hints.get(var, source.name)
-        inputs = [names[i] for i in spec.traced]
-        inputs += [variables[id(_source(v, leaves))] for v in spec.variables]
-        paths = list(_paths(spec.out_trees[0], "value"))
-        for p, tree in zip(self._wrt_positions(), spec.out_trees[1].children):
-            start = sum(len(tree_flatten(a)[0]) for a in args[:p])
-            paths += [f"grad {names[start + k]}" for k in range(tree.num_leaves)]
-        outputs = [path for path, how in zip(paths, spec.returns) if how[0] == "out"]
-        outputs += [f"new {variables[id(_source(v, leaves))]}" for v in spec.writes]
-        return KernelSignature(inputs, outputs)
+        conv = self._kernel("value_and_grad", args, kwargs)[0].conv
+        return KernelSignature(list(conv.in_names), list(conv.out_names))
 
     def cache_info(self):
         """CacheInfo(hits, misses, kernels, loaded): hits and misses count the calls that
@@ -199,8 +179,7 @@ class Differentiable:
             kernel, leaves = self._kernel(mode, args, kwargs)
 
             def run():
-                return self._shape(form, kernel.run(kernel.arguments(leaves), leaves,
-                                                    plain=self._plain(form)))
+                return kernel.run(leaves, form)
 
             if kernel in self._checked or not crosscheck.enabled(self.check):
                 results = run()
@@ -222,22 +201,9 @@ class Differentiable:
             if (kernel, form) in self._chained:  # another thread's call made it first
                 return
             self._chained.add((kernel, form))
-            shape = (form, isinstance(self.wrt, int), self._plain(form))
-            head = self._warm[form] = kernel.entry(shape, args, self._warm[form], self._hits)
+            head = self._warm[form] = kernel.entry(form, args, self._warm[form], self._hits)
             if form != "value":  # f.grad is the head itself, one call less than a forwarder
                 setattr(self, form, head)
-
-    def _plain(self, form):
-        """Whether calls of this form return results as the eager function does."""
-        return form == "value" and self._as_eager
-
-    def _shape(self, form, results):
-        """Results of the general path shaped as the form returns them (kernel._result
-        writes the same rule into each generated entry)."""
-        if form == "value":
-            return results[0]
-        grads = results[1][0] if isinstance(self.wrt, int) else tuple(results[1])
-        return grads if form == "grad" else (results[0], grads)
 
     def _inline(self, form, args, kwargs):
         """Runs the Python function itself, for a caller that is tracing (composition:
@@ -245,7 +211,7 @@ class Differentiable:
         if form == "value":
             return self.fn(*args, **kwargs)
         value, grads = _traced_value_and_grad(self.fn, args, kwargs, self._wrt_positions())
-        return self._shape(form, [value, grads])
+        return form_result(form, isinstance(self.wrt, int), value, grads)
 
     def _kernel(self, mode, args, kwargs):
         """The kernel for these arguments, found or compiled, and their leaves. One thread
@@ -279,7 +245,7 @@ class Differentiable:
         for candidates in self._kernels.values():
             candidates[:] = [k for k in candidates if k not in stale]
         self._chained.clear()
-        for form in _FORMS:
+        for form in FORMS:
             self._warm[form] = functools.partial(self._slow, form)
             if form != "value":
                 setattr(self, form, _Forward(self, form))
@@ -288,18 +254,17 @@ class Differentiable:
         """The on-disk index's key for a signature, or None if fn is not indexable. The
         digest is taken anew each time: a global fn reads may have changed."""
         digest = index.function_digest(self.fn)
-        return digest and index.key(digest, key, self.wrt, self.parallel)
+        return digest and index.key(digest, key, self.wrt, self.parallel, self._as_eager)
 
     def _indexed(self, found, leaves):
         """A kernel an earlier process generated under the index key `found`, if its guards
         admit these arguments (tracing is skipped; Numba's cache has the machine code)."""
         for spec in index.load(found):
             kernel = Kernel(spec, None)
-            if not spec.guards or kernel.admits(kernel.arguments(leaves)):
-                kernel.fn = backend.load(spec.source, spec.func_name, parallel=spec.parallel)
-                kernel.probes = captures.of_function(self.fn)
+            if not spec.conv.guards or kernel.admits(kernel.arguments(leaves)):
                 self._loaded += 1
-                return kernel
+                fn = backend.load(spec.source, spec.func_name, parallel=spec.parallel)
+                return Kernel(spec, fn, probes=captures.of_function(self.fn))
         return None
 
     def _compile(self, mode, args, kwargs, leaves, found):
@@ -313,27 +278,40 @@ class Differentiable:
         ins = ", ".join(a.aval.short(symbolic=True) for a in program.ins)
         doc = f"srcxform: {traced.name}({ins}) -> {mode}"
         source, buffers = generate(program, func_name, doc, parallel=self.parallel)
+        consts = [array for _, array in program.consts]
+        outs = tuple((tuple(expr_of(d) for d in a.aval.shape), a.aval.dtype)
+                     for a in program.outs)
+        conv = Convention(
+            traced.leaves, traced.variables, traced.writes, len(consts), tuple(program.sizes),
+            outs, tuple(buffers), traced.trees, traced.returns, traced.guards,
+            isinstance(self.wrt, int), self._as_eager, traced.leaf_names, traced.in_names,
+            traced.out_names)
+        source += "\n\n" + callpath.emit(conv, traced.name, func_name, size_label(program))
+        probes = captures.of_function(self.fn) + traced.probes
+        # The warm entries, for positional calls like this one (others get none).
+        entries = () if kwargs else tuple(
+            (form, entry.emit(conv, consts, probes, callpath.entry_name(traced.name, form),
+                              form, args)[0])
+            for form in conv.forms())
+        source += entry.in_module([text for _, text in entries])
         if "source" in os.environ.get("SRCXFORM_DUMP", ""):
             print(source)
-        spec = Spec.of(program, source, func_name, self.parallel, buffers,
-                       traced=traced.leaves, variables=traced.variables, writes=traced.writes,
-                       out_trees=traced.trees, returns=traced.returns, guards=traced.guards)
-        consts = [array for _, array in program.consts]
+        spec = Spec(func_name, source, self.parallel, conv, traced.name, entries)
         # What a kernel captured (arrays, Variables) is this process's: not indexed.
         if found and not consts and all(isinstance(v, int)
-                                        for v in spec.variables + spec.writes) and \
+                                        for v in conv.variables + conv.writes) and \
                 all(how[0] != "const" or isinstance(how[1], captures.SIMPLE)
-                    for how in spec.returns):
+                    for how in conv.returns):
             index.store(found, spec)
         fn = backend.load(source, func_name, parallel=self.parallel)
-        return Kernel(spec, fn, consts, program, captures.of_function(self.fn) + traced.probes)
+        return Kernel(spec, fn, consts, program, probes)
 
     def _trace(self, mode, args, kwargs, leaves):
         """Traces fn on these arguments and optimizes the program."""
         name = identifier(getattr(self.fn, "__name__", "f"))
         trace = Trace(name)
         names = _leaf_names(self.fn, args, kwargs)
-        traced = [i for i, leaf in enumerate(leaves) if not _is_static(leaf)
+        traced = [i for i, leaf in enumerate(leaves) if not is_static(leaf)
                   and not isinstance(leaf, Variable)]
         with trace:
             inputs = {i: trace.new_input(kernel_arg(leaves[i]), names[i], _eager_kind(leaves[i]))
@@ -371,13 +349,39 @@ class Differentiable:
                      for v, _ in sorted(trace.variable_inputs(), key=lambda p: p[1])]
         writes = [position.get(id(v), v) for v, _ in writes]
         returned = [how[1] for how in returns if how[0] == "const"]
-        return _Traced(name, program, traced, variables, writes, trees, returns,
-                       guard_conditions(trace.guards), _probes(trace.captured),
-                       trace.created(returned))
+        in_names, out_names = self._kernel_names(args, names, program, traced, variables,
+                                                 writes, trees, returns)
+        return _Traced(name, program, tuple(traced), tuple(variables), tuple(writes),
+                       tuple(trees), tuple(returns), tuple(guard_conditions(trace.guards)),
+                       _probes(trace.captured), trace.created(returned), tuple(names),
+                       in_names, out_names)
+
+    def _kernel_names(self, args, names, program, traced, variables, writes, trees, returns):
+        """Names of the kernel's inputs (less captured arrays) and outputs, as
+        kernel_signature gives them: params_w, the Variable's name; value[0], grad
+        params_w, new v."""
+        def variable_name(k, v):
+            if isinstance(v, int):
+                return names[v]
+            return program.hints.get(program.ins[len(traced) + k], v.name) if k is not None \
+                else v.name
+
+        def key(v):  # a leaf index, or the captured Variable itself
+            return v if isinstance(v, int) else id(v)
+
+        read = {key(v): variable_name(k, v) for k, v in enumerate(variables)}
+        inputs = [names[i] for i in traced] + list(read.values())
+        paths = [_path("value", p) for p in leaf_paths(trees[0])]
+        for p, tree in zip(self._wrt_positions(), trees[1].children if len(trees) > 1 else ()):
+            start = sum(len(tree_flatten(a)[0]) for a in args[:p])
+            paths += [f"grad {names[start + k]}" for k in range(tree.num_leaves)]
+        outputs = [path for path, how in zip(paths, returns) if how[0] == "out"]
+        outputs += [f"new {read.get(key(v)) or variable_name(None, v)}" for v in writes]
+        return tuple(inputs), tuple(outputs)
 
 
-_Traced = namedtuple("_Traced",
-                     "name program leaves variables writes trees returns guards probes created")
+_Traced = namedtuple("_Traced", "name program leaves variables writes trees returns guards "
+                                "probes created leaf_names in_names out_names")
 
 
 def _probes(captured):
@@ -388,21 +392,9 @@ def _probes(captured):
     return probes
 
 
-def _source(variable, leaves):
-    """A Spec's Variable: a leaf index, or the captured Variable itself."""
-    return leaves[variable] if isinstance(variable, int) else variable
-
-
-def _paths(tree, path):
-    """A name for each leaf of a TreeDef, in order: value, value[0], value['a'][1]."""
-    if tree.kind is None:
-        yield path
-    elif tree.kind is dict:
-        for key, child in zip(tree.keys, tree.children):
-            yield from _paths(child, f"{path}[{key!r}]")
-    else:
-        for i, child in enumerate(tree.children):
-            yield from _paths(child, f"{path}[{i}]")
+def _path(root, keys):
+    """A leaf's path as an expression: value, value[0], params['w']."""
+    return root + "".join(f"[{k!r}]" for k in keys)
 
 
 def _eager_kind(leaf):
@@ -420,7 +412,7 @@ def _returned(fn, leaf, given, flat):
     if isinstance(leaf, Tracer):
         flat.append(leaf)
         return ("out", len(flat) - 1, leaf.eager, leaf.aval.weak)
-    if isinstance(leaf, Variable) or _is_static(leaf) or isinstance(leaf, (float, complex)):
+    if isinstance(leaf, Variable) or is_static(leaf) or isinstance(leaf, (float, complex)):
         return ("const", leaf)
     if isinstance(leaf, Dim):  # x.shape[0]: a Python int eagerly, read at each call
         flat.append(as_value(leaf))
@@ -545,23 +537,17 @@ def _non_float(leaf, path):
     return f"{what}, which has no gradient; leave it out of wrt"
 
 
-def _leaf_paths(value, path):
+def _leaf_paths(value, root):
     """(path, leaf) for each leaf of an argument, in tree_flatten's order: params['w'][0]."""
-    if isinstance(value, dict):
-        for k in sorted(value):
-            yield from _leaf_paths(value[k], f"{path}[{k!r}]")
-    elif isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
-        for i, v in enumerate(value):
-            yield from _leaf_paths(v, f"{path}[{i}]")
-    else:
-        yield path, value
+    leaves, tree = tree_flatten(value)
+    return [(_path(root, keys), leaf) for keys, leaf in zip(leaf_paths(tree), leaves)]
 
 
 def _as_tensors(args, kwargs):
     """args and kwargs with each leaf a trace would make a Tracer as a Tensor instead, as
     the function meets its arguments when traced (a Python float is a weak float64)."""
     leaves, tree = tree_flatten((args, kwargs))
-    leaves = [leaf if _is_static(leaf) or isinstance(leaf, Value)
+    leaves = [leaf if is_static(leaf) or isinstance(leaf, Value)
               else Tensor._new(np.asarray(leaf), weak=isinstance(leaf, float)
                                and not isinstance(leaf, np.floating))
               for leaf in leaves]
@@ -585,23 +571,10 @@ def _leaf_names(fn, args, kwargs):
     """A readable name for each argument leaf: the parameter name, with the path into
     nested structures (params['w'] -> params_w)."""
     params = _param_names(fn)
-    names = []
-
-    def walk(value, name):
-        if isinstance(value, dict):
-            for k in sorted(value):
-                walk(value[k], f"{name}_{k}")
-        elif isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
-            for i, v in enumerate(value):
-                walk(v, f"{name}_{i}")
-        else:
-            names.append(name)
-
-    for i, arg in enumerate(args):
-        walk(arg, params[i] if i < len(params) else f"arg{i}")
-    for k in sorted(kwargs):
-        walk(kwargs[k], k)
-    return names
+    named = [(params[i] if i < len(params) else f"arg{i}", arg) for i, arg in enumerate(args)]
+    named += [(k, kwargs[k]) for k in sorted(kwargs)]
+    return ["_".join(map(str, (name, *keys)))
+            for name, arg in named for keys in leaf_paths(tree_flatten(arg)[1])]
 
 
 # ----- public forms -----

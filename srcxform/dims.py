@@ -43,7 +43,7 @@ class Dim(int):
         return str(value(self))
 
     def __str__(self):
-        text = render(self.expr, lambda k: f"n{k}")
+        text = render(self.expr, lambda k: f"n{self.symbols.label(k)}")
         return text[1:-1] if text.startswith("(") else text  # n0 - 1, as in a shape
 
     def __hash__(self):
@@ -157,6 +157,11 @@ class Symbols:
         a, b = self.find(a), self.find(b)
         if a != b:
             self.parent[max(a, b)] = min(a, b)  # the earlier symbol names both
+
+    def label(self, k):
+        """The number symbol k is shown with (n<label>): symbols found equal to an earlier
+        one are skipped, so that the numbers shown have no gaps."""
+        return k - sum(j < k for j in self.parent)
 
     def canonical(self, expr):
         """expr with each symbol replaced by the one naming its class, simplified again

@@ -41,6 +41,15 @@ def _flatten(tree, leaves):
     return LEAF
 
 
+def leaf_paths(treedef):
+    """The path to each leaf of a structure, in tree_flatten's order: the tuple of the
+    keys and indices that reach it."""
+    if treedef.kind is None:
+        return [()]
+    keys = treedef.keys if treedef.kind is dict else range(len(treedef.children))
+    return [(k, *path) for k, child in zip(keys, treedef.children) for path in leaf_paths(child)]
+
+
 def tree_unflatten(treedef, leaves):
     """Builds the structure `treedef` describes from a flat sequence of leaves."""
     return _unflatten(treedef, iter(leaves))

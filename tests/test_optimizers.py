@@ -6,6 +6,7 @@ c + w the tape computes exactly, so eager and compiled updates can be compared w
 references to float rounding.
 """
 
+import re
 import warnings
 
 import numpy as np
@@ -199,7 +200,7 @@ def test_compiled_update_is_in_the_same_kernel():
     params = {"w": tf.Variable(np.zeros(X.shape[1])), "b": tf.Variable(np.float64(0.0))}
     step = tf.differentiable(_train_step(Adam(0.01), params))
     source = step.source(X, y)
-    assert source.count("\ndef ") == 1
+    assert len(re.findall(r"\ndef \w+__value_and_grad\(", source)) == 1  # one kernel
     assert "# ---- adjoint ----" in source and "np.sqrt" in source
     assert "Adam_iterations" in source
 

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from srcxform.dims import expr_of, render
+from srcxform.dims import Dim, expr_of, render
 
 _NP_NAMES = {"bool": "bool_"}
 _SIZE_OPERATORS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "//": ast.FloorDiv, "%": ast.Mod}
@@ -43,15 +43,29 @@ def reduction_init(init, dtype):
     return literal(init, dtype)
 
 
-class Sizes:
-    """Renders sizes (ints or Dims) as expressions over n0, n1, …, noting which are used."""
+def size_label(program):
+    """The number each size symbol of program is shown with (dims.Symbols.label)."""
+    for var in program.ins:
+        for d in var.aval.shape:
+            if isinstance(d, Dim):
+                return d.symbols.label
+    return lambda k: k
 
-    def __init__(self):
+
+class Sizes:
+    """Renders sizes (ints or Dims) as expressions over n0, n1, …, noting which are used;
+    `label` numbers the symbols."""
+
+    def __init__(self, label):
         self.used = set()
+        self.label = label
+
+    def name(self, k):
+        return f"n{self.label(k)}"
 
     def _name(self, k):
         self.used.add(k)
-        return f"n{k}"
+        return self.name(k)
 
     def source(self, d):
         return render(expr_of(d), self._name)

@@ -24,6 +24,7 @@ from srcxform.codegen.exprs import (
     name_ast,
     param_ast,
     reduction_init,
+    size_label,
 )
 from srcxform.codegen.placement import place
 from srcxform.dtypes import promote
@@ -32,9 +33,16 @@ from srcxform.ir import Lit, Var
 from srcxform.names import Namer
 from srcxform.passes.fuse import LoopGroup, schedule
 
+# The columns an origin comment may fill, its indent included: the user's line is cut.
+_WIDTH = 100
+
 
 def _source(node):
     return astor.to_source(node).rstrip("\n")
+
+
+def _cut(text, width):
+    return text if len(text) <= width else text[:width - 3] + "..."
 
 
 class _Lowering:
@@ -46,10 +54,10 @@ class _Lowering:
         self.recomputing = None  # the loop nest being emitted
         self.conditional = 0  # depth of conditional loads being built
         self.namer = Namer(program)
-        self.sizes = Sizes()
+        self.sizes = Sizes(size_label(program))
         self.lines = []  # (indent, text)
         self.last_origin = None
-        self.in_adjoint = False
+        self.current_section = None  # the last section comment's label
         self.producers = {eqn.out: eqn for eqn in program.eqns}
         self.items = schedule(program)
         self.placement = place(program, self.items)
@@ -73,15 +81,23 @@ class _Lowering:
         for text in _source(node).split("\n"):
             self.line(indent, text)
 
-    def section(self, eqn, indent=1):
-        if eqn.adjoint and not self.in_adjoint:
-            self.line(indent, "# ---- adjoint ----")
-            self.in_adjoint = True
+    def section(self, eqns):
+        """A section comment where the code turns from the forward to the adjoint (or
+        back), at the top level: a loop nest fusion gave both is labelled so, and its
+        origin comments tell them apart."""
+        kinds = {e.adjoint for e in eqns}
+        label = "forward and adjoint, fused" if len(kinds) == 2 else \
+            "adjoint" if True in kinds else "forward"
+        if label != self.current_section:
+            self.line(1, f"# ---- {label} ----")
+            self.current_section = label
 
     def header(self, eqn, indent):
-        self.section(eqn, indent)
+        if indent == 1:  # a statement of its own
+            self.section([eqn])
         if eqn.origin and (eqn.origin, eqn.adjoint) != self.last_origin:
-            self.line(indent, "# " + ("grad of " if eqn.adjoint else "") + where(eqn.origin))
+            text = "# " + ("grad of " if eqn.adjoint else "") + where(eqn.origin)
+            self.line(indent, _cut(text, _WIDTH - 4 * indent))
             self.last_origin = (eqn.origin, eqn.adjoint)
 
     # ----- atoms -----
@@ -153,7 +169,8 @@ class _Lowering:
                 if e.out not in self.buffer_vars:
                     before.append(self.allocate(name, domain, e.out.aval.dtype))
                 body.append((None, ast.Assign([self._store(name, index)], name_ast(local))))
-        self.section(group.eqns[0])
+        if looped:
+            self.section(members)
         for node in before:
             self.stmt(1, node)
         if split:
@@ -419,11 +436,11 @@ class _Lowering:
         sizes = []
         for k in sorted(self.sizes.used):
             index, axis = self.program.sizes[k]
-            sizes.append((1, f"n{k} = {self.namer(self.program.ins[index])}.shape[{axis}]"))
+            array = self.namer(self.program.ins[index])
+            sizes.append((1, f"{self.sizes.name(k)} = {array}.shape[{axis}]"))
         text = [f"def {func_name}({args}):", f'    """{doc}"""']
         if sizes:
             text += ["    " * i + t for i, t in sizes]
-        text.append("    # ---- forward ----")
         text += ["    " * i + t for i, t in self.lines]
         text.append("    return " + _source(ret).strip())
         return "\n".join(text) + "\n"

@@ -1,0 +1,92 @@
+"""The calling convention of one compiled signature, as one record built from its trace.
+
+Everything that calls a kernel reads it from here: the general path and `f.kernel()`
+(generated beside the kernel by codegen/callpath.py), the warm entry (codegen/entry.py) and
+`f.kernel_signature()`. It says which argument leaves the kernel takes, which Variables it
+reads and assigns, which outputs it fills into buffers its caller allocates, and how the
+outputs come back as the structures the function's forms return.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from srcxform.tree import tree_unflatten
+
+FORMS = ("value", "grad", "value_and_grad")
+
+_STATIC = (bool, int, str, type(None))
+
+
+def is_static(leaf):
+    """Whether an argument leaf is static: part of the cache key, fixed in the trace (a
+    Python bool, int, str or None; NumPy's scalars are values)."""
+    return isinstance(leaf, _STATIC) and not isinstance(leaf, np.generic)
+
+
+@dataclass(frozen=True)
+class Convention:
+    """How a kernel is called, as plain data (the on-disk index keeps it)."""
+
+    traced: tuple  # indices of the argument leaves the kernel takes, in order
+    # Variables read (their values passed after the leaves) and assigned (their new values
+    # are the last outputs): each a leaf index (a Variable argument) or the captured
+    # Variable itself.
+    variables: tuple
+    writes: tuple
+    consts: int  # how many captured arrays the kernel takes after the Variables' values
+    sizes: tuple  # (input index, axis) where each size symbol is read
+    outs: tuple  # (shape as size expressions, dtype) of each output
+    # Positions in outs of the outputs the kernel fills: arrays its caller allocates and
+    # passes after the inputs. It returns the other outputs, in order.
+    buffers: tuple
+    out_trees: tuple  # the value's treedef, then (gradient forms) the gradients' tuple
+    # How each leaf of the results comes back: ("out", j, eager, weak) is output j, which
+    # the plain call returns as the eager run would have it (eager "tensor": a Tensor,
+    # weak or not; "numpy": NumPy's array or scalar; "python": the Python number), the
+    # gradient forms as NumPy values; ("arg", i) is argument leaf i itself (the function
+    # returned it, or a Variable argument); ("const", value) a value fixed by the trace
+    # (a string, None, a Python number, a captured Variable).
+    returns: tuple
+    guards: tuple  # (expr, op): conditions on the sizes the trace relied on
+    single: bool  # the gradient is wrt one argument: its structure, not a tuple of them
+    eager_value: bool  # the value form returns results as the eager function does
+    # Names, for generated code and kernel_signature: each argument leaf (by its path:
+    # params_w), each kernel input but the captured arrays (the traced leaves', then each
+    # Variable's own), and each output (value, value[0]; grad params_w; new v).
+    leaf_names: tuple
+    in_names: tuple
+    out_names: tuple
+
+    @property
+    def inputs(self):
+        """How many arguments the kernel takes before its buffers."""
+        return len(self.traced) + len(self.variables) + self.consts
+
+    def plain(self, form):
+        """Whether calls of this form return results as the eager function does (else as
+        NumPy values, JAX's convention)."""
+        return form == "value" and self.eager_value
+
+    def results(self, form, leaves):
+        """What `form` returns, from an object per leaf of the results (Convention.returns):
+        values, or expressions for generated code."""
+        value = tree_unflatten(self.out_trees[0], leaves)
+        grads, start = [], self.out_trees[0].num_leaves
+        for tree in self.out_trees[1].children if len(self.out_trees) > 1 else ():
+            grads.append(tree_unflatten(tree, leaves[start:start + tree.num_leaves]))
+            start += tree.num_leaves
+        return form_result(form, self.single, value, grads)
+
+    def forms(self):
+        """The forms a kernel of this convention serves: its mode's."""
+        return ("value",) if len(self.out_trees) == 1 else ("grad", "value_and_grad")
+
+
+def form_result(form, single, value, grads):
+    """What a form returns, given the value and one gradient per `wrt` argument: the
+    value, the gradient (one argument's structure, or a tuple of them), or both."""
+    if form == "value":
+        return value
+    grad = grads[0] if single else tuple(grads)
+    return grad if form == "grad" else (value, grad)

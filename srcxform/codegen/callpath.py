@@ -1,0 +1,206 @@
+"""The call path around a kernel, generated into its module from the calling convention
+(callconv.py): what a call of each form runs, and the wrapper `f.kernel()` returns.
+
+For a kernel `loss__value_and_grad` it writes `loss_grad(w, x)` and
+`loss_value_and_grad(w, x)`, which take the argument leaves, allocate the arrays the
+kernel fills, call it, assign the Variables it assigns and return the form's structure;
+and `loss_kernel(w, x)` (when the kernel has buffers or captured arrays), jitted by
+`f.kernel()`, which allocates the buffers and returns every output. The names these read
+besides NumPy (the kernel, `leaf`, `tensor`, `assign`, captured objects) are bound per
+kernel by `bindings`: the module is shared by every kernel with the same text.
+"""
+
+import ast
+import re
+
+import astor
+import numpy as np
+
+from srcxform.codegen.exprs import dtype_ast
+from srcxform.dims import render
+from srcxform.names import identifier
+
+# The globals the call path reads; names made by counting (sizes n<k>, captured objects)
+# are kept apart from the user's names too.
+_GLOBALS = frozenset({"np", "leaf", "tensor", "assign"})
+_COUNTED = re.compile(r"(n|var|const|fixed)\d+")
+# What a returned constant is written as: a literal where its repr is one.
+_LITERALS = (bool, int, float, str, type(None))
+
+
+def function_name(name, form):
+    """The generated function running `form` for a kernel of the user function `name`."""
+    return f"{name}_{form}"
+
+
+def kernel_name(name):
+    return f"{name}_kernel"
+
+
+def entry_name(name, form):
+    """The warm entry running `form` (codegen/entry.py)."""
+    return f"{name}_{form}_entry"
+
+
+def emit(conv, name, kernel, size_label):
+    """The source of the call-path functions of a kernel named `kernel`, for the user
+    function `name`; size symbol k is n<size_label(k)>, as in the kernel."""
+    functions = [_form_function(conv, name, kernel, form, size_label)
+                 for form in conv.forms()]
+    if len(conv.out_trees) > 1 and (conv.consts or conv.buffers):
+        functions.append(_kernel_function(conv, name, kernel, size_label))
+    return "\n\n\n".join(astor.to_source(f).rstrip("\n") for f in functions) + "\n"
+
+
+def bindings(conv, consts):
+    """The globals the call path reads that are this kernel's own: captured Variables,
+    captured arrays (`consts`), and returned constants without a literal."""
+    found = dict(zip(_captured_names(conv), _captured(conv)))
+    found.update((f"const{k}", c) for k, c in enumerate(consts))
+    for k, how in enumerate(conv.returns):
+        if how[0] == "const" and not _literal(how[1]):
+            found[f"fixed{k}"] = how[1]
+    return found
+
+
+def _captured(conv):
+    """The captured Variables the kernel reads or assigns, each once, in order."""
+    found = {}
+    for v in conv.variables + conv.writes:
+        if not isinstance(v, int):
+            found.setdefault(id(v), v)
+    return list(found.values())
+
+
+def _captured_names(conv):
+    return [f"var{k}" for k in range(len(_captured(conv)))]
+
+
+def _literal(value):
+    return isinstance(value, _LITERALS) and (not isinstance(value, float) or np.isfinite(value))
+
+
+class _Names:
+    """Distinct local names: the user's, suffixed where they clash."""
+
+    def __init__(self, reserved):
+        self.taken = set(reserved) | _GLOBALS
+
+    def __call__(self, hint):
+        base = identifier(hint)
+        name, k = base, 1
+        while name in self.taken or _COUNTED.fullmatch(name):
+            name, k = f"{base}_{k}", k + 1
+        self.taken.add(name)
+        return name
+
+
+class _Body:
+    """Statements calling the kernel: sizes, buffers, the call; and the outputs' names."""
+
+    def __init__(self, conv, kernel, inputs, names, size_label):
+        self.conv, self.statements = conv, []
+        outs = [names(n) for n in conv.out_names]
+        used = {}
+
+        def size(k):
+            index, axis = conv.sizes[k]
+            used[k] = _parse(f"n{size_label(k)} = {inputs[index]}.shape[{axis}]")
+            return f"n{size_label(k)}"
+
+        allocations = []
+        for p in conv.buffers:
+            shape, dtype = conv.outs[p]
+            shape_ast = _parse(f"({''.join(render(e, size) + ', ' for e in shape)})").value
+            empty = _parse(f"{outs[p]} = np.empty(())")
+            empty.value.args = [shape_ast] + ([] if dtype == np.float64 else
+                                              [dtype_ast(dtype)])
+            allocations.append(empty)
+        self.statements += [used[k] for k in sorted(used)] + allocations
+        call = f"{kernel}({', '.join(list(inputs) + [outs[p] for p in conv.buffers])})"
+        returned = [outs[p] for p in range(len(outs)) if p not in conv.buffers]
+        targets = "".join(f"{r}, " for r in returned).rstrip(" ")
+        self.statements.append(_parse(f"{targets} = {call}" if returned else call))
+        self.outs = outs
+
+
+def _form_function(conv, name, kernel, form, size_label):
+    """`def loss_grad(w, x)`: one form's call, from the argument leaves."""
+    names = _Names({kernel})
+    params = [names(n) for n in conv.leaf_names]
+    returned_args = {how[1] for how in conv.returns if how[0] == "arg"}
+    statements, inputs = [], []
+    for i in conv.traced:  # the leaf as the kernel takes it
+        value = names(f"{params[i]}_value") if i in returned_args else params[i]
+        statements.append(_parse(f"{value} = leaf({params[i]})"))
+        inputs.append(value)
+    variables = dict(zip(map(id, _captured(conv)), _captured_names(conv)))
+
+    def variable(v):
+        return params[v] if isinstance(v, int) else variables[id(v)]
+
+    inputs += [f"leaf({variable(v)})" for v in conv.variables]
+    inputs += [f"const{k}" for k in range(conv.consts)]
+    body = _Body(conv, kernel, inputs, names, size_label)
+    statements += body.statements
+    first_write = len(conv.outs) - len(conv.writes)
+    for k, v in enumerate(conv.writes):
+        statements.append(_parse(f"assign({variable(v)}, {body.outs[first_write + k]})"))
+    leaves = [_returned(conv, k, how, params, body.outs, conv.plain(form))
+              for k, how in enumerate(conv.returns)]
+    statements.append(ast.Return(_structure(conv.results(form, leaves))))
+    doc = f"What {name}{'' if form == 'value' else '.' + form}(...) returns, for arguments " \
+          "like the traced ones."
+    return _function(function_name(name, form), params, doc, statements)
+
+
+def _kernel_function(conv, name, kernel, size_label):
+    """`def loss_kernel(w, x)`: the kernel with its buffers allocated and its captured
+    arrays bound, returning every output (jitted by f.kernel())."""
+    names = _Names({kernel})
+    params = [names(n) for n in conv.in_names]
+    body = _Body(conv, kernel, params + [f"const{k}" for k in range(conv.consts)], names,
+                 size_label)
+    ret = ast.Return(_parse(f"({''.join(o + ', ' for o in body.outs)})").value)
+    doc = f"f.kernel(...) of {name}: the kernel with its output arrays allocated."
+    return _function(kernel_name(name), params, doc, body.statements + [ret])
+
+
+def _returned(conv, k, how, params, outs, plain):
+    """The expression for result leaf k (Convention.returns): the plain call's as the eager
+    run has it, the gradient forms' as NumPy values."""
+    if how[0] == "arg":
+        return ast.Name(params[how[1]], ast.Load())
+    if how[0] == "const":
+        return ast.Constant(how[1]) if _literal(how[1]) else ast.Name(f"fixed{k}", ast.Load())
+    _, j, eager, weak = how
+    shape, dtype = conv.outs[j]
+    out = ast.Name(outs[j], ast.Load())
+    if plain and eager == "tensor":
+        array = out if shape else ast.Call(_parse("np.asarray").value, [out, dtype_ast(dtype)],
+                                           [])
+        return ast.Call(ast.Name("tensor", ast.Load()), [array, ast.Constant(weak)], [])
+    if plain and eager == "python" or shape or not plain and dtype == np.float64:
+        return out  # Numba returns a float64 scalar as a Python float: as good
+    return ast.Call(dtype_ast(dtype), [out], [])
+
+
+def _structure(value):
+    """A structure of expressions (Convention.results') as one expression."""
+    if isinstance(value, dict):
+        return ast.Dict([ast.Constant(k) for k in value], [_structure(v) for v in value.values()])
+    if isinstance(value, (list, tuple)):
+        kind = ast.List if isinstance(value, list) else ast.Tuple
+        return kind([_structure(v) for v in value], ast.Load())
+    return value
+
+
+def _function(name, params, doc, statements):
+    args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in params], vararg=None,
+                         kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
+    body = [ast.Expr(ast.Constant(doc))] + statements
+    return ast.FunctionDef(name, args, body, [], None)
+
+
+def _parse(source):
+    return ast.parse(source).body[0]

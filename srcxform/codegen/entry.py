@@ -1,0 +1,343 @@
+"""The warm entry of a kernel: a small Python function, generated for positional calls
+like one call's, that a warm call runs instead of the general path.
+
+It checks that what the trace captured from outside is unchanged (captures.py) and that
+the arguments still fit the signature (types, ranks, dtypes, which dims are 1, guards),
+unpacks them, finds the output arrays the kernel fills (those it returned last call when
+nothing else holds them, else new ones), makes the one kernel call and shapes the results
+as the calling convention says (callconv.py). The call goes straight into the compiled
+code when each array is laid out as Numba typed the first call's (C-contiguous, aligned,
+writeable), and through Numba's dispatcher otherwise. A call it does not fit goes on to
+its fallback: the entry made before it, and in the end the slow path.
+"""
+
+import sys
+
+import numpy as np
+
+from srcxform import captures
+from srcxform.callconv import is_static
+from srcxform.dims import render
+from srcxform.tensor import Tensor, Variable
+from srcxform.tree import tree_flatten
+
+
+def _buffer_shapes(conv, size, shape_names):
+    """(shape, dtype argument) as source for each output buffer: size(k) names size symbol
+    k, and `shape_names` maps an input's shape, as size expressions, to a name holding it."""
+    shapes = []
+    for exprs, dtype in (conv.outs[p] for p in conv.buffers):
+        shape = shape_names.get(exprs) or \
+            f"({''.join(render(e, size) + ', ' for e in exprs).rstrip()})"
+        shapes.append((shape, "" if dtype == np.float64 else f", np.{dtype.name}"))
+    return shapes
+
+
+def _output_exprs(conv, buffers):
+    """An expression per kernel output: a buffer's name, or the kernel's result r[j]."""
+    filled = dict(zip(conv.buffers, buffers))
+    returned = iter(range(len(conv.outs)))
+    return [filled[p] if p in filled else f"r[{next(returned)}]" for p in range(len(conv.outs))]
+
+
+class _EntryWriter:
+    """Builds the source of one entry function. Every name it binds is made by a scheme
+    of its own (a<i>, x<k>, s<k>, size<k>, k<k> …): the user's names reach an entry only as the
+    dict keys it writes as literals, so none can clash with them."""
+
+    def __init__(self, n_args):
+        self.unpack, self.checks, self.names, self.constants = [], [], [], {}
+        self._constant_names = {}  # id of each constant: its name
+        # Each leaf array's shape tuple, by the array's name: (the tuple's name, its rank).
+        self.shapes = {}
+        # The globals holding the shape each leaf array had at the last call that passed
+        # its tests (an equal shape passes them again), with their first values.
+        self.last_shapes = {}
+        # How a call the entry does not fit goes on to the next entry.
+        self.fall_back = f"return fallback({', '.join(f'a{i}' for i in range(n_args))})"
+
+    def fails(self, test):
+        self.checks.append(f"if {test}: {self.fall_back}")
+
+    def constant(self, value):
+        """The entry's global name for `value`: one name per object (a captured Variable
+        read and assigned, a type or dtype several leaves share). A dtype is NumPy's own
+        instance of it, so that an entry's text is the same whether its kernel was traced
+        in this process or its Spec unpickled from the index (the text is the key of the
+        entry's cached bytecode)."""
+        if isinstance(value, np.dtype) and value.isnative:
+            value = np.dtype(value.str)
+        name = self._constant_names.get(id(value))
+        if name is None:
+            name = self._constant_names[id(value)] = f"k{len(self.constants)}"
+            self.constants[name] = value
+        return name
+
+    def leaves(self, value, expr):
+        """Unpacks the leaves of an argument like `value` found at `expr`, in the order
+        tree_flatten visits them, checking the containers on the way."""
+        leaves, tree = tree_flatten(value)
+        self._unpack(tree, expr, iter(leaves))
+
+    def _unpack(self, tree, expr, leaves):
+        if tree.kind is None:
+            name = expr
+            if not expr.isidentifier():
+                name = f"x{len(self.names)}"
+                self.unpack.append(f"{name} = {expr}")
+            self.names.append(name)
+            self.check(name, next(leaves))
+            return
+        self.unpack.append(f"if type({expr}) is not {tree.kind.__name__} or "
+                           f"len({expr}) != {len(tree.children)}: {self.fall_back}")
+        keys = tree.keys if tree.kind is dict else range(len(tree.children))
+        for k, child in zip(keys, tree.children):
+            self._unpack(child, f"{expr}[{k!r}]", leaves)
+
+    def check(self, name, leaf):
+        """The tests that a later leaf has the kind, dtype, rank and 1-dims this one had."""
+        if is_static(leaf):
+            self.fails(f"type({name}) is not {self.constant(type(leaf))} or "
+                       f"{name} != {self.constant(leaf)}")
+            return
+        array = leaf._value if isinstance(leaf, (Tensor, Variable)) else leaf
+        tests = [f"type({name}) is not {self.constant(type(leaf))}"]
+        if isinstance(leaf, Tensor):
+            tests.append(f"{name}._weak")
+        if not (isinstance(array, np.ndarray) or isinstance(leaf, (Tensor, Variable))):
+            self.fails(" or ".join(tests))
+            return
+        value = f"{name}._value" if isinstance(leaf, (Tensor, Variable)) else name
+        if array.ndim:
+            self.fails(" or ".join(tests))
+            self.layout(value, array.dtype)
+        else:  # the kernel takes its value as a scalar
+            self.fails(" or ".join(tests + [f"{value}.dtype.num != {array.dtype.num}"]))
+        shape = f"s{len(self.shapes)}"
+        self.shapes[value] = shape, array.ndim
+        tests = [f"len({shape}) != {array.ndim}"]
+        ones = [d == 1 for d in array.shape]
+        if any(ones):  # which dims are 1 is part of the signature
+            tests += [f"{shape}[{a}] {'!=' if one else '=='} 1" for a, one in enumerate(ones)]
+        elif ones:
+            tests.append(f"1 in {shape}")
+        # Tested only when it differs from the last call's: one tuple comparison costs
+        # less than the rank and 1-dims tests, a large part of a small warm call.
+        last = f"last_{shape}"
+        self.last_shapes[last] = array.shape
+        self.checks += [f"if ({shape} := {value}.shape) != {last}:",
+                        f"    if {' or '.join(tests)}: {self.fall_back}",
+                        f"    {last} = {shape}"]
+
+    def layout(self, value, dtype, fixed=False):
+        """Tests that the array `value` has `dtype` (unless its dtype is `fixed`: a captured
+        array's or Variable's cannot change); and unless it is C-contiguous, aligned and
+        writeable with the very dtype object NumPy uses natively, the kernel is run
+        through `checked` (Numba's dispatcher), not `direct`."""
+        native = self.constant(np.dtype(dtype.type))
+        test = f"{value}.dtype is not {native} or not {value}.flags.carray"
+        if fixed:
+            self.checks.append(f"if {test}: run = checked")
+            return
+        self.checks += [f"if {test}:",
+                        f"    if {value}.dtype.num != {dtype.num}: {self.fall_back}",
+                        "    run = checked"]
+
+    def variable(self, source, leaves):
+        """The name holding a Variable (a leaf index, or the captured Variable itself),
+        and the Variable as this call sees it."""
+        if isinstance(source, int):
+            return self.names[source], leaves[source]
+        return self.constant(source), source
+
+    def size(self, array_expr, axis):
+        if array_expr in self.shapes:
+            return f"{self.shapes[array_expr][0]}[{axis}]"
+        return f"{array_expr}.shape[{axis}]"
+
+# An entry keeps the output arrays it returned last, and fills them again when nothing
+# else holds them (a reference count of 3: the pair in its global spare<b>, its local
+# name, getrefcount's argument), rather than allocating: nobody can see the difference.
+# Reference counts say so only where the GIL serializes them. The pair is the array and
+# its shape, read and replaced at once: a call in another thread that replaces the array
+# between this call's tests cannot pair it with the other array's shape.
+_REUSE = getattr(sys, "_is_gil_enabled", lambda: True)()
+
+
+def _arg_expr(name, leaf):
+    """How the kernel receives a leaf held in `name`."""
+    if isinstance(leaf, (Tensor, Variable)):
+        name = f"{name}._value"
+        leaf = leaf._value
+    return f"{name}[()]" if isinstance(leaf, np.ndarray) and leaf.ndim == 0 else name
+
+
+def in_module(sources):
+    """The entries' sources as a generated module holds them: each is run bound to
+    globals of its own (kernel.py), and NO here only lets the module define them."""
+    if not sources:
+        return ""
+    return ("\n\n# The warm entries: what a call like the traced one runs. A call they do not fit\n"
+            "# goes on to `fallback`, and in the end to the general path above.\n"
+            "NO = object()\n" + "".join(f"\n\n{source}" for source in sources))
+
+
+def emit(conv, consts, probes, name, form, args):
+    """The source of `def name(...)`, the entry for `form` ("value", "grad" or
+    "value_and_grad") of a kernel called as `conv` says, for positional calls like
+    `args`; and the values of the globals it reads that are its own (constants, and the
+    shapes its last call saw). The rest the caller binds (kernel.py): `direct` and
+    `checked` (the kernel, straight and through Numba's dispatcher), `fallback`, `hits`
+    (a Counter), `spare<b>` (each buffer the entry returned last, with its shape), and
+    NumPy's and srcxform's few helpers."""
+    w = _EntryWriter(len(args))
+    for i, arg in enumerate(args):
+        w.leaves(arg, f"a{i}")
+    leaves = tree_flatten(list(args))[0]
+    kernel_args = [_arg_expr(w.names[i], leaves[i]) for i in conv.traced]
+    for source in conv.variables:
+        v, variable = w.variable(source, leaves)
+        kernel_args.append(f"{v}._value" if variable.ndim else f"{v}._value[()]")
+        if variable.ndim and not isinstance(source, int):  # a leaf's is tested with it
+            w.layout(f"{v}._value", variable.dtype, fixed=True)
+    for c in consts:
+        kernel_args.append(w.constant(c))
+        w.layout(kernel_args[-1], c.dtype, fixed=True)
+    sizes = {}
+
+    def size(k):
+        index, axis = conv.sizes[k]
+        sizes[k] = f"size{k} = {w.size(kernel_args[index], axis)}"
+        return f"size{k}"
+
+    fails = {">=": "<", "==": "!=", "!=": "=="}
+    guards = [f"{render(expr, size)} {fails[op]} 0" for expr, op in conv.guards]
+    allocate, buffers, kept = _reused_buffers(conv, w, kernel_args, size)
+    outputs = _output_exprs(conv, buffers)
+    results = _returned(conv, w, outputs, plain=conv.plain(form))
+    assigned = kept + list(w.last_shapes)
+    body = [f"global {', '.join(assigned)}"] if assigned else []
+    body += _prologue(w, len(args)) + ["run = direct"] + _probe_tests(probes, w) + w.checks
+    body += [line for _, line in sorted(sizes.items())]
+    body += [f"if {test}: {w.fall_back}" for test in guards]
+    body += ["hits.n += 1"] + allocate
+    body.append(f"r = run({', '.join(kernel_args + buffers)})")
+    body += _variable_writes(conv, w, leaves, outputs)
+    body.append(f"return {_source(conv.results(form, results))}")
+    source = _signature(name, len(args)) + "".join(f"    {line}\n" for line in body)
+    return source, dict(w.constants, **w.last_shapes)
+
+
+def _signature(name, n_args):
+    """The entry's def line: positional-only parameters, faster to call than *args; each
+    defaults to NO, an object of the caller's (the call gave fewer arguments)."""
+    params = "".join(f"a{i}=NO, " for i in range(n_args)) + ("/, " if n_args else "")
+    return f"def {name}({params}*more, **kwargs):\n"
+
+
+def _prologue(w, n_args):
+    """The entry's first lines: calls with keywords, another number of arguments, or
+    under a tape or a trace of this thread go to the fallback; then the arguments' leaves,
+    unpacked."""
+    names = ", ".join(f"a{i}" for i in range(n_args)) + ("," if n_args == 1 else "")
+    given = f"*[a for a in ({names}) if a is not NO], " if n_args else ""
+    too_few = f" or a{n_args - 1} is NO" if n_args else ""
+    lines = [f"if more or kwargs{too_few} or OPEN_ANYWHERE and CONTEXT.open:",
+             f"    return fallback({given}*more, **kwargs)"]
+    if any("[" in line for line in w.unpack):  # unpacking containers can fail
+        return lines + ["try:"] + [f"    {line}" for line in w.unpack] + [
+            "except (KeyError, IndexError, TypeError):", f"    {w.fall_back}"]
+    return lines + w.unpack
+
+
+def _probe_tests(probes, w):
+    """Lines sending the call on to the fallback where something the trace captured from
+    outside has changed (captures.py): an identity test each, and for a number or string
+    the value's type and equality."""
+    lines = []
+    for probe in probes:
+        holder = w.constant(probe.holder)
+        read = {"global": f"{holder}.get({probe.key!r})", "cell": f"{holder}.cell_contents",
+                "attr": f"{holder}.{probe.key}"}[probe.kind]
+        seen = w.constant(probe.value)
+        if isinstance(probe.value, captures.SIMPLE):
+            kind = w.constant(type(probe.value))
+            test = f"(p := {read}) is not {seen} and (type(p) is not {kind} or p != {seen})"
+        else:
+            test = f"{read} is not {seen}"
+        lines.append(f"if {test}: {w.fall_back}")
+    return lines
+
+
+def _returned(conv, w, outputs, plain):
+    """An expression per leaf of the results (Convention.returns): the plain call's as the
+    eager run has them, the gradient forms' as NumPy values."""
+    exprs = []
+    for how in conv.returns:
+        if how[0] == "arg":
+            exprs.append(w.names[how[1]])
+            continue
+        if how[0] == "const":
+            exprs.append(w.constant(how[1]))
+            continue
+        _, j, eager, weak = how
+        shape, dtype = conv.outs[j]
+        out = outputs[j]
+        # Numba returns a rank-0 output as a Python number: float64's float is as good.
+        scalar = dtype.type if not shape and dtype != np.float64 else None
+        if plain and eager == "tensor":
+            exprs.append(f"tensor({out}, {weak})" if shape else
+                         f"tensor(array({out}, {w.constant(dtype)}), {weak})")
+        elif plain and eager == "numpy" and not shape:
+            exprs.append(f"{w.constant(dtype.type)}({out})")
+        elif scalar is not None and not (plain and eager == "python"):
+            exprs.append(f"{w.constant(scalar)}({out})")
+        else:
+            exprs.append(out)
+    return exprs
+
+
+def _reused_buffers(conv, w, kernel_args, size):
+    """Lines finding each output buffer: the array the entry returned last call (with
+    its shape, the pair in the entry's global spare<b>) where nothing else refers to it
+    and its shape fits, else a new one; the buffers' names; and the globals the lines assign.
+    A buffer with an input's exact shape uses that input's shape tuple."""
+    shape_names = {}
+    for index, arg in enumerate(kernel_args):
+        axes = {axis: k for k, (i, axis) in enumerate(conv.sizes) if i == index}
+        if arg in w.shapes and len(axes) == w.shapes[arg][1]:
+            shape_names[tuple(("size", axes[a]) for a in range(len(axes)))] = w.shapes[arg][0]
+    lines, names, kept = [], [], []
+    for b, (shape, dtype) in enumerate(_buffer_shapes(conv, size, shape_names)):
+        if _REUSE:
+            lines += [f"o{b}, o{b}_shape = spare{b}",
+                      f"if getrefcount(o{b}) != 3 or o{b}_shape != {shape}:",
+                      f"    o{b} = empty({shape}{dtype})",
+                      f"    spare{b} = o{b}, o{b}.shape"]
+            kept.append(f"spare{b}")
+        else:
+            lines.append(f"o{b} = empty({shape}{dtype})")
+        names.append(f"o{b}")
+    return lines, names, kept
+
+
+def _variable_writes(conv, w, leaves, results):
+    """Lines giving each Variable the function assigns its new value (the last results)."""
+    lines, start = [], len(results) - len(conv.writes)
+    for j, source in enumerate(conv.writes):
+        v, variable = w.variable(source, leaves)
+        value = results[start + j]
+        lines.append(f"{v}._value = {value}" if variable.ndim
+                     else f"{v}._value = np.asarray({value}, {w.constant(variable.dtype)})")
+    return lines
+
+
+def _source(structure):
+    """A structure of expressions (Convention.results') as one expression's source."""
+    if isinstance(structure, dict):
+        return "{" + ", ".join(f"{k!r}: {_source(v)}" for k, v in structure.items()) + "}"
+    if isinstance(structure, list):
+        return "[" + ", ".join(map(_source, structure)) + "]"
+    if isinstance(structure, tuple):
+        return "(" + "".join(f"{_source(v)}, " for v in structure).rstrip(" ") + ")"
+    return structure

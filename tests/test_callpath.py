@@ -1,0 +1,79 @@
+"""The call path generated into each kernel's module from its calling convention: the
+general path and f.kernel() (codegen/callpath.py), and the warm entries (codegen/entry.py)."""
+
+import numpy as np
+import pytest
+
+import srcxform as tf
+
+
+def loss(w, x):
+    return tf.reduce_sum(tf.tanh(x * w))
+
+
+LOSS = tf.differentiable(loss)
+W, X = np.array([0.5, -1.0, 2.0]), np.array([1.0, 2.0, -0.5])
+
+
+def _numeric_grad(f, w, eps=1e-6):
+    grad = np.zeros_like(w)
+    for k in range(w.size):
+        step = np.zeros_like(w)
+        step[k] = eps
+        grad[k] = (f(w + step) - f(w - step)) / (2 * eps)
+    return grad
+
+
+def test_the_source_shows_the_kernel_and_the_plain_gradient_function():
+    source = LOSS.source(W, X)
+    assert "def loss__value_and_grad(w, x, bw):" in source
+    grad = source[source.index("def loss_grad(w, x):"):].split("\n\n\n")[0]
+    # It allocates the gradient, calls the kernel and returns the gradient.
+    assert "grad_w = np.empty((n0,))" in grad
+    assert "value, = loss__value_and_grad(w, x, grad_w)" in grad
+    assert grad.rstrip().endswith("return grad_w")
+    assert "def loss_value_and_grad(w, x):" in source
+
+
+def test_the_general_path_runs_the_generated_functions():
+    """Keyword arguments never reach a warm entry: these calls run the call path's
+    generated functions, and agree with the warm path and with finite differences."""
+    expected = _numeric_grad(lambda w: np.sum(np.tanh(X * w)), W)
+    by_keyword = LOSS.grad(W, x=X)
+    np.testing.assert_allclose(by_keyword, expected, rtol=1e-6)
+    np.testing.assert_array_equal(LOSS.grad(W, X), by_keyword)
+    value, grad = LOSS.value_and_grad(W, x=X)
+    np.testing.assert_allclose(value, np.sum(np.tanh(X * W)), rtol=1e-12)
+    np.testing.assert_array_equal(grad, by_keyword)
+    plain = LOSS(W, x=X)
+    assert isinstance(plain, tf.Tensor) and plain.numpy() == value  # as eager: a Tensor
+
+
+def test_the_kernel_wrapper_is_the_generated_one():
+    kernel = LOSS.kernel(W, X)
+    value, grad = kernel(W, X)
+    np.testing.assert_array_equal(grad, LOSS.grad(W, X))
+    assert value == LOSS.value_and_grad(W, X)[0]
+    assert getattr(kernel, "py_func", kernel).__code__.co_name == "loss_kernel"
+
+
+def test_the_warm_entry_is_the_one_in_the_source():
+    LOSS.grad(W, X)  # the first positional call makes the entry
+    assert LOSS.grad.__code__.co_name == "loss_grad_entry"
+    # The generated module's copy, not one compiled apart.
+    assert LOSS.grad.__code__.co_filename.endswith(".py")
+    assert "def loss_grad_entry(a0=NO, a1=NO, /, *more, **kwargs):" in LOSS.source(W, X)
+    np.testing.assert_array_equal(LOSS.grad(W, X), LOSS.grad(W, x=X))
+
+
+def test_a_tensor_where_a_variable_was_traced_is_not_assigned():
+    @tf.differentiable
+    def scale(v, x):
+        v.assign(v * x)
+        return tf.reduce_sum(v)
+
+    v, t, x = tf.Variable(np.ones(3)), tf.constant(np.ones(3)), np.full(3, 2.0)
+    assert scale(v, x).numpy() == 6.0 and v.numpy().tolist() == [2.0] * 3
+    with pytest.raises(AttributeError, match="assign"):  # as eagerly: a Tensor has none
+        scale(t, x)
+    assert t.numpy().tolist() == [1.0] * 3

@@ -1,0 +1,32 @@
+"""The generated source as a person reads it: sections, size names, comment width."""
+
+import re
+
+import numpy as np
+
+import srcxform as tf
+
+
+def _layer(x, w, v):
+    return tf.reduce_sum(tf.tanh(x @ w) @ v)
+
+
+def test_size_symbols_are_numbered_without_gaps():
+    # x's second size is w's first, and w's second is v's first: five symbols, three sizes.
+    source = tf.differentiable(_layer).source(np.ones((4, 3)), np.ones((3, 5)), np.ones(5))
+    assert "(f64[n0,n1], f64[n1,n2], f64[n2])" in source
+    assert set(re.findall(r"\bn\d+\b", source)) == {"n0", "n1", "n2"}
+
+
+def _a_function_with_a_long_line(x):
+    return tf.reduce_sum(tf.tanh(x) * tf.tanh(x + 1.0) * tf.tanh(x + 2.0) * tf.tanh(x + 3.0) * 2.0)
+
+
+def test_sections_are_labelled_outside_loops_and_comments_fit_100_columns():
+    source = tf.differentiable(_a_function_with_a_long_line).source(np.ones(3))
+    comments = [line for line in source.split("\n") if line.lstrip().startswith("#")]
+    assert all(len(line) <= 100 for line in comments)
+    assert any(line.endswith("...") for line in comments)  # the user's line, cut
+    sections = [line for line in comments if "# ----" in line]
+    assert all(line.startswith("    # ----") for line in sections)
+    assert "    # ---- forward and adjoint, fused ----" in sections
