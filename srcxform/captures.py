@@ -102,7 +102,7 @@ def _function(fn, found, seen):
         if wrapped is not None:
             _function(wrapped, found, seen)
         return
-    if fn.__globals__.get("__srcxform_generated__"):  # a warm entry (kernel.py)
+    if fn.__globals__.get("__srcxform_generated__"):  # a warm entry (codegen/entry.py)
         return
     if _library(fn.__globals__.get("__name__") or ""):
         # Library code is fixed, but one made at run time (jacobian's) holds the user's.
