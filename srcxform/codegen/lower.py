@@ -11,7 +11,6 @@ import functools
 
 import astor
 
-from srcxform import __version__
 from srcxform.aval import is_one
 from srcxform.backend import RUNTIME
 from srcxform.codegen.chunking import CHUNKS, Interior, call, minus
@@ -31,6 +30,7 @@ from srcxform.errors import where
 from srcxform.ir import Lit, Var
 from srcxform.names import Namer
 from srcxform.passes.fuse import LoopGroup, schedule
+from srcxform.version import __version__
 
 
 def _source(node):
