@@ -29,7 +29,7 @@ from srcxform.dtypes import promote
 from srcxform.errors import where
 from srcxform.ir import Lit, Var
 from srcxform.names import Namer
-from srcxform.passes.fuse import LoopGroup, schedule
+from srcxform.codegen.schedule import LoopGroup, schedule
 from srcxform.version import __version__
 
 

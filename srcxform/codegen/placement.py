@@ -11,7 +11,7 @@ import functools
 from dataclasses import dataclass
 
 from srcxform.ir import Var
-from srcxform.passes.fuse import LoopGroup
+from srcxform.codegen.schedule import LoopGroup
 
 _EXPENSIVE = {"exp", "log", "log1p", "expm1", "tanh", "sin", "cos", "tan", "sqrt"}
 _MAX_NODES = 48  # the size of an expression worth recomputing rather than storing
