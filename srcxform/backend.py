@@ -27,6 +27,7 @@ import threading
 import warnings
 import zlib
 
+from srcxform import runtime
 from srcxform.errors import CacheWarning, CompileError
 
 
@@ -205,15 +206,11 @@ def _warn(message):
     warnings.warn(message, CacheWarning, stacklevel=level)
 
 
-# The modules generated code may import (`from srcxform import blas`).
-RUNTIME = ("arrays", "blas", "vecmath")
-
-
 @functools.cache
 def _runtime_digest():
-    folder = os.path.dirname(os.path.abspath(__file__))
+    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime")
     digest = hashlib.sha256()
-    for name in RUNTIME:
+    for name in runtime.MODULES:
         with open(os.path.join(folder, f"{name}.py"), "rb") as f:
             digest.update(f.read())
     return digest.digest()
@@ -223,8 +220,8 @@ def _runtime_digest():
 def _import_runtime():
     """Imports the runtime modules once, with the first kernel of a process (whose call
     pays Numba's start-up anyway), rather than with whichever later kernel needs one."""
-    for name in RUNTIME:
-        importlib.import_module(f"srcxform.{name}")
+    for name in runtime.MODULES:
+        importlib.import_module(f"srcxform.runtime.{name}")
 
 
 @contextlib.contextmanager

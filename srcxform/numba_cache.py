@@ -17,7 +17,7 @@ reason is a cache miss, after which the kernel compiles again. Its index and dat
 are sealed with a checksum (backend.write_sealed): Numba's own raise on most damage, in
 every later process, and unpickle whatever a flipped bit made of the rest.
 
-`helper` compiles the functions generated code calls (srcxform.arrays, blas, vecmath)
+`helper` compiles the functions generated code calls (srcxform.runtime)
 with Numba's own payload in sealed files, made when first used.
 """
 
@@ -128,7 +128,7 @@ def jit(fn, cache, **options):
 
 
 def helper(fn):
-    """fn compiled as generated code's helpers are (srcxform.arrays, blas, vecmath). Its
+    """fn compiled as generated code's helpers are (srcxform.runtime's). Its
     cache is made when first used: making one looks for a writable folder on disk (0.1 ms
     a function), and a process that only loads kernels never compiles or loads a helper
     (each kernel holds the code of those it calls)."""

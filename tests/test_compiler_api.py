@@ -196,7 +196,8 @@ def test_a_new_process_loads_the_kernel_without_parsing_its_bitcode(tmp_path):
         kernel = f._kernels[next(iter(f._kernels))][0].fn.dispatcher
         print(sum(kernel.stats.cache_hits.values()), sum(kernel.stats.cache_misses.values()),
               len(parses) > 0)
-        from srcxform import arrays, blas, numba_cache, vecmath
+        from srcxform import numba_cache
+        from srcxform.runtime import arrays, blas, vecmath
         helpers = [v for m in (arrays, blas, vecmath) for v in vars(m).values()
                    if isinstance(getattr(v, "_cache", None), numba_cache._LazyCache)]
         print(len(helpers) > 5 and all(h._cache._cache is None for h in helpers))

@@ -34,7 +34,7 @@ _KINDS = {types.float32: "s", types.float64: "d"}
 # more, but no sane matrix needs it). They are never negative, so their bitwise or
 # exceeds _MAX_INT exactly when one of them does.
 _MAX_INT = np.iinfo(np.int32).max
-_FAILED = "srcxform.blas: a size beyond BLAS's int range, or no BLAS (scipy.linalg.cython_blas)"
+_FAILED = "srcxform.runtime.blas: a size beyond BLAS's int range, or no BLAS (scipy.linalg.cython_blas)"
 _char = ir.IntType(8)
 _void_p = ir.IntType(8).as_pointer()
 
@@ -46,7 +46,7 @@ def _kind(name, *arrays):
     """The BLAS kind letter of arrays of one float dtype; a typing error otherwise."""
     dtypes = {a.dtype for a in arrays}
     if len(dtypes) != 1 or next(iter(dtypes)) not in _KINDS:
-        raise TypingError(f"srcxform.blas.{name} takes float32 or float64 arrays of one "
+        raise TypingError(f"srcxform.runtime.blas.{name} takes float32 or float64 arrays of one "
                           f"dtype, got {', '.join(str(a.dtype) for a in arrays)}")
     # Imported here, when a product is compiled: numba.np.linalg takes 20-30 ms to import,
     # too much for every process that loads a kernel.
@@ -249,7 +249,7 @@ def _compile_as(public, cores, ndims):
         def typing(x, y):
             if not all(isinstance(t, types.Array) and t.ndim == n
                        for t, n in zip((x, y), ndims)):
-                raise TypingError(f"srcxform.blas.{public.__name__} takes arrays of "
+                raise TypingError(f"srcxform.runtime.blas.{public.__name__} takes arrays of "
                                   f"ranks {ndims}, got {x} and {y}")
             _kind(public.__name__, x, y)
             return core_signature(typingctx, (x, y)).return_type
