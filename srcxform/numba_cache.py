@@ -14,7 +14,7 @@ restores itself from object code (CPUCodeLibrary._unserialize, done here with th
 left out). So srcxform uses it only with the Numba versions it was written for
 (`supported()`), and plain `cache=True` with any other; and a load that fails for any
 reason is a cache miss, after which the kernel compiles again. Its index and data files
-are sealed with a checksum (backend.write_sealed): Numba's own raise on most damage, in
+are sealed with a checksum (cachefiles.write_sealed): Numba's own raise on most damage, in
 every later process, and unpickle whatever a flipped bit made of the rest.
 
 `helper` compiles the functions generated code calls (srcxform.runtime)
@@ -28,7 +28,7 @@ import numba
 from numba.core import caching, compiler
 from numba.core.codegen import JITCodeLibrary
 
-from srcxform import backend
+from srcxform import cachefiles
 
 VERSIONS = ("0.68",)
 
@@ -55,21 +55,21 @@ class _SealedFile(caching.IndexDataCacheFile):
 
     def load(self, key):
         name = self._load_index().get(key)
-        return None if name is None else backend.read_sealed(self._data_path(name),
+        return None if name is None else cachefiles.read_sealed(self._data_path(name),
                                                              pickle.loads)
 
     def _load_index(self):
-        index = backend.read_sealed(self._index_path, pickle.loads)
+        index = cachefiles.read_sealed(self._index_path, pickle.loads)
         if index is None or index[:2] != (self._version, self._source_stamp):
             return {}  # none yet, damaged, or another Numba's or source file's
         return index[2]
 
     def _save_index(self, overloads):
-        backend.write_sealed(self._index_path,
+        cachefiles.write_sealed(self._index_path,
                              self._dump((self._version, self._source_stamp, overloads)))
 
     def _save_data(self, name, data):
-        backend.write_sealed(self._data_path(name), self._dump(data))
+        cachefiles.write_sealed(self._data_path(name), self._dump(data))
 
 
 class _SealedCache(caching.Cache):

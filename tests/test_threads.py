@@ -22,7 +22,7 @@ import weakref
 import numpy as np
 
 import srcxform as tf
-from srcxform import backend
+from srcxform import backend, cachefiles
 from srcxform.trace import Trace
 
 WAIT = 30  # seconds an Event wait may take before the test fails instead of hanging
@@ -294,7 +294,7 @@ def test_threads_writing_one_file_at_once(tmp_path, monkeypatch):
 
     monkeypatch.setattr(backend.os, "replace", replace_after_both)
     path = str(tmp_path / "entry.pkl")
-    joins = [_in_thread(lambda data=data: backend.write_atomic(path, data))
+    joins = [_in_thread(lambda data=data: cachefiles.write_atomic(path, data))
              for data in (b"one", b"two")]
     for join in joins:
         join()
