@@ -12,6 +12,7 @@ from srcxform.aval import Aval
 from srcxform.dtypes import promote
 from srcxform.errors import DtypeArgumentError, ZeroDivisionArgumentError
 from srcxform.primitive import elementwise, primitive
+from srcxform.tensor import as_value
 
 # ----- binary arithmetic -----
 
@@ -214,8 +215,6 @@ def divide(x, y, name=None):
 def divide_no_nan(x, y, name=None):
     """x / y for floats, 0 wherever y is 0 (tf.math.divide_no_nan); its gradients are 0
     there too (y is replaced by 1 before dividing, so no inf or NaN reaches them)."""
-    from srcxform.tensor import as_value  # tensor imports the ops package
-
     x, y = as_value(x, "divide_no_nan"), as_value(y, "divide_no_nan")
     if x.dtype.kind != "f" or y.dtype.kind != "f":
         raise DtypeArgumentError(f"divide_no_nan({x.aval.short()}, {y.aval.short()}): "
@@ -230,8 +229,6 @@ def floordiv(x, y, name=None):
     Floats give floor(x / y), as TensorFlow's kernel: 7.0 // -1.4 is -5.0, where NumPy's
     floor_divide (which np.floor_divide on a tensor keeps) corrects x / y by fmod and
     gives -6.0."""
-    from srcxform.tensor import as_value  # tensor imports the ops package
-
     x, y = as_value(x, "floordiv"), as_value(y, "floordiv")
     if promote([x.aval, y.aval])[0].kind == "f":
         return floor(divide(x, y))
