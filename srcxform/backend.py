@@ -175,15 +175,14 @@ class Compiled:
     and a Numba failure is re-raised as CompileError naming the generated line."""
 
     def __init__(self, fn, source, parallel=False):
-        from srcxform import numba_cache
+        from srcxform.numba_adapter import jit
 
         _import_runtime()
         self.source = source
-        # Kept in Numba's cache as numba_cache.py loads it faster. No C-callable wrapper:
-        # it was 7% of W5's compiled module, and jitted code calls the kernel without it
+        # Kept in Numba's cache as numba_adapter/jit.py loads it faster. No C-callable
+        # wrapper: it was 7% of W5's compiled module, and jitted code calls the kernel without it
         # (also as a first-class function value).
-        self.dispatcher = numba_cache.jit(fn, numba_cache.KernelCache, no_cfunc_wrapper=True,
-                                          parallel=parallel)
+        self.dispatcher = jit.jit(fn, jit.KernelCache, no_cfunc_wrapper=True, parallel=parallel)
 
     def __call__(self, *args):
         try:

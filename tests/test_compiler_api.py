@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import srcxform as tf
-from srcxform import backend, numba_cache
+from srcxform import backend
+from srcxform.numba_adapter import jit as numba_cache
 from srcxform import kernel as kernel_module
 
 
@@ -196,7 +197,7 @@ def test_a_new_process_loads_the_kernel_without_parsing_its_bitcode(tmp_path):
         kernel = f._kernels[next(iter(f._kernels))][0].fn.dispatcher
         print(sum(kernel.stats.cache_hits.values()), sum(kernel.stats.cache_misses.values()),
               len(parses) > 0)
-        from srcxform import numba_cache
+        from srcxform.numba_adapter import jit as numba_cache
         from srcxform.runtime import arrays, blas, vecmath
         helpers = [v for m in (arrays, blas, vecmath) for v in vars(m).values()
                    if isinstance(getattr(v, "_cache", None), numba_cache._LazyCache)]

@@ -27,7 +27,7 @@ from numba.core import cgutils, types
 from numba.core.errors import TypingError
 from numba.extending import intrinsic, lower_builtin, type_callable
 
-from srcxform.numba_cache import helper
+from srcxform.numba_adapter.jit import helper
 
 _KINDS = {types.float32: "s", types.float64: "d"}
 # Sizes pass to BLAS as its Fortran int: 32 bits in an LP64 BLAS (an ILP64 one would take
