@@ -1,9 +1,9 @@
 """Turning generated source into a callable: write it to a content-addressed file,
 import it, and compile it with Numba (or run it as Python with SRCXFORM_JIT=0).
 
-The only place that talks to Numba: its typing and lowering errors become CompileError,
-quoting the generated line. The files it writes are cachefiles.py's: a damaged one is a
-miss, rebuilt.
+It compiles through numba_adapter (Numba's internals are used there, and only there), and
+Numba's typing and lowering errors become CompileError here, quoting the generated line.
+The files it writes are cachefiles.py's: a damaged one is a miss, rebuilt.
 """
 
 import contextlib
@@ -161,9 +161,9 @@ def gc_paused():
 
 def jit_function(fn):
     """fn compiled as generated kernels are (for small wrappers made in memory)."""
-    import numba
+    from srcxform.numba_adapter import jit
 
-    return numba.njit(error_model="numpy")(fn)
+    return jit.function(fn)
 
 
 def _safe(name):
@@ -179,10 +179,7 @@ class Compiled:
 
         _import_runtime()
         self.source = source
-        # Kept in Numba's cache as numba_adapter/jit.py loads it faster. No C-callable
-        # wrapper: it was 7% of W5's compiled module, and jitted code calls the kernel without it
-        # (also as a first-class function value).
-        self.dispatcher = jit.jit(fn, jit.KernelCache, no_cfunc_wrapper=True, parallel=parallel)
+        self.dispatcher = jit.kernel(fn, parallel)
 
     def __call__(self, *args):
         try:
@@ -194,17 +191,11 @@ class Compiled:
 
     def direct(self, args):
         """The compiled code's own entry for calls typed as `args` are, which skips the
-        dispatcher's type matching; None unless that signature is compiled and each array
-        in it is C-contiguous, aligned and writeable. A caller must test that each call's
-        arguments type the same (the entry's layout tests)."""
-        from numba import types
+        dispatcher's type matching, or None (numba_adapter.jit.entry_point). A caller must
+        test that each call's arguments type the same (the entry's layout tests)."""
+        from srcxform.numba_adapter import jit
 
-        signature = tuple(self.dispatcher.typeof_pyval(a) for a in args)
-        overload = self.dispatcher.overloads.get(signature)
-        if overload is None or any(t.layout != "C" or not t.mutable or not t.aligned
-                                   for t in signature if isinstance(t, types.Array)):
-            return None
-        return overload.entry_point
+        return jit.entry_point(self.dispatcher, args)
 
     def error(self, err):
         """What an exception out of the dispatcher means. Generated kernels raise nothing

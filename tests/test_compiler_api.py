@@ -14,8 +14,8 @@ import pytest
 
 import srcxform as tf
 from srcxform import backend
-from srcxform.numba_adapter import jit as numba_cache
-from srcxform import kernel as kernel_module
+from srcxform import numba_adapter
+from srcxform.numba_adapter import jit as numba_jit
 
 
 def tanh_loss(w, x):
@@ -73,7 +73,7 @@ def test_output_arrays_nobody_holds_are_filled_again_and_held_ones_never_are():
     again = f.grad(np.full(3, 3.0), x)
     np.testing.assert_array_equal(view, kept)
     np.testing.assert_allclose(again, (1 - np.tanh(3.0 * x) ** 2) * x)
-    if kernel_module._REUSE:
+    if numba_adapter.sole_reference_count() is not None:
         assert again.ctypes.data == address
 
 
@@ -197,10 +197,10 @@ def test_a_new_process_loads_the_kernel_without_parsing_its_bitcode(tmp_path):
         kernel = f._kernels[next(iter(f._kernels))][0].fn.dispatcher
         print(sum(kernel.stats.cache_hits.values()), sum(kernel.stats.cache_misses.values()),
               len(parses) > 0)
-        from srcxform.numba_adapter import jit as numba_cache
+        from srcxform.numba_adapter import jit as numba_jit
         from srcxform.runtime import arrays, blas, vecmath
         helpers = [v for m in (arrays, blas, vecmath) for v in vars(m).values()
-                   if isinstance(getattr(v, "_cache", None), numba_cache._LazyCache)]
+                   if isinstance(getattr(v, "_cache", None), numba_jit._LazyCache)]
         print(len(helpers) > 5 and all(h._cache._cache is None for h in helpers))
         @numba.njit
         def doubled(kernel, w, x):  # links the kernel in: its bitcode is parsed now
@@ -215,7 +215,7 @@ def test_a_new_process_loads_the_kernel_without_parsing_its_bitcode(tmp_path):
                            check=True).stdout.split() for _ in range(2)]
     assert runs[0][:2] == ["0", "1"] and runs[0][4] == "True"  # compiled
     assert runs[1][3] == "True"  # loaded: no helper's cache made (the kernel holds their code)
-    if numba_cache.supported():
+    if numba_adapter.enabled():
         assert runs[1] == ["1", "0", "False", "True", "True"]  # loaded from disk, nothing parsed
     else:
         assert runs[1][:2] == ["1", "0"]
@@ -224,16 +224,16 @@ def test_a_new_process_loads_the_kernel_without_parsing_its_bitcode(tmp_path):
 def test_with_other_numba_versions_kernels_and_helpers_use_numbas_own_cache(monkeypatch):
     from numba.core.caching import FunctionCache
 
-    monkeypatch.setattr(numba_cache, "VERSIONS", ())
+    monkeypatch.setattr(numba_adapter, "VERSIONS", ())
     compiled = backend.Compiled(tanh_loss, "def tanh_loss(w, x): ...")
     assert isinstance(compiled.dispatcher._cache, FunctionCache)
-    assert isinstance(numba_cache.helper(tanh_loss)._cache, FunctionCache)
+    assert isinstance(numba_jit.helper(tanh_loss)._cache, FunctionCache)
 
 
 def test_a_cache_file_it_cannot_restore_is_a_miss():
     from numba.core.registry import cpu_target
 
-    impl = numba_cache.KernelCache(tanh_loss)._impl
+    impl = numba_jit.KernelCache(tanh_loss)._impl
     assert impl.rebuild(cpu_target.target_context, ("not", "a", "payload")) is None
 
 
