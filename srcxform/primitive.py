@@ -59,8 +59,18 @@ class Primitive:
     # (TensorFlow's floor, whose gradient is None); `unrecorded` ones are not
     # (TensorFlow's NotDifferentiable ops: stop_gradient).
     unrecorded: bool = False
+    # What code generation and NumPy dispatch need to know of one op: `expensive`, a
+    # transcendental function, whose value a loop stores rather than another loop
+    # recomputes it where it reads it; `vector_emit`, the template for loops LLVM
+    # vectorizes (srcxform.runtime.vecmath's polynomials), where `emit` (libm's
+    # functions, faster in a loop that does not vectorize) serves the others; `numpy`,
+    # the NumPy ufuncs that compute this op, which NumPy dispatch binds it for.
+    expensive: bool = False
+    vector_emit: str | None = None
+    numpy: tuple = ()
     param_names: tuple = field(init=False)
     template: ast.AST = field(init=False, repr=False)
+    vector_template: ast.AST | None = field(init=False, repr=False)
 
     def __post_init__(self):
         if self.name in REGISTRY:
@@ -72,6 +82,8 @@ class Primitive:
             if p.kind is p.KEYWORD_ONLY)
         self.template = _parse_template(self.name, self.emit,
                                         self.arg_names + self.param_names)
+        self.vector_template = self.vector_emit and _parse_template(
+            self.name, self.vector_emit, self.arg_names + self.param_names)
         REGISTRY[self.name] = self
 
     def __repr__(self):
@@ -173,7 +185,8 @@ _KIND_NAMES = {"f": "float", "fiu": "numeric", "iu": "integer", "b": "bool"}
 
 
 def elementwise(name, impl, emit, vjp=None, nondiff=False, out_dtype=None, kinds=None,
-                args=None, units=(), same_aval_is_identity=False, unrecorded=False):
+                args=None, units=(), same_aval_is_identity=False, unrecorded=False,
+                expensive=False, vector_emit=None, numpy=()):
     """Declares an elementwise primitive: NumPy broadcasting, NEP 50 promotion.
 
     The inputs are named by the VJP's parameters after (g, out), or by `args`; an input
@@ -205,7 +218,8 @@ def elementwise(name, impl, emit, vjp=None, nondiff=False, out_dtype=None, kinds
 
     return Primitive(name, "elementwise", impl, shape, vjp, emit, arg_names, nondiff,
                      units=units, same_aval_is_identity=same_aval_is_identity,
-                     unrecorded=unrecorded)
+                     unrecorded=unrecorded, expensive=expensive, vector_emit=vector_emit,
+                     numpy=numpy)
 
 
 def reduction(name, impl, emit, init, vjp=None, nondiff=False):
