@@ -17,11 +17,23 @@ from srcxform import recording
 from srcxform.aval import Aval, broadcast_shapes, normalize_axes
 from srcxform.dims import Dim
 from srcxform.dtypes import promote
-from srcxform.errors import DtypeArgumentError, ShapeArgumentError, where
+from srcxform.errors import DtypeArgumentError, ShapeArgumentError, user_line
 from srcxform.names import TEMPLATE_GLOBALS
 from srcxform.tensor import SizeConstant, Tensor, as_value
 
 REGISTRY: dict = {}
+
+
+class _Zero:
+    """What a VJP returns for an input whose cotangent is zero rather than none
+    (TensorFlow's sign has a zero gradient): backprop makes the zeros, of the input's
+    shape and dtype (zeros_like is an op above the elementwise ones that need it)."""
+
+    def __repr__(self):
+        return "ZERO"
+
+
+ZERO = _Zero()
 
 
 @dataclass(eq=False)
@@ -122,7 +134,7 @@ class Primitive:
             operands = ", ".join(v.aval.short() for v in values)
             kind = (DtypeArgumentError if type(err) is TypeError else type(err)
                     if isinstance(err, TypeError) else ShapeArgumentError)
-            raise kind(f"{self.name}({operands}): {err}\n  at {where()}") from None
+            raise kind(f"{self.name}({operands}): {err}\n  at {user_line()}") from None
 
     def eager(self, values, params, out_aval):
         arrays = [v._value for v in values]

@@ -11,10 +11,10 @@ import numpy as np
 
 from srcxform import recording
 from srcxform.aval import Aval
-from srcxform.dims import Dim, value
+from srcxform.dims import Dim, concrete
 from srcxform.dtypes import (as_dtype, check_convertible, out_of_range, settled,
                              weak_storage)
-from srcxform.errors import TracingError, where
+from srcxform.errors import TracingError, user_line
 from srcxform.tensor_shape import TensorShape
 
 _ids = itertools.count(1)
@@ -322,7 +322,7 @@ def _to_array(value, dtype=None, copy=False, what="constant"):
     if isinstance(value, Value):
         source = as_value(value)
         if source._trace is not None:
-            raise TracingError(f"{where()}\n  a traced value cannot become a constant or a "
+            raise TracingError(f"{user_line()}\n  a traced value cannot become a constant or a "
                                "Variable's initial value while compiling; use it as it is")
         if source._weak:  # made of Python scalars: converts as they would
             return _python_array(source._value, dtype, what)
@@ -374,7 +374,7 @@ def as_value(x, op=None):
         return x._read() if isinstance(x, Variable) else x
     # np.float64 is also a Python float, but as a NumPy value it keeps its dtype.
     if isinstance(x, Dim):
-        size = SizeConstant._new(np.asarray(value(x), dtype=np.int64), weak=True)
+        size = SizeConstant._new(np.asarray(concrete(x), dtype=np.int64), weak=True)
         size.dim = x
         return size
     if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):

@@ -25,7 +25,7 @@ from srcxform.codegen.exprs import (
 )
 from srcxform.codegen.placement import place
 from srcxform.dtypes import promote
-from srcxform.errors import where
+from srcxform.errors import user_line
 from srcxform.ir import Lit, Var
 from srcxform.names import Namer
 from srcxform.codegen.schedule import LoopGroup, schedule
@@ -81,7 +81,7 @@ class _Lowering:
     def header(self, eqn, indent):
         self.section(eqn, indent)
         if eqn.origin and (eqn.origin, eqn.adjoint) != self.last_origin:
-            self.line(indent, "# " + ("grad of " if eqn.adjoint else "") + where(eqn.origin))
+            self.line(indent, "# " + ("grad of " if eqn.adjoint else "") + user_line(eqn.origin))
             self.last_origin = (eqn.origin, eqn.adjoint)
 
     # ----- atoms -----

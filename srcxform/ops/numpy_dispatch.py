@@ -12,7 +12,7 @@ import numpy as np
 
 from srcxform.aval import normalize_axes, size
 from srcxform.errors import TracingError
-from srcxform.errors import where as user_line
+from srcxform.errors import user_line
 from srcxform.ops import elementwise as ew
 from srcxform.ops import linalg, reduce
 from srcxform.ops.creation import ones_like, zeros_like

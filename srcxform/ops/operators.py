@@ -5,7 +5,9 @@ so tensor.py, below the ops, imports none.
 
 import numpy as np
 
-from srcxform import ops as _ops  # the package, complete by the time an operator runs
+from srcxform.ops import elementwise as ew
+from srcxform.ops import linalg, numpy_dispatch
+from srcxform.ops.shape import getitem, transpose
 from srcxform.aval import broadcast_shapes
 from srcxform.dtypes import promote
 from srcxform.tensor import Tensor, Value, as_value
@@ -19,109 +21,109 @@ class _Operators:
     @property
     def T(self):
         """The axes reversed, as NumPy's `.T` (TensorFlow has no `.T`; NumPy code does)."""
-        return _ops.transpose(self)
+        return transpose(self)
 
     # ----- arithmetic -----
     def __add__(self, other):
-        return _ops.add(self, other)
+        return ew.add(self, other)
 
     def __radd__(self, other):
-        return _ops.add(other, self)
+        return ew.add(other, self)
 
     def __sub__(self, other):
-        return _ops.subtract(self, other)
+        return ew.subtract(self, other)
 
     def __rsub__(self, other):
-        return _ops.subtract(other, self)
+        return ew.subtract(other, self)
 
     def __mul__(self, other):
-        return _ops.multiply(self, other)
+        return ew.multiply(self, other)
 
     def __rmul__(self, other):
-        return _ops.multiply(other, self)
+        return ew.multiply(other, self)
 
     def __truediv__(self, other):
-        return _ops.divide(self, other)
+        return ew.divide(self, other)
 
     def __rtruediv__(self, other):
-        return _ops.divide(other, self)
+        return ew.divide(other, self)
 
     def __floordiv__(self, other):
-        return _ops.floordiv(self, other)
+        return ew.floordiv(self, other)
 
     def __rfloordiv__(self, other):
-        return _ops.floordiv(other, self)
+        return ew.floordiv(other, self)
 
     def __mod__(self, other):
-        return _ops.mod(self, other)
+        return ew.mod(self, other)
 
     def __rmod__(self, other):
-        return _ops.mod(other, self)
+        return ew.mod(other, self)
 
     def __pow__(self, other):
-        return _ops.pow(self, other)
+        return ew.pow(self, other)
 
     def __rpow__(self, other):
-        return _ops.pow(other, self)
+        return ew.pow(other, self)
 
     # `@` takes vectors as NumPy's does (tf.matmul does not), so NumPy code runs unchanged.
     def __matmul__(self, other):
-        return _ops.linalg.numpy_matmul(self, other)
+        return linalg.numpy_matmul(self, other)
 
     def __rmatmul__(self, other):
-        return _ops.linalg.numpy_matmul(other, self)
+        return linalg.numpy_matmul(other, self)
 
     def __neg__(self):
-        return _ops.negative(self)
+        return ew.negative(self)
 
     def __abs__(self):
-        return _ops.abs(self)
+        return ew.abs(self)
 
     # ----- comparisons (elementwise, not differentiable) -----
     def __lt__(self, other):
-        return _ops.less(self, other)
+        return ew.less(self, other)
 
     def __le__(self, other):
-        return _ops.less_equal(self, other)
+        return ew.less_equal(self, other)
 
     def __gt__(self, other):
-        return _ops.greater(self, other)
+        return ew.greater(self, other)
 
     def __ge__(self, other):
-        return _ops.greater_equal(self, other)
+        return ew.greater_equal(self, other)
 
     def __eq__(self, other):
-        return _equality(_ops.equal, self, other, unequal=False)
+        return _equality(ew.equal, self, other, unequal=False)
 
     def __ne__(self, other):
-        return _equality(_ops.not_equal, self, other, unequal=True)
+        return _equality(ew.not_equal, self, other, unequal=True)
 
     # Logical on bools, bitwise on integers, as TensorFlow's.
     def __and__(self, other):
-        return _logical_or_bitwise(_ops.logical_and, _ops.bitwise_and, self, other)
+        return _logical_or_bitwise(ew.logical_and, ew.bitwise_and, self, other)
 
     def __rand__(self, other):
-        return _logical_or_bitwise(_ops.logical_and, _ops.bitwise_and, other, self)
+        return _logical_or_bitwise(ew.logical_and, ew.bitwise_and, other, self)
 
     def __or__(self, other):
-        return _logical_or_bitwise(_ops.logical_or, _ops.bitwise_or, self, other)
+        return _logical_or_bitwise(ew.logical_or, ew.bitwise_or, self, other)
 
     def __ror__(self, other):
-        return _logical_or_bitwise(_ops.logical_or, _ops.bitwise_or, other, self)
+        return _logical_or_bitwise(ew.logical_or, ew.bitwise_or, other, self)
 
     def __xor__(self, other):
-        return _logical_or_bitwise(_ops.not_equal, _ops.bitwise_xor, self, other)
+        return _logical_or_bitwise(ew.not_equal, ew.bitwise_xor, self, other)
 
     def __rxor__(self, other):
-        return _logical_or_bitwise(_ops.not_equal, _ops.bitwise_xor, other, self)
+        return _logical_or_bitwise(ew.not_equal, ew.bitwise_xor, other, self)
 
     def __invert__(self):
-        return _logical_or_bitwise(_ops.logical_not, _ops.invert, self)
+        return _logical_or_bitwise(ew.logical_not, ew.invert, self)
 
 
     # ----- indexing -----
     def __getitem__(self, index):
-        return _ops.getitem(self, index)
+        return getitem(self, index)
 
     # ----- NumPy's array methods -----
     # Each runs the entry that NumPy dispatch gives the NumPy function of that name, so
@@ -161,7 +163,7 @@ class _Operators:
 
     def astype(self, dtype, copy=True):
         """self cast to dtype (srcxform.cast); `copy` has no effect on an immutable value."""
-        return _ops.cast(self, dtype)
+        return ew.cast(self, dtype)
 
     def dot(self, b, out=None):
         return _numpy(np.dot)(self, b, out=out)
@@ -171,10 +173,10 @@ class _Operators:
 
     # ----- NumPy dispatch -----
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        return _ops.numpy_dispatch.array_ufunc(ufunc, method, inputs, kwargs)
+        return numpy_dispatch.array_ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
-        return _ops.numpy_dispatch.array_function(func, args, kwargs)
+        return numpy_dispatch.array_function(func, args, kwargs)
 
 def _equality(op, x, other, unequal):
     """TensorFlow's == and !=: elementwise, except that None, or a value whose shape does
@@ -209,7 +211,7 @@ def _logical_or_bitwise(logical, bitwise, *operands):
 
 def _numpy(func):
     """The srcxform implementation NumPy dispatch runs for the NumPy function func."""
-    return _ops.numpy_dispatch.FUNCTIONS[func]
+    return numpy_dispatch.FUNCTIONS[func]
 
 
 def _one_or_many(args):
