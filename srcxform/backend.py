@@ -22,10 +22,6 @@ from srcxform.cachefiles import cache_dir, damaged, read_sealed, write_atomic, w
 from srcxform.errors import CompileError
 
 
-
-
-
-
 def jit_enabled():
     return os.environ.get("SRCXFORM_JIT", "1") not in ("0", "false", "no")
 
@@ -110,18 +106,6 @@ def code(source, filename="<srcxform>"):
 def _code_path(source, filename):
     digest = hashlib.sha256(f"{filename}\0{source}".encode()).hexdigest()[:24]
     return os.path.join(cache_dir(), "code", f"{digest}.{sys.implementation.cache_tag}")
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 @functools.cache
