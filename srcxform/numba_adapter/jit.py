@@ -16,13 +16,13 @@ inspect_types, and Numba disables that for cached code anyway.
 It relies on Numba internals: CompileResult's pickled form, and how a CPU code library
 restores itself from object code (CPUCodeLibrary._unserialize, done here with the parse
 left out). So srcxform uses it only where the gate allows, and plain `cache=True`
-otherwise; and a load that fails for any
-reason is a cache miss, after which the kernel compiles again. Its index and data files
-are sealed with a checksum (cachefiles.write_sealed): Numba's own raise on most damage, in
-every later process, and unpickle whatever a flipped bit made of the rest.
+otherwise; and a load that fails for any reason is a cache miss, after which the kernel
+compiles again. Its index and data files are sealed with a checksum
+(cachefiles.write_sealed): Numba's own raise on most damage, in every later process, and
+unpickle whatever a flipped bit made of the rest.
 
-`helper` compiles the functions generated code calls (srcxform.runtime)
-with Numba's own payload in sealed files, made when first used.
+`helper` compiles the functions generated code calls (srcxform.runtime) with Numba's own
+payload in sealed files, made when first used.
 """
 
 import pickle
