@@ -26,6 +26,7 @@ def _data():
 
 @pytest.mark.parametrize("off", ["env", "version"])
 def test_the_gate_closes_for_the_switch_and_for_another_numba(monkeypatch, off):
+    monkeypatch.delenv("SRCXFORM_NUMBA_INTERNALS", raising=False)
     assert numba_adapter.enabled()  # the Numba pyproject.toml allows
     if off == "env":
         monkeypatch.setenv("SRCXFORM_NUMBA_INTERNALS", "0")
@@ -48,6 +49,7 @@ def test_switched_off_a_kernel_is_compiled_and_called_through_numbas_public_api(
 
 
 def test_entry_point_is_the_compiled_overloads_only_with_internals(monkeypatch):
+    monkeypatch.delenv("SRCXFORM_NUMBA_INTERNALS", raising=False)
     f = numba_jit.function(lambda a: a.sum())
     a = np.ones(3)
     f(a)

@@ -5,11 +5,11 @@ so tensor.py, below the ops, imports none.
 
 import numpy as np
 
+from srcxform.aval import broadcast_shapes
+from srcxform.dtypes import promote
 from srcxform.ops import elementwise as ew
 from srcxform.ops import linalg, numpy_dispatch
 from srcxform.ops.shape import getitem, transpose
-from srcxform.aval import broadcast_shapes
-from srcxform.dtypes import promote
 from srcxform.tensor import Tensor, Value, as_value
 
 
