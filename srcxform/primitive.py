@@ -206,7 +206,8 @@ def elementwise(name, impl, emit, vjp=None, nondiff=False, out_dtype=None, kinds
     or a function of the operands' common dtype; a result of another kind than the
     operands' (int / int is float64) is strong, as TensorFlow's, even from weak operands.
     `kinds` (a key of _KIND_NAMES) are the dtype kinds the operands may have, as
-    TensorFlow's kernel for the op takes (None: any).
+    TensorFlow's kernel for the op takes (None: any). `expensive`, `vector_emit` and
+    `numpy`: see Primitive.
     """
     arg_names = tuple(args.split()) if args else _arg_names(vjp, 2)[0]
 
