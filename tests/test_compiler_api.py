@@ -107,7 +107,8 @@ def test_contiguous_arrays_skip_the_dispatcher_and_any_other_array_takes_it(monk
     monkeypatch.setattr(backend.Compiled, "__call__",
                         lambda self, *a: dispatched.append(1) or through_dispatcher(self, *a))
     np.testing.assert_array_equal(f.grad(w.copy(), x), expected)
-    assert not dispatched
+    direct = numba_adapter.enabled()  # else every call takes the dispatcher
+    assert len(dispatched) == (0 if direct else 1)
     strided = np.repeat(w, 2)[::2]
     readonly = w.copy()
     readonly.flags.writeable = False
@@ -116,7 +117,7 @@ def test_contiguous_arrays_skip_the_dispatcher_and_any_other_array_takes_it(monk
     unpickled = pickle.loads(pickle.dumps(w))  # an equal dtype, not NumPy's own object
     for n, odd in enumerate([strided, readonly, unaligned, unpickled], 1):
         np.testing.assert_allclose(f.grad(odd, x), expected, rtol=1e-15)
-        assert len(dispatched) == n
+        assert len(dispatched) == n + (0 if direct else 1)
     assert f.cache_info().kernels == 1
 
 
@@ -153,10 +154,11 @@ def test_a_captured_array_made_readonly_takes_the_dispatcher(monkeypatch):
     monkeypatch.setattr(backend.Compiled, "__call__",
                         lambda self, *a: dispatched.append(1) or through_dispatcher(self, *a))
     f.grad(w)
-    assert not dispatched
+    direct = numba_adapter.enabled()  # else every call takes the dispatcher
+    assert len(dispatched) == (0 if direct else 1)
     scale.flags.writeable = False
     np.testing.assert_array_equal(f.grad(w), 2 * w * scale)
-    assert dispatched == [1] and f.cache_info().kernels == 1
+    assert len(dispatched) == (1 if direct else 2) and f.cache_info().kernels == 1
 
 
 def test_a_new_dtype_or_rank_or_static_value_is_a_new_kernel():
@@ -214,7 +216,9 @@ def test_a_new_process_loads_the_kernel_without_parsing_its_bitcode(tmp_path):
     runs = [subprocess.run([sys.executable, str(path)], env=env, capture_output=True, text=True,
                            check=True).stdout.split() for _ in range(2)]
     assert runs[0][:2] == ["0", "1"] and runs[0][4] == "True"  # compiled
-    assert runs[1][3] == "True"  # loaded: no helper's cache made (the kernel holds their code)
+    # Loaded: no helper's cache made (the kernel holds their code); with the internals
+    # off, Numba's own cache, made with the helper.
+    assert runs[1][3] == str(numba_adapter.enabled())
     if numba_adapter.enabled():
         assert runs[1] == ["1", "0", "False", "True", "True"]  # loaded from disk, nothing parsed
     else:

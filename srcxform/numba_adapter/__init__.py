@@ -2,9 +2,10 @@
 behind one gate: `enabled()`.
 
 With a Numba of VERSIONS, and unless SRCXFORM_NUMBA_INTERNALS=0, srcxform
-- keeps kernels in an on-disk cache of its own that loads one without parsing its
-  bitcode (jit.py: CompileResult's pickled form, a code library restored from object
-  code, the JIT engine's table of defined symbols);
+- keeps kernels and the runtime's helpers in an on-disk cache of its own, whose files are
+  sealed with a checksum (a damaged one is a miss) and which loads a kernel without
+  parsing its bitcode (jit.py: CompileResult's pickled form, a code library restored
+  from object code, the JIT engine's table of defined symbols);
 - compiles kernels without their C-callable wrapper (Numba's `no_cfunc_wrapper`);
 - calls a kernel through its overload's compiled entry, without the dispatcher's type
   matching (`jit.entry_point`);
@@ -12,8 +13,9 @@ With a Numba of VERSIONS, and unless SRCXFORM_NUMBA_INTERNALS=0, srcxform
   (runtime/blas.py, `jit.call_numba_helper`), compiled once per dtype;
 - and lets a warm entry fill again the output arrays it returned last call when CPython's
   reference count says nothing else holds them (`sole_reference_count`).
-Otherwise it uses Numba's public API only (`cache=True`, the dispatcher, np.dot) and
-allocates new outputs each call: slower first and warm calls, the same results.
+Otherwise it uses Numba's public API only (`cache=True`, whose files Numba reads as they
+are, the dispatcher, np.dot) and allocates new outputs each call: slower first and warm
+calls, the same results.
 
 The switch is read when a kernel is compiled or its entry made, and by runtime/blas.py
 when a process first imports it; this package imports nothing (jit.py imports Numba).

@@ -222,6 +222,14 @@ def _any_layout(ty):
     return ty.copy(layout="A", readonly=False)
 
 
+def _check(public, ndims, x, y):
+    """A typing error unless x and y are arrays of ranks `ndims` and one float dtype."""
+    if not all(isinstance(t, types.Array) and t.ndim == n for t, n in zip((x, y), ndims)):
+        raise TypingError(f"srcxform.runtime.blas.{public.__name__} takes arrays of "
+                          f"ranks {ndims}, got {x} and {y}")
+    _kind(public.__name__, x, y)
+
+
 def _compile_as(public, cores, ndims):
     """Numba's typing and lowering of calls of `public`: a call of a jitted core, with
     each array retyped by _any_layout (the same data, so the cast is free). `cores` is
@@ -240,11 +248,7 @@ def _compile_as(public, cores, ndims):
     @type_callable(public)
     def typer(typingctx):
         def typing(x, y):
-            if not all(isinstance(t, types.Array) and t.ndim == n
-                       for t, n in zip((x, y), ndims)):
-                raise TypingError(f"srcxform.runtime.blas.{public.__name__} takes arrays of "
-                                  f"ranks {ndims}, got {x} and {y}")
-            _kind(public.__name__, x, y)
+            _check(public, ndims, x, y)
             return core_signature(typingctx, (x, y)).return_type
         return typing
 
@@ -255,14 +259,15 @@ def _compile_as(public, cores, ndims):
         return context.get_function(core_of(sig.args), core_sig)(builder, retyped)
 
 
-def _compile_as_np_dot(public):
+def _compile_as_np_dot(public, ndims):
     """Numba's public API alone: calls of `public` compile as np.dot's, again for each
     layout combination; operands of no unit stride are copied first (as np.dot would,
     with a warning)."""
 
     @overload(public)
     def typing(a, b):
-        if all(isinstance(t, types.Array) and t.layout in "CF" for t in (a, b)):
+        _check(public, ndims, a, b)
+        if all(t.layout in "CF" for t in (a, b)):
             return lambda a, b: np.dot(a, b)
         return lambda a, b: np.dot(np.ascontiguousarray(a), np.ascontiguousarray(b))
 
@@ -271,5 +276,5 @@ if numba_adapter.enabled():
     _compile_as(matmul, (_matmul, _matmul_any), (2, 2))
     _compile_as(matvec, (_matvec, _matvec_any), (2, 1))
 else:
-    _compile_as_np_dot(matmul)
-    _compile_as_np_dot(matvec)
+    _compile_as_np_dot(matmul, (2, 2))
+    _compile_as_np_dot(matvec, (2, 1))
