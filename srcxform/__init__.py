@@ -3,7 +3,7 @@
 The public surface only: re-exports under TensorFlow's names.
 """
 
-__version__ = "0.1.0"
+from srcxform.version import __version__  # noqa: F401
 
 from srcxform import ops  # noqa: F401  (first: the primitives register on import)
 from srcxform.dtypes import bool_ as bool  # noqa: F401

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from srcxform.dims import Dim, expr_of, value
+from srcxform.dims import Dim, concrete, expr_of
 from srcxform.errors import shape_error
 
 _SHORT_DTYPE = {"float16": "f16", "float32": "f32", "float64": "f64", "int32": "i32",
@@ -35,7 +35,7 @@ class Aval:
         """`f64[3,4]`: the dtype and the sizes of this call, as a message shows them; with
         `symbolic`, traced sizes as the expressions a kernel computes (`f64[n0,4]`), as the
         printed IR and a kernel's docstring show them (they hold for every call)."""
-        dims = ",".join(str(d) if symbolic or not isinstance(d, Dim) else str(value(d))
+        dims = ",".join(str(d) if symbolic or not isinstance(d, Dim) else str(concrete(d))
                         for d in self.shape)
         name = _SHORT_DTYPE.get(self.dtype.name, self.dtype.name)
         return f"{name}[{dims}]" + ("~" if self.weak else "")

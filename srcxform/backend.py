@@ -1,17 +1,11 @@
 """Turning generated source into a callable: write it to a content-addressed file,
 import it, and compile it with Numba (or run it as Python with SRCXFORM_JIT=0).
 
-The only place that talks to Numba: its typing and lowering errors become CompileError,
-quoting the generated line.
-
-The on-disk cache is only a cache: a file in it that cannot be used (cut short, written
-over, a flipped bit) is a miss, rebuilt and written anew, with one CacheWarning naming it.
-What srcxform writes there besides the generated source is sealed with a checksum
-(write_sealed) and checked before it is unpickled or unmarshalled (read_sealed), as a
-flipped bit may well leave something that loads, and computes something else.
+It compiles through numba_adapter (Numba's internals are used there, and only there), and
+Numba's typing and lowering errors become CompileError here, quoting the generated line.
+The files it writes are cachefiles.py's: a damaged one is a miss, rebuilt.
 """
 
-import atexit
 import contextlib
 import functools
 import gc
@@ -20,42 +14,12 @@ import importlib.util
 import marshal
 import os
 import re
-import shutil
 import sys
-import tempfile
 import threading
-import warnings
-import zlib
 
-from srcxform.errors import CacheWarning, CompileError
-
-
-def cache_dir():
-    """$SRCXFORM_CACHE_DIR, else the user cache folder (~/.cache/srcxform on Linux); where
-    that folder cannot be made or written to, a temporary one of this process's own."""
-    path = os.environ.get("SRCXFORM_CACHE_DIR")
-    if not path:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
-                                                                ".cache")
-        path = os.path.join(base, "srcxform")
-    return _usable(path)
-
-
-@functools.cache
-def _usable(path):
-    """path, once it is a folder this process can write in; else a private temporary
-    folder, removed at exit (warned once a path)."""
-    try:
-        os.makedirs(path, exist_ok=True)
-        tempfile.TemporaryFile(dir=path).close()  # a read-only folder or mount
-        return path
-    except OSError as err:
-        fallback = tempfile.mkdtemp(prefix="srcxform-cache-")
-        atexit.register(shutil.rmtree, fallback, ignore_errors=True)
-        _warn(f"srcxform cannot use {path} as its cache folder ({err}); this process "
-              f"caches in {fallback}, removed when it exits. Set SRCXFORM_CACHE_DIR to a "
-              f"folder it can write in to keep compiled kernels between processes.")
-        return fallback
+from srcxform import runtime
+from srcxform.cachefiles import cache_dir, damaged, read_sealed, write_atomic, write_sealed
+from srcxform.errors import CompileError
 
 
 def jit_enabled():
@@ -144,76 +108,11 @@ def _code_path(source, filename):
     return os.path.join(cache_dir(), "code", f"{digest}.{sys.implementation.cache_tag}")
 
 
-def write_atomic(path, data):
-    """Writes a file other processes and threads may be writing too: whole, or not at all
-    (each writer writes a temporary file of its own, then renames it)."""
-    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def write_sealed(path, payload):
-    """Writes payload after its checksum, atomically: read_sealed checks it."""
-    write_atomic(path, zlib.crc32(payload).to_bytes(4, "big") + payload)
-
-
-def read_sealed(path, parse):
-    """parse(payload) of the file write_sealed wrote at path, or None: when there is none
-    yet, and, with a CacheWarning, when it is damaged (its checksum does not match) or
-    parse fails on it. A CRC-32 catches the damage a cache meets (truncation, a burst of
-    flipped bits, another file's bytes) at twice a SHA-256's speed: 0.1 ms for a large
-    kernel's 220 KB."""
-    try:
-        with open(path, "rb") as f:
-            data = memoryview(f.read())
-        if len(data) < 4 or zlib.crc32(data[4:]) != int.from_bytes(data[:4], "big"):
-            raise ValueError("its checksum does not match its content")
-        return parse(data[4:])
-    except FileNotFoundError:
-        return None
-    except Exception as err:  # noqa: BLE001 - whatever is wrong with the file, it is rebuilt
-        damaged(path, err)
-        return None
-
-
-def damaged(path, reason):
-    """Warns that the cache file at path could not be used and is rebuilt; once a process
-    and file (a caller may read it again before rewriting it, as Numba does its index)."""
-    if path not in _DAMAGED:
-        _DAMAGED.add(path)
-        _warn(f"srcxform's cache file {path} could not be used ({reason}); it is rebuilt")
-
-
-_DAMAGED = set()
-
-
-def _warn(message):
-    """A CacheWarning, attributed to the innermost frame outside srcxform, Numba and
-    importlib (the user's call that compiled or loaded)."""
-    inside = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
-                   for m in (sys.modules[__package__], sys.modules.get("numba")) if m)
-    level, frame = 1, sys._getframe()
-    while frame is not None and (frame.f_code.co_filename.startswith("<frozen") or
-                                 os.path.abspath(frame.f_code.co_filename).startswith(inside)):
-        level, frame = level + 1, frame.f_back
-    warnings.warn(message, CacheWarning, stacklevel=level)
-
-
-# The modules generated code may import (`from srcxform import blas`).
-RUNTIME = ("arrays", "blas", "specfun", "vecmath")
-
-
 @functools.cache
 def _runtime_digest():
-    folder = os.path.dirname(os.path.abspath(__file__))
+    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime")
     digest = hashlib.sha256()
-    for name in RUNTIME:
+    for name in runtime.MODULES:
         with open(os.path.join(folder, f"{name}.py"), "rb") as f:
             digest.update(f.read())
     return digest.digest()
@@ -223,8 +122,8 @@ def _runtime_digest():
 def _import_runtime():
     """Imports the runtime modules once, with the first kernel of a process (whose call
     pays Numba's start-up anyway), rather than with whichever later kernel needs one."""
-    for name in RUNTIME:
-        importlib.import_module(f"srcxform.{name}")
+    for name in runtime.MODULES:
+        importlib.import_module(f"srcxform.runtime.{name}")
 
 
 @contextlib.contextmanager
@@ -247,9 +146,9 @@ def gc_paused():
 
 def jit_function(fn):
     """fn compiled as generated kernels are (for small wrappers made in memory)."""
-    import numba
+    from srcxform.numba_adapter import jit
 
-    return numba.njit(error_model="numpy")(fn)
+    return jit.function(fn)
 
 
 def _safe(name):
@@ -261,15 +160,11 @@ class Compiled:
     and a Numba failure is re-raised as CompileError naming the generated line."""
 
     def __init__(self, fn, source, parallel=False):
-        from srcxform import numba_cache
+        from srcxform.numba_adapter import jit
 
         _import_runtime()
         self.source = source
-        # Kept in Numba's cache as numba_cache.py loads it faster. No C-callable wrapper:
-        # it is several percent of a compiled module, and jitted code calls the kernel
-        # without it (also as a first-class function value).
-        self.dispatcher = numba_cache.jit(fn, numba_cache.KernelCache, no_cfunc_wrapper=True,
-                                          parallel=parallel)
+        self.dispatcher = jit.kernel(fn, parallel)
 
     def __call__(self, *args):
         try:
@@ -281,17 +176,11 @@ class Compiled:
 
     def direct(self, args):
         """The compiled code's own entry for calls typed as `args` are, which skips the
-        dispatcher's type matching; None unless that signature is compiled and each array
-        in it is C-contiguous, aligned and writeable. A caller must test that each call's
-        arguments type the same (the entry's layout tests)."""
-        from numba import types
+        dispatcher's type matching, or None (numba_adapter.jit.entry_point). A caller must
+        test that each call's arguments type the same (the entry's layout tests)."""
+        from srcxform.numba_adapter import jit
 
-        signature = tuple(self.dispatcher.typeof_pyval(a) for a in args)
-        overload = self.dispatcher.overloads.get(signature)
-        if overload is None or any(t.layout != "C" or not t.mutable or not t.aligned
-                                   for t in signature if isinstance(t, types.Array)):
-            return None
-        return overload.entry_point
+        return jit.entry_point(self.dispatcher, args)
 
     def error(self, err):
         """What an exception out of the dispatcher means. Generated kernels raise nothing

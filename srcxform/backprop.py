@@ -7,6 +7,7 @@ shape and dtype, and accumulates them with `+`. Knows no primitive by name.
 
 from srcxform import ops, recording
 from srcxform.aval import same_shape
+from srcxform.primitive import ZERO
 
 
 def backprop(records, seeds, sources):
@@ -29,6 +30,8 @@ def backprop(records, seeds, sources):
             for x, ct in zip(rec.inputs, cotangents):
                 if ct is None or x._id not in live or x.dtype.kind != "f":
                     continue
+                if ct is ZERO:
+                    ct = ops.zeros_like(x)
                 ct = unbroadcast(ct, x)
                 prev = grads.get(x._id)
                 grads[x._id] = ct if prev is None else prev + ct

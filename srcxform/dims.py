@@ -40,7 +40,7 @@ class Dim(int):
         return self.symbols.canonical(self._expr)
 
     def __repr__(self):
-        return str(value(self))
+        return str(concrete(self))
 
     def __str__(self):
         text = render(self.expr, lambda k: f"n{self.symbols.label(k)}")
@@ -55,7 +55,7 @@ class Dim(int):
             return NotImplemented
         a, b = (other, self) if swap else (self, other)
         expr = simplify(name, expr_of(a), expr_of(b))
-        return make(op(value(a), value(b)), expr, self.symbols)
+        return make(op(concrete(a), concrete(b)), expr, self.symbols)
 
     def __add__(self, other):
         return self._arith(other, operator.add, "+")
@@ -91,7 +91,7 @@ class Dim(int):
     def _compare(self, other, op, name):
         if not isinstance(other, int):
             return NotImplemented
-        result = op(value(self), value(other))
+        result = op(concrete(self), concrete(other))
         a, b = expr_of(self), expr_of(other)
         if a == b:
             return op(0, 0)
@@ -124,8 +124,8 @@ class Dim(int):
 
     def __index__(self):
         # Used as a plain number (range, np.empty, int()): right only for this size.
-        _guard(self.expr, "==", value(self), True)
-        return value(self)
+        _guard(self.expr, "==", concrete(self), True)
+        return concrete(self)
 
     __int__ = __index__
 
@@ -137,7 +137,7 @@ def _guard(a, op, b, result):
         guards.append((a, op, b, result))
 
 
-def value(d):
+def concrete(d):
     """The concrete size of a Dim (or an int), recording no guard."""
     return int.__index__(d)
 

@@ -77,7 +77,7 @@ def user_frame_object():
     return None
 
 
-def where(origin=None):
+def user_line(origin=None):
     """Formats an origin (filename, lineno) as `file.py:12: <source line>`."""
     origin = origin or user_frame()
     if origin is None:
@@ -91,4 +91,4 @@ def shape_error(message):
     """A ShapeError (and InvalidArgumentError) for a check made outside a shape rule (a
     wrapper's own argument check), ending with the user's line as the shape rules' errors
     do."""
-    return ShapeArgumentError(f"{message}\n  at {where()}")
+    return ShapeArgumentError(f"{message}\n  at {user_line()}")

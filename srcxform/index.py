@@ -26,7 +26,7 @@ import types
 
 import numpy as np
 
-from srcxform import backend
+from srcxform import cachefiles
 
 # Values a trace may read whose description is their repr: they cannot change unseen.
 _SIMPLE = (bool, int, float, complex, str, bytes, type(None))
@@ -61,14 +61,14 @@ def function_digest(fn):
 
 def load(key):
     """The Specs stored under key, or [] (none yet, or a damaged file: a CacheWarning)."""
-    return backend.read_sealed(_path(key), pickle.loads) or []
+    return cachefiles.read_sealed(_path(key), pickle.loads) or []
 
 
 def store(key, spec):
     """Adds spec to the entry for key (written atomically and sealed: a flipped bit could
     make another valid Spec, and a concurrent writer may win)."""
     specs = [s for s in load(key) if s != spec] + [spec]
-    backend.write_sealed(_path(key), pickle.dumps(specs))
+    cachefiles.write_sealed(_path(key), pickle.dumps(specs))
 
 
 def key(function_digest, *signature):
@@ -78,7 +78,7 @@ def key(function_digest, *signature):
 
 
 def _path(key):
-    folder = os.path.join(backend.cache_dir(), "index")
+    folder = os.path.join(cachefiles.cache_dir(), "index")
     os.makedirs(folder, exist_ok=True)
     return os.path.join(folder, f"{key}.pkl")
 

@@ -113,7 +113,7 @@ def format_param(value):
 
 def format_program(program, namer):
     """The printed form: a typed, one-equation-a-line function that reads like Python."""
-    from srcxform.errors import where
+    from srcxform.errors import user_line
 
     args = ", ".join(f"{namer(v)}: {v.aval.short(symbolic=True)}" for v in program.ins)
     outs = ", ".join(a.aval.short(symbolic=True) for a in program.outs)
@@ -129,7 +129,7 @@ def format_program(program, namer):
         text = f"    {typed} = {eqn.prim.name}({', '.join(ins)})"
         comment = ""
         if eqn.origin and eqn.origin != last_origin:
-            comment = ("grad of " if eqn.adjoint else "") + where(eqn.origin)
+            comment = ("grad of " if eqn.adjoint else "") + user_line(eqn.origin)
             last_origin = eqn.origin
         body.append((text, comment))
     width = max((len(t) for t, c in body if c), default=0)

@@ -16,11 +16,11 @@ import linecache
 import re
 import unicodedata
 
-from srcxform.backend import RUNTIME
+from srcxform import runtime
 
 # What an emit template may call besides its operands: NumPy, math, a few builtins, and
 # the runtime modules generated code imports.
-TEMPLATE_GLOBALS = ("np", "math", "range", "max", "min") + RUNTIME
+TEMPLATE_GLOBALS = ("np", "math", "range", "max", "min") + runtime.MODULES
 # The globals generated code reads: those, and prange.
 _GLOBALS = frozenset(TEMPLATE_GLOBALS + ("prange",))
 # Names generated code makes by counting: loop indices, sizes, temporaries.

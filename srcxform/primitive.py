@@ -17,11 +17,23 @@ from srcxform import recording
 from srcxform.aval import Aval, broadcast_shapes, normalize_axes
 from srcxform.dims import Dim
 from srcxform.dtypes import promote
-from srcxform.errors import DtypeArgumentError, ShapeArgumentError, where
+from srcxform.errors import DtypeArgumentError, ShapeArgumentError, user_line
 from srcxform.names import TEMPLATE_GLOBALS
 from srcxform.tensor import SizeConstant, Tensor, as_value
 
 REGISTRY: dict = {}
+
+
+class _Zero:
+    """What a VJP returns for an input whose cotangent is zero rather than none
+    (TensorFlow's sign has a zero gradient): backprop makes the zeros, of the input's
+    shape and dtype (zeros_like is an op above the elementwise ones that need it)."""
+
+    def __repr__(self):
+        return "ZERO"
+
+
+ZERO = _Zero()
 
 
 @dataclass(eq=False)
@@ -59,8 +71,18 @@ class Primitive:
     # (TensorFlow's floor, whose gradient is None); `unrecorded` ones are not
     # (TensorFlow's NotDifferentiable ops: stop_gradient).
     unrecorded: bool = False
+    # What code generation and NumPy dispatch need to know of one op: `expensive`, a
+    # transcendental function, whose value a loop stores rather than another loop
+    # recomputes it where it reads it; `vector_emit`, the template for loops LLVM
+    # vectorizes (srcxform.runtime.vecmath's polynomials), where `emit` (libm's
+    # functions, faster in a loop that does not vectorize) serves the others; `numpy`,
+    # the NumPy ufuncs that compute this op, which NumPy dispatch binds it for.
+    expensive: bool = False
+    vector_emit: str | None = None
+    numpy: tuple = ()
     param_names: tuple = field(init=False)
     template: ast.AST = field(init=False, repr=False)
+    vector_template: ast.AST | None = field(init=False, repr=False)
 
     def __post_init__(self):
         if self.name in REGISTRY:
@@ -72,6 +94,8 @@ class Primitive:
             if p.kind is p.KEYWORD_ONLY)
         self.template = _parse_template(self.name, self.emit,
                                         self.arg_names + self.param_names)
+        self.vector_template = self.vector_emit and _parse_template(
+            self.name, self.vector_emit, self.arg_names + self.param_names)
         REGISTRY[self.name] = self
 
     def __repr__(self):
@@ -110,7 +134,7 @@ class Primitive:
             operands = ", ".join(v.aval.short() for v in values)
             kind = (DtypeArgumentError if type(err) is TypeError else type(err)
                     if isinstance(err, TypeError) else ShapeArgumentError)
-            raise kind(f"{self.name}({operands}): {err}\n  at {where()}") from None
+            raise kind(f"{self.name}({operands}): {err}\n  at {user_line()}") from None
 
     def eager(self, values, params, out_aval):
         arrays = [v._value for v in values]
@@ -173,7 +197,8 @@ _KIND_NAMES = {"f": "float", "fiu": "numeric", "iu": "integer", "b": "bool"}
 
 
 def elementwise(name, impl, emit, vjp=None, nondiff=False, out_dtype=None, kinds=None,
-                args=None, units=(), same_aval_is_identity=False, unrecorded=False):
+                args=None, units=(), same_aval_is_identity=False, unrecorded=False,
+                expensive=False, vector_emit=None, numpy=()):
     """Declares an elementwise primitive: NumPy broadcasting, NEP 50 promotion.
 
     The inputs are named by the VJP's parameters after (g, out), or by `args`; an input
@@ -181,7 +206,8 @@ def elementwise(name, impl, emit, vjp=None, nondiff=False, out_dtype=None, kinds
     or a function of the operands' common dtype; a result of another kind than the
     operands' (int / int is float64) is strong, as TensorFlow's, even from weak operands.
     `kinds` (a key of _KIND_NAMES) are the dtype kinds the operands may have, as
-    TensorFlow's kernel for the op takes (None: any).
+    TensorFlow's kernel for the op takes (None: any). `expensive`, `vector_emit` and
+    `numpy`: see Primitive.
     """
     arg_names = tuple(args.split()) if args else _arg_names(vjp, 2)[0]
 
@@ -205,7 +231,8 @@ def elementwise(name, impl, emit, vjp=None, nondiff=False, out_dtype=None, kinds
 
     return Primitive(name, "elementwise", impl, shape, vjp, emit, arg_names, nondiff,
                      units=units, same_aval_is_identity=same_aval_is_identity,
-                     unrecorded=unrecorded)
+                     unrecorded=unrecorded, expensive=expensive, vector_emit=vector_emit,
+                     numpy=numpy)
 
 
 def reduction(name, impl, emit, init, vjp=None, nondiff=False):

@@ -1,27 +1,27 @@
 """Tensor and Variable: NumPy-backed values with TensorFlow's surface.
 
-`Value` holds the surface shared with the tracer (operators, indexing, NumPy dispatch);
-every operator calls an op, so nothing here computes or differentiates by itself.
+`Value` is the surface shared with the tracer. Its operators, indexing, NumPy methods and
+NumPy dispatch each call an op, and are installed onto it by srcxform/ops/operators.py:
+nothing here computes or differentiates by itself, and this module imports no op.
 """
 
 import itertools
 
 import numpy as np
 
-from srcxform import ops as _ops
 from srcxform import recording
-from srcxform.aval import Aval, broadcast_shapes
-from srcxform.dims import Dim, value
-from srcxform.dtypes import (as_dtype, check_convertible, out_of_range, promote, settled,
+from srcxform.aval import Aval
+from srcxform.dims import Dim, concrete
+from srcxform.dtypes import (as_dtype, check_convertible, out_of_range, settled,
                              weak_storage)
-from srcxform.errors import TracingError, where
+from srcxform.errors import TracingError, user_line
 from srcxform.tensor_shape import TensorShape
 
 _ids = itertools.count(1)
 
 
 class Value:
-    """The operator surface of Tensor, Variable and the tracer."""
+    """The surface Tensor, Variable and the tracer share (its operators: ops/operators.py)."""
 
     __slots__ = ()
     __array_priority__ = 100
@@ -42,117 +42,12 @@ class Value:
     def ndim(self):
         return len(self.aval.shape)
 
-    @property
-    def T(self):
-        """The axes reversed, as NumPy's `.T` (TensorFlow has no `.T`; NumPy code does)."""
-        return _ops.transpose(self)
-
-    # ----- arithmetic -----
-    def __add__(self, other):
-        return _ops.add(self, other)
-
-    def __radd__(self, other):
-        return _ops.add(other, self)
-
-    def __sub__(self, other):
-        return _ops.subtract(self, other)
-
-    def __rsub__(self, other):
-        return _ops.subtract(other, self)
-
-    def __mul__(self, other):
-        return _ops.multiply(self, other)
-
-    def __rmul__(self, other):
-        return _ops.multiply(other, self)
-
-    def __truediv__(self, other):
-        return _ops.divide(self, other)
-
-    def __rtruediv__(self, other):
-        return _ops.divide(other, self)
-
-    def __floordiv__(self, other):
-        return _ops.floordiv(self, other)
-
-    def __rfloordiv__(self, other):
-        return _ops.floordiv(other, self)
-
-    def __mod__(self, other):
-        return _ops.mod(self, other)
-
-    def __rmod__(self, other):
-        return _ops.mod(other, self)
-
-    def __pow__(self, other):
-        return _ops.pow(self, other)
-
-    def __rpow__(self, other):
-        return _ops.pow(other, self)
-
-    # `@` takes vectors as NumPy's does (tf.matmul does not), so NumPy code runs unchanged.
-    def __matmul__(self, other):
-        return _ops.linalg.numpy_matmul(self, other)
-
-    def __rmatmul__(self, other):
-        return _ops.linalg.numpy_matmul(other, self)
-
-    def __neg__(self):
-        return _ops.negative(self)
-
     def __pos__(self):
         return self
 
-    def __abs__(self):
-        return _ops.abs(self)
-
-    # ----- comparisons (elementwise, not differentiable) -----
-    def __lt__(self, other):
-        return _ops.less(self, other)
-
-    def __le__(self, other):
-        return _ops.less_equal(self, other)
-
-    def __gt__(self, other):
-        return _ops.greater(self, other)
-
-    def __ge__(self, other):
-        return _ops.greater_equal(self, other)
-
-    def __eq__(self, other):
-        return _equality(_ops.equal, self, other, unequal=False)
-
-    def __ne__(self, other):
-        return _equality(_ops.not_equal, self, other, unequal=True)
-
-    # Logical on bools, bitwise on integers, as TensorFlow's.
-    def __and__(self, other):
-        return _logical_or_bitwise(_ops.logical_and, _ops.bitwise_and, self, other)
-
-    def __rand__(self, other):
-        return _logical_or_bitwise(_ops.logical_and, _ops.bitwise_and, other, self)
-
-    def __or__(self, other):
-        return _logical_or_bitwise(_ops.logical_or, _ops.bitwise_or, self, other)
-
-    def __ror__(self, other):
-        return _logical_or_bitwise(_ops.logical_or, _ops.bitwise_or, other, self)
-
-    def __xor__(self, other):
-        return _logical_or_bitwise(_ops.not_equal, _ops.bitwise_xor, self, other)
-
-    def __rxor__(self, other):
-        return _logical_or_bitwise(_ops.not_equal, _ops.bitwise_xor, other, self)
-
-    def __invert__(self):
-        return _logical_or_bitwise(_ops.logical_not, _ops.invert, self)
-
     __hash__ = None  # as TensorFlow: == is elementwise, so values are not hashable
 
-    # ----- indexing and iteration -----
-    def __getitem__(self, index):
-        return _ops.getitem(self, index)
-
+    # ----- iteration -----
     def __len__(self):
         if not self.shape:
             raise TypeError("len() of a scalar tensor")
@@ -162,62 +57,9 @@ class Value:
         for i in range(len(self)):
             yield self[i]
 
-    # ----- NumPy's array methods -----
-    # Each runs the entry that NumPy dispatch gives the NumPy function of that name, so
-    # t.sum(axis) is np.sum(t, axis): NumPy's arguments and result dtypes, srcxform's ops,
-    # differentiable on a tape and in a compiled function alike.
-    def sum(self, axis=None, dtype=None, out=None, keepdims=False, **unsupported):
-        return _numpy(np.sum)(self, axis, dtype, out, keepdims, **unsupported)
-
-    def mean(self, axis=None, dtype=None, out=None, keepdims=False, **unsupported):
-        return _numpy(np.mean)(self, axis, dtype, out, keepdims, **unsupported)
-
-    def prod(self, axis=None, dtype=None, out=None, keepdims=False, **unsupported):
-        return _numpy(np.prod)(self, axis, dtype, out, keepdims, **unsupported)
-
-    def max(self, axis=None, out=None, keepdims=False, **unsupported):
-        return _numpy(np.max)(self, axis, out, keepdims, **unsupported)
-
-    def min(self, axis=None, out=None, keepdims=False, **unsupported):
-        return _numpy(np.min)(self, axis, out, keepdims, **unsupported)
-
-    def reshape(self, *shape, order="C"):
-        """t.reshape(2, 3) or t.reshape((2, 3)), as NumPy's."""
-        return _numpy(np.reshape)(self, _one_or_many(shape), order)
-
-    def transpose(self, *axes):
-        """t.transpose() reverses the axes; t.transpose(1, 0) or t.transpose((1, 0))
-        permutes them, as NumPy's."""
-        return _numpy(np.transpose)(self, _one_or_many(axes) if axes else None)
-
-    def flatten(self, order="C"):
-        return _numpy(np.reshape)(self, (-1,), order)
-
-    ravel = flatten  # a Tensor is immutable: a copy and a view cannot be told apart
-
-    def squeeze(self, axis=None):
-        return _numpy(np.squeeze)(self, axis)
-
-    def astype(self, dtype, copy=True):
-        """self cast to dtype (srcxform.cast); `copy` has no effect on an immutable value."""
-        return _ops.cast(self, dtype)
-
-    def dot(self, b, out=None):
-        return _numpy(np.dot)(self, b, out=out)
-
-    def clip(self, min=None, max=None, out=None, **kwargs):
-        return _numpy(np.clip)(self, min, max, out, **kwargs)
-
     def item(self, *args):
         """The element as a Python scalar (NumPy's item; eager only)."""
         return np.asarray(self).item(*args)
-
-    # ----- NumPy dispatch -----
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        return _ops.numpy_dispatch.array_ufunc(ufunc, method, inputs, kwargs)
-
-    def __array_function__(self, func, types, args, kwargs):
-        return _ops.numpy_dispatch.array_function(func, args, kwargs)
 
 
 class Tensor(Value):
@@ -363,7 +205,7 @@ class Variable(Value):
     def __getitem__(self, index):
         """self[index], a Tensor whose assign() writes into that part of the Variable
         (TensorFlow's sliced assignment; eager only, as a traced part is no Tensor)."""
-        part = _ops.getitem(self, index)
+        part = super().__getitem__(index)
         if type(part) is not Tensor:
             return part
         return VariablePart._of(part, self, index)
@@ -392,12 +234,12 @@ class Variable(Value):
     def assign_add(self, delta, read_value=True):
         """Adds delta to the value (not differentiated, as in TensorFlow)."""
         with recording.paused():
-            return self.assign(_ops.add(self._read(), delta))
+            return self.assign(self._read() + delta)
 
     def assign_sub(self, delta, read_value=True):
         """Subtracts delta from the value (not differentiated, as in TensorFlow)."""
         with recording.paused():
-            return self.assign(_ops.subtract(self._read(), delta))
+            return self.assign(self._read() - delta)
 
     def __float__(self):
         return float(self._read())
@@ -446,49 +288,6 @@ class VariablePart(Tensor):
         return self._variable.assign(new)
 
 
-def _equality(op, x, other, unequal):
-    """TensorFlow's == and !=: elementwise, except that None, or a value whose shape does
-    not broadcast against x's, compares unequal as a whole (== is False) instead of
-    raising (the elementwise ops equal/not_equal raise for those). A value that is no
-    tensor at all is left to compare itself (pytest.approx does), else unequal."""
-    if other is None:
-        return unequal
-    try:
-        other = as_value(other, op.__name__)
-    except TypeError:
-        return NotImplemented
-    try:
-        broadcast_shapes(x.shape, other.shape)
-    except ValueError:
-        return Tensor._new(np.asarray(unequal))
-    return op(x, other)
-
-
-def _logical_or_bitwise(logical, bitwise, *operands):
-    """The operators &, |, ^ and ~ as TensorFlow's tensors have them: logical on bools,
-    bitwise on integers, a TypeError on floats."""
-    values = [as_value(v, bitwise.__name__) for v in operands]
-    kind = promote([v.aval for v in values])[0].kind
-    if kind == "b":
-        return logical(*values)
-    if kind in "iu":
-        return bitwise(*values)
-    raise TypeError(f"{bitwise.__name__}: the operators &, |, ^ and ~ take bool or integer "
-                    f"tensors, got {', '.join(v.aval.short() for v in values)}")
-
-
-def _numpy(func):
-    """The srcxform implementation NumPy dispatch runs for the NumPy function func."""
-    return _ops.numpy_dispatch.FUNCTIONS[func]
-
-
-def _one_or_many(args):
-    """NumPy's `*shape` and `*axes`: one tuple or list (or None) stands for all of them."""
-    if len(args) == 1 and (args[0] is None or isinstance(args[0], (tuple, list))):
-        return args[0]
-    return args
-
-
 def _numpy_text(array, text):
     if array.ndim == 0:
         return str(array[()])
@@ -523,7 +322,7 @@ def _to_array(value, dtype=None, copy=False, what="constant"):
     if isinstance(value, Value):
         source = as_value(value)
         if source._trace is not None:
-            raise TracingError(f"{where()}\n  a traced value cannot become a constant or a "
+            raise TracingError(f"{user_line()}\n  a traced value cannot become a constant or a "
                                "Variable's initial value while compiling; use it as it is")
         if source._weak:  # made of Python scalars: converts as they would
             return _python_array(source._value, dtype, what)
@@ -575,7 +374,7 @@ def as_value(x, op=None):
         return x._read() if isinstance(x, Variable) else x
     # np.float64 is also a Python float, but as a NumPy value it keeps its dtype.
     if isinstance(x, Dim):
-        size = SizeConstant._new(np.asarray(value(x), dtype=np.int64), weak=True)
+        size = SizeConstant._new(np.asarray(concrete(x), dtype=np.int64), weak=True)
         size.dim = x
         return size
     if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):

@@ -19,7 +19,7 @@ from srcxform.errors import (
     TracingError,
     user_frame,
     user_frame_object,
-    where,
+    user_line,
 )
 from srcxform.ir import Eqn, Lit, Program, Var
 from srcxform.names import assigned_name
@@ -59,7 +59,7 @@ class Tracer(Value):
         self.eager = eager
 
     def _fail(self, what, message):
-        raise TracingError(f"{where()}\n  {what}: {message}")
+        raise TracingError(f"{user_line()}\n  {what}: {message}")
 
     def __bool__(self):  # noqa: PLE0304 - it only raises, as the next three do
         self._fail("bool() of a traced value", _BRANCH)
@@ -96,7 +96,7 @@ class Tracer(Value):
         # special names (__array_interface__): those stay a plain AttributeError.
         if name.startswith("_"):
             raise AttributeError(f"'Tracer' object has no attribute {name!r}")
-        raise TracingAttributeError(f"{where()}\n  .{name} of a traced value: {_ATTRIBUTE}")
+        raise TracingAttributeError(f"{user_line()}\n  .{name} of a traced value: {_ATTRIBUTE}")
 
     def __repr__(self):
         return f"<srcxform.Tracer {self.aval.short()}>"
@@ -237,7 +237,7 @@ class Trace:
         """The IR atom for an op input: a Tracer's var, a scalar literal, or a constant."""
         if isinstance(value, Tracer):
             if value._trace is not self:
-                raise TracingError(f"{where()}: a value traced by another function is used "
+                raise TracingError(f"{user_line()}: a value traced by another function is used "
                                    "here; pass it as an argument instead")
             return value.var
         array = value._value
@@ -282,7 +282,7 @@ class Trace:
         self.read_variable(variable)
         if tuple(value.shape) != tuple(variable.shape):
             raise ValueError(f"assign: cannot assign a value of shape {value.shape} to "
-                             f"{variable.name} of shape {variable.shape}\n  at {where()}")
+                             f"{variable.name} of shape {variable.shape}\n  at {user_line()}")
         if value.dtype != variable.dtype:
             from srcxform.ops import cast
 
@@ -303,7 +303,7 @@ class Trace:
         names = {v._id: self.hints[var] for v, var, _ in self.variables.values()}
         found = {v._id: v for v, _, _ in self.variables.values()}
         found.update((v._id, v) for v in returned if isinstance(v, _tensor.Variable))
-        return [(names.get(i, v.name), where(self.first_reads.get(i)))
+        return [(names.get(i, v.name), user_line(self.first_reads.get(i)))
                 for i, v in found.items() if i > self._first_new_id]
 
     def capture(self, obj, name=None):

@@ -1,4 +1,4 @@
-"""srcxform.blas: matmul and matvec through BLAS equal np.dot for float64 and float32
+"""srcxform.runtime.blas: matmul and matvec through BLAS equal np.dot for float64 and float32
 operands in C, Fortran and strided layouts, at zero and unit sizes; their jitted core
 compiles once per dtype whatever the layouts; other dtypes are a typing error; and a
 compiled function with strided and transposed matrix products matches the eager tape.
@@ -13,7 +13,7 @@ import pytest
 from corpus import assert_trees_close, eager_value_and_grad
 
 import srcxform as tf
-from srcxform import blas
+from srcxform.runtime import blas
 
 
 @numba.njit(error_model="numpy")

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from srcxform import CacheWarning, backend
+from srcxform import CacheWarning, backend, cachefiles, numba_adapter
 
 # One function per cached artifact, each damaged in its own file: a process checks them all.
 SCRIPT = textwrap.dedent("""
@@ -73,7 +73,7 @@ def _run(script, env):
 
 def _sealed(folder, accept, parse):
     """The one sealed file in folder whose payload `accept`s."""
-    found = [p for p in Path(folder).iterdir() if accept(backend.read_sealed(str(p), parse))]
+    found = [p for p in Path(folder).iterdir() if accept(cachefiles.read_sealed(str(p), parse))]
     assert len(found) == 1, found
     return found[0]
 
@@ -106,6 +106,8 @@ def filled(tmp_path_factory):
     return script, env, {path: path.read_bytes() for path in artifacts}
 
 
+@pytest.mark.skipif(not numba_adapter.enabled(), reason="Numba's own cache files are not "
+                    "sealed: srcxform seals them with the Numba internals it uses")
 @pytest.mark.parametrize("corruption", CORRUPTIONS)
 def test_a_damaged_cache_file_is_rebuilt_with_one_warning(filled, corruption):
     script, env, artifacts = filled
@@ -127,12 +129,12 @@ def test_a_damaged_cache_file_is_rebuilt_with_one_warning(filled, corruption):
 
 def test_a_sealed_file_whose_payload_does_not_parse_is_a_miss(tmp_path):
     path = str(tmp_path / "entry.pkl")
-    backend.write_sealed(path, b"checksum intact, and not a pickle")
+    cachefiles.write_sealed(path, b"checksum intact, and not a pickle")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        assert [backend.read_sealed(path, pickle.loads) for _ in range(2)] == [None, None]
+        assert [cachefiles.read_sealed(path, pickle.loads) for _ in range(2)] == [None, None]
     assert [(w.category, path in str(w.message)) for w in caught] == [(CacheWarning, True)]
-    assert backend.read_sealed(str(tmp_path / "none yet"), pickle.loads) is None  # no warning
+    assert cachefiles.read_sealed(str(tmp_path / "none yet"), pickle.loads) is None  # no warning
 
 
 def _fallback_from(monkeypatch, **env):
@@ -141,11 +143,11 @@ def _fallback_from(monkeypatch, **env):
     for name, value in env.items():
         monkeypatch.setenv(name, str(value))
     with pytest.warns(CacheWarning, match="SRCXFORM_CACHE_DIR") as caught:
-        folder = backend.cache_dir()
+        folder = cachefiles.cache_dir()
     assert len(caught) == 1 and caught[0].filename == __file__  # the caller's line
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert backend.cache_dir() == folder  # once a process
+        assert cachefiles.cache_dir() == folder  # once a process
         # What the cache holds is written there, and read back.
         source = f"def f(x):  # {folder}\n    return x + 1\n"
         assert backend.load(source, "f", jit=False)(1) == 2
@@ -183,7 +185,7 @@ def test_threads_writing_one_file_at_once_each_write_it_whole(tmp_path):
     def write(n):
         try:
             for _ in range(200):
-                backend.write_atomic(path, bytes([n]) * 4096)
+                cachefiles.write_atomic(path, bytes([n]) * 4096)
         except OSError as err:
             errors.append(err)
 

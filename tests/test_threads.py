@@ -20,9 +20,10 @@ import uuid
 import weakref
 
 import numpy as np
+import pytest
 
 import srcxform as tf
-from srcxform import backend
+from srcxform import backend, cachefiles, numba_adapter
 from srcxform.trace import Trace
 
 WAIT = 30  # seconds an Event wait may take before the test fails instead of hanging
@@ -194,6 +195,8 @@ def test_guards_go_to_the_trace_of_their_own_thread():
 # ----- warm calls may race -----
 
 
+@pytest.mark.skipif(numba_adapter.sole_reference_count() is None,
+                    reason="output arrays are reused only where reference counts tell")
 def test_a_reused_output_array_has_the_shape_this_call_needs():
     """A warm entry refills the array it returned last when nothing else holds it. Here a
     call in another thread replaces that array (with one of a new size) between this
@@ -294,7 +297,7 @@ def test_threads_writing_one_file_at_once(tmp_path, monkeypatch):
 
     monkeypatch.setattr(backend.os, "replace", replace_after_both)
     path = str(tmp_path / "entry.pkl")
-    joins = [_in_thread(lambda data=data: backend.write_atomic(path, data))
+    joins = [_in_thread(lambda data=data: cachefiles.write_atomic(path, data))
              for data in (b"one", b"two")]
     for join in joins:
         join()

@@ -1,4 +1,4 @@
-"""srcxform.vecmath: the vectorizable exp and tanh agree with NumPy's to a few units in
+"""srcxform.runtime.vecmath: the vectorizable exp and tanh agree with NumPy's to a few units in
 the last place, over the whole float64 range and at the special values; and generated code
 uses them only in loops LLVM can vectorize."""
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import srcxform as tf
-from srcxform import vecmath
+from srcxform.runtime import vecmath
 
 
 @numba.njit(error_model="numpy")

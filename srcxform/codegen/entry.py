@@ -11,11 +11,9 @@ writeable), and through Numba's dispatcher otherwise. A call it does not fit goe
 its fallback: the entry made before it, and in the end the slow path.
 """
 
-import sys
-
 import numpy as np
 
-from srcxform import captures
+from srcxform import captures, numba_adapter
 from srcxform.callconv import is_static
 from srcxform.dims import render
 from srcxform.tensor import Tensor, Variable
@@ -156,12 +154,11 @@ class _EntryWriter:
         return f"{array_expr}.shape[{axis}]"
 
 # An entry keeps the output arrays it returned last, and fills them again when nothing
-# else holds them (a reference count of 3: the pair in its global spare<b>, its local
-# name, getrefcount's argument), rather than allocating: nobody can see the difference.
-# Reference counts say so only where the GIL serializes them. The pair is the array and
-# its shape, read and replaced at once: a call in another thread that replaces the array
-# between this call's tests cannot pair it with the other array's shape.
-_REUSE = getattr(sys, "_is_gil_enabled", lambda: True)()
+# else holds them (numba_adapter.sole_reference_count: the pair in its global spare<b>
+# and its local name), rather than allocating: nobody can see the difference. The pair
+# is the array and its shape, read and replaced at once: a call in another thread that
+# replaces the array between this call's tests cannot pair it with the other array's
+# shape.
 
 
 def _arg_expr(name, leaf):
@@ -308,10 +305,11 @@ def _reused_buffers(conv, w, kernel_args, size):
         if arg in w.shapes and len(axes) == w.shapes[arg][1]:
             shape_names[tuple(("size", axes[a]) for a in range(len(axes)))] = w.shapes[arg][0]
     lines, names, kept = [], [], []
+    sole = numba_adapter.sole_reference_count()
     for b, (shape, dtype) in enumerate(_buffer_shapes(conv, size, shape_names)):
-        if _REUSE:
+        if sole is not None:
             lines += [f"o{b}, o{b}_shape = spare{b}",
-                      f"if getrefcount(o{b}) != 3 or o{b}_shape != {shape}:",
+                      f"if getrefcount(o{b}) != {sole} or o{b}_shape != {shape}:",
                       f"    o{b} = empty({shape}{dtype})",
                       f"    spare{b} = o{b}, o{b}.shape"]
             kept.append(f"spare{b}")

@@ -7,13 +7,11 @@ statements from one user line is headed by an origin comment.
 """
 
 import ast
-import functools
 
 import astor
 
-from srcxform import __version__
+from srcxform import runtime
 from srcxform.aval import is_one
-from srcxform.backend import RUNTIME
 from srcxform.codegen.chunking import CHUNKS, Interior, call, minus
 from srcxform.codegen.exprs import (
     Sizes,
@@ -28,10 +26,11 @@ from srcxform.codegen.exprs import (
 )
 from srcxform.codegen.placement import place
 from srcxform.dtypes import promote
-from srcxform.errors import where
+from srcxform.errors import user_line
 from srcxform.ir import Lit, Var
 from srcxform.names import Namer
-from srcxform.passes.fuse import LoopGroup, schedule
+from srcxform.codegen.schedule import LoopGroup, schedule
+from srcxform.version import __version__
 
 # The columns an origin comment may fill, its indent included: the user's line is cut.
 _WIDTH = 100
@@ -58,6 +57,7 @@ class _Lowering:
         self.lines = []  # (indent, text)
         self.last_origin = None
         self.current_section = None  # the last section comment's label
+        self.vectorized = False  # whether the loop being emitted is one LLVM vectorizes
         self.producers = {eqn.out: eqn for eqn in program.eqns}
         self.items = schedule(program)
         self.placement = place(program, self.items)
@@ -77,7 +77,7 @@ class _Lowering:
 
     def stmt(self, indent, node):
         self.modules |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
-                         and n.id in RUNTIME}
+                         and n.id in runtime.MODULES}
         for text in _source(node).split("\n"):
             self.line(indent, text)
 
@@ -96,7 +96,7 @@ class _Lowering:
         if indent == 1:  # a statement of its own
             self.section([eqn])
         if eqn.origin and (eqn.origin, eqn.adjoint) != self.last_origin:
-            text = "# " + ("grad of " if eqn.adjoint else "") + where(eqn.origin)
+            text = "# " + ("grad of " if eqn.adjoint else "") + user_line(eqn.origin)
             self.line(indent, _cut(text, _WIDTH - 4 * indent))
             self.last_origin = (eqn.origin, eqn.adjoint)
 
@@ -151,7 +151,11 @@ class _Lowering:
         self.recomputing = _Recomputing(index) if looped else None
         split = looped and self._sums_apart(members)
         sums = []  # the reductions, when they run in a loop nest of their own
+        scalar_loop = not looped or any(e.prim.kind == "reduction" for e in members)
         for e in members:
+            # A loop LLVM vectorizes calls a primitive's vector form (vecmath's
+            # polynomials), one with a sum its libm form (see _sums_apart).
+            self.vectorized = not scalar_loop or split and e.prim.kind != "reduction"
             name = self.namer(e.out)
             if e.prim.kind == "reduction":
                 before_stmts, body_stmt = self.reduction(e, name, index,
@@ -174,21 +178,20 @@ class _Lowering:
         for node in before:
             self.stmt(1, node)
         if split:
-            self._nest(domain, index, -1, 1, body, scalar_loop=False)
+            self._nest(domain, index, -1, 1, body)
             self.last_origin = None  # the sums' loop is headed by their origins again
-            self._nest(domain, index, -1, 1, sums, scalar_loop=True)
+            self._nest(domain, index, -1, 1, sums)
             return
         outer = self.parallel and _independent_outer_loop(group, index)
-        scalar_loop = not looped or any(e.prim.kind == "reduction" for e in members)
-        if outer and self.chunked(domain, index, body, scalar_loop):
+        if outer and self.chunked(domain, index, body):
             return
         if outer:
             p = next(p for p, i in enumerate(index) if i)
             self.line(1, f"for {index[p]} in prange({self.sizes.source(domain[p])}):")
             self.used_prange = True
-            self._nest(domain, index, p, 2, body, scalar_loop)
+            self._nest(domain, index, p, 2, body)
         else:
-            self._nest(domain, index, -1, 1, body, scalar_loop)
+            self._nest(domain, index, -1, 1, body)
 
     def _sums_apart(self, members):
         """Whether the group's reductions run in a loop of their own, after the rest: when
@@ -206,10 +209,10 @@ class _Lowering:
                                  and e.ins[0] not in self.placement.arrays
                                  for e in reductions):
             return False
-        return any(e.prim.kind != "reduction" and _calls_vecmath(e.prim.template)
+        return any(e.prim.kind != "reduction" and e.prim.vector_template is not None
                    for e in members)
 
-    def chunked(self, domain, index, body, scalar_loop):
+    def chunked(self, domain, index, body):
         """A parallel loop nest whose body tests its outer index against slice bounds (an
         adjoint of slicing reads `g[i0 - 1] if i0 >= 1 else 0`), as two: the range of the
         outer index where every such test holds, without the tests, in a prange over
@@ -250,7 +253,7 @@ class _Lowering:
                                     ast.Subscript(name_ast(arr), at, ast.Load())))
         self.line(2, f"for {var} in range({stop} - {start}):")
         self.last_origin = None  # each copy of the body is headed by its origins
-        self._nest(domain, index, p, 3, inner, scalar_loop)
+        self._nest(domain, index, p, 3, inner)
         if interior.lower and interior.upper:
             self.line(1, f"for {edge} in (range({lo}), range({hi}, {_source(n)})):")
             self.line(2, f"for {var} in {edge}:")
@@ -260,10 +263,10 @@ class _Lowering:
             self.line(1, f"for {var} in range({edges}):")
             indent = 2
         self.last_origin = None
-        self._nest(domain, index, p, indent, body, scalar_loop)
+        self._nest(domain, index, p, indent, body)
         return True
 
-    def _nest(self, domain, index, outer, indent, body, scalar_loop):
+    def _nest(self, domain, index, outer, indent, body):
         """The loops inside the one at position `outer` of the domain (-1: all of them),
         then the body, from `indent`."""
         for q in range(outer + 1, len(domain)):
@@ -273,10 +276,10 @@ class _Lowering:
         for e, node in body:
             if e is not None:
                 self.header(e, indent)
-            self.stmt(indent, _libm_calls(node) if scalar_loop else node)
+            self.stmt(indent, node)
 
     def allocate(self, name, shape, dtype):
-        """`name = arrays.empty(shape, dtype)`: srcxform.arrays compiles the allocation
+        """`name = arrays.empty(shape, dtype)`: srcxform.runtime.arrays compiles the allocation
         once, where np.empty is compiled again in each kernel at each call site."""
         empty = ast.Call(ast.Attribute(name_ast("arrays"), "empty", ast.Load()),
                          [self.sizes.tuple(shape), dtype_ast(dtype)], [])
@@ -391,7 +394,9 @@ class _Lowering:
                 names[n] = name_ast(scalar_names[a])
             else:
                 names[n] = self.load_at(a, exprs[len(exprs) - len(a.aval.shape):], dtype)
-        return fill(prim.template, names, literal_dtype=compute)
+        template = prim.vector_template if self.vectorized and prim.vector_template else \
+            prim.template
+        return fill(template, names, literal_dtype=compute)
 
     def reduction(self, e, name, index, scalar_names):
         x = e.ins[0]
@@ -457,32 +462,6 @@ class _Recomputing:
         return self.index[len(self.index) - rank:] if rank else []
 
 
-def _is_vecmath(node):
-    """Whether node is `vecmath.f`."""
-    return (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-            and node.value.id == "vecmath")
-
-
-# A primitive's template never changes: each is looked at once.
-@functools.cache
-def _calls_vecmath(template):
-    return any(_is_vecmath(node) for node in ast.walk(template))
-
-
-def _libm_calls(node):
-    """node with vecmath.f(x) as np.f(x). vecmath's polynomials pay off only where LLVM
-    vectorizes the loop; a loop with a floating-point sum does not (without fastmath the
-    sum's order is fixed), and there one libm call is faster than the scalar polynomial."""
-
-    class Swap(ast.NodeTransformer):
-        def visit_Attribute(self, attr):
-            if _is_vecmath(attr):
-                return ast.Attribute(name_ast("np"), attr.attr, ast.Load())
-            return self.generic_visit(attr)
-
-    return Swap().visit(node)
-
-
 def _independent_outer_loop(group, index):
     """Whether the outermost loop's iterations are independent, so it may be a prange:
     every reduction either keeps that axis or sums into a scalar (a reduction Numba's
@@ -512,6 +491,6 @@ def generate(program, func_name, doc, parallel=False):
     if lowering.used_prange:
         imports += "from numba import prange\n"
     if lowering.modules:
-        imports += "\n" + "".join(f"from srcxform import {m}\n" for m in sorted(lowering.modules))
+        imports += "\n" + "".join(f"from srcxform.runtime import {m}\n" for m in sorted(lowering.modules))
     header = f'"""Generated by srcxform {__version__}; edits are overwritten."""\n\n'
     return f"{header}{imports}\n\n{body}", lowering.buffers

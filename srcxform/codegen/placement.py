@@ -3,7 +3,8 @@ recomputed where another loop reads them; and which embeds are never built.
 
 Recomputing cheap arithmetic where it is read (gather form) saves writing and reading
 back an array, which costs more than the arithmetic for large arrays. Transcendental
-functions are never recomputed: their cost is the reason to store them.
+functions (a primitive's `expensive`) are never recomputed: their cost is the reason to
+store them.
 """
 
 import ast
@@ -11,9 +12,8 @@ import functools
 from dataclasses import dataclass
 
 from srcxform.ir import Var
-from srcxform.passes.fuse import LoopGroup
+from srcxform.codegen.schedule import LoopGroup
 
-_EXPENSIVE = {"exp", "log", "log1p", "expm1", "tanh", "sin", "cos", "tan", "sqrt"}
 _MAX_NODES = 48  # the size of an expression worth recomputing rather than storing
 
 
@@ -44,7 +44,7 @@ def place(program, items):
         v = eqn.out
         inputs = [a for a in eqn.ins if isinstance(a, Var)]
         if (v in group_of and eqn.prim.kind == "elementwise" and v.aval.shape
-                and v not in outputs and _cheap(eqn.prim.template)
+                and v not in outputs and not eqn.prim.expensive
                 and all(a not in group_of or a in recomputed or a in reduced
                         or not a.aval.shape for a in inputs)):
             size[v] = _nodes(eqn.prim.template) + sum(size.get(a, 0) for a in inputs)
@@ -62,12 +62,6 @@ def place(program, items):
 
 
 # A primitive's template never changes: each is measured once.
-@functools.cache
-def _cheap(template):
-    return not any(isinstance(node, ast.Attribute) and node.attr in _EXPENSIVE
-                   for node in ast.walk(template))
-
-
 @functools.cache
 def _nodes(template):
     return sum(1 for _ in ast.walk(template))

@@ -39,6 +39,9 @@ from srcxform.ops.creation import (  # noqa: F401
     constant, convert_to_tensor, eye, fill, linspace, ones, ones_like, range, zeros, zeros_like,
 )
 from srcxform.ops import numpy_dispatch  # noqa: F401
+from srcxform.ops import operators as _operators
+
+_operators.install()
 
 # `from srcxform.ops import *` exports the ops only: the family modules would otherwise
 # shadow TensorFlow's namespaces (`srcxform.nn` is srcxform/nn.py, not ops/nn.py).

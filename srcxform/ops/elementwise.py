@@ -11,7 +11,8 @@ import numpy as np
 from srcxform.aval import Aval
 from srcxform.dtypes import promote
 from srcxform.errors import DtypeArgumentError, ZeroDivisionArgumentError
-from srcxform.primitive import elementwise, primitive
+from srcxform.primitive import ZERO, elementwise, primitive
+from srcxform.tensor import as_value
 
 # ----- binary arithmetic -----
 
@@ -21,15 +22,16 @@ def _true_divide_dtype(common):
 
 
 add_p = elementwise("add", np.add, "x + y", vjp=lambda g, out, x, y: (g, g),
-                    units=((0, 0), (0, 1)), kinds="fiu")
+                    units=((0, 0), (0, 1)), kinds="fiu", numpy=(np.add,))
 subtract_p = elementwise("subtract", np.subtract, "x - y", vjp=lambda g, out, x, y: (g, -g),
-                         units=((0, 1),), kinds="fiu")
+                         units=((0, 1),), kinds="fiu", numpy=(np.subtract,))
 multiply_p = elementwise("multiply", np.multiply, "x * y",
                          vjp=lambda g, out, x, y: (g * y, g * x), units=((1, 0), (1, 1)),
-                         kinds="fiu")
+                         kinds="fiu", numpy=(np.multiply,))
 divide_p = elementwise("divide", np.true_divide, "x / y", out_dtype=_true_divide_dtype,
                        units=((1, 1),),
-                       vjp=lambda g, out, x, y: (g / y, -g * out / y), kinds="fiu")
+                       vjp=lambda g, out, x, y: (g / y, -g * out / y), kinds="fiu",
+                       numpy=(np.true_divide,))
 
 
 def _integer_division(divide, name):
@@ -44,9 +46,10 @@ def _integer_division(divide, name):
 
 
 floordiv_p = elementwise("floordiv", _integer_division(np.floor_divide, "floordiv"), "x // y",
-                         nondiff=True, args="x y", kinds="fiu")
+                         nondiff=True, args="x y", kinds="fiu", numpy=(np.floor_divide,))
 mod_p = elementwise("mod", _integer_division(np.mod, "mod"), "x % y",
-                    vjp=lambda g, out, x, y: (g, -g * floor(x / y)), kinds="fiu")
+                    vjp=lambda g, out, x, y: (g, -g * floor(x / y)), kinds="fiu",
+                    numpy=(np.remainder,))
 
 
 def _pow_vjp(g, out, x, y):
@@ -66,14 +69,13 @@ def _power(x, y):
     return out
 
 
-pow_p = elementwise("pow", _power, "x ** y", vjp=_pow_vjp, units=((1, 1),), kinds="fiu")
+pow_p = elementwise("pow", _power, "x ** y", vjp=_pow_vjp, units=((1, 1),), kinds="fiu",
+                    numpy=(np.power,))
 
 
 def _zeros(x):
     """A zero cotangent for x, for ops whose gradient is zero rather than none."""
-    from srcxform.ops.creation import zeros_like  # creation imports this module
-
-    return zeros_like(x)
+    return ZERO
 
 
 def _select_vjp(mask_fn):
@@ -86,23 +88,24 @@ def _select_vjp(mask_fn):
 
 # Ties send the whole gradient to x, as TensorFlow does.
 maximum_p = elementwise("maximum", np.maximum, "np.maximum(x, y)",
-                        vjp=_select_vjp(lambda x, y: x >= y), kinds="fiu")
+                        vjp=_select_vjp(lambda x, y: x >= y), kinds="fiu", numpy=(np.maximum,))
 minimum_p = elementwise("minimum", np.minimum, "np.minimum(x, y)",
-                        vjp=_select_vjp(lambda x, y: x <= y), kinds="fiu")
+                        vjp=_select_vjp(lambda x, y: x <= y), kinds="fiu", numpy=(np.minimum,))
 
 # ----- comparisons and logic (no gradient) -----
 
-equal_p = elementwise("equal", np.equal, "x == y", nondiff=True, out_dtype="bool", args="x y")
+equal_p = elementwise("equal", np.equal, "x == y", nondiff=True, out_dtype="bool", args="x y",
+                      numpy=(np.equal,))
 not_equal_p = elementwise("not_equal", np.not_equal, "x != y", nondiff=True, out_dtype="bool",
-                          args="x y")
+                          args="x y", numpy=(np.not_equal,))
 less_p = elementwise("less", np.less, "x < y", nondiff=True, out_dtype="bool", args="x y",
-                     kinds="fiu")
+                     kinds="fiu", numpy=(np.less,))
 less_equal_p = elementwise("less_equal", np.less_equal, "x <= y", nondiff=True,
-                           out_dtype="bool", args="x y", kinds="fiu")
+                           out_dtype="bool", args="x y", kinds="fiu", numpy=(np.less_equal,))
 greater_p = elementwise("greater", np.greater, "x > y", nondiff=True, out_dtype="bool",
-                        args="x y", kinds="fiu")
+                        args="x y", kinds="fiu", numpy=(np.greater,))
 greater_equal_p = elementwise("greater_equal", np.greater_equal, "x >= y", nondiff=True,
-                              out_dtype="bool", args="x y", kinds="fiu")
+                              out_dtype="bool", args="x y", kinds="fiu", numpy=(np.greater_equal,))
 logical_and_p = elementwise("logical_and", np.logical_and, "x and y", nondiff=True,
                             out_dtype="bool", args="x y", kinds="b")
 logical_or_p = elementwise("logical_or", np.logical_or, "x or y", nondiff=True,
@@ -117,23 +120,25 @@ bitwise_xor_p = elementwise("bitwise_xor", np.bitwise_xor, "x ^ y", nondiff=True
                             kinds="iu")
 invert_p = elementwise("invert", np.invert, "~x", nondiff=True, args="x", kinds="iu")
 is_finite_p = elementwise("is_finite", np.isfinite, "np.isfinite(x)", nondiff=True,
-                          out_dtype="bool", args="x")
+                          out_dtype="bool", args="x", numpy=(np.isfinite,))
 
 # ----- unary -----
 
-negative_p = elementwise("negative", np.negative, "-x", vjp=lambda g, out, x: (-g,), kinds="fiu")
+negative_p = elementwise("negative", np.negative, "-x", vjp=lambda g, out, x: (-g,), kinds="fiu",
+                         numpy=(np.negative,))
 # vecmath.exp and .tanh (in exp, tanh, sigmoid): polynomials that vectorize, where np.exp
 # and np.tanh in a Numba loop are one libm call an element. (softplus keeps libm's exp: its
 # log1p is a libm call, so its loops do not vectorize, and libm's exp is then faster.)
-exp_p = elementwise("exp", np.exp, "vecmath.exp(x)", kinds="f",
-                    vjp=lambda g, out, x: (g * out,))
-log_p = elementwise("log", np.log, "np.log(x)", kinds="f", vjp=lambda g, out, x: (g / x,))
+exp_p = elementwise("exp", np.exp, "np.exp(x)", vector_emit="vecmath.exp(x)", kinds="f",
+                    vjp=lambda g, out, x: (g * out,), expensive=True, numpy=(np.exp,))
+log_p = elementwise("log", np.log, "np.log(x)", kinds="f", vjp=lambda g, out, x: (g / x,),
+                    expensive=True, numpy=(np.log,))
 log1p_p = elementwise("log1p", np.log1p, "np.log1p(x)", kinds="f",
-                      vjp=lambda g, out, x: (g / (1 + x),))
+                      vjp=lambda g, out, x: (g / (1 + x),), expensive=True, numpy=(np.log1p,))
 expm1_p = elementwise("expm1", np.expm1, "np.expm1(x)", kinds="f",
-                      vjp=lambda g, out, x: (g * (out + 1),))
+                      vjp=lambda g, out, x: (g * (out + 1),), expensive=True, numpy=(np.expm1,))
 sqrt_p = elementwise("sqrt", np.sqrt, "np.sqrt(x)", kinds="f",
-                     vjp=lambda g, out, x: (sqrt_grad(out, g),))
+                     vjp=lambda g, out, x: (sqrt_grad(out, g),), expensive=True, numpy=(np.sqrt,))
 # sqrt's VJP, TensorFlow's SqrtGrad: dy * 0.5 / y, and 0 wherever dy is 0, even at y = 0
 # or NaN (x <= 0), so that where(x > 0, sqrt(x), 0) has a finite gradient everywhere. Its
 # own VJP is TensorFlow's SqrtGradGrad, which has no such rule (a where() in sqrt's VJP
@@ -143,19 +148,20 @@ sqrt_grad_p = elementwise(
     "dy * 0 if dy == 0 else dy * 0.5 / y", kinds="f",
     vjp=lambda g, out, y, dy: (-g / y * out, 0.5 * g / y))
 sin_p = elementwise("sin", np.sin, "np.sin(x)", kinds="f",
-                    vjp=lambda g, out, x: (g * cos(x),))
+                    vjp=lambda g, out, x: (g * cos(x),), expensive=True, numpy=(np.sin,))
 cos_p = elementwise("cos", np.cos, "np.cos(x)", kinds="f",
-                    vjp=lambda g, out, x: (-g * sin(x),))
+                    vjp=lambda g, out, x: (-g * sin(x),), expensive=True, numpy=(np.cos,))
 tan_p = elementwise("tan", np.tan, "np.tan(x)", kinds="f",
-                    vjp=lambda g, out, x: (g * (1 + out * out),))
-tanh_p = elementwise("tanh", np.tanh, "vecmath.tanh(x)", kinds="f",
-                     vjp=lambda g, out, x: (g * (1 - out * out),))
-sigmoid_p = elementwise("sigmoid", lambda x: 1 / (1 + np.exp(-x)), "1 / (1 + vecmath.exp(-x))",
-                        kinds="f", vjp=lambda g, out, x: (g * out * (1 - out),))
+                    vjp=lambda g, out, x: (g * (1 + out * out),), expensive=True, numpy=(np.tan,))
+tanh_p = elementwise("tanh", np.tanh, "np.tanh(x)", vector_emit="vecmath.tanh(x)", kinds="f",
+                     vjp=lambda g, out, x: (g * (1 - out * out),), expensive=True, numpy=(np.tanh,))
+sigmoid_p = elementwise("sigmoid", lambda x: 1 / (1 + np.exp(-x)), "1 / (1 + np.exp(-x))",
+                        vector_emit="1 / (1 + vecmath.exp(-x))",
+                        kinds="f", vjp=lambda g, out, x: (g * out * (1 - out),), expensive=True)
 # log(1 + e^x) written so that neither branch overflows.
 softplus_p = elementwise("softplus", lambda x: np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0),
                          "np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0)", kinds="f",
-                         vjp=lambda g, out, x: (g * sigmoid(x),))
+                         vjp=lambda g, out, x: (g * sigmoid(x),), expensive=True)
 relu_p = elementwise("relu", lambda x: np.maximum(x, 0), "np.maximum(x, 0)",
                      vjp=lambda g, out, x: (relu_grad(g, x),), kinds="fiu")
 # relu's VJP, TensorFlow's ReluGrad: dy * (x > 0), so a NaN or inf dy gives NaN even where
@@ -163,13 +169,14 @@ relu_p = elementwise("relu", lambda x: np.maximum(x, 0), "np.maximum(x, 0)",
 relu_grad_p = elementwise("relu_grad", lambda dy, x: dy * (x > 0), "dy if x > 0 else dy * 0",
                           vjp=lambda g, out, dy, x: (relu_grad(g, x), _zeros(x)))
 abs_p = elementwise("abs", np.abs, "np.abs(x)", vjp=lambda g, out, x: (g * sign(x),),
-                    kinds="fiu")
+                    kinds="fiu", numpy=(np.absolute,))
 # A zero gradient, as TensorFlow's (so abs has a second derivative, zero).
 sign_p = elementwise("sign", np.sign, "np.sign(x)", vjp=lambda g, out, x: (_zeros(x),),
-                     kinds="fiu")
-floor_p = elementwise("floor", np.floor, "np.floor(x)", nondiff=True, args="x")
+                     kinds="fiu", numpy=(np.sign,))
+floor_p = elementwise("floor", np.floor, "np.floor(x)", nondiff=True, args="x", numpy=(np.floor,))
 ceil_p = elementwise("ceil", np.ceil, "np.ceil(x)", nondiff=True, args="x", kinds="f")
-round_p = elementwise("round", np.rint, "np.rint(x)", nondiff=True, args="x")  # half to even
+round_p = elementwise("round", np.rint, "np.rint(x)", nondiff=True, args="x",
+                      numpy=(np.rint,))  # half to even
 stop_gradient_p = elementwise("stop_gradient", lambda x: x, "x", nondiff=True, args="x",
                               same_aval_is_identity=True, unrecorded=True)
 # A copy, which a tape can watch apart from its input (tf.identity).
@@ -217,8 +224,6 @@ def divide(x, y, name=None):
 def divide_no_nan(x, y, name=None):
     """x / y for floats, 0 wherever y is 0 (tf.math.divide_no_nan); its gradients are 0
     there too (y is replaced by 1 before dividing, so no inf or NaN reaches them)."""
-    from srcxform.tensor import as_value  # tensor imports the ops package
-
     x, y = as_value(x, "divide_no_nan"), as_value(y, "divide_no_nan")
     if x.dtype.kind != "f" or y.dtype.kind != "f":
         raise DtypeArgumentError(f"divide_no_nan({x.aval.short()}, {y.aval.short()}): "
@@ -233,8 +238,6 @@ def floordiv(x, y, name=None):
     Floats give floor(x / y), as TensorFlow's kernel: 7.0 // -1.4 is -5.0, where NumPy's
     floor_divide (which np.floor_divide on a tensor keeps) corrects x / y by fmod and
     gives -6.0."""
-    from srcxform.tensor import as_value  # tensor imports the ops package
-
     x, y = as_value(x, "floordiv"), as_value(y, "floordiv")
     if promote([x.aval, y.aval])[0].kind == "f":
         return floor(divide(x, y))

@@ -12,7 +12,7 @@ import numpy as np
 
 from srcxform.aval import Aval, broadcast_shapes
 from srcxform.dtypes import promote
-from srcxform.errors import shape_error, where
+from srcxform.errors import shape_error, user_line
 from srcxform.ops.elementwise import cast
 from srcxform.ops.reduce import reduce_sum
 from srcxform.ops.shape import expand_dims, reshape, transpose
@@ -109,7 +109,7 @@ def _promoted(x, y):
     take operands of one dtype, and each cast's VJP gives a gradient its operand's dtype."""
     if x.dtype.kind not in "fiu" or y.dtype.kind not in "fiu":
         raise TypeError(f"matmul({x.aval.short()}, {y.aval.short()}): needs numeric operands"
-                        f"\n  at {where()}")
+                        f"\n  at {user_line()}")
     dtype = promote([x.aval, y.aval])[0]
     return tuple(v if v.dtype == dtype else cast(v, dtype) for v in (x, y))
 

@@ -54,28 +54,31 @@ def _xlogy_vjp(g, out, x, y):
 
 
 erf_p = elementwise("erf", scipy.special.erf, "specfun.erf(x)", kinds="f",
-                    vjp=lambda g, out, x: (g * _TWO_OVER_SQRT_PI * exp(-x * x),))
+                    vjp=lambda g, out, x: (g * _TWO_OVER_SQRT_PI * exp(-x * x),), expensive=True)
 erfc_p = elementwise("erfc", scipy.special.erfc, "specfun.erfc(x)", kinds="f",
-                     vjp=lambda g, out, x: (-g * _TWO_OVER_SQRT_PI * exp(-x * x),))
+                     vjp=lambda g, out, x: (-g * _TWO_OVER_SQRT_PI * exp(-x * x),), expensive=True)
 atan_p = elementwise("atan", np.arctan, "np.arctan(x)", kinds="f",
-                     vjp=lambda g, out, x: (g / (1 + x * x),))
-atan2_p = elementwise("atan2", np.arctan2, "np.arctan2(y, x)", kinds="f", vjp=_atan2_vjp)
+                     vjp=lambda g, out, x: (g / (1 + x * x),), expensive=True, numpy=(np.arctan,))
+atan2_p = elementwise("atan2", np.arctan2, "np.arctan2(y, x)", kinds="f", vjp=_atan2_vjp,
+                      expensive=True, numpy=(np.arctan2,))
 asin_p = elementwise("asin", np.arcsin, "np.arcsin(x)", kinds="f",
-                     vjp=lambda g, out, x: (g / sqrt(1 - x * x),))
+                     vjp=lambda g, out, x: (g / sqrt(1 - x * x),),
+                     expensive=True, numpy=(np.arcsin,))
 acos_p = elementwise("acos", np.arccos, "np.arccos(x)", kinds="f",
-                     vjp=lambda g, out, x: (-g / sqrt(1 - x * x),))
+                     vjp=lambda g, out, x: (-g / sqrt(1 - x * x),),
+                     expensive=True, numpy=(np.arccos,))
 sinh_p = elementwise("sinh", np.sinh, "np.sinh(x)", kinds="f",
-                     vjp=lambda g, out, x: (g * cosh(x),))
+                     vjp=lambda g, out, x: (g * cosh(x),), expensive=True, numpy=(np.sinh,))
 cosh_p = elementwise("cosh", np.cosh, "np.cosh(x)", kinds="f",
-                     vjp=lambda g, out, x: (g * sinh(x),))
+                     vjp=lambda g, out, x: (g * sinh(x),), expensive=True, numpy=(np.cosh,))
 # The inverse hyperbolic functions' gradients are written in their outputs, as
 # TensorFlow's: 1 / cosh(asinh(x)), 1 / sinh(acosh(x)).
 asinh_p = elementwise("asinh", np.arcsinh, "np.arcsinh(x)", kinds="f",
-                      vjp=lambda g, out, x: (g / cosh(out),))
+                      vjp=lambda g, out, x: (g / cosh(out),), expensive=True, numpy=(np.arcsinh,))
 acosh_p = elementwise("acosh", np.arccosh, "np.arccosh(x)", kinds="f",
-                      vjp=lambda g, out, x: (g / sinh(out),))
+                      vjp=lambda g, out, x: (g / sinh(out),), expensive=True, numpy=(np.arccosh,))
 atanh_p = elementwise("atanh", np.arctanh, "np.arctanh(x)", kinds="f",
-                      vjp=lambda g, out, x: (g / (1 - x * x),))
+                      vjp=lambda g, out, x: (g / (1 - x * x),), expensive=True, numpy=(np.arctanh,))
 rsqrt_p = elementwise("rsqrt", lambda x: 1 / np.sqrt(x), "1 / np.sqrt(x)", kinds="f",
                       vjp=lambda g, out, x: (rsqrt_grad(out, g),))
 # rsqrt's VJP, TensorFlow's RsqrtGrad: -0.5 dy y**3, and 0 wherever dy is 0 (as
@@ -89,7 +92,7 @@ rsqrt_grad_p = elementwise(
 xlogy_p = elementwise("xlogy", lambda x, y: np.where(x == 0, 0, x * np.log(y)),
                       "x - x if x == 0 else x * np.log(y)", kinds="f", vjp=_xlogy_vjp)
 lgamma_p = elementwise("lgamma", _lgamma, "specfun.lgamma(x)", kinds="f",
-                       vjp=lambda g, out, x: (g * digamma(x),))
+                       vjp=lambda g, out, x: (g * digamma(x),), expensive=True)
 # The n-th derivative of digamma; n = 0 is digamma.
 polygamma_p = primitive("polygamma", "elementwise", _polygamma, _polygamma_shape,
                         "specfun.polygamma(n, x)",

@@ -12,35 +12,27 @@ import numpy as np
 
 from srcxform.aval import normalize_axes, size
 from srcxform.errors import TracingError
-from srcxform.errors import where as user_line
+from srcxform.errors import user_line
 from srcxform.ops import elementwise as ew
 from srcxform.ops import cumulative, linalg, reduce
 from srcxform.ops import mathfuncs as mf
 from srcxform.ops.creation import ones_like, zeros_like
+from srcxform.primitive import REGISTRY
 from srcxform.tensor import as_value
 from srcxform.tree import tree_flatten
 
 # The module: srcxform.ops.shape as an attribute is tf.shape, the function.
 shape_ops = importlib.import_module("srcxform.ops.shape")
 
-UFUNCS = {
-    np.add: ew.add, np.subtract: ew.subtract, np.multiply: ew.multiply,
-    np.true_divide: ew.divide, np.floor_divide: ew.floordiv_p.bind, np.remainder: ew.mod,
-    np.power: ew.pow, np.maximum: ew.maximum, np.minimum: ew.minimum,
-    np.equal: ew.equal, np.not_equal: ew.not_equal, np.less: ew.less,
-    np.less_equal: ew.less_equal, np.greater: ew.greater, np.greater_equal: ew.greater_equal,
+# The ufuncs a primitive computes as they are (its `numpy`), and those that take more.
+UFUNCS = {ufunc: prim.bind for prim in REGISTRY.values() for ufunc in prim.numpy}
+UFUNCS.update({
     np.logical_and: lambda x, y: ew.logical_and(_truth(x), _truth(y)),
     np.logical_or: lambda x, y: ew.logical_or(_truth(x), _truth(y)),
-    np.logical_not: lambda x: ew.logical_not(_truth(x)), np.isfinite: ew.is_finite,
-    np.negative: ew.negative, np.exp: ew.exp, np.log: ew.log, np.log1p: ew.log1p,
-    np.expm1: ew.expm1, np.sqrt: ew.sqrt, np.sin: ew.sin, np.cos: ew.cos, np.tan: ew.tan,
-    np.tanh: ew.tanh, np.absolute: ew.abs, np.sign: ew.sign, np.floor: ew.floor,
-    np.rint: ew.round, np.square: ew.square, np.matmul: linalg.numpy_matmul,
-    np.positive: lambda x: x,
-    np.arctan: mf.atan, np.arctan2: mf.atan2, np.arcsin: mf.asin, np.arccos: mf.acos,
-    np.sinh: mf.sinh, np.cosh: mf.cosh, np.arcsinh: mf.asinh, np.arccosh: mf.acosh,
-    np.arctanh: mf.atanh, np.log2: mf.log2, np.log10: mf.log10, np.exp2: mf.exp2,
-}
+    np.logical_not: lambda x: ew.logical_not(_truth(x)),
+    np.square: ew.square, np.matmul: linalg.numpy_matmul, np.positive: lambda x: x,
+    np.log2: mf.log2, np.log10: mf.log10, np.exp2: mf.exp2,  # composites
+})
 
 
 def _truth(x):

@@ -11,10 +11,10 @@ import numpy as np
 
 from srcxform.aval import (Aval, as_size, broadcast_shapes, is_one, is_zero, normalize_axes,
                            normalize_slice, same_dim, same_shape, size, slice_length)
-from srcxform.dims import value
+from srcxform.dims import concrete
 from srcxform.dtypes import promote
 from srcxform.errors import IndexArgumentError, TracingError, shape_error
-from srcxform.errors import where as user_line
+from srcxform.errors import user_line
 from srcxform.ops.elementwise import add, greater_equal, less, logical_or, where
 from srcxform.primitive import primitive
 from srcxform.tensor import Value, as_value
@@ -345,7 +345,7 @@ def gather(params, indices, axis=None, batch_dims=0, name=None):
         # Indices known while tracing (a constant, or this call's integer argument) are
         # checked at this call's size there, where eager checks them (before a later op's
         # shape error); the kernel checks them again at each call.
-        _check_indices(known, value(x.shape[axis]), "gather")
+        _check_indices(known, concrete(x.shape[axis]), "gather")
     # Batch axes, then the gathered axis, then the rest; with batch axes, each element's
     # indices are moved to its own rows of the batch-and-axis rows (_batch_rows).
     to_front = tuple(range(b)) + (axis,) + tuple(i for i in range(b, x.ndim) if i != axis)
@@ -470,8 +470,8 @@ def _normalize_index(items, shape):
         else:
             i, n = _index_int(item), shape[axis]
             if not -n <= i < n:
-                raise IndexArgumentError(f"getitem: index {value(i)} is out of bounds for "
-                                         f"axis {axis} of size {value(n)}")
+                raise IndexArgumentError(f"getitem: index {concrete(i)} is out of bounds for "
+                                         f"axis {axis} of size {concrete(n)}")
             out.append(i + n if i < 0 else i)  # x[-1] is x[n0 - 1] at every size
             axis += 1
     return tuple(out)

@@ -16,7 +16,6 @@ from srcxform.dims import Dim
 from srcxform.dtypes import promote
 from srcxform.ir import Eqn, Lit, Var
 from srcxform.passes.rewrite import substitute
-from srcxform.primitive import REGISTRY
 
 
 def _same(a, b):
@@ -36,8 +35,8 @@ def _replacement(eqn, producers):
             return other
     if eqn.prim.rearranges:
         scalar = _unbroadcast(eqn.ins[0], producers)
-        return _broadcast(eqn, scalar) if scalar is not eqn.ins[0] and not scalar.aval.shape \
-            else None
+        return _broadcast(eqn, scalar, producers) \
+            if scalar is not eqn.ins[0] and not scalar.aval.shape else None
     if eqn.prim.kind != "elementwise" or eqn.prim.is_broadcast:
         return None
     ins = [_unbroadcast(a, producers) for a in eqn.ins]
@@ -48,7 +47,7 @@ def _replacement(eqn, producers):
     if same_shape(broadcast_shapes(*[a.aval.shape for a in ins]), out.shape):
         return eqn.with_ins(ins)
     if all(not a.aval.shape for a in ins):
-        return _hoisted(eqn, ins)
+        return _hoisted(eqn, ins, producers)
     return None
 
 
@@ -63,16 +62,18 @@ def _folded(eqn, ins):
     return Lit(result.item(), eqn.out.aval)
 
 
-def _hoisted(eqn, ins):
+def _hoisted(eqn, ins, producers):
     """An op of scalars that are broadcast: the op once on the scalars, then broadcast."""
     scalar = Var(Aval((), eqn.out.aval.dtype, eqn.out.aval.weak))
     return [Eqn(scalar, eqn.prim, tuple(ins), eqn.params, eqn.origin, eqn.adjoint),
-            _broadcast(eqn, scalar)]
+            _broadcast(eqn, scalar, producers)]
 
 
-def _broadcast(eqn, scalar):
-    """eqn's output as a broadcast of a scalar atom."""
-    broadcast = next(p for p in REGISTRY.values() if p.is_broadcast)
+def _broadcast(eqn, scalar, producers):
+    """eqn's output as a broadcast of a scalar atom, by the primitive of the broadcast
+    that one of eqn's inputs was (is_broadcast), which the replacement goes around."""
+    broadcast = next(producers[a].prim for a in eqn.ins
+                     if isinstance(a, Var) and _unbroadcast(a, producers) is not a)
     return Eqn(eqn.out, broadcast, (scalar,), (("shape", eqn.out.aval.shape),), eqn.origin,
                eqn.adjoint)
 

@@ -1,4 +1,8 @@
-"""Numba's on-disk cache for srcxform's kernels, less the work a load does not need.
+"""Compiling with Numba, and the internals srcxform uses where the package's gate allows
+(numba_adapter.enabled()): a kernel cache, no C-callable wrapper, a kernel's compiled
+entry, Numba's BLAS helpers. Where it does not, Numba's public API alone.
+
+The on-disk cache for srcxform's kernels is Numba's, less the work a load does not need.
 
 Numba keeps a compiled function as object code plus the optimized module's LLVM bitcode,
 and parses that bitcode at every load, only to list the symbols the module defines and
@@ -11,14 +15,14 @@ inspect_types, and Numba disables that for cached code anyway.
 
 It relies on Numba internals: CompileResult's pickled form, and how a CPU code library
 restores itself from object code (CPUCodeLibrary._unserialize, done here with the parse
-left out). So srcxform uses it only with the Numba versions it was written for
-(`supported()`), and plain `cache=True` with any other; and a load that fails for any
-reason is a cache miss, after which the kernel compiles again. Its index and data files
-are sealed with a checksum (backend.write_sealed): Numba's own raise on most damage, in
-every later process, and unpickle whatever a flipped bit made of the rest.
+left out). So srcxform uses it only where the gate allows, and plain `cache=True`
+otherwise; and a load that fails for any reason is a cache miss, after which the kernel
+compiles again. Its index and data files are sealed with a checksum
+(cachefiles.write_sealed): Numba's own raise on most damage, in every later process, and
+unpickle whatever a flipped bit made of the rest.
 
-`helper` compiles the functions generated code calls (srcxform.arrays, blas, vecmath)
-with Numba's own payload in sealed files, made when first used.
+`helper` compiles the functions generated code calls (srcxform.runtime) with Numba's own
+payload in sealed files, made when first used.
 """
 
 import pickle
@@ -28,13 +32,8 @@ import numba
 from numba.core import caching, compiler
 from numba.core.codegen import JITCodeLibrary
 
-from srcxform import backend
-
-VERSIONS = ("0.68",)
-
-
-def supported():
-    return ".".join(numba.__version__.split(".")[:2]) in VERSIONS
+from srcxform import cachefiles
+from srcxform.numba_adapter import enabled
 
 
 class _Library(JITCodeLibrary):
@@ -55,21 +54,21 @@ class _SealedFile(caching.IndexDataCacheFile):
 
     def load(self, key):
         name = self._load_index().get(key)
-        return None if name is None else backend.read_sealed(self._data_path(name),
+        return None if name is None else cachefiles.read_sealed(self._data_path(name),
                                                              pickle.loads)
 
     def _load_index(self):
-        index = backend.read_sealed(self._index_path, pickle.loads)
+        index = cachefiles.read_sealed(self._index_path, pickle.loads)
         if index is None or index[:2] != (self._version, self._source_stamp):
             return {}  # none yet, damaged, or another Numba's or source file's
         return index[2]
 
     def _save_index(self, overloads):
-        backend.write_sealed(self._index_path,
+        cachefiles.write_sealed(self._index_path,
                              self._dump((self._version, self._source_stamp, overloads)))
 
     def _save_data(self, name, data):
-        backend.write_sealed(self._data_path(name), self._dump(data))
+        cachefiles.write_sealed(self._data_path(name), self._dump(data))
 
 
 class _SealedCache(caching.Cache):
@@ -116,23 +115,63 @@ class _HelperCache(_SealedCache):
     _impl_class = caching.CompileResultCacheImpl
 
 
-def jit(fn, cache, **options):
+def _jit(fn, cache, **options):
     """fn compiled as srcxform compiles code (Numba's nopython mode, NumPy's error model,
     `options`), kept on disk by `cache(fn)`, a Numba cache; by Numba's own `cache=True`
-    with the Numba versions this module was not written for."""
-    if not supported():
+    where the gate does not allow internals."""
+    if not enabled():
         return numba.njit(error_model="numpy", cache=True, **options)(fn)
     dispatcher = numba.njit(error_model="numpy", **options)(fn)
     dispatcher._cache = cache(fn)
     return dispatcher
 
 
+def kernel(fn, parallel=False):
+    """A generated kernel's dispatcher. With internals, no C-callable wrapper: it was 7%
+    of a small MLP's compiled module, and jitted code calls the kernel without it (also as
+    a first-class function value)."""
+    internal = {"no_cfunc_wrapper": True} if enabled() else {}
+    return _jit(fn, KernelCache, parallel=parallel, **internal)
+
+
 def helper(fn):
-    """fn compiled as generated code's helpers are (srcxform.arrays, blas, vecmath). Its
+    """fn compiled as generated code's helpers are (srcxform.runtime's). Its
     cache is made when first used: making one looks for a writable folder on disk (0.1 ms
     a function), and a process that only loads kernels never compiles or loads a helper
     (each kernel holds the code of those it calls)."""
-    return jit(fn, _LazyCache)
+    return _jit(fn, _LazyCache)
+
+
+def function(fn):
+    """fn compiled as generated kernels are, not cached (small wrappers made in memory)."""
+    return numba.njit(error_model="numpy")(fn)
+
+
+def entry_point(dispatcher, args):
+    """The compiled code's own entry for calls typed as `args` are, which skips the
+    dispatcher's type matching; None without internals, unless that signature is
+    compiled, and unless each array in it is C-contiguous, aligned and writeable. A
+    caller must test that each call's arguments type the same."""
+    if not enabled():
+        return None
+    signature = tuple(dispatcher.typeof_pyval(a) for a in args)
+    overload = dispatcher.overloads.get(signature)
+    if overload is None or any(t.layout != "C" or not t.mutable or not t.aligned
+                               for t in signature if isinstance(t, numba.types.Array)):
+        return None
+    return overload.entry_point
+
+
+def call_numba_helper(builder, symbol, arguments):
+    """A call of the function `symbol` of Numba's helper library (numba_xxgemm: an int
+    status, 0 when it worked), declared by name: an external the loader resolves, never
+    an address, so code calling it stays valid in the on-disk cache."""
+    from llvmlite import ir
+    from numba.core import cgutils
+
+    fnty = ir.FunctionType(ir.IntType(32), [a.type for a in arguments])
+    return builder.call(cgutils.get_or_insert_function(builder.module, fnty, symbol),
+                        arguments)
 
 
 class _LazyCache:

@@ -1,4 +1,4 @@
-"""Fusion: groups elementwise equations that share a loop domain, and the reductions
+"""Scheduling: groups elementwise equations that share a loop domain, and the reductions
 that consume them, into loop groups; everything else stays one equation.
 
 Returns a schedule (equations and LoopGroups in an order that respects every

@@ -10,7 +10,7 @@ import numpy as np
 from numba.core import types
 from numba.extending import intrinsic
 
-from srcxform.numba_cache import helper
+from srcxform.numba_adapter.jit import helper
 
 # The functions are not inline="always": LLVM inlines them into the kernel's loop when it
 # optimizes it (and then vectorizes), and inlining them in Numba's IR as well only cost

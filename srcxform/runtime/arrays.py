@@ -12,7 +12,7 @@ cache, and a kernel only calls it. Imported only by generated code.
 import numpy as np
 
 from srcxform.errors import IndexArgumentError
-from srcxform.numba_cache import helper
+from srcxform.numba_adapter.jit import helper
 
 
 @helper

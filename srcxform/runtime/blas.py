@@ -14,10 +14,10 @@ combination costs no compilation at all.
 
 BLAS is reached through the `numba_xxgemm` and `numba_xxgemv` functions of Numba's
 helper library (the wrappers numba/np/linalg.py uses; they fetch dgemm/sgemm/dgemv/sgemv
-from scipy.linalg.cython_blas on first use). The code names them as external symbols,
-which are resolved when it is loaded, so it stays valid in Numba's on-disk cache.
-Float32 and float64 operands of one dtype only, as Numba's np.dot. Imported only by
-generated code, never by `import srcxform`.
+from scipy.linalg.cython_blas on first use), a Numba internal: where numba_adapter's gate
+does not allow internals, the public names compile as np.dot instead. Float32 and float64
+operands of one dtype only, as Numba's np.dot. Imported only by generated code, never by
+`import srcxform`.
 """
 
 import numba
@@ -25,16 +25,17 @@ import numpy as np
 from llvmlite import ir
 from numba.core import cgutils, types
 from numba.core.errors import TypingError
-from numba.extending import intrinsic, lower_builtin, type_callable
+from numba.extending import intrinsic, lower_builtin, overload, type_callable
 
-from srcxform.numba_cache import helper
+from srcxform import numba_adapter
+from srcxform.numba_adapter.jit import call_numba_helper, helper
 
 _KINDS = {types.float32: "s", types.float64: "d"}
 # Sizes pass to BLAS as its Fortran int: 32 bits in an LP64 BLAS (an ILP64 one would take
 # more, but no sane matrix needs it). They are never negative, so their bitwise or
 # exceeds _MAX_INT exactly when one of them does.
 _MAX_INT = np.iinfo(np.int32).max
-_FAILED = "srcxform.blas: a size beyond BLAS's int range, or no BLAS (scipy.linalg.cython_blas)"
+_FAILED = "srcxform.runtime.blas: a size beyond BLAS's int range, or no BLAS (scipy.linalg.cython_blas)"
 _char = ir.IntType(8)
 _void_p = ir.IntType(8).as_pointer()
 
@@ -46,7 +47,7 @@ def _kind(name, *arrays):
     """The BLAS kind letter of arrays of one float dtype; a typing error otherwise."""
     dtypes = {a.dtype for a in arrays}
     if len(dtypes) != 1 or next(iter(dtypes)) not in _KINDS:
-        raise TypingError(f"srcxform.blas.{name} takes float32 or float64 arrays of one "
+        raise TypingError(f"srcxform.runtime.blas.{name} takes float32 or float64 arrays of one "
                           f"dtype, got {', '.join(str(a.dtype) for a in arrays)}")
     # Imported here, when a product is compiled: numba.np.linalg takes 20-30 ms to import,
     # too much for every process that loads a kernel.
@@ -54,14 +55,6 @@ def _kind(name, *arrays):
 
     ensure_blas()  # scipy's BLAS must be importable, as for np.dot
     return _KINDS[next(iter(dtypes))]
-
-
-def _call_helper(context, builder, symbol, arguments):
-    """A call of Numba's helper function `symbol` (an int status, 0 when it worked),
-    declared by name: an external the loader resolves, never an address."""
-    fnty = ir.FunctionType(ir.IntType(32), [a.type for a in arguments])
-    return builder.call(cgutils.get_or_insert_function(builder.module, fnty, symbol),
-                        arguments)
 
 
 def _data(context, builder, ty, value):
@@ -90,7 +83,7 @@ def _gemm(typingctx, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc):
         ta, tb, m, n, k, a_, lda, b_, ldb, c_, ldc = args
         tys = signature.args
         dtype = tys[5].dtype
-        return _call_helper(context, builder, "numba_xxgemm", [
+        return call_numba_helper(builder, "numba_xxgemm", [
             ir.Constant(_char, ord(kind)), _trans(builder, ta), _trans(builder, tb), m, n, k,
             _scalar_slot(context, builder, dtype, 1.0), _data(context, builder, tys[5], a_),
             lda, _data(context, builder, tys[7], b_), ldb,
@@ -112,7 +105,7 @@ def _gemv(typingctx, trans, m, n, a, lda, x, y):
         t, m, n, a_, lda, x_, y_ = args
         tys = signature.args
         dtype = tys[3].dtype
-        return _call_helper(context, builder, "numba_xxgemv", [
+        return call_numba_helper(builder, "numba_xxgemv", [
             ir.Constant(_char, ord(kind)), _trans(builder, t), m, n,
             _scalar_slot(context, builder, dtype, 1.0), _data(context, builder, tys[3], a_),
             lda, _data(context, builder, tys[5], x_),
@@ -229,6 +222,14 @@ def _any_layout(ty):
     return ty.copy(layout="A", readonly=False)
 
 
+def _check(public, ndims, x, y):
+    """A typing error unless x and y are arrays of ranks `ndims` and one float dtype."""
+    if not all(isinstance(t, types.Array) and t.ndim == n for t, n in zip((x, y), ndims)):
+        raise TypingError(f"srcxform.runtime.blas.{public.__name__} takes arrays of "
+                          f"ranks {ndims}, got {x} and {y}")
+    _kind(public.__name__, x, y)
+
+
 def _compile_as(public, cores, ndims):
     """Numba's typing and lowering of calls of `public`: a call of a jitted core, with
     each array retyped by _any_layout (the same data, so the cast is free). `cores` is
@@ -247,11 +248,7 @@ def _compile_as(public, cores, ndims):
     @type_callable(public)
     def typer(typingctx):
         def typing(x, y):
-            if not all(isinstance(t, types.Array) and t.ndim == n
-                       for t, n in zip((x, y), ndims)):
-                raise TypingError(f"srcxform.blas.{public.__name__} takes arrays of "
-                                  f"ranks {ndims}, got {x} and {y}")
-            _kind(public.__name__, x, y)
+            _check(public, ndims, x, y)
             return core_signature(typingctx, (x, y)).return_type
         return typing
 
@@ -262,5 +259,22 @@ def _compile_as(public, cores, ndims):
         return context.get_function(core_of(sig.args), core_sig)(builder, retyped)
 
 
-_compile_as(matmul, (_matmul, _matmul_any), (2, 2))
-_compile_as(matvec, (_matvec, _matvec_any), (2, 1))
+def _compile_as_np_dot(public, ndims):
+    """Numba's public API alone: calls of `public` compile as np.dot's, again for each
+    layout combination; operands of no unit stride are copied first (as np.dot would,
+    with a warning)."""
+
+    @overload(public)
+    def typing(a, b):
+        _check(public, ndims, a, b)
+        if all(t.layout in "CF" for t in (a, b)):
+            return lambda a, b: np.dot(a, b)
+        return lambda a, b: np.dot(np.ascontiguousarray(a), np.ascontiguousarray(b))
+
+
+if numba_adapter.enabled():
+    _compile_as(matmul, (_matmul, _matmul_any), (2, 2))
+    _compile_as(matvec, (_matvec, _matvec_any), (2, 1))
+else:
+    _compile_as_np_dot(matmul, (2, 2))
+    _compile_as_np_dot(matvec, (2, 1))

@@ -11,7 +11,7 @@ generated code; eager evaluation uses SciPy's (srcxform.ops.mathfuncs).
 
 import math
 
-from srcxform.numba_cache import helper
+from srcxform.numba_adapter.jit import helper
 
 # B_2k / (2k)! for k = 1 .. 8 (Bernoulli numbers over factorials), and B_2k / 2k.
 _B_OVER_FACTORIAL = (1 / 12, -1 / 720, 1 / 30240, -1 / 1209600, 1 / 47900160,

@@ -1,0 +1,127 @@
+"""srcxform's modules import one way, from the user's surface down to the leaves: each
+module imports only modules of its own layer or below, and no import cycle joins two
+modules (an import inside a function counts as one at the top)."""
+
+import ast
+import pathlib
+
+import pytest
+
+_ROOT = pathlib.Path(__file__).resolve().parent.parent / "srcxform"
+
+# The layers, lowest first; a name ending in "." stands for a package's modules.
+LAYERS = [
+    ("leaves", {"srcxform.version", "srcxform.errors", "srcxform.dtypes",
+                "srcxform.recording", "srcxform.tree", "srcxform.tensor_shape"}),
+    ("values", {"srcxform.dims", "srcxform.aval", "srcxform.tensor"}),
+    # The IR, its names, and the runtime package's list of its modules.
+    ("ir", {"srcxform.ir", "srcxform.names", "srcxform.runtime"}),
+    ("primitive", {"srcxform.primitive"}),
+    ("ops", {"srcxform.ops", "srcxform.ops."}),
+    ("autodiff", {"srcxform.backprop", "srcxform.tape", "srcxform.trace"}),
+    ("passes", {"srcxform.passes", "srcxform.passes."}),
+    ("codegen", {"srcxform.codegen", "srcxform.codegen."}),
+    # What generated code calls, and all that touches Numba's internals.
+    ("runtime", {"srcxform.cachefiles", "srcxform.numba_adapter", "srcxform.numba_adapter.",
+                 "srcxform.runtime."}),
+    ("compiler", {"srcxform.backend", "srcxform.index", "srcxform.captures",
+                  "srcxform.kernel", "srcxform.crosscheck"}),
+    ("surface", {"srcxform", "srcxform.api", "srcxform.optimizers", "srcxform.math",
+                 "srcxform.nn", "srcxform.testing", "srcxform.testing."}),
+]
+
+
+def _modules():
+    """Each module's name and path."""
+    found = {}
+    for path in sorted(_ROOT.rglob("*.py")):
+        parts = path.relative_to(_ROOT.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found[name] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _imports(name, path):
+    """The srcxform modules that `name` imports, anywhere in it. `from package import x`
+    is module package.x where that is a module, else the package."""
+    is_package = path.name == "__init__.py"
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = name if is_package else name.rpartition(".")[0]
+                for _ in range(node.level - 1):
+                    package = package.rpartition(".")[0]
+                base = f"{package}.{base}".rstrip(".")
+            for alias in node.names:
+                full = f"{base}.{alias.name}"
+                found.add(full if full in MODULES else base)
+    return {m for m in found if m in MODULES and m != name}
+
+
+GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
+
+
+def _layers(module):
+    return [rank for rank, (_, members) in enumerate(LAYERS) if module in members
+            or any(m.endswith(".") and module.startswith(m) for m in members)]
+
+
+def _layer(module):
+    return _layers(module)[0]
+
+
+def test_every_module_is_in_one_layer():
+    """A new module is placed in LAYERS by whoever adds it."""
+    assert [m for m in MODULES if len(_layers(m)) != 1] == []
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_a_module_imports_nothing_from_a_layer_above_its_own(module):
+    above = sorted(m for m in GRAPH[module] if _layer(m) > _layer(module))
+    assert above == [], f"{module} ({LAYERS[_layer(module)][0]}) imports " + ", ".join(
+        f"{m} ({LAYERS[_layer(m)][0]})" for m in above)
+
+
+def test_no_import_cycle_joins_two_modules():
+    """A depth-first walk of the import graph meets no module still on its stack."""
+    state, cycles = {}, []
+
+    def visit(module, stack):
+        state[module] = "open"
+        for m in sorted(GRAPH[module]):
+            if state.get(m) == "open":
+                cycles.append(" -> ".join(stack[stack.index(m):] + [module, m]))
+            elif m not in state:
+                visit(m, stack + [module])
+        state[module] = "done"
+
+    for module in sorted(MODULES):
+        if module not in state:
+            visit(module, [])
+    assert cycles == []
+
+
+def test_the_runtime_is_imported_only_by_generated_code():
+    """The backend imports srcxform.runtime's modules by name for a first kernel; nothing
+    in srcxform imports one (`import srcxform` never imports Numba's runtime helpers)."""
+    runtime = {m for m in MODULES if m.startswith("srcxform.runtime.")}
+    importers = sorted(m for m, imported in GRAPH.items()
+                       if imported & runtime and not m.startswith("srcxform.runtime."))
+    assert runtime and importers == []
+
+
+def test_the_layers_below_the_compiler_never_import_numba():
+    """Numba's internals are the numba_adapter's; the runtime uses its extension API."""
+    first_numba = next(rank for rank, (name, _) in enumerate(LAYERS) if name == "runtime")
+    users = sorted(m for m, path in MODULES.items() if _layer(m) < first_numba
+                   and any(isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+                       (getattr(node, "module", None) or a.name).startswith(("numba", "llvmlite"))
+                       for a in node.names) for node in ast.walk(ast.parse(path.read_text()))))
+    assert users == []
