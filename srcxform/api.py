@@ -15,7 +15,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from srcxform import backend, captures, crosscheck, index
+from srcxform import backend, captures, crosscheck, index, numba_adapter
 from srcxform.callconv import FORMS, Convention, form_result, is_static
 from srcxform.codegen import callpath, entry, generate
 from srcxform.codegen.exprs import size_label
@@ -291,7 +291,7 @@ class Differentiable:
         # The warm entries, for positional calls like this one (others get none).
         entries = () if kwargs else tuple(
             (form, entry.emit(conv, consts, probes, callpath.entry_name(traced.name, form),
-                              form, args)[0])
+                              form, args, numba_adapter.sole_reference_count())[0])
             for form in conv.forms())
         source += entry.in_module([text for _, text in entries])
         if "source" in os.environ.get("SRCXFORM_DUMP", ""):

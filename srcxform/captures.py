@@ -53,13 +53,18 @@ class Probe:
         except ValueError:  # an empty cell
             return _MISSING
 
+    @property
+    def by_value(self):
+        """Whether an equal object of the same type will do (a number, a string): one seen
+        is compared by value, anything else by identity."""
+        return isinstance(self.value, SIMPLE)
+
     def holds(self):
         """Whether the object found there is the one the trace saw."""
         now = self.current()
         if now is self.value:
             return True
-        return isinstance(self.value, SIMPLE) and type(now) is type(self.value) and \
-            now == self.value
+        return self.by_value and type(now) is type(self.value) and now == self.value
 
     def describe(self):
         if self.kind == "global":

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from srcxform import backend
+from srcxform import backend, numba_adapter
 from srcxform.callconv import Convention
 from srcxform.codegen import callpath, entry
 from srcxform.dims import evaluate
@@ -137,7 +137,8 @@ class Kernel:
         returns ("value", "grad" or "value_and_grad"). Calls it does not fit go to
         fallback(*args, **kwargs); each call it takes counts in `hits` (a Counter)."""
         name = callpath.entry_name(self.spec.name, form)
-        source, namespace = entry.emit(self.conv, self.consts, self.probes, name, form, args)
+        source, namespace = entry.emit(self.conv, self.consts, self.probes, name, form, args,
+                                       numba_adapter.sole_reference_count())
         spare = [np.empty((0,) * len(shape), dtype) for shape, dtype in self._buffer_outs()]
         direct = self.fn
         if isinstance(self.fn, backend.Compiled):

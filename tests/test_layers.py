@@ -20,14 +20,15 @@ LAYERS = [
     ("ops", {"srcxform.ops", "srcxform.ops."}),
     ("autodiff", {"srcxform.backprop", "srcxform.tape", "srcxform.trace"}),
     ("passes", {"srcxform.passes", "srcxform.passes."}),
-    ("codegen", {"srcxform.codegen", "srcxform.codegen."}),
+    ("codegen", {"srcxform.callconv", "srcxform.codegen", "srcxform.codegen."}),
     # What generated code calls, and all that touches Numba's internals.
     ("runtime", {"srcxform.cachefiles", "srcxform.numba_adapter", "srcxform.numba_adapter.",
                  "srcxform.runtime."}),
     ("compiler", {"srcxform.backend", "srcxform.index", "srcxform.captures",
                   "srcxform.kernel", "srcxform.crosscheck"}),
     ("surface", {"srcxform", "srcxform.api", "srcxform.optimizers", "srcxform.math",
-                 "srcxform.nn", "srcxform.testing", "srcxform.testing."}),
+                 "srcxform.nn", "srcxform.control_flow", "srcxform.testing",
+                 "srcxform.testing."}),
 ]
 
 

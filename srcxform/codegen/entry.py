@@ -13,7 +13,6 @@ its fallback: the entry made before it, and in the end the slow path.
 
 import numpy as np
 
-from srcxform import captures, numba_adapter
 from srcxform.callconv import is_static
 from srcxform.dims import render
 from srcxform.tensor import Tensor, Variable
@@ -154,11 +153,11 @@ class _EntryWriter:
         return f"{array_expr}.shape[{axis}]"
 
 # An entry keeps the output arrays it returned last, and fills them again when nothing
-# else holds them (numba_adapter.sole_reference_count: the pair in its global spare<b>
-# and its local name), rather than allocating: nobody can see the difference. The pair
-# is the array and its shape, read and replaced at once: a call in another thread that
-# replaces the array between this call's tests cannot pair it with the other array's
-# shape.
+# else holds them (a reference count of `sole`: the pair in its global spare<b> and its
+# local name, as numba_adapter.sole_reference_count measures it; None: never reuse),
+# rather than allocating: nobody can see the difference. The pair is the array and its
+# shape, read and replaced at once: a call in another thread that replaces the array
+# between this call's tests cannot pair it with the other array's shape.
 
 
 def _arg_expr(name, leaf):
@@ -179,7 +178,7 @@ def in_module(sources):
             "NO = object()\n" + "".join(f"\n\n{source}" for source in sources))
 
 
-def emit(conv, consts, probes, name, form, args):
+def emit(conv, consts, probes, name, form, args, sole):
     """The source of `def name(...)`, the entry for `form` ("value", "grad" or
     "value_and_grad") of a kernel called as `conv` says, for positional calls like
     `args`; and the values of the globals it reads that are its own (constants, and the
@@ -209,7 +208,7 @@ def emit(conv, consts, probes, name, form, args):
 
     fails = {">=": "<", "==": "!=", "!=": "=="}
     guards = [f"{render(expr, size)} {fails[op]} 0" for expr, op in conv.guards]
-    allocate, buffers, kept = _reused_buffers(conv, w, kernel_args, size)
+    allocate, buffers, kept = _reused_buffers(conv, w, kernel_args, size, sole)
     outputs = _output_exprs(conv, buffers)
     results = _returned(conv, w, outputs, plain=conv.plain(form))
     assigned = kept + list(w.last_shapes)
@@ -257,7 +256,7 @@ def _probe_tests(probes, w):
         read = {"global": f"{holder}.get({probe.key!r})", "cell": f"{holder}.cell_contents",
                 "attr": f"{holder}.{probe.key}"}[probe.kind]
         seen = w.constant(probe.value)
-        if isinstance(probe.value, captures.SIMPLE):
+        if probe.by_value:
             kind = w.constant(type(probe.value))
             test = f"(p := {read}) is not {seen} and (type(p) is not {kind} or p != {seen})"
         else:
@@ -294,7 +293,7 @@ def _returned(conv, w, outputs, plain):
     return exprs
 
 
-def _reused_buffers(conv, w, kernel_args, size):
+def _reused_buffers(conv, w, kernel_args, size, sole):
     """Lines finding each output buffer: the array the entry returned last call (with
     its shape, the pair in the entry's global spare<b>) where nothing else refers to it
     and its shape fits, else a new one; the buffers' names; and the globals the lines assign.
@@ -305,7 +304,6 @@ def _reused_buffers(conv, w, kernel_args, size):
         if arg in w.shapes and len(axes) == w.shapes[arg][1]:
             shape_names[tuple(("size", axes[a]) for a in range(len(axes)))] = w.shapes[arg][0]
     lines, names, kept = [], [], []
-    sole = numba_adapter.sole_reference_count()
     for b, (shape, dtype) in enumerate(_buffer_shapes(conv, size, shape_names)):
         if sole is not None:
             lines += [f"o{b}, o{b}_shape = spare{b}",
