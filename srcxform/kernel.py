@@ -8,6 +8,7 @@ the objects that are one kernel's own (captured Variables and arrays, the entrie
 constants and buffers) as globals bound here, per kernel.
 """
 
+import builtins
 import sys
 import types
 from dataclasses import dataclass
@@ -144,7 +145,10 @@ class Kernel:
         if isinstance(self.fn, backend.Compiled):
             leaves = tree_flatten(list(args))[0]
             direct = self.fn.direct(self.arguments(leaves) + spare) or self.fn
-        namespace.update(__srcxform_generated__=True, fallback=fallback, hits=hits, np=np,
+        # Its own globals: __builtins__ too, where a Numba kernel that raises looks up the
+        # exception's class (the frame calling it is the entry's).
+        namespace.update(__builtins__=builtins, __srcxform_generated__=True,
+                         fallback=fallback, hits=hits, np=np,
                          empty=np.empty, array=np.array, tensor=Tensor._new,
                          getrefcount=sys.getrefcount, direct=direct, checked=self.fn,
                          OPEN_ANYWHERE=OPEN_ANYWHERE, CONTEXT=CONTEXT, NO=_NO)
