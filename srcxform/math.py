@@ -9,3 +9,4 @@ from srcxform.ops import (  # noqa: F401
 )
 from srcxform.ops import mod as floormod  # noqa: F401
 from srcxform.ops import mod  # noqa: F401
+from srcxform.ops import reciprocal  # noqa: F401

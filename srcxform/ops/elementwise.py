@@ -127,9 +127,12 @@ negative_p = elementwise("negative", np.negative, "-x", vjp=lambda g, out, x: (-
 # log1p is a libm call, so its loops do not vectorize, and libm's exp is then faster.)
 exp_p = elementwise("exp", np.exp, "vecmath.exp(x)", kinds="f",
                     vjp=lambda g, out, x: (g * out,))
-log_p = elementwise("log", np.log, "np.log(x)", kinds="f", vjp=lambda g, out, x: (g / x,))
+# log's and log1p's VJPs multiply by reciprocal(), as TensorFlow's do, so that their second
+# derivatives take reciprocal_grad's rule (0 where the upstream gradient is 0).
+log_p = elementwise("log", np.log, "np.log(x)", kinds="f",
+                    vjp=lambda g, out, x: (g * reciprocal(x),))
 log1p_p = elementwise("log1p", np.log1p, "np.log1p(x)", kinds="f",
-                      vjp=lambda g, out, x: (g / (1 + x),))
+                      vjp=lambda g, out, x: (g * reciprocal(1 + x),))
 expm1_p = elementwise("expm1", np.expm1, "np.expm1(x)", kinds="f",
                       vjp=lambda g, out, x: (g * (out + 1),))
 sqrt_p = elementwise("sqrt", np.sqrt, "np.sqrt(x)", kinds="f",
@@ -142,6 +145,15 @@ sqrt_grad_p = elementwise(
     "sqrt_grad", lambda y, dy: np.where(dy == 0, 0, dy * 0.5 / y),
     "dy * 0 if dy == 0 else dy * 0.5 / y", kinds="f",
     vjp=lambda g, out, y, dy: (-g / y * out, 0.5 * g / y))
+reciprocal_p = elementwise("reciprocal", lambda x: 1 / x, "1 / x", kinds="f",
+                          vjp=lambda g, out, x: (reciprocal_grad(out, g),))
+# reciprocal's VJP, TensorFlow's ReciprocalGrad: -y * y * dy, and 0 wherever dy is 0 (as
+# sqrt_grad), so where(x > 0, 1 / x, 0) has a finite gradient at 0. Its VJP is
+# TensorFlow's ReciprocalGradGrad.
+reciprocal_grad_p = elementwise(
+    "reciprocal_grad", lambda y, dy: np.where(dy == 0, 0, -y * y * dy),
+    "dy * 0 if dy == 0 else -y * y * dy", kinds="f",
+    vjp=lambda g, out, y, dy: (g * -2 * dy * y, reciprocal_grad(y, g)))
 sin_p = elementwise("sin", np.sin, "np.sin(x)", kinds="f",
                     vjp=lambda g, out, x: (g * cos(x),))
 cos_p = elementwise("cos", np.cos, "np.cos(x)", kinds="f",
@@ -338,6 +350,16 @@ def expm1(x, name=None):
 
 def sqrt(x, name=None):
     return sqrt_p.bind(x)
+
+
+def reciprocal(x, name=None):
+    """1 / x for floats (tf.math.reciprocal); its gradient is 0 where the upstream one is."""
+    return reciprocal_p.bind(x)
+
+
+def reciprocal_grad(y, dy, name=None):
+    """reciprocal's gradient -y * y * dy, 0 where dy is 0 (TensorFlow's ReciprocalGrad)."""
+    return reciprocal_grad_p.bind(y, dy)
 
 
 def sin(x, name=None):
