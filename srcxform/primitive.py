@@ -173,7 +173,8 @@ _KIND_NAMES = {"f": "float", "fiu": "numeric", "iu": "integer", "b": "bool"}
 
 
 def elementwise(name, impl, emit, vjp=None, nondiff=False, out_dtype=None, kinds=None,
-                args=None, units=(), same_aval_is_identity=False, unrecorded=False):
+                args=None, units=(), same_aval_is_identity=False, unrecorded=False,
+                emit_for=None):
     """Declares an elementwise primitive: NumPy broadcasting, NEP 50 promotion.
 
     The inputs are named by the VJP's parameters after (g, out), or by `args`; an input
@@ -181,7 +182,7 @@ def elementwise(name, impl, emit, vjp=None, nondiff=False, out_dtype=None, kinds
     or a function of the operands' common dtype; a result of another kind than the
     operands' (int / int is float64) is strong, as TensorFlow's, even from weak operands.
     `kinds` (a key of _KIND_NAMES) are the dtype kinds the operands may have, as
-    TensorFlow's kernel for the op takes (None: any).
+    TensorFlow's kernel for the op takes (None: any). `emit_for` is as for primitive().
     """
     arg_names = tuple(args.split()) if args else _arg_names(vjp, 2)[0]
 
@@ -205,7 +206,7 @@ def elementwise(name, impl, emit, vjp=None, nondiff=False, out_dtype=None, kinds
 
     return Primitive(name, "elementwise", impl, shape, vjp, emit, arg_names, nondiff,
                      units=units, same_aval_is_identity=same_aval_is_identity,
-                     unrecorded=unrecorded)
+                     unrecorded=unrecorded, emit_for=emit_for)
 
 
 def reduction(name, impl, emit, init, vjp=None, nondiff=False):

@@ -81,3 +81,40 @@ def test_reciprocal_and_log_second_order_compiled_match_eager():
         return tf.reduce_sum(tape.gradient(y, x) * x)
 
     check_grads(f, [np.array([1.5, 0.4, 2.0]), np.array([0.0, 1.5, -2.0])], order=1)
+
+
+# ----- integer division by zero, compiled -----
+
+
+def _divisions(a, b):
+    return a % b, a // b, (a[0] // b[1]) % b[2]
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_compiled_integer_division_by_zero_raises_as_eager(parallel):
+    # TensorFlow raises InvalidArgumentError ("Integer division by zero"); so does eager
+    # srcxform, and compiled code, where Numba's error_model="numpy" would give 0 (and
+    # where a prange would drop the exception).
+    f = tf.differentiable(_divisions, wrt=(), parallel=parallel)
+    a = np.array([7, -7, 5, 9], np.int32)
+    got = f(a, np.array([2, 3, -4, 1], np.int32))
+    for q, want in zip(got, ([1, 2, -3, 0], [3, -3, -2, 9], -2)):
+        np.testing.assert_array_equal(np.asarray(q), want)
+    for divisor, which in (([2, 3, 4, 0], "mod"), ([2, 0, 4, 1], ""), ([0, 3, 4, 1], ""),
+                           ([2, 3, 0, 1], "")):
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=f"{which}: integer division by zero"):
+            f(a, np.array(divisor, np.int32))
+        with pytest.raises(ZeroDivisionError, match=f"{which}: integer division by zero"):
+            _divisions(tf.constant(a), tf.constant(divisor, tf.int32))
+
+
+def test_compiled_float_division_is_not_checked():
+    f = tf.differentiable(lambda a, b: (np.floor_divide(a, b), a % b), wrt=())
+    x = np.array([1.0, -1.0, 2.0])
+    code = [line for line in f.source(x, x).splitlines() if not line.strip().startswith("#")]
+    assert not any("arrays" in line for line in code)
+    assert any("] // " in line for line in code) and any("] % " in line for line in code)
+    floor, mod = f(x, np.array([0.0, 0.0, 4.0]))
+    np.testing.assert_array_equal(np.asarray(floor), [np.inf, -np.inf, 0.0])
+    np.testing.assert_array_equal(np.asarray(mod), [np.nan, np.nan, 2.0])

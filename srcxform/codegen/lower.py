@@ -161,7 +161,11 @@ class _Lowering:
             self.last_origin = None  # the sums' loop is headed by their origins again
             self._nest(domain, index, -1, 1, sums, scalar_loop=True)
             return
-        outer = self.parallel and _independent_outer_loop(group, index)
+        # Numba's prange drops an exception raised in its body (the loop would return
+        # garbage), so a nest that checks its operands (integer division) runs serially.
+        outer = self.parallel and _independent_outer_loop(group, index) and not any(
+            _calls_arrays(e.prim.template_for([a.aval for a in e.ins], e.out.aval, e.kwargs))
+            for e in members)
         scalar_loop = not looped or any(e.prim.kind == "reduction" for e in members)
         if outer and self.chunked(domain, index, body, scalar_loop):
             return
@@ -374,7 +378,8 @@ class _Lowering:
                 names[n] = name_ast(scalar_names[a])
             else:
                 names[n] = self.load_at(a, exprs[len(exprs) - len(a.aval.shape):], dtype)
-        return fill(prim.template, names, literal_dtype=compute)
+        template = prim.template_for([a.aval for a in e.ins], e.out.aval, e.kwargs)
+        return fill(template, names, literal_dtype=compute)
 
     def reduction(self, e, name, index, scalar_names):
         x = e.ins[0]
@@ -450,6 +455,13 @@ def _is_vecmath(node):
 @functools.cache
 def _calls_vecmath(template):
     return any(_is_vecmath(node) for node in ast.walk(template))
+
+
+def _calls_arrays(template):
+    """Whether a template calls an `arrays` helper: in a loop, one that checks a scalar
+    operand and raises (arrays.floordiv)."""
+    return any(isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+               and node.value.id == "arrays" for node in ast.walk(template))
 
 
 def _libm_calls(node):

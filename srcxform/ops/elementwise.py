@@ -43,10 +43,18 @@ def _integer_division(divide, name):
     return impl
 
 
+def _checked_integer_division(helper):
+    """emit_for: compiled integer division calls arrays' helper, which raises for 0 as
+    eager does; float division stays an unchecked operator."""
+    return lambda x, y, out: f"arrays.{helper}(x, y)" if out.dtype.kind in "iu" else None
+
+
 floordiv_p = elementwise("floordiv", _integer_division(np.floor_divide, "floordiv"), "x // y",
-                         nondiff=True, args="x y", kinds="fiu")
+                         nondiff=True, args="x y", kinds="fiu",
+                         emit_for=_checked_integer_division("floordiv"))
 mod_p = elementwise("mod", _integer_division(np.mod, "mod"), "x % y",
-                    vjp=lambda g, out, x, y: (g, -g * floor(x / y)), kinds="fiu")
+                    vjp=lambda g, out, x, y: (g, -g * floor(x / y)), kinds="fiu",
+                    emit_for=_checked_integer_division("mod"))
 
 
 def _pow_vjp(g, out, x, y):
