@@ -16,7 +16,7 @@ import numpy as np
 from srcxform import recording
 from srcxform.aval import Aval, broadcast_shapes, normalize_axes
 from srcxform.dims import Dim
-from srcxform.dtypes import promote
+from srcxform.dtypes import out_of_range, promote
 from srcxform.errors import DtypeArgumentError, ShapeArgumentError, where
 from srcxform.names import TEMPLATE_GLOBALS
 from srcxform.tensor import SizeConstant, Tensor, as_value
@@ -89,6 +89,7 @@ class Primitive:
         then recorded on every tape that watches an input."""
         values = [as_value(a, self.name) for a in args]
         out_aval = self.abstract_eval(values, params)
+        _check_python_ints(self, values)
         trace = next((v._trace for v in values if v._trace is not None), None)
         context = recording.CONTEXT
         if trace is None and context.traces and _mentions_size(values, params):
@@ -125,6 +126,25 @@ class Primitive:
         if result.dtype != out_aval.dtype:
             result = result.astype(out_aval.dtype)
         return Tensor._new(result, out_aval.weak)
+
+
+def _check_python_ints(prim, values):
+    """TypeError for a Python int (a weak int operand) that the integer dtype it meets
+    cannot hold: casting it there would wrap it (int32 + 2**40 would add 0, as it does in
+    TensorFlow); NumPy raises."""
+    weak = [v for v in values if isinstance(v, Tensor) and v._weak and v._value.dtype.kind == "i"]
+    if not weak:
+        return
+    operands = [v for n, v in zip(prim.arg_names, values) if n != "c"] \
+        if prim.kind == "elementwise" else values
+    dtype = promote([v.aval for v in operands])[0]
+    bad = next((b for b in (out_of_range(v._value, dtype) for v in weak) if b is not None),
+               None)
+    if bad is not None:
+        shown = ", ".join(v.aval.short() for v in values)
+        raise TypeError(f"{prim.name}({shown}): the Python int {bad} does not fit in "
+                        f"{dtype.name}, the dtype it meets; make it a tensor of a wider dtype "
+                        f"(TensorFlow would wrap it)\n  at {where()}")
 
 
 def _mentions_size(values, params):

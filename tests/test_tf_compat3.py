@@ -118,3 +118,44 @@ def test_compiled_float_division_is_not_checked():
     floor, mod = f(x, np.array([0.0, 0.0, 4.0]))
     np.testing.assert_array_equal(np.asarray(floor), [np.inf, -np.inf, 0.0])
     np.testing.assert_array_equal(np.asarray(mod), [np.nan, np.nan, 2.0])
+
+
+# ----- Python ints out of an int32's range -----
+
+
+def test_python_ints_alone_become_int64_where_int32_cannot_hold_them():
+    _eq(tf.fill([2], 2**40), [2**40, 2**40], tf.int64)
+    _eq(tf.fill([2], 2**31), [2**31, 2**31], tf.int64)
+    _eq(tf.fill([2], -2**31), [-2**31, -2**31], tf.int32)
+    _eq(tf.range(2**31 - 1, 2**31 + 1), [2**31 - 1, 2**31], tf.int64)
+    _eq(tf.add(2**31, 0), 2**31, tf.int64)
+    _eq(tf.add(2**31 - 1, 0), 2**31 - 1, tf.int32)
+    _eq(tf.constant(2**40) + 1, 2**40 + 1, tf.int64)
+
+
+def test_python_int_beyond_int64_raises_value_error():
+    for make in (lambda: tf.constant(2**63), lambda: tf.constant([1], tf.int64) + 2**63,
+                 lambda: tf.constant([1], tf.int32) - (-2**63 - 1)):
+        with pytest.raises(ValueError, match="does not fit in int64"):
+            make()
+
+
+def test_documented_python_int_out_of_an_int_tensors_range_raises():
+    # README "Differences": TensorFlow wraps such an int silently (int32 [1] + 2**40 is
+    # [1], a + 2**31 is [-2147483647], tf.stack([a[0], 2**40]) is [1, 0]); srcxform raises.
+    a = tf.constant([1], tf.int32)
+    for op in (lambda: a + 2**40, lambda: 2**31 * a, lambda: a == 2**32,
+               lambda: tf.maximum(a, -2**31 - 1), lambda: tf.where(a > 0, a, 2**40),
+               lambda: tf.stack([a[0], 2**40]), lambda: a // 2**40):
+        with pytest.raises(TypeError, match=r"the Python int -?\d+ does not fit in int32"):
+            op()
+    for convert in (lambda: tf.constant(2**31, tf.int32), lambda: tf.Variable(1).assign(2**31)):
+        with pytest.raises(TypeError, match="2147483648 does not fit in int32"):
+            convert()
+    _eq(tf.multiply(2**20, 2**20), 2**40, tf.int64)  # computed exactly (TensorFlow: int32 0)
+    _eq(a + (2**31 - 1), [-2**31], tf.int32)  # fits: int32 arithmetic wraps, as in both
+    _eq(tf.constant([1], tf.int64) + 2**40, [2**40 + 1], tf.int64)
+    _eq(tf.constant([1.0]) + 2**40, [2.0**40], tf.float32)
+    f = tf.differentiable(lambda x: tf.reduce_sum(tf.cast(tf.cast(x, tf.int32) + 2**40, x.dtype)))
+    with pytest.raises(TypeError, match="does not fit in int32"):
+        f(np.array([1.0]))
