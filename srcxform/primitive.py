@@ -210,7 +210,11 @@ def elementwise(name, impl, emit, vjp=None, nondiff=False, out_dtype=None, kinds
         cond = [a for n, a in zip(arg_names, avals) if n == "c"]
         operands = [a for n, a in zip(arg_names, avals) if n != "c"]
         dtype, weak = promote(operands)
-        if kinds and any(a.dtype.kind not in kinds for a in operands):
+        # A Python scalar beside a tensor counts with the dtype it takes (x_int32 + True
+        # is x_int32 + 1); Python scalars alone count as they are (True + 1 raises).
+        strong = [a.dtype for a in operands if not a.weak]
+        counted = strong + [dtype] if strong else [a.dtype for a in operands]
+        if kinds and any(d.kind not in kinds for d in counted):
             got = ", ".join(a.dtype.name for a in operands)
             raise TypeError(f"expects {_KIND_NAMES[kinds]} inputs, got {got}; cast first "
                             f"(srcxform.cast(x, srcxform.float32))" if kinds == "f" else

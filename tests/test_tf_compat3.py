@@ -159,3 +159,25 @@ def test_documented_python_int_out_of_an_int_tensors_range_raises():
     f = tf.differentiable(lambda x: tf.reduce_sum(tf.cast(tf.cast(x, tf.int32) + 2**40, x.dtype)))
     with pytest.raises(TypeError, match="does not fit in int32"):
         f(np.array([1.0]))
+
+
+# ----- a Python bool beside a numeric tensor -----
+
+
+def test_python_bool_beside_a_numeric_tensor_is_a_number():
+    a, x = tf.constant([1, 2]), tf.constant([1.0, 2.0])
+    _eq(a + True, [2, 3], tf.int32)
+    _eq(True + a, [2, 3], tf.int32)
+    _eq(x * False, [0.0, 0.0], tf.float32)
+    _eq(a & True, [1, 0], tf.int32)
+    _eq(tf.maximum(a, True), [1, 2], tf.int32)
+    _eq(tf.where(tf.constant([True, False]), x, True), [1.0, 1.0], tf.float32)
+    # Bools alone, or a bool tensor, keep their kind: TensorFlow raises for each.
+    for op in (lambda: tf.constant([True]) + True, lambda: tf.add(True, 1),
+               lambda: tf.constant([True]) & 1, lambda: tf.sqrt(2)):
+        with pytest.raises(TypeError):
+            op()
+    f = tf.differentiable(lambda x, i: tf.reduce_sum(x * tf.cast(i + True, x.dtype)))
+    value, grad = f.value_and_grad(np.array([1.0, 2.0]), np.array([1, 2], np.int32))
+    assert float(value) == 8.0
+    np.testing.assert_array_equal(np.asarray(grad), [2.0, 3.0])
