@@ -181,3 +181,31 @@ def test_python_bool_beside_a_numeric_tensor_is_a_number():
     value, grad = f.value_and_grad(np.array([1.0, 2.0]), np.array([1, 2], np.int32))
     assert float(value) == 8.0
     np.testing.assert_array_equal(np.asarray(grad), [2.0, 3.0])
+
+
+# ----- reduce_prod's gradient at infinities and NaNs -----
+
+
+PROD_CASES = {  # TensorFlow's gradient (the product of the other elements) for each
+    (np.inf, 2.0, 3.0): [6.0, np.inf, np.inf],
+    (-np.inf, 2.0, 0.0): [0.0, np.nan, -np.inf],
+    (np.inf, -np.inf, 2.0): [-np.inf, np.inf, -np.inf],
+    (np.inf, 0.0, 0.0): [0.0, np.nan, np.nan],
+    (np.nan, 2.0, 3.0): [6.0, np.nan, np.nan],
+    (np.nan, np.inf, 1.0): [np.inf, np.nan, np.nan],
+    (0.0, np.inf, np.inf): [np.inf, np.nan, np.nan],
+    (-np.inf, -np.inf, -np.inf): [np.inf, np.inf, np.inf],
+    (0.0, 0.0, 3.0): [0.0, 0.0, 0.0],
+}
+
+
+def test_reduce_prod_gradient_is_the_product_of_the_others_at_inf_and_nan():
+    for x, want in PROD_CASES.items():
+        _eq(_orders(tf.reduce_prod, np.float32(x))[1], np.float32(want))
+    # A reduction over one element (or none) passes the gradient on: 1 / inf is not 0/0.
+    _eq(_orders(tf.reduce_prod, np.float32([np.inf]))[1], [1.0])
+    _eq(_orders(lambda x: tf.reduce_prod(x, axis=0), np.float32([[np.inf, 2.0]]))[1],
+        [[1.0, 1.0]])
+    grad = tf.differentiable(tf.reduce_prod).grad
+    for x, want in PROD_CASES.items():
+        np.testing.assert_array_equal(np.asarray(grad(np.array(x))), want)
