@@ -52,7 +52,18 @@ def _checked_integer_division(helper):
 floordiv_p = elementwise("floordiv", _integer_division(np.floor_divide, "floordiv"), "x // y",
                          nondiff=True, args="x y", kinds="fiu",
                          emit_for=_checked_integer_division("floordiv"))
-mod_p = elementwise("mod", _integer_division(np.mod, "mod"), "x % y",
+def _floor_mod(x, y):
+    """TensorFlow's floor modulo: fmod(x, y), moved by y where its sign is not y's. NumPy's
+    np.mod gives a zero y's sign (-0. % 3. is 0.), TensorFlow keeps fmod's (-0.)."""
+    if x.dtype.kind != "f":
+        return np.mod(x, y)
+    r = np.fmod(x, y)
+    return np.where((r != 0) & ((r < 0) != (y < 0)), r + y, r)
+
+
+mod_p = elementwise("mod", _integer_division(_floor_mod, "mod"),
+                    "np.fmod(x, y) + y if np.fmod(x, y) != 0 and (np.fmod(x, y) < 0) != (y < 0)"
+                    " else np.fmod(x, y)",
                     vjp=lambda g, out, x, y: (g, -g * floor(x / y)), kinds="fiu",
                     emit_for=_checked_integer_division("mod"))
 
@@ -92,10 +103,13 @@ def _select_vjp(mask_fn):
     return vjp
 
 
-# Ties send the whole gradient to x, as TensorFlow does.
-maximum_p = elementwise("maximum", np.maximum, "np.maximum(x, y)",
+# Ties send the whole gradient to x, as TensorFlow does; their value is x too, as
+# TensorFlow's (maximum(-0., 0.) is -0., where np.maximum gives 0.), and NaN wins.
+maximum_p = elementwise("maximum", lambda x, y: np.where((x < y) | np.isnan(y), y, x),
+                        "y if x < y or y != y else x",
                         vjp=_select_vjp(lambda x, y: x >= y), kinds="fiu")
-minimum_p = elementwise("minimum", np.minimum, "np.minimum(x, y)",
+minimum_p = elementwise("minimum", lambda x, y: np.where((y < x) | np.isnan(y), y, x),
+                        "y if y < x or y != y else x",
                         vjp=_select_vjp(lambda x, y: x <= y), kinds="fiu")
 
 # ----- comparisons and logic (no gradient) -----
@@ -176,7 +190,8 @@ sigmoid_p = elementwise("sigmoid", lambda x: 1 / (1 + np.exp(-x)), "1 / (1 + vec
 softplus_p = elementwise("softplus", lambda x: np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0),
                          "np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0)", kinds="f",
                          vjp=lambda g, out, x: (g * sigmoid(x),))
-relu_p = elementwise("relu", lambda x: np.maximum(x, 0), "np.maximum(x, 0)",
+# max(x, 0) keeping x where x is not below 0: relu(-0.) is -0., as TensorFlow's.
+relu_p = elementwise("relu", lambda x: np.where(x < 0, 0, x), "0 if x < 0 else x",
                      vjp=lambda g, out, x: (relu_grad(g, x),), kinds="fiu")
 # relu's VJP, TensorFlow's ReluGrad: dy * (x > 0), so a NaN or inf dy gives NaN even where
 # x <= 0. Its own gradient wrt x is zero (not None), so relu has a second derivative.
