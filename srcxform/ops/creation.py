@@ -93,7 +93,8 @@ def eye(num_rows, num_columns=None, batch_shape=None, dtype=float32, name=None):
 
 
 def _result_dtype(values):
-    """The dtype values meet in; Python scalars alone settle to float32/int32."""
+    """The dtype values meet in; Python scalars alone settle to float32 or int32 (int64
+    where int32 cannot hold one)."""
     dtype, weak = promote([v.aval for v in values])
     return settled(dtype, np.concatenate([np.ravel(v._value) for v in values])) if weak \
         else dtype

@@ -52,6 +52,8 @@ def _checked_integer_division(helper):
 floordiv_p = elementwise("floordiv", _integer_division(np.floor_divide, "floordiv"), "x // y",
                          nondiff=True, args="x y", kinds="fiu",
                          emit_for=_checked_integer_division("floordiv"))
+
+
 def _floor_mod(x, y):
     """TensorFlow's floor modulo: fmod(x, y), moved by y where its sign is not y's. NumPy's
     np.mod gives a zero y's sign (-0. % 3. is 0.), TensorFlow keeps fmod's (-0.)."""
