@@ -228,6 +228,9 @@ def test_signed_zeros_of_maximum_minimum_relu_and_mod_are_tensorflows():
     assert _signs(tf.nn.relu(z))[:2] == [True, False]
     _eq(tf.nn.relu(z), np.float32([0.0, 0.0, np.nan, 1.0]))
     assert _signs(tf.clip_by_value(tf.constant([-0.0]), 0.0, 1.0)) == [True]
+    # C's pow(-0., 0.5) is 0. (NumPy takes ** 0.5 as sqrt, which keeps -0.).
+    _eq(tf.constant([-0.0, -np.inf, 4.0]) ** 0.5, [0.0, np.inf, 2.0])
+    assert _signs(tf.constant([-0.0]) ** 0.5) == [False]
     x = tf.constant([-0.0, -3.0, 3.0, 0.0, -1.0, 5.5, 7.0, -7.0])
     y = tf.constant([3.0, 3.0, -3.0, -3.0, np.inf, -np.inf, 0.0, 2.5])
     got = x % y

@@ -555,9 +555,13 @@ def _show(value):
 # ----- comparing -----
 
 TOLERANCE = {"float32": (2e-4, 1e-5), "float64": (1e-9, 1e-12), "float16": (1e-2, 1e-3)}
+# Second-order results sum products of first-order values rounded to float32, whose
+# cancellation loses more digits (seed 9004, program 135: TensorFlow 0.734436, srcxform
+# 0.734863, float64 0.73482).
+SECOND_ORDER_TOLERANCE = dict(TOLERANCE, float32=(2e-3, 1e-4))
 
 
-def differs(expected, actual, path="out"):
+def differs(expected, actual, path="out", tolerance=TOLERANCE):
     """The first difference between two normal results, as (class, where), or None."""
     if expected is None or actual is None:
         if expected is None and actual is None:
@@ -568,7 +572,7 @@ def differs(expected, actual, path="out"):
                 or len(expected) != len(actual):
             return ("structure", path)
         for i, (e, a) in enumerate(zip(expected, actual)):
-            found = differs(e, a, f"{path}[{i}]")
+            found = differs(e, a, f"{path}[{i}]", tolerance)
             if found:
                 return found
         return None
@@ -577,8 +581,8 @@ def differs(expected, actual, path="out"):
         return ("dtype", path)
     if e.shape != a.shape:
         return ("shape", path)
-    if edtype in TOLERANCE:
-        rtol, atol = TOLERANCE[edtype]
+    if edtype in tolerance:
+        rtol, atol = tolerance[edtype]
         ok = np.allclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
     else:
         ok = np.array_equal(a, e)
@@ -662,8 +666,11 @@ KNOWN_DIFFERENCES = [
 def compare(tf_outcome, sx_outcome, text=""):
     """None if the outcomes agree (or differ only as documented), else (class, detail)."""
     n = min(len(tf_outcome.out), len(sx_outcome.out))
+    marker, tolerance = _normal(SECOND_ORDER), TOLERANCE
     for i in range(n):
-        found = differs(tf_outcome.out[i], sx_outcome.out[i], f"out[{i}]")
+        if differs(marker, tf_outcome.out[i]) is None:
+            tolerance = SECOND_ORDER_TOLERANCE
+        found = differs(tf_outcome.out[i], sx_outcome.out[i], f"out[{i}]", tolerance)
         if found and any(k.allows(text, found, tf_outcome) for k in KNOWN_DIFFERENCES):
             continue
         if found:

@@ -79,11 +79,12 @@ def _pow_vjp(g, out, x, y):
 
 
 def _power(x, y):
-    """np.power, as C's pow (TensorFlow's kernel, and the compiled x ** y) at -inf: NumPy
-    takes x ** 0.5 for a one-element exponent as sqrt(x), NaN at -inf where pow gives inf."""
+    """np.power, as C's pow (TensorFlow's kernel, and the compiled x ** y) at -inf and -0.:
+    NumPy takes x ** 0.5 for a one-element exponent as sqrt(x), NaN at -inf where pow gives
+    inf, and -0. at -0. where pow gives 0. (adding 0. makes -0. 0. and leaves the rest)."""
     out = np.power(x, y)
     if y.size == 1 and y.dtype.kind == "f" and y.item() == 0.5:
-        out = np.where(np.isneginf(x), np.inf, out)
+        out = np.where(np.isneginf(x), np.inf, out) + 0.0
     return out
 
 
