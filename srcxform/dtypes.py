@@ -30,9 +30,14 @@ def weak_storage(value):
     raise TypeError(f"expected a Python scalar, got {type(value).__name__}")
 
 
-def settled(dtype):
-    """The dtype a weak result settles to on its own: float32, int32 or bool (TensorFlow)."""
-    return {"f": float32, "i": int32, "u": int32, "b": bool_}.get(np.dtype(dtype).kind, dtype)
+def settled(dtype, value=None):
+    """The dtype a weak result settles to on its own: float32, bool, or int32 (TensorFlow),
+    int64 where `value` (the weak array) does not fit int32, as TensorFlow converts a
+    Python int (tf.add(2**31, 0) is int64)."""
+    kind = np.dtype(dtype).kind
+    if kind in "iu":
+        return int32 if value is None or out_of_range(value, int32) is None else int64
+    return {"f": float32, "b": bool_}.get(kind, dtype)
 
 
 def promote(avals):

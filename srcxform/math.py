@@ -20,3 +20,4 @@ from srcxform.ops.nn import log_sigmoid, softsign  # noqa: F401
 from srcxform.ops.reduce import (  # noqa: F401
     reduce_euclidean_norm, reduce_std, reduce_variance,
 )
+from srcxform.ops import reciprocal  # noqa: F401

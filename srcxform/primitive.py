@@ -16,7 +16,7 @@ import numpy as np
 from srcxform import recording
 from srcxform.aval import Aval, broadcast_shapes, normalize_axes
 from srcxform.dims import Dim
-from srcxform.dtypes import promote
+from srcxform.dtypes import out_of_range, promote
 from srcxform.errors import DtypeArgumentError, ShapeArgumentError, user_line
 from srcxform.names import TEMPLATE_GLOBALS
 from srcxform.tensor import SizeConstant, Tensor, as_value
@@ -113,6 +113,7 @@ class Primitive:
         then recorded on every tape that watches an input."""
         values = [as_value(a, self.name) for a in args]
         out_aval = self.abstract_eval(values, params)
+        _check_python_ints(self, values)
         trace = next((v._trace for v in values if v._trace is not None), None)
         context = recording.CONTEXT
         if trace is None and context.traces and _mentions_size(values, params):
@@ -149,6 +150,25 @@ class Primitive:
         if result.dtype != out_aval.dtype:
             result = result.astype(out_aval.dtype)
         return Tensor._new(result, out_aval.weak)
+
+
+def _check_python_ints(prim, values):
+    """TypeError for a Python int (a weak int operand) that the integer dtype it meets
+    cannot hold: casting it there would wrap it (int32 + 2**40 would add 0, as it does in
+    TensorFlow); NumPy raises."""
+    weak = [v for v in values if isinstance(v, Tensor) and v._weak and v._value.dtype.kind == "i"]
+    if not weak:
+        return
+    operands = [v for n, v in zip(prim.arg_names, values) if n != "c"] \
+        if prim.kind == "elementwise" else values
+    dtype = promote([v.aval for v in operands])[0]
+    bad = next((b for b in (out_of_range(v._value, dtype) for v in weak) if b is not None),
+               None)
+    if bad is not None:
+        shown = ", ".join(v.aval.short() for v in values)
+        raise TypeError(f"{prim.name}({shown}): the Python int {bad} does not fit in "
+                        f"{dtype.name}, the dtype it meets; make it a tensor of a wider dtype "
+                        f"(TensorFlow would wrap it)\n  at {user_line()}")
 
 
 def _mentions_size(values, params):
@@ -198,7 +218,7 @@ _KIND_NAMES = {"f": "float", "fiu": "numeric", "iu": "integer", "b": "bool"}
 
 def elementwise(name, impl, emit, vjp=None, nondiff=False, out_dtype=None, kinds=None,
                 args=None, units=(), same_aval_is_identity=False, unrecorded=False,
-                expensive=False, vector_emit=None, numpy=()):
+                expensive=False, vector_emit=None, numpy=(), emit_for=None):
     """Declares an elementwise primitive: NumPy broadcasting, NEP 50 promotion.
 
     The inputs are named by the VJP's parameters after (g, out), or by `args`; an input
@@ -207,7 +227,7 @@ def elementwise(name, impl, emit, vjp=None, nondiff=False, out_dtype=None, kinds
     operands' (int / int is float64) is strong, as TensorFlow's, even from weak operands.
     `kinds` (a key of _KIND_NAMES) are the dtype kinds the operands may have, as
     TensorFlow's kernel for the op takes (None: any). `expensive`, `vector_emit` and
-    `numpy`: see Primitive.
+    `numpy`: see Primitive; `emit_for` is as for primitive().
     """
     arg_names = tuple(args.split()) if args else _arg_names(vjp, 2)[0]
 
@@ -215,7 +235,11 @@ def elementwise(name, impl, emit, vjp=None, nondiff=False, out_dtype=None, kinds
         cond = [a for n, a in zip(arg_names, avals) if n == "c"]
         operands = [a for n, a in zip(arg_names, avals) if n != "c"]
         dtype, weak = promote(operands)
-        if kinds and any(a.dtype.kind not in kinds for a in operands):
+        # A Python scalar beside a tensor counts with the dtype it takes (x_int32 + True
+        # is x_int32 + 1); Python scalars alone count as they are (True + 1 raises).
+        strong = [a.dtype for a in operands if not a.weak]
+        counted = strong + [dtype] if strong else [a.dtype for a in operands]
+        if kinds and any(d.kind not in kinds for d in counted):
             got = ", ".join(a.dtype.name for a in operands)
             raise TypeError(f"expects {_KIND_NAMES[kinds]} inputs, got {got}; cast first "
                             f"(srcxform.cast(x, srcxform.float32))" if kinds == "f" else
@@ -232,7 +256,7 @@ def elementwise(name, impl, emit, vjp=None, nondiff=False, out_dtype=None, kinds
     return Primitive(name, "elementwise", impl, shape, vjp, emit, arg_names, nondiff,
                      units=units, same_aval_is_identity=same_aval_is_identity,
                      unrecorded=unrecorded, expensive=expensive, vector_emit=vector_emit,
-                     numpy=numpy)
+                     numpy=numpy, emit_for=emit_for)
 
 
 def reduction(name, impl, emit, init, vjp=None, nondiff=False):

@@ -93,7 +93,7 @@ class Tensor(Value):
     def dtype(self):
         # A value made of Python scalars alone is held exactly, but shows TensorFlow's
         # dtype for it (2.0 * 3.0 is float32).
-        return settled(self._value.dtype) if self._weak else self._value.dtype
+        return settled(self._value.dtype, self._value) if self._weak else self._value.dtype
 
     @property
     def ndim(self):
@@ -348,6 +348,8 @@ def _python_array(array, dtype, what):
             dtype = np.dtype(np.float32)
         elif array.dtype == np.int64:
             dtype = np.dtype(np.int32 if out_of_range(array, np.int32) is None else np.int64)
+        elif array.dtype == np.uint64:  # what NumPy makes of ints in [2**63, 2**64)
+            raise ValueError(f"{what}: {array.max()} does not fit in int64")
         else:
             return array
     check_convertible(array.dtype, dtype, what)
@@ -378,6 +380,8 @@ def as_value(x, op=None):
         size.dim = x
         return size
     if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
+        if isinstance(x, int) and not -2**63 <= x < 2**63:  # TensorFlow's ValueError
+            raise ValueError(f"{op or 'constant'}: {x} does not fit in int64")
         return Tensor._new(np.asarray(x, dtype=weak_storage(x)), weak=True)
     try:
         return Tensor._new(_to_array(x))

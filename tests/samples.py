@@ -199,6 +199,8 @@ SAMPLES = {
     "expm1": unary("expm1", tf.math.expm1),
     "sqrt": unary("sqrt", tf.sqrt, POSITIVE),
     "sqrt_grad": binary("sqrt_grad", None, (POSITIVE, ANY)),
+    "reciprocal": unary("reciprocal", tf.math.reciprocal, POSITIVE),
+    "reciprocal_grad": binary("reciprocal_grad", None, (POSITIVE, ANY)),
     "sin": unary("sin", tf.sin),
     "cos": unary("cos", tf.cos),
     "tan": unary("tan", tf.tan, uniform(-1.2, 1.2)),

@@ -18,7 +18,7 @@ KINDS = ("elementwise", "reduction", "structural", "opaque")
 # Public functions of the op families that are helpers, not ops users call by name.
 INTERNAL = {
     # the gradients' own ops, for higher order
-    "elementwise": {"sqrt_grad", "relu_grad"},
+    "elementwise": {"sqrt_grad", "relu_grad", "reciprocal_grad"},
     "mathfuncs": {"rsqrt_grad"},
     "nn": {"leaky_relu_grad"},
     "shape": {"shape_argument", "unchanged"},

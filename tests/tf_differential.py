@@ -9,10 +9,11 @@ every value it appends to `out` (and the exception that stopped it, if any) is c
 structure, None-vs-tensor, dtype, shape and values (exact for ints and bools, NaN == NaN).
 
 Exceptions are compared by kind. TensorFlow's `InvalidArgumentError` (a kernel rejecting
-its inputs) is matched by Python's ValueError, TypeError or IndexError (srcxform's
-ShapeError is a ValueError); TensorFlow's TypeError, ValueError and RuntimeError need the
-same Python class (TypeError for ValueError too: TensorFlow raises ValueError for dtype
-problems that Python code calls TypeError); anything else needs the same class name.
+its inputs) is matched by Python's ValueError, TypeError, IndexError or ZeroDivisionError
+(srcxform raises it as subclasses of those); TensorFlow's TypeError, ValueError and
+RuntimeError need the same Python class (TypeError for ValueError too: TensorFlow raises
+ValueError for dtype problems that Python code calls TypeError); anything else needs the
+same class name.
 
 The README's "Differences from TensorFlow" are the only tolerated differences; each is a
 named allowance in ALLOWANCES, keyed on TensorFlow's error message (where TensorFlow
@@ -45,7 +46,7 @@ FLOAT_UNARY = ["tf.sin", "tf.cos", "tf.tanh", "tf.sigmoid", "tf.math.softplus", 
                "tf.identity"]
 DOMAIN_UNARY = ["tf.sqrt", "tf.math.log", "tf.math.log1p", "tf.math.rsqrt", "tf.math.lgamma",
                 "tf.math.digamma", "tf.math.asin", "tf.math.acos", "tf.math.atanh",
-                "tf.math.acosh"]
+                "tf.math.acosh", "tf.math.reciprocal"]
 # Ops whose result is bit-for-bit the same in both frameworks (one IEEE operation, or a
 # selection); transcendental functions, divisions, sums and matmuls may differ in the last
 # bit. Ops with a threshold (floor, comparisons, casts to int, clip, relu) only take such
@@ -488,7 +489,8 @@ class Generator:
             return False  # the cast to int32 is a threshold
         a = self.pick(self.exact_floats())
         i = self.bind(f"tf.cast({a.name} * 4.0, tf.int32)", a.shape, "int32")
-        op = self.pick(["// 3", "% 3", "+ 1", "* 2", "& 5", "| 2", "- tf.ones_like({0})"])
+        op = self.pick(["// 3", "% 3", "+ 1", "* 2", "& 5", "| 2", "- tf.ones_like({0})",
+                        "// ({0} % 2)"])  # by zero where an element is even
         j = self.bind(f"{i.name} {op.format(i.name)}", a.shape, "int32")
         return self.bind(f"tf.cast({j.name}, {a.name}.dtype) * {a.name}", a.shape, a.dtype,
                          exact=True)
@@ -558,9 +560,13 @@ def _show(value):
 # ----- comparing -----
 
 TOLERANCE = {"float32": (2e-4, 1e-5), "float64": (1e-9, 1e-12), "float16": (1e-2, 1e-3)}
+# Second-order results sum products of first-order values rounded to float32, whose
+# cancellation loses more digits (seed 9004, program 135: TensorFlow 0.734436, srcxform
+# 0.734863, float64 0.73482).
+SECOND_ORDER_TOLERANCE = dict(TOLERANCE, float32=(2e-3, 1e-4))
 
 
-def differs(expected, actual, path="out"):
+def differs(expected, actual, path="out", tolerance=TOLERANCE):
     """The first difference between two normal results, as (class, where), or None."""
     if expected is None or actual is None:
         if expected is None and actual is None:
@@ -571,7 +577,7 @@ def differs(expected, actual, path="out"):
                 or len(expected) != len(actual):
             return ("structure", path)
         for i, (e, a) in enumerate(zip(expected, actual)):
-            found = differs(e, a, f"{path}[{i}]")
+            found = differs(e, a, f"{path}[{i}]", tolerance)
             if found:
                 return found
         return None
@@ -580,8 +586,8 @@ def differs(expected, actual, path="out"):
         return ("dtype", path)
     if e.shape != a.shape:
         return ("shape", path)
-    if edtype in TOLERANCE:
-        rtol, atol = TOLERANCE[edtype]
+    if edtype in tolerance:
+        rtol, atol = tolerance[edtype]
         ok = np.allclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
     else:
         ok = np.array_equal(a, e)
@@ -590,7 +596,7 @@ def differs(expected, actual, path="out"):
 
 # TensorFlow's exception class -> the Python classes that count as the same kind.
 EXCEPTION_KINDS = {
-    "InvalidArgumentError": (ValueError, TypeError, IndexError),
+    "InvalidArgumentError": (ValueError, TypeError, IndexError, ZeroDivisionError),
     "TypeError": (TypeError,),
     "ValueError": (ValueError, TypeError),
     "RuntimeError": (RuntimeError,),
@@ -633,8 +639,6 @@ ALLOWANCES = [
     Allowance("int-tensor-with-python-float",
               "An integer tensor with a Python float gives float64",
               r"Cannot convert [-0-9.e]+ to EagerTensor of dtype int32"),
-    Allowance("integer-division-by-zero", "Integer division by zero (//, %) raises "
-              "ZeroDivisionError", r"Integer division by zero", ZeroDivisionError),
     Allowance("variable-assign-other-float",
               "A float tensor assigned to a Variable of another float dtype is converted",
               r"Tensor conversion requested dtype (float|double)"),
@@ -667,8 +671,11 @@ KNOWN_DIFFERENCES = [
 def compare(tf_outcome, sx_outcome, text=""):
     """None if the outcomes agree (or differ only as documented), else (class, detail)."""
     n = min(len(tf_outcome.out), len(sx_outcome.out))
+    marker, tolerance = _normal(SECOND_ORDER), TOLERANCE
     for i in range(n):
-        found = differs(tf_outcome.out[i], sx_outcome.out[i], f"out[{i}]")
+        if differs(marker, tf_outcome.out[i]) is None:
+            tolerance = SECOND_ORDER_TOLERANCE
+        found = differs(tf_outcome.out[i], sx_outcome.out[i], f"out[{i}]", tolerance)
         if found and any(k.allows(text, found, tf_outcome) for k in KNOWN_DIFFERENCES):
             continue
         if found:

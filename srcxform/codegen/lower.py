@@ -182,7 +182,11 @@ class _Lowering:
             self.last_origin = None  # the sums' loop is headed by their origins again
             self._nest(domain, index, -1, 1, sums)
             return
-        outer = self.parallel and _independent_outer_loop(group, index)
+        # Numba's prange drops an exception raised in its body (the loop would return
+        # garbage), so a nest that checks its operands (integer division) runs serially.
+        outer = self.parallel and _independent_outer_loop(group, index) and not any(
+            _calls_arrays(e.prim.template_for([a.aval for a in e.ins], e.out.aval, e.kwargs))
+            for e in members)
         if outer and self.chunked(domain, index, body):
             return
         if outer:
@@ -395,7 +399,7 @@ class _Lowering:
             else:
                 names[n] = self.load_at(a, exprs[len(exprs) - len(a.aval.shape):], dtype)
         template = prim.vector_template if self.vectorized and prim.vector_template else \
-            prim.template
+            prim.template_for([a.aval for a in e.ins], e.out.aval, e.kwargs)
         return fill(template, names, literal_dtype=compute)
 
     def reduction(self, e, name, index, scalar_names):
@@ -460,6 +464,13 @@ class _Recomputing:
 
     def axes(self, rank):
         return self.index[len(self.index) - rank:] if rank else []
+
+
+def _calls_arrays(template):
+    """Whether a template calls an `arrays` helper: in a loop, one that checks a scalar
+    operand and raises (arrays.floordiv)."""
+    return any(isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+               and node.value.id == "arrays" for node in ast.walk(template))
 
 
 def _independent_outer_loop(group, index):

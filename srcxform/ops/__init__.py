@@ -13,6 +13,7 @@ from srcxform.ops.elementwise import (  # noqa: F401
     softplus, sqrt, square, stop_gradient, subtract, tan, tanh, where,
 )
 from srcxform.ops.elementwise import identity  # noqa: F401
+from srcxform.ops.elementwise import reciprocal  # noqa: F401
 from srcxform.ops.shape import (  # noqa: F401
     boolean_mask, broadcast_to, concat, embed, expand_dims, gather, getitem, reshape,
     scatter_add, squeeze, stack, tile, transpose,

@@ -48,7 +48,7 @@ def fill(dims, value, name=None):
     if value.aval.weak:
         # A weak scalar is held as float64/int64; the filled tensor is a strong value of
         # the dtype it reports, not a weak float64 array that a Variable would copy.
-        value = cast(value, settled(value.aval.dtype))
+        value = cast(value, settled(value.aval.dtype, value._value))
     return broadcast_to(value, _shape(dims, "fill"))
 
 
@@ -93,9 +93,11 @@ def eye(num_rows, num_columns=None, batch_shape=None, dtype=float32, name=None):
 
 
 def _result_dtype(values):
-    """The dtype values meet in; Python scalars alone settle to float32/int32."""
+    """The dtype values meet in; Python scalars alone settle to float32 or int32 (int64
+    where int32 cannot hold one)."""
     dtype, weak = promote([v.aval for v in values])
-    return settled(dtype) if weak else dtype
+    return settled(dtype, np.concatenate([np.ravel(v._value) for v in values])) if weak \
+        else dtype
 
 
 def _shape(shape, op):

@@ -45,11 +45,31 @@ def _integer_division(divide, name):
     return impl
 
 
+def _checked_integer_division(helper):
+    """emit_for: compiled integer division calls arrays' helper, which raises for 0 as
+    eager does; float division stays an unchecked operator."""
+    return lambda x, y, out: f"arrays.{helper}(x, y)" if out.dtype.kind in "iu" else None
+
+
 floordiv_p = elementwise("floordiv", _integer_division(np.floor_divide, "floordiv"), "x // y",
-                         nondiff=True, args="x y", kinds="fiu", numpy=(np.floor_divide,))
-mod_p = elementwise("mod", _integer_division(np.mod, "mod"), "x % y",
+                         nondiff=True, args="x y", kinds="fiu", numpy=(np.floor_divide,),
+                         emit_for=_checked_integer_division("floordiv"))
+
+
+def _floor_mod(x, y):
+    """TensorFlow's floor modulo: fmod(x, y), moved by y where its sign is not y's. NumPy's
+    np.mod gives a zero y's sign (-0. % 3. is 0.), TensorFlow keeps fmod's (-0.)."""
+    if x.dtype.kind != "f":
+        return np.mod(x, y)
+    r = np.fmod(x, y)
+    return np.where((r != 0) & ((r < 0) != (y < 0)), r + y, r)
+
+
+mod_p = elementwise("mod", _integer_division(_floor_mod, "mod"),
+                    "np.fmod(x, y) + y if np.fmod(x, y) != 0 and (np.fmod(x, y) < 0) != (y < 0)"
+                    " else np.fmod(x, y)",
                     vjp=lambda g, out, x, y: (g, -g * floor(x / y)), kinds="fiu",
-                    numpy=(np.remainder,))
+                    numpy=(np.remainder,), emit_for=_checked_integer_division("mod"))
 
 
 def _pow_vjp(g, out, x, y):
@@ -61,11 +81,12 @@ def _pow_vjp(g, out, x, y):
 
 
 def _power(x, y):
-    """np.power, as C's pow (TensorFlow's kernel, and the compiled x ** y) at -inf: NumPy
-    takes x ** 0.5 for a one-element exponent as sqrt(x), NaN at -inf where pow gives inf."""
+    """np.power, as C's pow (TensorFlow's kernel, and the compiled x ** y) at -inf and -0.:
+    NumPy takes x ** 0.5 for a one-element exponent as sqrt(x), NaN at -inf where pow gives
+    inf, and -0. at -0. where pow gives 0. (adding 0. makes -0. 0. and leaves the rest)."""
     out = np.power(x, y)
     if y.size == 1 and y.dtype.kind == "f" and y.item() == 0.5:
-        out = np.where(np.isneginf(x), np.inf, out)
+        out = np.where(np.isneginf(x), np.inf, out) + 0.0
     return out
 
 
@@ -86,10 +107,13 @@ def _select_vjp(mask_fn):
     return vjp
 
 
-# Ties send the whole gradient to x, as TensorFlow does.
-maximum_p = elementwise("maximum", np.maximum, "np.maximum(x, y)",
+# Ties send the whole gradient to x, as TensorFlow does; their value is x too, as
+# TensorFlow's (maximum(-0., 0.) is -0., where np.maximum gives 0.), and NaN wins.
+maximum_p = elementwise("maximum", lambda x, y: np.where((x < y) | np.isnan(y), y, x),
+                        "y if x < y or y != y else x",
                         vjp=_select_vjp(lambda x, y: x >= y), kinds="fiu", numpy=(np.maximum,))
-minimum_p = elementwise("minimum", np.minimum, "np.minimum(x, y)",
+minimum_p = elementwise("minimum", lambda x, y: np.where((y < x) | np.isnan(y), y, x),
+                        "y if y < x or y != y else x",
                         vjp=_select_vjp(lambda x, y: x <= y), kinds="fiu", numpy=(np.minimum,))
 
 # ----- comparisons and logic (no gradient) -----
@@ -131,10 +155,13 @@ negative_p = elementwise("negative", np.negative, "-x", vjp=lambda g, out, x: (-
 # log1p is a libm call, so its loops do not vectorize, and libm's exp is then faster.)
 exp_p = elementwise("exp", np.exp, "np.exp(x)", vector_emit="vecmath.exp(x)", kinds="f",
                     vjp=lambda g, out, x: (g * out,), expensive=True, numpy=(np.exp,))
-log_p = elementwise("log", np.log, "np.log(x)", kinds="f", vjp=lambda g, out, x: (g / x,),
-                    expensive=True, numpy=(np.log,))
+# log's and log1p's VJPs multiply by reciprocal(), as TensorFlow's do, so that their second
+# derivatives take reciprocal_grad's rule (0 where the upstream gradient is 0).
+log_p = elementwise("log", np.log, "np.log(x)", kinds="f",
+                    vjp=lambda g, out, x: (g * reciprocal(x),), expensive=True, numpy=(np.log,))
 log1p_p = elementwise("log1p", np.log1p, "np.log1p(x)", kinds="f",
-                      vjp=lambda g, out, x: (g / (1 + x),), expensive=True, numpy=(np.log1p,))
+                      vjp=lambda g, out, x: (g * reciprocal(1 + x),), expensive=True,
+                      numpy=(np.log1p,))
 expm1_p = elementwise("expm1", np.expm1, "np.expm1(x)", kinds="f",
                       vjp=lambda g, out, x: (g * (out + 1),), expensive=True, numpy=(np.expm1,))
 sqrt_p = elementwise("sqrt", np.sqrt, "np.sqrt(x)", kinds="f",
@@ -147,6 +174,15 @@ sqrt_grad_p = elementwise(
     "sqrt_grad", lambda y, dy: np.where(dy == 0, 0, dy * 0.5 / y),
     "dy * 0 if dy == 0 else dy * 0.5 / y", kinds="f",
     vjp=lambda g, out, y, dy: (-g / y * out, 0.5 * g / y))
+reciprocal_p = elementwise("reciprocal", lambda x: 1 / x, "1 / x", kinds="f",
+                          vjp=lambda g, out, x: (reciprocal_grad(out, g),))
+# reciprocal's VJP, TensorFlow's ReciprocalGrad: -y * y * dy, and 0 wherever dy is 0 (as
+# sqrt_grad), so where(x > 0, 1 / x, 0) has a finite gradient at 0. Its VJP is
+# TensorFlow's ReciprocalGradGrad.
+reciprocal_grad_p = elementwise(
+    "reciprocal_grad", lambda y, dy: np.where(dy == 0, 0, -y * y * dy),
+    "dy * 0 if dy == 0 else -y * y * dy", kinds="f",
+    vjp=lambda g, out, y, dy: (g * -2 * dy * y, reciprocal_grad(y, g)))
 sin_p = elementwise("sin", np.sin, "np.sin(x)", kinds="f",
                     vjp=lambda g, out, x: (g * cos(x),), expensive=True, numpy=(np.sin,))
 cos_p = elementwise("cos", np.cos, "np.cos(x)", kinds="f",
@@ -162,7 +198,8 @@ sigmoid_p = elementwise("sigmoid", lambda x: 1 / (1 + np.exp(-x)), "1 / (1 + np.
 softplus_p = elementwise("softplus", lambda x: np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0),
                          "np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0)", kinds="f",
                          vjp=lambda g, out, x: (g * sigmoid(x),), expensive=True)
-relu_p = elementwise("relu", lambda x: np.maximum(x, 0), "np.maximum(x, 0)",
+# max(x, 0) keeping x where x is not below 0: relu(-0.) is -0., as TensorFlow's.
+relu_p = elementwise("relu", lambda x: np.where(x < 0, 0, x), "0 if x < 0 else x",
                      vjp=lambda g, out, x: (relu_grad(g, x),), kinds="fiu")
 # relu's VJP, TensorFlow's ReluGrad: dy * (x > 0), so a NaN or inf dy gives NaN even where
 # x <= 0. Its own gradient wrt x is zero (not None), so relu has a second derivative.
@@ -344,6 +381,16 @@ def expm1(x, name=None):
 
 def sqrt(x, name=None):
     return sqrt_p.bind(x)
+
+
+def reciprocal(x, name=None):
+    """1 / x for floats (tf.math.reciprocal); its gradient is 0 where the upstream one is."""
+    return reciprocal_p.bind(x)
+
+
+def reciprocal_grad(y, dy, name=None):
+    """reciprocal's gradient -y * y * dy, 0 where dy is 0 (TensorFlow's ReciprocalGrad)."""
+    return reciprocal_grad_p.bind(y, dy)
 
 
 def sin(x, name=None):

@@ -17,7 +17,11 @@ from srcxform.ops.elementwise import (
     greater,
     is_finite,
     log,
+    logical_and,
     logical_not,
+    logical_or,
+    not_equal,
+    sign,
     sqrt,
     stop_gradient,
     where,
@@ -42,17 +46,33 @@ def _extremum_vjp(g, out, x, *, axis, keepdims):
 
 
 def _prod_vjp(g, out, x, *, axis, keepdims):
-    # The product of the other elements (out / x would be 0/0 at zeros), written so that
-    # its own derivative is right too: the zeros' product keeps their path (second order).
+    # The product of the other elements, as TensorFlow's exclusive products give it, where
+    # out / x would be 0/0 at a zero and inf/inf or NaN at an inf or NaN. Zeros and those
+    # non-finite elements are set apart, and written so that the derivative of this is
+    # right too: the zeros' product keeps their path (second order).
     is_zero = equal(x, 0)
-    nonzero = where(is_zero, 1, x)
-    prod_nonzero = reduce_prod(nonzero, axis=axis, keepdims=True)
+    is_inf = logical_not(is_finite(x))  # inf or NaN
+    plain = where(logical_or(is_zero, is_inf), 1, x)
+    prod_plain = reduce_prod(plain, axis=axis, keepdims=True)
     prod_zeros = reduce_prod(where(is_zero, x, 1), axis=axis, keepdims=True)
+    prod_infs = reduce_prod(where(is_inf, x, 1), axis=axis, keepdims=True)
+    is_nan = not_equal(x, x)
+    nans = reduce_sum(cast(is_nan, x.dtype), axis=axis, keepdims=True)
+    signs = reduce_prod(where(is_inf, where(is_nan, 1, sign(x)), 1), axis=axis, keepdims=True)
     sum_zeros = reduce_sum(where(is_zero, x, 0), axis=axis, keepdims=True)
     zeros = reduce_sum(cast(is_zero, x.dtype), axis=axis, keepdims=True)
+    infs = reduce_sum(cast(is_inf, x.dtype), axis=axis, keepdims=True)
     # At a zero, the other zeros' product: 1 if none, the other one, else 0 to first order.
     other_zeros = where(equal(zeros, 1), 1, where(equal(zeros, 2), sum_zeros - x, 0))
-    others = where(is_zero, prod_nonzero * other_zeros, prod_zeros * prod_nonzero / nonzero)
+    # At an inf (or NaN), the other ones' product: 1 if none, NaN if one is NaN, else an
+    # inf of their signs' product. A constant, and 1 elsewhere: where() gives the branch
+    # it does not take a zero cotangent, and zero times inf would be NaN.
+    other_signs = signs * where(is_nan, 1, sign(x))
+    other_infs = stop_gradient(where(logical_and(is_inf, infs > 1), where(
+        nans - cast(is_nan, x.dtype) > 0, np.nan, other_signs * np.inf), 1))
+    others = where(is_zero, prod_plain * other_zeros * prod_infs,
+                   where(is_inf, prod_plain * prod_zeros * other_infs,
+                         prod_zeros * prod_infs * prod_plain / plain))
     return (_kept(g, x, axis, keepdims) * others,)
 
 

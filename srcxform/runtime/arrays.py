@@ -11,7 +11,7 @@ cache, and a kernel only calls it. Imported only by generated code.
 
 import numpy as np
 
-from srcxform.errors import IndexArgumentError
+from srcxform.errors import IndexArgumentError, ZeroDivisionArgumentError
 from srcxform.numba_adapter.jit import helper
 
 
@@ -76,3 +76,19 @@ def cumulative(x, axis, product, exclusive, reverse):
                 if not exclusive:
                     out[a, j, c] = total
     return out.reshape(shape)
+
+
+# Integer x // y and x % y: Numba's error_model="numpy" gives 0 for a divisor of 0, where
+# eager raises (TensorFlow's InvalidArgumentError). Floats divide inline, unchecked.
+@helper
+def floordiv(x, y):
+    if y == 0:
+        raise ZeroDivisionArgumentError("floordiv: integer division by zero")
+    return x // y
+
+
+@helper
+def mod(x, y):
+    if y == 0:
+        raise ZeroDivisionArgumentError("mod: integer division by zero")
+    return x % y

@@ -1,0 +1,243 @@
+"""srcxform behaves as TensorFlow 2.x (issue 18, the rest): reciprocal and the gradients
+that use it, integer division by zero in compiled code, Python ints out of a dtype's range.
+
+Each expected value, dtype and exception kind is TensorFlow's (2.21, NumPy 2), or, where the
+README documents a difference, srcxform's documented behaviour, named so.
+"""
+
+import numpy as np
+import pytest
+from helpers import assert_tensor_equal as _eq
+
+import srcxform as tf
+from srcxform.testing import check_grads
+
+# ----- reciprocal, and log's and log1p's gradients through it -----
+
+EDGES = np.float32([0.0, 1.0, -1.0, 2.0, np.inf, np.nan])
+
+
+def _orders(f, x, upstream=None):
+    """f(x), its gradient (weighted by upstream) and the gradient of that gradient."""
+    x = tf.constant(x)
+    with tf.GradientTape() as outer:
+        outer.watch(x)
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            y = f(x)
+        g = inner.gradient(y, x, output_gradients=upstream)
+    return y, g, outer.gradient(g, x)
+
+
+def test_reciprocal_and_its_derivatives_at_the_edges():
+    y, g, gg = _orders(tf.math.reciprocal, EDGES)
+    _eq(y, np.float32([np.inf, 1.0, -1.0, 0.5, 0.0, np.nan]), tf.float32)
+    _eq(g, np.float32([-np.inf, -1.0, -1.0, -0.25, -0.0, np.nan]))
+    _eq(gg, np.float32([np.inf, 2.0, -2.0, 0.25, 0.0, np.nan]))
+    _eq(tf.math.reciprocal(2.0), 0.5, tf.float32)
+    _eq(tf.math.reciprocal(tf.constant([4.0], tf.float64)), [0.25], tf.float64)
+
+
+def test_reciprocal_gradient_is_zero_where_the_upstream_gradient_is():
+    # TensorFlow's ReciprocalGrad kernel returns 0 for a zero upstream gradient, even where
+    # 1/x is inf or NaN; the gradient of that gradient has no such rule.
+    _, g, gg = _orders(tf.math.reciprocal, EDGES, tf.zeros([6]))
+    _eq(g, np.zeros(6, np.float32))
+    _eq(gg, np.float32([np.nan, 0.0, 0.0, 0.0, 0.0, np.nan]))
+    _, g, _ = _orders(lambda x: tf.where(x > 0, tf.math.reciprocal(x), 0.0), [0.0, 1.0, -1.0])
+    _eq(g, [0.0, -1.0, 0.0])
+
+
+def test_reciprocal_of_integers_raises():
+    # TensorFlow has no integer kernel (NotFoundError); srcxform raises TypeError, as for
+    # the other float functions.
+    with pytest.raises(TypeError, match="float"):
+        tf.math.reciprocal(tf.constant([1, 2]))
+
+
+def test_log_second_derivative_is_zero_where_a_where_masks_it():
+    # TensorFlow's log gradient is grad * reciprocal(x): its own gradient at x = 0, masked
+    # out by the where, is 0, not NaN (g / x would give NaN).
+    _, g, gg = _orders(lambda x: tf.where(x > 0, tf.math.log(x), 0.0), [0.0, 1.0, -1.0, 2.0])
+    _eq(g, [np.nan, 1.0, 0.0, 0.5])
+    _eq(gg, [0.0, -1.0, 0.0, -0.25])
+    _, g, gg = _orders(tf.math.log, [0.0, 1.0, -1.0, 2.0])
+    _eq(g, [np.inf, 1.0, -1.0, 0.5])
+    _eq(gg, [-np.inf, -1.0, -1.0, -0.25])
+
+
+def test_log1p_second_derivative_is_zero_where_a_where_masks_it():
+    f = lambda x: tf.where(x > -1, tf.math.log1p(x), 0.0)
+    _, g, gg = _orders(f, [0.0, 1.0, -1.0, 2.0])
+    _eq(g, np.float32([1.0, 0.5, np.nan, 1 / 3]))
+    np.testing.assert_allclose(gg.numpy(), [-1.0, -0.25, 0.0, -1 / 9], rtol=1e-6)
+
+
+def test_reciprocal_and_log_second_order_compiled_match_eager():
+    def f(x, w):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.reduce_sum((tf.math.reciprocal(x) + tf.math.log(x) + tf.math.log1p(x)) * w)
+        return tf.reduce_sum(tape.gradient(y, x) * x)
+
+    check_grads(f, [np.array([1.5, 0.4, 2.0]), np.array([0.0, 1.5, -2.0])], order=1)
+
+
+# ----- integer division by zero, compiled -----
+
+
+def _divisions(a, b):
+    return a % b, a // b, (a[0] // b[1]) % b[2]
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_compiled_integer_division_by_zero_raises_as_eager(parallel):
+    # TensorFlow raises InvalidArgumentError ("Integer division by zero"); so does eager
+    # srcxform, and compiled code, where Numba's error_model="numpy" would give 0 (and
+    # where a prange would drop the exception).
+    f = tf.differentiable(_divisions, wrt=(), parallel=parallel)
+    a = np.array([7, -7, 5, 9], np.int32)
+    got = f(a, np.array([2, 3, -4, 1], np.int32))
+    for q, want in zip(got, ([1, 2, -3, 0], [3, -3, -2, 9], -2)):
+        np.testing.assert_array_equal(np.asarray(q), want)
+    for divisor, which in (([2, 3, 4, 0], "mod"), ([2, 0, 4, 1], ""), ([0, 3, 4, 1], ""),
+                           ([2, 3, 0, 1], "")):
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=f"{which}: integer division by zero"):
+            f(a, np.array(divisor, np.int32))
+        with pytest.raises(ZeroDivisionError, match=f"{which}: integer division by zero"):
+            _divisions(tf.constant(a), tf.constant(divisor, tf.int32))
+
+
+def test_compiled_float_division_is_not_checked():
+    f = tf.differentiable(lambda a, b: (np.floor_divide(a, b), a % b), wrt=())
+    x = np.array([1.0, -1.0, 2.0])
+    code = [line for line in f.source(x, x).splitlines() if not line.strip().startswith("#")]
+    assert not any("arrays.floordiv" in line or "arrays.mod" in line for line in code)
+    assert any("] // " in line for line in code) and any("np.fmod(" in line for line in code)
+    floor, mod = f(x, np.array([0.0, 0.0, 4.0]))
+    np.testing.assert_array_equal(np.asarray(floor), [np.inf, -np.inf, 0.0])
+    np.testing.assert_array_equal(np.asarray(mod), [np.nan, np.nan, 2.0])
+
+
+# ----- Python ints out of an int32's range -----
+
+
+def test_python_ints_alone_become_int64_where_int32_cannot_hold_them():
+    _eq(tf.fill([2], 2**40), [2**40, 2**40], tf.int64)
+    _eq(tf.fill([2], 2**31), [2**31, 2**31], tf.int64)
+    _eq(tf.fill([2], -2**31), [-2**31, -2**31], tf.int32)
+    _eq(tf.range(2**31 - 1, 2**31 + 1), [2**31 - 1, 2**31], tf.int64)
+    _eq(tf.add(2**31, 0), 2**31, tf.int64)
+    _eq(tf.add(2**31 - 1, 0), 2**31 - 1, tf.int32)
+    _eq(tf.constant(2**40) + 1, 2**40 + 1, tf.int64)
+
+
+def test_python_int_beyond_int64_raises_value_error():
+    for make in (lambda: tf.constant(2**63), lambda: tf.constant([1], tf.int64) + 2**63,
+                 lambda: tf.constant([1], tf.int32) - (-2**63 - 1)):
+        with pytest.raises(ValueError, match="does not fit in int64"):
+            make()
+
+
+def test_documented_python_int_out_of_an_int_tensors_range_raises():
+    # README "Differences": TensorFlow wraps such an int silently (int32 [1] + 2**40 is
+    # [1], a + 2**31 is [-2147483647], tf.stack([a[0], 2**40]) is [1, 0]); srcxform raises.
+    a = tf.constant([1], tf.int32)
+    for op in (lambda: a + 2**40, lambda: 2**31 * a, lambda: a == 2**32,
+               lambda: tf.maximum(a, -2**31 - 1), lambda: tf.where(a > 0, a, 2**40),
+               lambda: tf.stack([a[0], 2**40]), lambda: a // 2**40):
+        with pytest.raises(TypeError, match=r"the Python int -?\d+ does not fit in int32"):
+            op()
+    for convert in (lambda: tf.constant(2**31, tf.int32), lambda: tf.Variable(1).assign(2**31)):
+        with pytest.raises(TypeError, match="2147483648 does not fit in int32"):
+            convert()
+    _eq(tf.multiply(2**20, 2**20), 2**40, tf.int64)  # computed exactly (TensorFlow: int32 0)
+    _eq(a + (2**31 - 1), [-2**31], tf.int32)  # fits: int32 arithmetic wraps, as in both
+    _eq(tf.constant([1], tf.int64) + 2**40, [2**40 + 1], tf.int64)
+    _eq(tf.constant([1.0]) + 2**40, [2.0**40], tf.float32)
+    f = tf.differentiable(lambda x: tf.reduce_sum(tf.cast(tf.cast(x, tf.int32) + 2**40, x.dtype)))
+    with pytest.raises(TypeError, match="does not fit in int32"):
+        f(np.array([1.0]))
+
+
+# ----- a Python bool beside a numeric tensor -----
+
+
+def test_python_bool_beside_a_numeric_tensor_is_a_number():
+    a, x = tf.constant([1, 2]), tf.constant([1.0, 2.0])
+    _eq(a + True, [2, 3], tf.int32)
+    _eq(True + a, [2, 3], tf.int32)
+    _eq(x * False, [0.0, 0.0], tf.float32)
+    _eq(a & True, [1, 0], tf.int32)
+    _eq(tf.maximum(a, True), [1, 2], tf.int32)
+    _eq(tf.where(tf.constant([True, False]), x, True), [1.0, 1.0], tf.float32)
+    # Bools alone, or a bool tensor, keep their kind: TensorFlow raises for each.
+    for op in (lambda: tf.constant([True]) + True, lambda: tf.add(True, 1),
+               lambda: tf.constant([True]) & 1, lambda: tf.sqrt(2)):
+        with pytest.raises(TypeError):
+            op()
+    f = tf.differentiable(lambda x, i: tf.reduce_sum(x * tf.cast(i + True, x.dtype)))
+    value, grad = f.value_and_grad(np.array([1.0, 2.0]), np.array([1, 2], np.int32))
+    assert float(value) == 8.0
+    np.testing.assert_array_equal(np.asarray(grad), [2.0, 3.0])
+
+
+# ----- reduce_prod's gradient at infinities and NaNs -----
+
+
+PROD_CASES = {  # TensorFlow's gradient (the product of the other elements) for each
+    (np.inf, 2.0, 3.0): [6.0, np.inf, np.inf],
+    (-np.inf, 2.0, 0.0): [0.0, np.nan, -np.inf],
+    (np.inf, -np.inf, 2.0): [-np.inf, np.inf, -np.inf],
+    (np.inf, 0.0, 0.0): [0.0, np.nan, np.nan],
+    (np.nan, 2.0, 3.0): [6.0, np.nan, np.nan],
+    (np.nan, np.inf, 1.0): [np.inf, np.nan, np.nan],
+    (0.0, np.inf, np.inf): [np.inf, np.nan, np.nan],
+    (-np.inf, -np.inf, -np.inf): [np.inf, np.inf, np.inf],
+    (0.0, 0.0, 3.0): [0.0, 0.0, 0.0],
+}
+
+
+def test_reduce_prod_gradient_is_the_product_of_the_others_at_inf_and_nan():
+    for x, want in PROD_CASES.items():
+        _eq(_orders(tf.reduce_prod, np.float32(x))[1], np.float32(want))
+    # A reduction over one element (or none) passes the gradient on: 1 / inf is not 0/0.
+    _eq(_orders(tf.reduce_prod, np.float32([np.inf]))[1], [1.0])
+    _eq(_orders(lambda x: tf.reduce_prod(x, axis=0), np.float32([[np.inf, 2.0]]))[1],
+        [[1.0, 1.0]])
+    grad = tf.differentiable(tf.reduce_prod).grad
+    for x, want in PROD_CASES.items():
+        np.testing.assert_array_equal(np.asarray(grad(np.array(x))), want)
+
+
+# ----- signed zeros, as TensorFlow's kernels give them -----
+
+
+def _signs(t):
+    return np.signbit(np.asarray(t)).tolist()
+
+
+def test_signed_zeros_of_maximum_minimum_relu_and_mod_are_tensorflows():
+    # NumPy differs in each: np.maximum(-0., 0.) is 0., np.mod(-0., 3.) is 0.; the sign
+    # shows in 1 / x (the differential test found it so).
+    z, o = tf.constant([-0.0, 0.0, np.nan, 1.0]), tf.constant([0.0, -0.0, 1.0, np.nan])
+    for got in (tf.maximum(z, o), tf.minimum(z, o)):
+        _eq(got, np.float32([0.0, 0.0, np.nan, np.nan]))
+        assert _signs(got)[:2] == [True, False]
+    assert _signs(tf.nn.relu(z))[:2] == [True, False]
+    _eq(tf.nn.relu(z), np.float32([0.0, 0.0, np.nan, 1.0]))
+    assert _signs(tf.clip_by_value(tf.constant([-0.0]), 0.0, 1.0)) == [True]
+    # C's pow(-0., 0.5) is 0. (NumPy takes ** 0.5 as sqrt, which keeps -0.).
+    _eq(tf.constant([-0.0, -np.inf, 4.0]) ** 0.5, [0.0, np.inf, 2.0])
+    assert _signs(tf.constant([-0.0]) ** 0.5) == [False]
+    x = tf.constant([-0.0, -3.0, 3.0, 0.0, -1.0, 5.5, 7.0, -7.0])
+    y = tf.constant([3.0, 3.0, -3.0, -3.0, np.inf, -np.inf, 0.0, 2.5])
+    got = x % y
+    _eq(got, np.float32([0.0, 0.0, 0.0, 0.0, np.inf, -np.inf, np.nan, 0.5]))
+    assert _signs(got)[:4] == [True, True, False, False]
+    f = tf.differentiable(lambda a, b: (tf.maximum(a, b), tf.nn.relu(a), a % b), wrt=())
+    for compiled, eager in zip(f(x.numpy(), y.numpy()),
+                               (tf.maximum(x, y), tf.nn.relu(x), x % y)):
+        np.testing.assert_array_equal(np.asarray(compiled), eager.numpy())
+        assert _signs(compiled) == _signs(eager)
