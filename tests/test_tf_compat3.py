@@ -8,6 +8,7 @@ README documents a difference, srcxform's documented behaviour, named so.
 import numpy as np
 import pytest
 from helpers import assert_tensor_equal as _eq
+from helpers import value_and_two_orders
 
 import srcxform as tf
 from srcxform.testing import check_grads
@@ -17,20 +18,8 @@ from srcxform.testing import check_grads
 EDGES = np.float32([0.0, 1.0, -1.0, 2.0, np.inf, np.nan])
 
 
-def _orders(f, x, upstream=None):
-    """f(x), its gradient (weighted by upstream) and the gradient of that gradient."""
-    x = tf.constant(x)
-    with tf.GradientTape() as outer:
-        outer.watch(x)
-        with tf.GradientTape() as inner:
-            inner.watch(x)
-            y = f(x)
-        g = inner.gradient(y, x, output_gradients=upstream)
-    return y, g, outer.gradient(g, x)
-
-
 def test_reciprocal_and_its_derivatives_at_the_edges():
-    y, g, gg = _orders(tf.math.reciprocal, EDGES)
+    y, g, gg = value_and_two_orders(tf.math.reciprocal, EDGES)
     _eq(y, np.float32([np.inf, 1.0, -1.0, 0.5, 0.0, np.nan]), tf.float32)
     _eq(g, np.float32([-np.inf, -1.0, -1.0, -0.25, -0.0, np.nan]))
     _eq(gg, np.float32([np.inf, 2.0, -2.0, 0.25, 0.0, np.nan]))
@@ -41,10 +30,10 @@ def test_reciprocal_and_its_derivatives_at_the_edges():
 def test_reciprocal_gradient_is_zero_where_the_upstream_gradient_is():
     # TensorFlow's ReciprocalGrad kernel returns 0 for a zero upstream gradient, even where
     # 1/x is inf or NaN; the gradient of that gradient has no such rule.
-    _, g, gg = _orders(tf.math.reciprocal, EDGES, tf.zeros([6]))
+    _, g, gg = value_and_two_orders(tf.math.reciprocal, EDGES, tf.zeros([6]))
     _eq(g, np.zeros(6, np.float32))
     _eq(gg, np.float32([np.nan, 0.0, 0.0, 0.0, 0.0, np.nan]))
-    _, g, _ = _orders(lambda x: tf.where(x > 0, tf.math.reciprocal(x), 0.0), [0.0, 1.0, -1.0])
+    _, g, _ = value_and_two_orders(lambda x: tf.where(x > 0, tf.math.reciprocal(x), 0.0), [0.0, 1.0, -1.0])
     _eq(g, [0.0, -1.0, 0.0])
 
 
@@ -58,17 +47,17 @@ def test_reciprocal_of_integers_raises():
 def test_log_second_derivative_is_zero_where_a_where_masks_it():
     # TensorFlow's log gradient is grad * reciprocal(x): its own gradient at x = 0, masked
     # out by the where, is 0, not NaN (g / x would give NaN).
-    _, g, gg = _orders(lambda x: tf.where(x > 0, tf.math.log(x), 0.0), [0.0, 1.0, -1.0, 2.0])
+    _, g, gg = value_and_two_orders(lambda x: tf.where(x > 0, tf.math.log(x), 0.0), [0.0, 1.0, -1.0, 2.0])
     _eq(g, [np.nan, 1.0, 0.0, 0.5])
     _eq(gg, [0.0, -1.0, 0.0, -0.25])
-    _, g, gg = _orders(tf.math.log, [0.0, 1.0, -1.0, 2.0])
+    _, g, gg = value_and_two_orders(tf.math.log, [0.0, 1.0, -1.0, 2.0])
     _eq(g, [np.inf, 1.0, -1.0, 0.5])
     _eq(gg, [-np.inf, -1.0, -1.0, -0.25])
 
 
 def test_log1p_second_derivative_is_zero_where_a_where_masks_it():
     f = lambda x: tf.where(x > -1, tf.math.log1p(x), 0.0)
-    _, g, gg = _orders(f, [0.0, 1.0, -1.0, 2.0])
+    _, g, gg = value_and_two_orders(f, [0.0, 1.0, -1.0, 2.0])
     _eq(g, np.float32([1.0, 0.5, np.nan, 1 / 3]))
     np.testing.assert_allclose(gg.numpy(), [-1.0, -0.25, 0.0, -1 / 9], rtol=1e-6)
 
@@ -201,10 +190,10 @@ PROD_CASES = {  # TensorFlow's gradient (the product of the other elements) for 
 
 def test_reduce_prod_gradient_is_the_product_of_the_others_at_inf_and_nan():
     for x, want in PROD_CASES.items():
-        _eq(_orders(tf.reduce_prod, np.float32(x))[1], np.float32(want))
+        _eq(value_and_two_orders(tf.reduce_prod, np.float32(x))[1], np.float32(want))
     # A reduction over one element (or none) passes the gradient on: 1 / inf is not 0/0.
-    _eq(_orders(tf.reduce_prod, np.float32([np.inf]))[1], [1.0])
-    _eq(_orders(lambda x: tf.reduce_prod(x, axis=0), np.float32([[np.inf, 2.0]]))[1],
+    _eq(value_and_two_orders(tf.reduce_prod, np.float32([np.inf]))[1], [1.0])
+    _eq(value_and_two_orders(lambda x: tf.reduce_prod(x, axis=0), np.float32([[np.inf, 2.0]]))[1],
         [[1.0, 1.0]])
     grad = tf.differentiable(tf.reduce_prod).grad
     for x, want in PROD_CASES.items():
