@@ -39,13 +39,13 @@ KernelSignature = namedtuple("KernelSignature", "inputs outputs")
 _COMPILED_DTYPES = set(np.typecodes["AllInteger"] + "fd?")
 
 
-def _signature(leaf):
+def _leaf_key(leaf):
     """The part of the cache key one argument leaf contributes. A Tensor's differs from
     its array's: the plain call returns Tensors where eager code on it makes them; and a
     Variable's from a Tensor's: the kernel reads and assigns a Variable, not a leaf."""
     if isinstance(leaf, (Tensor, Variable)):
         kind = "variable" if isinstance(leaf, Variable) else "tensor"
-        return (kind, _signature(leaf._value))
+        return (kind, _leaf_key(leaf._value))
     if isinstance(leaf, (np.ndarray, np.generic)) and leaf.dtype.char not in _COMPILED_DTYPES:
         raise TypeError(f"srcxform.differentiable compiles float32, float64, integer and "
                         f"bool values, not {leaf.dtype.name}: cast it first "
@@ -174,9 +174,10 @@ class Differentiable:
         tapes = CONTEXT.tapes
         if CONTEXT.traces or tapes and any(t._recording for t in tapes):
             return self._inline(form, args, kwargs)
-        mode = "value" if form == "value" else "value_and_grad"
+        # One kernel serves a form and the forms it contains: value, or value_and_grad (grad).
+        kernel_form = "value" if form == "value" else "value_and_grad"
         with backend.gc_paused():  # a first call compiles
-            kernel, leaves = self._kernel(mode, args, kwargs)
+            kernel, leaves = self._kernel(kernel_form, args, kwargs)
 
             def run():
                 return kernel.run(leaves, form)
@@ -213,15 +214,15 @@ class Differentiable:
         value, grads = _traced_value_and_grad(self.fn, args, kwargs, self._wrt_positions())
         return form_result(form, isinstance(self.wrt, int), value, grads)
 
-    def _kernel(self, mode, args, kwargs):
+    def _kernel(self, kernel_form, args, kwargs):
         """The kernel for these arguments, found or compiled, and their leaves. One thread
         at a time: a first call racing another waits for its kernel."""
         with self._lock:
-            return self._find_or_compile(mode, args, kwargs)
+            return self._find_or_compile(kernel_form, args, kwargs)
 
-    def _find_or_compile(self, mode, args, kwargs):
+    def _find_or_compile(self, kernel_form, args, kwargs):
         leaves, treedef = tree_flatten((args, kwargs))
-        key = (mode, treedef, tuple(_signature(leaf) for leaf in leaves))
+        key = (kernel_form, treedef, tuple(_leaf_key(leaf) for leaf in leaves))
         candidates = self._kernels.setdefault(key, [])
         stale = [kernel for kernel in candidates if not kernel.current()]
         if stale:
@@ -235,7 +236,7 @@ class Differentiable:
         # The index is not read while SRCXFORM_DUMP asks to see the pipeline (an indexed
         # kernel is not traced).
         indexed = found and not os.environ.get("SRCXFORM_DUMP") and self._indexed(found, leaves)
-        kernel = indexed or self._compile(mode, args, kwargs, leaves, found)
+        kernel = indexed or self._compile(kernel_form, args, kwargs, leaves, found)
         candidates.append(kernel)
         return kernel, leaves
 
@@ -267,16 +268,16 @@ class Differentiable:
                 return Kernel(spec, fn, probes=captures.of_function(self.fn))
         return None
 
-    def _compile(self, mode, args, kwargs, leaves, found):
+    def _compile(self, kernel_form, args, kwargs, leaves, found):
         """Traces, generates and loads the kernel, and stores it in the index under the key
         `found` (None: fn is not indexable) unless it captured arrays or Variables."""
-        traced = self._trace(mode, args, kwargs, leaves)
+        traced = self._trace(kernel_form, args, kwargs, leaves)
         if traced.created:  # allowed once (Keras's build): not when a trace creates again
-            _refuse_created(self.fn, self._trace(mode, args, kwargs, leaves).created)
+            _refuse_created(self.fn, self._trace(kernel_form, args, kwargs, leaves).created)
         program = traced.program
-        func_name = f"{traced.name}__{mode}"
+        func_name = f"{traced.name}__{kernel_form}"
         ins = ", ".join(a.aval.short(symbolic=True) for a in program.ins)
-        doc = f"srcxform: {traced.name}({ins}) -> {mode}"
+        doc = f"srcxform: {traced.name}({ins}) -> {kernel_form}"
         source, buffers = generate(program, func_name, doc, parallel=self.parallel)
         consts = [array for _, array in program.consts]
         outs = tuple((tuple(expr_of(d) for d in a.aval.shape), a.aval.dtype)
@@ -306,7 +307,7 @@ class Differentiable:
         fn = backend.load(source, func_name, parallel=self.parallel)
         return Kernel(spec, fn, consts, program, probes)
 
-    def _trace(self, mode, args, kwargs, leaves):
+    def _trace(self, kernel_form, args, kwargs, leaves):
         """Traces fn on these arguments and optimizes the program."""
         name = identifier(getattr(self.fn, "__name__", "f"))
         trace = Trace(name)
@@ -318,7 +319,7 @@ class Differentiable:
                       for i in traced}
             call_leaves = [inputs.get(i, leaf) for i, leaf in enumerate(leaves)]
             call_args, call_kwargs = tree_unflatten(tree_flatten((args, kwargs))[1], call_leaves)
-            if mode == "value":
+            if kernel_form == "value":
                 out = self.fn(*call_args, **call_kwargs)
                 results = [out]
             else:
@@ -329,7 +330,7 @@ class Differentiable:
             flat, trees, returns = [], [], []
             # What the function returned: its argument leaves themselves (the plain call's
             # own), values the kernel computes, or values fixed by the trace.
-            given = {id(leaf): i for i, leaf in enumerate(call_leaves) if mode == "value"
+            given = {id(leaf): i for i, leaf in enumerate(call_leaves) if kernel_form == "value"
                      or isinstance(leaf, Variable)}
             for result in results:
                 result_leaves, tree = tree_flatten(result)

@@ -79,7 +79,7 @@ class Convention:
         return form_result(form, self.single, value, grads)
 
     def forms(self):
-        """The forms a kernel of this convention serves: its mode's."""
+        """The forms a kernel of this convention serves: its kernel form's."""
         return ("value",) if len(self.out_trees) == 1 else ("grad", "value_and_grad")
 
 

@@ -220,11 +220,11 @@ def emit(conv, consts, probes, name, form, args, sole):
     body.append(f"r = run({', '.join(kernel_args + buffers)})")
     body += _variable_writes(conv, w, leaves, outputs)
     body.append(f"return {_source(conv.results(form, results))}")
-    source = _signature(name, len(args)) + "".join(f"    {line}\n" for line in body)
+    source = _def_line(name, len(args)) + "".join(f"    {line}\n" for line in body)
     return source, dict(w.constants, **w.last_shapes)
 
 
-def _signature(name, n_args):
+def _def_line(name, n_args):
     """The entry's def line: positional-only parameters, faster to call than *args; each
     defaults to NO, an object of the caller's (the call gave fewer arguments)."""
     params = "".join(f"a{i}=NO, " for i in range(n_args)) + ("/, " if n_args else "")
