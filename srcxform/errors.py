@@ -87,6 +87,12 @@ def user_line(origin=None):
     return f"{os.path.basename(filename)}:{lineno}: {line}" if line else f"{filename}:{lineno}"
 
 
+def cut(text, width):
+    """text, cut to `width` characters with an ellipsis where it is longer (a user's line
+    quoted in a comment)."""
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
 def shape_error(message):
     """A ShapeError (and InvalidArgumentError) for a check made outside a shape rule (a
     wrapper's own argument check), ending with the user's line as the shape rules' errors

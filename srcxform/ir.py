@@ -111,28 +111,29 @@ def format_param(value):
     return str(value)
 
 
-def format_program(program, namer):
-    """The printed form: a typed, one-equation-a-line function that reads like Python."""
-    from srcxform.errors import user_line
+def format_program(program, namer, width=100):
+    """The printed form: a typed, one-equation-a-line function that reads like Python,
+    each run of equations from one user line headed by that line (cut to `width`)."""
+    from srcxform.errors import cut, user_line
 
-    args = ", ".join(f"{namer(v)}: {v.aval.short(symbolic=True)}" for v in program.ins)
+    args = [f"{namer(v)}: {v.aval.short(symbolic=True)}" for v in program.ins]
     outs = ", ".join(a.aval.short(symbolic=True) for a in program.outs)
-    lines = [f"def {program.name}({args}) -> ({outs}):"]
-    body, in_adjoint, last_origin = [], False, None
+    head = f"def {program.name}({', '.join(args)}) -> ({outs}):"
+    if len(head) > width:  # one parameter a line
+        head = f"def {program.name}(\n" + "".join(f"    {a},\n" for a in args) + \
+            f") -> ({outs}):"
+    lines, in_adjoint, last_origin = [head], False, None
     for eqn in program.eqns:
         if eqn.adjoint and not in_adjoint:
-            body.append(("    # ---- adjoint ----", ""))
+            lines.append("    # ---- adjoint ----")
             in_adjoint = True
+        if eqn.origin and (eqn.origin, eqn.adjoint) != last_origin:
+            comment = ("grad of " if eqn.adjoint else "") + user_line(eqn.origin)
+            lines.append(cut(f"    # {comment}", width))
+            last_origin = (eqn.origin, eqn.adjoint)
         ins = [format_atom(a, namer) for a in eqn.ins]
         ins += [f"{k}={format_param(v)}" for k, v in eqn.params]
         typed = f"{namer(eqn.out)}: {eqn.out.aval.short(symbolic=True)}"
-        text = f"    {typed} = {eqn.prim.name}({', '.join(ins)})"
-        comment = ""
-        if eqn.origin and eqn.origin != last_origin:
-            comment = ("grad of " if eqn.adjoint else "") + user_line(eqn.origin)
-            last_origin = eqn.origin
-        body.append((text, comment))
-    width = max((len(t) for t, c in body if c), default=0)
-    lines += [f"{t:<{width}}  # {c}" if c else t for t, c in body]
+        lines.append(f"    {typed} = {eqn.prim.name}({', '.join(ins)})")
     lines.append("    return " + ", ".join(format_atom(a, namer) for a in program.outs))
     return "\n".join(lines)

@@ -26,7 +26,7 @@ from srcxform.codegen.exprs import (
 )
 from srcxform.codegen.placement import place
 from srcxform.dtypes import promote
-from srcxform.errors import user_line
+from srcxform.errors import cut, user_line
 from srcxform.ir import Lit, Var
 from srcxform.names import Namer
 from srcxform.codegen.schedule import LoopGroup, schedule
@@ -38,10 +38,6 @@ _WIDTH = 100
 
 def _source(node):
     return astor.to_source(node).rstrip("\n")
-
-
-def _cut(text, width):
-    return text if len(text) <= width else text[:width - 3] + "..."
 
 
 class _Lowering:
@@ -97,7 +93,7 @@ class _Lowering:
             self.section([eqn])
         if eqn.origin and (eqn.origin, eqn.adjoint) != self.last_origin:
             text = "# " + ("grad of " if eqn.adjoint else "") + user_line(eqn.origin)
-            self.line(indent, _cut(text, _WIDTH - 4 * indent))
+            self.line(indent, cut(text, _WIDTH - 4 * indent))
             self.last_origin = (eqn.origin, eqn.adjoint)
 
     # ----- atoms -----
