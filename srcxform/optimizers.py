@@ -602,7 +602,7 @@ def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):
     global norm (tf.clip_by_global_norm): unchanged when their global norm is at most
     clip_norm. None entries stay None. An inf or NaN norm makes every value NaN, as in
     TensorFlow."""
-    t_list = list(t_list)
+    _check_list(t_list, "clip_by_global_norm")
     if use_norm is None:
         use_norm = global_norm(t_list)
     use_norm = _ops.convert_to_tensor(use_norm)
@@ -632,10 +632,14 @@ def _scaled(t, scale):
 
 
 def _present(t_list, op):
-    if isinstance(t_list, Value) or not isinstance(t_list, (list, tuple)):
+    _check_list(t_list, op)
+    return [_ops.convert_to_tensor(t) for t in t_list if t is not None]
+
+
+def _check_list(t_list, op):
+    if not isinstance(t_list, (list, tuple)):
         raise TypeError(f"{op}: t_list must be a list or tuple of tensors, got "
                         f"{type(t_list).__name__}")
-    return [_ops.convert_to_tensor(t) for t in t_list if t is not None]
 
 
 # ----- helpers -----
