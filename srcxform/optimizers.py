@@ -512,6 +512,11 @@ class Adagrad(Optimizer):
         denominator = _ops.sqrt(accumulator.read_value() + _const(self.epsilon, w.dtype))
         return w - (lr * grad) / denominator
 
+    def get_config(self):
+        return {**super().get_config(),
+                "initial_accumulator_value": self.initial_accumulator_value,
+                "epsilon": self.epsilon}
+
 
 class Nadam(Optimizer):
     """Adam with Nesterov momentum (Keras 3's Nadam, after Dozat 2015).
