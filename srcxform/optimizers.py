@@ -17,7 +17,10 @@ only reading and assigning it is traced), so the first call of a compiled step b
 the state and every later call reuses it.
 
 Hyperparameters are converted to the variable's dtype before use (as Keras casts them),
-so a float64 model is updated in float64 arithmetic throughout.
+so a float64 model is updated in float64 arithmetic throughout. (Keras's TensorFlow
+backend rounds some of them through float32 first, as tf.cast(0.999, tf.float64) does,
+so its float64 updates differ from these from about the eighth digit; float32 updates
+agree.)
 
 Every optimizer takes Keras's `weight_decay`, `clipnorm`, `clipvalue` and
 `global_clipnorm` (at most one of the three clips). An update first clips the gradients
