@@ -22,5 +22,7 @@ from srcxform.tape import GradientTape, UnconnectedGradients  # noqa: F401
 from srcxform.tensor import Tensor, Variable  # noqa: F401
 from srcxform.api import differentiable, grad, hessian, jacobian, value_and_grad  # noqa: F401
 from srcxform import optimizers  # noqa: F401
+from srcxform import keras  # noqa: F401
+from srcxform.optimizers import clip_by_global_norm, clip_by_norm  # noqa: F401
 
 newaxis = None  # x[tf.newaxis] inserts an axis, as x[None]

@@ -1,4 +1,5 @@
-"""Optimizers with Keras's update rules: SGD (momentum, Nesterov), Adam and RMSprop.
+"""Optimizers with Keras's update rules: SGD (momentum, Nesterov), Adam, AdamW, RMSprop,
+Adagrad and Nadam, with Keras 3's weight decay and gradient clipping.
 
 Every piece of state is a Variable: the step count (`iterations`, int64), the learning
 rate (float64, cast to each variable's dtype when used) and the per-variable slots
@@ -16,7 +17,17 @@ only reading and assigning it is traced), so the first call of a compiled step b
 the state and every later call reuses it.
 
 Hyperparameters are converted to the variable's dtype before use (as Keras casts them),
-so a float64 model is updated in float64 arithmetic throughout.
+so a float64 model is updated in float64 arithmetic throughout. (Keras's TensorFlow
+backend rounds some of them through float32 first, as tf.cast(0.999, tf.float64) does,
+so its float64 updates differ from these from about the eighth digit; float32 updates
+agree.)
+
+Every optimizer takes Keras's `weight_decay`, `clipnorm`, `clipvalue` and
+`global_clipnorm` (at most one of the three clips). An update first clips the gradients
+(each to norm `clipnorm`; each element to [-clipvalue, clipvalue]; or all together to
+global norm `global_clipnorm`, as `clip_by_global_norm`), then decays each parameter as
+Keras 3 does, decoupled from the gradient: `w = w - w * weight_decay * lr`, and then
+applies the optimizer's own rule to the decayed `w`.
 
 Parameters may be given as nested structures (`apply(grads, params)` with a dict or
 list), and may be plain arrays or tensors instead of Variables: then nothing is updated
@@ -34,7 +45,8 @@ from srcxform.tape import GradientTape
 from srcxform.tensor import Value, Variable
 from srcxform.tree import tree_flatten, tree_unflatten
 
-__all__ = ["SGD", "Adam", "Optimizer", "RMSprop"]
+__all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Nadam", "Optimizer", "RMSprop",
+           "clip_by_global_norm", "clip_by_norm", "global_norm"]
 
 
 def _const(x, dtype):
@@ -46,15 +58,28 @@ class Optimizer:
     """The base class: state as Variables, `apply_gradients`, `apply`, `minimize`.
 
     Subclasses define `_build_slots(key, param)` (create the slots one parameter needs)
-    and `_update(grad, param, lr, key)` (return the parameter's new value, assigning the
-    slots), written in srcxform ops so that they trace, and list in `_HYPERPARAMETERS`
-    the attributes their updates read (a compiled step is traced again when one changes).
+    and `_update(grad, w, lr, key)` (return the parameter's new value from its current
+    value `w`, assigning the slots), written in srcxform ops so that they trace, and list
+    in `_HYPERPARAMETERS` the attributes their updates read (a compiled step is traced
+    again when one changes).
     """
 
     _HYPERPARAMETERS = ()
+    _SHARED_HYPERPARAMETERS = ("weight_decay", "clipnorm", "clipvalue", "global_clipnorm")
 
-    def __init__(self, learning_rate, name):
+    def __init__(self, learning_rate, name, weight_decay=None, clipnorm=None, clipvalue=None,
+                 global_clipnorm=None):
         self.name = name
+        clips = {"clipnorm": clipnorm, "clipvalue": clipvalue,
+                 "global_clipnorm": global_clipnorm}
+        if sum(c is not None for c in clips.values()) > 1:
+            raise ValueError(f"{name}: only one of `clipnorm`, `clipvalue` and "
+                             f"`global_clipnorm` can be set, got "
+                             + ", ".join(f"{k}={v}" for k, v in clips.items()))
+        self.weight_decay = _optional_number(weight_decay, "weight_decay")
+        self.clipnorm = _optional_number(clipnorm, "clipnorm")
+        self.clipvalue = _optional_number(clipvalue, "clipvalue")
+        self.global_clipnorm = _optional_number(global_clipnorm, "global_clipnorm")
         self._iterations = Variable(np.int64(0), trainable=False, name=f"{name}/iterations")
         if callable(learning_rate) and not isinstance(learning_rate, Value):
             self._schedule = learning_rate
@@ -110,14 +135,14 @@ class Optimizer:
     def get_slot_names(self):
         return sorted(self._slots)
 
-    def add_slot(self, key, param, slot_name):
-        """The slot `slot_name` for a parameter, created as zeros of its shape and dtype
-        on first use (while tracing too: the zeros are concrete)."""
+    def add_slot(self, key, param, slot_name, initial_value=0.0):
+        """The slot `slot_name` for a parameter, created filled with `initial_value` in
+        its shape and dtype on first use (while tracing too: the values are concrete)."""
         slots = self._slots.setdefault(slot_name, {})
         slot = slots.get(key)
         shape = tuple(int(d) for d in param.shape)
         if slot is None:
-            slot = Variable(np.zeros(shape, dtype=param.dtype), trainable=False,
+            slot = Variable(np.full(shape, initial_value, dtype=param.dtype), trainable=False,
                             name=f"{self.name}/{_short_name(param)}/{slot_name}")
             slots[key] = slot
         elif slot.shape != shape:
@@ -213,10 +238,16 @@ class Optimizer:
                 self._build_slots(key, p)
             lr = self._current_learning_rate()
             self._report_captured()
+            checked = self._clip(checked)
+            self._before_updates([p for g, p in zip(checked, params) if g is not None])
             for i, (g, p, key) in enumerate(zip(checked, params, keys)):
                 if g is None:
                     continue
-                value = self._update(g, p, _ops.cast(lr, p.dtype), key)
+                p_lr = _ops.cast(lr, p.dtype)
+                w = _read(p)
+                if self.weight_decay is not None:  # Keras 3's decoupled decay, first
+                    w = w - w * _const(self.weight_decay, p.dtype) * p_lr
+                value = self._update(g, w, p_lr, key)
                 if isinstance(p, Variable):
                     p.assign(value)
                 else:
@@ -230,7 +261,8 @@ class Optimizer:
         traces = recording.CONTEXT.traces
         if not traces:
             return
-        for name in ("_schedule", "_learning_rate") + self._HYPERPARAMETERS:
+        for name in (("_schedule", "_learning_rate") + self._SHARED_HYPERPARAMETERS
+                     + self._HYPERPARAMETERS):
             traces[-1].capture(self, name)
         if self._schedule is not None:
             traces[-1].capture(self._schedule)
@@ -245,15 +277,33 @@ class Optimizer:
         """The 1-based step number of the update being applied, as a `dtype` tensor."""
         return _ops.cast(self._iterations.read_value() + 1, dtype)
 
+    def _clip(self, grads):
+        """The gradients clipped as Keras's `_clip_gradients` does (None stays None); a
+        clip of 0 clips nothing, as in Keras."""
+        if self.clipnorm:
+            return [None if g is None else clip_by_norm(g, self.clipnorm) for g in grads]
+        if self.global_clipnorm:
+            return clip_by_global_norm(grads, self.global_clipnorm)[0]
+        if self.clipvalue:
+            return [None if g is None else _ops.clip_by_value(g, -self.clipvalue,
+                                                              self.clipvalue)
+                    for g in grads]
+        return grads
+
+    def _before_updates(self, params):
+        """Runs once per apply, before the parameters' updates (Nadam's shared state)."""
+
     def _build_slots(self, key, param):
         pass
 
-    def _update(self, grad, param, lr, key):
+    def _update(self, grad, w, lr, key):
         raise NotImplementedError
 
     def get_config(self):
         lr = self._learning_rate.numpy().item() if self._learning_rate is not None else None
-        return {"name": self.name, "learning_rate": lr}
+        return {"name": self.name, "learning_rate": lr, "weight_decay": self.weight_decay,
+                "clipnorm": self.clipnorm, "clipvalue": self.clipvalue,
+                "global_clipnorm": self.global_clipnorm}
 
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items() if k != "name")
@@ -280,8 +330,10 @@ class SGD(Optimizer):
 
     _HYPERPARAMETERS = ("momentum", "nesterov")
 
-    def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, name="SGD"):
-        super().__init__(learning_rate, name)
+    def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, weight_decay=None,
+                 clipnorm=None, clipvalue=None, global_clipnorm=None, name="SGD"):
+        super().__init__(learning_rate, name, weight_decay, clipnorm, clipvalue,
+                         global_clipnorm)
         momentum = _number(momentum, "momentum")
         if not 0.0 <= momentum <= 1.0:
             raise ValueError(f"SGD: momentum must be a float in [0, 1], got {momentum}")
@@ -292,12 +344,11 @@ class SGD(Optimizer):
         if self.momentum != 0:
             self.add_slot(key, param, "momentum")
 
-    def _update(self, grad, param, lr, key):
-        w = _read(param)
+    def _update(self, grad, w, lr, key):
         if self.momentum == 0:
             return w - grad * lr
         m = self._slots["momentum"][key]
-        momentum = _const(self.momentum, param.dtype)
+        momentum = _const(self.momentum, w.dtype)
         m.assign(m.read_value() * momentum - grad * lr)
         if self.nesterov:
             return w + (m.read_value() * momentum - grad * lr)
@@ -325,8 +376,10 @@ class Adam(Optimizer):
     _HYPERPARAMETERS = ("beta_1", "beta_2", "epsilon", "amsgrad")
 
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
-                 amsgrad=False, name="Adam"):
-        super().__init__(learning_rate, name)
+                 amsgrad=False, weight_decay=None, clipnorm=None, clipvalue=None,
+                 global_clipnorm=None, name="Adam"):
+        super().__init__(learning_rate, name, weight_decay, clipnorm, clipvalue,
+                         global_clipnorm)
         self.beta_1 = _number(beta_1, "beta_1")
         self.beta_2 = _number(beta_2, "beta_2")
         self.epsilon = _number(epsilon, "epsilon")
@@ -338,8 +391,8 @@ class Adam(Optimizer):
         if self.amsgrad:
             self.add_slot(key, param, "vhat")
 
-    def _update(self, grad, param, lr, key):
-        dtype = param.dtype
+    def _update(self, grad, w, lr, key):
+        dtype = w.dtype
         one = _const(1.0, dtype)
         t = self._step(dtype)
         beta_1_power = _ops.pow(_const(self.beta_1, dtype), t)
@@ -354,7 +407,7 @@ class Adam(Optimizer):
             v_hat.assign(_ops.maximum(v_hat.read_value(), v_now))
             v_now = v_hat.read_value()
         step = (m.read_value() * alpha) / (_ops.sqrt(v_now) + _const(self.epsilon, dtype))
-        return _read(param) - step
+        return w - step
 
     def get_config(self):
         return {**super().get_config(), "beta_1": self.beta_1, "beta_2": self.beta_2,
@@ -382,8 +435,10 @@ class RMSprop(Optimizer):
     _HYPERPARAMETERS = ("rho", "momentum", "epsilon", "centered")
 
     def __init__(self, learning_rate=0.001, rho=0.9, momentum=0.0, epsilon=1e-7,
-                 centered=False, name="RMSprop"):
-        super().__init__(learning_rate, name)
+                 centered=False, weight_decay=None, clipnorm=None, clipvalue=None,
+                 global_clipnorm=None, name="RMSprop"):
+        super().__init__(learning_rate, name, weight_decay, clipnorm, clipvalue,
+                         global_clipnorm)
         self.rho = _number(rho, "rho")
         self.momentum = _number(momentum, "momentum")
         self.epsilon = _number(epsilon, "epsilon")
@@ -396,8 +451,8 @@ class RMSprop(Optimizer):
         if self.centered:
             self.add_slot(key, param, "mg")
 
-    def _update(self, grad, param, lr, key):
-        dtype = param.dtype
+    def _update(self, grad, w, lr, key):
+        dtype = w.dtype
         rho, rest = _const(self.rho, dtype), _const(1.0 - self.rho, dtype)
         ms = self._slots["rms"][key]
         ms.assign(rho * ms.read_value() + rest * _ops.square(grad))
@@ -412,12 +467,187 @@ class RMSprop(Optimizer):
         if self.momentum > 0:
             mom = self._slots["momentum"][key]
             mom.assign(_const(self.momentum, dtype) * mom.read_value() + increment)
-            return _read(param) - mom.read_value()
-        return _read(param) - increment
+            return w - mom.read_value()
+        return w - increment
 
     def get_config(self):
         return {**super().get_config(), "rho": self.rho, "momentum": self.momentum,
                 "epsilon": self.epsilon, "centered": self.centered}
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay, on by default (Keras's AdamW): each update first
+    sets `w = w - w * weight_decay * lr`, then applies Adam's rule."""
+
+    def __init__(self, learning_rate=0.001, weight_decay=0.004, beta_1=0.9, beta_2=0.999,
+                 epsilon=1e-7, amsgrad=False, clipnorm=None, clipvalue=None,
+                 global_clipnorm=None, name="AdamW"):
+        if weight_decay is None:
+            raise ValueError("AdamW: weight_decay must be a float, got None")
+        super().__init__(learning_rate, beta_1, beta_2, epsilon, amsgrad, weight_decay,
+                         clipnorm, clipvalue, global_clipnorm, name)
+
+
+class Adagrad(Optimizer):
+    """Adagrad (Keras's): a slot `accumulator`, starting at `initial_accumulator_value`::
+
+        accumulator = accumulator + g ** 2
+        w = w - lr * g / sqrt(accumulator + epsilon)
+    """
+
+    _HYPERPARAMETERS = ("initial_accumulator_value", "epsilon")
+
+    def __init__(self, learning_rate=0.001, initial_accumulator_value=0.1, epsilon=1e-7,
+                 weight_decay=None, clipnorm=None, clipvalue=None, global_clipnorm=None,
+                 name="Adagrad"):
+        super().__init__(learning_rate, name, weight_decay, clipnorm, clipvalue,
+                         global_clipnorm)
+        self.initial_accumulator_value = _number(initial_accumulator_value,
+                                                 "initial_accumulator_value")
+        self.epsilon = _number(epsilon, "epsilon")
+
+    def _build_slots(self, key, param):
+        self.add_slot(key, param, "accumulator", self.initial_accumulator_value)
+
+    def _update(self, grad, w, lr, key):
+        accumulator = self._slots["accumulator"][key]
+        accumulator.assign_add(_ops.square(grad))
+        denominator = _ops.sqrt(accumulator.read_value() + _const(self.epsilon, w.dtype))
+        return w - (lr * grad) / denominator
+
+    def get_config(self):
+        return {**super().get_config(),
+                "initial_accumulator_value": self.initial_accumulator_value,
+                "epsilon": self.epsilon}
+
+
+class Nadam(Optimizer):
+    """Adam with Nesterov momentum (Keras 3's Nadam, after Dozat 2015).
+
+    With step `t` = iterations + 1, the momentum schedule
+    `u(t) = beta_1 * (1 - 0.5 * 0.96 ** t)` and one Variable `u_product` shared by all
+    parameters (the product of u(1) .. u(t), advanced once per update), slots `m`, `v`::
+
+        m = m + (g - m) * (1 - beta_1)
+        v = v + (g ** 2 - v) * (1 - beta_2)
+        m_hat = u(t + 1) * m / (1 - u_product * u(t + 1)) + (1 - u(t)) * g / (1 - u_product)
+        v_hat = v / (1 - beta_2 ** t)
+        w = w - m_hat * lr / (sqrt(v_hat) + epsilon)
+
+    `u_product` has the dtype of the first parameter updated, as Keras builds it.
+    """
+
+    _HYPERPARAMETERS = ("beta_1", "beta_2", "epsilon")
+
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
+                 weight_decay=None, clipnorm=None, clipvalue=None, global_clipnorm=None,
+                 name="Nadam"):
+        super().__init__(learning_rate, name, weight_decay, clipnorm, clipvalue,
+                         global_clipnorm)
+        self.beta_1 = _number(beta_1, "beta_1")
+        self.beta_2 = _number(beta_2, "beta_2")
+        self.epsilon = _number(epsilon, "epsilon")
+        self._u_product = None
+
+    @property
+    def variables(self):
+        found = super().variables
+        return found if self._u_product is None else found + [self._u_product]
+
+    def _build_slots(self, key, param):
+        self.add_slot(key, param, "m")
+        self.add_slot(key, param, "v")
+
+    def _before_updates(self, params):
+        if self._u_product is None:
+            self._u_product = Variable(np.ones((), dtype=params[0].dtype), trainable=False,
+                                       name=f"{self.name}/u_product")
+        dtype = self._u_product.dtype
+        self._u_product.assign(self._u_product.read_value() * _const(self.beta_1, dtype)
+                               * self._momentum_factor(self._step(dtype)))
+
+    def _momentum_factor(self, t):
+        """1 - 0.5 * 0.96 ** t, in t's dtype: u(t) / beta_1."""
+        dtype = t.dtype
+        return _const(1.0, dtype) - _const(0.5, dtype) * _ops.pow(_const(0.96, dtype), t)
+
+    def _update(self, grad, w, lr, key):
+        dtype = w.dtype
+        one = _const(1.0, dtype)
+        beta_1, beta_2 = _const(self.beta_1, dtype), _const(self.beta_2, dtype)
+        t = self._step(dtype)
+        u_t = beta_1 * self._momentum_factor(t)
+        u_next = beta_1 * self._momentum_factor(t + one)
+        u_product = _ops.cast(self._u_product.read_value(), dtype)
+        u_product_next = u_product * u_next
+        m, v = self._slots["m"][key], self._slots["v"][key]
+        m.assign_add((grad - m.read_value()) * (one - beta_1))
+        v.assign_add((_ops.square(grad) - v.read_value()) * (one - beta_2))
+        m_hat = (u_next * m.read_value() / (one - u_product_next)
+                 + (one - u_t) * grad / (one - u_product))
+        v_hat = v.read_value() / (one - _ops.pow(beta_2, t))
+        return w - (m_hat * lr) / (_ops.sqrt(v_hat) + _const(self.epsilon, dtype))
+
+    def get_config(self):
+        return {**super().get_config(), "beta_1": self.beta_1, "beta_2": self.beta_2,
+                "epsilon": self.epsilon}
+
+
+# ----- gradient clipping (TensorFlow's functions, which the optimizers' clips use) -----
+
+
+def global_norm(t_list, name=None):
+    """sqrt(sum of the squares of every element of every tensor in `t_list`), None
+    entries skipped (tf.linalg.global_norm)."""
+    squares = [_ops.reduce_sum(_ops.square(t)) for t in _present(t_list, "global_norm")]
+    if not squares:
+        raise ValueError("global_norm: t_list holds no tensor")
+    return _ops.sqrt(_ops.reduce_sum(_ops.stack(squares)))
+
+
+def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):
+    """The tensors of `t_list` scaled by clip_norm / max(global_norm, clip_norm), and the
+    global norm (tf.clip_by_global_norm): unchanged when their global norm is at most
+    clip_norm. None entries stay None. An inf or NaN norm makes every value NaN, as in
+    TensorFlow."""
+    _check_list(t_list, "clip_by_global_norm")
+    if use_norm is None:
+        use_norm = global_norm(t_list)
+    use_norm = _ops.convert_to_tensor(use_norm)
+    one, clip_norm = _const(1.0, use_norm.dtype), _ops.cast(clip_norm, use_norm.dtype)
+    scale = clip_norm * _ops.minimum(one / use_norm, one / clip_norm)
+    scale = scale + (use_norm - use_norm)  # NaN for a norm of inf or NaN
+    clipped = [None if t is None else _scaled(_ops.convert_to_tensor(t), scale)
+               for t in t_list]
+    return clipped, use_norm
+
+
+def clip_by_norm(t, clip_norm, axes=None, name=None):
+    """t scaled to L2 norm clip_norm (over `axes`, all by default) where its norm is
+    larger (tf.clip_by_norm); a zero tensor stays zero with a zero gradient."""
+    t = _ops.convert_to_tensor(t)
+    l2sum = _ops.reduce_sum(t * t, axis=axes, keepdims=True)
+    positive = l2sum > 0
+    # Two wheres keep sqrt's gradient at 0 (inf) out of the adjoint.
+    l2norm = _ops.where(positive, _ops.sqrt(_ops.where(positive, l2sum,
+                                                       _ops.ones_like(l2sum))), l2sum)
+    clip_norm = _ops.cast(clip_norm, t.dtype)
+    return t * clip_norm / _ops.maximum(l2norm, clip_norm)
+
+
+def _scaled(t, scale):
+    return t * _ops.cast(scale, t.dtype)
+
+
+def _present(t_list, op):
+    _check_list(t_list, op)
+    return [_ops.convert_to_tensor(t) for t in t_list if t is not None]
+
+
+def _check_list(t_list, op):
+    if not isinstance(t_list, (list, tuple)):
+        raise TypeError(f"{op}: t_list must be a list or tuple of tensors, got "
+                        f"{type(t_list).__name__}")
 
 
 # ----- helpers -----
@@ -447,6 +677,10 @@ def _describe(param):
         return f"Variable {param.name!r} of shape {param.shape}"
     shape = param.shape if hasattr(param, "shape") else np.shape(param)
     return f"a {type(param).__name__} of shape {tuple(int(d) for d in shape)}"
+
+
+def _optional_number(value, what):
+    return None if value is None else _number(value, what)
 
 
 def _number(value, what):

@@ -28,7 +28,7 @@ LAYERS = [
                   "srcxform.kernel", "srcxform.crosscheck"}),
     ("surface", {"srcxform", "srcxform.api", "srcxform.optimizers", "srcxform.math",
                  "srcxform.nn", "srcxform.control_flow", "srcxform.testing",
-                 "srcxform.testing."}),
+                 "srcxform.testing.", "srcxform.keras", "srcxform.keras."}),
 ]
 
 

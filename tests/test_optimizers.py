@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import srcxform as tf
-from srcxform.optimizers import SGD, Adam, RMSprop
+from srcxform.optimizers import SGD, Adagrad, Adam, AdamW, Nadam, RMSprop
 
 STEPS = 5
 
@@ -432,6 +432,187 @@ def test_gradient_dtype_is_cast_to_the_variable():
     SGD(0.5).apply_gradients([(np.ones(2, np.float64), w)])
     assert w.dtype == np.float32
     np.testing.assert_allclose(w.numpy(), [0.5, 0.5])
+
+
+# ----- Keras 3's weight decay, clips, AdamW, Adagrad and Nadam, against TensorFlow -----
+
+# The trajectories below were printed by TF 2.21 / Keras 3 for float32 variables w = W0
+# and b = B0 and gradients CW + w and CB + b (the test loss's), three apply_gradients.
+# (In float64, Keras's TensorFlow backend rounds some hyperparameters to float32 on the
+# way, e.g. tf.cast(0.999, tf.float64); srcxform keeps them exact, so float64 is compared
+# between eager and compiled instead.)
+W0, B0, CW, CB = [0.5, -1.0, 2.0], 0.25, [3.0, -4.0, 1.0], 2.0
+
+OPTION_CASES = {
+    "sgd_momentum_decay": lambda: SGD(0.1, momentum=0.9, weight_decay=0.05),
+    "adam_decay": lambda: Adam(0.1, weight_decay=0.1),
+    "adamw": lambda: AdamW(0.1, weight_decay=0.2),
+    "rmsprop_centered_decay": lambda: RMSprop(0.1, centered=True, weight_decay=0.1),
+    "sgd_clipnorm": lambda: SGD(0.1, clipnorm=1.0),
+    "adam_clipvalue": lambda: Adam(0.1, clipvalue=0.5),
+    "rmsprop_global_clipnorm": lambda: RMSprop(0.1, momentum=0.5, global_clipnorm=2.0),
+    "adagrad": lambda: Adagrad(0.1),
+    "adagrad_options": lambda: Adagrad(0.1, initial_accumulator_value=0.5, epsilon=1e-3),
+    "nadam": lambda: Nadam(0.1),
+    "nadam_decay_clip": lambda: Nadam(0.05, beta_1=0.8, weight_decay=0.1, global_clipnorm=1.0),
+}
+
+TF_TRAJECTORIES = {  # w (3 values) and b after each step, float32
+    "sgd_momentum_decay": [
+        [0.147500008, -0.495000005, 1.69000006, 0.0237499923],
+        [-0.482987523, 0.406975001, 1.14254999, -0.381243765],
+        [-1.2990489, 1.57379258, 0.437482238, -0.905600667],
+    ],
+    "adam_decay": [
+        [0.395000756, -0.890000761, 1.88000083, 0.147500813],
+        [0.291142792, -0.781165957, 1.76132905, 0.046175532],
+        [0.188476801, -0.673526704, 1.64406085, -0.053881593],
+    ],
+    "adamw": [
+        [0.390000761, -0.88000077, 1.86000085, 0.145000815],
+        [0.28229779, -0.76247251, 1.72295499, 0.0422549322],
+        [0.176909417, -0.647412121, 1.58891034, -0.0581758395],
+    ],
+    "rmsprop_centered_decay": [
+        [0.161666691, -0.656666636, 1.64666677, -0.0858333111],
+        [-0.0821723044, -0.403987825, 1.39103425, -0.319377899],
+        [-0.287468135, -0.187991366, 1.1759268, -0.510352194],
+    ],
+    "sgd_clipnorm": [
+        [0.448534966, -0.926478565, 1.95588708, 0.150000006],
+        [0.397069931, -0.852957129, 1.91177416, 0.0500000045],
+        [0.345604897, -0.779435635, 1.86766124, -0.049999997],
+    ],
+    "adam_clipvalue": [
+        [0.400001317, -0.900001287, 1.90000129, 0.150001317],
+        [0.300002784, -0.800002754, 1.80000269, 0.0500027761],
+        [0.20000352, -0.700003505, 1.70000339, -0.0499964878],
+    ],
+    "rmsprop_global_clipnorm": [
+        [0.183772385, -0.683772326, 1.68377244, -0.0662273467],
+        [-0.203047454, -0.293776929, 1.29878199, -0.446759582],
+        [-0.586807191, 0.0983932614, 0.919988453, -0.813088834],
+    ],
+    "adagrad": [
+        [0.400405675, -0.900199413, 1.90055096, 0.15097326],
+        [0.330868691, -0.83027637, 1.83124065, 0.0822249949],
+        [0.27457273, -0.773525536, 1.77520573, 0.0268216766],
+    ],
+    "adagrad_options": [
+        [0.401984245, -0.900987208, 1.90267229, 0.154608756],
+        [0.333006293, -0.831342161, 1.83411551, 0.0871646404],
+        [0.277013838, -0.774742246, 1.77848971, 0.0324699953],
+    ],
+    "nadam": [
+        [0.393721223, -0.893721223, 1.89372122, 0.143721223],
+        [0.317406327, -0.817087889, 1.81758523, 0.0680082366],
+        [0.247741669, -0.746972799, 1.74817443, -0.000799909234],
+    ],
+    "nadam_decay_clip": [
+        [0.442243069, -0.939743102, 1.93474305, 0.193493083],
+        [0.396661013, -0.891593277, 1.88179398, 0.149311781],
+        [0.352922201, -0.845256925, 1.83079004, 0.107052818],
+    ],
+}
+
+
+def _option_problems(dtype):
+    """Each case's optimizer, w and b, and one step applying them all (one kernel)."""
+    problems = {case: (make(), tf.Variable(np.array(W0, dtype)), tf.Variable(dtype(B0)))
+                for case, make in OPTION_CASES.items()}
+
+    def step(cw, cb):
+        for opt, w, b in problems.values():
+            with tf.GradientTape() as tape:
+                loss = (tf.reduce_sum(cw * w) + cb * b
+                        + 0.5 * (tf.reduce_sum(w * w) + b * b))
+            opt.apply_gradients(zip(tape.gradient(loss, [w, b]), [w, b]))
+
+    return problems, step
+
+
+def _state(problem):
+    return [*problem[1].numpy(), float(problem[2].numpy())]
+
+
+@pytest.mark.parametrize("case", sorted(OPTION_CASES))
+def test_options_follow_tensorflow_eagerly(case):
+    problems, _ = _option_problems(np.float32)
+    opt, w, b = problems[case]
+    for t, expected in enumerate(TF_TRAJECTORIES[case], start=1):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(np.float32(CW) * w) + np.float32(CB) * b
+            loss = loss + 0.5 * (tf.reduce_sum(w * w) + b * b)
+        opt.apply_gradients(zip(tape.gradient(loss, [w, b]), [w, b]))
+        assert w.dtype == np.float32
+        np.testing.assert_allclose(_state(problems[case]), expected, rtol=1e-6,
+                                   err_msg=f"step {t}")
+
+
+def test_options_follow_tensorflow_in_one_compiled_step():
+    problems, step = _option_problems(np.float32)
+    step = tf.differentiable(step)
+    for t in range(3):
+        step(np.float32(CW), np.float32(CB))
+        for case, problem in problems.items():
+            np.testing.assert_allclose(_state(problem), TF_TRAJECTORIES[case][t], rtol=1e-6,
+                                       err_msg=f"{case}, step {t + 1}")
+    assert step.cache_info().misses == 1
+
+
+def test_options_compiled_equal_eager_in_float64():
+    runs = []
+    for compiled in (False, True):
+        problems, step = _option_problems(np.float64)
+        if compiled:
+            step = tf.differentiable(step)
+        for _ in range(4):
+            step(np.float64(CW), np.float64(CB))
+        runs.append(problems)
+    eager, comp = runs
+    for case in OPTION_CASES:
+        (oe, *pe), (oc, *pc) = eager[case], comp[case]
+        for e, c in zip(pe + oe.variables, pc + oc.variables):
+            assert c.dtype == e.dtype == (np.int64 if e is oe.iterations else np.float64)
+            np.testing.assert_allclose(c.numpy(), e.numpy(), rtol=1e-13, err_msg=case)
+    nadam = eager["nadam"][0]
+    assert nadam.variables[-1].name.startswith("Nadam/u_product")
+
+
+def test_weight_decay_in_the_functional_form():
+    new = SGD(0.5, weight_decay=0.1).apply([np.array([2.0])], [np.array([4.0])])
+    # 4 - 4 * 0.1 * 0.5, then - 0.5 * 2
+    np.testing.assert_allclose(new[0].numpy(), [2.8], rtol=1e-15)
+
+
+def test_changing_weight_decay_traces_again():
+    w = tf.Variable(np.ones(2))
+    opt = SGD(0.5, weight_decay=0.0)
+    step = _compiled_linear_step(w, opt)
+    step(np.zeros(2))
+    opt.weight_decay = 0.2
+    step(np.zeros(2))
+    np.testing.assert_allclose(w.numpy(), [0.9, 0.9], rtol=1e-15)
+    assert step.cache_info().misses == 2
+
+
+def test_option_defaults_and_errors():
+    assert AdamW().get_config()["weight_decay"] == 0.004
+    assert Adam().get_config()["weight_decay"] is None
+    assert Adagrad().get_config() == {
+        "name": "Adagrad", "learning_rate": 0.001, "weight_decay": None, "clipnorm": None,
+        "clipvalue": None, "global_clipnorm": None, "initial_accumulator_value": 0.1,
+        "epsilon": 1e-7}
+    w = tf.Variable(np.ones(2))
+    opt = Adagrad()
+    opt.apply_gradients([(np.zeros(2), w)])
+    np.testing.assert_array_equal(opt.get_slot(w, "accumulator").numpy(), [0.1, 0.1])
+    with pytest.raises(ValueError, match="weight_decay"):
+        AdamW(weight_decay=None)
+    with pytest.raises(ValueError, match="only one of"):
+        SGD(clipnorm=1.0, clipvalue=1.0)
+    with pytest.raises(TypeError, match="clipvalue"):
+        Nadam(clipvalue="big")
 
 
 # ----- behaviours the optimizers rely on -----

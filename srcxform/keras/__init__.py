@@ -1,0 +1,3 @@
+"""`srcxform.keras`: Keras's names for srcxform's losses and optimizers."""
+
+from srcxform.keras import losses, optimizers  # noqa: F401
