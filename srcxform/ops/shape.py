@@ -9,8 +9,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from srcxform.aval import (Aval, as_size, broadcast_shapes, is_one, is_zero, normalize_axes,
-                           normalize_slice, same_dim, same_shape, size, slice_length)
+from srcxform.aval import (Aval, as_size, broadcast_shapes, dims_equal, is_one, is_zero,
+                           normalize_axes, normalize_slice, same_dim, same_shape, size,
+                           slice_length)
 from srcxform.dims import concrete
 from srcxform.dtypes import promote
 from srcxform.errors import IndexArgumentError, TracingError, shape_error
@@ -337,7 +338,9 @@ def gather(params, indices, axis=None, batch_dims=0, name=None):
     if not 0 <= b <= min(axis, indices.ndim):
         raise ValueError(f"gather: batch_dims={batch_dims} must be at most axis={axis} and "
                          f"the rank of indices ({indices.ndim})")
-    if not same_shape(x.shape[:b], indices.shape[:b]):
+    # Compared as sizes (dims_equal): traced params and indices have sizes of their own,
+    # equal at this call, which the kernel must then require of every call.
+    if not all(map(dims_equal, x.shape[:b], indices.shape[:b])):
         raise shape_error(f"gather: batch_dims={b}, but params {x.aval.short()} and indices "
                           f"{indices.aval.short()} differ in their first {b} axes")
     known = _known_indices(indices)
