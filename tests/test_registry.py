@@ -87,7 +87,7 @@ def test_rows_bind_their_primitive_and_shape_rules_agree_with_impls(monkeypatch)
 
 
 @pytest.mark.parametrize("family", ["elementwise", "mathfuncs", "cumulative", "shape", "reduce",
-                                    "linalg", "nn", "layout", "control", "creation",
+                                    "linalg", "nn", "layout", "control", "creation", "selection",
                                     "numpy_dispatch"])
 def test_every_public_op_is_exported(family):
     """An op defined in an ops/ family must be reachable under a TensorFlow namespace
