@@ -124,7 +124,7 @@ def arg_extreme(x, axis, largest, out_dtype):
             for k in range(1, n):
                 v = flat[a, k, c]
                 better = v > best if largest else v < best
-                if v == v and (best != best or better):  # v == v: not NaN
+                if not np.isnan(v) and (np.isnan(best) or better):
                     best_k = k
                     best = v
             out[a, c] = best_k
