@@ -299,7 +299,7 @@ SAMPLES = {
     "argsort": [Row("argsort", ((3, 4),), (grid(),), {"direction": "DESCENDING"},
                     op=tf.argsort)],
     "check_range": [Row("check_range", ((5,),), (constant(_INDICES),),
-                        {"size": 5, "op": "gather_nd", "negatives_pass": False})],
+                        {"size": 5, "op": "gather_nd", "negatives": "raise"})],
     # Distinct indices: an update that a repeat overwrites has a zero derivative, where
     # TensorFlow's gradient (and so srcxform's) gives it its slice of g.
     "scatter_set": [Row("scatter_set", ((5, 3), (3,), (3, 3)),

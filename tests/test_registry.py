@@ -21,7 +21,7 @@ INTERNAL = {
     "elementwise": {"sqrt_grad", "relu_grad", "reciprocal_grad"},
     "mathfuncs": {"rsqrt_grad"},
     "nn": {"leaky_relu_grad"},
-    "shape": {"shape_argument", "unchanged"},
+    "shape": {"shape_argument", "unchanged", "checked_indices"},
     "linalg": {"numpy_matmul", "tensordot_1d"},  # NumPy's matmul and dot rules
     "numpy_dispatch": {"array_ufunc", "array_function"},  # Tensor's NumPy protocols
 }

@@ -264,6 +264,21 @@ def test_compiled_indices_out_of_range_raise(jit, monkeypatch):
         compiled(x, np.array([[3, 2], [0, 0]]), updates, np.array([0, 3, 2, -1]))
 
 
+@pytest.mark.parametrize("jit", ["1", "0"])
+def test_compiled_gather_with_batch_dims_names_the_index_itself(jit, monkeypatch):
+    # Index 3 of a batch element's 3 rows is row 6 of the batch's 3 * 3: a row that
+    # gather's own check would pass, or name instead of the index.
+    monkeypatch.setenv("SRCXFORM_JIT", jit)
+    compiled = tf.differentiable(lambda x, ids: tf.gather(x, ids, axis=1, batch_dims=1))
+    x = np.arange(12.0).reshape(3, 4)
+    np.testing.assert_array_equal(compiled(x, np.array([[3], [-4], [1]])).numpy(),
+                                  [[3], [4], [9]])
+    for bad in (4, -5):
+        with pytest.raises(IndexArgumentError, match=f"gather: index {bad} is out of bounds "
+                           "for a dimension of size 4"):
+            compiled(x, np.array([[0], [bad], [1]]))
+
+
 def test_compiled_gradients_at_several_sizes():
     def loss(x, ids):
         return (tf.reduce_sum(tf.sort(x, axis=0) * np.arange(x.shape[0])[:, None])

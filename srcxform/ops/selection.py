@@ -2,11 +2,10 @@
 tensor_scatter_nd_add/update, segment_sum and unsorted_segment_sum.
 
 Most are composites of gather and scatter_add (ops/shape.py), whose gradients they
-inherit. The primitives here are those with no such form: the index-valued argmax,
-argmin and argsort (no gradient), a scatter that overwrites, and a check of indices
-against a range that gather's own check does not give (gather_nd's columns, segment ids).
-Compiled code calls srcxform.runtime.arrays for each; every index read or written there
-is checked at run time.
+inherit, their indices checked by shape.checked_indices. The primitives here are those
+with no such form: the index-valued argmax, argmin and argsort (no gradient), and a
+scatter that overwrites. Compiled code calls srcxform.runtime.arrays for each; every
+index read or written there is checked at run time.
 """
 
 import operator
@@ -18,8 +17,9 @@ from srcxform.aval import Aval, normalize_axes, size
 from srcxform.dtypes import as_dtype
 from srcxform.errors import IndexArgumentError, TracingError, shape_error, user_line
 from srcxform.ops.elementwise import add, cast, equal, less, stop_gradient, where
-from srcxform.ops.shape import (FULL, Slice, _check_indices, broadcast_to, concat, gather,
-                                gather_p, getitem_p, reshape, scatter_add, transpose)
+from srcxform.ops.shape import (FULL, Slice, _check_indices, broadcast_to, checked_indices,
+                                concat, gather, gather_p, getitem_p, reshape, scatter_add,
+                                transpose)
 from srcxform.primitive import primitive
 from srcxform.tensor import as_value
 
@@ -195,32 +195,7 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
     return where(hits, stop_gradient(on), stop_gradient(off))
 
 
-# ----- checked indices -----
-
-
-def _check_range_shape(indices, *, size, op, negatives_pass):
-    if indices.dtype.kind not in "iu" or indices.ndim != 1:
-        raise TypeError(f"indices must be a vector of integers, got {indices.short()}")
-    return Aval(indices.shape, indices.dtype)
-
-
-def _check_range_impl(indices, size, op, negatives_pass):
-    bad = indices[(indices >= size) | ((indices < 0) & (not negatives_pass))]
-    if bad.size:
-        raise IndexArgumentError(f"{op}: index {bad[0]} is out of bounds for a dimension of "
-                                 f"size {size}")
-    return indices
-
-
-# The indices themselves once each is in [0, size) (or negative, with negatives_pass),
-# else IndexArgumentError naming `op`: a check at each call, in compiled code too.
-check_range_p = primitive("check_range", "opaque", _check_range_impl, _check_range_shape,
-                          "arrays.check_range(indices, size, op, negatives_pass)",
-                          nondiff=True)
-
-
-def _checked(indices, size, op, negatives_pass=False):
-    return check_range_p.bind(indices, size=size, op=op, negatives_pass=negatives_pass)
+# ----- index vectors -----
 
 
 def _nd_rows(indices, shape, op):
@@ -234,7 +209,7 @@ def _nd_rows(indices, shape, op):
     flat = reshape(indices, (-1, k))
     rows = None
     for i in range(k):
-        column = _checked(getitem_p.bind(flat, index=(FULL, i)), shape[i], op)
+        column = checked_indices(getitem_p.bind(flat, index=(FULL, i)), shape[i], op, "raise")
         stride = size(shape[i + 1:k])
         term = column if stride == 1 else column * cast(stride, column.dtype)
         rows = term if rows is None else add(rows, term)
@@ -351,7 +326,7 @@ def unsorted_segment_sum(data, segment_ids, num_segments, name=None):
     if ids.dtype.kind not in "iu" or tuple(x.shape[:r]) != tuple(ids.shape):
         raise shape_error(f"unsorted_segment_sum: segment_ids {ids.aval.short()} must be "
                           f"integers whose shape begins data's, {x.aval.short()}")
-    flat = _checked(reshape(ids, (-1,)), n, "unsorted_segment_sum", negatives_pass=True)
+    flat = checked_indices(reshape(ids, (-1,)), n, "unsorted_segment_sum", negatives="pass")
     # Dropped slices go to an extra row past the segments, cut off at the end.
     rows = where(less(flat, 0), cast(n, flat.dtype), flat)
     sums = scatter_add(_table(x, r), rows, n + 1)

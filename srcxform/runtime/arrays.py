@@ -80,12 +80,14 @@ def cumulative(x, axis, product, exclusive, reverse):
 
 
 @helper
-def check_range(indices, size, op, negatives_pass):
-    """The indices, once each is in [0, size) (or negative, if negatives_pass): else
-    IndexError naming op, as eager's check_range raises it."""
+def check_range(indices, size, op, negatives):
+    """The indices, once each is below size and, by `negatives`, not negative ("raise"),
+    at least -size ("from_end") or anything ("pass"): else IndexError naming op, as
+    eager's check_range (ops/shape.py) raises it."""
+    low = -size if negatives == "from_end" else 0
     for k in range(indices.shape[0]):
         i = indices[k]
-        if i >= size or (i < 0 and not negatives_pass):
+        if i >= size or (i < low and negatives != "pass"):
             raise IndexArgumentError(op + ": index " + str(i) + " is out of bounds for a "
                                      "dimension of size " + str(size))
     return indices
