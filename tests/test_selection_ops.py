@@ -106,6 +106,8 @@ def test_gather_nd():
     _same(tf.gather_nd(P, [[1, 2, 3]]), [23], np.float32)
     _same(tf.gather_nd(P, [[1], [2]], batch_dims=1), [[4, 5, 6, 7], [20, 21, 22, 23]],
           np.float32)
+    _same(tf.gather_nd(P.tolist(), [[[1, 0]], [[2, 3]]], batch_dims=1), [[4], [23]],
+          np.float32)
     # TensorFlow takes no negative index here (unlike gather's Python-style ones).
     for bad, index in (([[-1, 0]], -1), ([[2, 0]], 2)):
         with pytest.raises(IndexArgumentError, match=f"gather_nd: index {index} is out of "
@@ -266,8 +268,9 @@ def test_compiled_indices_out_of_range_raise(jit, monkeypatch):
 
 @pytest.mark.parametrize("jit", ["1", "0"])
 def test_compiled_gather_with_batch_dims_names_the_index_itself(jit, monkeypatch):
-    # Index 3 of a batch element's 3 rows is row 6 of the batch's 3 * 3: a row that
-    # gather's own check would pass, or name instead of the index.
+    # Index 4 of a batch element's 4 columns is a row of the next element in the table
+    # that gather reads: the check must name the index, not the row. (Negative indices
+    # count from the end in srcxform's gather, where TensorFlow's raise.)
     monkeypatch.setenv("SRCXFORM_JIT", jit)
     compiled = tf.differentiable(lambda x, ids: tf.gather(x, ids, axis=1, batch_dims=1))
     x = np.arange(12.0).reshape(3, 4)

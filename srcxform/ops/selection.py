@@ -231,12 +231,13 @@ def gather_nd(params, indices, batch_dims=0, name=None):
     The gradient adds back into the slices read."""
     x, ids = as_value(params, "gather_nd"), as_value(indices, "gather_nd")
     b = operator.index(batch_dims)
+    batch = tuple(x.shape[:b])
     if b:
         x, ids = _unbatched(x, ids, b)
     rows, k = _nd_rows(ids, x.shape, "gather_nd")
     out = gather_p.bind(_table(x, k), rows)
     out = reshape(out, ids.shape[:-1] + tuple(x.shape[k:]))
-    return out if not b else reshape(out, tuple(params.shape[:b]) + out.shape[1:])
+    return out if not b else reshape(out, batch + out.shape[1:])
 
 
 def _unbatched(x, ids, b):
