@@ -185,7 +185,6 @@ scatter_add_p = primitive("scatter_add", "opaque", _scatter_add_impl, _scatter_a
                           (gather_p.bind(g, indices), None))
 
 
-
 def _check_range_shape(indices, *, size, op, negatives):
     if indices.dtype.kind not in "iu" or indices.ndim != 1:
         raise TypeError(f"indices must be a vector of integers, got {indices.short()}")
@@ -215,6 +214,7 @@ check_range_p = primitive("check_range", "opaque", _check_range_impl, _check_ran
 def checked_indices(indices, size, op, negatives):
     """A vector of indices, checked at each call (check_range)."""
     return check_range_p.bind(indices, size=size, op=op, negatives=negatives)
+
 
 # ----- joining -----
 
