@@ -11,6 +11,9 @@ from srcxform.ops import (  # noqa: F401
 from srcxform.ops import mod as floormod  # noqa: F401
 from srcxform.ops import mod  # noqa: F401
 from srcxform.ops.cumulative import cumprod  # noqa: F401
+from srcxform.ops.selection import (  # noqa: F401
+    argmax, argmin, segment_sum, top_k, unsorted_segment_sum,
+)
 from srcxform.ops.mathfuncs import (  # noqa: F401
     digamma, erf, erfc, lgamma, polygamma, rsqrt, squared_difference, xlogy,
 )

@@ -162,6 +162,7 @@ def _mod_dividend(rng, shape):
 _ONE_ZERO = np.array([[0.5, 0.0, 1.5, -2.0], [1.2, -0.7, 0.0, 0.9], [0.0, 1.1, 1.3, -0.4]])
 _ZEROS = np.array([[0.5, 0.0, 0.0, -2.0], [1.2, -0.7, 1.6, 0.9], [0.0, 0.0, 1.3, 0.0]])
 _INDICES = np.array([4, 0, 2, 2, 4], np.int64)  # repeats: gather's transpose must add them
+_INDICES_ND = np.array([[2, 3], [0, 1], [2, 3], [1, 0], [0, 3]], np.int32)  # with a repeat
 
 SAMPLES = {
     # ----- binary arithmetic -----
@@ -290,6 +291,19 @@ SAMPLES = {
                    label="axis0"),
                Row("concat", ((2, 3), (2, 1)), op=lambda *xs: tf.concat(xs, axis=-1),
                    label="axis-neg1")],
+    # ----- selection (ops/selection.py) -----
+    "argmax": [Row("argmax", ((3, 4),), (grid(),), {"axis": 1}, op=tf.math.argmax),
+               Row("argmax", ((5,),), (grid(),), op=tf.math.argmax, label="vector")],
+    "argmin": [Row("argmin", ((3, 4),), (grid(),), {"output_type": tf.int32},
+                   op=tf.math.argmin)],
+    "argsort": [Row("argsort", ((3, 4),), (grid(),), {"direction": "DESCENDING"},
+                    op=tf.argsort)],
+    "check_range": [Row("check_range", ((5,),), (constant(_INDICES),),
+                        {"size": 5, "op": "gather_nd", "negatives": "raise"})],
+    # Distinct indices: an update that a repeat overwrites has a zero derivative, where
+    # TensorFlow's gradient (and so srcxform's) gives it its slice of g.
+    "scatter_set": [Row("scatter_set", ((5, 3), (3,), (3, 3)),
+                        (ANY, constant(np.array([4, 0, 2])), ANY))],
     # ----- reductions -----
     "reduce_sum": reductions("reduce_sum", tf.reduce_sum),
     "reduce_prod": reductions("reduce_prod", tf.reduce_prod, NONZERO) + [
@@ -337,6 +351,25 @@ COMPOSITES = [
     Row("gather", ((3, 5), (4,)), (ANY, constant([4, 0, 4, 1])), params={"axis": 1},
         op=tf.gather, label="axis1"),
     Row("getitem", ((3, 5),), op=lambda x: x[:, np.array([4, 0, 4])], label="array-index"),
+    Row("gather", ((2, 3, 4), (2, 5)), (ANY, constant([[3, 0, 3, -1, 2], [1, 1, 0, 2, 3]])),
+        params={"axis": 2, "batch_dims": 1}, op=tf.gather, label="batch_dims"),
+    # ----- selection (ops/selection.py); grid(): no ties, where sort is not smooth -----
+    Row("sort", ((3, 4),), (grid(),), params={"axis": 0, "direction": "DESCENDING"},
+        op=tf.sort),
+    Row("top_k", ((3, 5),), (grid(),), params={"k": 3}, op=lambda x, k: tf.math.top_k(x, k)[0]),
+    Row("gather_nd", ((3, 4, 2), (5, 2)), (ANY, constant(_INDICES_ND)), op=tf.gather_nd),
+    Row("gather_nd", ((2, 3, 4), (2, 2, 1)), (ANY, constant([[[2], [0]], [[1], [1]]])),
+        params={"batch_dims": 1}, op=tf.gather_nd, label="batch_dims"),
+    Row("tensor_scatter_nd_add", ((3, 4, 2), (5, 2), (5, 2)), (ANY, constant(_INDICES_ND), ANY),
+        op=tf.tensor_scatter_nd_add),
+    Row("tensor_scatter_nd_update", ((3, 4), (3, 2), (3,)),
+        (ANY, constant([[2, 3], [0, 0], [2, 1]]), ANY), op=tf.tensor_scatter_nd_update),
+    Row("unsorted_segment_sum", ((4, 3),), params={"segment_ids": [2, -1, 0, 2],
+                                                   "num_segments": 4},
+        op=lambda x, segment_ids, num_segments: tf.math.unsorted_segment_sum(
+            x, segment_ids, num_segments)),
+    Row("segment_sum", ((4, 3),), params={"segment_ids": np.array([0, 0, 2, 3])},
+        op=lambda x, segment_ids: tf.math.segment_sum(x, segment_ids)),
     Row("squared_difference", ((3, 1), (1, 4)), op=tf.math.squared_difference),
     Row("log2-log10-exp2", ((3, 4),), (POSITIVE,),
         op=lambda x: tf.stack([tf.math.log2(x), tf.math.log10(x), tf.math.exp2(x)])),

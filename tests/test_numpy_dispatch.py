@@ -356,7 +356,7 @@ def test_numpy_mlp_with_softmax_matches_finite_differences():
 
 @pytest.mark.parametrize("call, name", [
     (lambda x: np.cbrt(x), "numpy.cbrt"),
-    (lambda x: np.sort(x), "numpy.sort"),
+    (lambda x: np.unique(x), "numpy.unique"),
     (lambda x: np.linalg.svd(x), "numpy.linalg.svd"),
     (lambda x: np.nancumsum(x), "numpy.nancumsum"),
     (lambda x: np.add.reduce(x), "numpy.add.reduce"),

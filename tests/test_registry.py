@@ -21,7 +21,7 @@ INTERNAL = {
     "elementwise": {"sqrt_grad", "relu_grad", "reciprocal_grad"},
     "mathfuncs": {"rsqrt_grad"},
     "nn": {"leaky_relu_grad"},
-    "shape": {"shape_argument", "unchanged"},
+    "shape": {"shape_argument", "unchanged", "checked_indices"},
     "linalg": {"numpy_matmul", "tensordot_1d"},  # NumPy's matmul and dot rules
     "numpy_dispatch": {"array_ufunc", "array_function"},  # Tensor's NumPy protocols
 }
@@ -87,7 +87,7 @@ def test_rows_bind_their_primitive_and_shape_rules_agree_with_impls(monkeypatch)
 
 
 @pytest.mark.parametrize("family", ["elementwise", "mathfuncs", "cumulative", "shape", "reduce",
-                                    "linalg", "nn", "layout", "control", "creation",
+                                    "linalg", "nn", "layout", "control", "creation", "selection",
                                     "numpy_dispatch"])
 def test_every_public_op_is_exported(family):
     """An op defined in an ops/ family must be reachable under a TensorFlow namespace

@@ -28,6 +28,10 @@ from srcxform.ops.mathfuncs import (  # noqa: F401
     acos, acosh, asin, asinh, atan, atan2, atanh, cosh, sinh,
 )
 from srcxform.ops.cumulative import cumsum  # noqa: F401
+from srcxform.ops.selection import (  # noqa: F401
+    argmax, argmin, argsort, gather_nd, one_hot, sort, tensor_scatter_nd_add,
+    tensor_scatter_nd_update,
+)
 from srcxform.ops.linalg import dot, matmul, outer  # noqa: F401
 from srcxform.ops.nn import (  # noqa: F401
     log_softmax, sigmoid_cross_entropy_with_logits, softmax, softmax_cross_entropy_with_logits,

@@ -14,7 +14,7 @@ from srcxform.aval import normalize_axes, size
 from srcxform.errors import TracingError
 from srcxform.errors import user_line
 from srcxform.ops import elementwise as ew
-from srcxform.ops import cumulative, linalg, reduce
+from srcxform.ops import cumulative, linalg, reduce, selection
 from srcxform.ops import mathfuncs as mf
 from srcxform.ops.creation import ones_like, zeros_like
 from srcxform.primitive import REGISTRY
@@ -148,6 +148,37 @@ def _take(a, indices, axis=None, out=None, mode="raise"):
     return shape_ops.gather(a, indices, axis)
 
 
+# ----- selection -----
+
+
+def _flat_or(a, axis, op):
+    """a and the axis NumPy means: the flattened array for axis=None."""
+    a = as_value(a, op)
+    return (shape_ops.reshape(a, (-1,)), 0) if axis is None else (a, axis)
+
+
+def _arg_extreme(func, op):
+    """np.argmax/argmin: NumPy's int64 (intp); NaNs skipped, as TensorFlow's (NumPy
+    returns the first NaN's index)."""
+    def call(a, axis=None, out=None, *, keepdims=False):
+        _reject(func.__name__, out=out, keepdims=keepdims or None)
+        a, axis = _flat_or(a, axis, func.__name__)
+        return op(a, axis=axis, output_type=np.int64)
+
+    return call
+
+
+def _sorting(func, op):
+    """np.sort/argsort: any kind sorts stably (NumPy's 'stable'); argsort gives int64."""
+    def call(a, axis=-1, kind=None, order=None, *, stable=None):
+        _reject(func.__name__, order=order)
+        a, axis = _flat_or(a, axis, func.__name__)
+        out = op(a, axis=axis)
+        return ew.cast(out, np.int64) if func is np.argsort else out
+
+    return call
+
+
 # ----- elementwise and linear algebra -----
 
 
@@ -209,6 +240,10 @@ FUNCTIONS = {
     np.stack: _stack,
     np.tile: _tile,
     np.take: _take,
+    np.argmax: _arg_extreme(np.argmax, selection.argmax),
+    np.argmin: _arg_extreme(np.argmin, selection.argmin),
+    np.sort: _sorting(np.sort, selection.sort),
+    np.argsort: _sorting(np.argsort, selection.argsort),
     np.where: _where,
     np.clip: _clip,
     np.round: _round,

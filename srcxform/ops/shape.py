@@ -9,13 +9,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from srcxform.aval import (Aval, as_size, broadcast_shapes, is_one, is_zero, normalize_axes,
-                           normalize_slice, same_dim, same_shape, size, slice_length)
+from srcxform.aval import (Aval, as_size, broadcast_shapes, dims_equal, is_one, is_zero,
+                           normalize_axes, normalize_slice, same_dim, same_shape, size,
+                           slice_length)
 from srcxform.dims import concrete
 from srcxform.dtypes import promote
 from srcxform.errors import IndexArgumentError, TracingError, shape_error
 from srcxform.errors import user_line
-from srcxform.ops.elementwise import add, greater_equal, less, logical_or, where
+from srcxform.ops.elementwise import add, less, where
 from srcxform.primitive import primitive
 from srcxform.tensor import Value, as_value
 
@@ -183,6 +184,38 @@ scatter_add_p = primitive("scatter_add", "opaque", _scatter_add_impl, _scatter_a
                           vjp=lambda g, out, x, indices, *, size:
                           (gather_p.bind(g, indices), None))
 
+
+def _check_range_shape(indices, *, size, op, negatives):
+    if indices.dtype.kind not in "iu" or indices.ndim != 1:
+        raise TypeError(f"indices must be a vector of integers, got {indices.short()}")
+    if negatives not in ("raise", "from_end", "pass"):
+        raise ValueError(f"negatives must be 'raise', 'from_end' or 'pass', got {negatives!r}")
+    return Aval(indices.shape, indices.dtype)
+
+
+def _check_range_impl(indices, size, op, negatives):
+    low = -size if negatives == "from_end" else 0
+    bad = indices[(indices >= size) | ((indices < low) & (negatives != "pass"))]
+    if bad.size:
+        raise IndexArgumentError(f"{op}: index {bad[0]} is out of bounds for a dimension of "
+                                 f"size {size}")
+    return indices
+
+
+# The indices themselves once each is below size and, by `negatives`, not negative
+# ("raise", TensorFlow's nd ops), at least -size ("from_end", gather's), or anything
+# ("pass", segment ids, negative ones dropped); else IndexArgumentError naming `op` and
+# the index: checked at each call, in compiled code too, where gather's own check would
+# name a row number that the op computed from the index.
+check_range_p = primitive("check_range", "opaque", _check_range_impl, _check_range_shape,
+                          "arrays.check_range(indices, size, op, negatives)", nondiff=True)
+
+
+def checked_indices(indices, size, op, negatives):
+    """A vector of indices, checked at each call (check_range)."""
+    return check_range_p.bind(indices, size=size, op=op, negatives=negatives)
+
+
 # ----- joining -----
 
 
@@ -337,7 +370,9 @@ def gather(params, indices, axis=None, batch_dims=0, name=None):
     if not 0 <= b <= min(axis, indices.ndim):
         raise ValueError(f"gather: batch_dims={batch_dims} must be at most axis={axis} and "
                          f"the rank of indices ({indices.ndim})")
-    if not same_shape(x.shape[:b], indices.shape[:b]):
+    # Compared as sizes (dims_equal): traced params and indices have sizes of their own,
+    # equal at this call, which the kernel must then require of every call.
+    if not all(map(dims_equal, x.shape[:b], indices.shape[:b])):
         raise shape_error(f"gather: batch_dims={b}, but params {x.aval.short()} and indices "
                           f"{indices.aval.short()} differ in their first {b} axes")
     known = _known_indices(indices)
@@ -370,17 +405,14 @@ def _known_indices(indices):
 
 def _batch_rows(indices, b, n):
     """Row numbers in a table of batch-element-major rows of n each: index i of batch
-    element e is row e * n + i. An index outside [-n, n) becomes a row past the table, so
-    gather raises for it (at run time too) instead of reading another element's row."""
-    if indices._trace is None:
-        _check_indices(indices._value, n, "gather")  # the message names the index itself
+    element e is row e * n + i. Each index is checked against its own element's n rows
+    first (at run time too), as a row of another element would pass gather's check."""
+    indices = reshape(checked_indices(reshape(indices, (-1,)), n, "gather", "from_end"),
+                      indices.shape)
     batch = tuple(int(d) for d in indices.shape[:b])  # int(): compiled for these sizes
-    total = size(batch) * int(n)
     starts = (np.arange(size(batch), dtype=indices.dtype) * int(n)).reshape(
         batch + (1,) * (indices.ndim - b))
-    inside = where(less(indices, 0), add(indices, n), indices)
-    bad = logical_or(less(indices, -n), greater_equal(indices, n))
-    return where(bad, total, add(inside, starts))
+    return add(where(less(indices, 0), add(indices, n), indices), starts)
 
 
 def embed(g, shape, index):

@@ -78,6 +78,80 @@ def cumulative(x, axis, product, exclusive, reverse):
     return out.reshape(shape)
 
 
+
+@helper
+def check_range(indices, size, op, negatives):
+    """The indices, once each is below size and, by `negatives`, not negative ("raise"),
+    at least -size ("from_end") or anything ("pass"): else IndexError naming op, as
+    eager's check_range (ops/shape.py) raises it."""
+    low = -size if negatives == "from_end" else 0
+    for k in range(indices.shape[0]):
+        i = indices[k]
+        if i >= size or (i < low and negatives != "pass"):
+            raise IndexArgumentError(op + ": index " + str(i) + " is out of bounds for a "
+                                     "dimension of size " + str(size))
+    return indices
+
+
+@helper
+def scatter_set(x, indices, updates):
+    """x with its rows at indices replaced by updates' rows, in order (the last of
+    repeated indices stays)."""
+    check_indices(indices, x.shape[0], "tensor_scatter_nd_update")
+    out = x.copy()
+    for k in range(indices.shape[0]):
+        out[indices[k]] = updates[k]
+    return out
+
+
+@helper
+def arg_extreme(x, axis, largest, out_dtype):
+    """The index of the largest (or smallest) value along `axis`, flattened: the first of
+    ties, NaNs skipped, 0 where all are NaN (TensorFlow's argmax and argmin). x seen as
+    (before, along, after), as in cumulative."""
+    shape = x.shape
+    before, after = 1, 1
+    for i in range(x.ndim):
+        if i < axis:
+            before *= shape[i]
+        elif i > axis:
+            after *= shape[i]
+    n = shape[axis]
+    flat = np.ascontiguousarray(x).reshape((before, n, after))
+    out = np.zeros((before, after), out_dtype)
+    for a in range(before):
+        for c in range(after):
+            best_k = 0
+            best = flat[a, 0, c]
+            for k in range(1, n):
+                v = flat[a, k, c]
+                better = v > best if largest else v < best
+                if not np.isnan(v) and (np.isnan(best) or better):
+                    best_k = k
+                    best = v
+            out[a, c] = best_k
+    return out.reshape(before * after)
+
+
+@helper
+def argsort(x, descending):
+    """The int32 permutation that sorts x's last axis, ties in their order (a stable
+    merge sort; descending sorts the reversed row and reverses the result)."""
+    n = x.shape[-1]
+    out = np.empty(x.shape, np.int32)
+    if x.size == 0:
+        return out
+    flat = np.ascontiguousarray(x).reshape((-1, n))
+    order = out.reshape((-1, n))
+    for r in range(flat.shape[0]):
+        if descending:
+            reversed_order = np.argsort(flat[r, ::-1], kind="mergesort")
+            for k in range(n):
+                order[r, k] = n - 1 - reversed_order[n - 1 - k]
+        else:
+            order[r] = np.argsort(flat[r], kind="mergesort")
+    return out
+
 # Integer x // y and x % y: Numba's error_model="numpy" gives 0 for a divisor of 0, where
 # eager raises (TensorFlow's InvalidArgumentError). Floats divide inline, unchecked.
 @helper

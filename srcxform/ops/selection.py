@@ -1,0 +1,354 @@
+"""Selection and indexing ops: one_hot, argmax/argmin, sort/argsort, top_k, gather_nd,
+tensor_scatter_nd_add/update, segment_sum and unsorted_segment_sum.
+
+Most are composites of gather and scatter_add (ops/shape.py), whose gradients they
+inherit, their indices checked by shape.checked_indices. The primitives here are those
+with no such form: the index-valued argmax, argmin and argsort (no gradient), and a
+scatter that overwrites. Compiled code calls srcxform.runtime.arrays for each; every
+index read or written there is checked at run time.
+"""
+
+import operator
+from collections import namedtuple
+
+import numpy as np
+
+from srcxform.aval import Aval, normalize_axes, size
+from srcxform.dtypes import as_dtype
+from srcxform.errors import IndexArgumentError, TracingError, shape_error, user_line
+from srcxform.ops.elementwise import add, cast, equal, less, stop_gradient, where
+from srcxform.ops.shape import (FULL, Slice, _check_indices, broadcast_to, checked_indices,
+                                concat, gather, gather_p, getitem_p, reshape, scatter_add,
+                                transpose)
+from srcxform.primitive import primitive
+from srcxform.tensor import as_value
+
+# ----- argmax, argmin -----
+
+
+def _arg_extreme_shape(x, *, axis, output_type):
+    if x.dtype.kind not in "fiub":
+        raise TypeError(f"expects a numeric input, got {x.dtype.name}")
+    return Aval(x.shape[:axis] + x.shape[axis + 1:], output_type)
+
+
+def _arg_extreme_impl(largest):
+    def impl(x, axis, output_type):
+        # TensorFlow's rule, as arrays.arg_extreme's: the first extreme that is not NaN,
+        # 0 where all are NaN.
+        nan = np.isnan(x) if x.dtype.kind == "f" else np.zeros(x.shape, bool)
+        filled = np.where(nan, -np.inf if largest else np.inf, x) if nan.any() else x
+        best = (np.max if largest else np.min)(filled, axis=axis, keepdims=True)
+        hits = (filled == best) & ~nan
+        return np.argmax(hits, axis=axis).astype(output_type)
+
+    return impl
+
+
+def _arg_extreme_emit(largest):
+    """arrays.arg_extreme's flat result in the output's shape: its one element where the
+    output is a scalar (generated code keeps rank 0 values as scalars)."""
+    call = f"arrays.arg_extreme(x, axis, {largest}, output_type)"
+    return call + "[0]", f"flat = {call}\nout = flat.reshape(out_shape)"
+
+
+def _arg_extreme_primitive(name, largest):
+    scalar, shaped = _arg_extreme_emit(largest)
+    return primitive(name, "opaque", _arg_extreme_impl(largest), _arg_extreme_shape, shaped,
+                     nondiff=True, emit_for=lambda x, out, **params: out.ndim == 0 and scalar)
+
+
+argmax_p = _arg_extreme_primitive("argmax", True)
+argmin_p = _arg_extreme_primitive("argmin", False)
+
+
+def _arg_extreme(p, input, axis, output_type, op):
+    x = as_value(input, op)
+    if x.ndim == 0:
+        raise shape_error(f"{op}: the input must have at least one axis, got a scalar")
+    (axis,) = normalize_axes(operator.index(0 if axis is None else axis), x.ndim, op)
+    output_type = as_dtype(output_type)
+    if output_type not in (np.int32, np.int64):
+        raise TypeError(f"{op}: output_type must be int32 or int64, got {output_type}")
+    return p.bind(x, axis=axis, output_type=output_type)
+
+
+def argmax(input, axis=None, output_type=np.int64, name=None):
+    """The index of the largest value along `axis` (default 0), as tf.math.argmax: the
+    first of ties, NaNs skipped (0 if all are NaN), int64 unless output_type says int32.
+    An index has no gradient: the tape gives None."""
+    return _arg_extreme(argmax_p, input, axis, output_type, "argmax")
+
+
+def argmin(input, axis=None, output_type=np.int64, name=None):
+    """The index of the smallest value along `axis`, as argmax. No gradient (None)."""
+    return _arg_extreme(argmin_p, input, axis, output_type, "argmin")
+
+
+# ----- sort, argsort, top_k -----
+
+
+def _argsort_shape(x, *, descending):
+    if x.dtype.kind not in "fiu" or x.ndim == 0:
+        raise TypeError(f"expects a numeric input of rank 1 or more, got {x.short()}")
+    return Aval(x.shape, np.dtype(np.int32))
+
+
+def _argsort_impl(x, descending):
+    if not descending:
+        return np.argsort(x, axis=-1, kind="stable")
+    # Descending and stable (ties keep their order): sort the reversed rows ascending.
+    n = x.shape[-1]
+    return n - 1 - np.argsort(x[..., ::-1], axis=-1, kind="stable")[..., ::-1]
+
+
+# The permutation that sorts the last axis, ties in their order (TensorFlow's stable
+# sort, which its unstable one also gives); NaNs last ascending, first descending.
+argsort_p = primitive("argsort", "opaque", _argsort_impl, _argsort_shape,
+                      "arrays.argsort(x, descending)", nondiff=True)
+
+
+def _direction(direction, op):
+    if direction not in ("ASCENDING", "DESCENDING"):
+        raise ValueError(f"{op}: direction must be 'ASCENDING' or 'DESCENDING', got "
+                         f"{direction!r}")
+    return direction == "DESCENDING"
+
+
+def _last_axis_order(x, axis, descending, op):
+    """x with `axis` moved last, the permutation sorting that axis, and the perm back."""
+    (axis,) = normalize_axes(operator.index(axis), x.ndim, op)
+    perm = tuple(i for i in range(x.ndim) if i != axis) + (axis,)
+    moved = transpose(x, perm)
+    return moved, argsort_p.bind(moved, descending=descending), tuple(np.argsort(perm))
+
+
+def _take_last(x, order):
+    """x's elements along its last axis in `order` (a gather per row: its gradient
+    scatters back through the permutation)."""
+    return gather(x, order, axis=-1, batch_dims=x.ndim - 1)
+
+
+def argsort(values, axis=-1, direction="ASCENDING", stable=False, name=None):
+    """The int32 indices that sort `values` along `axis` (tf.argsort); ties keep their
+    order whether or not `stable` is asked for. No gradient (None)."""
+    x = as_value(values, "argsort")
+    _, order, back = _last_axis_order(x, axis, _direction(direction, "argsort"), "argsort")
+    return transpose(order, back)
+
+
+def sort(values, axis=-1, direction="ASCENDING", name=None):
+    """`values` sorted along `axis` (tf.sort); its gradient goes back through the
+    permutation to the element each output came from."""
+    x = as_value(values, "sort")
+    moved, order, back = _last_axis_order(x, axis, _direction(direction, "sort"), "sort")
+    return transpose(_take_last(moved, order), back)
+
+
+TopKV2 = namedtuple("TopKV2", ["values", "indices"])
+
+
+def top_k(input, k=1, sorted=True, name=None):
+    """The k largest values along the last axis and their int32 indices (tf.math.top_k),
+    largest first, the lower index first among ties. Always sorted (TensorFlow leaves
+    the order of sorted=False unspecified). The gradient flows through the values."""
+    x = as_value(input, "top_k")
+    k = operator.index(k)
+    if x.ndim == 0 or not 0 <= k <= x.shape[-1]:
+        raise shape_error(f"top_k: k={k} must be between 0 and the last axis' size, for "
+                          f"{x.aval.short()}")
+    order = argsort_p.bind(x, descending=True)
+    order = getitem_p.bind(order, index=(FULL,) * (x.ndim - 1) + (Slice(None, k, None),))
+    return TopKV2(_take_last(x, order), order)
+
+
+# ----- one_hot -----
+
+
+def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
+    """on_value where the new axis' position is the index, off_value elsewhere
+    (tf.one_hot): a new axis of `depth` at `axis` (default last). An index outside
+    [0, depth) gives a row of off_value. The dtype is `dtype`, else on_value's or
+    off_value's, else float32. No gradient, for on_value and off_value too."""
+    ids = as_value(indices, "one_hot")
+    if ids.dtype.kind not in "iu":
+        raise TypeError(f"one_hot: indices must be integers, got {ids.aval.short()}")
+    depth = operator.index(depth)
+    axis = ids.ndim if axis is None or axis == -1 else operator.index(axis)
+    if not 0 <= axis <= ids.ndim:
+        raise ValueError(f"one_hot: axis {axis} is out of range for indices of rank "
+                         f"{ids.ndim}")
+    given = [as_value(v, "one_hot") for v in (on_value, off_value) if v is not None]
+    strong = [v.dtype for v in given if not v._weak]
+    if len(set(strong)) > 1:
+        raise TypeError(f"one_hot: on_value ({strong[0].name}) and off_value "
+                        f"({strong[1].name}) must have one dtype")
+    # A Python number alone counts as TensorFlow converts it (int32, float32).
+    first = {"b": np.bool_, "i": np.int32, "f": np.float32}[given[0].dtype.kind] if given \
+        else np.float32
+    dtype = as_dtype(dtype) or (strong[0] if strong else np.dtype(first))
+    on = cast(1 if on_value is None else on_value, dtype)
+    off = cast(0 if off_value is None else off_value, dtype)
+    positions = np.arange(depth, dtype=ids.dtype).reshape(
+        (depth,) + (1,) * (ids.ndim - axis))
+    hits = equal(reshape(ids, ids.shape[:axis] + (1,) + ids.shape[axis:]), positions)
+    return where(hits, stop_gradient(on), stop_gradient(off))
+
+
+# ----- index vectors -----
+
+
+def _nd_rows(indices, shape, op):
+    """The row numbers that index vectors (indices' last axis, of length K) name in a table
+    of shape's first K axes flattened, each component checked against its axis; and K."""
+    k = indices.shape[-1] if indices.ndim else None
+    if indices.dtype.kind not in "iu" or k is None or not 1 <= k <= len(shape):
+        raise shape_error(f"{op}: indices must be integers with a last axis of 1 to "
+                          f"{len(shape)} (the rank of the indexed tensor), got "
+                          f"{indices.aval.short()}")
+    flat = reshape(indices, (-1, k))
+    rows = None
+    for i in range(k):
+        column = checked_indices(getitem_p.bind(flat, index=(FULL, i)), shape[i], op, "raise")
+        stride = size(shape[i + 1:k])
+        term = column if stride == 1 else column * cast(stride, column.dtype)
+        rows = term if rows is None else add(rows, term)
+    return rows, k
+
+
+def _table(x, k):
+    """x with its first k axes flattened into rows."""
+    return reshape(x, (size(x.shape[:k]),) + tuple(x.shape[k:]))
+
+
+# ----- gather_nd, tensor_scatter_nd_add / update -----
+
+
+def gather_nd(params, indices, batch_dims=0, name=None):
+    """The slices of params that index vectors name (tf.gather_nd): indices' last axis
+    holds K indices into params' first K axes (after `batch_dims` batch axes, which
+    params and indices share); each must be in range (no negative ones, as TensorFlow).
+    The gradient adds back into the slices read."""
+    x, ids = as_value(params, "gather_nd"), as_value(indices, "gather_nd")
+    b = operator.index(batch_dims)
+    batch = tuple(x.shape[:b])
+    if b:
+        x, ids = _unbatched(x, ids, b)
+    rows, k = _nd_rows(ids, x.shape, "gather_nd")
+    out = gather_p.bind(_table(x, k), rows)
+    out = reshape(out, ids.shape[:-1] + tuple(x.shape[k:]))
+    return out if not b else reshape(out, batch + out.shape[1:])
+
+
+def _unbatched(x, ids, b):
+    """gather_nd's batch axes folded into one index component: x with its b batch axes
+    as one, and ids with each vector led by its batch element's number."""
+    batch = tuple(x.shape[:b])
+    if b < 0 or b >= min(x.ndim, ids.ndim) or tuple(ids.shape[:b]) != batch:
+        raise shape_error(f"gather_nd: batch_dims={b} must be below both ranks, and params "
+                          f"{x.aval.short()} and indices {ids.aval.short()} must share "
+                          f"those axes")
+    n = size(batch)
+    ids = reshape(ids, (n,) + tuple(ids.shape[b:]))
+    numbers = np.arange(n, dtype=ids.dtype).reshape((n,) + (1,) * (ids.ndim - 1))
+    numbers = broadcast_to(numbers, tuple(ids.shape[:-1]) + (1,))
+    return reshape(x, (n,) + tuple(x.shape[b:])), concat([numbers, ids], -1)
+
+
+def tensor_scatter_nd_add(tensor, indices, updates, name=None):
+    """tensor with `updates` added at the slices that index vectors name
+    (tf.tensor_scatter_nd_add): repeated indices add up. Indices must be in range."""
+    x, rows, k, upd = _scatter_nd_args(tensor, indices, updates, "tensor_scatter_nd_add")
+    return x + reshape(scatter_add(upd, rows, size(x.shape[:k])), x.shape)
+
+
+def tensor_scatter_nd_update(tensor, indices, updates, name=None):
+    """tensor with the slices that index vectors name replaced by `updates`
+    (tf.tensor_scatter_nd_update): of repeated indices the last update stays, as on
+    TensorFlow's CPU. The gradient is TensorFlow's: zero for the replaced slices of
+    tensor, and each update's slice of it (repeated or not) for the updates."""
+    x, rows, k, upd = _scatter_nd_args(tensor, indices, updates, "tensor_scatter_nd_update")
+    return reshape(scatter_set_p.bind(_table(x, k), rows, upd), x.shape)
+
+
+def _scatter_nd_args(tensor, indices, updates, op):
+    x, ids, upd = (as_value(v, op) for v in (tensor, indices, updates))
+    if upd.dtype != x.dtype:
+        if not upd._weak:
+            raise TypeError(f"{op}: updates {upd.aval.short()} must have the dtype of "
+                            f"tensor {x.aval.short()}")
+        upd = cast(upd, x.dtype)
+    rows, k = _nd_rows(ids, x.shape, op)
+    want = tuple(ids.shape[:-1]) + tuple(x.shape[k:])
+    if tuple(upd.shape) != want:
+        raise shape_error(f"{op}: updates {upd.aval.short()} must have the shape {want} "
+                          f"(indices' leading axes, then tensor's after the {k} indexed)")
+    return x, rows, k, reshape(upd, (size(ids.shape[:-1]),) + tuple(x.shape[k:]))
+
+
+def _scatter_set_shape(x, indices, updates):
+    if indices.dtype.kind not in "iu" or indices.ndim != 1:
+        raise TypeError(f"indices must be a vector of integers, got {indices.short()}")
+    if updates.shape != indices.shape + x.shape[1:] or updates.dtype != x.dtype:
+        raise ValueError(f"updates {updates.short()} do not fit rows of {x.short()}")
+    return Aval(x.shape, x.dtype)
+
+
+def _scatter_set_impl(x, indices, updates):
+    _check_indices(indices, x.shape[0], "tensor_scatter_nd_update")
+    out = x.copy()
+    for k, i in enumerate(indices):  # in order: the last of repeated indices stays
+        out[i] = updates[k]
+    return out
+
+
+def _scatter_set_vjp(g, out, x, indices, updates):
+    return (scatter_set_p.bind(g, indices, cast(0, g.dtype) * updates), None,
+            gather_p.bind(g, indices))
+
+
+# x with rows at indices replaced by those of updates, the last of repeats staying.
+scatter_set_p = primitive("scatter_set", "opaque", _scatter_set_impl, _scatter_set_shape,
+                          "arrays.scatter_set(x, indices, updates)", vjp=_scatter_set_vjp)
+
+
+# ----- segment sums -----
+
+
+def unsorted_segment_sum(data, segment_ids, num_segments, name=None):
+    """The sums of data's slices that share a segment id (tf.math.unsorted_segment_sum):
+    segment_ids' shape is a prefix of data's; the result has num_segments rows. A
+    negative id drops its slice; one at or past num_segments raises, as TensorFlow's
+    CPU kernel does. The gradient gathers each slice's segment row."""
+    x, ids = as_value(data, "unsorted_segment_sum"), as_value(segment_ids,
+                                                              "unsorted_segment_sum")
+    n = operator.index(num_segments)
+    r = ids.ndim
+    if ids.dtype.kind not in "iu" or tuple(x.shape[:r]) != tuple(ids.shape):
+        raise shape_error(f"unsorted_segment_sum: segment_ids {ids.aval.short()} must be "
+                          f"integers whose shape begins data's, {x.aval.short()}")
+    flat = checked_indices(reshape(ids, (-1,)), n, "unsorted_segment_sum", negatives="pass")
+    # Dropped slices go to an extra row past the segments, cut off at the end.
+    rows = where(less(flat, 0), cast(n, flat.dtype), flat)
+    sums = scatter_add(_table(x, r), rows, n + 1)
+    return getitem_p.bind(sums, index=(Slice(None, n, None),))
+
+
+def segment_sum(data, segment_ids, name=None):
+    """unsorted_segment_sum for sorted ids (tf.math.segment_sum), the number of segments
+    being the last id + 1. That number is the ids' values, so traced ids (whose values
+    the trace does not know) raise TracingError: give them as a constant, or use
+    unsorted_segment_sum with num_segments."""
+    ids = as_value(segment_ids, "segment_sum")
+    if ids._trace is not None:
+        raise TracingError(f"{user_line()}\n  segment_sum: its number of segments is the "
+                           "traced segment_ids' last value, known only at run time; use "
+                           "srcxform.math.unsorted_segment_sum(data, ids, num_segments)")
+    values = ids._value
+    if values.ndim != 1:
+        raise shape_error(f"segment_sum: segment_ids must be a vector, got {ids.aval.short()}")
+    if values.size and values[0] < 0:
+        raise IndexArgumentError(f"segment_sum: segment id {values[0]} is negative")
+    if np.any(np.diff(values) < 0):
+        raise IndexArgumentError("segment_sum: segment ids are not increasing")
+    return unsorted_segment_sum(data, ids, int(values[-1]) + 1 if values.size else 0)

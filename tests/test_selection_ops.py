@@ -1,0 +1,328 @@
+"""Issue 16's selection and indexing ops (srcxform/ops/selection.py) against TensorFlow
+2.21: the values, dtypes, tie-breaking and gradients below were printed by it. Then the
+same ops compiled (Numba and SRCXFORM_JIT=0) against eager at several sizes per
+function, indices out of range raising there as eagerly, and NumPy dispatch.
+
+The op table (tests/samples.py) checks their gradients against finite differences.
+"""
+
+import numpy as np
+import pytest
+
+import srcxform as tf
+from srcxform.errors import IndexArgumentError
+
+nan = np.nan
+
+X = np.array([[1.0, 3.0, 3.0, 0.0], [2.0, 2.0, -1.0, 5.0]], np.float32)
+V = np.array([3.0, 1.0, 3.0, 2.0, 1.0], np.float32)
+P = np.arange(24.0, dtype=np.float32).reshape(2, 3, 4)
+D = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], np.float32)
+
+
+def _same(tensor, values, dtype):
+    assert tensor.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(tensor.numpy(), np.asarray(values, dtype))
+
+
+# ----- values, dtypes and ties, as TensorFlow's -----
+
+
+def test_argmax_argmin_take_the_first_of_ties_and_default_to_int64():
+    _same(tf.argmax(X, axis=1), [1, 3], np.int64)
+    _same(tf.math.argmin(X, axis=0), [0, 1, 1, 0], np.int64)
+    _same(tf.argmax(X, output_type=tf.int32), [1, 0, 0, 1], np.int32)
+    _same(tf.argmax(np.array([1, 7, 7], np.int32)), 1, np.int64)
+    _same(tf.argmax(np.array([False, True])), 1, np.int64)
+
+
+def test_argmax_argmin_skip_nans():
+    _same(tf.argmax(np.array([1.0, nan, 3.0, nan])), 2, np.int64)
+    _same(tf.argmax(np.array([nan, 1.0, 0.0])), 1, np.int64)
+    _same(tf.argmin(np.array([nan, 1.0, 0.0])), 2, np.int64)
+    _same(tf.argmin(np.array([1.0, nan, -3.0])), 2, np.int64)
+    _same(tf.argmax(np.array([nan, nan])), 0, np.int64)
+
+
+def test_argmax_of_a_scalar_raises():
+    with pytest.raises(ValueError, match="argmax"):
+        tf.argmax(tf.constant(1.0))
+
+
+def test_argsort_and_sort_keep_ties_in_order():
+    _same(tf.argsort(V), [1, 4, 3, 0, 2], np.int32)
+    _same(tf.argsort(V, direction="DESCENDING"), [0, 2, 3, 1, 4], np.int32)
+    _same(tf.argsort(V, direction="DESCENDING", stable=True), [0, 2, 3, 1, 4], np.int32)
+    _same(tf.argsort(np.array([2, 5, 5, 1], np.int32), direction="DESCENDING"), [1, 2, 0, 3],
+          np.int32)
+    _same(tf.sort(V, direction="DESCENDING"), [3, 3, 2, 1, 1], np.float32)
+    _same(tf.sort(np.array([3, 1, 2], np.int32)), [1, 2, 3], np.int32)
+    _same(tf.sort(X, axis=0), [[1, 2, -1, 0], [2, 3, 3, 5]], np.float32)
+    # NaN sorts last, as in TensorFlow.
+    _same(tf.sort(np.array([3.0, nan, 1.0], np.float32)), [1, 3, nan], np.float32)
+    _same(tf.argsort(np.array([3.0, nan, 1.0], np.float32)), [2, 0, 1], np.int32)
+    with pytest.raises(ValueError, match="direction"):
+        tf.sort(V, direction="UP")
+
+
+def test_top_k_values_and_indices():
+    values, indices = tf.math.top_k(V, k=3)
+    _same(values, [3, 3, 2], np.float32)
+    _same(indices, [0, 2, 3], np.int32)
+    values, indices = tf.math.top_k(np.array([3, 1, 2], np.int32), k=2)
+    _same(values, [3, 2], np.int32)
+    _same(indices, [0, 2], np.int32)
+    with pytest.raises(ValueError, match="k=6"):
+        tf.math.top_k(V, 6)
+
+
+def test_one_hot():
+    _same(tf.one_hot([0, 2, -1, 3], 3),
+          [[1, 0, 0], [0, 0, 1], [0, 0, 0], [0, 0, 0]], np.float32)
+    _same(tf.one_hot([0, 2], 3, axis=0), [[1, 0], [0, 0], [0, 1]], np.float32)
+    _same(tf.one_hot([[0, 2]], 3, on_value=5, off_value=-1), [[[5, -1, -1], [-1, -1, 5]]],
+          np.int32)
+    _same(tf.one_hot([1], 2, dtype=tf.float64), [[0, 1]], np.float64)
+    _same(tf.one_hot([1], 2, on_value=tf.constant(2.0, tf.float64)), [[0, 2]], np.float64)
+    _same(tf.one_hot(np.array([1], np.int64), 2), [[0, 1]], np.float32)
+    _same(tf.one_hot([[0, 1], [2, 0]], 3, axis=1),
+          [[[1, 0], [0, 1], [0, 0]], [[0, 1], [0, 0], [1, 0]]], np.float32)
+    with pytest.raises(TypeError, match="one dtype"):
+        tf.one_hot([1], 2, on_value=tf.constant(1), off_value=tf.constant(0.0))
+
+
+def test_gather_with_batch_dims():
+    _same(tf.gather(P, [[0, 2], [1, 1]], axis=1, batch_dims=1),
+          [[[0, 1, 2, 3], [8, 9, 10, 11]], [[16, 17, 18, 19], [16, 17, 18, 19]]], np.float32)
+    _same(tf.gather(P, [[[0, 3], [1, 1], [2, 0]], [[3, 3], [0, 1], [2, 2]]], axis=2,
+                    batch_dims=2),
+          [[[0, 3], [5, 5], [10, 8]], [[15, 15], [16, 17], [22, 22]]], np.float32)
+    _same(tf.gather(P, [[0, 3], [1, 2]], axis=2, batch_dims=1),
+          [[[0, 3], [4, 7], [8, 11]], [[13, 14], [17, 18], [21, 22]]], np.float32)
+
+
+def test_gather_nd():
+    _same(tf.gather_nd(P, [[1, 2], [0, 0]]), [[20, 21, 22, 23], [0, 1, 2, 3]], np.float32)
+    _same(tf.gather_nd(P, [[1, 2, 3]]), [23], np.float32)
+    _same(tf.gather_nd(P, [[1], [2]], batch_dims=1), [[4, 5, 6, 7], [20, 21, 22, 23]],
+          np.float32)
+    _same(tf.gather_nd(P.tolist(), [[[1, 0]], [[2, 3]]], batch_dims=1), [[4], [23]],
+          np.float32)
+    # TensorFlow takes no negative index here (unlike gather's Python-style ones).
+    for bad, index in (([[-1, 0]], -1), ([[2, 0]], 2)):
+        with pytest.raises(IndexArgumentError, match=f"gather_nd: index {index} is out of "
+                           "bounds for a dimension of size 2"):
+            tf.gather_nd(P, bad)
+
+
+UPDATES = np.array([[1.0, 2.0], [10.0, 20.0], [5.0, 5.0]], np.float32)
+
+
+def test_tensor_scatter_nd_add_and_update():
+    zeros = np.zeros((4, 2), np.float32)
+    _same(tf.tensor_scatter_nd_add(zeros, [[1], [1], [3]], UPDATES),
+          [[0, 0], [11, 22], [0, 0], [5, 5]], np.float32)
+    # Of repeated indices the last update stays, as on TensorFlow's CPU.
+    _same(tf.tensor_scatter_nd_update(zeros, [[1], [1], [3]], UPDATES),
+          [[0, 0], [10, 20], [0, 0], [5, 5]], np.float32)
+    _same(tf.tensor_scatter_nd_update(zeros, [[1, 0], [3, 1]], [7.0, 8.0]),
+          [[0, 0], [7, 0], [0, 0], [0, 8]], np.float32)
+    for op in (tf.tensor_scatter_nd_add, tf.tensor_scatter_nd_update):
+        for index in (4, -1):
+            with pytest.raises(IndexArgumentError, match=f"index {index} is out of bounds"):
+                op(zeros, [[index]], [[1.0, 2.0]])
+
+
+def test_scatter_gradients_are_tensorflows():
+    tensor = tf.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]])
+    updates = tf.constant(UPDATES)
+    weight = np.arange(8.0, dtype=np.float32).reshape(4, 2)
+    for op, tensor_grad in (
+            (tf.tensor_scatter_nd_add, [[0, 1], [2, 3], [4, 5], [6, 7]]),
+            (tf.tensor_scatter_nd_update, [[0, 1], [0, 0], [4, 5], [0, 0]])):
+        with tf.GradientTape() as tape:
+            tape.watch([tensor, updates])
+            y = op(tensor, [[1], [1], [3]], updates) * weight
+        grads = tape.gradient(y, [tensor, updates])
+        _same(grads[0], tensor_grad, np.float32)
+        # Each update gets its slice, even the one a repeat overwrites (TensorFlow's).
+        _same(grads[1], [[2, 3], [2, 3], [6, 7]], np.float32)
+
+
+def test_segment_sums():
+    _same(tf.math.segment_sum(D, [0, 0, 2]), [[4, 6], [0, 0], [5, 6]], np.float32)
+    _same(tf.math.unsorted_segment_sum(D, [2, 0, 2], 4), [[3, 4], [0, 0], [6, 8], [0, 0]],
+          np.float32)
+    # A negative id drops its slice.
+    _same(tf.math.unsorted_segment_sum(D, [-1, 0, 2], 3), [[3, 4], [0, 0], [5, 6]],
+          np.float32)
+    _same(tf.math.unsorted_segment_sum(D, [[0, 1], [1, 1], [0, 0]], 2), [12, 9], np.float32)
+    _same(tf.math.unsorted_segment_sum(np.array([1, 2, 3], np.int32), [0, 0, 1], 2), [3, 3],
+          np.int32)
+    with pytest.raises(IndexArgumentError, match="unsorted_segment_sum: index 3 is out of "
+                       "bounds for a dimension of size 3"):
+        tf.math.unsorted_segment_sum(D, [3, 0, 2], 3)
+    with pytest.raises(IndexArgumentError, match="not increasing"):
+        tf.math.segment_sum(D, [1, 0, 2])
+    with pytest.raises(IndexArgumentError, match="negative"):
+        tf.math.segment_sum(D, [-1, 0, 0])
+
+
+# ----- gradients, as TensorFlow's -----
+
+
+def _gradient(f, x, weight):
+    x = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = f(x) * weight
+    return tape.gradient(y, x)
+
+
+def test_sort_and_top_k_gradients_go_back_through_the_permutation():
+    ramp = np.arange(1.0, 6.0, dtype=np.float32)
+    _same(_gradient(tf.sort, V, ramp), [4, 1, 5, 3, 2], np.float32)
+    _same(_gradient(lambda v: tf.sort(v, direction="DESCENDING"), V, ramp), [1, 4, 2, 3, 5],
+          np.float32)
+    _same(_gradient(lambda v: tf.math.top_k(v, 2).values, V, np.array([1.0, 10.0], np.float32)),
+          [1, 0, 10, 0, 0], np.float32)
+
+
+def test_index_valued_ops_have_no_gradient():
+    x = tf.constant(X)
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        outs = [tf.argmax(x), tf.argmin(x), tf.argsort(x), tf.math.top_k(x, 2).indices,
+                tf.one_hot(tf.argmax(x, axis=1), 4, on_value=x[0, 0])]
+    assert [tape.gradient(out, x) for out in outs] == [None] * 5
+
+
+# ----- compiled, at several sizes, and as Python (SRCXFORM_JIT=0) -----
+
+
+def _ranked(x):
+    top = tf.math.top_k(x, 2)
+    return (tf.argmax(x, axis=1), tf.argmin(x, axis=0, output_type=tf.int32),
+            tf.argsort(x, direction="DESCENDING"), tf.sort(x, axis=0), top.values, top.indices,
+            tf.one_hot(tf.argmax(x, axis=1), x.shape[1], axis=0),
+            tf.gather(x, tf.argsort(x)[:, ::-1], axis=1, batch_dims=1))
+
+
+def _indexed(x, ids, updates, segments):
+    return (tf.gather_nd(x, ids), tf.tensor_scatter_nd_add(x, ids, updates),
+            tf.tensor_scatter_nd_update(x, ids, updates),
+            tf.math.unsorted_segment_sum(x, segments, 3))
+
+
+def _ranked_inputs(rng):
+    """Ties (small integers), a NaN row, and sizes that change."""
+    for shape in ((3, 4), (5, 6), (2, 3)):
+        x = rng.integers(0, 3, shape).astype(np.float64)
+        x[-1, :2] = nan
+        yield (x,)
+
+
+def _indexed_inputs(rng):
+    for rows, cols, n in ((4, 3, 5), (6, 2, 6), (3, 5, 2)):
+        x = rng.normal(size=(rows, cols))
+        ids = np.stack([rng.integers(0, rows, n), rng.integers(0, cols, n)], axis=1)
+        segments = rng.integers(-1, 3, rows)
+        yield x, ids, rng.normal(size=n), segments
+
+
+def _agree(f, inputs):
+    compiled = tf.differentiable(f)
+    for args in inputs:
+        eager = f(*[tf.constant(a) for a in args])
+        for got, want in zip(compiled(*args), eager):
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("jit", ["1", "0"])
+def test_compiled_as_eager_at_several_sizes(jit, monkeypatch):
+    monkeypatch.setenv("SRCXFORM_JIT", jit)
+    rng = np.random.default_rng(0)
+    _agree(_ranked, _ranked_inputs(rng))
+    _agree(_indexed, _indexed_inputs(rng))
+
+
+@pytest.mark.parametrize("jit", ["1", "0"])
+def test_compiled_indices_out_of_range_raise(jit, monkeypatch):
+    monkeypatch.setenv("SRCXFORM_JIT", jit)
+    compiled = tf.differentiable(_indexed)
+    x, updates = np.ones((4, 3)), np.ones(2)
+    segments = np.array([0, 1, 2, -1])
+    compiled(x, np.array([[3, 2], [0, 0]]), updates, segments)  # in range
+    for ids, message in (([[4, 2], [0, 0]], "index 4 is out of bounds for a dimension of size 4"),
+                         ([[0, 3], [0, 0]], "index 3 is out of bounds for a dimension of size 3"),
+                         ([[0, -1], [0, 0]], "index -1 is out of bounds")):
+        # The gather's check or a scatter's, whichever the kernel runs first.
+        with pytest.raises(IndexArgumentError, match=r"(gather_nd|tensor_scatter_nd_\w+): "
+                           + message):
+            compiled(x, np.array(ids), updates, segments)
+    with pytest.raises(IndexArgumentError, match="unsorted_segment_sum: index 3 is out of "
+                       "bounds for a dimension of size 3"):
+        compiled(x, np.array([[3, 2], [0, 0]]), updates, np.array([0, 3, 2, -1]))
+
+
+@pytest.mark.parametrize("jit", ["1", "0"])
+def test_compiled_gather_with_batch_dims_names_the_index_itself(jit, monkeypatch):
+    # Index 4 of a batch element's 4 columns is a row of the next element in the table
+    # that gather reads: the check must name the index, not the row. (Negative indices
+    # count from the end in srcxform's gather, where TensorFlow's raise.)
+    monkeypatch.setenv("SRCXFORM_JIT", jit)
+    compiled = tf.differentiable(lambda x, ids: tf.gather(x, ids, axis=1, batch_dims=1))
+    x = np.arange(12.0).reshape(3, 4)
+    np.testing.assert_array_equal(compiled(x, np.array([[3], [-4], [1]])).numpy(),
+                                  [[3], [4], [9]])
+    for bad in (4, -5):
+        with pytest.raises(IndexArgumentError, match=f"gather: index {bad} is out of bounds "
+                           "for a dimension of size 4"):
+            compiled(x, np.array([[0], [bad], [1]]))
+
+
+def test_compiled_gradients_at_several_sizes():
+    def loss(x, ids):
+        return (tf.reduce_sum(tf.sort(x, axis=0) * np.arange(x.shape[0])[:, None])
+                + tf.reduce_sum(tf.math.top_k(x, 2).values ** 2)
+                + tf.reduce_sum(tf.tensor_scatter_nd_update(x, ids, tf.gather_nd(x, ids) * 3.0)))
+
+    compiled = tf.differentiable(loss)
+    rng = np.random.default_rng(1)
+    for rows, cols in ((3, 4), (5, 3)):
+        x = rng.normal(size=(rows, cols))
+        ids = np.array([[rows - 1, 0], [0, cols - 1]])
+        xt = tf.constant(x)
+        with tf.GradientTape() as tape:
+            tape.watch(xt)
+            y = loss(xt, ids)
+        np.testing.assert_allclose(compiled.grad(x, ids), tape.gradient(y, xt).numpy(),
+                                   rtol=1e-12)
+
+
+def test_segment_sum_of_traced_ids_says_it_cannot_be_compiled():
+    compiled = tf.differentiable(lambda x, ids: tf.math.segment_sum(x, ids))
+    with pytest.raises(tf.TracingError, match="unsorted_segment_sum"):
+        compiled(D.astype(np.float64), np.array([0, 0, 1]))
+    # Ids known while tracing (a constant) give the number of segments there.
+    constant_ids = tf.differentiable(lambda x: tf.math.segment_sum(x, np.array([0, 0, 2])))
+    np.testing.assert_array_equal(constant_ids(D.astype(np.float64)).numpy(),
+                                  [[4, 6], [0, 0], [5, 6]])
+
+
+# ----- NumPy dispatch -----
+
+
+def test_numpy_dispatch():
+    x = tf.constant(X)
+    for func, kwargs in ((np.argmax, {}), (np.argmax, {"axis": 1}), (np.argmin, {"axis": 0}),
+                         (np.sort, {}), (np.sort, {"axis": None}), (np.argsort, {"axis": 0}),
+                         (np.argsort, {"kind": "stable"})):
+        got, want = func(x, **kwargs), func(X, **kwargs)
+        assert isinstance(got, tf.Tensor) and got.dtype == want.dtype
+        np.testing.assert_array_equal(got.numpy(), want)
+    with pytest.raises(TypeError, match="keepdims"):
+        np.argmax(x, axis=0, keepdims=True)
+    # NaNs are skipped, as in TensorFlow (NumPy would return the NaN's index).
+    assert np.argmax(tf.constant([1.0, nan, 3.0])).numpy() == 2
