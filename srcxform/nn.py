@@ -9,3 +9,4 @@ from srcxform.ops.nn import (  # noqa: F401
 )
 # Keras's name (keras.activations.log_sigmoid); TensorFlow's is tf.math.log_sigmoid.
 from srcxform.ops.nn import log_sigmoid  # noqa: F401
+from srcxform.ops.selection import top_k  # noqa: F401  (also tf.math.top_k)
