@@ -45,7 +45,7 @@ def _leaf_key(leaf):
     Variable's from a Tensor's: the kernel reads and assigns a Variable, not a leaf."""
     if isinstance(leaf, (Tensor, Variable)):
         kind = "variable" if isinstance(leaf, Variable) else "tensor"
-        return (kind, _leaf_key(leaf._value))
+        return (kind, _leaf_key(leaf._array))
     if isinstance(leaf, (np.ndarray, np.generic)) and leaf.dtype.char not in _COMPILED_DTYPES:
         raise TypeError(f"srcxform.differentiable compiles float32, float64, integer and "
                         f"bool values, not {leaf.dtype.name}: cast it first "

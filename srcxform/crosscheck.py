@@ -32,18 +32,18 @@ def first_call(name, compiled, eager, variables):
 
     Both are run from the same values of `variables` (the Variables the kernel reads or
     assigns); the kernel's new values stay assigned."""
-    before = [v._value.copy() for v in variables]
+    before = [v._array.copy() for v in variables]
     results = compiled()
-    after = [v._value for v in variables]
+    after = [v._array for v in variables]
     for v, value in zip(variables, before):
-        v._value = value
+        v._array = value
     try:
         expected = eager()
         differences = _differences(tree_flatten(results)[0] + after,
-                                   tree_flatten(expected)[0] + [v._value for v in variables])
+                                   tree_flatten(expected)[0] + [v._array for v in variables])
     finally:
         for v, value in zip(variables, after):
-            v._value = value
+            v._array = value
     if differences:
         raise CheckError(f"srcxform check: {name}'s compiled kernel disagrees with the eager "
                          "tape at its first call (please report it):\n" +

@@ -54,7 +54,7 @@ DESCRIBERS = {}
 def function_digest(fn):
     """The digest of fn's code and of what it reads, or None if fn is not indexable."""
     try:
-        return hashlib.sha256(repr(_value(fn, {})).encode()).hexdigest()
+        return hashlib.sha256(repr(_digestible(fn, {})).encode()).hexdigest()
     except _Unknown:
         return None
 
@@ -113,7 +113,7 @@ def _function(fn, seen):
         raise _Unknown
     reads = sorted(name for name in _names(code) if name in fn.__globals__)
     return repr([module, fn.__qualname__, code.co_filename, code.co_firstlineno, _code(code),
-                 [(name, _value(fn.__globals__[name], seen)) for name in reads]]
+                 [(name, _digestible(fn.__globals__[name], seen)) for name in reads]]
                 + _made_with(fn, seen))
 
 
@@ -121,14 +121,14 @@ def _made_with(fn, seen):
     """What a function object holds besides its code: its closure's cells, its defaults
     and its attributes (f.scale = 2.0; f.__wrapped__)."""
     return [[_cell(cell, seen) for cell in fn.__closure__ or ()],
-            _value(fn.__defaults__, seen),
-            _value(tuple(sorted((fn.__kwdefaults__ or {}).items())), seen),
-            _value(tuple(sorted(fn.__dict__.items())), seen)]
+            _digestible(fn.__defaults__, seen),
+            _digestible(tuple(sorted((fn.__kwdefaults__ or {}).items())), seen),
+            _digestible(tuple(sorted(fn.__dict__.items())), seen)]
 
 
 def _cell(cell, seen):
     try:
-        return _value(cell.cell_contents, seen)
+        return _digestible(cell.cell_contents, seen)
     except ValueError:  # not assigned yet
         return "empty cell"
 
@@ -170,17 +170,17 @@ def _code(code):
                  code.co_freevars, code.co_cellvars))
 
 
-def _value(value, seen):
+def _digestible(value, seen):
     if isinstance(value, _SIMPLE):
         return f"{type(value).__name__}:{value!r}"
     if isinstance(value, tuple):
-        return tuple(_value(v, seen) for v in value)
+        return tuple(_digestible(v, seen) for v in value)
     if type(value) in DESCRIBERS:
-        return DESCRIBERS[type(value)](value, lambda v: _value(v, seen))
+        return DESCRIBERS[type(value)](value, lambda v: _digestible(v, seen))
     if isinstance(value, types.FunctionType):  # before the library rule: closures differ
         return _function(value, seen)
     if isinstance(value, types.MethodType):
-        return f"{value.__func__.__name__} of {_value(value.__self__, seen)}"
+        return f"{value.__func__.__name__} of {_digestible(value.__self__, seen)}"
     if isinstance(value, types.ModuleType) and _library(value.__name__):
         return f"module {value.__name__}"
     if hasattr(value, "__qualname__") and _library(getattr(value, "__module__", "") or ""):

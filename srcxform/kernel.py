@@ -38,7 +38,7 @@ def kernel_arg(leaf):
     """A traced leaf as the kernel receives it: arrays in native byte order, with 0-d ones
     as scalars."""
     if isinstance(leaf, (Tensor, Variable)):
-        leaf = leaf._value
+        leaf = leaf._array
     if isinstance(leaf, (np.ndarray, np.generic)) and not leaf.dtype.isnative:
         leaf = leaf.astype(leaf.dtype.newbyteorder("="))
     if isinstance(leaf, np.ndarray) and leaf.ndim == 0:
@@ -172,7 +172,7 @@ def _module_of(fn):
 
 def _assign(variable, value):
     """A Variable's new value, from the kernel's output (a scalar for rank 0)."""
-    variable._value = np.asarray(value, variable.dtype).reshape(variable.shape)
+    variable._array = np.asarray(value, variable.dtype).reshape(variable.shape)
 
 
 # The default of an entry's parameters: the caller gave fewer arguments.

@@ -138,7 +138,7 @@ class Primitive:
             raise kind(f"{self.name}({operands}): {err}\n  at {user_line()}") from None
 
     def eager(self, values, params, out_aval):
-        arrays = [v._value for v in values]
+        arrays = [v._array for v in values]
         if self.kind == "elementwise":
             # Operands meet in their common dtype; a condition ("c") stays bool.
             names = self.arg_names
@@ -156,13 +156,13 @@ def _check_python_ints(prim, values):
     """TypeError for a Python int (a weak int operand) that the integer dtype it meets
     cannot hold: casting it there would wrap it (int32 + 2**40 would add 0, as it does in
     TensorFlow); NumPy raises."""
-    weak = [v for v in values if isinstance(v, Tensor) and v._weak and v._value.dtype.kind == "i"]
+    weak = [v for v in values if isinstance(v, Tensor) and v._weak and v._array.dtype.kind == "i"]
     if not weak:
         return
     operands = [v for n, v in zip(prim.arg_names, values) if n != "c"] \
         if prim.kind == "elementwise" else values
     dtype = promote([v.aval for v in operands])[0]
-    bad = next((b for b in (out_of_range(v._value, dtype) for v in weak) if b is not None),
+    bad = next((b for b in (out_of_range(v._array, dtype) for v in weak) if b is not None),
                None)
     if bad is not None:
         shown = ", ".join(v.aval.short() for v in values)

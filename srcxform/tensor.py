@@ -65,10 +65,10 @@ class Value:
 class Tensor(Value):
     """An immutable NumPy-backed value (tf.Tensor)."""
 
-    __slots__ = ("_id", "_value", "_weak")
+    __slots__ = ("_array", "_id", "_weak")
 
     def __init__(self, value, dtype=None):
-        self._value = _to_array(value, as_dtype(dtype), copy=True)
+        self._array = _to_array(value, as_dtype(dtype), copy=True)
         self._weak = False
         self._id = next(_ids)
 
@@ -76,39 +76,39 @@ class Tensor(Value):
     def _new(cls, array, weak=False, id=None):
         """Wraps an ndarray as is (the op path: no conversion)."""
         t = object.__new__(cls)
-        t._value = array
+        t._array = array
         t._weak = weak
         t._id = next(_ids) if id is None else id
         return t
 
     @property
     def aval(self):
-        return Aval(self._value.shape, self._value.dtype, self._weak)
+        return Aval(self._array.shape, self._array.dtype, self._weak)
 
     @property
     def shape(self):
-        return TensorShape(self._value.shape)
+        return TensorShape(self._array.shape)
 
     @property
     def dtype(self):
         # A value made of Python scalars alone is held exactly, but shows TensorFlow's
         # dtype for it (2.0 * 3.0 is float32).
-        return settled(self._value.dtype, self._value) if self._weak else self._value.dtype
+        return settled(self._array.dtype, self._array) if self._weak else self._array.dtype
 
     @property
     def ndim(self):
-        return self._value.ndim
+        return self._array.ndim
 
     def numpy(self):
         """A copy of the value as a NumPy array (a NumPy scalar for a 0-d tensor), as
         TensorFlow's: changing it cannot change the Tensor."""
-        array = self._value
+        array = self._array
         if array.ndim == 0:
             return (array.astype(self.dtype) if self._weak else array)[()]
         return array.astype(self.dtype) if self._weak else array.copy()
 
     def __array__(self, dtype=None, copy=None):
-        return _shared_array(self._value, self.dtype if dtype is None else dtype, copy)
+        return _shared_array(self._array, self.dtype if dtype is None else dtype, copy)
 
     def __float__(self):
         return float(self._scalar("float"))
@@ -122,19 +122,19 @@ class Tensor(Value):
         return int(self._scalar("index"))
 
     def __bool__(self):
-        if self._value.size != 1:
+        if self._array.size != 1:
             # NumPy's and TensorFlow's type for an ambiguous truth.
             raise ValueError(f"bool() of a tensor of shape {self.shape}: only one element "
                              "has a truth value; use reduce_any/reduce_all or index it")
-        return bool(self._value.reshape(()).item())
+        return bool(self._array.reshape(()).item())
 
     def _scalar(self, what):
         # A number only from a scalar, as NumPy 2 and TensorFlow: float() of a 1-element
         # vector raises, where taking its element would hide a shape bug.
-        if self._value.ndim:
+        if self._array.ndim:
             raise TypeError(f"{what}() of a tensor of shape {self.shape}: only a scalar "
                             "(shape ()) has a number value; index it or reduce it")
-        return self._value.item()
+        return self._array.item()
 
     def __repr__(self):
         return (f"<srcxform.Tensor: shape={self.shape}, dtype={self.dtype.name}, "
@@ -160,13 +160,13 @@ class SizeConstant(Tensor):
 class Variable(Value):
     """A mutable value whose reads are watched by tapes (tf.Variable)."""
 
-    __slots__ = ("_id", "_value", "name", "trainable")
+    __slots__ = ("_array", "_id", "name", "trainable")
 
     def __init__(self, initial_value, trainable=True, name=None, dtype=None):
         if callable(initial_value):
             initial_value = initial_value()
         # A NumPy value is copied; a Tensor's array is shared: neither changes in place.
-        self._value = _to_array(initial_value, as_dtype(dtype), copy=True, what="Variable")
+        self._array = _to_array(initial_value, as_dtype(dtype), copy=True, what="Variable")
         self._id = next(_ids)
         self.trainable = bool(trainable)
         # TensorFlow's name is the name of the variable's output: "w" gives "w:0".
@@ -174,15 +174,15 @@ class Variable(Value):
 
     @property
     def aval(self):
-        return Aval(self._value.shape, self._value.dtype)
+        return Aval(self._array.shape, self._array.dtype)
 
     @property
     def shape(self):
-        return TensorShape(self._value.shape)
+        return TensorShape(self._array.shape)
 
     @property
     def dtype(self):
-        return self._value.dtype
+        return self._array.dtype
 
     def _read(self):
         """A snapshot of the value that carries the Variable's identity, so that the tape
@@ -192,7 +192,7 @@ class Variable(Value):
         traces = recording.CONTEXT.traces
         if traces:
             return traces[-1].read_variable(self)
-        return Tensor._new(self._value, id=self._id)
+        return Tensor._new(self._array, id=self._id)
 
     def read_value(self):
         return self._read()
@@ -200,7 +200,7 @@ class Variable(Value):
     value = read_value
 
     def numpy(self):
-        return self._value[()] if self._value.ndim == 0 else self._value.copy()
+        return self._array[()] if self._array.ndim == 0 else self._array.copy()
 
     def __getitem__(self, index):
         """self[index], a Tensor whose assign() writes into that part of the Variable
@@ -211,7 +211,7 @@ class Variable(Value):
         return VariablePart._of(part, self, index)
 
     def __array__(self, dtype=None, copy=None):
-        return _shared_array(self._value, self.dtype if dtype is None else dtype, copy)
+        return _shared_array(self._array, self.dtype if dtype is None else dtype, copy)
 
     def assign(self, value, read_value=True):
         """Replaces the value; the new value must have the Variable's shape, and a dtype
@@ -223,12 +223,12 @@ class Variable(Value):
         if traces:
             traces[-1].write_variable(self, value)
             return self
-        new = np.asarray(value._value)
-        if new.shape != self._value.shape:
+        new = np.asarray(value._array)
+        if new.shape != self._array.shape:
             raise ValueError(f"assign: cannot assign a value of shape {new.shape} to "
-                             f"{self.name} of shape {self._value.shape}")
+                             f"{self.name} of shape {self._array.shape}")
         _check_range(new, self.dtype, f"assign to {self.name}")
-        self._value = new.astype(self._value.dtype, copy=True)
+        self._array = new.astype(self._array.dtype, copy=True)
         return self
 
     def assign_add(self, delta, read_value=True):
@@ -252,7 +252,7 @@ class Variable(Value):
 
     def __repr__(self):
         return (f"<srcxform.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}, "
-                f"numpy={_numpy_text(self._value, repr)}>")
+                f"numpy={_numpy_text(self._array, repr)}>")
 
     def __str__(self):
         return repr(self)
@@ -268,7 +268,7 @@ class VariablePart(Tensor):
 
     @classmethod
     def _of(cls, part, variable, index):
-        t = cls._new(part._value, part._weak, id=part._id)  # the id: the tape knows the read
+        t = cls._new(part._array, part._weak, id=part._id)  # the id: the tape knows the read
         t._variable, t._index = variable, index
         return t
 
@@ -280,11 +280,11 @@ class VariablePart(Tensor):
                              f"{self._variable.name}[...] of shape {self.shape}")
         what = f"assign to {self._variable.name}"
         check_convertible(value.dtype, self.dtype, what)
-        _check_range(value._value, self.dtype, what)
+        _check_range(value._array, self.dtype, what)
         new = self._variable.numpy()
         # A list is a tuple of indices, as getitem reads it (x[[0, 1]] is x[0, 1]).
         new[tuple(self._index) if isinstance(self._index, list) else self._index] = \
-            value._value
+            value._array
         return self._variable.assign(new)
 
 
@@ -325,11 +325,11 @@ def _to_array(value, dtype=None, copy=False, what="constant"):
             raise TracingError(f"{user_line()}\n  a traced value cannot become a constant or a "
                                "Variable's initial value while compiling; use it as it is")
         if source._weak:  # made of Python scalars: converts as they would
-            return _python_array(source._value, dtype, what)
+            return _python_array(source._array, dtype, what)
         if dtype is not None and dtype != source.dtype:
             raise TypeError(f"{what}: expected a value of dtype {dtype.name}, got a tensor of "
                             f"dtype {source.dtype.name}; cast it (srcxform.cast)")
-        return source._value
+        return source._array
     if isinstance(value, (np.ndarray, np.generic)):
         _check_kind(value.dtype, value)
         if dtype is not None:

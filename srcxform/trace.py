@@ -240,7 +240,7 @@ class Trace:
                 raise TracingError(f"{user_line()}: a value traced by another function is used "
                                    "here; pass it as an argument instead")
             return value.var
-        array = value._value
+        array = value._array
         if isinstance(value, SizeConstant):
             return Lit(value.dim, value.aval)
         if array.ndim == 0:
@@ -290,7 +290,7 @@ class Trace:
         if isinstance(value, Tracer):
             value = Tracer(self, value.var, variable._id)
         else:
-            value = Tensor._new(value._value, id=variable._id)
+            value = Tensor._new(value._array, id=variable._id)
         self.variables[variable._id][2] = value
 
     def variable_inputs(self):

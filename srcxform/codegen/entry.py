@@ -97,14 +97,14 @@ class _EntryWriter:
             self.fails(f"type({name}) is not {self.constant(type(leaf))} or "
                        f"{name} != {self.constant(leaf)}")
             return
-        array = leaf._value if isinstance(leaf, (Tensor, Variable)) else leaf
+        array = leaf._array if isinstance(leaf, (Tensor, Variable)) else leaf
         tests = [f"type({name}) is not {self.constant(type(leaf))}"]
         if isinstance(leaf, Tensor):
             tests.append(f"{name}._weak")
         if not (isinstance(array, np.ndarray) or isinstance(leaf, (Tensor, Variable))):
             self.fails(" or ".join(tests))
             return
-        value = f"{name}._value" if isinstance(leaf, (Tensor, Variable)) else name
+        value = f"{name}._array" if isinstance(leaf, (Tensor, Variable)) else name
         if array.ndim:
             self.fails(" or ".join(tests))
             self.layout(value, array.dtype)
@@ -163,8 +163,8 @@ class _EntryWriter:
 def _arg_expr(name, leaf):
     """How the kernel receives a leaf held in `name`."""
     if isinstance(leaf, (Tensor, Variable)):
-        name = f"{name}._value"
-        leaf = leaf._value
+        name = f"{name}._array"
+        leaf = leaf._array
     return f"{name}[()]" if isinstance(leaf, np.ndarray) and leaf.ndim == 0 else name
 
 
@@ -193,9 +193,9 @@ def emit(conv, consts, probes, name, form, args, sole):
     kernel_args = [_arg_expr(w.names[i], leaves[i]) for i in conv.traced]
     for source in conv.variables:
         v, variable = w.variable(source, leaves)
-        kernel_args.append(f"{v}._value" if variable.ndim else f"{v}._value[()]")
+        kernel_args.append(f"{v}._array" if variable.ndim else f"{v}._array[()]")
         if variable.ndim and not isinstance(source, int):  # a leaf's is tested with it
-            w.layout(f"{v}._value", variable.dtype, fixed=True)
+            w.layout(f"{v}._array", variable.dtype, fixed=True)
     for c in consts:
         kernel_args.append(w.constant(c))
         w.layout(kernel_args[-1], c.dtype, fixed=True)
@@ -323,8 +323,8 @@ def _variable_writes(conv, w, leaves, results):
     for j, source in enumerate(conv.writes):
         v, variable = w.variable(source, leaves)
         value = results[start + j]
-        lines.append(f"{v}._value = {value}" if variable.ndim
-                     else f"{v}._value = np.asarray({value}, {w.constant(variable.dtype)})")
+        lines.append(f"{v}._array = {value}" if variable.ndim
+                     else f"{v}._array = np.asarray({value}, {w.constant(variable.dtype)})")
     return lines
 
 

@@ -16,7 +16,7 @@ def constant(value, dtype=None, shape=None, name=None):
     """A Tensor from a Python value or array; Python floats become float32 (tf.constant)."""
     t = Tensor(value, dtype)
     if shape is not None:
-        t = Tensor._new(np.broadcast_to(t._value, tuple(shape)).copy())
+        t = Tensor._new(np.broadcast_to(t._array, tuple(shape)).copy())
     return t
 
 
@@ -48,7 +48,7 @@ def fill(dims, value, name=None):
     if value.aval.weak:
         # A weak scalar is held as float64/int64; the filled tensor is a strong value of
         # the dtype it reports, not a weak float64 array that a Variable would copy.
-        value = cast(value, settled(value.aval.dtype, value._value))
+        value = cast(value, settled(value.aval.dtype, value._array))
     return broadcast_to(value, _shape(dims, "fill"))
 
 
@@ -72,7 +72,7 @@ def range(start, limit=None, delta=1, dtype=None, name=None):
         start, limit = 0, start
     values = [as_value(v, "range") for v in (start, limit, delta)]
     dtype = as_dtype(dtype) or _result_dtype(values)
-    return Tensor._new(np.arange(*[v._value for v in values], dtype=dtype))
+    return Tensor._new(np.arange(*[v._array for v in values], dtype=dtype))
 
 
 def linspace(start, stop, num, name=None, axis=0):
@@ -81,7 +81,7 @@ def linspace(start, stop, num, name=None, axis=0):
     lo, hi = as_value(start, "linspace"), as_value(stop, "linspace")
     dtype = _result_dtype([lo, hi])
     dtype = dtype if dtype.kind == "f" else np.dtype(np.float64)
-    return Tensor._new(np.linspace(lo._value, hi._value, int(num), dtype=dtype, axis=axis))
+    return Tensor._new(np.linspace(lo._array, hi._array, int(num), dtype=dtype, axis=axis))
 
 
 def eye(num_rows, num_columns=None, batch_shape=None, dtype=float32, name=None):
@@ -96,7 +96,7 @@ def _result_dtype(values):
     """The dtype values meet in; Python scalars alone settle to float32 or int32 (int64
     where int32 cannot hold one)."""
     dtype, weak = promote([v.aval for v in values])
-    return settled(dtype, np.concatenate([np.ravel(v._value) for v in values])) if weak \
+    return settled(dtype, np.concatenate([np.ravel(v._array) for v in values])) if weak \
         else dtype
 
 

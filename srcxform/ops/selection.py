@@ -344,7 +344,7 @@ def segment_sum(data, segment_ids, name=None):
         raise TracingError(f"{user_line()}\n  segment_sum: its number of segments is the "
                            "traced segment_ids' last value, known only at run time; use "
                            "srcxform.math.unsorted_segment_sum(data, ids, num_segments)")
-    values = ids._value
+    values = ids._array
     if values.ndim != 1:
         raise shape_error(f"segment_sum: segment_ids must be a vector, got {ids.aval.short()}")
     if values.size and values[0] < 0:

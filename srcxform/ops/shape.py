@@ -400,7 +400,7 @@ def _known_indices(indices):
     """The values of gather indices known while tracing: a constant's, or those of an
     integer argument in the call being traced; else None."""
     trace = getattr(indices, "_trace", None)
-    return indices._value if trace is None else trace.integer_inputs.get(indices.var)
+    return indices._array if trace is None else trace.integer_inputs.get(indices.var)
 
 
 def _batch_rows(indices, b, n):
@@ -474,7 +474,7 @@ def boolean_mask(tensor, mask, axis=None, name=None):
         raise shape_error(f"boolean_mask: mask {m.aval.short()} does not match the axes "
                           f"from {axis} on of {x.aval.short()}")
     rows = reshape(x, x.shape[:axis] + (-1,) + x.shape[axis + m.ndim:])
-    return gather(rows, np.flatnonzero(m._value), axis=axis)
+    return gather(rows, np.flatnonzero(m._array), axis=axis)
 
 
 def _normalize_index(items, shape):
