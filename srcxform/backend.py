@@ -19,7 +19,7 @@ import threading
 
 from srcxform import runtime
 from srcxform.cachefiles import cache_dir, damaged, read_sealed, write_atomic, write_sealed
-from srcxform.errors import CompileError
+from srcxform.errors import CompileError, InvalidArgumentError
 
 
 def jit_enabled():
@@ -169,8 +169,8 @@ class Compiled:
     def __call__(self, *args):
         try:
             return self.dispatcher(*args)
-        except IndexError:
-            raise  # a gather's index out of range, as eager raises it
+        except (IndexError, InvalidArgumentError):
+            raise  # what a kernel checks and raises, as eager raises it (an index, a divisor)
         except Exception as err:
             raise self.error(err) from err
 
@@ -184,8 +184,9 @@ class Compiled:
 
     def error(self, err):
         """What an exception out of the dispatcher means. Generated kernels raise nothing
-        but IndexError (arrays.check_indices; NumPy's error model otherwise), so it came
-        from compiling: typing, lowering, or an attribute Numba does not know."""
+        but the InvalidArgumentErrors the runtime's checks raise (an index out of range, an
+        integer divisor of 0; NumPy's error model otherwise), so it came from compiling:
+        typing, lowering, or an attribute Numba does not know."""
         return CompileError(_explain(err, self.source))
 
 
