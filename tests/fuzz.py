@@ -54,6 +54,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 VALUE_TOL = {"rtol": 1e-9, "atol": 1e-11}  # the paths against each other
 FD_TOL = {"rtol": 1e-5, "atol": 1e-6}  # eager against central differences
+KINK_TOL = {"rtol": 1e-4, "atol": 1e-4}  # against one-sided ones, at a kink
 FD_EPS = 1e-6
 PROGRAM_TIMEOUT_S = 300  # a worker silent this long on one program is killed
 
@@ -513,21 +514,31 @@ def _value_only(differentiable, args):
     return float(differentiable(*args)), None
 
 
-def _numeric(program, args):
-    """Central differences of the NumPy program wrt every float argument."""
+def _numeric(program, args, signs=(1.0, -1.0)):
+    """Differences of the NumPy program wrt every float argument: central by default;
+    with signs (1.0, 0.0) forward and (0.0, -1.0) backward ones."""
     grads = []
     for i in program.float_params():
         grad = np.zeros(args[i].shape)
         for k in range(args[i].size):
             moved = []
-            for sign in (1.0, -1.0):
+            for sign in signs:
                 shifted = list(args)
                 shifted[i] = args[i].copy()
                 shifted[i].flat[k] += sign * FD_EPS
                 moved.append(numpy_loss(program, shifted))
-            grad.flat[k] = (moved[0] - moved[1]) / (2 * FD_EPS)
+            grad.flat[k] = (moved[0] - moved[1]) / ((signs[0] - signs[1]) * FD_EPS)
         grads.append(grad)
     return grads
+
+
+def _at_a_kink(program, args, eager_grads):
+    """Whether each gradient element eager gave is a one-sided derivative where central
+    differences straddle a kink: the data are sines, so two elements of a max can tie to
+    the last bit, and there the gradient is either side's (TensorFlow picks one)."""
+    sides = [_numeric(program, args, signs) for signs in ((1.0, 0.0), (0.0, -1.0))]
+    return all(np.all(np.isclose(g, f, **KINK_TOL) | np.isclose(g, b, **KINK_TOL))
+               for g, f, b in zip(eager_grads, *sides))
 
 
 def _close(a, b, tol):
@@ -569,7 +580,8 @@ def check_reference(program, args, eager):
     if not _close(eager.value, expected, VALUE_TOL):
         return "eager value != NumPy"
     numeric = _numeric(program, args) if np.isfinite(expected) else eager.grads
-    if not all(_close(g, e, FD_TOL) for g, e in zip(eager.grads, numeric)):
+    if not all(_close(g, e, FD_TOL) for g, e in zip(eager.grads, numeric)) and \
+            not _at_a_kink(program, args, eager.grads):
         return "eager gradient != central differences"
     return None
 

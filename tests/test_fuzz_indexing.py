@@ -14,7 +14,9 @@ import textwrap
 import numpy as np
 import pytest
 from corpus import eager_value_and_grad
-from fuzz import ROOT, NumpyTF, run
+from fuzz import (
+    ROOT, NumpyTF, _attempt, _eager, _function, check_reference, program_for, run,
+)
 
 import srcxform as tf
 
@@ -195,3 +197,14 @@ def test_the_reference_checks_gather_indices_when_the_result_is_empty():
     with pytest.raises(IndexError, match="index 5 is out of bounds for a dimension of size 3"):
         tf.gather(x, [5], axis=1)
     assert NumpyTF.gather(x, [-3], axis=1).shape == tf.gather(x, [-3], axis=1).shape == (0, 1)
+
+
+def test_the_reference_takes_either_side_of_a_kink_and_nothing_else():
+    # Seed 81's program 172: two elements of a reduce_max tie to the last bit (the data are
+    # sines), so central differences straddle the kink; eager's gradient is one side's.
+    program = program_for(81, 172)
+    args = program.args(program.calls[1])
+    eager = _attempt(_eager, _function(program, "<kink>"), program, args)
+    assert check_reference(program, args, eager) is None
+    eager.grads = [g * 1.01 for g in eager.grads]
+    assert check_reference(program, args, eager) == "eager gradient != central differences"
