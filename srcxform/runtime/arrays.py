@@ -25,11 +25,7 @@ def empty(shape, dtype):
 def check_indices(indices, size, op):
     """Raises IndexError (as eager raises it: also TensorFlow's InvalidArgumentError) if an
     index is outside [-size, size)."""
-    for k in range(indices.shape[0]):
-        i = indices[k]
-        if i < -size or i >= size:
-            raise IndexArgumentError(op + ": index " + str(i) + " is out of bounds for a "
-                                     "dimension of size " + str(size))
+    check_range(indices, size, op, "from_end")
 
 
 @helper
@@ -50,10 +46,9 @@ def scatter_add(g, indices, size):
 
 
 @helper
-def cumulative(x, axis, product, exclusive, reverse):
-    """The running sum (or product) of x along `axis`, TensorFlow's cumsum and cumprod:
-    `exclusive` leaves each element out of its own total, `reverse` runs from the end.
-    Works on x seen as (before, along, after), so one function serves every rank."""
+def along_axis(x, axis):
+    """x seen as (before, along, after): the sizes before `axis` and after it joined, so
+    one loop nest serves every rank."""
     shape = x.shape
     before, after = 1, 1
     for i in range(x.ndim):
@@ -61,8 +56,16 @@ def cumulative(x, axis, product, exclusive, reverse):
             before *= shape[i]
         elif i > axis:
             after *= shape[i]
-    n = shape[axis]
-    flat = np.ascontiguousarray(x).reshape((before, n, after))
+    return np.ascontiguousarray(x).reshape((before, shape[axis], after))
+
+
+@helper
+def cumulative(x, axis, product, exclusive, reverse):
+    """The running sum (or product) of x along `axis`, TensorFlow's cumsum and cumprod:
+    `exclusive` leaves each element out of its own total, `reverse` runs from the end.
+    Works on x seen as (before, along, after) (along_axis)."""
+    flat = along_axis(x, axis)
+    before, n, after = flat.shape
     out = np.empty_like(flat)
     start = np.ones(1, flat.dtype)[0] if product else np.zeros(1, flat.dtype)[0]
     for a in range(before):
@@ -75,8 +78,7 @@ def cumulative(x, axis, product, exclusive, reverse):
                 total = total * flat[a, j, c] if product else total + flat[a, j, c]
                 if not exclusive:
                     out[a, j, c] = total
-    return out.reshape(shape)
-
+    return out.reshape(x.shape)
 
 
 @helper
@@ -108,16 +110,9 @@ def scatter_set(x, indices, updates):
 def arg_extreme(x, axis, largest, out_dtype):
     """The index of the largest (or smallest) value along `axis`, flattened: the first of
     ties, NaNs skipped, 0 where all are NaN (TensorFlow's argmax and argmin). x seen as
-    (before, along, after), as in cumulative."""
-    shape = x.shape
-    before, after = 1, 1
-    for i in range(x.ndim):
-        if i < axis:
-            before *= shape[i]
-        elif i > axis:
-            after *= shape[i]
-    n = shape[axis]
-    flat = np.ascontiguousarray(x).reshape((before, n, after))
+    (before, along, after) (along_axis)."""
+    flat = along_axis(x, axis)
+    before, n, after = flat.shape
     out = np.zeros((before, after), out_dtype)
     for a in range(before):
         for c in range(after):
