@@ -8,6 +8,7 @@ at smooth points: eager, compiled, as Python, against finite differences and Num
 
 import numpy as np
 import pytest
+from helpers import value_and_two_orders
 
 import srcxform as tf
 
@@ -16,14 +17,8 @@ nan, inf = np.nan, np.inf
 
 def _derivatives(f, points):
     """f(x), its first and its second derivative at each point (elementwise ops)."""
-    x = tf.constant(np.asarray(points, np.float64))
-    with tf.GradientTape() as outer:
-        outer.watch(x)
-        with tf.GradientTape() as inner:
-            inner.watch(x)
-            y = f(x)
-        dy = inner.gradient(y, x)
-    return y.numpy(), dy.numpy(), outer.gradient(dy, x).numpy()
+    orders = value_and_two_orders(f, np.asarray(points, np.float64))
+    return tuple(t.numpy() for t in orders)
 
 
 # (op, points, values, first derivatives, second derivatives), from TensorFlow.
