@@ -25,7 +25,7 @@ LAYERS = [
     ("runtime", {"srcxform.cachefiles", "srcxform.numba_adapter", "srcxform.numba_adapter.",
                  "srcxform.runtime."}),
     ("compiler", {"srcxform.backend", "srcxform.index", "srcxform.captures",
-                  "srcxform.kernel", "srcxform.crosscheck"}),
+                  "srcxform.compiler", "srcxform.kernel", "srcxform.crosscheck"}),
     ("surface", {"srcxform", "srcxform.api", "srcxform.optimizers", "srcxform.math",
                  "srcxform.nn", "srcxform.control_flow", "srcxform.testing",
                  "srcxform.testing.", "srcxform.keras", "srcxform.keras."}),

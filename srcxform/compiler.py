@@ -1,0 +1,321 @@
+"""From a function and its arguments to a loaded Kernel: trace the function under a tape,
+optimize the program, generate the kernel with its call path and warm entries into one
+module, store it in the on-disk index, and load it. Differentiable (api.py) decides when.
+"""
+
+import inspect
+import os
+from collections import namedtuple
+
+import numpy as np
+
+from srcxform import backend, captures, index, numba_adapter
+from srcxform.callconv import Convention, is_static
+from srcxform.codegen import callpath, entry, generate
+from srcxform.codegen.exprs import size_label
+from srcxform.dims import Dim, expr_of, guard_conditions
+from srcxform.kernel import Kernel, Spec, kernel_arg
+from srcxform.names import identifier
+from srcxform.passes.pipeline import optimize
+from srcxform.recording import CONTEXT
+from srcxform.tape import GradientTape
+from srcxform.tensor import Tensor, Value, Variable, as_value
+from srcxform.trace import Trace, Tracer
+from srcxform.tree import leaf_paths, tree_flatten, tree_unflatten
+
+
+def wrt_positions(wrt):
+    """The argument positions a gradient is taken with respect to."""
+    return (wrt,) if isinstance(wrt, int) else tuple(wrt)
+
+
+def compile_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel, as_eager):
+    """Traces, generates and loads the kernel, and stores it in the index under the key
+    `found` (None: fn is not indexable) unless it captured arrays or Variables."""
+    traced = trace_function(fn, wrt, kernel_form, args, kwargs, leaves)
+    if traced.created:  # allowed once (Keras's build): not when a trace creates again
+        _refuse_created(fn, trace_function(fn, wrt, kernel_form, args, kwargs, leaves).created)
+    program = traced.program
+    func_name = f"{traced.name}__{kernel_form}"
+    ins = ", ".join(a.aval.short(symbolic=True) for a in program.ins)
+    doc = f"srcxform: {traced.name}({ins}) -> {kernel_form}"
+    source, buffers = generate(program, func_name, doc, parallel=parallel)
+    consts = [array for _, array in program.consts]
+    outs = tuple((tuple(expr_of(d) for d in a.aval.shape), a.aval.dtype)
+                 for a in program.outs)
+    conv = Convention(
+        traced.leaves, traced.variables, traced.writes, len(consts), tuple(program.sizes),
+        outs, tuple(buffers), traced.trees, traced.returns, traced.guards,
+        isinstance(wrt, int), as_eager, traced.leaf_names, traced.in_names,
+        traced.out_names)
+    source += "\n\n" + callpath.emit(conv, traced.name, func_name, size_label(program))
+    probes = captures.of_function(fn) + traced.probes
+    # The warm entries, for positional calls like this one (others get none).
+    entries = () if kwargs else tuple(
+        (form, entry.emit(conv, consts, probes, callpath.entry_name(traced.name, form),
+                          form, args, numba_adapter.sole_reference_count())[0])
+        for form in conv.forms())
+    source += entry.in_module([text for _, text in entries])
+    if "source" in os.environ.get("SRCXFORM_DUMP", ""):
+        print(source)
+    spec = Spec(func_name, source, parallel, conv, traced.name, entries)
+    # What a kernel captured (arrays, Variables) is this process's: not indexed.
+    if found and not consts and all(isinstance(v, int)
+                                    for v in conv.variables + conv.writes) and \
+            all(how[0] != "const" or isinstance(how[1], captures.SIMPLE)
+                for how in conv.returns):
+        index.store(found, spec)
+    compiled = backend.load(source, func_name, parallel=parallel)
+    return Kernel(spec, compiled, consts, program, probes)
+
+
+def load_indexed(fn, found, leaves):
+    """A kernel an earlier process generated under the index key `found`, if its guards
+    admit these arguments (tracing is skipped; Numba's cache has the machine code)."""
+    for spec in index.load(found):
+        kernel = Kernel(spec, None)
+        if not spec.conv.guards or kernel.admits(kernel.arguments(leaves)):
+            compiled = backend.load(spec.source, spec.func_name, parallel=spec.parallel)
+            return Kernel(spec, compiled, probes=captures.of_function(fn))
+    return None
+
+
+def trace_function(fn, wrt, kernel_form, args, kwargs, leaves):
+    """Traces fn on these arguments and optimizes the program."""
+    name = identifier(getattr(fn, "__name__", "f"))
+    trace = Trace(name)
+    names = _leaf_names(fn, args, kwargs)
+    traced = [i for i, leaf in enumerate(leaves) if not is_static(leaf)
+              and not isinstance(leaf, Variable)]
+    with trace:
+        inputs = {i: trace.new_input(kernel_arg(leaves[i]), names[i], _eager_kind(leaves[i]))
+                  for i in traced}
+        call_leaves = [inputs.get(i, leaf) for i, leaf in enumerate(leaves)]
+        call_args, call_kwargs = tree_unflatten(tree_flatten((args, kwargs))[1], call_leaves)
+        if kernel_form == "value":
+            out = fn(*call_args, **call_kwargs)
+            results = [out]
+        else:
+            out, grads = traced_value_and_grad(fn, call_args, call_kwargs,
+                                                wrt_positions(wrt))
+            results = [out, grads]
+        writes = trace.variable_writes()
+        flat, trees, returns = [], [], []
+        # What the function returned: its argument leaves themselves (the plain call's
+        # own), values the kernel computes, or values fixed by the trace.
+        given = {id(leaf): i for i, leaf in enumerate(call_leaves) if kernel_form == "value"
+                 or isinstance(leaf, Variable)}
+        for result in results:
+            result_leaves, tree = tree_flatten(result)
+            trees.append(tree)
+            returns += [_returned(fn, leaf, given, flat) for leaf in result_leaves]
+        program = trace.program(flat + [value for _, value in writes])
+    check, dump = os.environ.get("SRCXFORM_CHECK"), os.environ.get("SRCXFORM_DUMP", "")
+    if check:
+        program.check()
+    if "ir" in dump:
+        print(f"# traced\n{program}\n")
+    program = optimize(program, check=bool(check))
+    # A Variable passed as an argument is found by its position at each call; one the
+    # function reaches by itself (a global, a closure, self) is the same object always.
+    position = {id(leaf): i for i, leaf in enumerate(leaves) if isinstance(leaf, Variable)}
+    variables = [position.get(id(v), v)
+                 for v, _ in sorted(trace.variable_inputs(), key=lambda p: p[1])]
+    writes = [position.get(id(v), v) for v, _ in writes]
+    returned = [how[1] for how in returns if how[0] == "const"]
+    in_names, out_names = _kernel_names(wrt_positions(wrt), args, names, program, traced, variables,
+                                             writes, trees, returns)
+    return _Traced(name, program, tuple(traced), tuple(variables), tuple(writes),
+                   tuple(trees), tuple(returns), tuple(guard_conditions(trace.guards)),
+                   _probes(trace.captured), trace.created(returned), tuple(names),
+                   in_names, out_names)
+
+
+def _kernel_names(positions, args, names, program, traced, variables, writes, trees, returns):
+    """Names of the kernel's inputs (less captured arrays) and outputs, as
+    kernel_signature gives them: params_w, the Variable's name; value[0], grad
+    params_w, new v."""
+    def variable_name(k, v):
+        if isinstance(v, int):
+            return names[v]
+        return program.hints.get(program.ins[len(traced) + k], v.name) if k is not None \
+            else v.name
+
+    def key(v):  # a leaf index, or the captured Variable itself
+        return v if isinstance(v, int) else id(v)
+
+    read = {key(v): variable_name(k, v) for k, v in enumerate(variables)}
+    inputs = [names[i] for i in traced] + list(read.values())
+    paths = [_path("value", p) for p in leaf_paths(trees[0])]
+    for p, tree in zip(positions, trees[1].children if len(trees) > 1 else ()):
+        start = sum(len(tree_flatten(a)[0]) for a in args[:p])
+        paths += [f"grad {names[start + k]}" for k in range(tree.num_leaves)]
+    outputs = [path for path, how in zip(paths, returns) if how[0] == "out"]
+    outputs += [f"new {read.get(key(v)) or variable_name(None, v)}" for v in writes]
+    return tuple(inputs), tuple(outputs)
+
+
+_Traced = namedtuple("_Traced", "name program leaves variables writes trees returns guards "
+                                "probes created leaf_names in_names out_names")
+
+
+def _probes(captured):
+    """The probes for what library code told a trace it relied on (Trace.capture)."""
+    probes = []
+    for obj, name in captured:
+        probes += [captures.attribute(obj, name)] if name else captures.of_function(obj)
+    return probes
+
+
+def _path(root, keys):
+    """A leaf's path as an expression: value, value[0], params['w']."""
+    return root + "".join(f"[{k!r}]" for k in keys)
+
+
+def _eager_kind(leaf):
+    """What an argument leaf is to the eager function's NumPy-level code (trace.Tracer)."""
+    if isinstance(leaf, (Tensor, Variable)):
+        return "tensor"
+    return "python" if isinstance(leaf, float) and not isinstance(leaf, np.generic) else "numpy"
+
+
+def _returned(fn, leaf, given, flat):
+    """How one leaf of what the traced function returned comes back (Spec.returns); the
+    kernel's outputs are appended to `flat`."""
+    if id(leaf) in given:
+        return ("arg", given[id(leaf)])
+    if isinstance(leaf, Tracer):
+        flat.append(leaf)
+        return ("out", len(flat) - 1, leaf.eager, leaf.aval.weak)
+    if isinstance(leaf, Variable) or is_static(leaf) or isinstance(leaf, (float, complex)):
+        return ("const", leaf)
+    if isinstance(leaf, Dim):  # x.shape[0]: a Python int eagerly, read at each call
+        flat.append(as_value(leaf))
+        return ("out", len(flat) - 1, "python", False)
+    if isinstance(leaf, Tensor) or isinstance(leaf, (np.ndarray, np.generic)) \
+            and leaf.dtype.kind in "biuf":
+        flat.append(leaf)
+        return ("out", len(flat) - 1, "tensor" if isinstance(leaf, Tensor) else "numpy",
+                isinstance(leaf, Tensor) and leaf._weak)
+    name = getattr(fn, "__qualname__", "the function")
+    raise TypeError(f"srcxform.differentiable: {name} returns {_short_repr(leaf)} (of type "
+                    f"{type(leaf).__name__}); a compiled function returns arrays, tensors, "
+                    "Variables and numbers (and strings and None, as fixed values), in "
+                    "tuples, lists and dicts: return it from an uncompiled function that "
+                    "calls this one")
+
+
+def _short_repr(value):
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _refuse_created(fn, created):
+    """Raises where tracing fn again creates Variables again: eagerly each call would
+    make new ones (tf.function raises likewise)."""
+    if not created:
+        return
+    name = getattr(fn, "__qualname__", "the function")
+    lines = "\n".join(f"  {name!r}, first used at {origin}" for name, origin in created)
+    raise ValueError(f"srcxform.differentiable: {name} creates a new Variable at each call, "
+                     f"which a compiled function may not (it would keep the first one):\n"
+                     f"{lines}\nCreate it outside the function and pass it in or close over "
+                     "it, or create it only once (at the first call: `if self.v is None: "
+                     "self.v = tf.Variable(...)`, as Keras layers build their weights)")
+
+
+def traced_value_and_grad(fn, args, kwargs, positions):
+    """Runs fn under a tape watching the args at `positions`; unconnected gradients are
+    zeros, as JAX gives. Works on Tracers (emitting the adjoint) and on Tensors."""
+    for p in positions:
+        if p >= len(args):
+            raise TypeError(f"wrt={p}, but the function got {len(args)} positional arguments")
+    _check_wrt(fn, args, positions)
+    sources = []
+    with GradientTape(persistent=False, watch_accessed_variables=False) as tape:
+        for p in positions:
+            leaves, tree = tree_flatten(args[p])
+            leaves = [leaf if isinstance(leaf, Value) else Tensor(np.asarray(leaf))
+                      for leaf in leaves]
+            sources.append((leaves, tree))
+            tape.watch(leaves)
+        call_args = list(args)
+        for p, (leaves, tree) in zip(positions, sources):
+            call_args[p] = tree_unflatten(tree, leaves)
+        out = fn(*call_args, **kwargs)
+    every = [leaf for leaves, _ in sources for leaf in leaves]
+    found = [g if g is not None else _zeros_like(leaf)
+             for g, leaf in zip(tape._gradient_leaves(out, every, None), every)]  # one sweep
+    if CONTEXT.traces:
+        for g, leaf in zip(found, every):
+            CONTEXT.traces[-1].name_gradient(g, leaf)
+    grads, start = [], 0
+    for leaves, tree in sources:
+        grads.append(tree_unflatten(tree, found[start:start + len(leaves)]))
+        start += len(leaves)
+    return out, grads
+
+
+def _check_wrt(fn, args, positions):
+    """Refuses a wrt argument with a leaf that is not a float, as JAX's grad does: the
+    tape gives such a source no gradient, and zeros in its dtype would claim a gradient of
+    0 where the true one need not be (x * x at integer x)."""
+    params = _param_names(fn)
+    for p in positions:
+        for path, leaf in _leaf_paths(args[p], params[p] if p < len(params) else f"arg{p}"):
+            got = _non_float(leaf, path)
+            if got:
+                name = getattr(fn, "__name__", "f")
+                raise TypeError(f"the gradient of {name} wrt argument {p} ({path}): grad "
+                                f"requires real-valued (float) inputs, as JAX's does, but got "
+                                f"{got}")
+
+
+def _non_float(leaf, path):
+    """What a wrt leaf that cannot have a gradient is, and the way out; None for a float."""
+    static = "a static argument (part of the cache key) with no gradient"
+    if isinstance(leaf, bool):
+        return f"a Python bool, {static}; leave it out of wrt"
+    if isinstance(leaf, int):  # a Python int (NumPy's integers are not ints)
+        return (f"a Python int, {static}; pass a float ({float(leaf)!r}) to differentiate "
+                f"it, or leave it out of wrt")
+    if isinstance(leaf, float):
+        return None
+    dtype = getattr(leaf, "dtype", None)
+    if isinstance(dtype, np.dtype):
+        if dtype.kind == "f":
+            return None
+        return f"{dtype.name}; cast it first (np.asarray({path}, np.float64)), or leave it " \
+               "out of wrt"
+    what = "None" if leaf is None else f"a {type(leaf).__name__}"
+    return f"{what}, which has no gradient; leave it out of wrt"
+
+
+def _leaf_paths(value, root):
+    """(path, leaf) for each leaf of an argument, in tree_flatten's order: params['w'][0]."""
+    leaves, tree = tree_flatten(value)
+    return [(_path(root, keys), leaf) for keys, leaf in zip(leaf_paths(tree), leaves)]
+
+
+
+def _zeros_like(leaf):
+    from srcxform.ops import zeros_like
+
+    return zeros_like(leaf)
+
+
+def _param_names(fn):
+    try:
+        return list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return []
+
+
+def _leaf_names(fn, args, kwargs):
+    """A readable name for each argument leaf: the parameter name, with the path into
+    nested structures (params['w'] -> params_w)."""
+    params = _param_names(fn)
+    named = [(params[i] if i < len(params) else f"arg{i}", arg) for i, arg in enumerate(args)]
+    named += [(k, kwargs[k]) for k in sorted(kwargs)]
+    return ["_".join(map(str, (name, *keys)))
+            for name, arg in named for keys in leaf_paths(tree_flatten(arg)[1])]
