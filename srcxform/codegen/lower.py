@@ -48,6 +48,7 @@ class _Lowering:
         self.modules = set()  # srcxform modules the body calls (blas, vecmath): imported
         self.recomputing = None  # the loop nest being emitted
         self.conditional = 0  # depth of conditional loads being built
+        self.nest_raises = False  # whether the loop nest being built may raise (may_raise)
         self.namer = Namer(program)
         self.sizes = Sizes(size_label(program))
         self.lines = []  # (indent, text)
@@ -145,6 +146,7 @@ class _Lowering:
         looped = any(index)
         before, body = [], []
         self.recomputing = _Recomputing(index) if looped else None
+        self.nest_raises = False
         split = looped and self._sums_apart(members)
         sums = []  # the reductions, when they run in a loop nest of their own
         scalar_loop = not looped or any(e.prim.kind == "reduction" for e in members)
@@ -179,10 +181,9 @@ class _Lowering:
             self._nest(domain, index, -1, 1, sums)
             return
         # Numba's prange drops an exception raised in its body (the loop would return
-        # garbage), so a nest that checks its operands (integer division) runs serially.
-        outer = self.parallel and _independent_outer_loop(group, index) and not any(
-            _calls_arrays(e.prim.template_for([a.aval for a in e.ins], e.out.aval, e.kwargs))
-            for e in members)
+        # garbage), so a nest that checks its operands (integer division), its members'
+        # or those of values it recomputes, runs serially.
+        outer = self.parallel and not self.nest_raises and _independent_outer_loop(group, index)
         if outer and self.chunked(domain, index, body):
             return
         if outer:
@@ -394,8 +395,10 @@ class _Lowering:
                 names[n] = name_ast(scalar_names[a])
             else:
                 names[n] = self.load_at(a, exprs[len(exprs) - len(a.aval.shape):], dtype)
+        in_avals = [a.aval for a in e.ins]
+        self.nest_raises |= prim.may_raise(in_avals, e.out.aval, e.kwargs)
         template = prim.vector_template if self.vectorized and prim.vector_template else \
-            prim.template_for([a.aval for a in e.ins], e.out.aval, e.kwargs)
+            prim.template_for(in_avals, e.out.aval, e.kwargs)
         return fill(template, names, literal_dtype=compute)
 
     def reduction(self, e, name, index, scalar_names):
@@ -460,13 +463,6 @@ class _Recomputing:
 
     def axes(self, rank):
         return self.index[len(self.index) - rank:] if rank else []
-
-
-def _calls_arrays(template):
-    """Whether a template calls an `arrays` helper: in a loop, one that checks a scalar
-    operand and raises (arrays.floordiv)."""
-    return any(isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-               and node.value.id == "arrays" for node in ast.walk(template))
 
 
 def _independent_outer_loop(group, index):
