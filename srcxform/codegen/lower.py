@@ -3,10 +3,12 @@
 Loop groups become explicit loop nests with scalar temporaries (`<name>_i`), arrays only
 for values used outside the group, and accumulators for reductions; other equations
 become one statement from their emit template. Every dtype is spelled out. Each run of
-statements from one user line is headed by an origin comment.
+statements from one user line is headed by an origin comment, and a value an earlier loop
+nest computed is marked `# recomputed` in each later one that computes it again.
 """
 
 import ast
+from typing import NamedTuple
 
 import astor
 
@@ -53,6 +55,7 @@ class _Lowering:
         self.sizes = Sizes(size_label(program))
         self.lines = []  # (indent, text)
         self.last_origin = None
+        self.computed = set()  # loop values some nest computed already: more are recomputed
         self.current_section = None  # the last section comment's label
         self.vectorized = False  # whether the loop being emitted is one LLVM vectorizes
         self.producers = {eqn.out: eqn for eqn in program.eqns}
@@ -72,10 +75,12 @@ class _Lowering:
     def line(self, indent, text):
         self.lines.append((indent, text))
 
-    def stmt(self, indent, node):
+    def stmt(self, indent, node, comment=""):
         self.modules |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
                          and n.id in runtime.MODULES}
-        for text in _source(node).split("\n"):
+        lines = _source(node).split("\n")
+        lines[-1] += comment and "  # " + comment
+        for text in lines:
             self.line(indent, text)
 
     def section(self, eqns):
@@ -167,6 +172,7 @@ class _Lowering:
             body += self._recomputed_here()
             body.append((e, ast.Assign([ast.Name(local, ast.Store())], value)))
             scalar_names[e.out] = local
+            self.computed.add(e.out)
             if domain and e.out in self.placement.arrays:
                 if e.out not in self.buffer_vars:
                     before.append(self.allocate(name, domain, e.out.aval.dtype))
@@ -275,9 +281,10 @@ class _Lowering:
                 self.line(indent, f"for {index[q]} in range({self.sizes.source(domain[q])}):")
                 indent += 1
         for e, node in body:
+            again = isinstance(e, _Again)
             if e is not None:
-                self.header(e, indent)
-            self.stmt(indent, node)
+                self.header(e.eqn if again else e, indent)
+            self.stmt(indent, node, "recomputed" if again else "")
 
     def allocate(self, name, shape, dtype):
         """`name = arrays.empty(shape, dtype)`: srcxform.runtime.arrays compiles the allocation
@@ -368,7 +375,10 @@ class _Lowering:
         if not at_loop_index:
             return value
         r.names[atom] = local = self.namer.in_loop(atom)
-        r.statements.append((None, ast.Assign([ast.Name(local, ast.Store())], value)))
+        producer = self.producers[atom]
+        label = _Again(producer) if atom in self.computed else producer
+        self.computed.add(atom)
+        r.statements.append((label, ast.Assign([ast.Name(local, ast.Store())], value)))
         return name_ast(local)
 
     def _recomputed_here(self):
@@ -452,6 +462,13 @@ class _Lowering:
         text += ["    " * i + t for i, t in self.lines]
         text.append("    return " + _source(ret).strip())
         return "\n".join(text) + "\n"
+
+
+class _Again(NamedTuple):
+    """Heads the statement of a value an earlier loop nest computed too, which placement
+    recomputes rather than stores: marked `# recomputed` where it appears again."""
+
+    eqn: object
 
 
 class _Recomputing:
