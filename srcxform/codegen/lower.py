@@ -14,10 +14,9 @@ import astor
 
 from srcxform import runtime
 from srcxform.aval import is_one
-from srcxform.codegen.chunking import CHUNKS, Interior, call, minus
+from srcxform.codegen import chunking
 from srcxform.codegen.exprs import (
     Sizes,
-    copy_ast,
     dtype_ast,
     fill,
     literal,
@@ -190,7 +189,7 @@ class _Lowering:
         # garbage), so a nest that checks its operands (integer division), its members'
         # or those of values it recomputes, runs serially.
         outer = self.parallel and not self.nest_raises and _independent_outer_loop(group, index)
-        if outer and self.chunked(domain, index, body):
+        if outer and chunking.emit(self, domain, index, body):
             return
         if outer:
             p = next(p for p, i in enumerate(index) if i)
@@ -218,60 +217,6 @@ class _Lowering:
             return False
         return any(e.prim.kind != "reduction" and e.prim.vector_template is not None
                    for e in members)
-
-    def chunked(self, domain, index, body):
-        """A parallel loop nest whose body tests its outer index against slice bounds (an
-        adjoint of slicing reads `g[i0 - 1] if i0 >= 1 else 0`), as two: the range of the
-        outer index where every such test holds, without the tests, in a prange over
-        chunks; and the rest, with them, serially. Each chunk indexes views that start at
-        the chunk, so that its indices count from 0: in a prange, Numba vectorizes a loop
-        only then (chunking.py). Returns whether it emitted the nest: not when the body
-        uses the outer index other than in bounds tests and indices."""
-        p = next(p for p, i in enumerate(index) if i)
-        var = index[p]
-        interior = Interior(var, lambda arr: self.namer.fresh(arr + "_c"))
-        inner = [(e, interior.visit(copy_ast(node))) for e, node in body]
-        if not interior.complete(inner) or not (interior.lower or interior.upper):
-            return False
-        lo, hi, chunks, c, start, stop, edge = (self.namer.fresh(n) for n in (
-            "lo", "hi", "chunks", f"c{p}", "start", "stop", "edge"))
-        n = self.sizes.ast(domain[p])
-        self.line(1, f"# The last loop's bounds tests on {var} all hold for {lo} <= {var} < {hi}: "
-                     "that range runs")
-        self.line(1, "# without them, in chunks on views that start at the chunk (so Numba "
-                     "vectorizes).")
-        low = call("min", [call("max", interior.lower), n]) if interior.lower else \
-            ast.Constant(0)
-        self.stmt(1, ast.Assign([ast.Name(lo, ast.Store())], low))
-        high = call("max", [call("min", interior.upper), name_ast(lo)]) if interior.upper \
-            else n
-        self.stmt(1, ast.Assign([ast.Name(hi, ast.Store())], high))
-        self.line(1, f"{chunks} = min({hi} - {lo}, {CHUNKS})")
-        self.line(1, f"for {c} in prange({chunks}):")
-        self.used_prange = True
-        self.line(2, f"{start} = {lo} + ({hi} - {lo}) * {c} // {chunks}")
-        self.line(2, f"{stop} = {lo} + ({hi} - {lo}) * ({c} + 1) // {chunks}")
-        for view, (arr, axis, rank, offsets) in interior.views.items():
-            bounds = [ast.Slice()] * rank
-            bounds[axis] = ast.Slice(minus(name_ast(start), offsets),
-                                     minus(name_ast(stop), offsets))
-            at = bounds[0] if rank == 1 else ast.Tuple(bounds, ast.Load())
-            self.stmt(2, ast.Assign([ast.Name(view, ast.Store())],
-                                    ast.Subscript(name_ast(arr), at, ast.Load())))
-        self.line(2, f"for {var} in range({stop} - {start}):")
-        self.last_origin = None  # each copy of the body is headed by its origins
-        self._nest(domain, index, p, 3, inner)
-        if interior.lower and interior.upper:
-            self.line(1, f"for {edge} in (range({lo}), range({hi}, {_source(n)})):")
-            self.line(2, f"for {var} in {edge}:")
-            indent = 3
-        else:
-            edges = f"{lo}" if interior.lower else f"{hi}, {_source(n)}"
-            self.line(1, f"for {var} in range({edges}):")
-            indent = 2
-        self.last_origin = None
-        self._nest(domain, index, p, indent, body)
-        return True
 
     def _nest(self, domain, index, outer, indent, body):
         """The loops inside the one at position `outer` of the domain (-1: all of them),
