@@ -26,3 +26,15 @@ from srcxform import keras  # noqa: F401
 from srcxform.optimizers import clip_by_global_norm, clip_by_norm  # noqa: F401
 
 newaxis = None  # x[tf.newaxis] inserts an axis, as x[None]
+
+# TensorFlow's namespaces among the package's submodules: dir() lists these and hides the
+# others (the implementation: aval, backend, codegen, ...), which stay importable.
+_NAMESPACES = frozenset(("dtypes", "errors", "keras", "linalg", "math", "nn", "optimizers",
+                         "random"))
+
+
+def __dir__():
+    from types import ModuleType
+
+    return sorted(name for name, value in globals().items()
+                  if not isinstance(value, ModuleType) or name in _NAMESPACES)

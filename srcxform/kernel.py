@@ -149,7 +149,7 @@ class Kernel:
         # exception's class (the frame calling it is the entry's).
         namespace.update(__builtins__=builtins, __srcxform_generated__=True,
                          fallback=fallback, hits=hits, np=np,
-                         empty=np.empty, array=np.array, tensor=Tensor._new,
+                         empty=np.empty, asarray=np.asarray, tensor=Tensor._new,
                          getrefcount=sys.getrefcount, direct=direct, checked=self.fn,
                          OPEN_ANYWHERE=OPEN_ANYWHERE, CONTEXT=CONTEXT, NO=_NO)
         for b, array in enumerate(spare):  # globals: quicker to read than a list's items

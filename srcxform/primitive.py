@@ -80,6 +80,11 @@ class Primitive:
     expensive: bool = False
     vector_emit: str | None = None
     numpy: tuple = ()
+    # Whether the emitted code checks its operands and raises an InvalidArgumentError as
+    # eager does (an index out of bounds, an integer divisor of 0): True, or a function of
+    # the equation as emit_for takes it. Codegen keeps such code out of a prange, which
+    # would drop the exception.
+    raises: bool | Callable = False
     param_names: tuple = field(init=False)
     template: ast.AST = field(init=False, repr=False)
     vector_template: ast.AST | None = field(init=False, repr=False)
@@ -107,6 +112,12 @@ class Primitive:
         if not emit:
             return self.template
         return _parse_template(self.name, emit, self.arg_names + self.param_names)
+
+    def may_raise(self, in_avals, out_aval, params):
+        """Whether one equation's emitted code may raise (see raises)."""
+        if callable(self.raises):
+            return bool(self.raises(*in_avals, out_aval, **params))
+        return self.raises
 
     def bind(self, *args, **params):
         """Applies the primitive: traced if any input is a Tracer, else computed eagerly;
@@ -218,7 +229,7 @@ _KIND_NAMES = {"f": "float", "fiu": "numeric", "iu": "integer", "b": "bool"}
 
 def elementwise(name, impl, emit, vjp=None, nondiff=False, out_dtype=None, kinds=None,
                 args=None, units=(), same_aval_is_identity=False, unrecorded=False,
-                expensive=False, vector_emit=None, numpy=(), emit_for=None):
+                expensive=False, vector_emit=None, numpy=(), emit_for=None, raises=False):
     """Declares an elementwise primitive: NumPy broadcasting, NEP 50 promotion.
 
     The inputs are named by the VJP's parameters after (g, out), or by `args`; an input
@@ -226,8 +237,8 @@ def elementwise(name, impl, emit, vjp=None, nondiff=False, out_dtype=None, kinds
     or a function of the operands' common dtype; a result of another kind than the
     operands' (int / int is float64) is strong, as TensorFlow's, even from weak operands.
     `kinds` (a key of _KIND_NAMES) are the dtype kinds the operands may have, as
-    TensorFlow's kernel for the op takes (None: any). `expensive`, `vector_emit` and
-    `numpy`: see Primitive; `emit_for` is as for primitive().
+    TensorFlow's kernel for the op takes (None: any). `expensive`, `vector_emit`, `numpy`
+    and `raises`: see Primitive; `emit_for` is as for primitive().
     """
     arg_names = tuple(args.split()) if args else _arg_names(vjp, 2)[0]
 
@@ -256,7 +267,7 @@ def elementwise(name, impl, emit, vjp=None, nondiff=False, out_dtype=None, kinds
     return Primitive(name, "elementwise", impl, shape, vjp, emit, arg_names, nondiff,
                      units=units, same_aval_is_identity=same_aval_is_identity,
                      unrecorded=unrecorded, expensive=expensive, vector_emit=vector_emit,
-                     numpy=numpy, emit_for=emit_for)
+                     numpy=numpy, emit_for=emit_for, raises=raises)
 
 
 def reduction(name, impl, emit, init, vjp=None, nondiff=False):
@@ -276,13 +287,13 @@ def reduction(name, impl, emit, init, vjp=None, nondiff=False):
 
 def primitive(name, kind, impl, shape, emit, vjp=None, nondiff=False,
               same_aval_is_identity=False, is_broadcast=False, rearranges=False,
-              embeds=False, emit_for=None):
+              embeds=False, emit_for=None, raises=False):
     """Declares a primitive with its own shape rule `shape(*avals, **params)`; the inputs
-    are named by the shape rule's positional parameters."""
+    are named by the shape rule's positional parameters. `raises`: see Primitive."""
     arg_names, variadic = _arg_names(shape, 0)
     return Primitive(name, kind, impl, shape, vjp, emit, arg_names, nondiff, variadic=variadic,
                      same_aval_is_identity=same_aval_is_identity, is_broadcast=is_broadcast,
-                     rearranges=rearranges, embeds=embeds, emit_for=emit_for)
+                     rearranges=rearranges, embeds=embeds, emit_for=emit_for, raises=raises)
 
 
 def reduce_params(x, axis, keepdims, op):

@@ -1,4 +1,5 @@
-"""The generated source as a person reads it: sections, size names, comment width."""
+"""The generated source as a person reads it: sections, size names, comment width, values
+recomputed."""
 
 import re
 
@@ -30,3 +31,21 @@ def test_sections_are_labelled_outside_loops_and_comments_fit_100_columns():
     sections = [line for line in comments if "# ----" in line]
     assert all(line.startswith("    # ----") for line in sections)
     assert "    # ---- forward and adjoint, fused ----" in sections
+
+
+def _residual_loss(X, w, y):
+    residual = X @ w - y
+    return tf.reduce_mean(residual * residual)
+
+
+def test_a_value_another_loop_computed_is_marked_recomputed_under_its_line():
+    source = tf.differentiable(_residual_loss).source(np.ones((4, 3)), np.ones(3), np.ones(4))
+    kernel = source.split("\n\n\n")[1].split("\n")
+    computed = [k for k, line in enumerate(kernel) if line.strip().startswith("residual_i = ")]
+    assert len(computed) == 2  # in the forward loop, and again in the adjoint's
+    first, again = computed
+    assert not kernel[first].endswith("# recomputed")
+    assert kernel[again].endswith("  # recomputed")
+    assert kernel[again - 1].strip().endswith("residual = X @ w - y")  # its line heads it
+    # The next statement, the adjoint's, is headed by its own line again.
+    assert kernel[again + 1].strip().startswith("# grad of ")

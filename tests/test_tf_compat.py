@@ -363,3 +363,28 @@ def test_reduce_prod_second_derivative_at_a_zero_is_symmetric():
 def test_softmax_cross_entropy_of_a_certain_prediction_is_plus_zero():
     loss = tf.nn.softmax_cross_entropy_with_logits(labels=[[1.0]], logits=[[1.4]])
     _eq(loss ** -1.0, [np.inf])  # TensorFlow's +0; a -0 would give -inf
+
+
+# TensorFlow 2.21's namespaces: [n for n in dir(tf) if a module and not _private].
+_TF_NAMESPACES = {
+    "audio", "autodiff", "autograph", "bitwise", "compat", "config", "data", "debugging",
+    "distribute", "dtensor", "dtypes", "errors", "experimental", "feature_column", "graph_util",
+    "image", "initializers", "io", "keras", "linalg", "lite", "lookup", "losses", "math",
+    "metrics", "mlir", "nest", "nn", "optimizers", "profiler", "quantization", "queue", "ragged",
+    "random", "raw_ops", "saved_model", "security", "sets", "signal", "sparse", "strings",
+    "summary", "sysconfig", "test", "tools", "tpu", "train", "types", "version", "xla",
+}
+
+
+def test_dir_lists_tensorflows_namespaces_and_hides_the_implementations_modules():
+    import importlib
+    from types import ModuleType
+
+    names = dir(tf)
+    modules = {n for n in names if isinstance(getattr(tf, n), ModuleType)}
+    assert modules <= _TF_NAMESPACES
+    assert {"math", "nn", "keras", "errors", "optimizers"} <= modules
+    assert {"GradientTape", "reduce_sum", "differentiable", "newaxis", "__version__"} <= set(names)
+    for internal in ("aval", "backend", "codegen", "dims", "kernel", "ops", "tensor", "version"):
+        assert internal not in names
+        assert getattr(tf, internal) is importlib.import_module(f"srcxform.{internal}")

@@ -148,7 +148,7 @@ def _form_function(conv, name, kernel, form, size_label):
         statements.append(_parse(f"assign({variable(v)}, {body.outs[first_write + k]})"))
     leaves = [_returned(conv, k, how, params, body.outs, conv.plain(form))
               for k, how in enumerate(conv.returns)]
-    statements.append(ast.Return(_structure(conv.results(form, leaves))))
+    statements.append(ast.Return(structure(conv.results(form, leaves))))
     doc = f"What {name}{'' if form == 'value' else '.' + form}(...) returns, for arguments " \
           "like the traced ones."
     return _function(function_name(name, form), params, doc, statements)
@@ -167,31 +167,38 @@ def _kernel_function(conv, name, kernel, size_label):
 
 
 def _returned(conv, k, how, params, outs, plain):
-    """The expression for result leaf k (Convention.returns): the plain call's as the eager
-    run has it, the gradient forms' as NumPy values."""
+    """The expression for result leaf k (Convention.returns)."""
     if how[0] == "arg":
         return ast.Name(params[how[1]], ast.Load())
     if how[0] == "const":
         return ast.Constant(how[1]) if _literal(how[1]) else ast.Name(f"fixed{k}", ast.Load())
+    out = ast.Name(outs[how[1]], ast.Load())
+    return output_leaf(conv, how, out, plain, dtype_ast, _parse("np.asarray").value)
+
+
+def output_leaf(conv, how, out, plain, spell, asarray):
+    """A result leaf that is a kernel output, `how` = ("out", j, eager, weak)
+    (Convention.returns), as an expression of `out`, the output's expression: the plain
+    call's as the eager run has it, the gradient forms' as NumPy values. `spell(t)` is an
+    expression naming a NumPy dtype or scalar type t, `asarray` one naming np.asarray.
+    The call path and the warm entries (entry.py) both write result leaves with it."""
     _, j, eager, weak = how
     shape, dtype = conv.outs[j]
-    out = ast.Name(outs[j], ast.Load())
     if plain and eager == "tensor":
-        array = out if shape else ast.Call(_parse("np.asarray").value, [out, dtype_ast(dtype)],
-                                           [])
+        array = out if shape else ast.Call(asarray, [out, spell(dtype)], [])
         return ast.Call(ast.Name("tensor", ast.Load()), [array, ast.Constant(weak)], [])
     if plain and eager == "python" or shape or not plain and dtype == np.float64:
         return out  # Numba returns a float64 scalar as a Python float: as good
-    return ast.Call(dtype_ast(dtype), [out], [])
+    return ast.Call(spell(dtype.type), [out], [])
 
 
-def _structure(value):
+def structure(value):
     """A structure of expressions (Convention.results') as one expression."""
     if isinstance(value, dict):
-        return ast.Dict([ast.Constant(k) for k in value], [_structure(v) for v in value.values()])
+        return ast.Dict([ast.Constant(k) for k in value], [structure(v) for v in value.values()])
     if isinstance(value, (list, tuple)):
         kind = ast.List if isinstance(value, list) else ast.Tuple
-        return kind([_structure(v) for v in value], ast.Load())
+        return kind([structure(v) for v in value], ast.Load())
     return value
 
 

@@ -5,12 +5,14 @@ Inside a prange, Numba vectorizes a loop only when its indices count from 0 and 
 has no such tests. So lowering runs the interior of the range, where every test holds,
 as a prange over chunks, each indexing views that start at the chunk, with the tests
 dropped; the few indices outside it run serially with the original body. Interior is
-the rewrite of the body; this module emits nothing itself.
+the rewrite of the body, `emit` writes the two nests through the lowering (lower.py).
 """
 
 import ast
 
-from srcxform.codegen.exprs import name_ast
+import astor
+
+from srcxform.codegen.exprs import copy_ast, name_ast
 
 CHUNKS = 64  # a chunked prange's chunks: enough to balance the threads, few to set up
 
@@ -108,3 +110,62 @@ def minus(a, offsets):
 def call(func, args):
     """func(*args), or the one arg."""
     return args[0] if len(args) == 1 else ast.Call(name_ast(func), list(args), [])
+
+
+def emit(lowering, domain, index, body):
+    """A parallel loop nest whose body tests its outer index against slice bounds (an
+    adjoint of slicing reads `g[i0 - 1] if i0 >= 1 else 0`), as two: the range of the
+    outer index where every such test holds, without the tests, in a prange over
+    chunks; and the rest, with them, serially. Each chunk indexes views that start at
+    the chunk, so that its indices count from 0: in a prange, Numba vectorizes a loop
+    only then (see above). Returns whether it emitted the nest: not when the body
+    uses the outer index other than in bounds tests and indices."""
+    p = next(p for p, i in enumerate(index) if i)
+    var = index[p]
+    interior = Interior(var, lambda arr: lowering.namer.fresh(arr + "_c"))
+    inner = [(e, interior.visit(copy_ast(node))) for e, node in body]
+    if not interior.complete(inner) or not (interior.lower or interior.upper):
+        return False
+    lo, hi, chunks, c, start, stop, edge = (lowering.namer.fresh(n) for n in (
+        "lo", "hi", "chunks", f"c{p}", "start", "stop", "edge"))
+    n = lowering.sizes.ast(domain[p])
+    lowering.line(1, f"# The last loop's bounds tests on {var} all hold for {lo} <= {var} < {hi}: "
+                     "that range runs")
+    lowering.line(1, "# without them, in chunks on views that start at the chunk (so Numba "
+                     "vectorizes).")
+    low = call("min", [call("max", interior.lower), n]) if interior.lower else \
+        ast.Constant(0)
+    lowering.stmt(1, ast.Assign([ast.Name(lo, ast.Store())], low))
+    high = call("max", [call("min", interior.upper), name_ast(lo)]) if interior.upper \
+        else n
+    lowering.stmt(1, ast.Assign([ast.Name(hi, ast.Store())], high))
+    lowering.line(1, f"{chunks} = min({hi} - {lo}, {CHUNKS})")
+    lowering.line(1, f"for {c} in prange({chunks}):")
+    lowering.used_prange = True
+    lowering.line(2, f"{start} = {lo} + ({hi} - {lo}) * {c} // {chunks}")
+    lowering.line(2, f"{stop} = {lo} + ({hi} - {lo}) * ({c} + 1) // {chunks}")
+    for view, (arr, axis, rank, offsets) in interior.views.items():
+        bounds = [ast.Slice()] * rank
+        bounds[axis] = ast.Slice(minus(name_ast(start), offsets),
+                                 minus(name_ast(stop), offsets))
+        at = bounds[0] if rank == 1 else ast.Tuple(bounds, ast.Load())
+        lowering.stmt(2, ast.Assign([ast.Name(view, ast.Store())],
+                                    ast.Subscript(name_ast(arr), at, ast.Load())))
+    lowering.line(2, f"for {var} in range({stop} - {start}):")
+    lowering.last_origin = None  # each copy of the body is headed by its origins
+    lowering._nest(domain, index, p, 3, inner)
+    if interior.lower and interior.upper:
+        lowering.line(1, f"for {edge} in (range({lo}), range({hi}, {_source(n)})):")
+        lowering.line(2, f"for {var} in {edge}:")
+        indent = 3
+    else:
+        edges = f"{lo}" if interior.lower else f"{hi}, {_source(n)}"
+        lowering.line(1, f"for {var} in range({edges}):")
+        indent = 2
+    lowering.last_origin = None
+    lowering._nest(domain, index, p, indent, body)
+    return True
+
+
+def _source(node):
+    return astor.to_source(node).rstrip("\n")

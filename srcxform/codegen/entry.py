@@ -9,11 +9,23 @@ as the calling convention says (callconv.py). The call goes straight into the co
 code when each array is laid out as Numba typed the first call's (C-contiguous, aligned,
 writeable), and through Numba's dispatcher otherwise. A call it does not fit goes on to
 its fallback: the entry made before it, and in the end the slow path.
+
+The entry is written as lines of text, as lower.py writes a kernel's loop headers: it is a
+flat run of guards over names of the writer's own scheme (a<i>, s<k>, k<k>), most of them
+`if test: return fallback(...)` on one line, which an ast printed by astor would split in
+two; it substitutes no templates, where ast keeps a kernel's expressions well formed. What
+it shares with the call path, the result leaves and their structure, is built as ast by
+callpath's functions and printed.
 """
 
+import ast
+
+import astor
 import numpy as np
 
 from srcxform.callconv import is_static
+from srcxform.codegen.callpath import output_leaf, structure
+from srcxform.codegen.exprs import name_ast
 from srcxform.dims import render
 from srcxform.tensor import Tensor, Variable
 from srcxform.tree import tree_flatten
@@ -219,7 +231,7 @@ def emit(conv, consts, probes, name, form, args, sole):
     body += ["hits.n += 1"] + allocate
     body.append(f"r = run({', '.join(kernel_args + buffers)})")
     body += _variable_writes(conv, w, leaves, outputs)
-    body.append(f"return {_source(conv.results(form, results))}")
+    body.append("return " + astor.to_source(structure(conv.results(form, results))).strip())
     source = _def_line(name, len(args)) + "".join(f"    {line}\n" for line in body)
     return source, dict(w.constants, **w.last_shapes)
 
@@ -266,30 +278,18 @@ def _probe_tests(probes, w):
 
 
 def _returned(conv, w, outputs, plain):
-    """An expression per leaf of the results (Convention.returns): the plain call's as the
-    eager run has them, the gradient forms' as NumPy values."""
+    """An expression per leaf of the results (Convention.returns), as the call path writes
+    them (callpath.output_leaf), with dtypes and types as the entry's constants."""
     exprs = []
     for how in conv.returns:
         if how[0] == "arg":
-            exprs.append(w.names[how[1]])
-            continue
-        if how[0] == "const":
-            exprs.append(w.constant(how[1]))
-            continue
-        _, j, eager, weak = how
-        shape, dtype = conv.outs[j]
-        out = outputs[j]
-        # Numba returns a rank-0 output as a Python number: float64's float is as good.
-        scalar = dtype.type if not shape and dtype != np.float64 else None
-        if plain and eager == "tensor":
-            exprs.append(f"tensor({out}, {weak})" if shape else
-                         f"tensor(array({out}, {w.constant(dtype)}), {weak})")
-        elif plain and eager == "numpy" and not shape:
-            exprs.append(f"{w.constant(dtype.type)}({out})")
-        elif scalar is not None and not (plain and eager == "python"):
-            exprs.append(f"{w.constant(scalar)}({out})")
+            exprs.append(name_ast(w.names[how[1]]))
+        elif how[0] == "const":
+            exprs.append(name_ast(w.constant(how[1])))
         else:
-            exprs.append(out)
+            out = ast.parse(outputs[how[1]], mode="eval").body
+            exprs.append(output_leaf(conv, how, out, plain, lambda t: name_ast(w.constant(t)),
+                                     name_ast("asarray")))
     return exprs
 
 
@@ -326,14 +326,3 @@ def _variable_writes(conv, w, leaves, results):
         lines.append(f"{v}._array = {value}" if variable.ndim
                      else f"{v}._array = np.asarray({value}, {w.constant(variable.dtype)})")
     return lines
-
-
-def _source(structure):
-    """A structure of expressions (Convention.results') as one expression's source."""
-    if isinstance(structure, dict):
-        return "{" + ", ".join(f"{k!r}: {_source(v)}" for k, v in structure.items()) + "}"
-    if isinstance(structure, list):
-        return "[" + ", ".join(map(_source, structure)) + "]"
-    if isinstance(structure, tuple):
-        return "(" + "".join(f"{_source(v)}, " for v in structure).rstrip(" ") + ")"
-    return structure

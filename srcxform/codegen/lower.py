@@ -3,19 +3,20 @@
 Loop groups become explicit loop nests with scalar temporaries (`<name>_i`), arrays only
 for values used outside the group, and accumulators for reductions; other equations
 become one statement from their emit template. Every dtype is spelled out. Each run of
-statements from one user line is headed by an origin comment.
+statements from one user line is headed by an origin comment, and a value an earlier loop
+nest computed is marked `# recomputed` in each later one that computes it again.
 """
 
 import ast
+from typing import NamedTuple
 
 import astor
 
 from srcxform import runtime
 from srcxform.aval import is_one
-from srcxform.codegen.chunking import CHUNKS, Interior, call, minus
+from srcxform.codegen import chunking
 from srcxform.codegen.exprs import (
     Sizes,
-    copy_ast,
     dtype_ast,
     fill,
     literal,
@@ -48,10 +49,12 @@ class _Lowering:
         self.modules = set()  # srcxform modules the body calls (blas, vecmath): imported
         self.recomputing = None  # the loop nest being emitted
         self.conditional = 0  # depth of conditional loads being built
+        self.nest_raises = False  # whether the loop nest being built may raise (may_raise)
         self.namer = Namer(program)
         self.sizes = Sizes(size_label(program))
         self.lines = []  # (indent, text)
         self.last_origin = None
+        self.computed = set()  # loop values some nest computed already: more are recomputed
         self.current_section = None  # the last section comment's label
         self.vectorized = False  # whether the loop being emitted is one LLVM vectorizes
         self.producers = {eqn.out: eqn for eqn in program.eqns}
@@ -71,10 +74,12 @@ class _Lowering:
     def line(self, indent, text):
         self.lines.append((indent, text))
 
-    def stmt(self, indent, node):
+    def stmt(self, indent, node, comment=""):
         self.modules |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
                          and n.id in runtime.MODULES}
-        for text in _source(node).split("\n"):
+        lines = _source(node).split("\n")
+        lines[-1] += comment and "  # " + comment
+        for text in lines:
             self.line(indent, text)
 
     def section(self, eqns):
@@ -145,6 +150,7 @@ class _Lowering:
         looped = any(index)
         before, body = [], []
         self.recomputing = _Recomputing(index) if looped else None
+        self.nest_raises = False
         split = looped and self._sums_apart(members)
         sums = []  # the reductions, when they run in a loop nest of their own
         scalar_loop = not looped or any(e.prim.kind == "reduction" for e in members)
@@ -165,6 +171,7 @@ class _Lowering:
             body += self._recomputed_here()
             body.append((e, ast.Assign([ast.Name(local, ast.Store())], value)))
             scalar_names[e.out] = local
+            self.computed.add(e.out)
             if domain and e.out in self.placement.arrays:
                 if e.out not in self.buffer_vars:
                     before.append(self.allocate(name, domain, e.out.aval.dtype))
@@ -179,11 +186,10 @@ class _Lowering:
             self._nest(domain, index, -1, 1, sums)
             return
         # Numba's prange drops an exception raised in its body (the loop would return
-        # garbage), so a nest that checks its operands (integer division) runs serially.
-        outer = self.parallel and _independent_outer_loop(group, index) and not any(
-            _calls_arrays(e.prim.template_for([a.aval for a in e.ins], e.out.aval, e.kwargs))
-            for e in members)
-        if outer and self.chunked(domain, index, body):
+        # garbage), so a nest that checks its operands (integer division), its members'
+        # or those of values it recomputes, runs serially.
+        outer = self.parallel and not self.nest_raises and _independent_outer_loop(group, index)
+        if outer and chunking.emit(self, domain, index, body):
             return
         if outer:
             p = next(p for p, i in enumerate(index) if i)
@@ -212,60 +218,6 @@ class _Lowering:
         return any(e.prim.kind != "reduction" and e.prim.vector_template is not None
                    for e in members)
 
-    def chunked(self, domain, index, body):
-        """A parallel loop nest whose body tests its outer index against slice bounds (an
-        adjoint of slicing reads `g[i0 - 1] if i0 >= 1 else 0`), as two: the range of the
-        outer index where every such test holds, without the tests, in a prange over
-        chunks; and the rest, with them, serially. Each chunk indexes views that start at
-        the chunk, so that its indices count from 0: in a prange, Numba vectorizes a loop
-        only then (chunking.py). Returns whether it emitted the nest: not when the body
-        uses the outer index other than in bounds tests and indices."""
-        p = next(p for p, i in enumerate(index) if i)
-        var = index[p]
-        interior = Interior(var, lambda arr: self.namer.fresh(arr + "_c"))
-        inner = [(e, interior.visit(copy_ast(node))) for e, node in body]
-        if not interior.complete(inner) or not (interior.lower or interior.upper):
-            return False
-        lo, hi, chunks, c, start, stop, edge = (self.namer.fresh(n) for n in (
-            "lo", "hi", "chunks", f"c{p}", "start", "stop", "edge"))
-        n = self.sizes.ast(domain[p])
-        self.line(1, f"# The last loop's bounds tests on {var} all hold for {lo} <= {var} < {hi}: "
-                     "that range runs")
-        self.line(1, "# without them, in chunks on views that start at the chunk (so Numba "
-                     "vectorizes).")
-        low = call("min", [call("max", interior.lower), n]) if interior.lower else \
-            ast.Constant(0)
-        self.stmt(1, ast.Assign([ast.Name(lo, ast.Store())], low))
-        high = call("max", [call("min", interior.upper), name_ast(lo)]) if interior.upper \
-            else n
-        self.stmt(1, ast.Assign([ast.Name(hi, ast.Store())], high))
-        self.line(1, f"{chunks} = min({hi} - {lo}, {CHUNKS})")
-        self.line(1, f"for {c} in prange({chunks}):")
-        self.used_prange = True
-        self.line(2, f"{start} = {lo} + ({hi} - {lo}) * {c} // {chunks}")
-        self.line(2, f"{stop} = {lo} + ({hi} - {lo}) * ({c} + 1) // {chunks}")
-        for view, (arr, axis, rank, offsets) in interior.views.items():
-            bounds = [ast.Slice()] * rank
-            bounds[axis] = ast.Slice(minus(name_ast(start), offsets),
-                                     minus(name_ast(stop), offsets))
-            at = bounds[0] if rank == 1 else ast.Tuple(bounds, ast.Load())
-            self.stmt(2, ast.Assign([ast.Name(view, ast.Store())],
-                                    ast.Subscript(name_ast(arr), at, ast.Load())))
-        self.line(2, f"for {var} in range({stop} - {start}):")
-        self.last_origin = None  # each copy of the body is headed by its origins
-        self._nest(domain, index, p, 3, inner)
-        if interior.lower and interior.upper:
-            self.line(1, f"for {edge} in (range({lo}), range({hi}, {_source(n)})):")
-            self.line(2, f"for {var} in {edge}:")
-            indent = 3
-        else:
-            edges = f"{lo}" if interior.lower else f"{hi}, {_source(n)}"
-            self.line(1, f"for {var} in range({edges}):")
-            indent = 2
-        self.last_origin = None
-        self._nest(domain, index, p, indent, body)
-        return True
-
     def _nest(self, domain, index, outer, indent, body):
         """The loops inside the one at position `outer` of the domain (-1: all of them),
         then the body, from `indent`."""
@@ -274,9 +226,10 @@ class _Lowering:
                 self.line(indent, f"for {index[q]} in range({self.sizes.source(domain[q])}):")
                 indent += 1
         for e, node in body:
+            again = isinstance(e, _Again)
             if e is not None:
-                self.header(e, indent)
-            self.stmt(indent, node)
+                self.header(e.eqn if again else e, indent)
+            self.stmt(indent, node, "recomputed" if again else "")
 
     def allocate(self, name, shape, dtype):
         """`name = arrays.empty(shape, dtype)`: srcxform.runtime.arrays compiles the allocation
@@ -367,7 +320,10 @@ class _Lowering:
         if not at_loop_index:
             return value
         r.names[atom] = local = self.namer.in_loop(atom)
-        r.statements.append((None, ast.Assign([ast.Name(local, ast.Store())], value)))
+        producer = self.producers[atom]
+        label = _Again(producer) if atom in self.computed else producer
+        self.computed.add(atom)
+        r.statements.append((label, ast.Assign([ast.Name(local, ast.Store())], value)))
         return name_ast(local)
 
     def _recomputed_here(self):
@@ -394,8 +350,10 @@ class _Lowering:
                 names[n] = name_ast(scalar_names[a])
             else:
                 names[n] = self.load_at(a, exprs[len(exprs) - len(a.aval.shape):], dtype)
+        in_avals = [a.aval for a in e.ins]
+        self.nest_raises |= prim.may_raise(in_avals, e.out.aval, e.kwargs)
         template = prim.vector_template if self.vectorized and prim.vector_template else \
-            prim.template_for([a.aval for a in e.ins], e.out.aval, e.kwargs)
+            prim.template_for(in_avals, e.out.aval, e.kwargs)
         return fill(template, names, literal_dtype=compute)
 
     def reduction(self, e, name, index, scalar_names):
@@ -451,6 +409,13 @@ class _Lowering:
         return "\n".join(text) + "\n"
 
 
+class _Again(NamedTuple):
+    """Heads the statement of a value an earlier loop nest computed too, which placement
+    recomputes rather than stores: marked `# recomputed` where it appears again."""
+
+    eqn: object
+
+
 class _Recomputing:
     """The values recomputed in one loop nest, named once at the loop's own index."""
 
@@ -460,13 +425,6 @@ class _Recomputing:
 
     def axes(self, rank):
         return self.index[len(self.index) - rank:] if rank else []
-
-
-def _calls_arrays(template):
-    """Whether a template calls an `arrays` helper: in a loop, one that checks a scalar
-    operand and raises (arrays.floordiv)."""
-    return any(isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-               and node.value.id == "arrays" for node in ast.walk(template))
 
 
 def _independent_outer_loop(group, index):

@@ -45,15 +45,20 @@ def _integer_division(divide, name):
     return impl
 
 
+def _integer_result(x, y, out):
+    """raises: integer division is checked (_checked_integer_division), float is not."""
+    return out.dtype.kind in "iu"
+
+
 def _checked_integer_division(helper):
     """emit_for: compiled integer division calls arrays' helper, which raises for 0 as
     eager does; float division stays an unchecked operator."""
-    return lambda x, y, out: f"arrays.{helper}(x, y)" if out.dtype.kind in "iu" else None
+    return lambda x, y, out: f"arrays.{helper}(x, y)" if _integer_result(x, y, out) else None
 
 
 floordiv_p = elementwise("floordiv", _integer_division(np.floor_divide, "floordiv"), "x // y",
                          nondiff=True, args="x y", kinds="fiu", numpy=(np.floor_divide,),
-                         emit_for=_checked_integer_division("floordiv"))
+                         emit_for=_checked_integer_division("floordiv"), raises=_integer_result)
 
 
 def _floor_mod(x, y):
@@ -69,7 +74,8 @@ mod_p = elementwise("mod", _integer_division(_floor_mod, "mod"),
                     "np.fmod(x, y) + y if np.fmod(x, y) != 0 and (np.fmod(x, y) < 0) != (y < 0)"
                     " else np.fmod(x, y)",
                     vjp=lambda g, out, x, y: (g, -g * floor(x / y)), kinds="fiu",
-                    numpy=(np.remainder,), emit_for=_checked_integer_division("mod"))
+                    numpy=(np.remainder,), emit_for=_checked_integer_division("mod"),
+                    raises=_integer_result)
 
 
 def _pow_vjp(g, out, x, y):

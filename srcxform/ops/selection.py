@@ -309,7 +309,8 @@ def _scatter_set_vjp(g, out, x, indices, updates):
 
 # x with rows at indices replaced by those of updates, the last of repeats staying.
 scatter_set_p = primitive("scatter_set", "opaque", _scatter_set_impl, _scatter_set_shape,
-                          "arrays.scatter_set(x, indices, updates)", vjp=_scatter_set_vjp)
+                          "arrays.scatter_set(x, indices, updates)", vjp=_scatter_set_vjp,
+                          raises=True)
 
 
 # ----- segment sums -----

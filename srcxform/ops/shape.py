@@ -176,11 +176,11 @@ def _scatter_add_impl(g, indices, size):
 # Rows of x along the first axis; gather() moves other axes there first. Indices are
 # data: compiled code checks their bounds at each call (arrays.gather).
 gather_p = primitive("gather", "opaque", _gather_impl, _gather_shape,
-                     "arrays.gather(x, indices)",
+                     "arrays.gather(x, indices)", raises=True,
                      vjp=lambda g, out, x, indices: (scatter_add(g, indices, x.shape[0]), None))
 # gather's transpose: rows of g added into zeros at `indices`.
 scatter_add_p = primitive("scatter_add", "opaque", _scatter_add_impl, _scatter_add_shape,
-                          "arrays.scatter_add(g, indices, size)",
+                          "arrays.scatter_add(g, indices, size)", raises=True,
                           vjp=lambda g, out, x, indices, *, size:
                           (gather_p.bind(g, indices), None))
 
@@ -208,7 +208,8 @@ def _check_range_impl(indices, size, op, negatives):
 # the index: checked at each call, in compiled code too, where gather's own check would
 # name a row number that the op computed from the index.
 check_range_p = primitive("check_range", "opaque", _check_range_impl, _check_range_shape,
-                          "arrays.check_range(indices, size, op, negatives)", nondiff=True)
+                          "arrays.check_range(indices, size, op, negatives)", nondiff=True,
+                          raises=True)
 
 
 def checked_indices(indices, size, op, negatives):
