@@ -15,7 +15,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from srcxform import backend, captures, crosscheck, index, numba_adapter
+from srcxform import backend, captures, crosscheck, index, numba_adapter, tiered
 from srcxform.callconv import FORMS, Convention, form_result, is_static
 from srcxform.codegen import callpath, entry, generate
 from srcxform.codegen.exprs import size_label
@@ -72,7 +72,7 @@ class Differentiable:
     f.value_and_grad(*args) both, the gradient as `grad` gives it.
     """
 
-    def __init__(self, fn, wrt=0, parallel=False, check=False):
+    def __init__(self, fn, wrt=0, parallel=False, check=False, wait=False):
         # functools.update_wrapper's own assignments, less its update of the instance's
         # dict, which would leave it a dict CPython cannot look attributes up in quickly
         # (f.grad is read at every call).
@@ -84,11 +84,13 @@ class Differentiable:
         self.wrt = wrt
         self.parallel = parallel
         self.check = check
+        self.wait = wait
         # The plain call returns what the eager function would (Tensors where it makes
         # them); jacobian's, as the gradient forms, NumPy values (JAX's convention).
         self._as_eager = True
         self._kernels = {}
         self._checked = set()  # kernels whose first call ran beside the eager tape
+        self._compiling = {}  # kernel: its tiered.Job, while the worker compiles it
         # The warm path, per form: the newest generated entry, which passes a call it does
         # not fit to the entry made before it, and the first one to the slow path.
         self._warm = {form: functools.partial(self._slow, form) for form in FORMS}
@@ -114,7 +116,7 @@ class Differentiable:
         bound = self._bound.get(obj)
         if bound is None:
             bound = self._bound[obj] = Differentiable(self.fn.__get__(obj, objtype), self.wrt,
-                                                      self.parallel, self.check)
+                                                      self.parallel, self.check, self.wait)
             bound._as_eager = self._as_eager
         return bound
 
@@ -163,6 +165,14 @@ class Differentiable:
         return CacheInfo(self._hits.n, self._misses, sum(len(v) for v in self._kernels.values()),
                          self._loaded)
 
+    def compile(self, *args, **kwargs):
+        """Compiles, here and now, the kernel f.grad and f.value_and_grad run for arguments
+        like these, so that their first call runs natively rather than on the eager tape
+        while the kernel compiles in the background (srcxform.tiered). Returns f.
+        `differentiable(..., wait=True)` makes every first call wait so."""
+        self._kernel("value_and_grad", args, kwargs)
+        return self
+
     # ----- compiling and running -----
     def _wrt_positions(self):
         return (self.wrt,) if isinstance(self.wrt, int) else tuple(self.wrt)
@@ -177,7 +187,9 @@ class Differentiable:
         # One kernel serves a form and the forms it contains: value, or value_and_grad (grad).
         kernel_form = "value" if form == "value" else "value_and_grad"
         with backend.gc_paused():  # a first call compiles
-            kernel, leaves = self._kernel(kernel_form, args, kwargs)
+            kernel, leaves = self._kernel(kernel_form, args, kwargs, tier0=True)
+            if kernel in self._compiling:  # the worker compiles it: this call runs eagerly
+                return self._tier0(kernel, form, args, kwargs, leaves)
 
             def run():
                 return kernel.run(leaves, form)
@@ -214,13 +226,44 @@ class Differentiable:
         value, grads = _traced_value_and_grad(self.fn, args, kwargs, self._wrt_positions())
         return form_result(form, isinstance(self.wrt, int), value, grads)
 
-    def _kernel(self, kernel_form, args, kwargs):
+    def _kernel(self, kernel_form, args, kwargs, tier0=False):
         """The kernel for these arguments, found or compiled, and their leaves. One thread
-        at a time: a first call racing another waits for its kernel."""
+        at a time: a first call racing another waits for its kernel. With `tier0`, a new
+        kernel may be left compiling in the worker (then it is in self._compiling, and
+        the call runs eagerly); without, the kernel returned is compiled."""
         with self._lock:
-            return self._find_or_compile(kernel_form, args, kwargs)
+            kernel, leaves = self._find_or_compile(kernel_form, args, kwargs, tier0)
+            job = self._compiling.get(kernel)
+        if job is not None and (job.ready() or not tier0):
+            job.wait()  # outside the lock: other threads' calls run eagerly meanwhile
+            with self._lock:
+                if kernel in self._compiling:  # not switched by another thread already
+                    self._switch(kernel, job)
+        return kernel, leaves
 
-    def _find_or_compile(self, kernel_form, args, kwargs):
+    def _switch(self, kernel, job):
+        """Loads a kernel the worker compiled (from the disk cache: a damaged file there
+        is a miss, and it compiles here), or compiles it here where the worker could not."""
+        if job.lost:
+            tiered.warn_lost(job, getattr(self.fn, "__qualname__", "the function"))
+        spec = kernel.spec
+        kernel.fn = backend.load(spec.source, spec.func_name, parallel=spec.parallel)
+        del self._compiling[kernel]  # after kernel.fn is set: other threads test this
+
+    def _tier0(self, kernel, form, args, kwargs, leaves):
+        """The call's results from the eager tape, while the kernel compiles (tiered.py),
+        as the kernel would return them."""
+        call_args, call_kwargs = _as_tensors(args, kwargs)
+        if kernel.conv.forms() == ("value",):
+            value, grads = self.fn(*call_args, **call_kwargs), []
+        else:
+            value, grads = _traced_value_and_grad(self.fn, call_args, call_kwargs,
+                                                  self._wrt_positions())
+        results = tiered.results(kernel.conv, form, value, grads, leaves)
+        tiered.prepare_native()  # after the results: the first call returns first
+        return results
+
+    def _find_or_compile(self, kernel_form, args, kwargs, tier0=False):
         leaves, treedef = tree_flatten((args, kwargs))
         key = (kernel_form, treedef, tuple(_leaf_key(leaf) for leaf in leaves))
         candidates = self._kernels.setdefault(key, [])
@@ -236,7 +279,7 @@ class Differentiable:
         # The index is not read while SRCXFORM_DUMP asks to see the pipeline (an indexed
         # kernel is not traced).
         indexed = found and not os.environ.get("SRCXFORM_DUMP") and self._indexed(found, leaves)
-        kernel = indexed or self._compile(kernel_form, args, kwargs, leaves, found)
+        kernel = indexed or self._compile(kernel_form, args, kwargs, leaves, found, tier0)
         candidates.append(kernel)
         return kernel, leaves
 
@@ -245,6 +288,8 @@ class Differentiable:
         entries (every entry holds the ones made before it): calls make them anew."""
         for candidates in self._kernels.values():
             candidates[:] = [k for k in candidates if k not in stale]
+        for kernel in stale:
+            self._compiling.pop(kernel, None)
         self._chained.clear()
         for form in FORMS:
             self._warm[form] = functools.partial(self._slow, form)
@@ -268,9 +313,10 @@ class Differentiable:
                 return Kernel(spec, fn, probes=captures.of_function(self.fn))
         return None
 
-    def _compile(self, kernel_form, args, kwargs, leaves, found):
+    def _compile(self, kernel_form, args, kwargs, leaves, found, tier0):
         """Traces, generates and loads the kernel, and stores it in the index under the key
-        `found` (None: fn is not indexable) unless it captured arrays or Variables."""
+        `found` (None: fn is not indexable) unless it captured arrays or Variables. With
+        `tier0` and tiers on, the worker compiles it (self._compiling)."""
         traced = self._trace(kernel_form, args, kwargs, leaves)
         if traced.created:  # allowed once (Keras's build): not when a trace creates again
             _refuse_created(self.fn, self._trace(kernel_form, args, kwargs, leaves).created)
@@ -304,8 +350,12 @@ class Differentiable:
                 all(how[0] != "const" or isinstance(how[1], captures.SIMPLE)
                     for how in conv.returns):
             index.store(found, spec)
-        fn = backend.load(source, func_name, parallel=self.parallel)
-        return Kernel(spec, fn, consts, program, probes)
+        kernel = Kernel(spec, None, consts, program, probes)
+        if tier0 and tiered.enabled(self.wait):
+            self._compiling[kernel] = tiered.submit(kernel, leaves)
+        else:
+            kernel.fn = backend.load(source, func_name, parallel=self.parallel)
+        return kernel
 
     def _trace(self, kernel_form, args, kwargs, leaves):
         """Traces fn on these arguments and optimizes the program."""
@@ -581,11 +631,16 @@ def _leaf_names(fn, args, kwargs):
 # ----- public forms -----
 
 
-def differentiable(fn=None, *, wrt=0, parallel=False, check=False):
+def differentiable(fn=None, *, wrt=0, parallel=False, check=False, wait=False):
     """Compiles fn with its gradient; use as `@differentiable` or `differentiable(f, wrt=1)`.
 
     With `check` (or SRCXFORM_CHECK=1 in the environment) each new kernel's first call
     also runs the eager tape and raises srcxform.CheckError if the two disagree.
+
+    A new kernel's first calls run on the eager tape while Numba compiles the kernel in a
+    background process; the first call after it is ready runs it (srcxform.tiered). With
+    `wait` (or SRCXFORM_TIERED=0) first calls wait for the kernel instead; f.compile(*args)
+    compiles the gradient forms' kernel ahead of their first call.
 
     Example:
         >>> @srcxform.differentiable
@@ -594,10 +649,10 @@ def differentiable(fn=None, *, wrt=0, parallel=False, check=False):
         >>> loss.grad(np.ones(3), np.arange(3.0))
     """
     if fn is None:
-        return lambda f: Differentiable(f, wrt, parallel, check)
+        return lambda f: Differentiable(f, wrt, parallel, check, wait)
     if isinstance(wrt, bool) or not isinstance(wrt, (int, tuple, list)):
         raise TypeError(f"differentiable: wrt must be an int or a tuple of ints, got {wrt!r}")
-    return Differentiable(fn, wrt, parallel, check)
+    return Differentiable(fn, wrt, parallel, check, wait)
 
 
 def grad(fn, wrt=0):
