@@ -317,6 +317,9 @@ class Differentiable:
         """Traces, generates and loads the kernel, and stores it in the index under the key
         `found` (None: fn is not indexable) unless it captured arrays or Variables. With
         `tier0` and tiers on, the worker compiles it (self._compiling)."""
+        tier0 = tier0 and tiered.enabled(self.wait)
+        if tier0:
+            tiered.start_worker()  # its start overlaps the trace
         traced = self._trace(kernel_form, args, kwargs, leaves)
         if traced.created:  # allowed once (Keras's build): not when a trace creates again
             _refuse_created(self.fn, self._trace(kernel_form, args, kwargs, leaves).created)
@@ -351,7 +354,7 @@ class Differentiable:
                     for how in conv.returns):
             index.store(found, spec)
         kernel = Kernel(spec, None, consts, program, probes)
-        if tier0 and tiered.enabled(self.wait):
+        if tier0:
             self._compiling[kernel] = tiered.submit(kernel, leaves)
         else:
             kernel.fn = backend.load(source, func_name, parallel=self.parallel)

@@ -18,6 +18,7 @@ def serve(inbox_fd, outbox_fd):
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     inbox = Connection(inbox_fd, writable=False)
     outbox = Connection(outbox_fd, readable=False)
+    start_numba()  # while the parent traces the first kernel
     while True:
         try:
             number, (env, source, func_name, parallel, signature) = inbox.recv()
@@ -29,6 +30,21 @@ def serve(inbox_fd, outbox_fd):
         except Exception as err:  # noqa: BLE001 - the parent compiles again and raises it
             error = f"{type(err).__name__}: {err}"
         outbox.send((number, error))
+
+
+def start_numba():
+    """What every compile needs first, and what loading a kernel from the cache needs too:
+    Numba imported, its CPU target initialized, the runtime helpers' modules imported.
+    The worker does it while its parent traces; the parent (tiered.prepare_native) while
+    its calls run eagerly."""
+    from numba.core.compiler_lock import global_compiler_lock
+    from numba.core.registry import cpu_target
+
+    from srcxform import backend
+
+    backend._import_runtime()
+    with global_compiler_lock:  # what a compile or cache load in another thread holds
+        cpu_target.target_context.refresh()
 
 
 def _compile(env, source, func_name, parallel, signature):

@@ -28,7 +28,7 @@ from multiprocessing.connection import Connection
 
 import numpy as np
 
-from srcxform import backend
+from srcxform import backend, compile_worker
 from srcxform.cachefiles import cache_dir
 from srcxform.errors import SrcxformError, TieredWarning, user_frame_object
 from srcxform.tensor import Tensor, Value
@@ -79,6 +79,15 @@ def submit(kernel, leaves):
     return job
 
 
+def start_worker():
+    """Starts the worker, if it is not running, ahead of its first job: it gets Numba
+    ready while this process traces. Where it cannot start, submit says so."""
+    try:
+        _worker()
+    except OSError:
+        pass
+
+
 def prepare_native():
     """Gets this process's Numba ready for the switch to native code, in a thread of its
     own, once: imported, its CPU target initialized, the runtime helpers imported. Else
@@ -88,18 +97,9 @@ def prepare_native():
     with _STARTING:
         if _PREPARING is not None:
             return
-        _PREPARING = threading.Thread(target=_prepare, name="srcxform-numba-start",
-                                      daemon=True)
+        _PREPARING = threading.Thread(target=compile_worker.start_numba,
+                                      name="srcxform-numba-start", daemon=True)
     _PREPARING.start()
-
-
-def _prepare():
-    from numba.core.compiler_lock import global_compiler_lock
-    from numba.core.registry import cpu_target
-
-    backend._import_runtime()
-    with global_compiler_lock:  # what a compile or cache load in another thread holds
-        cpu_target.target_context.refresh()
 
 
 _PREPARING = None
