@@ -18,9 +18,8 @@ one JSON object on its last line.
                                               one runs natively: the time to native, from
                                               the first call's start to that call's end
 
-blocking and tiered also time warm calls once native (warm_us, a median). The cold and
-blocking modes set SRCXFORM_TIERED=0 themselves, tiered sets it to 1. Imports are timed
-apart from the calls.
+blocking and tiered also time warm calls once native (warm_us, a median). Each mode sets
+SRCXFORM_TIERED itself: 1 for tiered, else 0. Imports are timed apart from the calls.
 """
 
 import json
