@@ -10,11 +10,21 @@ one JSON object on its last line.
   python -m benchmarks.firstcall floor         the first call of a trivial @njit(cache=True)
                                               function, its decoration included
                                               (NUMBA_CACHE_DIR already holds it)
+  python -m benchmarks.firstcall blocking W5   SRCXFORM_TIERED=0, Numba not imported before:
+                                              the first call compiles, Numba's start-up
+                                              included (a fresh SRCXFORM_CACHE_DIR)
+  python -m benchmarks.firstcall tiered W5     SRCXFORM_TIERED=1, likewise: the first call
+                                              (tier 0, eager), then calls in a loop until
+                                              one runs natively: the time to native, from
+                                              the first call's start to that call's end
 
-Imports are timed apart from the calls.
+blocking and tiered also time warm calls once native (warm_us, a median). Each mode sets
+SRCXFORM_TIERED itself: 1 for tiered, else 0. Imports are timed apart from the calls.
 """
 
 import json
+import os
+import statistics
 import sys
 import time
 
@@ -33,6 +43,10 @@ def main(argv):
         _trivial.trivial(2.0)
         first = {"njit": (time.perf_counter_ns() - imported) / 1e6}
         print(json.dumps({"mode": mode, "import_ms": (imported - t0) / 1e6, "first_ms": first}))
+        return
+    os.environ["SRCXFORM_TIERED"] = "1" if mode == "tiered" else "0"
+    if mode in ("tiered", "blocking"):
+        print(json.dumps(_until_native(mode, keys, t0)))
         return
     import numba
 
@@ -56,6 +70,36 @@ def main(argv):
         first[key] = (time.perf_counter_ns() - start) / 1e6
     print(json.dumps({"mode": mode, "import_ms": (imported - t0) / 1e6,
                       "numba_warm_ms": warmed_ms, "first_ms": first}))
+
+
+def _until_native(mode, keys, t0):
+    """The first call of each workload, the time until a call runs natively, and warm
+    calls, in a process that has not imported Numba before the first call."""
+    from benchmarks import workloads
+
+    imported = time.perf_counter_ns()
+    wls = {wl.key: wl for wl in workloads.make_workloads(only=keys)}
+    out = {"mode": mode, "import_ms": (imported - t0) / 1e6, "first_ms": {}, "native_ms": {},
+           "tier0_calls": {}, "warm_us": {}}
+    for key in keys:
+        wl = wls[key]
+        call, compiled = workloads.FIRST_CALLS[wl.family], workloads.COMPILED[wl.family]
+        start = time.perf_counter_ns()
+        call(wl.data)
+        out["first_ms"][key] = (time.perf_counter_ns() - start) / 1e6
+        calls = 1
+        while compiled._compiling:  # this call ran on tier 0: the next may switch
+            call(wl.data)
+            calls += 1
+        out["native_ms"][key] = (time.perf_counter_ns() - start) / 1e6
+        out["tier0_calls"][key] = calls - 1
+        times = []
+        for _ in range(30):
+            tick = time.perf_counter_ns()
+            call(wl.data)
+            times.append((time.perf_counter_ns() - tick) / 1e3)
+        out["warm_us"][key] = statistics.median(times)
+    return out
 
 
 if __name__ == "__main__":

@@ -247,7 +247,20 @@ def first_calls(config, keys):
             raise RuntimeError(f"firstcall {' '.join(args)} failed:\n{proc.stderr[-2000:]}")
         return json.loads(proc.stdout.strip().splitlines()[-1])
 
-    out = {"cold": {}, "warm": [], "floor": [], "errors": []}
+    out = {"cold": {}, "warm": [], "floor": [], "errors": [], "tiered": {}, "blocking": {}}
+    # Tiered against blocking, each in a new process that has not imported Numba, with a
+    # fresh cache folder of its own (the kernel compiles).
+    for key in keys:
+        for mode in ("blocking", "tiered"):
+            try:
+                fresh = tempfile.mkdtemp(prefix=f"srcxform-bench-{mode}-")
+                got = run(mode, key, extra={"SRCXFORM_CACHE_DIR": fresh})
+                out[mode][key] = {k: got[k][key] for k in
+                                  ("first_ms", "native_ms", "tier0_calls", "warm_us")}
+                log(f"  {mode} {key}: first call {got['first_ms'][key]:.1f} ms, native after "
+                    f"{got['native_ms'][key]:.1f} ms")
+            except Exception as err:  # noqa: BLE001
+                out["errors"].append(_error(err))
     # Each cold process compiles only its own workload, into the shared folder, so after
     # the loop the folder holds every kernel and the warm runs find them all.
     for key in keys:
@@ -379,6 +392,25 @@ def evaluate_targets(tables, recompile, first):
             elif key in (first.get("requested") or []):
                 add(f"{key} first call, cold (Numba warmed)", f"< {limit:g} ms", "failed",
                     False, key)
+        for key in ("W1", "W2", "W3-1e3", "W4", "W5"):
+            tier, block = first.get("tiered", {}).get(key), first.get("blocking", {}).get(key)
+            if not tier or not block:
+                continue
+            jax = _row(serial, key, "JAX jit(grad)")
+            jax_ms = jax.get("first_call_ms") if jax and jax["status"] == "ok" else None
+            if jax_ms:
+                ratio = tier["first_ms"] / jax_ms
+                add(f"{key} first call, tiered vs JAX's first call", "≤ 0.25×",
+                    f"{ratio:.2f}× ({tier['first_ms']:.0f} ms, JAX {jax_ms:.0f} ms)",
+                    ratio <= 0.25, key)
+            else:
+                add(f"{key} first call, tiered vs JAX's first call", "≤ 0.25×",
+                    f"no JAX: {tier['first_ms']:.0f} ms (blocking "
+                    f"{block['first_ms']:.0f} ms)", None, key)
+            ratio = tier["native_ms"] / block["native_ms"]
+            add(f"{key} time to native, tiered vs blocking", "≤ 1.2×",
+                f"{ratio:.2f}× ({tier['native_ms']:.0f} ms, {tier['tier0_calls']} eager "
+                f"calls; blocking {block['native_ms']:.0f} ms)", ratio <= 1.2, key)
         keys = list(first["warm_ms"])
         if keys and first["floor_ms"] is not None and first["warm_ms"][keys[0]] is not None:
             extra = first["warm_ms"][keys[0]] - first["floor_ms"]
@@ -516,6 +548,22 @@ def markdown(report):
                   "| --- | ---: | ---: |"]
         for key, ms in first["cold"].items():
             lines.append(f"| {key} | {fmt_ms(ms)} | {fmt_ms(first['warm_ms'].get(key))} |")
+        if first.get("tiered"):
+            lines += ["", ("Tiered execution against a blocking first call, each in a new "
+                           "process that has not imported Numba, with a fresh cache: the "
+                           "first call; the time until a call runs natively (calling in a "
+                           "loop, from the first call's start); a warm call after it (median "
+                           "of 30)."), "",
+                      ("| workload | tiered: first call | tiered: native after | eager calls "
+                       "| blocking: first call | warm call, tiered | warm call, blocking |"),
+                      "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+            for key, tier in first["tiered"].items():
+                block = first["blocking"].get(key, {})
+                lines.append(f"| {key} | {fmt_ms(tier['first_ms'])} | "
+                             f"{fmt_ms(tier['native_ms'])} | {tier['tier0_calls']} | "
+                             f"{fmt_ms(block.get('first_ms'))} | "
+                             f"{fmt_ns(tier['warm_us'] * 1e3)} | "
+                             f"{fmt_ns(block['warm_us'] * 1e3) if block else '–'} |")
         for e in first["errors"]:
             lines.append(f"\nError: {e}")
     if report.get("recompile"):
@@ -741,6 +789,9 @@ def run_table(args):
     # An empty srcxform cache, so first calls in this process compile.
     os.environ["SRCXFORM_CACHE_DIR"] = tempfile.mkdtemp(prefix="srcxform-bench-")
     os.environ.pop("SRCXFORM_CHECK", None)
+    # The rows time native calls, and the first call a blocking compile; tiered first
+    # calls are timed in new processes (first_calls).
+    os.environ["SRCXFORM_TIERED"] = "0"
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's and XLA's C++ logs
     import warnings
 

@@ -14,7 +14,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from srcxform import backend, compiler, crosscheck, index
+from srcxform import backend, compiler, crosscheck, index, tiered
 from srcxform.callconv import FORMS, form_result, is_static
 from srcxform.errors import TracingError
 from srcxform.kernel import Counter
@@ -65,7 +65,7 @@ class Differentiable:
     f.value_and_grad(*args) both, the gradient as `grad` gives it.
     """
 
-    def __init__(self, fn, wrt=0, parallel=False, check=False):
+    def __init__(self, fn, wrt=0, parallel=False, check=False, wait=False):
         # functools.update_wrapper's own assignments, less its update of the instance's
         # dict, which would leave it a dict CPython cannot look attributes up in quickly
         # (f.grad is read at every call).
@@ -77,11 +77,13 @@ class Differentiable:
         self.wrt = wrt
         self.parallel = parallel
         self.check = check
+        self.wait = wait
         # The plain call returns what the eager function would (Tensors where it makes
         # them); jacobian's, as the gradient forms, NumPy values (JAX's convention).
         self._as_eager = True
         self._kernels = {}
         self._checked = set()  # kernels whose first call ran beside the eager tape
+        self._compiling = {}  # kernel: its tiered.Job, while the worker compiles it
         # The warm path, per form: the newest generated entry, which passes a call it does
         # not fit to the entry made before it, and the first one to the slow path.
         self._warm = {form: functools.partial(self._slow, form) for form in FORMS}
@@ -107,7 +109,7 @@ class Differentiable:
         bound = self._bound.get(obj)
         if bound is None:
             bound = self._bound[obj] = Differentiable(self.fn.__get__(obj, objtype), self.wrt,
-                                                      self.parallel, self.check)
+                                                      self.parallel, self.check, self.wait)
             bound._as_eager = self._as_eager
         return bound
 
@@ -157,6 +159,14 @@ class Differentiable:
         return CacheInfo(self._hits.n, self._misses, sum(len(v) for v in self._kernels.values()),
                          self._loaded)
 
+    def compile(self, *args, **kwargs):
+        """Compiles, here and now, the kernel f.grad and f.value_and_grad run for arguments
+        like these, so that their first call runs natively rather than on the eager tape
+        while the kernel compiles in the background (srcxform.tiered). Returns f.
+        `differentiable(..., wait=True)` makes every first call wait so."""
+        self._kernel("value_and_grad", args, kwargs)
+        return self
+
     # ----- compiling and running -----
     def _slow(self, form, *args, **kwargs):
         """The slow path: inline under a tape or a trace; else find or compile the kernel
@@ -168,7 +178,9 @@ class Differentiable:
         # One kernel serves a form and the forms it contains: value, or value_and_grad (grad).
         kernel_form = "value" if form == "value" else "value_and_grad"
         with backend.gc_paused():  # a first call compiles
-            kernel, leaves = self._kernel(kernel_form, args, kwargs)
+            kernel, leaves = self._kernel(kernel_form, args, kwargs, tier0=True)
+            if kernel in self._compiling:  # the worker compiles it: this call runs eagerly
+                return self._tier0(kernel, form, args, kwargs, leaves)
 
             def run():
                 return kernel.run(leaves, form)
@@ -206,13 +218,44 @@ class Differentiable:
                                                      compiler.wrt_positions(self.wrt))
         return form_result(form, isinstance(self.wrt, int), value, grads)
 
-    def _kernel(self, kernel_form, args, kwargs):
+    def _kernel(self, kernel_form, args, kwargs, tier0=False):
         """The kernel for these arguments, found or compiled, and their leaves. One thread
-        at a time: a first call racing another waits for its kernel."""
+        at a time: a first call racing another waits for its kernel. With `tier0`, a new
+        kernel may be left compiling in the worker (then it is in self._compiling, and
+        the call runs eagerly); without, the kernel returned is compiled."""
         with self._lock:
-            return self._find_or_compile(kernel_form, args, kwargs)
+            kernel, leaves = self._find_or_compile(kernel_form, args, kwargs, tier0)
+            job = self._compiling.get(kernel)
+        if job is not None and (job.ready() or not tier0):
+            job.wait()  # outside the lock: other threads' calls run eagerly meanwhile
+            with self._lock:
+                if kernel in self._compiling:  # not switched by another thread already
+                    self._switch(kernel, job)
+        return kernel, leaves
 
-    def _find_or_compile(self, kernel_form, args, kwargs):
+    def _switch(self, kernel, job):
+        """Loads a kernel the worker compiled (from the disk cache: a damaged file there
+        is a miss, and it compiles here), or compiles it here where the worker could not."""
+        if job.lost:
+            tiered.warn_lost(job, getattr(self.fn, "__qualname__", "the function"))
+        spec = kernel.spec
+        kernel.fn = backend.load(spec.source, spec.func_name, parallel=spec.parallel)
+        del self._compiling[kernel]  # after kernel.fn is set: other threads test this
+
+    def _tier0(self, kernel, form, args, kwargs, leaves):
+        """The call's results from the eager tape, while the kernel compiles (tiered.py),
+        as the kernel would return them."""
+        call_args, call_kwargs = _as_tensors(args, kwargs)
+        if kernel.conv.forms() == ("value",):
+            value, grads = self.fn(*call_args, **call_kwargs), []
+        else:
+            value, grads = compiler.traced_value_and_grad(self.fn, call_args, call_kwargs,
+                                                          compiler.wrt_positions(self.wrt))
+        results = tiered.results(kernel.conv, form, value, grads, leaves)
+        tiered.prepare_native()  # after the results: the first call returns first
+        return results
+
+    def _find_or_compile(self, kernel_form, args, kwargs, tier0=False):
         leaves, treedef = tree_flatten((args, kwargs))
         key = (kernel_form, treedef, tuple(_leaf_key(leaf) for leaf in leaves))
         candidates = self._kernels.setdefault(key, [])
@@ -231,17 +274,33 @@ class Differentiable:
             compiler.load_indexed(self.fn, found, leaves)
         if indexed:
             self._loaded += 1
-        kernel = indexed or compiler.compile_kernel(
-            self.fn, kernel_form, args, kwargs, leaves, found, wrt=self.wrt,
-            parallel=self.parallel, as_eager=self._as_eager)
+        kernel = indexed or self._compile(kernel_form, args, kwargs, leaves, found, tier0)
         candidates.append(kernel)
         return kernel, leaves
+
+    def _compile(self, kernel_form, args, kwargs, leaves, found, tier0):
+        """Generates the kernel (compiler.py) and compiles it: here, or with `tier0` and
+        tiers on, in the worker (self._compiling)."""
+        tier0 = tier0 and tiered.enabled(self.wait)
+        if tier0:
+            tiered.start_worker()  # its start overlaps the trace
+        kernel = compiler.generate_kernel(self.fn, kernel_form, args, kwargs, leaves, found,
+                                          wrt=self.wrt, parallel=self.parallel,
+                                          as_eager=self._as_eager)
+        if tier0:
+            self._compiling[kernel] = tiered.submit(kernel, leaves)
+        else:
+            kernel.fn = backend.load(kernel.spec.source, kernel.spec.func_name,
+                                     parallel=self.parallel)
+        return kernel
 
     def _drop(self, stale):
         """Forgets kernels whose captured objects changed (captures.py), and the warm
         entries (every entry holds the ones made before it): calls make them anew."""
         for candidates in self._kernels.values():
             candidates[:] = [k for k in candidates if k not in stale]
+        for kernel in stale:
+            self._compiling.pop(kernel, None)
         self._chained.clear()
         for form in FORMS:
             self._warm[form] = functools.partial(self._slow, form)
@@ -294,11 +353,16 @@ def _as_tensors(args, kwargs):
 # ----- public forms -----
 
 
-def differentiable(fn=None, *, wrt=0, parallel=False, check=False):
+def differentiable(fn=None, *, wrt=0, parallel=False, check=False, wait=False):
     """Compiles fn with its gradient; use as `@differentiable` or `differentiable(f, wrt=1)`.
 
     With `check` (or SRCXFORM_CHECK=1 in the environment) each new kernel's first call
     also runs the eager tape and raises srcxform.CheckError if the two disagree.
+
+    A new kernel's first calls run on the eager tape while Numba compiles the kernel in a
+    background process; the first call after it is ready runs it (srcxform.tiered). With
+    `wait` (or SRCXFORM_TIERED=0) first calls wait for the kernel instead; f.compile(*args)
+    compiles the gradient forms' kernel ahead of their first call.
 
     Example:
         >>> @srcxform.differentiable
@@ -307,10 +371,10 @@ def differentiable(fn=None, *, wrt=0, parallel=False, check=False):
         >>> loss.grad(np.ones(3), np.arange(3.0))
     """
     if fn is None:
-        return lambda f: Differentiable(f, wrt, parallel, check)
+        return lambda f: Differentiable(f, wrt, parallel, check, wait)
     if isinstance(wrt, bool) or not isinstance(wrt, (int, tuple, list)):
         raise TypeError(f"differentiable: wrt must be an int or a tuple of ints, got {wrt!r}")
-    return Differentiable(fn, wrt, parallel, check)
+    return Differentiable(fn, wrt, parallel, check, wait)
 
 
 def grad(fn, wrt=0):

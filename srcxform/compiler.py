@@ -1,6 +1,8 @@
-"""From a function and its arguments to a loaded Kernel: trace the function under a tape,
+"""From a function and its arguments to a Kernel: trace the function under a tape,
 optimize the program, generate the kernel with its call path and warm entries into one
-module, store it in the on-disk index, and load it. Differentiable (api.py) decides when.
+module, and store it in the on-disk index (load_indexed finds it there in a later process).
+Differentiable (api.py) decides when, and where Numba compiles it: in this process or in
+tiered.py's worker.
 """
 
 import inspect
@@ -29,9 +31,10 @@ def wrt_positions(wrt):
     return (wrt,) if isinstance(wrt, int) else tuple(wrt)
 
 
-def compile_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel, as_eager):
-    """Traces, generates and loads the kernel, and stores it in the index under the key
-    `found` (None: fn is not indexable) unless it captured arrays or Variables."""
+def generate_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel, as_eager):
+    """Traces and generates the kernel, not yet compiled (its fn is None), and stores it in
+    the index under the key `found` (None: fn is not indexable) unless it captured arrays
+    or Variables."""
     traced = trace_function(fn, wrt, kernel_form, args, kwargs, leaves)
     if traced.created:  # allowed once (Keras's build): not when a trace creates again
         _refuse_created(fn, trace_function(fn, wrt, kernel_form, args, kwargs, leaves).created)
@@ -65,8 +68,7 @@ def compile_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, paralle
             all(how[0] != "const" or isinstance(how[1], captures.SIMPLE)
                 for how in conv.returns):
         index.store(found, spec)
-    compiled = backend.load(source, func_name, parallel=parallel)
-    return Kernel(spec, compiled, consts, program, probes)
+    return Kernel(spec, None, consts, program, probes)
 
 
 def load_indexed(fn, found, leaves):

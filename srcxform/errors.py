@@ -61,6 +61,11 @@ class CacheWarning(UserWarning):
     or a folder it cannot write in (a temporary one serves the process instead)."""
 
 
+class TieredWarning(UserWarning):
+    """srcxform's compiler worker (tiered.py) could not compile a kernel: it died, or could
+    not start. The kernel compiles in the calling process instead."""
+
+
 def user_frame():
     """Returns (filename, lineno) of the innermost frame outside srcxform, or None."""
     frame = user_frame_object()

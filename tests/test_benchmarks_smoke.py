@@ -178,3 +178,26 @@ def test_harness_writes_both_tables_with_threads():
         assert f"## {title}" in text
     assert text.count(" thr |") >= 2 * len(run.TABLES)
     assert {t["table"] for t in report["targets"]} == {threads.SERIAL}
+
+
+def test_report_shows_tiered_first_calls():
+    """The tiered-against-blocking targets and table, from first calls as first_calls
+    records them (no JAX here: the first call is shown, not judged)."""
+    from benchmarks import run
+
+    def timing(first, native, eager):
+        return {"first_ms": first, "native_ms": native, "tier0_calls": eager, "warm_us": 1.0}
+
+    first = {"cold": {"W1": 40.0}, "warm_ms": {"W1": 300.0}, "floor_ms": 290.0,
+             "import_ms": {"srcxform": 300.0, "numba": 200.0}, "errors": [], "table": "serial",
+             "tiered": {"W1": timing(8.0, 700.0, 12)},
+             "blocking": {"W1": timing(600.0, 600.0, 0)}}
+    targets = run.evaluate_targets({}, None, first)
+    by_name = {t["name"]: t for t in targets}
+    assert by_name["W1 first call, tiered vs JAX's first call"]["status"] == "n/a"
+    native = by_name["W1 time to native, tiered vs blocking"]
+    assert native["status"] == "PASS" and native["measured"].startswith("1.17×")
+    report = {"meta": {"date": "-", "mode": "test", "cpu": "-", "cores": 2, "python": "-",
+                       "versions": {}, "skipped": []},
+              "tables": {}, "recompile": None, "first_call": first, "targets": targets}
+    assert "| W1 | 8 ms | 700 ms | 12 | 600 ms | 1 µs | 1 µs |" in run.markdown(report)

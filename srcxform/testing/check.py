@@ -167,7 +167,9 @@ class _Loss:
         # is made at run time and described by its cells.)
         weighted.__name__ = f"{_name(self.f)}__weighted"
         positions = self.flat.positions
-        grads = srcxform.differentiable(weighted, wrt=positions).grad(*self.flat.args(leaves))
+        # wait: the kernel itself is checked, not the eager tape a tiered first call runs.
+        grads = srcxform.differentiable(weighted, wrt=positions, wait=True).grad(
+            *self.flat.args(leaves))
         # Each argument's gradient has the argument's structure: leaf k's is its leaf.
         by_leaf = {}
         for position, grad in zip(positions, grads):

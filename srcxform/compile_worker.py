@@ -1,0 +1,70 @@
+"""The compiler worker's side of tiered execution (tiered.py): compiles each kernel it is
+sent for the signature it is sent, into the on-disk cache, and replies when done.
+
+It runs in an interpreter of its own, started with srcxform's package __init__ skipped:
+only the backend, the runtime helpers and Numba are imported. It exits when the pipe
+from its parent closes (the parent exited, or ended it).
+"""
+
+import os
+import signal
+from multiprocessing.connection import Connection
+
+import numpy as np
+
+
+def serve(inbox_fd, outbox_fd):
+    # Ctrl-C reaches the terminal's whole process group: the parent decides what ends.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    inbox = Connection(inbox_fd, writable=False)
+    outbox = Connection(outbox_fd, readable=False)
+    start_numba()  # while the parent traces the first kernel
+    while True:
+        try:
+            number, (env, source, func_name, parallel, signature) = inbox.recv()
+        except EOFError:
+            return
+        try:
+            _compile(env, source, func_name, parallel, signature)
+            error = None
+        except Exception as err:  # noqa: BLE001 - the parent compiles again and raises it
+            error = f"{type(err).__name__}: {err}"
+        outbox.send((number, error))
+
+
+def start_numba():
+    """What every compile needs first, and what loading a kernel from the cache needs too:
+    Numba imported, its CPU target initialized, the runtime helpers' modules imported.
+    The worker does it while its parent traces; the parent (tiered.prepare_native) while
+    its calls run eagerly."""
+    from numba.core.compiler_lock import global_compiler_lock
+    from numba.core.registry import cpu_target
+
+    from srcxform import backend
+
+    backend._import_runtime()
+    with global_compiler_lock:  # what a compile or cache load in another thread holds
+        cpu_target.target_context.refresh()
+
+
+def _compile(env, source, func_name, parallel, signature):
+    from srcxform import backend
+
+    for name in [k for k in os.environ if k.startswith(("SRCXFORM_", "NUMBA_"))]:
+        del os.environ[name]
+    os.environ.update(env)
+    with backend.gc_paused():
+        compiled = backend.load(source, func_name, jit=True, parallel=parallel)
+        compiled.dispatcher.compile(tuple(_numba_type(arg) for arg in signature))
+
+
+def _numba_type(described):
+    """The Numba type of an argument tiered._described describes: numba.typeof's."""
+    import numba
+    from numba.core.typing.typeof import Purpose
+
+    if described[0] == "array":
+        _, dtype, ndim, layout, readonly = described
+        return numba.types.Array(numba.from_dtype(np.dtype(dtype)), ndim, layout,
+                                 readonly=readonly)
+    return numba.typeof(described[1], Purpose.argument)

@@ -1,0 +1,254 @@
+"""Tiered execution: no call waits for Numba.
+
+A new kernel's first calls run at once on the eager tape (tier 0: the same function, on
+NumPy), while Numba compiles the kernel in a worker process, which writes it into the
+on-disk cache; the first call after the worker is done loads it from there and runs it
+natively, as every later call does. `SRCXFORM_TIERED=0` (or `differentiable(wait=True)`,
+or `f.compile(*args)` ahead of the calls) compiles in the calling process instead.
+
+The worker is a process, not a thread, because Numba's compiler is mostly Python and
+would hold the GIL the tier-0 calls need. It is one long-lived interpreter per process,
+started at the first tiered compile: a new interpreter (subprocess), not a fork (the
+caller may have threads), nor multiprocessing's spawn (which runs the user's __main__
+again in the child). It imports the backend and Numba only (compile_worker.py).
+
+Nothing the worker does decides a result: it only fills the cache. Where it dies or cannot
+start, the kernel compiles in the calling process, with a TieredWarning; where it failed
+to compile, the calling process compiles again and raises Numba's error as it would have.
+"""
+
+import atexit
+import itertools
+import os
+import subprocess
+import sys
+import threading
+import warnings
+from multiprocessing.connection import Connection
+
+import numpy as np
+
+from srcxform import backend, compile_worker
+from srcxform.cachefiles import cache_dir
+from srcxform.errors import SrcxformError, TieredWarning, user_frame_object
+from srcxform.tensor import Tensor, Value
+from srcxform.tree import tree_flatten
+
+
+def enabled(wait):
+    """Whether a Differentiable made with `wait` runs new kernels' first calls on tier 0."""
+    return not wait and backend.jit_enabled() and \
+        os.environ.get("SRCXFORM_TIERED", "1") not in ("0", "false", "no")
+
+
+class Job:
+    """One kernel compiling in the worker. `lost` says why the worker could not finish it
+    (None when it did: compiled into the cache, or failed to compile)."""
+
+    def __init__(self):
+        self._done = threading.Event()
+        self.lost = None
+
+    def ready(self):
+        return self._done.is_set()
+
+    def wait(self, timeout=None):
+        return self._done.wait(timeout)
+
+    def finish(self, lost=None):
+        self.lost = lost
+        self._done.set()
+
+
+def submit(kernel, leaves):
+    """A Job compiling `kernel` (a Kernel without its compiled function yet) in the worker,
+    for calls with these argument leaves."""
+    spec = kernel.spec
+    buffers = [("array", dtype.str, len(shape), "C", False)
+               for shape, dtype in (kernel.conv.outs[p] for p in kernel.conv.buffers)]
+    signature = [_described(a) for a in kernel.arguments(leaves)] + buffers
+    # What the worker's compile depends on in the environment: the cache folder (read
+    # now: tests and users change it), Numba's and srcxform's switches.
+    env = {k: v for k, v in os.environ.items() if k.startswith(("SRCXFORM_", "NUMBA_"))}
+    env["SRCXFORM_CACHE_DIR"] = cache_dir()
+    job = Job()
+    try:
+        _worker().submit(job, (env, spec.source, spec.func_name, spec.parallel, signature))
+    except OSError as err:
+        job.finish(f"it could not start ({err})")
+    return job
+
+
+def start_worker():
+    """Starts the worker, if it is not running, ahead of its first job: it gets Numba
+    ready while this process traces. Where it cannot start, submit says so."""
+    try:
+        _worker()
+    except OSError:
+        pass
+
+
+def prepare_native():
+    """Gets this process's Numba ready for the switch to native code, in a thread of its
+    own, once: imported, its CPU target initialized, the runtime helpers imported. Else
+    the switching call would wait that long (half a second and more) itself; meanwhile the
+    eager calls share the GIL with it."""
+    global _PREPARING
+    with _STARTING:
+        if _PREPARING is not None:
+            return
+        _PREPARING = threading.Thread(target=compile_worker.start_numba,
+                                      name="srcxform-numba-start", daemon=True)
+    _PREPARING.start()
+
+
+_PREPARING = None
+
+
+def warn_lost(job, name):
+    """The TieredWarning for a job the worker could not finish."""
+    user = user_frame_object()  # the warning names the user's call
+    level, frame = 1, sys._getframe()
+    while frame is not None and frame is not user:
+        level, frame = level + 1, frame.f_back
+    warnings.warn(f"srcxform's compiler worker could not compile {name}'s kernel: "
+                  f"{job.lost}; it compiles in this process instead", TieredWarning,
+                  stacklevel=level)
+
+
+def _described(arg):
+    """A kernel argument as the worker types it: an array by the parts of its Numba type
+    (numba.typeof's: dtype, ndim, layout, read-only), a scalar as itself (it is small)."""
+    if isinstance(arg, np.ndarray):
+        flags = arg.flags
+        layout = "C" if flags.c_contiguous else "F" if flags.f_contiguous else "A"
+        return ("array", arg.dtype.str, arg.ndim, layout, not flags.writeable)
+    return ("value", arg)
+
+
+# ----- tier 0: the eager run's results, as the kernel's call path returns them -----
+
+
+def results(conv, form, value, grads, leaves):
+    """What `form` returns, from the eager run's value and gradients (one per wrt
+    argument; none for a value kernel), converted leaf by leaf as the kernel's generated
+    call path converts its outputs (callpath._returned)."""
+    flat = tree_flatten(value)[0] + [leaf for g in grads for leaf in tree_flatten(g)[0]]
+    if len(flat) != len(conv.returns):  # the trace and the eager run return alike
+        raise SrcxformError(f"srcxform: the eager run returned {len(flat)} values where the "
+                            f"trace returned {len(conv.returns)} (please report it)")
+    plain = conv.plain(form)
+    out = [_returned(conv, how, x, leaves, plain) for how, x in zip(conv.returns, flat)]
+    return conv.results(form, out)
+
+
+def _returned(conv, how, x, leaves, plain):
+    if how[0] == "arg":
+        return leaves[how[1]]
+    if how[0] == "const":
+        return how[1]
+    _, j, eager, weak = how
+    shape, dtype = conv.outs[j]
+    array = np.asarray(x._array if isinstance(x, Value) else x, dtype)
+    if plain and eager == "tensor":
+        return Tensor._new(array, weak)
+    if shape:
+        return array
+    if plain and eager == "python":
+        return array.item()
+    return float(array) if not plain and dtype == np.float64 else dtype.type(array)
+
+
+# ----- the worker -----
+
+
+def _worker():
+    """The process's worker, started when first needed (again after one died, and in a
+    forked child, which must not share its parent's pipes)."""
+    global _WORKER
+    with _STARTING:
+        if _WORKER is None or _WORKER.dead or _WORKER.pid != os.getpid():
+            _WORKER = _Worker()
+        return _WORKER
+
+
+_WORKER = None
+_STARTING = threading.Lock()
+
+# The child's first lines: srcxform importable from where this process imports it, and
+# its package __init__ (ops, SciPy) not run: the worker needs the backend only.
+_BOOT = """\
+import sys, types
+sys.path.insert(0, sys.argv[1])
+package = types.ModuleType("srcxform")
+package.__path__ = [sys.argv[1] + "/srcxform"]
+sys.modules["srcxform"] = package
+from srcxform import compile_worker
+compile_worker.serve(int(sys.argv[2]), int(sys.argv[3]))
+"""
+
+
+class _Worker:
+    """The compiler process, the pipes to it, and a thread reading its replies (blocked in
+    a read, it holds no GIL)."""
+
+    def __init__(self):
+        self.pid, self.dead = os.getpid(), False
+        to_child, from_parent = os.pipe()
+        to_parent, from_child = os.pipe()
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", _BOOT, root, str(to_child), str(from_child)],
+                pass_fds=(to_child, from_child), stdin=subprocess.DEVNULL)
+        except BaseException:
+            os.close(from_parent)
+            os.close(to_parent)
+            raise
+        finally:  # the child's ends: the parent holding them would hide the child's exit
+            os.close(to_child)
+            os.close(from_child)
+        self._send = Connection(from_parent, readable=False)
+        self._receive = Connection(to_parent, writable=False)
+        self._jobs, self._numbers, self._lock = {}, itertools.count(), threading.Lock()
+        threading.Thread(target=self._read, name="srcxform-compiler-replies",
+                         daemon=True).start()
+        atexit.register(self.close)
+
+    def submit(self, job, payload):
+        with self._lock:
+            if self.dead:
+                raise OSError("it has exited")
+            number = next(self._numbers)
+            self._jobs[number] = job
+            try:
+                self._send.send((number, payload))
+            except OSError:
+                del self._jobs[number]
+                raise
+
+    def _read(self):
+        try:
+            while True:
+                number, _ = self._receive.recv()  # the compile error, if any: raised again
+                with self._lock:                  # by the caller's own compile
+                    job = self._jobs.pop(number)
+                job.finish()
+        except (EOFError, OSError):
+            pass
+        with self._lock:
+            self.dead = True
+            jobs, self._jobs = list(self._jobs.values()), {}
+        code = self.process.wait()
+        for job in jobs:
+            job.finish(f"it exited (status {code})")
+
+    def close(self):
+        """Ends the worker: the closed pipe is its signal to exit; one still compiling at
+        exit is killed (the cache's files are written whole or not at all)."""
+        self._send.close()
+        try:
+            self.process.wait(timeout=0.5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()

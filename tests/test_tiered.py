@@ -1,0 +1,248 @@
+"""Tiered execution (srcxform/tiered.py): a new kernel's first calls run on the eager tape
+while the compiler worker compiles it into the disk cache; the next call after that loads
+it and runs natively. The suite runs with tiers off (conftest.py); these tests turn them on,
+each with a fresh cache folder (so the worker really compiles) and kernels of their own."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import srcxform as tf
+from srcxform import CacheWarning, backend, tiered
+from srcxform.errors import TieredWarning
+
+ROOT = Path(__file__).parents[1]
+TIMEOUT = 300  # seconds a test waits for the worker: generous, for a loaded machine
+
+
+@pytest.fixture(autouse=True)
+def tiers_on(monkeypatch, tmp_path):
+    monkeypatch.setenv("SRCXFORM_TIERED", "1")
+    monkeypatch.setenv("SRCXFORM_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("SRCXFORM_JIT", raising=False)
+
+
+def the_job(f):
+    """The worker's job for f's one kernel compiling, or None when it is native."""
+    jobs = list(f._compiling.values())
+    assert len(jobs) <= 1
+    return jobs[0] if jobs else None
+
+
+def the_kernel(f):
+    (kernel,) = [k for candidates in f._kernels.values() for k in candidates]
+    return kernel
+
+
+def leaves_alike(got, want, rtol=1e-12):
+    """The same structure, the same types and dtypes leaf by leaf, values within rtol."""
+    got_leaves, got_tree = tf.tree.tree_flatten(got)
+    want_leaves, want_tree = tf.tree.tree_flatten(want)
+    assert got_tree == want_tree
+    for a, b in zip(got_leaves, want_leaves):
+        assert type(a) is type(b)
+        assert np.asarray(getattr(a, "_array", a)).dtype == \
+            np.asarray(getattr(b, "_array", b)).dtype
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=rtol)
+
+
+def mlp_loss(params, x):
+    h = tf.tanh(x @ params["w"] + params["b"])
+    return tf.reduce_sum(h * h), tf.reduce_max(h)
+
+
+def test_first_calls_run_eagerly_then_switch_to_the_workers_kernel():
+    f = tf.differentiable(mlp_loss, wrt=0)
+    rng = np.random.default_rng(0)
+    params = {"w": rng.normal(size=(3, 2)).astype(np.float32),
+              "b": rng.normal(size=2).astype(np.float32)}
+    x = rng.normal(size=(4, 3)).astype(np.float32)
+    eager = f.value_and_grad(params, x)
+    job = the_job(f)
+    assert job is not None and the_kernel(f).fn is None  # tier 0: nothing compiled here
+    assert job.wait(TIMEOUT) and job.lost is None
+    native = f.value_and_grad(params, x)
+    assert the_job(f) is None
+    kernel = the_kernel(f)
+    assert isinstance(kernel.fn, backend.Compiled)
+    # Loaded from the cache the worker wrote: a hit, and nothing compiled in this process.
+    stats = kernel.fn.dispatcher.stats
+    assert sum(stats.cache_hits.values()) == 1 and not stats.cache_misses
+    leaves_alike(eager, native, rtol=1e-5)  # float32: eager and compiled sum differently
+    w = params["w"].astype(np.float64)
+    h = np.tanh(x.astype(np.float64) @ w + params["b"])
+    np.testing.assert_allclose(native[0][0], np.sum(h * h), rtol=1e-5)
+    # The gradient of both results' sum (the tape's, for a tuple): max's reaches one h.
+    dh = 2 * h + (np.arange(h.size) == np.argmax(h)).reshape(h.shape)
+    np.testing.assert_allclose(native[1]["w"], x.T @ (dh * (1 - h * h)), rtol=1e-4)
+    # Later calls take the warm entry made at the switch.
+    hits = f.cache_info().hits
+    leaves_alike(f.value_and_grad(params, x), native)
+    assert f.cache_info().hits == hits + 1
+
+
+def square_plus(x):
+    return tf.reduce_sum(x * x) + 1.0
+
+
+def test_the_plain_call_returns_as_the_eager_function_on_both_tiers():
+    f = tf.differentiable(square_plus)
+    x = np.array([1.0, 2.0, 3.0])
+    eager = f(x)
+    assert the_job(f).wait(TIMEOUT)
+    native = f(x)
+    assert isinstance(native, tf.Tensor) and the_job(f) is None
+    leaves_alike(eager, native)
+    assert float(native) == 15.0
+
+
+def cube_sum(x):
+    return tf.reduce_sum(x * x * x)
+
+
+def test_compile_blocks_until_the_kernel_is_native():
+    f = tf.differentiable(cube_sum)
+    x = np.array([1.0, -2.0])
+    assert f.compile(x) is f
+    assert the_job(f) is None and isinstance(the_kernel(f).fn, backend.Compiled)
+    np.testing.assert_array_equal(f.grad(x), 3 * x * x)
+    assert len(the_kernel(f).fn.dispatcher.signatures) == 1  # the first call ran natively
+
+
+def sin_sum(x):
+    return tf.reduce_sum(tf.sin(x))
+
+
+@pytest.mark.parametrize("how", ["environment", "wait"])
+def test_tiers_off_compile_at_the_first_call(monkeypatch, how):
+    if how == "environment":
+        monkeypatch.setenv("SRCXFORM_TIERED", "0")
+    f = tf.differentiable(sin_sum, wait=how == "wait")
+    x = np.array([0.5, 1.5])
+    np.testing.assert_allclose(f.grad(x), np.cos(x), rtol=1e-15)
+    assert the_job(f) is None
+    assert len(the_kernel(f).fn.dispatcher.signatures) == 1
+
+
+def test_a_call_runs_once_on_either_tier():
+    v = tf.Variable(np.zeros(3))
+    x = np.array([1.0, 2.0, 4.0])
+
+    def accumulate(x):
+        v.assign_add(x)
+        return tf.reduce_sum(v * x)
+
+    f = tf.differentiable(accumulate)
+    values = [float(f(x))]
+    np.testing.assert_array_equal(v.numpy(), x)
+    assert the_job(f).wait(TIMEOUT)
+    values += [float(f(x)) for _ in range(3)]
+    assert the_job(f) is None
+    np.testing.assert_array_equal(v.numpy(), 4 * x)
+    assert values == [k * float(x @ x) for k in (1, 2, 3, 4)]
+
+
+def exp_sum(x):
+    return tf.reduce_sum(tf.exp(x))
+
+
+def test_a_worker_that_dies_leaves_the_kernel_to_this_process():
+    worker = tiered._worker()
+    os.kill(worker.process.pid, signal.SIGSTOP)  # it cannot finish the job before it dies
+    f = tf.differentiable(exp_sum)
+    x = np.array([0.0, 1.0])
+    try:
+        np.testing.assert_allclose(f.grad(x), np.exp(x), rtol=1e-15)
+        job = the_job(f)
+    finally:
+        worker.process.kill()
+    assert job.wait(TIMEOUT) and "exited" in job.lost
+    with pytest.warns(TieredWarning, match="exp_sum"):
+        np.testing.assert_allclose(f.grad(x), np.exp(x), rtol=1e-15)
+    assert the_job(f) is None
+    stats = the_kernel(f).fn.dispatcher.stats
+    assert sum(stats.cache_misses.values()) == 1  # compiled here
+    # The next kernel gets a new worker.
+    g = tf.differentiable(cube_sum)
+    g.grad(x)
+    assert the_job(g).wait(TIMEOUT) and the_job(g).lost is None
+    assert tiered._worker() is not worker
+
+
+def cos_sum(x):
+    return tf.reduce_sum(tf.cos(x))
+
+
+def test_a_damaged_cache_file_is_compiled_here(tmp_path):
+    f = tf.differentiable(cos_sum)
+    x = np.array([0.25, 2.0])
+    f.grad(x)
+    assert the_job(f).wait(TIMEOUT)
+    damaged = list((tmp_path / "__pycache__").glob("sx1-cos_sum__*.nbc"))
+    assert damaged
+    for path in damaged:
+        path.write_bytes(path.read_bytes()[:100])
+    with pytest.warns(CacheWarning, match="cos_sum"):
+        np.testing.assert_allclose(f.grad(x), -np.sin(x), rtol=1e-15)
+    assert sum(the_kernel(f).fn.dispatcher.stats.cache_misses.values()) == 1
+
+
+def tanh_sum(x):
+    return tf.reduce_sum(tf.tanh(x) * x)
+
+
+def test_threads_calling_during_the_switch():
+    f = tf.differentiable(tanh_sum)
+    x = np.linspace(-1.0, 1.0, 7)
+    want = np.tanh(x) + x * (1 - np.tanh(x) ** 2)
+    np.testing.assert_allclose(f.grad(x), want, rtol=1e-14)
+    job = the_job(f)
+    got, errors = [], []
+
+    def calls():
+        try:
+            while not job.ready():
+                got.append(f.grad(x))
+            got.extend(f.grad(x) for _ in range(20))  # across the switch and after it
+        except Exception as err:  # noqa: BLE001 - reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=calls) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(TIMEOUT)
+    assert not errors and len(got) >= 80
+    for g in got:
+        np.testing.assert_allclose(g, want, rtol=1e-14)
+    assert the_job(f) is None and f.cache_info().kernels == 1
+    assert len(the_kernel(f).fn.dispatcher.signatures) == 1
+
+
+def test_the_worker_ends_with_its_process(tmp_path):
+    script = textwrap.dedent("""
+        import numpy as np
+        import srcxform as tf
+        from srcxform import tiered
+
+        def log_sum(x):
+            return tf.reduce_sum(tf.log(x))
+
+        f = tf.differentiable(log_sum)
+        print(f.grad(np.array([1.0, 2.0])).tolist(), tiered._worker().process.pid)
+        """)  # it exits with the worker still compiling
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=TIMEOUT, check=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    grads, pid = out.stdout.split("]")
+    assert grads == "[1.0, 0.5"
+    pid = int(pid)
+    # Killed at exit, and reaped by its parent before that exited: no zombie left.
+    assert not os.path.exists(f"/proc/{pid}")
