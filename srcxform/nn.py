@@ -10,3 +10,26 @@ from srcxform.ops.nn import (  # noqa: F401
 # Keras's name (keras.activations.log_sigmoid); TensorFlow's is tf.math.log_sigmoid.
 from srcxform.ops.nn import log_sigmoid  # noqa: F401
 from srcxform.ops.selection import top_k  # noqa: F401  (also tf.math.top_k)
+
+
+def dropout(x, rate, noise_shape=None, seed=None, name=None):
+    """x with each element zeroed with probability `rate` and the others scaled by
+    1 / (1 - rate) (tf.nn.dropout). The mask is drawn from srcxform.random's global
+    generator (or `seed`'s stream): fresh at each call, compiled calls included. Its
+    gradient is the mask times 1 / (1 - rate). `noise_shape` broadcasts against x's shape
+    (a None in it takes x's size), to keep or drop whole rows or channels."""
+    from srcxform import random
+    from srcxform.ops import cast, greater_equal
+    from srcxform.tensor import as_value
+
+    x = as_value(x, "dropout")
+    if x.dtype.kind != "f":
+        raise TypeError(f"dropout: x must be a float tensor, got {x.aval.short()}")
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate < 1:
+        raise ValueError(f"dropout: rate must be a number in [0, 1), got {rate!r}")
+    if rate == 0:
+        return x
+    shape = tuple(x.aval.shape) if noise_shape is None else tuple(
+        x.aval.shape[i] if d is None else d for i, d in enumerate(noise_shape))
+    keep = greater_equal(random.uniform(shape, dtype=x.dtype, seed=seed), rate)
+    return x * (1 / (1 - rate)) * cast(keep, x.dtype)
