@@ -29,13 +29,12 @@ _TWO_PI = 6.283185307179586
 _2_POW_53 = 9007199254740992.0
 
 
-def blocks(counter, key, count, attempt):
-    """The four 32-bit words (each in a uint64 array of `count`) of the Philox blocks at
-    counters counter, counter + 1, ..., under `key`, on redraw `attempt`."""
-    c = np.arange(count).astype(np.uint64) + np.uint64(counter)
-    c0, c1 = c & _LOW, c >> _HALF
-    c2 = np.full(count, np.uint64(attempt))
-    c3 = np.zeros(count, np.uint64)
+def blocks(counters, key, attempt):
+    """The four 32-bit words (each in a uint64 array) of the Philox blocks at `counters`
+    (a uint64 array) under `key`, on redraw `attempt`."""
+    c0, c1 = counters & _LOW, counters >> _HALF
+    c2 = np.full(counters.size, np.uint64(attempt))
+    c3 = np.zeros(counters.size, np.uint64)
     k0, k1 = np.uint64(key) & _LOW, np.uint64(key) >> _HALF
     for _ in range(10):
         p0, p1 = _MUL0 * c0, _MUL1 * c2  # 32 x 32 -> 64 bits: hi and lo halves below
@@ -53,48 +52,46 @@ def _top_bits(hi, lo, digits):
 def uniform(counter, key, shape, digits):
     """Uniform in [0, 1) on the grid of 2**-digits: exact in a float type of `digits`
     significand bits, so that rounding to it cannot reach 1.0."""
-    count = _count(shape)
-    w0, w1, _, _ = blocks(counter, key, count, 0)
+    w0, w1, _, _ = blocks(_counters(counter, shape), key, 0)
     return (_top_bits(w0, w1, digits) * (1.0 / 2.0 ** digits)).reshape(shape)
 
 
 def integers(counter, key, shape):
     """Uniform non-negative int64 values (63 random bits)."""
-    w0, w1, _, _ = blocks(counter, key, _count(shape), 0)
+    w0, w1, _, _ = blocks(_counters(counter, shape), key, 0)
     return (((w0 << _HALF) | w1) >> np.uint64(1)).astype(np.int64).reshape(shape)
 
 
 def normal(counter, key, shape):
     """Standard normal float64 values, one Box-Muller transform per element."""
-    return _normal(counter, key, _count(shape), 0).reshape(shape)
+    return _normal(_counters(counter, shape), key, 0).reshape(shape)
 
 
 def truncated_normal(counter, key, shape):
     """Standard normal values within 2 of 0: an element outside is drawn again from its
     own counter with the next `attempt`, until it falls within."""
-    count = _count(shape)
-    out = _normal(counter, key, count, 0)
+    counters = _counters(counter, shape)
+    out = _normal(counters, key, 0)
     pending = np.nonzero(np.abs(out) >= 2.0)[0]
     attempt = 1
     while pending.size:
-        # Only the pending elements' counters: each a block of one.
-        for j in range(pending.size):
-            index = pending[j]
-            out[index] = _normal(counter + index, key, 1, attempt)[0]
-        pending = pending[np.abs(out[pending]) >= 2.0]
+        again = _normal(counters[pending], key, attempt)
+        out[pending] = again
+        pending = pending[np.abs(again) >= 2.0]
         attempt += 1
     return out.reshape(shape)
 
 
-def _count(shape):
+def _counters(counter, shape):
+    """counter, counter + 1, ... for each element of `shape`, as uint64s."""
     count = 1
     for d in shape:
         count *= d
-    return count
+    return np.arange(count).astype(np.uint64) + np.uint64(counter)
 
 
-def _normal(counter, key, count, attempt):
-    w0, w1, w2, w3 = blocks(counter, key, count, attempt)
+def _normal(counters, key, attempt):
+    w0, w1, w2, w3 = blocks(counters, key, attempt)
     u1 = (_top_bits(w0, w1, 53) + 1.0) * (1.0 / _2_POW_53)  # in (0, 1]: log is finite
     u2 = _top_bits(w2, w3, 53) * (1.0 / _2_POW_53)  # in [0, 1)
     return np.sqrt(-2.0 * _log(u1)) * _cos_two_pi(u2)
@@ -132,4 +129,4 @@ def _cos_two_pi(t):
 
 
 # What the entry points above call: Numba must compile these with them (philox_jit).
-INTERNALS = (blocks, _top_bits, _count, _normal, _log, _cos_two_pi)
+INTERNALS = (blocks, _top_bits, _counters, _normal, _log, _cos_two_pi)
