@@ -1,6 +1,6 @@
 """srcxform.random and nn.dropout: draws made by the kernel from a carried state.
 
-Eager and compiled draws come from the same Philox source (runtime/philox.py), so the
+Eager and compiled draws come from the same Philox source (srcxform/philox.py), so the
 tests compare them bit for bit; distributions are checked on 1e5 draws.
 """
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import srcxform as tf
-from srcxform.runtime import philox
+from srcxform import philox
 
 Generator = tf.random.Generator
 

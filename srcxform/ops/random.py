@@ -3,13 +3,14 @@
 srcxform.random keeps the counter and the key in int64 Variables and advances the counter
 by each draw's size, so that a compiled function reads them as inputs and writes the
 counter back: each call draws anew. Element i of a draw is a function of (key, counter +
-i) alone (srcxform.runtime.philox), computed by the same source eagerly (NumPy) and in
+i) alone (srcxform.philox), computed by the same source eagerly (NumPy) and in
 kernels (Numba): the two are equal bit for bit. A draw has no gradient: it is a constant
 to the tape, as TensorFlow's random ops are.
 """
 
 import numpy as np
 
+from srcxform import philox
 from srcxform.aval import Aval
 from srcxform.primitive import primitive
 
@@ -35,8 +36,6 @@ def _digits(dtype):
 
 
 def _philox_impl(counter, key, shape, dist, dtype):
-    from srcxform.runtime import philox  # plain NumPy; imported only where one draws
-
     extra = (_digits(dtype),) if dist == "uniform" else ()
     draw = getattr(philox, dist)(int(counter), int(key), tuple(int(d) for d in shape), *extra)
     return draw.astype(dtype)
