@@ -122,7 +122,8 @@ class Generator:
         dtype = as_dtype(dtype)
         if dtype.kind == "f":
             unit = self._draw("uniform", shape, dtype, "uniform")
-            return _scaled(unit, 1 if maxval is None else maxval - minval, minval)
+            maxval = 1 if maxval is None else maxval
+            return _scaled(unit, maxval - minval, minval)
         if dtype not in (np.int32, np.int64):
             raise TypeError(f"uniform: dtype must be a float or int32/int64, got {dtype.name}")
         if maxval is None:

@@ -154,6 +154,8 @@ def test_distributions_have_their_moments():
     assert u.dtype == np.float32 and 0 <= u.min() and u.max() < 1
     assert abs(u.mean() - 0.5) < 0.005 and abs(u.var() - 1 / 12) < 0.002
     assert np.all(u * 2.0**24 == np.floor(u * 2.0**24))  # float32's grid: never rounds to 1
+    u = g.uniform([1000], minval=0.5).numpy()  # maxval 1
+    assert 0.5 <= u.min() and u.max() < 1 and abs(u.mean() - 0.75) < 0.03
     u = g.uniform([n], -2.0, 5.0, dtype=tf.float64).numpy()
     assert -2 <= u.min() and u.max() < 5 and abs(u.mean() - 1.5) < 0.04
     t = g.truncated_normal([n], dtype=tf.float64).numpy()
