@@ -47,8 +47,8 @@ class Generator:
 
     Inside a `@differentiable` function each call draws fresh numbers and advances the
     state, as eager calls do. Draws are constants to a tape (no gradient flows to the
-    state). Each draw reserves its counters under a lock, so threads may share a
-    Generator; a thread's own Generator gives a deterministic stream.
+    state). A draw holds a lock while it reads and advances the state, so threads may
+    share a Generator; a thread's own Generator gives a deterministic stream.
     """
 
     def __init__(self, copy_from=None, state=None, alg=None):
@@ -97,11 +97,12 @@ class Generator:
     # ----- draws -----
     def _draw(self, dist, shape, dtype, op):
         shape = shape_argument(shape, op)
-        with self._lock, recording.paused():
+        with self._lock, recording.paused():  # a draw is a constant to the tapes
             counter = self._counter.read_value()
-            self._counter.assign(counter + size(shape))
-        return philox_p.bind(counter, self._key.read_value(), shape=shape, dist=dist,
-                             dtype=dtype)
+            draw = philox_p.bind(counter, self._key.read_value(), shape=shape, dist=dist,
+                                 dtype=dtype)
+            self._counter.assign(counter + size(shape))  # after a draw that did not raise
+        return draw
 
     def normal(self, shape, mean=0.0, stddev=1.0, dtype=float32, name=None):
         """Normal values (tf.random.Generator.normal)."""

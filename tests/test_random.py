@@ -86,7 +86,8 @@ def _dropped_sum(x):
 
 
 def test_compiled_dropout_draws_fresh_masks_that_a_seed_repeats():
-    f = tf.differentiable(_dropped_sum)
+    # check=True runs the eager tape beside the first call, from the same generator state.
+    f = tf.differentiable(_dropped_sum, check=True)
     x = np.linspace(1.0, 2.0, 200).astype(np.float32)
     tf.random.set_seed(3)
     first, second = f.grad(x), f.grad(x)  # the gradient is the mask times 2
@@ -239,6 +240,9 @@ def test_bad_arguments_raise():
         tf.nn.dropout(tf.ones([2]), 1.0)
     with pytest.raises(TypeError, match="float"):
         tf.nn.dropout(tf.ones([2], tf.int32), 0.5)
+    with pytest.raises(ValueError, match="negative"):
+        g.normal([2, -1])
+    assert g.state.numpy()[0] == 0  # a draw that raised took no counters
     with pytest.raises(ValueError, match="algorithm"):
         Generator.from_seed(0, alg="threefry")
     with pytest.raises(tf.TracingError, match="split before"):

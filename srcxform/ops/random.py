@@ -23,6 +23,8 @@ def _philox_shape(counter, key, *, shape, dist, dtype):
     for name, a in (("counter", counter), ("key", key)):
         if a.shape != () or a.dtype != np.int64:
             raise TypeError(f"the {name} must be an int64 scalar, got {a.short()}")
+    if any(d < 0 for d in shape):
+        raise ValueError(f"a shape has no negative sizes, got {tuple(shape)}")
     if dist not in DISTRIBUTIONS:
         raise ValueError(f"unknown distribution {dist!r}")
     if dtype != np.int64 if dist == "integers" else dtype.kind != "f":
