@@ -1,5 +1,11 @@
-"""`srcxform.nn`: TensorFlow's tf.nn names for srcxform's ops."""
+"""`srcxform.nn`: TensorFlow's tf.nn names for srcxform's ops, and dropout."""
 
+import numbers as _numbers
+
+from srcxform import random as _random
+from srcxform.ops import cast as _cast
+from srcxform.ops import greater_equal as _greater_equal
+from srcxform.tensor import as_value as _as_value
 from srcxform.ops import (  # noqa: F401
     log_softmax, relu, sigmoid, sigmoid_cross_entropy_with_logits, softmax,
     softmax_cross_entropy_with_logits, softplus, tanh,
@@ -18,18 +24,14 @@ def dropout(x, rate, noise_shape=None, seed=None, name=None):
     generator (or `seed`'s stream): fresh at each call, compiled calls included. Its
     gradient is the mask times 1 / (1 - rate). `noise_shape` broadcasts against x's shape
     (a None in it takes x's size), to keep or drop whole rows or channels."""
-    from srcxform import random
-    from srcxform.ops import cast, greater_equal
-    from srcxform.tensor import as_value
-
-    x = as_value(x, "dropout")
+    x = _as_value(x, "dropout")
     if x.dtype.kind != "f":
         raise TypeError(f"dropout: x must be a float tensor, got {x.aval.short()}")
-    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate < 1:
+    if isinstance(rate, bool) or not isinstance(rate, _numbers.Real) or not 0 <= rate < 1:
         raise ValueError(f"dropout: rate must be a number in [0, 1), got {rate!r}")
     if rate == 0:
         return x
     shape = tuple(x.aval.shape) if noise_shape is None else tuple(
         x.aval.shape[i] if d is None else d for i, d in enumerate(noise_shape))
-    keep = greater_equal(random.uniform(shape, dtype=x.dtype, seed=seed), rate)
-    return x * (1 / (1 - rate)) * cast(keep, x.dtype)
+    keep = _greater_equal(_random.uniform(shape, dtype=x.dtype, seed=seed), rate)
+    return x * (1 / (1 - rate)) * _cast(keep, x.dtype)
