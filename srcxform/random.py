@@ -23,6 +23,9 @@ from srcxform.ops.selection import argsort
 from srcxform.ops.shape import gather, shape_argument
 from srcxform.tensor import Tensor, Variable, as_value
 
+__all__ = ["Generator", "get_global_generator", "normal", "set_global_generator", "set_seed",
+           "shuffle", "truncated_normal", "uniform"]
+
 _KEY_BITS = (1 << 63) - 1  # keys are non-negative int64s
 _ALGORITHMS = (None, "philox", "auto_select")
 # The global seed op-level seeds are mixed with before tf.random.set_seed (TensorFlow's).
