@@ -49,28 +49,32 @@ def _top_bits(hi, lo, digits):
     return (((hi << _HALF) | lo) >> np.uint64(64 - digits)).astype(np.float64)
 
 
-def uniform(counter, key, shape, digits):
+# Each draw is a vector of `count` elements, so that Numba compiles one version of each
+# whatever the shape a caller gives it.
+
+
+def uniform(counter, key, count, digits):
     """Uniform in [0, 1) on the grid of 2**-digits: exact in a float type of `digits`
     significand bits, so that rounding to it cannot reach 1.0."""
-    w0, w1, _, _ = blocks(_counters(counter, shape), key, 0)
-    return (_top_bits(w0, w1, digits) * (1.0 / 2.0 ** digits)).reshape(shape)
+    w0, w1, _, _ = blocks(_counters(counter, count), key, 0)
+    return _top_bits(w0, w1, digits) * (1.0 / 2.0 ** digits)
 
 
-def integers(counter, key, shape):
+def integers(counter, key, count):
     """Uniform non-negative int64 values (63 random bits)."""
-    w0, w1, _, _ = blocks(_counters(counter, shape), key, 0)
-    return (((w0 << _HALF) | w1) >> np.uint64(1)).astype(np.int64).reshape(shape)
+    w0, w1, _, _ = blocks(_counters(counter, count), key, 0)
+    return (((w0 << _HALF) | w1) >> np.uint64(1)).astype(np.int64)
 
 
-def normal(counter, key, shape):
+def normal(counter, key, count):
     """Standard normal float64 values, one Box-Muller transform per element."""
-    return _normal(_counters(counter, shape), key, 0).reshape(shape)
+    return _normal(_counters(counter, count), key, 0)
 
 
-def truncated_normal(counter, key, shape):
+def truncated_normal(counter, key, count):
     """Standard normal values within 2 of 0: an element outside is drawn again from its
     own counter with the next `attempt`, until it falls within."""
-    counters = _counters(counter, shape)
+    counters = _counters(counter, count)
     out = _normal(counters, key, 0)
     pending = np.nonzero(np.abs(out) >= 2.0)[0]
     attempt = 1
@@ -79,14 +83,11 @@ def truncated_normal(counter, key, shape):
         out[pending] = again
         pending = pending[np.abs(again) >= 2.0]
         attempt += 1
-    return out.reshape(shape)
+    return out
 
 
-def _counters(counter, shape):
-    """counter, counter + 1, ... for each element of `shape`, as uint64s."""
-    count = 1
-    for d in shape:
-        count *= d
+def _counters(counter, count):
+    """counter, counter + 1, ..., counter + count - 1 as uint64s."""
     return np.arange(count).astype(np.uint64) + np.uint64(counter)
 
 

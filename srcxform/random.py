@@ -20,7 +20,7 @@ from srcxform.errors import TracingError, user_line
 from srcxform.ops.elementwise import cast
 from srcxform.ops.random import philox_p
 from srcxform.ops.selection import argsort
-from srcxform.ops.shape import gather, shape_argument
+from srcxform.ops.shape import gather, reshape, shape_argument
 from srcxform.tensor import Tensor, Variable, as_value
 
 __all__ = ["Generator", "get_global_generator", "normal", "set_global_generator", "set_seed",
@@ -102,10 +102,11 @@ class Generator:
         shape = shape_argument(shape, op)
         with self._lock, recording.paused():  # a draw is a constant to the tapes
             counter = self._counter.read_value()
-            draw = philox_p.bind(counter, self._key.read_value(), shape=shape, dist=dist,
+            count = size(shape)
+            draw = philox_p.bind(counter, self._key.read_value(), count=count, dist=dist,
                                  dtype=dtype)
-            self._counter.assign(counter + size(shape))  # after a draw that did not raise
-        return draw
+            self._counter.assign(counter + count)  # after a draw that did not raise
+        return reshape(draw, shape)
 
     def normal(self, shape, mean=0.0, stddev=1.0, dtype=float32, name=None):
         """Normal values (tf.random.Generator.normal)."""

@@ -306,7 +306,7 @@ SAMPLES = {
                         (ANY, constant(np.array([4, 0, 2])), ANY))],
     # ----- random (ops/random.py): a draw at (counter, key) -----
     "philox": [Row("philox", ((), ()), (constant(np.int64(3)), constant(np.int64(11))),
-                   {"shape": (2, 3), "dist": "normal", "dtype": np.dtype(np.float32)})],
+                   {"count": 6, "dist": "normal", "dtype": np.dtype(np.float32)})],
     # ----- reductions -----
     "reduce_sum": reductions("reduce_sum", tf.reduce_sum),
     "reduce_prod": reductions("reduce_prod", tf.reduce_prod, NONZERO) + [

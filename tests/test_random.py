@@ -11,6 +11,7 @@ import pytest
 
 import srcxform as tf
 from srcxform import philox
+from srcxform.runtime import philox_jit
 
 Generator = tf.random.Generator
 
@@ -79,6 +80,8 @@ def test_compiled_draws_equal_eager_ones_for_two_batch_sizes(jit, monkeypatch):
     shuffled = np.asarray(got[0][5])
     assert not np.array_equal(shuffled, x)
     np.testing.assert_array_equal(shuffled[np.argsort(shuffled[:, 0])], x)
+    # One compiled helper a distribution, whatever the shapes drawn ([n, 8] and []).
+    assert len(philox_jit.truncated_normal.signatures) == 1
 
 
 def _dropped_sum(x):

@@ -19,17 +19,17 @@ from srcxform.primitive import primitive
 DISTRIBUTIONS = ("uniform", "normal", "truncated_normal", "integers")
 
 
-def _philox_shape(counter, key, *, shape, dist, dtype):
+def _philox_shape(counter, key, *, count, dist, dtype):
     for name, a in (("counter", counter), ("key", key)):
         if a.shape != () or a.dtype != np.int64:
             raise TypeError(f"the {name} must be an int64 scalar, got {a.short()}")
-    if any(d < 0 for d in shape):
-        raise ValueError(f"a shape has no negative sizes, got {tuple(shape)}")
+    if count < 0:
+        raise ValueError(f"cannot draw a negative number ({count}) of values")
     if dist not in DISTRIBUTIONS:
         raise ValueError(f"unknown distribution {dist!r}")
     if dtype != np.int64 if dist == "integers" else dtype.kind != "f":
         raise TypeError(f"a {dist} draw cannot be of dtype {dtype.name}")
-    return Aval(tuple(shape), dtype)
+    return Aval((count,), dtype)
 
 
 def _digits(dtype):
@@ -37,19 +37,24 @@ def _digits(dtype):
     return np.finfo(dtype).nmant + 1
 
 
-def _philox_impl(counter, key, shape, dist, dtype):
-    extra = (_digits(dtype),) if dist == "uniform" else ()
-    draw = getattr(philox, dist)(int(counter), int(key), tuple(int(d) for d in shape), *extra)
-    return draw.astype(dtype)
+def _extra(dist, dtype):
+    """The arguments after (counter, key, count) of philox.<dist>."""
+    return (_digits(dtype),) if dist == "uniform" else ()
 
 
-def _philox_emit(counter, key, out, *, shape, dist, dtype):
-    """A call of runtime.philox_jit; generated code keeps a rank-0 value as a scalar."""
-    extra = f", {_digits(dtype)}" if dist == "uniform" else ""
-    call = f"philox_jit.{dist}(counter, key, {'shape' if out.ndim else '(1,)'}{extra})"
-    return f"{call}.astype(dtype)" + ("" if out.ndim else "[0]")
+def _philox_impl(counter, key, count, dist, dtype):
+    return getattr(philox, dist)(int(counter), int(key), int(count), *_extra(dist, dtype))
 
 
+def _philox_emit(counter, key, out, *, count, dist, dtype):
+    # np.int64: a literal int (a count of 1, the digits) would type, and compile, the
+    # helper anew for its value.
+    extra = "".join(f", np.int64({a})" for a in _extra(dist, dtype))
+    return f"philox_jit.{dist}(counter, key, np.int64(count){extra}).astype(dtype)"
+
+
+# A vector of `count` draws (srcxform.random reshapes it): one compiled helper a
+# distribution, whatever the shape.
 philox_p = primitive("philox", "opaque", _philox_impl, _philox_shape,
-                     "philox_jit.normal(counter, key, shape).astype(dtype)",
+                     "philox_jit.normal(counter, key, np.int64(count)).astype(dtype)",
                      nondiff=True, emit_for=_philox_emit)
