@@ -6,6 +6,7 @@ them as inputs and writes the counter back, so each call draws fresh numbers, an
 stream continues across eager and compiled calls alike. The bits are Philox-4x32-10's
 (srcxform.ops.random): eager and compiled draws from the same state are equal bit for bit.
 The numbers are not TensorFlow's: a seed reproduces srcxform's stream, not TensorFlow's.
+Draws have no gradient: to a tape they are constants (None for the generator's state).
 """
 
 import secrets
