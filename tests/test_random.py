@@ -80,8 +80,9 @@ def test_compiled_draws_equal_eager_ones_for_two_batch_sizes(jit, monkeypatch):
     shuffled = np.asarray(got[0][5])
     assert not np.array_equal(shuffled, x)
     np.testing.assert_array_equal(shuffled[np.argsort(shuffled[:, 0])], x)
-    # One compiled helper a distribution, whatever the shapes drawn ([n, 8] and []).
-    assert len(philox_jit.truncated_normal.signatures) == 1
+    # One compiled helper a distribution, whatever the shapes drawn ([n, 8] and []); none
+    # where Numba's cache had the kernel, whose code holds the helper's.
+    assert len(philox_jit.truncated_normal.signatures) <= 1
 
 
 def _dropped_sum(x):
