@@ -110,10 +110,11 @@ def _code_path(source, filename):
 
 @functools.cache
 def _runtime_digest():
-    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime")
+    package = os.path.dirname(os.path.abspath(__file__))
     digest = hashlib.sha256()
-    for name in runtime.MODULES:
-        with open(os.path.join(folder, f"{name}.py"), "rb") as f:
+    for path in [os.path.join("runtime", f"{name}.py") for name in runtime.MODULES] + \
+            list(runtime.COMPILED_SOURCES):
+        with open(os.path.join(package, path), "rb") as f:
             digest.update(f.read())
     return digest.digest()
 

@@ -1,5 +1,11 @@
-"""`srcxform.nn`: TensorFlow's tf.nn names for srcxform's ops."""
+"""`srcxform.nn`: TensorFlow's tf.nn names for srcxform's ops, and dropout."""
 
+import numbers as _numbers
+
+from srcxform import random as _random
+from srcxform.ops import cast as _cast
+from srcxform.ops import greater_equal as _greater_equal
+from srcxform.tensor import as_value as _as_value
 from srcxform.ops import (  # noqa: F401
     log_softmax, relu, sigmoid, sigmoid_cross_entropy_with_logits, softmax,
     softmax_cross_entropy_with_logits, softplus, tanh,
@@ -10,3 +16,22 @@ from srcxform.ops.nn import (  # noqa: F401
 # Keras's name (keras.activations.log_sigmoid); TensorFlow's is tf.math.log_sigmoid.
 from srcxform.ops.nn import log_sigmoid  # noqa: F401
 from srcxform.ops.selection import top_k  # noqa: F401  (also tf.math.top_k)
+
+
+def dropout(x, rate, noise_shape=None, seed=None, name=None):
+    """x with each element zeroed with probability `rate` and the others scaled by
+    1 / (1 - rate) (tf.nn.dropout). The mask is drawn from srcxform.random's global
+    generator (or `seed`'s stream): fresh at each call, compiled calls included. Its
+    gradient is the mask times 1 / (1 - rate). `noise_shape` broadcasts against x's shape
+    (a None in it takes x's size), to keep or drop whole rows or channels."""
+    x = _as_value(x, "dropout")
+    if x.dtype.kind != "f":
+        raise TypeError(f"dropout: x must be a float tensor, got {x.aval.short()}")
+    if isinstance(rate, bool) or not isinstance(rate, _numbers.Real) or not 0 <= rate < 1:
+        raise ValueError(f"dropout: rate must be a number in [0, 1), got {rate!r}")
+    if rate == 0:
+        return x
+    shape = tuple(x.aval.shape) if noise_shape is None else tuple(
+        x.aval.shape[i] if d is None else d for i, d in enumerate(noise_shape))
+    keep = _greater_equal(_random.uniform(shape, dtype=x.dtype, seed=seed), rate)
+    return x * (1 / (1 - rate)) * _cast(keep, x.dtype)

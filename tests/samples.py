@@ -304,6 +304,9 @@ SAMPLES = {
     # TensorFlow's gradient (and so srcxform's) gives it its slice of g.
     "scatter_set": [Row("scatter_set", ((5, 3), (3,), (3, 3)),
                         (ANY, constant(np.array([4, 0, 2])), ANY))],
+    # ----- random (ops/random.py): a draw at (counter, key) -----
+    "philox": [Row("philox", ((), ()), (constant(np.int64(3)), constant(np.int64(11))),
+                   {"count": 6, "dist": "normal", "dtype": np.dtype(np.float32)})],
     # ----- reductions -----
     "reduce_sum": reductions("reduce_sum", tf.reduce_sum),
     "reduce_prod": reductions("reduce_prod", tf.reduce_prod, NONZERO) + [

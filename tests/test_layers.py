@@ -12,7 +12,8 @@ _ROOT = pathlib.Path(__file__).resolve().parent.parent / "srcxform"
 # The layers, lowest first; a name ending in "." stands for a package's modules.
 LAYERS = [
     ("leaves", {"srcxform.version", "srcxform.errors", "srcxform.dtypes",
-                "srcxform.recording", "srcxform.tree", "srcxform.tensor_shape"}),
+                "srcxform.recording", "srcxform.tree", "srcxform.tensor_shape",
+                "srcxform.philox"}),
     ("values", {"srcxform.dims", "srcxform.aval", "srcxform.tensor"}),
     # The IR, its names, and the runtime package's list of its modules.
     ("ir", {"srcxform.ir", "srcxform.names", "srcxform.runtime"}),
@@ -29,7 +30,7 @@ LAYERS = [
                   "srcxform.tiered", "srcxform.compile_worker"}),
     ("surface", {"srcxform", "srcxform.api", "srcxform.optimizers", "srcxform.math",
                  "srcxform.nn", "srcxform.control_flow", "srcxform.testing",
-                 "srcxform.testing.", "srcxform.keras", "srcxform.keras."}),
+                 "srcxform.testing.", "srcxform.keras", "srcxform.keras.", "srcxform.random"}),
 ]
 
 

@@ -40,6 +40,7 @@ from srcxform.ops.layout import (  # noqa: F401
     is_tensor, pad, rank, shape, size, slice, split, unstack,
 )
 from srcxform.ops.control import custom_gradient  # noqa: F401
+from srcxform.ops import random as _random  # noqa: F401  (the philox primitive)
 from srcxform.ops.creation import (  # noqa: F401
     constant, convert_to_tensor, eye, fill, linspace, ones, ones_like, range, zeros, zeros_like,
 )

@@ -1,0 +1,60 @@
+"""The random primitive: a draw from Philox-4x32-10 at a counter and a key.
+
+srcxform.random keeps the counter and the key in int64 Variables and advances the counter
+by each draw's size, so that a compiled function reads them as inputs and writes the
+counter back: each call draws anew. Element i of a draw is a function of (key, counter +
+i) alone (srcxform.philox), computed by the same source eagerly (NumPy) and in
+kernels (Numba): the two are equal bit for bit. A draw has no gradient: it is a constant
+to the tape, as TensorFlow's random ops are.
+"""
+
+import numpy as np
+
+from srcxform import philox
+from srcxform.aval import Aval
+from srcxform.primitive import primitive
+
+# What a draw gives: uniform in [0, 1), standard normal, standard normal within 2 of 0
+# (floats, of the draw's dtype), or uniform non-negative int64s with 63 random bits.
+DISTRIBUTIONS = ("uniform", "normal", "truncated_normal", "integers")
+
+
+def _philox_shape(counter, key, *, count, dist, dtype):
+    for name, a in (("counter", counter), ("key", key)):
+        if a.shape != () or a.dtype != np.int64:
+            raise TypeError(f"the {name} must be an int64 scalar, got {a.short()}")
+    if count < 0:
+        raise ValueError(f"cannot draw a negative number ({count}) of values")
+    if dist not in DISTRIBUTIONS:
+        raise ValueError(f"unknown distribution {dist!r}")
+    if dtype != np.int64 if dist == "integers" else dtype.kind != "f":
+        raise TypeError(f"a {dist} draw cannot be of dtype {dtype.name}")
+    return Aval((count,), dtype)
+
+
+def _digits(dtype):
+    """The significand bits of a float dtype: a uniform draw's grid is 2**-digits."""
+    return np.finfo(dtype).nmant + 1
+
+
+def _extra(dist, dtype):
+    """The arguments after (counter, key, count) of philox.<dist>."""
+    return (_digits(dtype),) if dist == "uniform" else ()
+
+
+def _philox_impl(counter, key, count, dist, dtype):
+    return getattr(philox, dist)(int(counter), int(key), int(count), *_extra(dist, dtype))
+
+
+def _philox_emit(counter, key, out, *, count, dist, dtype):
+    # np.int64: a literal int (a count of 1, the digits) would type, and compile, the
+    # helper anew for its value.
+    extra = "".join(f", np.int64({a})" for a in _extra(dist, dtype))
+    return f"philox_jit.{dist}(counter, key, np.int64(count){extra}).astype(dtype)"
+
+
+# A vector of `count` draws (srcxform.random reshapes it): one compiled helper a
+# distribution, whatever the shape.
+philox_p = primitive("philox", "opaque", _philox_impl, _philox_shape,
+                     "philox_jit.normal(counter, key, np.int64(count)).astype(dtype)",
+                     nondiff=True, emit_for=_philox_emit)

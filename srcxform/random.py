@@ -1,0 +1,239 @@
+"""`srcxform.random`: TensorFlow's tf.random, whose draws are right in compiled functions.
+
+A Generator's state is two int64 Variables, a key and a counter. A draw of n numbers reads
+both and adds n to the counter, through the Variable machinery: a compiled function takes
+them as inputs and writes the counter back, so each call draws fresh numbers, and the
+stream continues across eager and compiled calls alike. The bits are Philox-4x32-10's
+(srcxform.ops.random): eager and compiled draws from the same state are equal bit for bit.
+The numbers are not TensorFlow's: a seed reproduces srcxform's stream, not TensorFlow's.
+Draws have no gradient: to a tape they are constants (None for the generator's state).
+"""
+
+import secrets
+import threading
+
+import numpy as np
+
+from srcxform import recording
+from srcxform.aval import size
+from srcxform.dtypes import as_dtype, float32
+from srcxform.errors import TracingError, user_line
+from srcxform.ops.elementwise import cast
+from srcxform.ops.random import philox_p
+from srcxform.ops.selection import argsort
+from srcxform.ops.shape import gather, reshape, shape_argument
+from srcxform.tensor import Tensor, Variable, as_value
+
+__all__ = ["Generator", "get_global_generator", "normal", "set_global_generator", "set_seed",
+           "shuffle", "truncated_normal", "uniform"]
+
+_KEY_BITS = (1 << 63) - 1  # keys are non-negative int64s
+_ALGORITHMS = (None, "philox", "auto_select")
+# The global seed op-level seeds are mixed with before tf.random.set_seed (TensorFlow's).
+_DEFAULT_GLOBAL_SEED = 87654321
+
+
+def _key(seed):
+    """A key from a seed: splitmix64's finalizer, so that near seeds give unrelated keys."""
+    z = (int(seed) + 0x9E3779B97F4A7C15) % 2**64
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9 % 2**64
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EB % 2**64
+    return (z ^ (z >> 31)) & _KEY_BITS
+
+
+def _check_algorithm(alg):
+    if alg not in _ALGORITHMS and str(alg).lower() not in _ALGORITHMS:
+        raise ValueError(f"Generator: unknown algorithm {alg!r}; srcxform has Philox only")
+
+
+class Generator:
+    """A random number generator whose state is carried like a Variable (tf.random.Generator).
+
+    Inside a `@differentiable` function each call draws fresh numbers and advances the
+    state, as eager calls do. Draws are constants to a tape (no gradient flows to the
+    state). A draw holds a lock while it reads and advances the state, so threads may
+    share a Generator; a thread's own Generator gives a deterministic stream.
+    """
+
+    def __init__(self, copy_from=None, state=None, alg=None):
+        _check_algorithm(alg)
+        if copy_from is not None:
+            state = copy_from.state
+        if state is None:
+            raise ValueError("Generator: give copy_from or state, or use from_seed")
+        counter, key = (int(v) for v in np.asarray(state, np.int64).reshape(2))
+        self._counter = Variable(np.int64(counter), trainable=False, name="rng_counter")
+        self._key = Variable(np.int64(key), trainable=False, name="rng_key")
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_seed(cls, seed, alg=None):
+        return cls(state=(0, _key(seed)), alg=alg)
+
+    @classmethod
+    def from_non_deterministic_state(cls, alg=None):
+        return cls(state=(0, secrets.randbits(63)), alg=alg)
+
+    @classmethod
+    def from_state(cls, state, alg=None):
+        """A Generator at `state`, a (counter, key) pair as `state` gives."""
+        return cls(state=state, alg=alg)
+
+    @property
+    def state(self):
+        """The state now, (counter, key), as an int64 Tensor (outside compiled functions)."""
+        return Tensor._new(np.array([self._counter.numpy(), self._key.numpy()], np.int64))
+
+    @property
+    def algorithm(self):
+        return "philox"
+
+    def reset(self, state):
+        """Moves to `state` (a (counter, key) pair); draws from then on repeat those made
+        from that state before."""
+        counter, key = (int(v) for v in np.asarray(state, np.int64).reshape(2))
+        self._counter.assign(np.int64(counter))
+        self._key.assign(np.int64(key))
+
+    def reset_from_seed(self, seed):
+        self.reset((0, _key(seed)))
+
+    # ----- draws -----
+    def _draw(self, dist, shape, dtype, op):
+        shape = shape_argument(shape, op)
+        with self._lock, recording.paused():  # a draw is a constant to the tapes
+            counter = self._counter.read_value()
+            count = size(shape)
+            draw = philox_p.bind(counter, self._key.read_value(), count=count, dist=dist,
+                                 dtype=dtype)
+            self._counter.assign(counter + count)  # after a draw that did not raise
+        return reshape(draw, shape)
+
+    def normal(self, shape, mean=0.0, stddev=1.0, dtype=float32, name=None):
+        """Normal values (tf.random.Generator.normal)."""
+        return _scaled(self._draw("normal", shape, _float(dtype, "normal"), "normal"),
+                       stddev, mean)
+
+    def truncated_normal(self, shape, mean=0.0, stddev=1.0, dtype=float32, name=None):
+        """Normal values within two standard deviations of the mean: those outside are
+        drawn again (tf.random.Generator.truncated_normal)."""
+        dtype = _float(dtype, "truncated_normal")
+        return _scaled(self._draw("truncated_normal", shape, dtype, "truncated_normal"),
+                       stddev, mean)
+
+    def uniform(self, shape, minval=0, maxval=None, dtype=float32, name=None):
+        """Uniform values in [minval, maxval) (tf.random.Generator.uniform): for floats
+        maxval defaults to 1; integer dtypes (int32, int64) need maxval, and give
+        minval + (63 random bits mod (maxval - minval))."""
+        dtype = as_dtype(dtype)
+        if dtype.kind == "f":
+            unit = self._draw("uniform", shape, dtype, "uniform")
+            maxval = 1 if maxval is None else maxval
+            return _scaled(unit, maxval - minval, minval)
+        if dtype not in (np.int32, np.int64):
+            raise TypeError(f"uniform: dtype must be a float or int32/int64, got {dtype.name}")
+        if maxval is None:
+            raise ValueError("uniform: an integer dtype needs maxval (TensorFlow's rule)")
+        if isinstance(minval, int) and isinstance(maxval, int) and maxval <= minval:
+            raise ValueError(f"uniform: need minval < maxval, got [{minval}, {maxval})")
+        bits = self._draw("integers", shape, np.dtype(np.int64), "uniform")
+        return cast(bits % (maxval - minval) + minval, dtype)
+
+    def split(self, count=1):
+        """`count` new Generators, keyed by draws from this one (eager only)."""
+        if recording.CONTEXT.traces:
+            raise TracingError(f"{user_line()}\n  Generator.split inside a compiled function: "
+                               "a new Generator is new state; split before the function")
+        keys = self._draw("integers", (count,), np.dtype(np.int64), "split").numpy()
+        return [Generator(state=(0, key), alg=None) for key in keys]
+
+
+def _float(dtype, op):
+    dtype = as_dtype(dtype)
+    if dtype.kind != "f":
+        raise TypeError(f"{op}: dtype must be a float dtype, got {dtype.name}")
+    return dtype
+
+
+def _is(value, number):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == number
+
+
+def _scaled(x, scale, shift):
+    """x * scale + shift, leaving out a scale of 1 and a shift of 0 (they change no value,
+    and a compiled function drops them)."""
+    if not _is(scale, 1):
+        x = x * scale
+    return x if _is(shift, 0) else x + shift
+
+
+# ----- the global generator and op-level seeds -----
+
+_global_generator = Generator.from_non_deterministic_state()
+_global_seed = None
+_seeded = {}  # op seed -> its Generator, made at first use
+_seeded_lock = threading.Lock()
+
+
+def get_global_generator():
+    """The Generator the module's functions draw from where no seed is given."""
+    return _global_generator
+
+
+def set_global_generator(generator):
+    """Replaces the global generator. Functions compiled before keep the one they read."""
+    global _global_generator
+    _global_generator = generator
+
+
+def set_seed(seed):
+    """Makes later draws reproducible (tf.random.set_seed): resets the global generator
+    from `seed`, and each op-level seed's stream from (seed, op seed). They are reset in
+    place, so compiled functions see the new state too."""
+    global _global_seed
+    _global_seed = int(seed)
+    _global_generator.reset_from_seed(seed)
+    with _seeded_lock:
+        for op_seed, generator in _seeded.items():
+            generator.reset_from_seed(_op_seed(op_seed))
+
+
+def _op_seed(op_seed):
+    global_seed = _DEFAULT_GLOBAL_SEED if _global_seed is None else _global_seed
+    return _key(global_seed) ^ int(op_seed)
+
+
+def _generator(seed):
+    """The global generator, or the stream of an op-level seed: its draws repeat from
+    run to run, and differ from call to call (TensorFlow's op seeds)."""
+    if seed is None:
+        return _global_generator
+    with _seeded_lock:
+        if seed not in _seeded:
+            _seeded[seed] = Generator.from_seed(_op_seed(seed))
+        return _seeded[seed]
+
+
+def normal(shape, mean=0.0, stddev=1.0, dtype=float32, seed=None, name=None):
+    """Normal values (tf.random.normal), from the global generator or seed's stream."""
+    return _generator(seed).normal(shape, mean, stddev, dtype)
+
+
+def uniform(shape, minval=0, maxval=None, dtype=float32, seed=None, name=None):
+    """Uniform values in [minval, maxval) (tf.random.uniform); see Generator.uniform."""
+    return _generator(seed).uniform(shape, minval, maxval, dtype)
+
+
+def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=float32, seed=None, name=None):
+    """Normal values within two standard deviations of the mean (tf.random.truncated_normal)."""
+    return _generator(seed).truncated_normal(shape, mean, stddev, dtype)
+
+
+def shuffle(value, seed=None, name=None):
+    """value with its first axis in a random order (tf.random.shuffle): the order that
+    sorts one random int64 per row."""
+    x = as_value(value, "shuffle")
+    if x.ndim == 0:
+        raise ValueError("shuffle: the value must have at least one axis, got a scalar")
+    keys = _generator(seed)._draw("integers", x.aval.shape[:1], np.dtype(np.int64), "shuffle")
+    return gather(x, argsort(keys))
