@@ -5,7 +5,8 @@ broadcast multiply and a sum over the inner axis, which fuses into one loop nest
 Operands of different dtypes are cast to their common one first (NumPy's promotion, as
 np.matmul), and a product BLAS has no routine for (integers, float16) is a multiply and
 a sum too. Transpose lives in shape.py; dot and outer for NumPy dispatch are composites
-here.
+here, as are tf.linalg's matvec, matrix_transpose, diag, diag_part, set_diag, band_part
+and trace. The LAPACK ops are in lapack.py, einsum and tensordot in einsum.py.
 """
 
 import numpy as np
