@@ -16,7 +16,7 @@ from srcxform.ops import *
 from srcxform.ops import (  # noqa: F401
     abs, cast, constant, convert_to_tensor, custom_gradient, range, round, stop_gradient,
 )
-from srcxform import math, nn, random  # noqa: F401
+from srcxform import linalg, math, nn, random  # noqa: F401
 from srcxform.control_flow import cond, fori_loop, scan, while_loop  # noqa: F401
 from srcxform.tape import GradientTape, UnconnectedGradients  # noqa: F401
 from srcxform.tensor import Tensor, Variable  # noqa: F401

@@ -386,3 +386,84 @@ COMPOSITES = [
         tf.nn.leaky_relu(x, alpha=0.3), tf.nn.silu(x), tf.nn.swish(x, beta=1.5),
         tf.nn.log_sigmoid(x), tf.nn.softsign(x)])),
 ]
+
+
+# ----- linear algebra (ops/lapack.py, ops/einsum.py): domains where each op is smooth -----
+
+
+def _eye_like(shape):
+    return np.eye(shape[-2], shape[-1])
+
+
+def well_conditioned(rng, shape):
+    """Matrices far from singular, their triangles too (a dominant diagonal)."""
+    return rng.uniform(-1.0, 1.0, shape) + 3.0 * _eye_like(shape)
+
+
+def spread_spectrum(rng, shape):
+    """Eigen- (and singular) values at least about 1 apart: their gradients divide by
+    the gaps."""
+    steps = np.arange(1, min(shape[-2:]) + 1) * 1.5
+    return rng.uniform(-0.3, 0.3, shape) + _eye_like(shape) * np.pad(
+        steps, (0, max(shape[-2:]) - len(steps)))[:shape[-1]]
+
+
+def _symmetric(x):
+    """x + xᵀ: cholesky and eigh read one triangle, so finite differences of a raw input
+    would see half of the (symmetric) gradient."""
+    return x + tf.linalg.matrix_transpose(x)
+
+
+_LINALG = {
+    "det": [Row("det", ((2, 3, 3),), (well_conditioned,), op=tf.linalg.det)],
+    "slogdet": [Row("slogdet", ((3, 3),), (well_conditioned,),
+                    op=lambda x: list(tf.linalg.slogdet(-x)))],
+    "inv": [Row("inv", ((2, 3, 3),), (well_conditioned,), op=tf.linalg.inv)],
+    "solve": [Row("solve", ((2, 3, 3), (2, 3, 2)), (well_conditioned, ANY),
+                  op=tf.linalg.solve),
+              Row("solve", ((3, 3), (2, 3, 1)), (well_conditioned, ANY),
+                  params={"adjoint": True}, op=tf.linalg.solve, label="adjoint-broadcast")],
+    "triangular_solve": [
+        Row("triangular_solve", ((2, 3, 3), (2, 3, 2)), (well_conditioned, ANY),
+            op=tf.linalg.triangular_solve),
+        Row("triangular_solve", ((3, 3), (3, 2)), (well_conditioned, ANY),
+            params={"lower": False, "adjoint": True}, op=tf.linalg.triangular_solve,
+            label="upper-adjoint")],
+    "cholesky": [Row("cholesky", ((2, 3, 3),), (well_conditioned,),
+                     op=lambda x: tf.linalg.cholesky(_symmetric(x)))],
+    # Functions of the vectors are sign-invariant here only through the sign convention,
+    # which is locally constant: the random output weight checks vectors too.
+    "eigh": [Row("eigh", ((2, 3, 3),), (spread_spectrum,),
+                 op=lambda x: list(tf.linalg.eigh(_symmetric(x))), rtol=1e-5, atol=1e-7)],
+    "svd": [Row("svd", ((3, 4),), (spread_spectrum,), op=lambda x: list(tf.linalg.svd(x)),
+                label="wide", rtol=1e-5, atol=1e-7),
+            Row("svd", ((2, 4, 3),), (spread_spectrum,), op=lambda x: list(tf.linalg.svd(x)),
+                label="tall-batched", rtol=1e-5, atol=1e-7),
+            Row("svd", ((3, 3),), (spread_spectrum,), op=lambda x: list(tf.linalg.svd(x)),
+                label="square", rtol=1e-5, atol=1e-7)],
+}
+SAMPLES.update(_LINALG)
+
+COMPOSITES += [
+    # Several equations a row: one kernel each; the random output weights check each.
+    Row("einsum", ((3, 4), (4, 2), (2, 3, 4)), op=lambda a, b, c: [
+        tf.einsum("ij,jk->ik", a, b), tf.einsum("ij,jk->ki", a, b), tf.einsum("ij->j", a),
+        tf.einsum("bij,jk->bik", c, b), tf.einsum("bij,ij->b", c, a),
+        tf.einsum("bij,bkj->bik", c, c), tf.einsum("ij,kl->ijkl", a[:2, :2], b),
+        tf.einsum("...j,j->...", c, a[0]), tf.einsum("ij,jk,ki->", a, b, c[0, :2, :3])]),
+    Row("einsum", ((3, 3), (2, 3, 3)), op=lambda a, c: [
+        tf.einsum("ii->i", a), tf.einsum("ii", a), tf.einsum("bii->b", c),
+        tf.einsum("bij,bji->bi", c, c)], label="diagonals"),
+    Row("tensordot", ((2, 3, 4), (4, 3, 2)), op=lambda a, b: [
+        tf.tensordot(a, b, 1), tf.tensordot(a, b, [[1, 2], [1, 0]]), tf.tensordot(a, b, 0)]),
+    Row("norm", ((3, 4),), (NONZERO,), op=lambda x: tf.stack([
+        tf.norm(x), tf.norm(x, ord=1), tf.norm(x, ord=np.inf), tf.norm(x, ord=3),
+        tf.norm(x, ord="fro", axis=(0, 1)), tf.norm(x, ord=1, axis=(0, 1)),
+        tf.norm(x, ord=np.inf, axis=(1, 0)), tf.norm(x, ord=2, axis=(0, 1))])),
+    Row("norm", ((2, 3, 4),), (NONZERO,), params={"ord": 1.5, "axis": 1, "keepdims": True},
+        op=tf.norm, label="axis"),
+    Row("diagonals", ((2, 3, 4), (2, 3)), op=lambda x, d: [
+        tf.linalg.diag_part(x), tf.linalg.trace(x), tf.linalg.diag(d), tf.linalg.set_diag(x, d),
+        tf.linalg.band_part(x, 1, 0), tf.linalg.matvec(x, x[:, 0, :]),
+        tf.linalg.matmul(x, x, adjoint_b=True)]),
+]

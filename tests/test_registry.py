@@ -87,16 +87,17 @@ def test_rows_bind_their_primitive_and_shape_rules_agree_with_impls(monkeypatch)
 
 
 @pytest.mark.parametrize("family", ["elementwise", "mathfuncs", "cumulative", "shape", "reduce",
-                                    "linalg", "nn", "layout", "control", "creation", "selection",
-                                    "numpy_dispatch"])
+                                    "linalg", "lapack", "einsum", "nn", "layout", "control",
+                                    "creation", "selection", "numpy_dispatch"])
 def test_every_public_op_is_exported(family):
     """An op defined in an ops/ family must be reachable under a TensorFlow namespace
-    (srcxform, srcxform.math or srcxform.nn), not only as srcxform.ops.<family>.<name>."""
+    (srcxform, srcxform.math, srcxform.nn or srcxform.linalg), not only as
+    srcxform.ops.<family>.<name>."""
     module = importlib.import_module(f"srcxform.ops.{family}")
     defined = [name for name, value in vars(module).items()
                if inspect.isfunction(value) and value.__module__ == module.__name__
                and not name.startswith("_") and name not in INTERNAL.get(family, ())]
-    namespaces = (srcxform, srcxform.math, srcxform.nn)
+    namespaces = (srcxform, srcxform.math, srcxform.nn, srcxform.linalg)
     assert [name for name in defined
             if all(getattr(space, name, None) is not vars(module)[name] for space in namespaces)
             ] == []

@@ -33,6 +33,8 @@ from srcxform.ops.selection import (  # noqa: F401
     tensor_scatter_nd_update,
 )
 from srcxform.ops.linalg import dot, matmul, outer  # noqa: F401
+from srcxform.ops.lapack import norm  # noqa: F401
+from srcxform.ops.einsum import einsum, tensordot  # noqa: F401
 from srcxform.ops.nn import (  # noqa: F401
     log_softmax, sigmoid_cross_entropy_with_logits, softmax, softmax_cross_entropy_with_logits,
 )

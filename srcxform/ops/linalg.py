@@ -5,7 +5,8 @@ broadcast multiply and a sum over the inner axis, which fuses into one loop nest
 Operands of different dtypes are cast to their common one first (NumPy's promotion, as
 np.matmul), and a product BLAS has no routine for (integers, float16) is a multiply and
 a sum too. Transpose lives in shape.py; dot and outer for NumPy dispatch are composites
-here.
+here, as are tf.linalg's matvec, matrix_transpose, diag, diag_part, set_diag, band_part
+and trace. The LAPACK ops are in lapack.py, einsum and tensordot in einsum.py.
 """
 
 import numpy as np
@@ -13,7 +14,7 @@ import numpy as np
 from srcxform.aval import Aval, broadcast_shapes
 from srcxform.dtypes import promote
 from srcxform.errors import shape_error, user_line
-from srcxform.ops.elementwise import cast
+from srcxform.ops.elementwise import cast, where
 from srcxform.ops.reduce import reduce_sum
 from srcxform.ops.shape import expand_dims, reshape, transpose
 from srcxform.primitive import primitive
@@ -72,15 +73,19 @@ matvec_p = primitive("matvec", "opaque", np.dot, _matvec_shape, "blas.matvec(x, 
                                                matvec_p.bind(_swap(x), g)))
 
 
-def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
+def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
+           name=None):
     """The matrix product of the last two axes, batching over the others (tf.linalg.matmul).
-    Both operands must have rank 2 or more, as in TensorFlow (`@` also takes vectors)."""
+    Both operands must have rank 2 or more, as in TensorFlow (`@` also takes vectors).
+    For real matrices the adjoint is the transpose."""
     x, y = as_value(a, "matmul"), as_value(b, "matmul")
     if x.ndim < 2 or y.ndim < 2:
         raise shape_error(f"matmul: operands must have rank 2 or more, got {x.aval.short()} "
                           f"and {y.aval.short()} (`@` takes vectors, as NumPy's)")
-    x = _swap(x) if transpose_a else x
-    y = _swap(y) if transpose_b else y
+    if transpose_a and adjoint_a or transpose_b and adjoint_b:
+        raise ValueError("matmul: give transpose_ or adjoint_ for an operand, not both")
+    x = _swap(x) if transpose_a or adjoint_a else x
+    y = _swap(y) if transpose_b or adjoint_b else y
     return numpy_matmul(x, y)
 
 
@@ -124,6 +129,26 @@ def _matmul(x, y):
     return reduce_sum(expand_dims(x, -1) * expand_dims(y, -3), axis=-2)
 
 
+def matvec(a, b, transpose_a=False, adjoint_a=False, name=None):
+    """Each matrix of `a` times the vector of `b` at its batch index (tf.linalg.matvec)."""
+    v = as_value(b, "matvec")
+    if v.ndim < 1:
+        raise shape_error(f"matvec: expects a vector or a batch of them, got {v.aval.short()}")
+    out = matmul(a, expand_dims(v, -1), transpose_a=transpose_a, adjoint_a=adjoint_a)
+    return reshape(out, out.shape[:-1])
+
+
+def matrix_transpose(a, conjugate=False, name=None):
+    """Each matrix of the last two axes transposed (tf.linalg.matrix_transpose)."""
+    return _swap(_matrix(a, "matrix_transpose"))
+
+
+def adjoint(matrix, name=None):
+    """The conjugate transpose of each matrix, the transpose for real ones
+    (tf.linalg.adjoint)."""
+    return _swap(_matrix(matrix, "adjoint"))
+
+
 def tensordot_1d(a, b):
     """The inner product of two vectors."""
     return reduce_sum(as_value(a, "dot") * as_value(b, "dot"))
@@ -146,3 +171,65 @@ def outer(a, b):
     x, y = as_value(a, "outer"), as_value(b, "outer")
     x, y = reshape(x, (-1,)), reshape(y, (-1,))
     return expand_dims(x, 1) * expand_dims(y, 0)
+
+
+# ----- diagonals and triangles: where() with a constant mask, so an infinity off the
+# diagonal stays out of it (a multiply by 0 would make it NaN) -----
+
+
+def _matrix(x, op):
+    x = as_value(x, op)
+    if x.ndim < 2:
+        raise shape_error(f"{op}: expects matrices (rank 2 or more), got {x.aval.short()}")
+    return x
+
+
+def _eye(rows, columns):
+    return np.eye(rows, columns, dtype=bool)
+
+
+def diag_part(input, name=None):
+    """The main diagonal of each matrix of the last two axes (tf.linalg.diag_part)."""
+    x = _matrix(input, "diag_part")
+    m, n = x.shape[-2:]
+    k = min(m, n)
+    square = x[..., :k, :k] if (m, n) != (k, k) else x
+    return reduce_sum(where(_eye(k, k), square, 0), axis=-1)
+
+
+def diag(diagonal, name=None):
+    """Square matrices with `diagonal`'s last axis on their diagonal, zeros elsewhere
+    (tf.linalg.diag, main diagonal only)."""
+    d = as_value(diagonal, "diag")
+    if d.ndim < 1:
+        raise shape_error(f"diag: expects a vector or a batch of them, got {d.aval.short()}")
+    k = d.shape[-1]
+    return where(_eye(k, k), expand_dims(d, -1), 0)
+
+
+def set_diag(input, diagonal, name=None):
+    """input with the main diagonal of each matrix replaced by `diagonal`
+    (tf.linalg.set_diag)."""
+    x, d = _matrix(input, "set_diag"), as_value(diagonal, "set_diag")
+    m, n = x.shape[-2:]
+    if d.ndim < 1 or d.shape[-1] != min(m, n):
+        raise shape_error(f"set_diag: the diagonal of {x.aval.short()} has {min(m, n)} "
+                          f"entries, got {d.aval.short()}")
+    # Each row (each column, for a tall matrix) holds its diagonal entry throughout.
+    spread = expand_dims(d, -1 if m <= n else -2)
+    return where(_eye(m, n), spread, x)
+
+
+def band_part(input, num_lower, num_upper, name=None):
+    """input with the entries more than num_lower below the diagonal, or num_upper above
+    it, set to zero; a negative count keeps that whole triangle (tf.linalg.band_part)."""
+    x = _matrix(input, "band_part")
+    m, n = x.shape[-2:]
+    below = np.subtract.outer(np.arange(m), np.arange(n))  # row - column
+    keep = ((num_lower < 0) | (below <= num_lower)) & ((num_upper < 0) | (-below <= num_upper))
+    return where(keep, x, 0)
+
+
+def trace(x, name=None):
+    """The sum of each matrix's main diagonal (tf.linalg.trace)."""
+    return reduce_sum(diag_part(_matrix(x, "trace")), axis=-1)

@@ -7,6 +7,7 @@ TypeError (eager) or TracingError (traced), naming it.
 """
 
 import importlib
+from collections import namedtuple
 
 import numpy as np
 
@@ -14,7 +15,7 @@ from srcxform.aval import normalize_axes, size
 from srcxform.errors import TracingError
 from srcxform.errors import user_line
 from srcxform.ops import elementwise as ew
-from srcxform.ops import cumulative, linalg, reduce, selection
+from srcxform.ops import cumulative, lapack, linalg, reduce, selection
 from srcxform.ops import mathfuncs as mf
 from srcxform.ops.creation import ones_like, zeros_like
 from srcxform.primitive import REGISTRY
@@ -23,6 +24,7 @@ from srcxform.tree import tree_flatten
 
 # The module: srcxform.ops.shape as an attribute is tf.shape, the function.
 shape_ops = importlib.import_module("srcxform.ops.shape")
+einsum_ops = importlib.import_module("srcxform.ops.einsum")  # srcxform.ops.einsum is einsum
 
 # The ufuncs a primitive computes as they are (its `numpy`), and those that take more.
 UFUNCS = {ufunc: prim.bind for prim in REGISTRY.values() for ufunc in prim.numpy}
@@ -217,6 +219,86 @@ def _like(make, name):
     return call
 
 
+# ----- np.linalg, einsum, tensordot, trace -----
+
+
+SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
+EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
+SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
+
+
+def _slogdet(a):
+    return SlogdetResult(*lapack.slogdet(a))
+
+
+def _solve(a, b):
+    """NumPy 2's rule: b is one vector when it has rank 1, else (..., n, k)."""
+    b = as_value(b, "solve")
+    if b.ndim != 1:
+        return lapack.solve(a, b)
+    return shape_ops.reshape(lapack.solve(a, shape_ops.expand_dims(b, -1)), (-1,))
+
+
+def _cholesky(a, /, *, upper=False):
+    lower = lapack.cholesky(a)
+    return linalg.matrix_transpose(lower) if upper else lower
+
+
+def _lower_of(a, UPLO):
+    """a with the triangle UPLO names in its lower one (eigh reads the lower)."""
+    if UPLO not in ("L", "U"):
+        raise ValueError(f"numpy.linalg.eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
+    return linalg.matrix_transpose(a) if UPLO == "U" else a
+
+
+def _eigh(a, UPLO="L"):
+    return EighResult(*lapack.eigh(_lower_of(a, UPLO)))
+
+
+def _svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+    a = as_value(a, "svd")
+    if full_matrices and compute_uv and a.ndim >= 2 and a.shape[-1] != a.shape[-2]:
+        raise TypeError("numpy.linalg.svd: srcxform computes the reduced SVD only; pass "
+                        "full_matrices=False")
+    if not compute_uv:
+        return lapack.svd(a, compute_uv=False)
+    s, u, v = lapack.svd(a)
+    return SVDResult(u, s, linalg.matrix_transpose(v))
+
+
+def _norm(x, ord=None, axis=None, keepdims=False):
+    """NumPy's defaults: the 2-norm of vectors, Frobenius's of matrices, of the flattened
+    array when neither ord nor axis is given."""
+    x = as_value(x, "norm")
+    if axis is None and ord is not None:
+        if x.ndim not in (1, 2):
+            raise ValueError("numpy.linalg.norm: ord needs a vector or a matrix, or an axis")
+        axis = 0 if x.ndim == 1 else (0, 1)
+    matrix = isinstance(axis, (tuple, list)) and len(axis) == 2
+    if isinstance(axis, (tuple, list)) and len(axis) == 1:
+        axis = axis[0]
+    if ord is None:
+        ord = "fro" if matrix else "euclidean"
+    if matrix and ord not in ("fro", 1, 2, np.inf) or not matrix and ord == "fro":
+        raise TypeError(f"numpy.linalg.norm: srcxform does not support ord={ord!r} here")
+    return lapack.norm(x, ord=ord, axis=axis, keepdims=keepdims)
+
+
+def _einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="safe",
+            optimize=False):
+    _reject("einsum", out=out, dtype=dtype)
+    return einsum_ops.einsum(subscripts, *operands)
+
+
+def _trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    """The sum of the diagonal of axes axis1 and axis2 (NumPy's default: the first two)."""
+    _reject("trace", out=out, dtype=dtype, offset=offset or None)
+    a = as_value(a, "trace")
+    first, second = (normalize_axes(k, a.ndim, "numpy.trace")[0] for k in (axis1, axis2))
+    rest = tuple(k for k in range(a.ndim) if k not in (first, second))
+    return linalg.trace(shape_ops.transpose(a, rest + (first, second)))
+
+
 FUNCTIONS = {
     np.sum: _accumulating(np.sum, reduce.reduce_sum),
     np.prod: _accumulating(np.prod, reduce.reduce_prod),
@@ -230,6 +312,18 @@ FUNCTIONS = {
     np.var: _spread(np.var, reduce.reduce_variance),
     np.std: _spread(np.std, reduce.reduce_std),
     np.dot: _no_out("dot", linalg.dot),
+    np.einsum: _einsum,
+    np.tensordot: lambda a, b, axes=2: einsum_ops.tensordot(a, b, axes),
+    np.trace: _trace,
+    np.linalg.det: lapack.det,
+    np.linalg.slogdet: _slogdet,
+    np.linalg.inv: lapack.inv,
+    np.linalg.solve: _solve,
+    np.linalg.cholesky: _cholesky,
+    np.linalg.eigh: _eigh,
+    np.linalg.eigvalsh: lambda a, UPLO="L": lapack.eigvalsh(_lower_of(a, UPLO)),
+    np.linalg.svd: _svd,
+    np.linalg.norm: _norm,
     np.outer: _no_out("outer", linalg.outer),
     np.transpose: lambda a, axes=None: shape_ops.transpose(a, axes),
     np.reshape: _reshape,

@@ -1,0 +1,387 @@
+"""The linear algebra LAPACK computes: det, slogdet, inv, solve, triangular_solve,
+cholesky, eigh and svd (tf.linalg's names), over any leading batch axes; and norm, whose
+matrix 2-norm is the largest singular value.
+
+Each is a primitive whose eager impl is NumPy's np.linalg and whose compiled code calls
+srcxform.runtime.lapack (Numba's np.linalg, one matrix at a time). Each VJP is
+TensorFlow's (its linalg_grad.py), written in srcxform ops, so every order of derivative
+comes from the same formulas. An op with several results returns them packed in one
+array, which its wrapper slices: slogdet (..., 2) as [sign, log|det|]; eigh
+(..., n + 1, n) as the eigenvalues above the eigenvectors; svd (..., 1 + m + n, k) as the
+singular values above u and v. Eigen- and singular vectors are only defined up to sign:
+each column is flipped so that its entry of largest magnitude is positive, the same
+choice eagerly and compiled (LAPACK builds differ), where TensorFlow leaves it to LAPACK.
+"""
+
+from collections import namedtuple
+
+import numpy as np
+
+from srcxform.aval import Aval, broadcast_shapes, dims_equal, normalize_axes
+from srcxform.errors import shape_error
+from srcxform.ops.elementwise import abs, pow, sqrt, where
+from srcxform.ops.linalg import _swap, matmul
+from srcxform.ops.reduce import reduce_max, reduce_sum
+from srcxform.ops.shape import broadcast_to, expand_dims, reshape, transpose
+from srcxform.primitive import primitive
+from srcxform.tensor import as_value
+
+_LAPACK_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+# ----- shape rules -----
+
+
+def _check_matrices(x, square=True):
+    if x.dtype not in _LAPACK_DTYPES:
+        raise TypeError(f"expects float32 or float64 matrices, got {x.dtype.name}")
+    if x.ndim < 2:
+        raise ValueError(f"expects matrices (rank 2 or more), got rank {x.ndim}")
+    if square and not dims_equal(x.shape[-1], x.shape[-2]):
+        raise ValueError(f"expects square matrices, got {x.shape[-2]!r}×{x.shape[-1]!r}")
+
+
+def _same_shape(x):
+    _check_matrices(x)
+    return Aval(x.shape, x.dtype)
+
+
+def _det_shape(x):
+    _check_matrices(x)
+    return Aval(x.shape[:-2], x.dtype)
+
+
+def _slogdet_shape(x):
+    _check_matrices(x)
+    return Aval(x.shape[:-2] + (2,), x.dtype)
+
+
+def _solve_shape(a, b, *, adjoint):
+    _check_matrices(a)
+    _check_matrices(b, square=False)
+    if a.dtype != b.dtype:
+        raise TypeError(f"the matrix and the right-hand side differ in dtype: "
+                        f"{a.dtype.name} and {b.dtype.name}")
+    if a.shape[:-2] != b.shape[:-2] or not dims_equal(a.shape[-1], b.shape[-2]):
+        raise ValueError(f"the right-hand side must have {a.shape[-1]!r} rows and the "
+                         f"matrix's batch shape")
+    return Aval(b.shape, b.dtype)
+
+
+def _triangular_solve_shape(a, b, *, lower, adjoint):
+    return _solve_shape(a, b, adjoint=adjoint)
+
+
+def _eigh_shape(x):
+    _check_matrices(x)
+    n = x.shape[-1]
+    return Aval(x.shape[:-2] + (n + 1, n), x.dtype)
+
+
+def _svd_shape(x):
+    _check_matrices(x, square=False)
+    m, n = x.shape[-2:]
+    return Aval(x.shape[:-2] + (1 + m + n, min(m, n)), x.dtype)
+
+
+# ----- eager implementations -----
+
+
+def _column_signs(vectors):
+    """runtime.lapack.column_signs for a batch: each column's sign of its entry of
+    largest magnitude (the first of ties), as (..., 1, k)."""
+    largest = np.argmax(np.abs(vectors), axis=-2)[..., None, :]
+    return np.where(np.take_along_axis(vectors, largest, -2) < 0, -1, 1).astype(vectors.dtype)
+
+
+def _slogdet_impl(x):
+    return np.stack(np.linalg.slogdet(x), axis=-1)
+
+
+def _solve_impl(a, b, adjoint):
+    return np.linalg.solve(np.swapaxes(a, -1, -2) if adjoint else a, b)
+
+
+def _triangular_solve_impl(a, b, lower, adjoint):
+    return _solve_impl(np.tril(a) if lower else np.triu(a), b, adjoint)
+
+
+def _eigh_impl(x):
+    values, vectors = np.linalg.eigh(x)
+    return np.concatenate([values[..., None, :], vectors * _column_signs(vectors)], axis=-2)
+
+
+def _svd_impl(x):
+    u, s, vh = np.linalg.svd(x, full_matrices=False)
+    signs = _column_signs(u)
+    return np.concatenate([s[..., None, :], u * signs, np.swapaxes(vh, -1, -2) * signs],
+                          axis=-2)
+
+
+# ----- gradients (TensorFlow's linalg_grad.py) -----
+
+
+def _matrix_of(v):
+    """A batch of scalars as a batch of 1×1 matrices, to scale matrices by."""
+    return expand_dims(expand_dims(v, -1), -1)
+
+
+def _constant(matrix, like):
+    return np.asarray(matrix, dtype=like.dtype)
+
+
+def _lower_mask(n, like, diagonal=1.0):
+    """The lower triangle's ones, `diagonal` on the diagonal (a constant matrix)."""
+    return _constant(np.tril(np.ones((n, n))) - (1.0 - diagonal) * np.eye(n), like)
+
+
+def _safe_reciprocal(x):
+    """1 / x, and 0 at 0 (TensorFlow's _SafeReciprocal, for repeated eigen- or singular
+    values and zero singular values)."""
+    return x / (x * x + 1e-20)
+
+
+def _gap_reciprocals(values):
+    """f[..., i, j] = 1 / (values[j] - values[i]) off the diagonal, 0 on it. The diagonal
+    is set by where(), as TensorFlow's matrix_set_diag: through x / (x² + 1e-20) at 0 its
+    derivative would be 1e20, and second derivatives would lose the rest to rounding."""
+    n = values.shape[-1]
+    gaps = expand_dims(values, -2) - expand_dims(values, -1)
+    return where(np.eye(n, dtype=bool), 0, _safe_reciprocal(gaps))
+
+
+def _det_vjp(g, out, x):
+    return (_matrix_of(g * out) * _swap(inv_p.bind(x)),)
+
+
+def _slogdet_vjp(g, out, x):
+    return (_matrix_of(g[..., 1]) * _swap(inv_p.bind(x)),)
+
+
+def _inv_vjp(g, out, x):
+    return (-matmul(out, matmul(g, out, transpose_b=True), transpose_a=True),)
+
+
+def _solve_gradients(g, out, gb, adjoint):
+    """(grad a, grad b) of a solve, from grad b (the solve of g with the other adjoint)."""
+    ga = matmul(out, gb, transpose_b=True) if adjoint else matmul(gb, out, transpose_b=True)
+    return -ga, gb
+
+
+def _solve_vjp(g, out, a, b, *, adjoint):
+    return _solve_gradients(g, out, solve_p.bind(a, g, adjoint=not adjoint), adjoint)
+
+
+def _triangular_solve_vjp(g, out, a, b, *, lower, adjoint):
+    gb = triangular_solve_p.bind(a, g, lower=lower, adjoint=not adjoint)
+    ga, gb = _solve_gradients(g, out, gb, adjoint)
+    mask = _lower_mask(a.shape[-1], a)
+    return ga * (mask if lower else mask.T), gb
+
+
+def _cholesky_vjp(g, l, x):
+    # l⁻ᵀ ((lᵀ g) * (tril(ones) - eye / 2)) l⁻¹, symmetrized.
+    n = l.shape[-1]
+    eye = broadcast_to(_constant(np.eye(n), l), l.shape)
+    l_inverse = triangular_solve_p.bind(l, eye, lower=True, adjoint=False)
+    middle = matmul(l, g, transpose_a=True) * _lower_mask(n, l, diagonal=0.5)
+    grad = matmul(matmul(l_inverse, middle, transpose_a=True), l_inverse)
+    return ((grad + _swap(grad)) * 0.5,)
+
+
+def _eigh_vjp(g, out, x):
+    # Assumes distinct eigenvalues: the eigenvectors of a repeated one are defined only up
+    # to a rotation, and f below is 1 / 0 there (0 by _safe_reciprocal, as TensorFlow's).
+    values, vectors = out[..., 0, :], out[..., 1:, :]
+    g_values, g_vectors = g[..., 0, :], g[..., 1:, :]
+    f = _gap_reciprocals(values)
+    n = x.shape[-1]
+    inner = expand_dims(g_values, -1) * _constant(np.eye(n), x) + \
+        f * matmul(vectors, g_vectors, transpose_a=True)
+    grad = matmul(vectors, matmul(inner, vectors, transpose_b=True))
+    # eigh reads the lower triangle only.
+    return ((grad + _swap(grad)) * _lower_mask(n, x, diagonal=0.5),)
+
+
+def _svd_vjp(g, out, x):
+    # Assumes distinct, nonzero singular values (f and 1 / s below).
+    m, n = x.shape[-2:]
+    s, u, v = out[..., 0, :], out[..., 1:1 + m, :], out[..., 1 + m:, :]
+    g_s, g_u, g_v = g[..., 0, :], g[..., 1:1 + m, :], g[..., 1 + m:, :]
+    wide = m <= n
+    if not wide:  # TensorFlow's formula is for m <= n: differentiate the transpose
+        u, v, g_u, g_v, m, n = v, u, g_v, g_u, n, m
+    f = _gap_reciprocals(s * s)
+    f_u = f * matmul(u, g_u, transpose_a=True)
+    f_v = f * matmul(v, g_v, transpose_a=True)
+    rows, columns = expand_dims(s, -1), expand_dims(s, -2)
+    inner = expand_dims(g_s, -1) * _constant(np.eye(m), x) + \
+        (f_u + _swap(f_u)) * columns + rows * (f_v + _swap(f_v))
+    grad = matmul(u, matmul(inner, v, transpose_b=True))
+    if m != n:
+        g_vt = _swap(g_v)
+        rest = g_vt - matmul(matmul(g_vt, v), v, transpose_b=True)
+        grad = grad + matmul(u * expand_dims(_safe_reciprocal(s), -2), rest)
+    return (grad if wide else _swap(grad),)
+
+
+# ----- the primitives -----
+
+
+det_p = primitive("det", "opaque", np.linalg.det, _det_shape, "lapack.det(x)", vjp=_det_vjp)
+slogdet_p = primitive("slogdet", "opaque", _slogdet_impl, _slogdet_shape, "lapack.slogdet(x)",
+                      vjp=_slogdet_vjp)
+inv_p = primitive("inv", "opaque", np.linalg.inv, _same_shape, "lapack.inv(x)", vjp=_inv_vjp)
+solve_p = primitive("solve", "opaque", _solve_impl, _solve_shape, "lapack.solve(a, b, adjoint)",
+                    vjp=_solve_vjp)
+triangular_solve_p = primitive(
+    "triangular_solve", "opaque", _triangular_solve_impl, _triangular_solve_shape,
+    "lapack.triangular_solve(a, b, lower, adjoint)", vjp=_triangular_solve_vjp)
+cholesky_p = primitive("cholesky", "opaque", np.linalg.cholesky, _same_shape,
+                       "lapack.cholesky(x)", vjp=_cholesky_vjp)
+eigh_p = primitive("eigh", "opaque", _eigh_impl, _eigh_shape, "lapack.eigh(x)", vjp=_eigh_vjp)
+svd_p = primitive("svd", "opaque", _svd_impl, _svd_shape, "lapack.svd(x)", vjp=_svd_vjp)
+
+
+# ----- tf.linalg's functions -----
+
+
+def det(input, name=None):
+    """The determinant of each matrix of the last two axes (tf.linalg.det)."""
+    return det_p.bind(as_value(input, "det"))
+
+
+Slogdet = namedtuple("Slogdet", ["sign", "log_abs_determinant"])
+
+
+def slogdet(input, name=None):
+    """The sign and the log of the absolute value of each determinant (tf.linalg.slogdet),
+    without the overflow of det. The sign has no gradient (it is piecewise constant)."""
+    packed = slogdet_p.bind(as_value(input, "slogdet"))
+    return Slogdet(packed[..., 0], packed[..., 1])
+
+
+def inv(input, adjoint=False, name=None):
+    """The inverse of each matrix (tf.linalg.inv); of its transpose where `adjoint`."""
+    x = inv_p.bind(as_value(input, "inv"))
+    return _swap(x) if adjoint else x
+
+
+def _batched(matrix, rhs, op):
+    """matrix and rhs with their batch axes broadcast against each other."""
+    a, b = as_value(matrix, op), as_value(rhs, op)
+    if a.ndim < 2 or b.ndim < 2:
+        raise shape_error(f"{op}: the matrix and the right-hand side must have rank 2 or "
+                          f"more, got {a.aval.short()} and {b.aval.short()}")
+    try:
+        batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError as err:
+        raise shape_error(f"{op}({a.aval.short()}, {b.aval.short()}): batch shapes: {err}"
+                          ) from None
+    return (x if x.shape[:-2] == batch else broadcast_to(x, batch + x.shape[-2:])
+            for x in (a, b))
+
+
+def solve(matrix, rhs, adjoint=False, name=None):
+    """x with matrix @ x = rhs (tf.linalg.solve; matrixᵀ @ x = rhs where `adjoint`), for
+    each matrix of a batch; rhs is (..., n, k) and batch axes broadcast."""
+    a, b = _batched(matrix, rhs, "solve")
+    return solve_p.bind(a, b, adjoint=bool(adjoint))
+
+
+def triangular_solve(matrix, rhs, lower=True, adjoint=False, name=None):
+    """solve with matrix's lower (or upper) triangle, the rest taken as zeros
+    (tf.linalg.triangular_solve)."""
+    a, b = _batched(matrix, rhs, "triangular_solve")
+    return triangular_solve_p.bind(a, b, lower=bool(lower), adjoint=bool(adjoint))
+
+
+def cholesky(input, name=None):
+    """The lower-triangular l with l @ lᵀ = input, for symmetric positive definite
+    matrices, from their lower triangle (tf.linalg.cholesky). Its gradient is symmetric,
+    as TensorFlow's."""
+    return cholesky_p.bind(as_value(input, "cholesky"))
+
+
+def eigh(tensor, name=None):
+    """The eigenvalues (ascending) and eigenvectors (columns) of each symmetric matrix,
+    from its lower triangle (tf.linalg.eigh). The gradient assumes distinct eigenvalues
+    (it is infinite where two meet) and a loss that does not depend on the vectors'
+    signs, as TensorFlow's."""
+    packed = eigh_p.bind(as_value(tensor, "eigh"))
+    return packed[..., 0, :], packed[..., 1:, :]
+
+
+def eigvalsh(tensor, name=None):
+    """The eigenvalues of each symmetric matrix, ascending (tf.linalg.eigvalsh)."""
+    return eigh(tensor)[0]
+
+
+def svd(tensor, full_matrices=False, compute_uv=True, name=None):
+    """s, u, v with tensor = u @ diag(s) @ vᵀ (tf.linalg.svd: v, not NumPy's vᵀ), the
+    singular values descending. full_matrices is supported for square matrices only
+    (where it changes nothing). The gradient assumes distinct nonzero singular values
+    and a loss that does not depend on the vectors' signs, as TensorFlow's."""
+    x = as_value(tensor, "svd")
+    packed = svd_p.bind(x)
+    m, n = x.shape[-2:]
+    if full_matrices and m != n:
+        raise NotImplementedError(f"svd: full_matrices=True is supported for square "
+                                  f"matrices only, got {x.aval.short()}")
+    s = packed[..., 0, :]
+    return (s, packed[..., 1:1 + m, :], packed[..., 1 + m:, :]) if compute_uv else s
+
+
+# ----- norm -----
+
+
+def _matrix_norm(x, ord, rows, columns):
+    """A matrix norm over two axes, kept as axes of 1."""
+    if ord in ("fro", "euclidean"):
+        return sqrt(reduce_sum(x * x, axis=(rows, columns), keepdims=True))
+    if ord == 2:
+        rest = tuple(k for k in range(x.ndim) if k not in (rows, columns))
+        s = svd(transpose(x, rest + (rows, columns)), compute_uv=False)
+        kept = list(s.shape[:-1])
+        for axis in sorted((rows, columns)):
+            kept.insert(axis, 1)
+        return reshape(reduce_max(s, axis=-1), tuple(kept))
+    summed, largest = (rows, columns) if ord == 1 else (columns, rows)  # 1: column sums
+    return reduce_max(reduce_sum(abs(x), axis=summed, keepdims=True), axis=largest,
+                      keepdims=True)
+
+
+def _vector_norm(x, ord, axis):
+    if ord in ("euclidean", 2):
+        return sqrt(reduce_sum(x * x, axis=axis, keepdims=True))
+    if ord == 1:
+        return reduce_sum(abs(x), axis=axis, keepdims=True)
+    if ord == np.inf:
+        return reduce_max(abs(x), axis=axis, keepdims=True)
+    return pow(reduce_sum(pow(abs(x), ord), axis=axis, keepdims=True), 1.0 / ord)
+
+
+def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None):
+    """A vector norm of the whole tensor (axis None) or along one axis, or a matrix norm
+    over a pair of axes (tf.norm, tf.linalg.norm). Vector ords: 'euclidean', 1, 2, inf or
+    any p > 0; matrix ords: 'fro', 'euclidean', 1, 2 (via svd), inf. The euclidean norm's
+    gradient at zero is NaN, as TensorFlow's."""
+    x = as_value(tensor, "norm")
+    if isinstance(axis, (tuple, list)) and len(axis) == 2:
+        rows, columns = (normalize_axes(a, x.ndim, "norm")[0] for a in axis)
+        if rows == columns or ord not in ("euclidean", "fro", 1, 2, np.inf):
+            raise ValueError(f"norm: a matrix norm takes two distinct axes and ord "
+                             f"'euclidean', 'fro', 1, 2 or inf, got axis={axis}, ord={ord!r}")
+        axes = (rows, columns)
+        out = _matrix_norm(x, ord, rows, columns)
+    else:
+        if not (axis is None or isinstance(axis, (int, np.integer))):
+            raise ValueError(f"norm: axis must be None, an int or a pair, got {axis!r}")
+        if isinstance(ord, str) and ord != "euclidean" or not isinstance(ord, str) and \
+                not ord > 0:
+            raise ValueError(f"norm: a vector norm takes ord 'euclidean' or a number > 0, "
+                             f"got {ord!r}")
+        axes = normalize_axes(axis, x.ndim, "norm")
+        out = _vector_norm(x, ord, axes)
+    return out if keepdims else reshape(out, tuple(
+        d for k, d in enumerate(out.shape) if k not in axes))

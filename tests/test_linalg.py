@@ -1,0 +1,381 @@
+"""Issue 16's linear algebra (srcxform/ops/lapack.py, linalg.py, einsum.py): values and
+gradients against TensorFlow 2.21 (the numbers below were printed by it, float64), einsum
+against NumPy's, the same ops compiled (Numba and SRCXFORM_JIT=0) against eager at two
+sizes, their errors, and NumPy dispatch.
+
+The op tables (tests/samples.py) check every gradient against finite differences, first
+and second order, eager and compiled.
+"""
+
+import numpy as np
+import pytest
+
+import srcxform as tf
+
+A = np.array([[2.0, -1.0, 0.5], [1.0, 3.0, -2.0], [0.5, 0.25, 4.0]])
+B = np.array([[1.0, 2.0], [-1.0, 0.5], [3.0, -2.0]])
+S = A @ A.T + np.eye(3)  # symmetric positive definite
+M = np.array([[1.0, 2.0, 0.0, -1.0], [0.5, -1.0, 3.0, 2.0], [2.0, 1.0, 1.0, 0.0]])
+W = np.array([[0.3, -1.2, 0.7], [2.0, 0.1, -0.4], [-0.5, 0.9, 1.1]])
+
+TENSORFLOW = {
+    "det": 29.375000000000004,
+    "det_grad":
+        [[12.500000000000002, -5.000000000000001, -1.2500000000000002], [4.125, 7.750000000000001,
+        -1.0000000000000002], [0.5000000000000002, 4.500000000000001, 7.000000000000001]],
+    "logdet_grad":
+        [[0.425531914893617, -0.1702127659574468, -0.04255319148936171], [0.1404255319148936,
+        0.26382978723404255, -0.03404255319148936], [0.017021276595744688, 0.15319148936170215,
+        0.23829787234042554]],
+    "slogdet": [1.0, 3.380143972464323],
+    "inv":
+        [[0.425531914893617, 0.14042553191489363, 0.017021276595744678], [-0.1702127659574468,
+        0.26382978723404255, 0.15319148936170213], [-0.04255319148936171, -0.03404255319148936,
+        0.23829787234042554]],
+    "inv_grad":
+        [[0.1555273879583522, 0.0678315980081485, -0.1034676324128565], [-0.2246844726120416,
+        0.15230783159800815, 0.029736532367587148], [-0.11486826618379359, -0.055090991398823015,
+        -0.03538976912630149]],
+    "solve":
+        [[0.3361702127659575, 0.8872340425531915], [0.025531914893617023, -0.5148936170212766],
+        [0.7063829787234043, -0.5787234042553191]],
+    "solve_adjoint":
+        [[0.46808510638297873, 0.851063829787234], [-0.225531914893617, 0.4808510638297872],
+        [0.5787234042553191, -0.3659574468085106]],
+    "solve_grad":
+        [[-0.9422074106893462, 0.4988567080512024, 0.41344210820338445], [-0.03508960442291209,
+        0.0071722835980466805, -0.03245862670121264], [0.23823021873765923, -0.21677909519085364,
+        -0.48485842250753686]],
+    "chol":
+        [[2.5, 0.0, 0.0], [-0.8, 3.789459064299283, 0.0], [1.1, -1.5490337539997767,
+        3.701755587416511]],
+    "chol_grad":
+        [[0.2190857468791139, 0.3487267531420079, -0.10793905880379848], [0.3487267531420079,
+        0.08656352668265721, 0.1794853986282782], [-0.10793905880379848, 0.1794853986282782,
+        0.14857815082919887]],
+    "tri": [[0.5, 1.0], [-0.5, -0.16666666666666666], [0.71875, -0.6145833333333334]],
+    "tri_upper_adj": [[0.5, 1.0], [-0.16666666666666666, 0.5], [0.6041666666666666, -0.375]],
+    "tri_grad":
+        [[-1.2760416666666667, 0.0, 0.0], [-0.010416666666666657, -0.16319444444444445, 0.0],
+        [0.125, 0.2916666666666667, -0.8463541666666667]],
+    "eigh_values": [5.574133654125028, 9.32312909521911, 23.66523725065586],
+    "eigh_values_grad":
+        [[1.0769818378840068, 0.0, 0.0], [-0.3859316914693494, 2.39177749930355, 0.0],
+        [0.6540201374552216, -0.920856575455046, 2.5312406628124435]],
+    "eigh_vectors_grad":
+        [[-0.012062700719935359, 0.0, 0.0], [-0.1403992558070464, -0.035475820004285286, 0.0],
+        [-0.1128184479170285, 0.02755988745429022, 0.04753852072422063]],
+    "svd_s": [3.97518644582032, 3.159418067654758, 0.6826200954726434],
+    "svd_s_grad":
+        [[-0.5543615173763647, 2.1040515374272215, 1.0382407305034422, -0.5329054034618901],
+        [-0.4715091073215216, 0.2854111840759722, 1.148679528794537, 0.4316341723592825],
+        [2.4408780500410674, -0.2215465034276739, -0.2931148834121037, -0.03578418999221536]],
+    "svd_uv_grad":
+        [[0.12420158832545986, -0.18723896576132742, 0.12261286227460294, 1.0530236305839182],
+        [0.38745440590514657, 0.7614379388163777, 0.3332997908304673, 0.17256231772286013],
+        [0.18737091453033985, -0.2962874185757274, 0.4475322912228447, -0.3601492308096389]],
+    "svd_uv_grad_tall":
+        [[0.010979471709332379, -0.2795315180910958, -0.11607488528742778], [-0.14766020841751754,
+        -0.6446654747222746, 0.35304574494223406], [0.2926928159370621, -0.14069291712000492,
+        -0.6784610552868972], [-0.7331995640249731, 0.012942748851768104, 0.19419328868316454]],
+    "norm_euclidean_all": 5.123475382979799,
+    "norm_1_all": 14.5,
+    "norm_inf_all": 3.0,
+    "norm_3_1": [2.154434690031884, 3.305744509228972, 2.154434690031884],
+    "norm_fro_matrix": 5.123475382979799,
+    "norm_1_matrix": 4.0,
+    "norm_2_matrix": 3.97518644582032,
+    "norm_inf_matrix": 6.5,
+    "norm2_grad":
+        [[-0.0381118315266383, 0.08579983373002878, -0.20070272940704076, -0.14325128156853476],
+        [0.13681776631214923, -0.3080130534448703, 0.7205032671030266, 0.5142581602739484],
+        [0.026321480216989778, -0.0592566280780148, 0.1386129375044824, 0.09893478279124858]],
+    "einsum": [[4.5, 2.5], [-8.0, 7.5], [12.25, -6.875]],
+    "trace": 1.0,
+    "tensordot":
+        [[5.25, 3.5, 3.5, 0.0], [3.5, 6.0, -2.0, -4.0], [3.5, -2.0, 10.0, 6.0], [0.0, -4.0, 6.0,
+        5.0]],
+    "diag_part": [1.0, -1.0, 1.0],
+    "set_diag": [[7.0, 2.0, 0.0, -1.0], [0.5, 8.0, 3.0, 2.0], [2.0, 1.0, 9.0, 0.0]],
+}
+
+
+def _grad(f, x):
+    x = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    return tape.gradient(y, x)
+
+
+def _ramp(t):
+    """Fixed weights that are not a linear ramp (whose weighted sum of an orthogonal
+    matrix's squares would be constant)."""
+    return np.sin(np.arange(int(np.prod(t.shape)), dtype=np.float64)).reshape(t.shape)
+
+
+def _singular_vectors_loss(x):
+    _, u, v = tf.linalg.svd(x)
+    return tf.reduce_sum(u ** 2 * _ramp(u)) + tf.reduce_sum(v ** 2 * _ramp(v)[::-1])
+
+
+OURS = {
+    "det": lambda: tf.linalg.det(A),
+    "det_grad": lambda: _grad(tf.linalg.det, A),
+    "logdet_grad": lambda: _grad(lambda x: tf.linalg.slogdet(x)[1], A),
+    "slogdet": lambda: tf.stack(tf.linalg.slogdet(A)),
+    "inv": lambda: tf.linalg.inv(A),
+    "inv_grad": lambda: _grad(lambda x: tf.reduce_sum(tf.linalg.inv(x) * W), A),
+    "solve": lambda: tf.linalg.solve(A, B),
+    "solve_adjoint": lambda: tf.linalg.solve(A, B, adjoint=True),
+    "solve_grad": lambda: _grad(lambda x: tf.reduce_sum(tf.linalg.solve(x, B) ** 2), A),
+    "chol": lambda: tf.linalg.cholesky(S),
+    "chol_grad": lambda: _grad(lambda x: tf.reduce_sum(tf.linalg.cholesky(x) * W), S),
+    "tri": lambda: tf.linalg.triangular_solve(A, B, lower=True),
+    "tri_upper_adj": lambda: tf.linalg.triangular_solve(A, B, lower=False, adjoint=True),
+    "tri_grad": lambda: _grad(lambda x: tf.reduce_sum(tf.linalg.triangular_solve(x, B) * B), A),
+    "eigh_values": lambda: tf.linalg.eigh(S)[0],
+    "eigh_values_grad": lambda: _grad(
+        lambda x: tf.reduce_sum(tf.linalg.eigh(x)[0] * [1.0, 2.0, 3.0]), S),
+    "eigh_vectors_grad": lambda: _grad(lambda x: tf.reduce_sum(tf.linalg.eigh(x)[1] ** 2 * W), S),
+    "svd_s": lambda: tf.linalg.svd(M)[0],
+    "svd_s_grad": lambda: _grad(lambda x: tf.reduce_sum(tf.linalg.svd(x)[0] * [1.0, 2.0, 3.0]),
+                                M),
+    "svd_uv_grad": lambda: _grad(_singular_vectors_loss, M),
+    "svd_uv_grad_tall": lambda: _grad(_singular_vectors_loss, M.T.copy()),
+    "norm_euclidean_all": lambda: tf.norm(M),
+    "norm_1_all": lambda: tf.norm(M, ord=1),
+    "norm_inf_all": lambda: tf.norm(M, ord=np.inf),
+    "norm_3_1": lambda: tf.norm(M, ord=3, axis=1),
+    "norm_fro_matrix": lambda: tf.linalg.norm(M, ord="fro", axis=(0, 1)),
+    "norm_1_matrix": lambda: tf.norm(M, ord=1, axis=(0, 1)),
+    "norm_2_matrix": lambda: tf.norm(M, ord=2, axis=(0, 1)),
+    "norm_inf_matrix": lambda: tf.norm(M, ord=np.inf, axis=(0, 1)),
+    "norm2_grad": lambda: _grad(lambda x: tf.norm(x, ord=2, axis=(0, 1)), M),
+    "einsum": lambda: tf.einsum("ij,jk->ik", A, B),
+    "trace": lambda: tf.linalg.trace(M),
+    "tensordot": lambda: tf.tensordot(M, M, axes=[[0], [0]]),
+    "diag_part": lambda: tf.linalg.diag_part(M),
+    "set_diag": lambda: tf.linalg.set_diag(M, [7.0, 8.0, 9.0]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TENSORFLOW))
+def test_values_and_gradients_match_tensorflow(name):
+    got = OURS[name]()
+    assert isinstance(got, tf.Tensor) and got.dtype == np.float64
+    np.testing.assert_allclose(got.numpy(), TENSORFLOW[name], rtol=1e-10, atol=1e-13)
+
+
+def test_decompositions_reconstruct_their_input():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(2, 4, 3))
+    s, u, v = tf.linalg.svd(x)
+    np.testing.assert_allclose((u * s[:, None, :]).numpy() @ np.swapaxes(v.numpy(), 1, 2), x,
+                               atol=1e-12)
+    values, vectors = tf.linalg.eigh(S)
+    np.testing.assert_allclose(S @ vectors.numpy(), vectors.numpy() * values.numpy(),
+                               atol=1e-12)
+    # The sign convention: each vector's entry of largest magnitude is positive.
+    for q in (u.numpy(), vectors.numpy()):
+        columns = np.moveaxis(q, -1, -2).reshape(-1, q.shape[-2])
+        assert all(c[np.argmax(np.abs(c))] > 0 for c in columns)
+    assert tf.linalg.svd(x, compute_uv=False).shape == (2, 3)
+    np.testing.assert_allclose(tf.linalg.eigvalsh(S).numpy(), values.numpy(), rtol=1e-14)
+
+
+def test_batched_decompositions_and_broadcast_solves():
+    rng = np.random.default_rng(1)
+    a = rng.normal(size=(2, 3, 3)) + 3 * np.eye(3)
+    b = rng.normal(size=(4, 1, 3, 2))
+    np.testing.assert_allclose(tf.linalg.det(a).numpy(), np.linalg.det(a), rtol=1e-12)
+    np.testing.assert_allclose(tf.linalg.inv(a, adjoint=True).numpy(),
+                               np.swapaxes(np.linalg.inv(a), 1, 2), rtol=1e-12)
+    x = tf.linalg.solve(a, b)  # batch axes (2,) and (4, 1) broadcast to (4, 2)
+    np.testing.assert_allclose(x.numpy(), np.linalg.solve(a, b), rtol=1e-12)
+    tri = tf.linalg.triangular_solve(a, b, lower=False)
+    np.testing.assert_allclose(tri.numpy(), np.linalg.solve(np.triu(a), b), rtol=1e-12)
+    spd = a @ np.swapaxes(a, 1, 2)
+    np.testing.assert_allclose(tf.linalg.cholesky(spd).numpy(), np.linalg.cholesky(spd),
+                               rtol=1e-12)
+    sign, logdet = tf.linalg.slogdet(-a)
+    np.testing.assert_allclose(sign.numpy(), np.sign(np.linalg.det(-a)))
+    np.testing.assert_allclose(logdet.numpy(), np.log(np.abs(np.linalg.det(a))), rtol=1e-12)
+
+
+def test_float32_stays_float32():
+    a = tf.constant(A.astype(np.float32))
+    for out in (tf.linalg.det(a), tf.linalg.inv(a), tf.linalg.eigh(a)[1], tf.linalg.svd(a)[0],
+                tf.einsum("ij,jk", a, a), tf.norm(a, ord=2, axis=(0, 1))):
+        assert out.dtype == np.float32
+
+
+# ----- einsum, against NumPy's -----
+
+
+EQUATIONS = [
+    ("ij,jk->ik", (3, 4), (4, 5)), ("ij,jk", (3, 4), (4, 5)), ("ij,kj->ik", (3, 4), (5, 4)),
+    ("i,i->", (4,), (4,)), ("i,j->ij", (3,), (4,)), ("bij,bjk->bik", (2, 3, 4), (2, 4, 5)),
+    ("bij,jk->bik", (2, 3, 4), (4, 5)), ("bij,bkj->bki", (2, 3, 4), (2, 5, 4)),
+    ("ij,ij->ij", (3, 4), (3, 4)), ("ijk,ikl->jl", (2, 3, 4), (2, 4, 5)),
+    ("...ij,...jk->...ik", (2, 3, 4), (4, 5)), ("...ij,...jk", (2, 1, 3, 4), (5, 4, 2)),
+    ("ii->i", (4, 4)), ("ii", (4, 4)), ("iij->j", (3, 3, 2)), ("ij->", (3, 4)),
+    ("ij->ji", (3, 4)), ("ba", (3, 4)), ("...->...", (2, 3)),
+    ("bii,bij->bj", (2, 3, 3), (2, 3, 4)),
+    ("ij,jk,kl->il", (2, 3), (3, 4), (4, 5)), ("i,i,i->i", (3,), (3,), (3,)),
+    ("ij,j->i", (3, 1), (4,)),
+]
+
+
+@pytest.mark.parametrize("equation, shapes", [(e[0], e[1:]) for e in EQUATIONS],
+                         ids=[e[0] for e in EQUATIONS])
+def test_einsum_as_numpy(equation, shapes):
+    rng = np.random.default_rng(2)
+    operands = [rng.normal(size=s) for s in shapes]
+    got = tf.einsum(equation, *operands)
+    want = np.einsum(equation, *operands)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12)
+
+
+def test_einsum_of_integers_and_tensordot_as_numpy():
+    a = np.arange(6, dtype=np.int32).reshape(2, 3)
+    got = tf.einsum("ij,kj->ik", a, a)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got.numpy(), np.einsum("ij,kj->ik", a, a))
+    x, y = np.arange(24.0).reshape(2, 3, 4), np.arange(24.0).reshape(4, 3, 2)
+    for axes in (0, 1, [[1, 2], [1, 0]], ([2], [0]), (2, 0)):
+        np.testing.assert_array_equal(tf.tensordot(x, y, axes).numpy(),
+                                      np.tensordot(x, y, axes))
+
+
+# ----- compiled, as Python (SRCXFORM_JIT=0), at two sizes -----
+
+
+def _linear_algebra(a, b, m):
+    spd = tf.matmul(a, a, transpose_b=True) + 3.0 * np.eye(a.shape[-1])
+    sign, logdet = tf.linalg.slogdet(a)
+    values, vectors = tf.linalg.eigh(spd)
+    s, u, v = tf.linalg.svd(m)
+    return (tf.linalg.det(a), tf.linalg.inv(a), tf.linalg.solve(a, b), sign, logdet,
+            tf.linalg.cholesky(spd), tf.linalg.triangular_solve(a, b, lower=False, adjoint=True),
+            values, vectors, s, u, v, tf.einsum("bij,bjk->bik", a, b),
+            tf.einsum("ij,kj->ik", m, m), tf.tensordot(m, m, [[0], [0]]), tf.linalg.trace(a),
+            tf.norm(m, ord=2, axis=(0, 1)), tf.linalg.diag_part(m))
+
+
+def _inputs(rng):
+    for n, k, shape in ((3, 2, (4, 3)), (4, 1, (2, 5))):
+        yield (rng.normal(size=(2, n, n)) + 3 * np.eye(n), rng.normal(size=(2, n, k)),
+               rng.normal(size=shape))
+
+
+@pytest.mark.parametrize("jit", ["1", "0"])
+def test_compiled_as_eager_at_two_sizes(jit, monkeypatch):
+    monkeypatch.setenv("SRCXFORM_JIT", jit)
+    compiled = tf.differentiable(_linear_algebra)
+    for args in _inputs(np.random.default_rng(3)):
+        eager = _linear_algebra(*[tf.constant(x) for x in args])
+        for k, (got, want) in enumerate(zip(compiled(*args), eager)):
+            assert got.dtype == want.dtype and got.shape == want.shape
+            # Rounding only: the kernel's LAPACK (SciPy's) is not NumPy's.
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-9, atol=1e-12,
+                                       err_msg=f"output {k}")
+
+
+def _loss(a, b, m):
+    s, u, v = tf.linalg.svd(m)
+    return (tf.reduce_sum(tf.sin(tf.linalg.solve(a, b))) + tf.linalg.slogdet(a)[1][0]
+            + tf.reduce_sum(tf.sin(s)) + tf.reduce_sum(tf.sin(u)) + tf.reduce_sum(tf.cos(v)))
+
+
+def test_compiled_gradients_as_eager_at_two_sizes():
+    """One kernel for both sizes (tall m both times): its VJPs' sizes are computed."""
+    compiled = tf.differentiable(_loss, wrt=(0, 1, 2))
+    rng = np.random.default_rng(4)
+    for n, shape in ((3, (4, 3)), (4, (6, 2))):
+        args = (rng.normal(size=(2, n, n)) + 3 * np.eye(n), rng.normal(size=(2, n, 2)),
+                rng.normal(size=shape))
+        xs = [tf.constant(x) for x in args]
+        with tf.GradientTape() as tape:
+            tape.watch(xs)
+            y = _loss(*xs)
+        for got, want in zip(compiled.grad(*args), tape.gradient(y, xs)):
+            np.testing.assert_allclose(got, want.numpy(), rtol=1e-8, atol=1e-10)
+
+
+# ----- errors -----
+
+
+def test_bad_shapes_and_dtypes_raise_clearly():
+    with pytest.raises(tf.ShapeError, match=r"det\(f64\[3,4\]\): expects square matrices"):
+        tf.linalg.det(M)
+    with pytest.raises(tf.ShapeError, match="expects matrices"):
+        tf.linalg.inv(np.ones(3))
+    with pytest.raises(tf.ShapeError, match=r"solve\(f64\[3,3\], f64\[4,3\]\): the "
+                       "right-hand side must have 3 rows"):
+        tf.linalg.solve(A, M.T)
+    with pytest.raises(tf.ShapeError, match="batch shapes"):
+        tf.linalg.solve(np.ones((2, 3, 3)), np.ones((3, 3, 1)))
+    with pytest.raises(TypeError, match="float32 or float64"):
+        tf.linalg.det(np.eye(3, dtype=np.int32))
+    with pytest.raises(np.linalg.LinAlgError):
+        tf.linalg.cholesky(-S)
+    with pytest.raises(NotImplementedError, match="full_matrices"):
+        tf.linalg.svd(M, full_matrices=True)
+    with pytest.raises(ValueError, match="matrix norm"):
+        tf.norm(M, ord="nuc", axis=(0, 1))
+    with pytest.raises(ValueError, match="vector norm"):
+        tf.norm(M, ord=-1)
+    with pytest.raises(ValueError, match="not both"):
+        tf.linalg.matmul(A, A, transpose_a=True, adjoint_a=True)
+
+
+def test_einsum_errors():
+    with pytest.raises(tf.ShapeError, match="label 'j' has sizes 4 and 3"):
+        tf.einsum("ij,jk->ik", M, M)
+    with pytest.raises(ValueError, match="names 2 operand"):
+        tf.einsum("ij,jk->ik", A)
+    with pytest.raises(ValueError, match="do not fit an operand of rank 2"):
+        tf.einsum("ijk->i", A)
+    with pytest.raises(ValueError, match="at most once"):
+        tf.einsum("ij->iz", A)
+    with pytest.raises(tf.ShapeError, match="differ in size"):
+        tf.tensordot(M, M, 1)
+
+
+# ----- NumPy dispatch -----
+
+
+def _same(got, want):
+    assert isinstance(got, tf.Tensor)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-13)
+
+
+def test_numpy_dispatch():
+    a, s, m = (tf.constant(x) for x in (A, S, M))
+    for func, args, kwargs in (
+            (np.linalg.det, (A,), {}), (np.linalg.inv, (A,), {}), (np.linalg.solve, (A, B), {}),
+            (np.linalg.solve, (A, B[:, 0]), {}), (np.linalg.cholesky, (S,), {}),
+            (np.linalg.cholesky, (S,), {"upper": True}), (np.linalg.eigvalsh, (S,), {}),
+            (np.linalg.eigvalsh, (S,), {"UPLO": "U"}), (np.linalg.norm, (M,), {}),
+            (np.linalg.norm, (M, 2), {}), (np.linalg.norm, (M, 1, 0), {}),
+            (np.linalg.norm, (M,), {"axis": 1, "keepdims": True}),
+            (np.linalg.norm, (M[0], np.inf), {}), (np.trace, (M,), {}),
+            (np.trace, (np.arange(24.0).reshape(2, 3, 4),), {"axis1": 1, "axis2": 2}),
+            (np.tensordot, (M, M), {"axes": [[0], [0]]}), (np.einsum, ("ij,jk->ik", A, B), {})):
+        converted = [tf.constant(x) if isinstance(x, np.ndarray) else x for x in args]
+        _same(func(*converted, **kwargs), func(*args, **kwargs))
+    sign, logabsdet = np.linalg.slogdet(a)
+    _same(sign, 1.0)
+    _same(logabsdet, np.linalg.slogdet(A).logabsdet)
+    assert np.linalg.eigh(s).eigenvalues.shape == (3,)
+    result = np.linalg.svd(m, full_matrices=False)
+    _same(result.U * result.S @ result.Vh, M)
+    _same(np.linalg.svd(m, compute_uv=False), np.linalg.svd(M, compute_uv=False))
+    with pytest.raises(TypeError, match="full_matrices=False"):
+        np.linalg.svd(m)
+    with pytest.raises(TypeError, match="ord='nuc'"):
+        np.linalg.norm(m, "nuc")
+    with pytest.raises(TypeError, match="out"):
+        np.einsum("ij->ji", a, out=np.empty((3, 3)))
