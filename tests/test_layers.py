@@ -29,8 +29,8 @@ LAYERS = [
                   "srcxform.compiler", "srcxform.kernel", "srcxform.crosscheck",
                   "srcxform.tiered", "srcxform.compile_worker"}),
     ("surface", {"srcxform", "srcxform.api", "srcxform.optimizers", "srcxform.math",
-                 "srcxform.nn", "srcxform.control_flow", "srcxform.testing",
-                 "srcxform.testing.", "srcxform.keras", "srcxform.keras.", "srcxform.random"}),
+                 "srcxform.linalg", "srcxform.nn", "srcxform.random", "srcxform.control_flow",
+                 "srcxform.testing", "srcxform.testing.", "srcxform.keras", "srcxform.keras."}),
 ]
 
 
