@@ -12,6 +12,7 @@ import astor
 
 from srcxform import runtime
 from srcxform.aval import is_one
+from srcxform.codegen import lanes
 from srcxform.codegen.chunking import CHUNKS, Interior, call, minus
 from srcxform.codegen.exprs import (
     Sizes,
@@ -145,9 +146,15 @@ class _Lowering:
         looped = any(index)
         before, body = [], []
         self.recomputing = _Recomputing(index) if looped else None
-        split = looped and self._sums_apart(members)
+        # Float sums along the innermost loop add chunks of stored terms (lanes.py), so
+        # the loop that stores them has no sum: its primitives take their vector forms.
+        position = lanes.innermost(index)
+        in_lanes = {e for e in members if not self.parallel and position is not None
+                    and lanes.summed_along(e, position)}
+        reductions = [e for e in members if e.prim.kind == "reduction"]
+        split = looped and not set(reductions) <= in_lanes and self._sums_apart(members)
         sums = []  # the reductions, when they run in a loop nest of their own
-        scalar_loop = not looped or any(e.prim.kind == "reduction" for e in members)
+        scalar_loop = not looped or any(e not in in_lanes for e in reductions)
         for e in members:
             # A loop LLVM vectorizes calls a primitive's vector form (vecmath's
             # polynomials), one with a sum its libm form (see _sums_apart).
@@ -268,11 +275,17 @@ class _Lowering:
 
     def _nest(self, domain, index, outer, indent, body):
         """The loops inside the one at position `outer` of the domain (-1: all of them),
-        then the body, from `indent`."""
-        for q in range(outer + 1, len(domain)):
-            if index[q]:
-                self.line(indent, f"for {index[q]} in range({self.sizes.source(domain[q])}):")
-                indent += 1
+        then the body, from `indent`. In serial code, float sums along the innermost loop
+        add chunks of stored terms (lanes.py)."""
+        loops = [q for q in range(outer + 1, len(domain)) if index[q]]
+        terms = {} if self.parallel else lanes.buffers(self, body, lanes.sums(body, index),
+                                                        indent)
+        for q in loops[:-1] if terms else loops:
+            self.line(indent, f"for {index[q]} in range({self.sizes.source(domain[q])}):")
+            indent += 1
+        if terms:
+            lanes.emit(self, index[loops[-1]], domain[loops[-1]], indent, body, terms)
+            return
         for e, node in body:
             if e is not None:
                 self.header(e, indent)

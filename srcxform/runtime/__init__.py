@@ -5,3 +5,7 @@ compiled with Numba, and imported only by generated code and the backend, never 
 # The runtime modules, by name: what an emit template may call, and what the backend
 # imports for a process's first kernel and digests into each generated module's name.
 MODULES = ("arrays", "blas", "specfun", "vecmath")
+
+# The terms of a sum a compiled loop stores before adding them (codegen/lanes.py): 4 KiB
+# of float64, in L1 beside the loop's operands; arrays.chunk_terms holds them.
+CHUNK = 512
