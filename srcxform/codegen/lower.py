@@ -35,6 +35,10 @@ from srcxform.version import __version__
 
 # The columns an origin comment may fill, its indent included: the user's line is cut.
 _WIDTH = 100
+# The elements below which a parallel loop nest runs serially: a prange wakes Numba's
+# thread pool, 5-300 µs a call on a busy 2-core machine, and W3's gradient ran faster in
+# parallel only from about 2e4 elements (benchmarks/README.md).
+PARALLEL_MIN = 32768
 
 
 def _source(node):
@@ -55,6 +59,7 @@ class _Lowering:
         self.last_origin = None
         self.current_section = None  # the last section comment's label
         self.vectorized = False  # whether the loop being emitted is one LLVM vectorizes
+        self.shift = 0  # levels every line is indented by besides its own: inside an `if`
         self.producers = {eqn.out: eqn for eqn in program.eqns}
         self.items = schedule(program)
         self.placement = place(program, self.items)
@@ -70,7 +75,7 @@ class _Lowering:
 
     # ----- output -----
     def line(self, indent, text):
-        self.lines.append((indent, text))
+        self.lines.append((indent + self.shift, text))
 
     def stmt(self, indent, node):
         self.modules |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
@@ -94,7 +99,7 @@ class _Lowering:
             self.section([eqn])
         if eqn.origin and (eqn.origin, eqn.adjoint) != self.last_origin:
             text = "# " + ("grad of " if eqn.adjoint else "") + user_line(eqn.origin)
-            self.line(indent, cut(text, _WIDTH - 4 * indent))
+            self.line(indent, cut(text, _WIDTH - 4 * (indent + self.shift)))
             self.last_origin = (eqn.origin, eqn.adjoint)
 
     # ----- atoms -----
@@ -190,15 +195,25 @@ class _Lowering:
         outer = self.parallel and _independent_outer_loop(group, index) and not any(
             _calls_arrays(e.prim.template_for([a.aval for a in e.ins], e.out.aval, e.kwargs))
             for e in members)
-        if outer and self.chunked(domain, index, body):
+        if not outer:
+            self._nest(domain, index, -1, 1, body)
             return
-        if outer:
+        # A prange wakes Numba's thread pool, which costs more than a small nest takes:
+        # below PARALLEL_MIN elements the nest runs serially.
+        elements = " * ".join(self.sizes.source(d) for d, i in zip(domain, index) if i)
+        self.line(1, f"if {elements} >= {PARALLEL_MIN}:")
+        self.shift = 1
+        if not self.chunked(domain, index, body):
             p = next(p for p, i in enumerate(index) if i)
             self.line(1, f"for {index[p]} in prange({self.sizes.source(domain[p])}):")
             self.used_prange = True
             self._nest(domain, index, p, 2, body)
-        else:
-            self._nest(domain, index, -1, 1, body)
+        self.shift = 0
+        self.line(1, "else:")
+        self.last_origin = None  # the serial copy is headed by its origins again
+        self.shift = 1
+        self._nest(domain, index, -1, 1, body)
+        self.shift = 0
 
     def _sums_apart(self, members):
         """Whether the group's reductions run in a loop of their own, after the rest: when
