@@ -80,8 +80,8 @@ CASES = {
     "sliced_rows": (sliced_rows, 0, matrix),
 }
 
-# Below PARALLEL_MIN elements a nest runs serially; 40_001 and 40_065 (200_005 and
-# 200_325 elements in `matrix`) run in parallel, in chunks of unequal sizes.
+# Below PARALLEL_MIN elements a nest runs serially; 40_001 and 40_065 (and five times
+# that in `matrix`) run in parallel, in chunks of unequal sizes.
 SIZES = (1, 2, 3, 4, 6, 7, 65, 130, 1001, 40_001, 40_065)
 
 

@@ -36,9 +36,9 @@ from srcxform.version import __version__
 # The columns an origin comment may fill, its indent included: the user's line is cut.
 _WIDTH = 100
 # The elements below which a parallel loop nest runs serially: a prange wakes Numba's
-# thread pool, 5-300 µs a call on a busy 2-core machine, and W3's gradient ran faster in
-# parallel only from about 2e4 elements (benchmarks/README.md).
-PARALLEL_MIN = 32768
+# thread pool, 3-300 µs a call on a busy 2-core machine, and W3's gradient ran faster in
+# parallel only from about 1e4 elements (benchmarks/README.md).
+PARALLEL_MIN = 16384
 
 
 def _source(node):
