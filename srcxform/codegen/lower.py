@@ -14,7 +14,7 @@ import astor
 
 from srcxform import runtime
 from srcxform.aval import is_one
-from srcxform.codegen import chunking
+from srcxform.codegen import chunking, lanes
 from srcxform.codegen.exprs import (
     Sizes,
     dtype_ast,
@@ -35,6 +35,10 @@ from srcxform.version import __version__
 
 # The columns an origin comment may fill, its indent included: the user's line is cut.
 _WIDTH = 100
+# The elements below which a parallel loop nest runs serially: a prange wakes Numba's
+# thread pool, 3-300 µs a call on a busy 2-core machine, and W3's gradient ran faster in
+# parallel only from about 1e4 elements (benchmarks/README.md).
+PARALLEL_MIN = 16384
 
 
 def _source(node):
@@ -57,6 +61,7 @@ class _Lowering:
         self.computed = set()  # loop values some nest computed already: more are recomputed
         self.current_section = None  # the last section comment's label
         self.vectorized = False  # whether the loop being emitted is one LLVM vectorizes
+        self.shift = 0  # levels every line is indented by besides its own: inside an `if`
         self.producers = {eqn.out: eqn for eqn in program.eqns}
         self.items = schedule(program)
         self.placement = place(program, self.items)
@@ -72,7 +77,7 @@ class _Lowering:
 
     # ----- output -----
     def line(self, indent, text):
-        self.lines.append((indent, text))
+        self.lines.append((indent + self.shift, text))
 
     def stmt(self, indent, node, comment=""):
         self.modules |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
@@ -98,7 +103,7 @@ class _Lowering:
             self.section([eqn])
         if eqn.origin and (eqn.origin, eqn.adjoint) != self.last_origin:
             text = "# " + ("grad of " if eqn.adjoint else "") + user_line(eqn.origin)
-            self.line(indent, cut(text, _WIDTH - 4 * indent))
+            self.line(indent, cut(text, _WIDTH - 4 * (indent + self.shift)))
             self.last_origin = (eqn.origin, eqn.adjoint)
 
     # ----- atoms -----
@@ -151,9 +156,15 @@ class _Lowering:
         before, body = [], []
         self.recomputing = _Recomputing(index) if looped else None
         self.nest_raises = False
-        split = looped and self._sums_apart(members)
+        # Float sums along the innermost loop add chunks of stored terms (lanes.py), so
+        # the loop that stores them has no sum: its primitives take their vector forms.
+        position = lanes.innermost(index)
+        in_lanes = {e for e in members if not self.parallel and position is not None
+                    and lanes.summed_along(e, position)}
+        reductions = [e for e in members if e.prim.kind == "reduction"]
+        split = looped and not set(reductions) <= in_lanes and self._sums_apart(members)
         sums = []  # the reductions, when they run in a loop nest of their own
-        scalar_loop = not looped or any(e.prim.kind == "reduction" for e in members)
+        scalar_loop = not looped or any(e not in in_lanes for e in reductions)
         for e in members:
             # A loop LLVM vectorizes calls a primitive's vector form (vecmath's
             # polynomials), one with a sum its libm form (see _sums_apart).
@@ -189,15 +200,25 @@ class _Lowering:
         # garbage), so a nest that checks its operands (integer division), its members'
         # or those of values it recomputes, runs serially.
         outer = self.parallel and not self.nest_raises and _independent_outer_loop(group, index)
-        if outer and chunking.emit(self, domain, index, body):
+        if not outer:
+            self._nest(domain, index, -1, 1, body)
             return
-        if outer:
+        # A prange wakes Numba's thread pool, which costs more than a small nest takes:
+        # below PARALLEL_MIN elements the nest runs serially.
+        elements = " * ".join(self.sizes.source(d) for d, i in zip(domain, index) if i)
+        self.line(1, f"if {elements} >= {PARALLEL_MIN}:")
+        self.shift = 1
+        if not chunking.emit(self, domain, index, body):
             p = next(p for p, i in enumerate(index) if i)
             self.line(1, f"for {index[p]} in prange({self.sizes.source(domain[p])}):")
             self.used_prange = True
             self._nest(domain, index, p, 2, body)
-        else:
-            self._nest(domain, index, -1, 1, body)
+        self.shift = 0
+        self.line(1, "else:")
+        self.last_origin = None  # the serial copy is headed by its origins again
+        self.shift = 1
+        self._nest(domain, index, -1, 1, body)
+        self.shift = 0
 
     def _sums_apart(self, members):
         """Whether the group's reductions run in a loop of their own, after the rest: when
@@ -220,16 +241,27 @@ class _Lowering:
 
     def _nest(self, domain, index, outer, indent, body):
         """The loops inside the one at position `outer` of the domain (-1: all of them),
-        then the body, from `indent`."""
-        for q in range(outer + 1, len(domain)):
-            if index[q]:
-                self.line(indent, f"for {index[q]} in range({self.sizes.source(domain[q])}):")
-                indent += 1
+        then the body, from `indent`. In serial code, float sums along the innermost loop
+        add chunks of stored terms (lanes.py)."""
+        loops = [q for q in range(outer + 1, len(domain)) if index[q]]
+        terms = {} if self.parallel else lanes.buffers(self, body, lanes.sums(body, index),
+                                                        indent)
+        for q in loops[:-1] if terms else loops:
+            self.line(indent, f"for {index[q]} in range({self.sizes.source(domain[q])}):")
+            indent += 1
+        if terms:
+            lanes.emit(self, index[loops[-1]], domain[loops[-1]], indent, body, terms)
+            return
         for e, node in body:
-            again = isinstance(e, _Again)
-            if e is not None:
-                self.header(e.eqn if again else e, indent)
-            self.stmt(indent, node, "recomputed" if again else "")
+            self.body_statement(indent, e, node)
+
+    def body_statement(self, indent, e, node):
+        """One statement of a loop body, headed by its origin: `e` is its equation, an
+        _Again (a value recomputed here, marked so) or None (a store)."""
+        again = isinstance(e, _Again)
+        if e is not None:
+            self.header(e.eqn if again else e, indent)
+        self.stmt(indent, node, "recomputed" if again else "")
 
     def allocate(self, name, shape, dtype):
         """`name = arrays.empty(shape, dtype)`: srcxform.runtime.arrays compiles the allocation

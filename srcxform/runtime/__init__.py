@@ -9,3 +9,7 @@ MODULES = ("arrays", "blas", "lapack", "philox_jit", "specfun", "vecmath")
 # from the srcxform folder), digested with the runtime's: the Philox algorithm, which
 # philox_jit compiles and eager evaluation runs as it is.
 COMPILED_SOURCES = ("philox.py",)
+
+# The terms of a sum a compiled loop stores before adding them (codegen/lanes.py): 4 KiB
+# of float64, in L1 beside the loop's operands; arrays.chunk_terms holds them.
+CHUNK = 512

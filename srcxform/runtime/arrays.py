@@ -10,9 +10,13 @@ cache, and a kernel only calls it. Imported only by generated code.
 """
 
 import numpy as np
+from llvmlite import ir
+from numba.core import cgutils, types
+from numba.extending import intrinsic, overload
 
 from srcxform.errors import IndexArgumentError, ZeroDivisionArgumentError
 from srcxform.numba_adapter.jit import helper
+from srcxform.runtime import CHUNK
 
 
 @helper
@@ -161,3 +165,62 @@ def mod(x, y):
     if y == 0:
         raise ZeroDivisionArgumentError("mod: integer division by zero")
     return x % y
+
+
+@helper
+def lane_sum(terms, count):
+    """The sum of terms[:count] in eight lanes: term j in lane j % 8, the last count % 8
+    in lane 0, then the lanes pairwise. Eight independent chains of adds the processor
+    overlaps, in a fixed order (codegen/lanes.py)."""
+    full = count - count % 8
+    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = terms.dtype.type(0)
+    for j in range(0, full, 8):
+        a0 += terms[j]
+        a1 += terms[j + 1]
+        a2 += terms[j + 2]
+        a3 += terms[j + 3]
+        a4 += terms[j + 4]
+        a5 += terms[j + 5]
+        a6 += terms[j + 6]
+        a7 += terms[j + 7]
+    for j in range(full, count):
+        a0 += terms[j]
+    return ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
+
+
+
+def chunk_terms(dtype):
+    """An uninitialized array of CHUNK elements of `dtype` (a NumPy scalar type): a sum's
+    chunk of terms (codegen/lanes.py). Compiled, it is on the calling kernel's stack (the
+    overload below is inlined into the kernel, so the kernel's frame holds it), which
+    costs no allocation: np.empty cost about 60 ns a call, a tenth of a small kernel."""
+    return np.empty(CHUNK, dtype)
+
+
+@overload(chunk_terms, inline="always")
+def _chunk_terms(dtype):
+    def impl(dtype):
+        return _stack_chunk(dtype)
+
+    return impl
+
+
+@intrinsic
+def _stack_chunk(typingctx, dtype):
+    """CHUNK elements of `dtype` on the stack of the function this is lowered in."""
+    if not isinstance(dtype, types.NumberClass):
+        return None
+    array = types.Array(dtype.instance_type, 1, "C")
+
+    def codegen(context, builder, signature, args):
+        element = context.get_data_type(array.dtype)
+        slot = cgutils.alloca_once(builder, element, size=CHUNK)
+        out = context.make_array(array)(context, builder)
+        intp = context.get_value_type(types.intp)
+        itemsize = context.get_abi_sizeof(element)
+        context.populate_array(out, data=slot, shape=[ir.Constant(intp, CHUNK)],
+                               strides=[ir.Constant(intp, itemsize)],
+                               itemsize=ir.Constant(intp, itemsize), meminfo=None)
+        return out._getvalue()
+
+    return array(dtype), codegen
