@@ -4,4 +4,4 @@ compiled with Numba, and imported only by generated code and the backend, never 
 
 # The runtime modules, by name: what an emit template may call, and what the backend
 # imports for a process's first kernel and digests into each generated module's name.
-MODULES = ("arrays", "blas", "specfun", "vecmath")
+MODULES = ("arrays", "blas", "specfun", "vecmath", "windows")
