@@ -88,7 +88,7 @@ def test_rows_bind_their_primitive_and_shape_rules_agree_with_impls(monkeypatch)
 
 @pytest.mark.parametrize("family", ["elementwise", "mathfuncs", "cumulative", "shape", "reduce",
                                     "linalg", "nn", "layout", "control", "creation", "selection",
-                                    "numpy_dispatch"])
+                                    "numpy_dispatch", "conv", "normalization"])
 def test_every_public_op_is_exported(family):
     """An op defined in an ops/ family must be reachable under a TensorFlow namespace
     (srcxform, srcxform.math or srcxform.nn), not only as srcxform.ops.<family>.<name>."""
