@@ -239,6 +239,29 @@ def test_compiled_as_eager_one_kernel_for_two_batch_sizes(jit, monkeypatch):
     assert compiled.cache_info().kernels == 1
 
 
+def _pooled(x, w):
+    y = tf.nn.conv2d(x, w, 2, "SAME")
+    return (tf.reduce_sum(tf.nn.avg_pool2d(y * y, 2, 1, "VALID") ** 2)
+            + tf.reduce_sum(tf.nn.max_pool2d(y, 2, 2, "SAME") ** 3))
+
+
+def test_compiled_second_order_as_eager():
+    """The gradient of a compiled gradient: patches and fold, each the other's VJP."""
+    rng = np.random.default_rng(3)
+    x, w = rng.normal(size=(2, 5, 4, 2)), rng.normal(size=(2, 2, 2, 3))
+    grad_w = tf.differentiable(_pooled, wrt=1).grad
+    compiled = tf.differentiable(lambda x, w: tf.reduce_sum(grad_w(x, w) ** 2), wrt=(0, 1))
+    xt, wt = tf.constant(x), tf.constant(w)
+    with tf.GradientTape() as outer:
+        outer.watch([xt, wt])
+        with tf.GradientTape() as inner:
+            inner.watch(wt)
+            y = _pooled(xt, wt)
+        z = tf.reduce_sum(inner.gradient(y, wt) ** 2)
+    for got, want in zip(compiled.grad(x, w), outer.gradient(z, [xt, wt])):
+        np.testing.assert_allclose(got, want.numpy(), rtol=1e-12)
+
+
 def test_compiled_channel_mismatch_raises_as_eager():
     compiled = tf.differentiable(lambda x, w: tf.reduce_sum(tf.nn.conv2d(x, w, 1, "VALID")))
     w = np.ones((2, 2, 3, 1))
@@ -269,9 +292,10 @@ def test_compiled_channel_mismatch_raises_as_eager():
     (lambda: tf.nn.conv2d(np.ones((1, 4, 4, 1)), np.ones((3, 3, 1, 1)), 1, "SAME",
                           data_format="NCHW"),
      ValueError, "conv2d: only data_format='NHWC' is supported"),
-    (lambda: tf.nn.conv2d(np.ones((1, 4, 4, 1), np.int32), np.ones((3, 3, 1, 1), np.int32), 1,
-                          "SAME"),
+    (lambda: tf.nn.conv2d(np.ones((1, 4, 4, 1), np.int32), np.ones((3, 3, 1, 1)), 1, "SAME"),
      TypeError, r"conv2d: input must be float, got i32\[1,4,4,1\]"),
+    (lambda: tf.nn.conv2d(np.ones((1, 4, 4, 1)), np.ones((3, 3, 1, 1), np.int32), 1, "SAME"),
+     TypeError, r"conv2d: filters must be float, got i32\[3,3,1,1\]"),
     (lambda: tf.nn.conv1d(np.ones((1, 4, 4, 1)), np.ones((3, 1, 1)), 1, "SAME"),
      ValueError, "conv1d: input must be NWC"),
     (lambda: tf.nn.max_pool2d(np.ones((1, 4, 4, 1)), 2, 2, [[0, 0], [1, 1], [1, 1], [0, 0]]),

@@ -194,7 +194,9 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,
         raise shape_error(f"{op}: the input has {x.shape[3]!r} channels but the filters "
                           f"take {f.shape[2]!r} (input {x.aval.short()}, filters "
                           f"{f.aval.short()})")
-    if x.dtype != f.dtype and x.dtype.kind == f.dtype.kind == "f":
+    if f.dtype.kind != "f":
+        raise TypeError(f"{op}: filters must be float, got {f.aval.short()}")
+    if x.dtype != f.dtype and x.dtype.kind == "f":
         dtype = promote([x.aval, f.aval])[0]
         x, f = cast(x, dtype), cast(f, dtype)
     kh, kw, c, o = f.shape

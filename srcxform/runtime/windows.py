@@ -3,6 +3,7 @@
 product, a pooling one reduction) and `windows.fold` adds patches back where they came
 from (col2im, patches' transpose). The window geometry is ops/conv.py's: sizes of the
 kernel, strides, dilations and the zero padding before and after each axis.
+Scalar loops throughout: Numba compiles slice assignments several times more slowly.
 Imported only by generated code.
 """
 
@@ -32,10 +33,9 @@ def patches(x, ksize, strides, dilations, pads, fill):
                     row = i * sh + p * dh - top
                     for q in range(kw):
                         col = j * sw + q * dw - left
-                        if 0 <= row < h and 0 <= col < w:
-                            out[b, i, j, p, q, :] = x[b, row, col, :]
-                        else:
-                            out[b, i, j, p, q, :] = fill
+                        inside = 0 <= row < h and 0 <= col < w
+                        for k in range(c):
+                            out[b, i, j, p, q, k] = x[b, row, col, k] if inside else fill
     return out
 
 
@@ -57,5 +57,6 @@ def fold(g, size, strides, dilations, pads):
                         for q in range(kw):
                             col = j * sw + q * dw - left
                             if 0 <= col < w:
-                                out[b, row, col, :] += g[b, i, j, p, q, :]
+                                for k in range(c):
+                                    out[b, row, col, k] += g[b, i, j, p, q, k]
     return out
