@@ -140,8 +140,9 @@ def _pads(padding, sizes, ksize, strides, dilations, op, explicit=False):
             return ((0, 0), (0, 0))
         pads = []
         for size, k, s, d in zip(sizes, ksize, strides, dilations):
-            total = (size + s - 1) // s * s + ((k - 1) * d + 1 - s) - size  # as _out_size
-            total = max(0, total)  # a traced size: a guard
+            # The span of ceil(size / s) windows less the size, summed in an order with no
+            # intermediate of 0 or 1 (see _out_size); at least 0, a guard for a traced size.
+            total = max(0, (size + s - 1) // s * s + ((k - 1) * d + 1 - s) - size)
             pads.append((total // 2, total - total // 2))
         return tuple(pads)
     if explicit and np.shape(padding) == (4, 2):
