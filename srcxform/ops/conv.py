@@ -9,8 +9,8 @@ srcxform.runtime.windows for the two primitives.
 
 A window's geometry on one spatial axis is its size k, stride s, dilation d (k taps,
 d apart) and the zeros padded before and after the axis; traced sizes keep the padding
-and the output size symbolic, and the one choice made from a size (SAME padding only
-where it is needed) is a guard.
+and the output size symbolic, and the choices made from a size (whether SAME pads at
+all, whether a window fits) are guards.
 """
 
 import operator
