@@ -16,6 +16,11 @@ from srcxform.ops.nn import (  # noqa: F401
 # Keras's name (keras.activations.log_sigmoid); TensorFlow's is tf.math.log_sigmoid.
 from srcxform.ops.nn import log_sigmoid  # noqa: F401
 from srcxform.ops.selection import top_k  # noqa: F401  (also tf.math.top_k)
+# Convolution, pooling and normalization (ops/conv.py, ops/normalization.py).
+from srcxform.ops.conv import avg_pool2d, conv1d, conv2d, max_pool2d  # noqa: F401
+from srcxform.ops.normalization import (  # noqa: F401
+    batch_normalization, l2_normalize, moments,
+)
 
 
 def dropout(x, rate, noise_shape=None, seed=None, name=None):

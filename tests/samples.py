@@ -163,6 +163,8 @@ _ONE_ZERO = np.array([[0.5, 0.0, 1.5, -2.0], [1.2, -0.7, 0.0, 0.9], [0.0, 1.1, 1
 _ZEROS = np.array([[0.5, 0.0, 0.0, -2.0], [1.2, -0.7, 1.6, 0.9], [0.0, 0.0, 1.3, 0.0]])
 _INDICES = np.array([4, 0, 2, 2, 4], np.int64)  # repeats: gather's transpose must add them
 _INDICES_ND = np.array([[2, 3], [0, 1], [2, 3], [1, 0], [0, 3]], np.int32)  # with a repeat
+# patches' and fold's window: 5x4 images, (1, 1) and (0, 1) padding, strides 2 and 1.
+_WINDOW = {"strides": (2, 1), "dilations": (1, 1), "pads": ((1, 1), (0, 1))}
 
 SAMPLES = {
     # ----- binary arithmetic -----
@@ -321,6 +323,9 @@ SAMPLES = {
     # ----- linear algebra -----
     "matmul": [Row("matmul", ((3, 4), (4, 2)), op=tf.matmul, label="2d")],
     "matvec": [Row("matvec", ((3, 4), (4,)), op=lambda a, b: a @ b)],
+    # ----- convolution windows (ops/conv.py): stride 2 and 1, padding on both sides -----
+    "patches": [Row("patches", ((2, 5, 4, 3),), params=_WINDOW | {"ksize": (3, 2), "fill": 0.0})],
+    "fold": [Row("fold", ((2, 3, 4, 3, 2, 3),), params=_WINDOW | {"size": (5, 4)})],
 }
 
 COMPOSITES = [
@@ -385,6 +390,26 @@ COMPOSITES = [
         tf.nn.gelu(x), tf.nn.gelu(x, approximate=True), tf.nn.elu(x), tf.nn.selu(x),
         tf.nn.leaky_relu(x, alpha=0.3), tf.nn.silu(x), tf.nn.swish(x, beta=1.5),
         tf.nn.log_sigmoid(x), tf.nn.softsign(x)])),
+    # ----- convolution, pooling, normalization (ops/conv.py, ops/normalization.py) -----
+    Row("conv2d", ((2, 5, 6, 3), (3, 2, 3, 2)), params={"strides": 2, "padding": "SAME"},
+        op=tf.nn.conv2d, label="same-stride2"),
+    Row("conv2d", ((1, 7, 6, 2), (2, 3, 2, 3)),
+        params={"strides": 1, "padding": "VALID", "dilations": (2, 1)}, op=tf.nn.conv2d,
+        label="valid-dilated"),
+    Row("conv1d", ((2, 7, 2), (3, 2, 2)), params={"stride": 2, "padding": "SAME"},
+        op=tf.nn.conv1d),
+    # grid(): no ties in a window, where max is not smooth.
+    Row("max_pool2d", ((2, 5, 5, 2),), (grid(),),
+        params={"ksize": 3, "strides": 2, "padding": "SAME"}, op=tf.nn.max_pool2d),
+    Row("avg_pool2d", ((2, 5, 4, 2),), params={"ksize": (2, 3), "strides": 2, "padding": "SAME"},
+        op=tf.nn.avg_pool2d),
+    Row("normalization", ((4, 3), (3,), (3,), (3,), (3,)), (ANY, ANY, POSITIVE, ANY, POSITIVE),
+        op=lambda x, mean, variance, offset, scale: [
+            tf.nn.l2_normalize(x, axis=1),
+            tf.nn.batch_normalization(x, mean, variance, offset, scale, 1e-3)]),
+    # First order only: TensorFlow's variance stops the mean's gradient, which changes the
+    # second derivative (srcxform's is TensorFlow's: tests/test_conv_ops.py).
+    Row("moments", ((4, 3),), op=lambda x: list(tf.nn.moments(x, axes=[0])), order=1),
 ]
 
 

@@ -88,7 +88,8 @@ def test_rows_bind_their_primitive_and_shape_rules_agree_with_impls(monkeypatch)
 
 @pytest.mark.parametrize("family", ["elementwise", "mathfuncs", "cumulative", "shape", "reduce",
                                     "linalg", "lapack", "einsum", "nn", "layout", "control",
-                                    "creation", "selection", "numpy_dispatch"])
+                                    "creation", "selection", "numpy_dispatch", "conv",
+                                    "normalization"])
 def test_every_public_op_is_exported(family):
     """An op defined in an ops/ family must be reachable under a TensorFlow namespace
     (srcxform, srcxform.math, srcxform.nn or srcxform.linalg), not only as

@@ -38,6 +38,8 @@ from srcxform.ops.einsum import einsum, tensordot  # noqa: F401
 from srcxform.ops.nn import (  # noqa: F401
     log_softmax, sigmoid_cross_entropy_with_logits, softmax, softmax_cross_entropy_with_logits,
 )
+# Only under srcxform.nn, as TensorFlow has them: imported here to register in order.
+from srcxform.ops import conv, normalization  # noqa: F401
 from srcxform.ops.layout import (  # noqa: F401
     is_tensor, pad, rank, shape, size, slice, split, unstack,
 )

@@ -4,7 +4,7 @@ compiled with Numba, and imported only by generated code and the backend, never 
 
 # The runtime modules, by name: what an emit template may call, and what the backend
 # imports for a process's first kernel and digests into each generated module's name.
-MODULES = ("arrays", "blas", "lapack", "philox_jit", "specfun", "vecmath")
+MODULES = ("arrays", "blas", "lapack", "philox_jit", "specfun", "vecmath", "windows")
 # Modules outside this package whose code a runtime module compiles into kernels (paths
 # from the srcxform folder), digested with the runtime's: the Philox algorithm, which
 # philox_jit compiles and eager evaluation runs as it is.

@@ -1,0 +1,115 @@
+"""A small convolutional network on scikit-learn's 8x8 digits, with a compiled step.
+
+conv2d (3x3, SAME) -> ReLU -> max_pool2d (2x2) -> dense, trained with Adam and Keras's
+decoupled weight decay. As in mlp_digits.py, the step is TensorFlow's custom-loop idiom
+decorated with `@srcxform.differentiable`: the forward pass, its adjoint (the
+convolution's and the pooling's included) and Adam's update run as one Numba-compiled
+kernel, whose convolutions are BLAS products of image patches.
+
+    pip install -e '.[examples]'
+    python examples/cnn_digits.py                          # 1797 images, 30 epochs
+    python examples/cnn_digits.py --subset 500 --epochs 3 --out /tmp/loss.png
+
+Prints the held-out accuracy (at least 97% with the defaults) and the time of an eager
+step against a compiled one, and saves the loss curve as a PNG.
+"""
+
+import argparse
+
+import numpy as np
+from _training import print_results, save_loss_curve, train_and_compare  # examples/_training.py
+from mlp_digits import dense, load_data, one_hot  # examples/mlp_digits.py
+
+import srcxform as tf
+
+SIDE = 8  # the digits are 8x8 grey images
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--epochs", type=int, default=30)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--filters", type=int, default=16)
+    parser.add_argument("--learning-rate", type=float, default=0.005)
+    parser.add_argument("--weight-decay", type=float, default=1e-4)
+    parser.add_argument("--subset", type=int, default=None,
+                        help="use only the first N images (after a seeded shuffle)")
+    parser.add_argument("--timing-steps", type=int, default=100,
+                        help="steps to time eagerly, for the comparison")
+    parser.add_argument("--out", default="cnn_digits_loss.png",
+                        help="where to save the loss curve")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    return parser.parse_args(argv)
+
+
+def conv(rng, size, n_in, n_out, name):
+    """He-uniform HWIO filters for a ReLU layer, and zero biases."""
+    limit = np.sqrt(6.0 / (size * size * n_in))
+    w = rng.uniform(-limit, limit, (size, size, n_in, n_out)).astype(np.float32)
+    return {"w": tf.Variable(w, name=f"{name}_w"),
+            "b": tf.Variable(np.zeros(n_out, np.float32), name=f"{name}_b")}
+
+
+class CNN:
+    """8x8x1 images -> `filters` 3x3 ReLU maps -> 2x2 max pooling -> 10 logits."""
+
+    def __init__(self, filters, learning_rate, weight_decay, seed):
+        rng = np.random.default_rng(seed)
+        pooled = (SIDE // 2) * (SIDE // 2) * filters
+        self.params = {"conv": conv(rng, 3, 1, filters, "conv"),
+                       "output": dense(rng, pooled, 10, "output")}
+        self.optimizer = tf.optimizers.Adam(learning_rate=learning_rate,
+                                            weight_decay=weight_decay)
+
+    def logits(self, X):
+        conv, output = self.params["conv"], self.params["output"]
+        h = tf.nn.relu(tf.nn.conv2d(X, conv["w"], strides=1, padding="SAME") + conv["b"])
+        h = tf.nn.max_pool2d(h, ksize=2, strides=2, padding="VALID")  # (n, 4, 4, filters)
+        h = tf.reshape(h, (h.shape[0], output["w"].shape[0]))
+        # Dropout on h, for training steps only, goes here once srcxform.nn.dropout exists
+        # (issue 16's randomness): h = tf.nn.dropout(h, rate=..., seed=...).
+        return h @ output["w"] + output["b"]
+
+    def train_step(self, X, labels):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(
+                tf.nn.softmax_cross_entropy_with_logits(labels=labels, logits=self.logits(X)))
+        grads = tape.gradient(loss, self.params)
+        self.optimizer.apply(grads, self.params)
+        return loss
+
+    def accuracy(self, X, y):
+        return float(np.mean(np.argmax(np.asarray(self.logits(X)), axis=1) == y))
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    X_train, y_train, X_test, y_test = load_data(args.subset, args.seed)
+    X_train, X_test = (X.reshape(-1, SIDE, SIDE, 1) for X in (X_train, X_test))  # NHWC
+    labels = one_hot(y_train)
+    print(f"digits: {len(X_train)} training and {len(X_test)} test images of "
+          f"{SIDE}x{SIDE} pixels")
+
+    def new_model():
+        return CNN(args.filters, args.learning_rate, args.weight_decay, args.seed)
+
+    model = new_model()
+    train_step = tf.differentiable(model.train_step)  # the same step, compiled
+
+    # The same model trained eagerly, over the same first batches, for the comparison.
+    eager = new_model()
+
+    def gap():  # how far the two models' parameters differ
+        return max(np.abs(model.params[layer][k].numpy() - eager.params[layer][k].numpy())
+                   .max() for layer in model.params for k in ("w", "b"))
+
+    result = train_and_compare(train_step, eager.train_step, X_train, labels, args, gap)
+    print_results(result, model.accuracy(X_test, y_test), model.accuracy(X_train, y_train),
+                  "parameters")
+    save_loss_curve(result.losses, "Convolutional network, digits (srcxform, Adam)", args.out)
+    return model
+
+
+if __name__ == "__main__":
+    main()
