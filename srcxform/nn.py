@@ -1,6 +1,7 @@
 """`srcxform.nn`: TensorFlow's tf.nn names for srcxform's ops, and dropout."""
 
 import numbers as _numbers
+import types as _types
 
 from srcxform import random as _random
 from srcxform.ops import cast as _cast
@@ -29,6 +30,15 @@ def dropout(x, rate, noise_shape=None, seed=None, name=None):
     generator (or `seed`'s stream): fresh at each call, compiled calls included. Its
     gradient is the mask times 1 / (1 - rate). `noise_shape` broadcasts against x's shape
     (a None in it takes x's size), to keep or drop whole rows or channels."""
+    return general_dropout(x, rate, lambda shape, dtype: _random.uniform(shape, dtype=dtype,
+                                                                         seed=seed),
+                           noise_shape)
+
+
+def general_dropout(x, rate, uniform_sampler, noise_shape=None, name=None):
+    """dropout with its mask drawn by `uniform_sampler(shape=, dtype=)`, uniform values in
+    [0, 1): a Generator's `uniform`, for a model with a stream of its own
+    (tf.nn.experimental.general_dropout)."""
     x = _as_value(x, "dropout")
     if x.dtype.kind != "f":
         raise TypeError(f"dropout: x must be a float tensor, got {x.aval.short()}")
@@ -38,5 +48,8 @@ def dropout(x, rate, noise_shape=None, seed=None, name=None):
         return x
     shape = tuple(x.aval.shape) if noise_shape is None else tuple(
         x.aval.shape[i] if d is None else d for i, d in enumerate(noise_shape))
-    keep = _greater_equal(_random.uniform(shape, dtype=x.dtype, seed=seed), rate)
+    keep = _greater_equal(uniform_sampler(shape=shape, dtype=x.dtype), rate)
     return x * (1 / (1 - rate)) * _cast(keep, x.dtype)
+
+
+experimental = _types.SimpleNamespace(general_dropout=general_dropout)  # tf.nn.experimental

@@ -124,6 +124,25 @@ def test_dropout_noise_shape_keeps_or_drops_whole_rows():
     assert tf.nn.dropout(tf.ones([3]), 0.0).numpy().tolist() == [1.0, 1.0, 1.0]
 
 
+def test_general_dropout_draws_from_the_generator_it_is_given():
+    """A model's own Generator: twins seeded alike drop the same elements, compiled or not,
+    and each compiled call draws a fresh mask from the state it advances."""
+    def dropped(x, noise):
+        return tf.nn.experimental.general_dropout(x, 0.5, noise.uniform)
+
+    x = np.linspace(1.0, 2.0, 100)
+    eager_noise, compiled_noise = tf.random.Generator.from_seed(5), \
+        tf.random.Generator.from_seed(5)
+    compiled = tf.differentiable(lambda x: dropped(x, compiled_noise))
+    first = compiled(x).numpy()
+    np.testing.assert_array_equal(first, dropped(x, eager_noise))
+    mask = tf.random.Generator.from_seed(5).uniform([100], dtype=tf.float64).numpy() >= 0.5
+    np.testing.assert_array_equal(first, np.where(mask, 2 * x, 0.0))
+    second = compiled(x).numpy()
+    assert not np.array_equal(first, second)
+    np.testing.assert_array_equal(second, dropped(x, eager_noise))
+
+
 def _train_step(w, x, y):
     with tf.GradientTape() as tape:
         h = tf.nn.dropout(tf.tanh(tf.matmul(x, w)), 0.3)
