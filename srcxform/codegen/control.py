@@ -1,0 +1,145 @@
+"""Lowering of structured control flow (structured.py) to Python's own statements: a
+`while`, a `for` or an `if` whose body is the region's statements, lowered as a function
+body is (its loop nests fused, its names from the enclosing function's Namer).
+
+Loop-carried values are plain variables the body reassigns, so one kernel runs any trip
+count. A loop a tape differentiates keeps, per carried value that its adjoint reads, a
+stack of the value at the start of each iteration: preallocated for a fori_loop (its
+trip count is known when it starts), a buffer that doubles when full for a while_loop.
+The adjoint's reverse_loop reads them back, last iteration first.
+"""
+
+import astor
+
+from srcxform.codegen.exprs import dtype_ast
+from srcxform.structured import COND, FORI, REVERSE, WHILE, results_of
+
+_FIRST_ROWS = 16  # a while_loop's stacks start with this many rows, then double
+
+
+def lower(low, eqn):
+    """Emits a structured equation into `low` (a _Lowering); its results' names are those
+    of its `output` equations, which emit nothing."""
+    emit = {WHILE: _while, FORI: _fori, REVERSE: _reverse, COND: _cond}.get(eqn.prim)
+    if emit is not None:
+        low.header(eqn, 1)
+        emit(low, eqn)
+
+
+def _src(node):
+    return astor.to_source(node).strip()
+
+
+def _atom(low, atom):
+    return _src(low.whole(atom))
+
+
+def _names(low, eqn, indices, base):
+    """A name for each result index: the IR's where the program reads the result, else a
+    fresh one (a carried value nothing reads after the loop)."""
+    results = results_of(low.program, eqn.out)
+    return [low.namer(results[k]) if k in results else low.namer.fresh(base) for k in indices]
+
+
+def region(low, program, args, indent):
+    """Emits a region's statements at `indent`, its inputs bound to `args` (source text);
+    returns its outputs as source text."""
+    for var, arg in zip(program.ins, args):
+        low.line(indent, f"{low.namer(var)} = {arg}")
+    sub = type(low)(program, False, low.namer, low.sizes)
+    sub.statements()
+    low.modules |= sub.modules
+    low.used_prange |= sub.used_prange
+    for inner, text in sub.lines:
+        low.line(indent + inner - 1, text)
+    return [_src(sub.whole(a)) for a in program.outs]
+
+
+def _assign(low, indent, names, values):
+    if names:
+        low.line(indent, f"{', '.join(names)} = {', '.join(values)}")
+
+
+def _stacks(low, eqn, n, rows):
+    """(carry index, stack name) for each stack the program reads, allocated with `rows`
+    rows (source text)."""
+    results = results_of(low.program, eqn.out)
+    found = []
+    for k in range(n):
+        var = results.get(n + 1 + k)
+        if var is None:
+            continue
+        name = low.namer(var)
+        dims = [rows] + [low.sizes.source(d) for d in var.aval.shape[1:]]
+        low.line(1, f"{name} = arrays.empty(({', '.join(dims)},), "
+                    f"{_src(dtype_ast(var.aval.dtype))})")
+        low.modules.add("arrays")
+        found.append((k, name))
+    return found
+
+
+def _while(low, eqn):
+    n = eqn.kwargs["carries"]
+    carry = _names(low, eqn, range(n), "carry")
+    captures = [_atom(low, a) for a in eqn.ins[n:]]
+    _assign(low, 1, carry, [_atom(low, a) for a in eqn.ins[:n]])
+    stacks = _stacks(low, eqn, n, str(_FIRST_ROWS))
+    counted = stacks or n in results_of(low.program, eqn.out)
+    trips = _names(low, eqn, [n], "trips")[0] if counted else None
+    if counted:
+        low.line(1, f"{trips} = 0")
+    low.line(1, "while True:")
+    (pred,) = region(low, eqn.kwargs["cond"], carry + captures, 2)
+    low.line(2, f"if not {pred}:")
+    low.line(3, "break")
+    for k, stack in stacks:
+        low.line(2, f"if {trips} == {stack}.shape[0]:")
+        low.line(3, f"{stack} = arrays.grown({stack})")
+        low.line(2, f"{stack}[{trips}] = {carry[k]}")
+    _assign(low, 2, carry, region(low, eqn.kwargs["body"], carry + captures, 2))
+    if counted:
+        low.line(2, f"{trips} += 1")
+
+
+def _fori(low, eqn):
+    n = eqn.kwargs["carries"]
+    lower, upper = (_atom(low, a) for a in eqn.ins[:2])
+    carry = _names(low, eqn, range(n), "carry")
+    captures = [_atom(low, a) for a in eqn.ins[2 + n:]]
+    _assign(low, 1, carry, [_atom(low, a) for a in eqn.ins[2:2 + n]])
+    stacked = eqn.kwargs["stacked"]
+    trips = _names(low, eqn, [n], "trips")[0] if stacked else None
+    if stacked:
+        low.line(1, f"{trips} = max({upper} - {lower}, 0)")
+    stacks = _stacks(low, eqn, n, trips) if stacked else []
+    index = low.namer.fresh("it")
+    low.line(1, f"for {index} in range({lower}, {upper}):")
+    for k, stack in stacks:
+        low.line(2, f"{stack}[{index} - {lower}] = {carry[k]}")
+    _assign(low, 2, carry, region(low, eqn.kwargs["body"], [index] + carry + captures, 2))
+
+
+def _reverse(low, eqn):
+    m, n = eqn.kwargs["stacks"], eqn.kwargs["carries"]
+    trips = _atom(low, eqn.ins[0])
+    stacks = [_atom(low, a) for a in eqn.ins[1:1 + m]]
+    carry = _names(low, eqn, range(n), "carry")
+    captures = [_atom(low, a) for a in eqn.ins[1 + m + n:]]
+    _assign(low, 1, carry, [_atom(low, a) for a in eqn.ins[1 + m:1 + m + n]])
+    index = low.namer.fresh("it")
+    low.line(1, f"for {index} in range({trips} - 1, -1, -1):")
+    rows = [f"{stack}[{index}]" for stack in stacks]
+    _assign(low, 2, carry, region(low, eqn.kwargs["body"], [index] + rows + carry + captures,
+                                  2))
+
+
+def _cond(low, eqn):
+    branches = eqn.kwargs["true"], eqn.kwargs["false"]
+    names = _names(low, eqn, range(len(branches[0].outs)), "result")
+    operands = [_atom(low, a) for a in eqn.ins[1:]]
+    for head, branch in zip((f"if {_atom(low, eqn.ins[0])}:", "else:"), branches):
+        low.line(1, head)
+        before = len(low.lines)
+        _assign(low, 2, names, region(low, branch, operands, 2))
+        if len(low.lines) == before:
+            low.line(2, "pass")

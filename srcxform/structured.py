@@ -1,0 +1,477 @@
+"""Structured control flow in the IR: equations whose params hold regions (sub-programs),
+for the loops and branches whose trip count or predicate is known only at run time.
+
+    while_loop(*init, *captures; cond, body)        carries [, trips, stacks]
+    fori_loop(lower, upper, *init, *captures; body)  carries [, trips, stacks]
+    reverse_loop(trips, *stacks, *init, *captures; body)   carries
+    cond(pred, *captures; true, false)                outputs
+
+A region is a Program traced once from the user's function (a SubTrace): its inputs are
+the explicit ones (loop-carried values, the loop index) and then its captures, the values
+of enclosing traces it reads. The IR's equations have one output, so a structured
+equation's output is a token and each of its results an `output` equation of the token
+(DCE and CSE then treat the results as they treat any value).
+
+Reverse mode is derived at trace time from the primitives' VJPs. A loop that a tape
+differentiates also outputs its trip count and, per loop-carried value, a stack of the
+value at the start of each iteration (codegen/control.py stores only the stacks that
+something reads). Its adjoint is a reverse_loop whose body recomputes the forward body
+from the stored values under a tape and runs that tape backwards; the captures'
+cotangents are summed in extra carries. cond's adjoint is a cond of the branches'
+adjoints.
+"""
+
+import inspect
+import os
+
+import numpy as np
+
+from srcxform import recording
+from srcxform.aval import Aval, same_shape
+from srcxform.errors import TracingError, user_line
+from srcxform.ir import Var
+from srcxform.passes.pipeline import optimize
+from srcxform.recording import CONTEXT
+from srcxform.tensor import Tensor, as_value
+from srcxform.trace import Trace, Tracer
+from srcxform.tree import tree_flatten, tree_unflatten
+
+_TOKEN = Aval((), np.dtype(np.bool_))
+_INDEX = Aval((), np.dtype(np.int64))
+
+
+class Trips(int):
+    """The leading dim of a loop's stack: the trip count, known when the loop has run."""
+
+    def __str__(self):
+        return "trips"
+
+    __repr__ = __str__
+
+
+class StructuredOp:
+    """An IR operation that runs regions. Not a Primitive: nothing evaluates it eagerly
+    (eager control flow runs as Python) and it has no emit template (codegen/control.py
+    lowers it). It has the attributes the passes read of every primitive."""
+
+    kind = "opaque"
+    nondiff = False
+    variadic = True
+    same_aval_is_identity = is_broadcast = rearranges = embeds = expensive = False
+    units = ()
+    template = vector_template = None
+
+    def __init__(self, name, result_avals=None):
+        self.name = name
+        self.result_avals = result_avals
+
+    def __repr__(self):
+        return f"<structured {self.name}>"
+
+    @property
+    def result_of(self):
+        """Whether this is the `output` op (the IR shows it in its structured equation)."""
+        return self.name == "output"
+
+    def shape(self, *avals, **params):
+        return params["aval"] if self.name == "output" else _TOKEN
+
+    def format_lines(self, eqn, program, namer, width):
+        """The printed form: `x: f64[], n: i64[] = while_loop(x0, a, carries=1):`, then
+        each region as a nested function."""
+        from srcxform.ir import format_atom, format_param, format_program
+
+        results = results_of(program, eqn.out)
+        targets = ", ".join(f"{namer(v)}: {v.aval.short(symbolic=True)}"
+                            for _, v in sorted(results.items())) or "_"
+        ins = [format_atom(a, namer) for a in eqn.ins]
+        ins += [f"{k}={format_param(v)}" for k, v in eqn.params if not hasattr(v, "eqns")]
+        lines = [f"    {targets} = {self.name}({', '.join(ins)}):"]
+        for key, region in eqn.params:
+            if hasattr(region, "eqns"):
+                text = format_program(region.replace(name=key), namer, width - 8)
+                lines += ["        " + line for line in text.split("\n")]
+        return lines
+
+
+def results_of(program, token):
+    """{index: Var} of a structured equation's results that the program computes."""
+    return {e.kwargs["index"]: e.out for e in program.eqns
+            if e.prim is OUTPUT and e.ins[0] is token}
+
+
+WHILE, FORI, REVERSE, COND = (StructuredOp(n) for n in
+                              ("while_loop", "fori_loop", "reverse_loop", "cond"))
+OUTPUT = StructuredOp("output")
+
+
+# ----- tracing regions -----
+
+
+class SubTrace(Trace):
+    """Traces a region inside `parent`: values of enclosing traces it reads (a closure's
+    tracers, constants, Variables) become extra inputs, its captures."""
+
+    def __init__(self, parent, name):
+        super().__init__(name)
+        self.parent = parent
+        self.symbols, self.sizes, self.guards = parent.symbols, parent.sizes, parent.guards
+        self.captured = parent.captured
+        self.captures = []  # the outer values read, in order
+        self._capture_vars = {}  # outer Var -> this region's input Var
+
+    def encloses(self, trace):
+        parent = self.parent
+        while parent is not None:
+            if parent is trace:
+                return True
+            parent = getattr(parent, "parent", None)
+        return False
+
+    def input(self, aval, hint):
+        var = Var(aval)
+        self.ins.append(var)
+        self.hints[var] = hint
+        return Tracer(self, var)
+
+    def _atom(self, value):
+        if isinstance(value, Tracer) and value._trace is not self:
+            if not self.encloses(value._trace):
+                raise TracingError(f"{user_line()}: a value traced by another function or "
+                                   "loop body is used here; pass it as an argument instead")
+            return self._capture(value)
+        if not isinstance(value, Tracer) and getattr(value, "_array", None) is not None \
+                and value._array.ndim and not hasattr(value, "dim"):
+            # A constant array is an input of the outermost trace, captured.
+            var = self.parent._atom(value)
+            return self._capture(Tracer(self.parent, var))
+        return super()._atom(value)
+
+    def _capture(self, outer):
+        inner = self._capture_vars.get(outer.var)
+        if inner is None:
+            inner = self._capture_vars[outer.var] = Var(outer.aval)
+            self.captures.append(outer)
+        return inner
+
+    def read_variable(self, variable):
+        return Tracer(self, self._capture(self.parent.read_variable(variable)), variable._id)
+
+    def write_variable(self, variable, value):
+        raise TracingError(f"{user_line()}\n  assigning a Variable inside a compiled loop "
+                           "body or branch: return the new value from it and assign after")
+
+
+def trace_region(name, fn, avals, hints):
+    """Traces fn on fresh inputs of `avals` as a region of the innermost trace, no tape
+    recording it. Returns the SubTrace and fn's result."""
+    sub = SubTrace(CONTEXT.traces[-1], name)
+    with recording.paused(), sub:
+        args = [sub.input(aval, hint) for aval, hint in zip(avals, hints)]
+        result = fn(*args)
+    return sub, result
+
+
+def align(subs_and_outs):
+    """The regions traced by SubTraces (with their outputs), taking the same captures in
+    one order: (regions, captures)."""
+    programs = [sub.program(list(outs)) for sub, outs in subs_and_outs]  # may capture
+    captures, seen = [], set()
+    for sub, _ in subs_and_outs:
+        for c in sub.captures:
+            if c.var not in seen:
+                seen.add(c.var)
+                captures.append(c)
+    check = bool(os.environ.get("SRCXFORM_CHECK"))
+    regions = []
+    for (sub, _), program in zip(subs_and_outs, programs):
+        ins = program.ins + [sub._capture_vars.get(c.var) or Var(c.aval) for c in captures]
+        program = program.replace(ins=ins)
+        if check:
+            program.check()
+        regions.append(optimize(program, check=check))
+    return regions, captures
+
+
+# ----- binding -----
+
+
+def bind(op, values, params, avals, vjp=None):
+    """Adds a structured equation and its outputs to the innermost trace; records it on
+    the tapes watching its inputs (vjp as Record.outs describes). Returns the outputs."""
+    trace = CONTEXT.traces[-1]
+    values = [as_value(v) for v in values]
+    token = trace.add_eqn(op, values, params, _TOKEN)
+    outs = [trace.add_eqn(OUTPUT, [token], {"index": k, "aval": aval}, aval)
+            for k, aval in enumerate(avals)]
+    if vjp is not None and CONTEXT.tapes:
+        recording.record_outputs(vjp, values, outs, {})
+    return outs
+
+
+def evaluate(program, args):
+    """Runs a region's equations on values (Tracers), binding each primitive again, so that
+    tapes record them: the forward body recomputed in its adjoint."""
+    env = dict(zip(program.ins, args))
+
+    def read(atom):
+        if isinstance(atom, Var):
+            return env[atom]
+        if hasattr(atom.value, "expr"):  # a size
+            return as_value(atom.value)
+        return Tensor._new(np.asarray(atom.value, atom.aval.dtype), atom.aval.weak)
+
+    for eqn in program.eqns:
+        ins = [read(a) for a in eqn.ins]
+        if eqn.prim is OUTPUT:
+            env[eqn.out] = env[eqn.ins[0]][eqn.kwargs["index"]]
+        elif isinstance(eqn.prim, StructuredOp):
+            env[eqn.out] = _REBIND[eqn.prim](ins, eqn.kwargs)
+        else:
+            env[eqn.out] = eqn.prim.bind(*ins, **eqn.kwargs)
+    return [read(a) for a in program.outs]
+
+
+# ----- loops -----
+
+
+def carry_avals(values):
+    return [Aval(tuple(v.shape), v.dtype, getattr(v, "aval", None) is not None and v.aval.weak)
+            for v in values]
+
+
+def check_carries(op, names, before, after):
+    """TracingError naming the first loop-carried value whose shape or dtype the body
+    changes."""
+    if len(after) != len(before):
+        raise TracingError(f"{op}: the body returns {len(after)} values for {len(before)} "
+                           f"loop variables\n  at {user_line()}")
+    for name, a, b in zip(names, before, after):
+        b = as_value(b)
+        if not same_shape(a.shape, b.shape) or a.dtype != b.dtype:
+            raise TracingError(
+                f"{op}: the body changes loop variable {name!r} from {a.short()} to "
+                f"{b.aval.short()}; a loop-carried value keeps its shape and dtype (cast it, "
+                f"or give it its final shape before the loop)\n  at {user_line()}")
+
+
+def while_loop(cond_fn, body_fn, inits, names):
+    """The structured while loop over flat loop variables `inits` (values); cond_fn and
+    body_fn take and give flat lists."""
+    avals = carry_avals(inits)
+    cond_sub, pred = trace_region("cond", lambda *c: _as_bool(cond_fn(list(c))), avals,
+                                  names)
+    body_sub, outs = trace_region("body", lambda *c: body_fn(list(c)), avals, names)
+    check_carries("while_loop", names, avals, outs)
+    (cond_region, body_region), captures = align([(cond_sub, [pred]), (body_sub, list(outs))])
+    return _bind_loop(WHILE, [], inits, captures, {"cond": cond_region, "body": body_region})
+
+
+def fori_loop(lower, upper, body_fn, inits, names):
+    """The structured fori loop; body_fn(i, flat carries) gives flat carries."""
+    avals = carry_avals(inits)
+    sub, outs = trace_region("body", lambda i, *c: body_fn(i, list(c)), [_INDEX] + avals,
+                             ["i"] + names)
+    check_carries("fori_loop", names, avals, outs)
+    (body_region,), captures = align([(sub, list(outs))])
+    bounds = [_as_index(lower), _as_index(upper)]
+    return _bind_loop(FORI, bounds, inits, captures, {"body": body_region})
+
+
+def _as_index(bound):
+    value = as_value(bound)
+    if value.dtype.kind not in "iu":
+        raise TypeError(f"fori_loop: a bound must be an integer, got {value.dtype.name}")
+    if value.dtype != np.int64:
+        from srcxform.ops import cast
+
+        value = cast(value, np.int64)
+    return value
+
+
+def _as_bool(pred):
+    """A predicate as a bool scalar, as Python's truth takes it."""
+    from srcxform.ops import not_equal, reshape
+
+    pred = as_value(pred)
+    if int(np.prod(pred.shape)) != 1:
+        raise ValueError(f"while_loop: the predicate has shape {tuple(pred.shape)}; it must "
+                         "be a scalar (use reduce_all or reduce_any)")
+    pred = reshape(pred, ()) if pred.shape != () else pred
+    return pred if pred.dtype == np.bool_ else not_equal(pred, 0)
+
+
+def _bind_loop(op, bounds, inits, captures, regions):
+    """Binds a forward loop; with stacks of its carries where a tape differentiates it."""
+    n = len(inits)
+    values = [*bounds, *inits, *captures]
+    stacked = recording.watching([as_value(v) for v in values])
+    avals = carry_avals([as_value(v) for v in inits])
+    out_avals = [Aval(a.shape, a.dtype) for a in avals]
+    if stacked:
+        out_avals += [_INDEX] + [Aval((Trips(0),) + tuple(a.shape), a.dtype) for a in avals]
+    params = dict(regions, carries=n, stacked=stacked)
+    vjp = _loop_vjp(op, len(bounds), n, regions["body"]) if stacked else None
+    outs = bind(op, values, params, out_avals, vjp)
+    return outs[:n]
+
+
+def _rebind_loop(op):
+    def rebind(ins, params):
+        bounds = 2 if op is FORI else 0
+        n = params["carries"]
+        regions = {k: params[k] for k in ("cond", "body") if k in params}
+        return _bind_loop(op, ins[:bounds], ins[bounds:bounds + n], ins[bounds + n:], regions)
+
+    return rebind
+
+
+def _loop_vjp(op, bounds, n, body):
+    """The VJP of a forward loop: a reverse_loop over its stacks."""
+
+    def vjp(gs, outs, *inputs):
+        lower = inputs[0] if bounds else None
+        inits, captures = inputs[bounds:bounds + n], inputs[bounds + n:]
+        trips, stacks = outs[n], outs[n + 1:]
+        floats = [k for k in range(n) if inits[k].dtype.kind == "f"]
+        sources = [k for k, c in enumerate(captures) if c.dtype.kind == "f"]
+        from srcxform.ops import zeros_like
+
+        cts = [gs[k] if gs[k] is not None else zeros_like(outs[k]) for k in floats]
+        accs = [zeros_like(captures[k]) for k in sources]
+
+        def step(it, state):
+            slices, cts_, accs_ = state[:n], state[n:n + len(floats)], \
+                state[n + len(floats):]
+            from srcxform.tape import GradientTape
+
+            with GradientTape(persistent=False, watch_accessed_variables=False) as tape:
+                watched = [slices[k] for k in floats] + [captures[k] for k in sources]
+                tape.watch(watched)
+                index = [lower + it] if bounds else []
+                new = evaluate(body, [*index, *slices, *captures])
+            grads = tape.gradient([new[k] for k in floats], watched, output_gradients=cts_,
+                                  unconnected_gradients="zero")
+            return list(grads[:len(floats)]) + [a + g for a, g in
+                                                 zip(accs_, grads[len(floats):])]
+
+        state_avals = carry_avals(list(inits) + cts + accs)
+        names = [f"x{k}" for k in range(n)] + [f"b{k}" for k in floats] + \
+            [f"bcapture{k}" for k in sources]
+        sub, new = trace_region("adjoint", lambda it, *s: step(it, list(s)),
+                                [_INDEX] + state_avals, ["it"] + names)
+        (region,), region_captures = align([(sub, list(new))])
+        # Only the stacks the adjoint reads are stored: drop the rest from its inputs.
+        read = {a for e in region.eqns for a in e.ins if isinstance(a, Var)} | \
+            {a for a in region.outs if isinstance(a, Var)}
+        kept = [k for k in range(n) if region.ins[1 + k] in read]
+        region = region.replace(ins=[region.ins[0]] + [region.ins[1 + k] for k in kept] +
+                                region.ins[1 + n:])
+        results = bind(REVERSE, [trips, *[stacks[k] for k in kept], *cts, *accs,
+                                 *region_captures],
+                       {"body": region, "stacks": len(kept), "carries": len(cts) + len(accs)},
+                       carry_avals(cts + accs), _no_second_order)
+        cotangents = [None] * (bounds + n + len(captures))
+        for j, k in enumerate(floats):
+            cotangents[bounds + k] = results[j]
+        for j, k in enumerate(sources):
+            cotangents[bounds + n + k] = results[len(floats) + j]
+        return cotangents
+
+    return vjp
+
+
+def _no_second_order(gs, outs, *inputs):
+    raise NotImplementedError("srcxform: a second derivative through a compiled "
+                              "while_loop or fori_loop is not supported yet")
+
+
+# ----- cond -----
+
+
+def cond(pred, true_fn, false_fn):
+    """The structured cond: true_fn() or false_fn(), each giving a flat list of values of
+    the same shapes and dtypes."""
+    subs = []
+    for name, fn in (("true_fn", true_fn), ("false_fn", false_fn)):
+        sub, outs = trace_region(name, fn, [], [])
+        subs.append((sub, [as_value(o) for o in outs]))  # as_value: a Python number
+    (t_outs, f_outs) = (subs[0][1], subs[1][1])
+    if len(t_outs) != len(f_outs):
+        raise TracingError(f"cond: true_fn returns {len(t_outs)} values, false_fn "
+                           f"{len(f_outs)}\n  at {user_line()}")
+    for k, (a, b) in enumerate(zip(t_outs, f_outs)):
+        if not same_shape(a.shape, b.shape) or a.dtype != b.dtype:
+            raise TracingError(f"cond: output {k} is {a.aval.short()} from true_fn but "
+                               f"{b.aval.short()} from false_fn; both branches must give the "
+                               f"same shapes and dtypes\n  at {user_line()}")
+    (t_region, f_region), captures = align(subs)
+    return _bind_cond(pred, t_region, f_region, captures)
+
+
+def _bind_cond(pred, t_region, f_region, captures):
+    avals = [Aval(tuple(a.aval.shape), a.aval.dtype) for a in t_region.outs]
+    return bind(COND, [pred, *captures], {"true": t_region, "false": f_region}, avals,
+                _cond_vjp(t_region, f_region))
+
+
+def _rebind_cond(ins, params):
+    return _bind_cond(ins[0], params["true"], params["false"], ins[1:])
+
+
+def _cond_vjp(t_region, f_region):
+    def vjp(gs, outs, pred, *captures):
+        from srcxform.ops import zeros_like
+        from srcxform.tape import GradientTape
+
+        floats = [k for k, o in enumerate(outs) if o.dtype.kind == "f"]
+        sources = [k for k, c in enumerate(captures) if c.dtype.kind == "f"]
+        cts = [gs[k] if gs[k] is not None else zeros_like(outs[k]) for k in floats]
+
+        def adjoint(region):
+            def fn(*cts_):
+                with GradientTape(persistent=False, watch_accessed_variables=False) as tape:
+                    watched = [captures[k] for k in sources]
+                    tape.watch(watched)
+                    new = evaluate(region, list(captures))
+                return list(tape.gradient([new[k] for k in floats], watched,
+                                          output_gradients=list(cts_),
+                                          unconnected_gradients="zero"))
+            return fn
+
+        subs = []
+        for name, region in (("true", t_region), ("false", f_region)):
+            sub, new = trace_region(f"adjoint_{name}", adjoint(region), carry_avals(cts),
+                                    [f"b{k}" for k in floats])
+            subs.append((sub, new))
+        # The cotangents are the adjoint branches' explicit inputs: a cond passes its
+        # operands to its regions' inputs in order, explicit ones first.
+        (t_adj, f_adj), adj_captures = align(subs)
+        results = _bind_cond(pred, t_adj, f_adj, [*cts, *adj_captures])
+        cotangents = [None] * (1 + len(captures))
+        for j, k in enumerate(sources):
+            cotangents[1 + k] = results[j]
+        return cotangents
+
+    return vjp
+
+
+_REBIND = {WHILE: _rebind_loop(WHILE), FORI: _rebind_loop(FORI), COND: _rebind_cond}
+
+
+def param_names(fn, count, fallback):
+    """Names for a function's flat parameters: its own where it has as many."""
+    try:
+        names = [p.name for p in inspect.signature(fn).parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        names = []
+    return names if len(names) == count else [f"{fallback}{k}" for k in range(count)]
+
+
+def flatten_values(tree):
+    leaves, treedef = tree_flatten(tree)
+    return [as_value(leaf) for leaf in leaves], treedef
+
+
+__all__ = ["cond", "fori_loop", "tree_unflatten", "while_loop"]
