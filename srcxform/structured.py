@@ -152,6 +152,9 @@ class SubTrace(Trace):
         if inner is None:
             inner = self._capture_vars[outer.var] = Var(outer.aval)
             self.captures.append(outer)
+            hint = outer._trace.hints.get(outer.var)  # the outer name, where it has one
+            if hint:
+                self.hints[inner] = hint
         return inner
 
     def read_variable(self, variable):
@@ -184,12 +187,18 @@ def align(subs_and_outs):
                 captures.append(c)
     check = bool(os.environ.get("SRCXFORM_CHECK"))
     regions = []
-    for (sub, _), program in zip(subs_and_outs, programs):
-        ins = program.ins + [sub._capture_vars.get(c.var) or Var(c.aval) for c in captures]
-        program = program.replace(ins=ins)
-        if check:
-            program.check()
-        regions.append(optimize(program, check=check))
+    # Verified and optimized as the whole program is, after its trace: deciding nothing
+    # for this call's sizes (comparing a size here would record a guard).
+    saved, CONTEXT.guards = CONTEXT.guards, None
+    try:
+        for (sub, _), program in zip(subs_and_outs, programs):
+            ins = program.ins + [sub._capture_vars.get(c.var) or Var(c.aval) for c in captures]
+            program = program.replace(ins=ins)
+            if check:
+                program.check()
+            regions.append(optimize(program, check=check))
+    finally:
+        CONTEXT.guards = saved
     return regions, captures
 
 

@@ -1,0 +1,230 @@
+"""Control flow that depends on data, compiled: cond on a traced predicate, while_loop,
+fori_loop with a traced bound, as real branches and loops in one kernel for every trip
+count, with reverse mode through them. Each result is checked against the eager tape
+(the same Python run as Python) and against finite differences or a closed form; the
+same kernels run as Python (SRCXFORM_JIT=0) too. (conftest's SRCXFORM_CHECK verifies
+each program, its regions included, and crosschecks each kernel's first call.)"""
+
+import re
+
+import numpy as np
+import pytest
+
+import srcxform as tf
+from srcxform.errors import TracingError
+
+
+@pytest.fixture(params=["numba", "python"])
+def compile_mode(request, monkeypatch):
+    """Numba-compiled kernels, or the same generated code run as Python."""
+    monkeypatch.setenv("SRCXFORM_JIT", "1" if request.param == "numba" else "0")
+    return request.param
+
+
+def eager_value_and_grad(fn, *args, wrt=0):
+    """fn's value and its gradient wrt args[wrt], by the eager tape."""
+    args = [tf.constant(np.asarray(a, np.float64)) if i == wrt else a
+            for i, a in enumerate(args)]
+    with tf.GradientTape() as tape:
+        tape.watch(args[wrt])
+        y = fn(*args)
+    return np.asarray(y), np.asarray(tape.gradient(y, args[wrt]))
+
+
+def central_difference(fn, x, eps):
+    """d fn / dx at a float or an array x, each element by central differences."""
+    x = np.asarray(x, np.float64)
+    grad = np.zeros_like(x)
+    for k in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[k] = eps
+        grad[k] = (float(fn(x + step)) - float(fn(x - step))) / (2 * eps)
+    return grad
+
+
+# ----- Newton's method: a while_loop whose trip count depends on the argument -----
+
+
+def newton_sqrt(a):
+    def not_converged(x, step):
+        return abs(step) > 1e-13 * x
+
+    def newton_step(x, step):
+        new = 0.5 * (x + a / x)
+        return new, new - x
+
+    x, _ = tf.while_loop(not_converged, newton_step, (a, a))
+    return x
+
+
+def newton_trips(a):
+    """How many times newton_sqrt's body runs at a (the same loop on Python floats)."""
+    x, step, trips = a, a, 0
+    while abs(step) > 1e-13 * x:
+        new = 0.5 * (x + a / x)
+        x, step, trips = new, new - x, trips + 1
+    return trips
+
+
+def test_newton_while_loop_one_kernel_for_trip_counts_1_to_50(compile_mode):
+    f = tf.differentiable(newton_sqrt)
+    points = [1.0] + [4.0 ** k * 1.3 for k in range(0, 80, 3)]
+    trips = {newton_trips(a) for a in points}
+    assert min(trips) == 1 and max(trips) >= 50
+    for a in points:
+        value, grad = f.value_and_grad(np.float64(a))
+        np.testing.assert_allclose(value, np.sqrt(a), rtol=1e-14)
+        np.testing.assert_allclose(grad, 0.5 / np.sqrt(a), rtol=1e-9)
+    assert f.cache_info().kernels == 1  # no retrace when the trip count changes
+    a = 7.0
+    eager = eager_value_and_grad(newton_sqrt, a)
+    np.testing.assert_allclose(f.value_and_grad(np.float64(a)), eager, rtol=1e-14)
+    numeric = central_difference(lambda a: newton_sqrt(tf.constant(a)), a, 1e-6)
+    np.testing.assert_allclose(f.grad(np.float64(a)), numeric, rtol=1e-7)
+
+
+def test_compiled_while_loop_source_is_a_loop_with_a_growable_stack():
+    source = tf.differentiable(newton_sqrt).source(np.float64(2.0))
+    assert "while True:" in source and "arrays.grown(" in source
+    assert re.search(r"for it\w* in range\(\w+ - 1, -1, -1\):", source)  # the adjoint
+
+
+# ----- RK4 Lotka-Volterra: a fori_loop with a bound from data -----
+
+
+def lotka_volterra(z, params):
+    x, y = z[0], z[1]
+    alpha, beta, gamma, delta = params[0], params[1], params[2], params[3]
+    return tf.stack([alpha * x - beta * x * y, delta * x * y - gamma * y])
+
+
+def rk4_final_state(params, z0, steps, h):
+    def rk4_step(i, z):
+        k1 = lotka_volterra(z, params)
+        k2 = lotka_volterra(z + 0.5 * h * k1, params)
+        k3 = lotka_volterra(z + 0.5 * h * k2, params)
+        k4 = lotka_volterra(z + h * k3, params)
+        return z + h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+
+    return tf.fori_loop(0, steps, rk4_step, z0)
+
+
+def rk4_loss(params, z0, steps, h):
+    return tf.reduce_sum(rk4_final_state(params, z0, steps, h) * np.array([1.0, 0.5]))
+
+
+PARAMS = np.array([1.1, 0.4, 0.4, 0.1])
+Z0 = np.array([10.0, 5.0])
+
+
+def test_rk4_lotka_volterra_1000_steps_gradient(compile_mode):
+    f = tf.differentiable(rk4_loss, wrt=(0, 1))
+    steps, h = np.int64(1000), 0.005
+    (g_params, g_z0) = f.grad(PARAMS, Z0, steps, h)
+    for k, arg in ((0, PARAMS), (1, Z0)):
+        def loss_at(v, k=k):
+            moved = [PARAMS, Z0]
+            moved[k] = v
+            return rk4_loss(tf.constant(moved[0]), tf.constant(moved[1]), int(steps), h)
+
+        numeric = central_difference(loss_at, arg, 1e-6)
+        np.testing.assert_allclose((g_params, g_z0)[k], numeric, rtol=1e-5)
+    _, eager = eager_value_and_grad(rk4_loss, PARAMS, Z0, int(steps), h)
+    np.testing.assert_allclose(g_params, eager, rtol=1e-10)
+    # Another trip count, and none at all, through the same kernel.
+    _, eager = eager_value_and_grad(rk4_loss, PARAMS, Z0, 7, h)
+    np.testing.assert_allclose(f.grad(PARAMS, Z0, np.int64(7), h)[0], eager, rtol=1e-12)
+    g_params, g_z0 = f.grad(PARAMS, Z0, np.int64(0), h)
+    assert np.all(g_params == 0) and np.all(g_z0 == np.array([1.0, 0.5]))
+    assert f.cache_info().kernels == 1
+
+
+def test_fori_loop_over_a_size_is_one_loop_for_every_size():
+    def cumulative_product(x):
+        return tf.fori_loop(0, x.shape[0], lambda i, p: p * (1.0 + x[i]),
+                            tf.constant(1.0, tf.float64))
+
+    f = tf.differentiable(cumulative_product)
+    for n in (3, 5):
+        x = np.linspace(0.1, 0.9, n)
+        value, grad = f.value_and_grad(x)
+        eager_value, eager_grad = eager_value_and_grad(cumulative_product, x)
+        np.testing.assert_allclose(value, eager_value, rtol=1e-13)
+        np.testing.assert_allclose(grad, eager_grad, rtol=1e-13)
+        np.testing.assert_allclose(grad, np.prod(1 + x) / (1 + x), rtol=1e-13)
+    assert f.cache_info().kernels == 1
+    assert re.search(r"for it\w* in range\(", f.source(np.ones(4)))
+
+
+# ----- cond on a traced value -----
+
+
+def piecewise(x):
+    return tf.cond(x > 1.0, lambda: x * x * x, lambda: 3.0 * x - 2.0 + tf.sin(x - 1.0))
+
+
+@pytest.mark.parametrize("x, slope", [(0.25, 3.0 + np.cos(-0.75)), (1.5, 3 * 1.5 ** 2),
+                                      (1.0, 4.0)])
+def test_piecewise_cond_on_both_sides_of_the_branch_point(x, slope, compile_mode):
+    f = tf.differentiable(piecewise)
+    value, grad = f.value_and_grad(np.float64(x))
+    np.testing.assert_allclose((value, grad), eager_value_and_grad(piecewise, x), rtol=1e-15)
+    np.testing.assert_allclose(grad, slope, rtol=1e-14)
+    if x != 1.0:  # at the branch point the two one-sided slopes differ (3 and 4)
+        numeric = central_difference(lambda v: piecewise(tf.constant(v)), x, 1e-7)
+        np.testing.assert_allclose(grad, numeric, rtol=1e-6)
+
+
+def test_cond_ir_shows_both_branches():
+    text = tf.differentiable(piecewise).ir(np.float64(2.0))
+    assert "= cond(" in text and "def true(" in text and "def false(" in text
+
+
+# ----- bisection: a data-dependent while with a cond inside -----
+
+
+def cube_root_by_bisection(a):
+    """The root of t**3 = a in [0, a] (a >= 1) as a * t, t found on [0, 1]: a's
+    gradient is the t found (the branch decisions are constants)."""
+    def wide(lo, hi):
+        return hi - lo > 1e-12
+
+    def halve(lo, hi):
+        mid = 0.5 * (lo + hi)
+        return tf.cond((a * mid) ** 3 > a, lambda: (lo, mid), lambda: (mid, hi))
+
+    lo, hi = tf.while_loop(wide, halve, (tf.constant(0.0, tf.float64),
+                                         tf.constant(1.0, tf.float64)))
+    return a * 0.5 * (lo + hi)
+
+
+def test_bisection_while_with_a_cond_inside(compile_mode):
+    f = tf.differentiable(cube_root_by_bisection)
+    for a in (2.0, 30.0):
+        value, grad = f.value_and_grad(np.float64(a))
+        np.testing.assert_allclose(value, np.cbrt(a), rtol=1e-11)
+        np.testing.assert_allclose(grad, value / a, rtol=1e-15)
+        np.testing.assert_allclose((value, grad), eager_value_and_grad(
+            cube_root_by_bisection, a), rtol=1e-15)
+    assert f.cache_info().kernels == 1
+
+
+# ----- errors -----
+
+
+def test_a_body_changing_a_loop_variable_is_named():
+    def grows(x):
+        return tf.while_loop(lambda total, y: total < 10.0,
+                             lambda total, y: (total + 1.0, tf.cast(y, tf.float32)),
+                             (tf.reduce_sum(x), x))
+
+    with pytest.raises(TracingError, match="loop variable 'y' from f64.* to f32"):
+        tf.differentiable(grows)(np.ones(3))
+
+
+def test_branches_of_different_shapes_are_refused():
+    def mismatched(x):
+        return tf.cond(tf.reduce_sum(x) > 0, lambda: x, lambda: tf.reduce_sum(x))
+
+    with pytest.raises(TracingError, match="output 0 is f64.* from true_fn but f64"):
+        tf.differentiable(mismatched)(np.ones(3))
