@@ -14,6 +14,7 @@ function's arguments (or a size) makes a structured IR operation instead
 import math
 
 from srcxform import structured
+from srcxform.aval import Aval
 from srcxform.dims import Dim
 from srcxform.ops.creation import convert_to_tensor
 from srcxform.ops.shape import stack
@@ -86,6 +87,8 @@ def scan(fn, elems, initializer=None, parallel_iterations=10, back_prop=True,
     initializer the first element starts the accumulator and is the first output."""
     leaves, elems_def = tree_flatten(elems)
     leaves = [convert_to_tensor(leaf) for leaf in leaves]
+    if any(isinstance(leaf, Tracer) for leaf in leaves):
+        return _compiled_scan(fn, leaves, elems_def, initializer, reverse)
     length = leaves[0].shape[0]
     order = list(range(length))[::-1] if reverse else list(range(length))
 
@@ -189,10 +192,43 @@ def _compiled_fori(lower, upper, body_fun, init_val):
         if tree_flatten(result)[1] != treedef:
             raise ValueError(f"fori_loop: body_fun must return the structure of init_val "
                              f"({_kind(init_val)}), got {_kind(result)}")
-        return _flat(result, "fori_loop: body_fun")[0]
+        return _flat(result, "fori_loop: body_fun")[0], []
 
-    outs = structured.fori_loop(lower, upper, body_flat, leaves, names)
+    outs = structured.fori_loop(lower, upper, lambda i, c, rows: body_flat(i, c), leaves, names)
     return tree_unflatten(treedef, outs)
+
+
+def _compiled_scan(fn, leaves, elems_def, initializer, reverse):
+    """scan as one fori_loop over the elements (any number of them), reading a row of
+    each element array and stacking each accumulator's rows."""
+    from srcxform.ops import concat, expand_dims
+
+    if reverse:
+        leaves = [leaf[::-1] for leaf in leaves]
+    if initializer is None:
+        acc = tree_unflatten(elems_def, [leaf[0] for leaf in leaves])
+        leaves = [leaf[1:] for leaf in leaves]
+    else:
+        acc = initializer
+    acc_leaves, acc_def = _flat(acc, "scan: initializer")
+    length = leaves[0].shape[0]
+    stacked = [Aval((length,) + tuple(a.shape), a.dtype) for a in acc_leaves]
+
+    def body(i, carries, rows):
+        new = fn(tree_unflatten(acc_def, carries), tree_unflatten(elems_def, rows))
+        new_leaves, new_def = _flat(new, "scan: fn")
+        if new_def != acc_def:
+            raise ValueError("scan: fn must return the structure of its accumulator "
+                             f"({_kind(acc)}), got {_kind(new)}")
+        return new_leaves, new_leaves
+
+    outs = structured.fori_loop(0, length, body, acc_leaves, _leaf_names(acc, "acc"),
+                                leaves, stacked)[len(acc_leaves):]
+    if initializer is None:  # the first element is the first output
+        outs = [concat([expand_dims(a, 0), y], 0) for a, y in zip(acc_leaves, outs)]
+    if reverse:
+        outs = [y[::-1] for y in outs]
+    return tree_unflatten(acc_def, outs)
 
 
 def _truth(pred, op):

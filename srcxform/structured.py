@@ -21,13 +21,14 @@ cotangents are summed in extra carries. cond's adjoint is a cond of the branches
 adjoints.
 """
 
+import dataclasses
 import inspect
 import os
 
 import numpy as np
 
 from srcxform import recording
-from srcxform.aval import Aval, same_shape
+from srcxform.aval import Aval
 from srcxform.errors import TracingError, user_line
 from srcxform.ir import Var
 from srcxform.passes.pipeline import optimize
@@ -213,6 +214,11 @@ def bind(op, values, params, avals, vjp=None):
     token = trace.add_eqn(op, values, params, _TOKEN)
     outs = [trace.add_eqn(OUTPUT, [token], {"index": k, "aval": aval}, aval)
             for k, aval in enumerate(avals)]
+    for out, aval in zip(outs, avals):  # the stacks a loop keeps for its adjoint
+        if aval is _INDEX and op is not COND:
+            trace.hints[out.var] = "trips"
+        elif aval.shape and isinstance(aval.shape[0], Trips):
+            trace.hints[out.var] = "stack"
     if vjp is not None and CONTEXT.tapes:
         recording.record_outputs(vjp, values, outs, {})
     return outs
@@ -235,10 +241,23 @@ def evaluate(program, args):
         if eqn.prim is OUTPUT:
             env[eqn.out] = env[eqn.ins[0]][eqn.kwargs["index"]]
         elif isinstance(eqn.prim, StructuredOp):
+            if eqn.prim not in _REBIND:
+                raise NotImplementedError("srcxform: a second derivative through a "
+                                          "compiled loop is not supported yet")
             env[eqn.out] = _REBIND[eqn.prim](ins, eqn.kwargs)
         else:
-            env[eqn.out] = eqn.prim.bind(*ins, **eqn.kwargs)
+            env[eqn.out] = _at_origin(eqn.prim.bind(*ins, **eqn.kwargs), eqn.origin)
     return [read(a) for a in program.outs]
+
+
+def _at_origin(value, origin):
+    """value, its equation (just traced) attributed to the user's line `origin`: the
+    line the recomputed equation came from, not the line that called the compiler."""
+    trace = getattr(value, "_trace", None)
+    if trace is not None and trace.eqns and trace.eqns[-1].out is value.var:
+        trace.eqns[-1] = dataclasses.replace(trace.eqns[-1], origin=origin)
+        trace.origins[value.var] = origin
+    return value
 
 
 # ----- loops -----
@@ -249,6 +268,12 @@ def carry_avals(values):
             for v in values]
 
 
+def _same_shape(a, b):
+    """Whether two shapes are equal; sizes of different inputs found equal are guarded
+    so (dims.py), as an elementwise op of the two would."""
+    return len(a) == len(b) and all(x == y for x, y in zip(a, b))
+
+
 def check_carries(op, names, before, after):
     """TracingError naming the first loop-carried value whose shape or dtype the body
     changes."""
@@ -257,7 +282,7 @@ def check_carries(op, names, before, after):
                            f"loop variables\n  at {user_line()}")
     for name, a, b in zip(names, before, after):
         b = as_value(b)
-        if not same_shape(a.shape, b.shape) or a.dtype != b.dtype:
+        if not _same_shape(a.shape, b.shape) or a.dtype != b.dtype:
             raise TracingError(
                 f"{op}: the body changes loop variable {name!r} from {a.short()} to "
                 f"{b.aval.short()}; a loop-carried value keeps its shape and dtype (cast it, "
@@ -276,15 +301,24 @@ def while_loop(cond_fn, body_fn, inits, names):
     return _bind_loop(WHILE, [], inits, captures, {"cond": cond_region, "body": body_region})
 
 
-def fori_loop(lower, upper, body_fn, inits, names):
-    """The structured fori loop; body_fn(i, flat carries) gives flat carries."""
+def fori_loop(lower, upper, body_fn, inits, names, xs=(), y_avals=()):
+    """The structured fori loop; body_fn(i, flat carries, rows) gives the new carries and
+    the iteration's row of each output of `y_avals` (the stacked outputs' avals), rows
+    being each of `xs`'s row i - lower (scan's elements)."""
     avals = carry_avals(inits)
-    sub, outs = trace_region("body", lambda i, *c: body_fn(i, list(c)), [_INDEX] + avals,
-                             ["i"] + names)
-    check_carries("fori_loop", names, avals, outs)
+    row_avals = [Aval(tuple(x.shape[1:]), x.dtype) for x in xs]
+    n, m = len(inits), len(xs)
+
+    def traced(i, *values):
+        carries, rows = body_fn(i, list(values[:n]), list(values[n:]))
+        return list(carries) + list(rows)
+
+    sub, outs = trace_region("body", traced, [_INDEX] + avals + row_avals,
+                             ["i"] + names + [f"row{k}" for k in range(m)])
+    check_carries("fori_loop", names, avals, outs[:n])
     (body_region,), captures = align([(sub, list(outs))])
     bounds = [_as_index(lower), _as_index(upper)]
-    return _bind_loop(FORI, bounds, inits, captures, {"body": body_region})
+    return _bind_loop(FORI, bounds, inits, captures, {"body": body_region}, xs, y_avals)
 
 
 def _as_index(bound):
@@ -310,81 +344,103 @@ def _as_bool(pred):
     return pred if pred.dtype == np.bool_ else not_equal(pred, 0)
 
 
-def _bind_loop(op, bounds, inits, captures, regions):
-    """Binds a forward loop; with stacks of its carries where a tape differentiates it."""
-    n = len(inits)
-    values = [*bounds, *inits, *captures]
-    stacked = recording.watching([as_value(v) for v in values])
-    avals = carry_avals([as_value(v) for v in inits])
-    out_avals = [Aval(a.shape, a.dtype) for a in avals]
+def _bind_loop(op, bounds, inits, captures, regions, xs=(), y_avals=()):
+    """Binds a forward loop: its results are the carries, then the stacked outputs
+    (`y_avals`), then where a tape differentiates it the trip count and the stacks of
+    the carries."""
+    n, m, r = len(inits), len(xs), len(y_avals)
+    values = [as_value(v) for v in (*bounds, *inits, *xs, *captures)]
+    stacked = recording.watching(values)
+    avals = carry_avals(values[len(bounds):len(bounds) + n])
+    out_avals = [Aval(a.shape, a.dtype) for a in avals] + list(y_avals)
     if stacked:
         out_avals += [_INDEX] + [Aval((Trips(0),) + tuple(a.shape), a.dtype) for a in avals]
-    params = dict(regions, carries=n, stacked=stacked)
-    vjp = _loop_vjp(op, len(bounds), n, regions["body"]) if stacked else None
-    outs = bind(op, values, params, out_avals, vjp)
-    return outs[:n]
+    params = dict(regions, carries=n, xs=m, ys=r, stacked=stacked)
+    vjp = _loop_vjp(len(bounds), n, m, r, regions["body"]) if stacked else None
+    return bind(op, values, params, out_avals, vjp)[:n + r]
 
 
 def _rebind_loop(op):
     def rebind(ins, params):
         bounds = 2 if op is FORI else 0
-        n = params["carries"]
+        n, m = params["carries"], params["xs"]
+        if params["ys"]:
+            raise NotImplementedError("srcxform: differentiating a compiled scan inside a "
+                                      "compiled loop body or branch is not supported yet")
         regions = {k: params[k] for k in ("cond", "body") if k in params}
-        return _bind_loop(op, ins[:bounds], ins[bounds:bounds + n], ins[bounds + n:], regions)
+        return _bind_loop(op, ins[:bounds], ins[bounds:bounds + n], ins[bounds + n + m:],
+                          regions, ins[bounds + n:bounds + n + m])
 
     return rebind
 
 
-def _loop_vjp(op, bounds, n, body):
-    """The VJP of a forward loop: a reverse_loop over its stacks."""
+def _loop_vjp(bounds, n, m, r, body):
+    """The VJP of a forward loop: a reverse_loop reading, last iteration first, the
+    stacks of the carries, the rows of the inputs `xs` and of the stacked outputs'
+    cotangents, carrying the carries' cotangents and the captures' summed ones, and
+    stacking the rows' cotangents."""
 
     def vjp(gs, outs, *inputs):
-        lower = inputs[0] if bounds else None
-        inits, captures = inputs[bounds:bounds + n], inputs[bounds + n:]
-        trips, stacks = outs[n], outs[n + 1:]
-        floats = [k for k in range(n) if inits[k].dtype.kind == "f"]
-        sources = [k for k, c in enumerate(captures) if c.dtype.kind == "f"]
         from srcxform.ops import zeros_like
+        from srcxform.tape import GradientTape
 
+        lower = inputs[0] if bounds else None
+        inits = inputs[bounds:bounds + n]
+        xs, captures = inputs[bounds + n:bounds + n + m], inputs[bounds + n + m:]
+        ys, trips, stacks = outs[n:n + r], outs[n + r], outs[n + r + 1:]
+        floats = [k for k in range(n) if inits[k].dtype.kind == "f"]
+        x_floats = [k for k in range(m) if xs[k].dtype.kind == "f"]
+        y_floats = [j for j in range(r) if ys[j].dtype.kind == "f"]
+        sources = [k for k, c in enumerate(captures) if c.dtype.kind == "f"]
         cts = [gs[k] if gs[k] is not None else zeros_like(outs[k]) for k in floats]
         accs = [zeros_like(captures[k]) for k in sources]
+        g_ys = [gs[n + j] if gs[n + j] is not None else zeros_like(ys[j]) for j in y_floats]
+        rows = [*stacks, *xs, *g_ys]
 
         def step(it, state):
-            slices, cts_, accs_ = state[:n], state[n:n + len(floats)], \
-                state[n + len(floats):]
-            from srcxform.tape import GradientTape
-
+            slices, x_rows = state[:n], state[n:n + m]
+            gy_rows = state[n + m:len(rows)]
+            cts_ = state[len(rows):len(rows) + len(floats)]
+            accs_ = state[len(rows) + len(floats):]
             with GradientTape(persistent=False, watch_accessed_variables=False) as tape:
-                watched = [slices[k] for k in floats] + [captures[k] for k in sources]
+                watched = [slices[k] for k in floats] + [x_rows[k] for k in x_floats] + \
+                    [captures[k] for k in sources]
                 tape.watch(watched)
                 index = [lower + it] if bounds else []
-                new = evaluate(body, [*index, *slices, *captures])
-            grads = tape.gradient([new[k] for k in floats], watched, output_gradients=cts_,
+                new = evaluate(body, [*index, *slices, *x_rows, *captures])
+            targets = [new[k] for k in floats] + [new[n + j] for j in y_floats]
+            grads = tape.gradient(targets, watched, output_gradients=cts_ + gy_rows,
                                   unconnected_gradients="zero")
-            return list(grads[:len(floats)]) + [a + g for a, g in
-                                                 zip(accs_, grads[len(floats):])]
+            f, xf = len(floats), len(x_floats)
+            return list(grads[:f]) + [a + g for a, g in zip(accs_, grads[f + xf:])] + \
+                list(grads[f:f + xf])
 
-        state_avals = carry_avals(list(inits) + cts + accs)
-        names = [f"x{k}" for k in range(n)] + [f"b{k}" for k in floats] + \
-            [f"bcapture{k}" for k in sources]
+        row_avals = [Aval(tuple(v.shape[1:]), v.dtype) for v in rows[n:]]
+        state_avals = carry_avals(inits) + row_avals + carry_avals(cts + accs)
+        names = [f"x{k}" for k in range(n)] + [f"row{k}" for k in range(len(rows) - n)] + \
+            [f"b{k}" for k in floats] + [f"bcapture{k}" for k in sources]
         sub, new = trace_region("adjoint", lambda it, *s: step(it, list(s)),
                                 [_INDEX] + state_avals, ["it"] + names)
         (region,), region_captures = align([(sub, list(new))])
-        # Only the stacks the adjoint reads are stored: drop the rest from its inputs.
+        # Only the rows the adjoint reads are stored (stacks) or passed: drop the rest.
         read = {a for e in region.eqns for a in e.ins if isinstance(a, Var)} | \
             {a for a in region.outs if isinstance(a, Var)}
-        kept = [k for k in range(n) if region.ins[1 + k] in read]
+        kept = [k for k in range(len(rows)) if region.ins[1 + k] in read]
         region = region.replace(ins=[region.ins[0]] + [region.ins[1 + k] for k in kept] +
-                                region.ins[1 + n:])
-        results = bind(REVERSE, [trips, *[stacks[k] for k in kept], *cts, *accs,
-                                 *region_captures],
-                       {"body": region, "stacks": len(kept), "carries": len(cts) + len(accs)},
-                       carry_avals(cts + accs), _no_second_order)
-        cotangents = [None] * (bounds + n + len(captures))
+                                region.ins[1 + len(rows):])
+        carried = cts + accs
+        x_cts = [Aval(tuple(xs[k].shape), xs[k].dtype) for k in x_floats]
+        results = bind(REVERSE, [trips, *[rows[k] for k in kept], *carried, *region_captures],
+                       {"body": region, "stacks": len(kept), "carries": len(carried),
+                        "ys": len(x_cts)},
+                       carry_avals(carried) + x_cts, _no_second_order)
+        cotangents = [None] * len(inputs)
         for j, k in enumerate(floats):
             cotangents[bounds + k] = results[j]
         for j, k in enumerate(sources):
-            cotangents[bounds + n + k] = results[len(floats) + j]
+            cotangents[bounds + n + m + k] = results[len(floats) + j]
+        for j, k in enumerate(x_floats):
+            cotangents[bounds + n + k] = results[len(carried) + j]
         return cotangents
 
     return vjp
@@ -410,7 +466,7 @@ def cond(pred, true_fn, false_fn):
         raise TracingError(f"cond: true_fn returns {len(t_outs)} values, false_fn "
                            f"{len(f_outs)}\n  at {user_line()}")
     for k, (a, b) in enumerate(zip(t_outs, f_outs)):
-        if not same_shape(a.shape, b.shape) or a.dtype != b.dtype:
+        if not _same_shape(a.shape, b.shape) or a.dtype != b.dtype:
             raise TracingError(f"cond: output {k} is {a.aval.short()} from true_fn but "
                                f"{b.aval.short()} from false_fn; both branches must give the "
                                f"same shapes and dtypes\n  at {user_line()}")

@@ -60,13 +60,13 @@ def _assign(low, indent, names, values):
         low.line(indent, f"{', '.join(names)} = {', '.join(values)}")
 
 
-def _stacks(low, eqn, n, rows):
-    """(carry index, stack name) for each stack the program reads, allocated with `rows`
-    rows (source text)."""
+def _allocated(low, eqn, indices, rows):
+    """(index, name) for each result at `indices` that the program reads (a stack, or a
+    stacked output), allocated with `rows` rows (source text)."""
     results = results_of(low.program, eqn.out)
     found = []
-    for k in range(n):
-        var = results.get(n + 1 + k)
+    for k in indices:
+        var = results.get(k)
         if var is None:
             continue
         name = low.namer(var)
@@ -83,7 +83,8 @@ def _while(low, eqn):
     carry = _names(low, eqn, range(n), "carry")
     captures = [_atom(low, a) for a in eqn.ins[n:]]
     _assign(low, 1, carry, [_atom(low, a) for a in eqn.ins[:n]])
-    stacks = _stacks(low, eqn, n, str(_FIRST_ROWS))
+    stacks = [(k - n - 1, s) for k, s in
+              _allocated(low, eqn, range(n + 1, 2 * n + 1), str(_FIRST_ROWS))]
     counted = stacks or n in results_of(low.program, eqn.out)
     trips = _names(low, eqn, [n], "trips")[0] if counted else None
     if counted:
@@ -102,35 +103,45 @@ def _while(low, eqn):
 
 
 def _fori(low, eqn):
-    n = eqn.kwargs["carries"]
+    n, m, r = eqn.kwargs["carries"], eqn.kwargs["xs"], eqn.kwargs["ys"]
     lower, upper = (_atom(low, a) for a in eqn.ins[:2])
     carry = _names(low, eqn, range(n), "carry")
-    captures = [_atom(low, a) for a in eqn.ins[2 + n:]]
+    xs = [_atom(low, a) for a in eqn.ins[2 + n:2 + n + m]]
+    captures = [_atom(low, a) for a in eqn.ins[2 + n + m:]]
     _assign(low, 1, carry, [_atom(low, a) for a in eqn.ins[2:2 + n]])
-    stacked = eqn.kwargs["stacked"]
-    trips = _names(low, eqn, [n], "trips")[0] if stacked else None
-    if stacked:
+    trips = _names(low, eqn, [n + r], "trips")[0]
+    if r or eqn.kwargs["stacked"]:
         low.line(1, f"{trips} = max({upper} - {lower}, 0)")
-    stacks = _stacks(low, eqn, n, trips) if stacked else []
+    ys = _allocated(low, eqn, range(n, n + r), trips)
+    stacks = [(k - n - r - 1, s) for k, s in
+              _allocated(low, eqn, range(n + r + 1, 2 * n + r + 1), trips)]
     index = low.namer.fresh("it")
     low.line(1, f"for {index} in range({lower}, {upper}):")
+    row = f"{index} - {lower}" if lower != "np.int64(0)" else index
     for k, stack in stacks:
-        low.line(2, f"{stack}[{index} - {lower}] = {carry[k]}")
-    _assign(low, 2, carry, region(low, eqn.kwargs["body"], [index] + carry + captures, 2))
+        low.line(2, f"{stack}[{row}] = {carry[k]}")
+    outs = region(low, eqn.kwargs["body"],
+                  [index] + carry + [f"{x}[{row}]" for x in xs] + captures, 2)
+    _assign(low, 2, carry, outs[:n])
+    for k, y in ys:
+        low.line(2, f"{y}[{row}] = {outs[k]}")
 
 
 def _reverse(low, eqn):
-    m, n = eqn.kwargs["stacks"], eqn.kwargs["carries"]
+    m, n, r = eqn.kwargs["stacks"], eqn.kwargs["carries"], eqn.kwargs["ys"]
     trips = _atom(low, eqn.ins[0])
     stacks = [_atom(low, a) for a in eqn.ins[1:1 + m]]
     carry = _names(low, eqn, range(n), "carry")
     captures = [_atom(low, a) for a in eqn.ins[1 + m + n:]]
     _assign(low, 1, carry, [_atom(low, a) for a in eqn.ins[1 + m:1 + m + n]])
+    ys = _allocated(low, eqn, range(n, n + r), trips)
     index = low.namer.fresh("it")
     low.line(1, f"for {index} in range({trips} - 1, -1, -1):")
     rows = [f"{stack}[{index}]" for stack in stacks]
-    _assign(low, 2, carry, region(low, eqn.kwargs["body"], [index] + rows + carry + captures,
-                                  2))
+    outs = region(low, eqn.kwargs["body"], [index] + rows + carry + captures, 2)
+    _assign(low, 2, carry, outs[:n])
+    for k, y in ys:
+        low.line(2, f"{y}[{index}] = {outs[k]}")
 
 
 def _cond(low, eqn):
