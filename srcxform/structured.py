@@ -1,24 +1,25 @@
 """Structured control flow in the IR: equations whose params hold regions (sub-programs),
 for the loops and branches whose trip count or predicate is known only at run time.
 
-    while_loop(*init, *captures; cond, body)        carries [, trips, stacks]
-    fori_loop(lower, upper, *init, *captures; body)  carries [, trips, stacks]
-    reverse_loop(trips, *stacks, *init, *captures; body)   carries
-    cond(pred, *captures; true, false)                outputs
+    while_loop(*init, *captures; cond, body)
+    fori_loop(lower, upper, *init, *xs, *captures; body, reverse)
+    cond(pred, *operands; true, false)
 
 A region is a Program traced once from the user's function (a SubTrace): its inputs are
-the explicit ones (loop-carried values, the loop index) and then its captures, the values
-of enclosing traces it reads. The IR's equations have one output, so a structured
-equation's output is a token and each of its results an `output` equation of the token
-(DCE and CSE then treat the results as they treat any value).
+the explicit ones (the loop index, the loop-carried values, a row of each of a
+fori_loop's `xs`) and then its captures, the values of enclosing traces it reads. The
+IR's equations have one output, so a structured equation's output is a token and each of
+its results an `output` equation of the token (DCE and CSE then treat the results as
+they treat any value). A loop's results are its carries, then a fori_loop's stacked
+outputs (a row per iteration: scan's), then, where a tape differentiates it, its trip
+count and a stack per carry of the value at the start of each iteration
+(codegen/control.py stores only the stacks that something reads).
 
-Reverse mode is derived at trace time from the primitives' VJPs. A loop that a tape
-differentiates also outputs its trip count and, per loop-carried value, a stack of the
-value at the start of each iteration (codegen/control.py stores only the stacks that
-something reads). Its adjoint is a reverse_loop whose body recomputes the forward body
-from the stored values under a tape and runs that tape backwards; the captures'
-cotangents are summed in extra carries. cond's adjoint is a cond of the branches'
-adjoints.
+Reverse mode is derived at trace time from the primitives' VJPs. A loop's adjoint is a
+fori_loop over the same rows in the other direction whose body recomputes the forward
+body from the stored values under a tape and runs that tape backwards; the captures'
+cotangents are summed in extra carries. Being a loop itself, it has an adjoint too
+(second order). cond's adjoint is a cond of the branches' adjoints.
 """
 
 import dataclasses
@@ -35,7 +36,7 @@ from srcxform.passes.pipeline import optimize
 from srcxform.recording import CONTEXT
 from srcxform.tensor import Tensor, as_value
 from srcxform.trace import Trace, Tracer
-from srcxform.tree import tree_flatten, tree_unflatten
+
 
 _TOKEN = Aval((), np.dtype(np.bool_))
 _INDEX = Aval((), np.dtype(np.int64))
@@ -86,7 +87,8 @@ class StructuredOp:
         targets = ", ".join(f"{namer(v)}: {v.aval.short(symbolic=True)}"
                             for _, v in sorted(results.items())) or "_"
         ins = [format_atom(a, namer) for a in eqn.ins]
-        ins += [f"{k}={format_param(v)}" for k, v in eqn.params if not hasattr(v, "eqns")]
+        ins += [f"{k}={format_param(v)}" for k, v in eqn.params
+                if not hasattr(v, "eqns") and k != "y_avals"]
         lines = [f"    {targets} = {self.name}({', '.join(ins)}):"]
         for key, region in eqn.params:
             if hasattr(region, "eqns"):
@@ -101,8 +103,7 @@ def results_of(program, token):
             if e.prim is OUTPUT and e.ins[0] is token}
 
 
-WHILE, FORI, REVERSE, COND = (StructuredOp(n) for n in
-                              ("while_loop", "fori_loop", "reverse_loop", "cond"))
+WHILE, FORI, COND = (StructuredOp(n) for n in ("while_loop", "fori_loop", "cond"))
 OUTPUT = StructuredOp("output")
 
 
@@ -241,9 +242,6 @@ def evaluate(program, args):
         if eqn.prim is OUTPUT:
             env[eqn.out] = env[eqn.ins[0]][eqn.kwargs["index"]]
         elif isinstance(eqn.prim, StructuredOp):
-            if eqn.prim not in _REBIND:
-                raise NotImplementedError("srcxform: a second derivative through a "
-                                          "compiled loop is not supported yet")
             env[eqn.out] = _REBIND[eqn.prim](ins, eqn.kwargs)
         else:
             env[eqn.out] = _at_origin(eqn.prim.bind(*ins, **eqn.kwargs), eqn.origin)
@@ -318,7 +316,8 @@ def fori_loop(lower, upper, body_fn, inits, names, xs=(), y_avals=()):
     check_carries("fori_loop", names, avals, outs[:n])
     (body_region,), captures = align([(sub, list(outs))])
     bounds = [_as_index(lower), _as_index(upper)]
-    return _bind_loop(FORI, bounds, inits, captures, {"body": body_region}, xs, y_avals)
+    return _bind_loop(FORI, bounds, inits, captures, {"body": body_region}, xs,
+                      tuple(y_avals))
 
 
 def _as_index(bound):
@@ -344,10 +343,12 @@ def _as_bool(pred):
     return pred if pred.dtype == np.bool_ else not_equal(pred, 0)
 
 
-def _bind_loop(op, bounds, inits, captures, regions, xs=(), y_avals=()):
-    """Binds a forward loop: its results are the carries, then the stacked outputs
-    (`y_avals`), then where a tape differentiates it the trip count and the stacks of
-    the carries."""
+def _bind_loop(op, bounds, inits, captures, regions, xs=(), y_avals=(), reverse=False):
+    """Binds a loop (a fori_loop runs i from upper - 1 down with `reverse`): its results
+    are the carries, then the stacked outputs (`y_avals`), then where a tape
+    differentiates it the trip count and the stacks of the carries (the value at the
+    start of each iteration, at row i - lower, or at the iteration's count for a
+    while_loop)."""
     n, m, r = len(inits), len(xs), len(y_avals)
     values = [as_value(v) for v in (*bounds, *inits, *xs, *captures)]
     stacked = recording.watching(values)
@@ -355,30 +356,31 @@ def _bind_loop(op, bounds, inits, captures, regions, xs=(), y_avals=()):
     out_avals = [Aval(a.shape, a.dtype) for a in avals] + list(y_avals)
     if stacked:
         out_avals += [_INDEX] + [Aval((Trips(0),) + tuple(a.shape), a.dtype) for a in avals]
-    params = dict(regions, carries=n, xs=m, ys=r, stacked=stacked)
-    vjp = _loop_vjp(len(bounds), n, m, r, regions["body"]) if stacked else None
+    params = dict(regions, carries=n, stacked=stacked)
+    if op is FORI:
+        params.update(xs=m, y_avals=tuple(y_avals), reverse=reverse)
+    vjp = _loop_vjp(len(bounds), n, m, r, regions["body"], reverse) if stacked else None
     return bind(op, values, params, out_avals, vjp)[:n + r]
 
 
 def _rebind_loop(op):
     def rebind(ins, params):
         bounds = 2 if op is FORI else 0
-        n, m = params["carries"], params["xs"]
-        if params["ys"]:
-            raise NotImplementedError("srcxform: differentiating a compiled scan inside a "
-                                      "compiled loop body or branch is not supported yet")
+        n, m = params["carries"], params.get("xs", 0)
         regions = {k: params[k] for k in ("cond", "body") if k in params}
         return _bind_loop(op, ins[:bounds], ins[bounds:bounds + n], ins[bounds + n + m:],
-                          regions, ins[bounds + n:bounds + n + m])
+                          regions, ins[bounds + n:bounds + n + m], params.get("y_avals", ()),
+                          params.get("reverse", False))
 
     return rebind
 
 
-def _loop_vjp(bounds, n, m, r, body):
-    """The VJP of a forward loop: a reverse_loop reading, last iteration first, the
-    stacks of the carries, the rows of the inputs `xs` and of the stacked outputs'
-    cotangents, carrying the carries' cotangents and the captures' summed ones, and
-    stacking the rows' cotangents."""
+def _loop_vjp(bounds, n, m, r, body, reverse):
+    """The VJP of a loop: a fori_loop over the same rows in the other direction, reading
+    the stacks of the carries and the rows of the inputs `xs`, of the stacked outputs'
+    cotangents and of the stacks' own (a second derivative reads the stacks); carrying
+    the carries' cotangents and the captures' summed ones; stacking the rows' cotangents.
+    Its body recomputes the loop's body from the stored values under a tape."""
 
     def vjp(gs, outs, *inputs):
         from srcxform.ops import zeros_like
@@ -391,49 +393,59 @@ def _loop_vjp(bounds, n, m, r, body):
         floats = [k for k in range(n) if inits[k].dtype.kind == "f"]
         x_floats = [k for k in range(m) if xs[k].dtype.kind == "f"]
         y_floats = [j for j in range(r) if ys[j].dtype.kind == "f"]
+        stack_cts = [k for k in floats if gs[n + r + 1 + k] is not None]
         sources = [k for k, c in enumerate(captures) if c.dtype.kind == "f"]
         cts = [gs[k] if gs[k] is not None else zeros_like(outs[k]) for k in floats]
         accs = [zeros_like(captures[k]) for k in sources]
-        g_ys = [gs[n + j] if gs[n + j] is not None else zeros_like(ys[j]) for j in y_floats]
-        rows = [*stacks, *xs, *g_ys]
+        carried = cts + accs
+        rows = [*stacks, *xs,
+                *[gs[n + j] if gs[n + j] is not None else zeros_like(ys[j]) for j in y_floats],
+                *[gs[n + r + 1 + k] for k in stack_cts]]
 
-        def step(it, state):
-            slices, x_rows = state[:n], state[n:n + m]
-            gy_rows = state[n + m:len(rows)]
-            cts_ = state[len(rows):len(rows) + len(floats)]
-            accs_ = state[len(rows) + len(floats):]
+        def step(j, state):
+            cts_, accs_ = state[:len(cts)], state[len(cts):len(carried)]
+            slices = state[len(carried):len(carried) + n]
+            x_rows = state[len(carried) + n:len(carried) + n + m]
+            gy_rows = state[len(carried) + n + m:len(carried) + n + m + len(y_floats)]
+            gs_rows = state[len(carried) + n + m + len(y_floats):]
             with GradientTape(persistent=False, watch_accessed_variables=False) as tape:
                 watched = [slices[k] for k in floats] + [x_rows[k] for k in x_floats] + \
                     [captures[k] for k in sources]
                 tape.watch(watched)
-                index = [lower + it] if bounds else []
+                index = [lower + j] if bounds else []
                 new = evaluate(body, [*index, *slices, *x_rows, *captures])
             targets = [new[k] for k in floats] + [new[n + j] for j in y_floats]
             grads = tape.gradient(targets, watched, output_gradients=cts_ + gy_rows,
                                   unconnected_gradients="zero")
             f, xf = len(floats), len(x_floats)
-            return list(grads[:f]) + [a + g for a, g in zip(accs_, grads[f + xf:])] + \
+            new_cts = list(grads[:f])
+            for k, g in zip(stack_cts, gs_rows):  # the stack read this carry's value
+                new_cts[floats.index(k)] = new_cts[floats.index(k)] + g
+            return new_cts + [a + g for a, g in zip(accs_, grads[f + xf:])], \
                 list(grads[f:f + xf])
 
-        row_avals = [Aval(tuple(v.shape[1:]), v.dtype) for v in rows[n:]]
-        state_avals = carry_avals(inits) + row_avals + carry_avals(cts + accs)
-        names = [f"x{k}" for k in range(n)] + [f"row{k}" for k in range(len(rows) - n)] + \
-            [f"b{k}" for k in floats] + [f"bcapture{k}" for k in sources]
-        sub, new = trace_region("adjoint", lambda it, *s: step(it, list(s)),
-                                [_INDEX] + state_avals, ["it"] + names)
+        row_avals = [Aval(tuple(v.shape[1:]), v.dtype) for v in rows]
+        names = [f"b{k}" for k in floats] + [f"bcapture{k}" for k in sources] + \
+            [f"x{k}" for k in range(n)] + [f"row{k}" for k in range(len(rows) - n)]
+        x_cts = [Aval(tuple(xs[k].shape), xs[k].dtype) for k in x_floats]
+
+        def traced(j, *values):
+            new, x_ct_rows = step(j, list(values))
+            return new + x_ct_rows
+
+        sub, new = trace_region("adjoint", traced, [_INDEX] + carry_avals(carried) +
+                                row_avals, ["j"] + names)
         (region,), region_captures = align([(sub, list(new))])
         # Only the rows the adjoint reads are stored (stacks) or passed: drop the rest.
         read = {a for e in region.eqns for a in e.ins if isinstance(a, Var)} | \
             {a for a in region.outs if isinstance(a, Var)}
-        kept = [k for k in range(len(rows)) if region.ins[1 + k] in read]
-        region = region.replace(ins=[region.ins[0]] + [region.ins[1 + k] for k in kept] +
-                                region.ins[1 + len(rows):])
-        carried = cts + accs
-        x_cts = [Aval(tuple(xs[k].shape), xs[k].dtype) for k in x_floats]
-        results = bind(REVERSE, [trips, *[rows[k] for k in kept], *carried, *region_captures],
-                       {"body": region, "stacks": len(kept), "carries": len(carried),
-                        "ys": len(x_cts)},
-                       carry_avals(carried) + x_cts, _no_second_order)
+        first = 1 + len(carried)
+        kept = [k for k in range(len(rows)) if region.ins[first + k] in read]
+        region = region.replace(ins=region.ins[:first] + [region.ins[first + k] for k in kept]
+                                + region.ins[first + len(rows):])
+        zero = as_value(np.int64(0))
+        results = _bind_loop(FORI, [zero, trips], carried, region_captures, {"body": region},
+                             [rows[k] for k in kept], tuple(x_cts), reverse=not reverse)
         cotangents = [None] * len(inputs)
         for j, k in enumerate(floats):
             cotangents[bounds + k] = results[j]
@@ -444,11 +456,6 @@ def _loop_vjp(bounds, n, m, r, body):
         return cotangents
 
     return vjp
-
-
-def _no_second_order(gs, outs, *inputs):
-    raise NotImplementedError("srcxform: a second derivative through a compiled "
-                              "while_loop or fori_loop is not supported yet")
 
 
 # ----- cond -----
@@ -534,9 +541,4 @@ def param_names(fn, count, fallback):
     return names if len(names) == count else [f"{fallback}{k}" for k in range(count)]
 
 
-def flatten_values(tree):
-    leaves, treedef = tree_flatten(tree)
-    return [as_value(leaf) for leaf in leaves], treedef
-
-
-__all__ = ["cond", "fori_loop", "tree_unflatten", "while_loop"]
+__all__ = ["cond", "fori_loop", "while_loop"]

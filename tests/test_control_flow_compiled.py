@@ -209,6 +209,36 @@ def test_bisection_while_with_a_cond_inside(compile_mode):
     assert f.cache_info().kernels == 1
 
 
+# ----- second order: the adjoint of a loop is a loop, with an adjoint of its own -----
+
+
+def power_by_loop(x):
+    """x**3 by a fori_loop whose trip count is data (3, computed from x)."""
+    count = tf.cast(tf.reduce_sum(x * 0.0) + 3.0, tf.int64)
+    return tf.fori_loop(0, count, lambda i, p: p * x, tf.constant(1.0, tf.float64))
+
+
+@pytest.mark.parametrize("fn, x, second", [
+    (newton_sqrt, 2.0, -0.25 * 2.0 ** -1.5),
+    (power_by_loop, 2.0, 6 * 2.0),
+    (piecewise, 0.25, -np.sin(0.25 - 1.0)),
+    (piecewise, 1.5, 6 * 1.5),
+])
+def test_grad_of_grad_through_loops_and_cond(fn, x, second, monkeypatch):
+    monkeypatch.setenv("SRCXFORM_JIT", "0")  # the generated code as Python: no compile
+    hessian = tf.differentiable(tf.grad(fn))
+    np.testing.assert_allclose(hessian.grad(np.float64(x)), second, rtol=1e-9)
+    args = tf.constant(np.float64(x))
+    with tf.GradientTape() as outer:
+        outer.watch(args)
+        with tf.GradientTape() as inner:
+            inner.watch(args)
+            y = fn(args)
+        g = inner.gradient(y, args)
+    np.testing.assert_allclose(hessian.value_and_grad(np.float64(x)),
+                               (g, outer.gradient(g, args)), rtol=1e-12)
+
+
 # ----- errors -----
 
 

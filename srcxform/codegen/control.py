@@ -6,13 +6,13 @@ Loop-carried values are plain variables the body reassigns, so one kernel runs a
 count. A loop a tape differentiates keeps, per carried value that its adjoint reads, a
 stack of the value at the start of each iteration: preallocated for a fori_loop (its
 trip count is known when it starts), a buffer that doubles when full for a while_loop.
-The adjoint's reverse_loop reads them back, last iteration first.
+The adjoint, a fori_loop running backwards, reads them back.
 """
 
 import astor
 
 from srcxform.codegen.exprs import dtype_ast
-from srcxform.structured import COND, FORI, REVERSE, WHILE, results_of
+from srcxform.structured import COND, FORI, WHILE, results_of
 
 _FIRST_ROWS = 16  # a while_loop's stacks start with this many rows, then double
 
@@ -20,7 +20,7 @@ _FIRST_ROWS = 16  # a while_loop's stacks start with this many rows, then double
 def lower(low, eqn):
     """Emits a structured equation into `low` (a _Lowering); its results' names are those
     of its `output` equations, which emit nothing."""
-    emit = {WHILE: _while, FORI: _fori, REVERSE: _reverse, COND: _cond}.get(eqn.prim)
+    emit = {WHILE: _while, FORI: _fori, COND: _cond}.get(eqn.prim)
     if emit is not None:
         low.header(eqn, 1)
         emit(low, eqn)
@@ -103,7 +103,7 @@ def _while(low, eqn):
 
 
 def _fori(low, eqn):
-    n, m, r = eqn.kwargs["carries"], eqn.kwargs["xs"], eqn.kwargs["ys"]
+    n, m, r = eqn.kwargs["carries"], eqn.kwargs["xs"], len(eqn.kwargs["y_avals"])
     lower, upper = (_atom(low, a) for a in eqn.ins[:2])
     carry = _names(low, eqn, range(n), "carry")
     xs = [_atom(low, a) for a in eqn.ins[2 + n:2 + n + m]]
@@ -116,8 +116,13 @@ def _fori(low, eqn):
     stacks = [(k - n - r - 1, s) for k, s in
               _allocated(low, eqn, range(n + r + 1, 2 * n + r + 1), trips)]
     index = low.namer.fresh("it")
-    low.line(1, f"for {index} in range({lower}, {upper}):")
-    row = f"{index} - {lower}" if lower != "np.int64(0)" else index
+    from_zero = lower == "np.int64(0)"
+    if eqn.kwargs["reverse"]:
+        stop = "-1" if from_zero else f"{lower} - 1"
+        low.line(1, f"for {index} in range({upper} - 1, {stop}, -1):")
+    else:
+        low.line(1, f"for {index} in range({lower}, {upper}):")
+    row = index if from_zero else f"{index} - {lower}"
     for k, stack in stacks:
         low.line(2, f"{stack}[{row}] = {carry[k]}")
     outs = region(low, eqn.kwargs["body"],
@@ -125,23 +130,6 @@ def _fori(low, eqn):
     _assign(low, 2, carry, outs[:n])
     for k, y in ys:
         low.line(2, f"{y}[{row}] = {outs[k]}")
-
-
-def _reverse(low, eqn):
-    m, n, r = eqn.kwargs["stacks"], eqn.kwargs["carries"], eqn.kwargs["ys"]
-    trips = _atom(low, eqn.ins[0])
-    stacks = [_atom(low, a) for a in eqn.ins[1:1 + m]]
-    carry = _names(low, eqn, range(n), "carry")
-    captures = [_atom(low, a) for a in eqn.ins[1 + m + n:]]
-    _assign(low, 1, carry, [_atom(low, a) for a in eqn.ins[1 + m:1 + m + n]])
-    ys = _allocated(low, eqn, range(n, n + r), trips)
-    index = low.namer.fresh("it")
-    low.line(1, f"for {index} in range({trips} - 1, -1, -1):")
-    rows = [f"{stack}[{index}]" for stack in stacks]
-    outs = region(low, eqn.kwargs["body"], [index] + rows + carry + captures, 2)
-    _assign(low, 2, carry, outs[:n])
-    for k, y in ys:
-        low.line(2, f"{y}[{index}] = {outs[k]}")
 
 
 def _cond(low, eqn):
