@@ -124,7 +124,7 @@ def format_program(program, namer, width=100):
             f") -> ({outs}):"
     lines, in_adjoint, last_origin = [head], False, None
     for eqn in program.eqns:
-        if getattr(eqn.prim, "result_of", False):  # shown by its structured equation
+        if getattr(eqn.prim, "is_result", False):  # shown by its structured equation
             continue
         if eqn.adjoint and not in_adjoint:
             lines.append("    # ---- adjoint ----")

@@ -57,21 +57,21 @@ class StructuredOp:
     lowers it). It has the attributes the passes read of every primitive."""
 
     kind = "opaque"
+    structured = True  # codegen/control.py lowers it
     nondiff = False
     variadic = True
     same_aval_is_identity = is_broadcast = rearranges = embeds = expensive = False
     units = ()
     template = vector_template = None
 
-    def __init__(self, name, result_avals=None):
+    def __init__(self, name):
         self.name = name
-        self.result_avals = result_avals
 
     def __repr__(self):
         return f"<structured {self.name}>"
 
     @property
-    def result_of(self):
+    def is_result(self):
         """Whether this is the `output` op (the IR shows it in its structured equation)."""
         return self.name == "output"
 
@@ -79,8 +79,8 @@ class StructuredOp:
         return params["aval"] if self.name == "output" else _TOKEN
 
     def format_lines(self, eqn, program, namer, width):
-        """The printed form: `x: f64[], n: i64[] = while_loop(x0, a, carries=1):`, then
-        each region as a nested function."""
+        """The printed form: `x: f64[], y: f64[] = while_loop(x0, y0, a, carries=2, ...):`
+        (the results the program reads), then each region as a nested function."""
         from srcxform.ir import format_atom, format_param, format_program
 
         results = results_of(program, eqn.out)

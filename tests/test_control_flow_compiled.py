@@ -209,6 +209,34 @@ def test_bisection_while_with_a_cond_inside(compile_mode):
     assert f.cache_info().kernels == 1
 
 
+# ----- while_loop's other forms -----
+
+
+def doubling_capped(a):
+    _, x = tf.while_loop(lambda i, x: x < a, lambda i, x: (i + 1, x * 2.0),
+                         (0, tf.constant(1.0, tf.float64)), maximum_iterations=5)
+    return x * a
+
+
+def counting_from_a_constant(a):
+    """The first predicate is known when tracing (x = 0.0), the next ones are not."""
+    (x,) = tf.while_loop(lambda x: x < 10.0, lambda x: (x + a,), (tf.constant(0.0, tf.float64),))
+    return x
+
+
+@pytest.mark.parametrize("fn, a, expected", [
+    (doubling_capped, 3.0, (12.0, 4.0)),
+    (doubling_capped, 100.0, (3200.0, 32.0)),  # stopped by maximum_iterations
+    (counting_from_a_constant, 3.0, (12.0, 4.0)),
+    (counting_from_a_constant, 0.5, (10.0, 20.0)),
+])
+def test_maximum_iterations_and_a_predicate_traced_after_the_first_test(fn, a, expected,
+                                                                        monkeypatch):
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+    assert tf.differentiable(fn).value_and_grad(np.float64(a)) == expected
+    assert eager_value_and_grad(fn, a) == expected
+
+
 # ----- second order: the adjoint of a loop is a loop, with an adjoint of its own -----
 
 

@@ -119,7 +119,7 @@ class _Lowering:
         if eqn.out in self.virtual:
             return
         prim = eqn.prim
-        if hasattr(prim, "result_of"):  # a loop or branch (codegen/control.py)
+        if getattr(prim, "structured", False):  # a loop or branch (codegen/control.py)
             control.lower(self, eqn)
             return
         out = self.namer(eqn.out)
