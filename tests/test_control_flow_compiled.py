@@ -237,6 +237,22 @@ def test_maximum_iterations_and_a_predicate_traced_after_the_first_test(fn, a, e
     assert eager_value_and_grad(fn, a) == expected
 
 
+def nested_loops(a, n):
+    def outer_body(j, s):
+        return tf.sin(tf.fori_loop(0, n, lambda i, p: p * a + 1.0, s))
+    return tf.fori_loop(0, n, outer_body, a)
+
+
+def test_a_loop_inside_a_loop_body(monkeypatch):
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+    f = tf.differentiable(nested_loops)
+    for n in (3, 1):
+        value, grad = f.value_and_grad(np.float64(0.3), np.int64(n))
+        np.testing.assert_allclose((value, grad), eager_value_and_grad(nested_loops, 0.3, n),
+                                   rtol=1e-14)
+    assert f.cache_info().kernels == 1
+
+
 # ----- second order: the adjoint of a loop is a loop, with an adjoint of its own -----
 
 
@@ -329,3 +345,17 @@ def test_rnn_scan_matches_the_unrolled_program(compile_mode):
         unrolled_grads = tf.differentiable(rnn_unrolled, wrt=(0, 1, 2, 3)).grad(w, u, xs, h0)
         for g, expected in zip(grads, unrolled_grads):
             np.testing.assert_allclose(g, expected, rtol=1e-12, atol=1e-15)
+
+
+def test_assigning_a_variable_in_a_loop_body_is_refused():
+    v = tf.Variable(np.float64(1.0))
+
+    def assigns(a, n):
+        def body(i, p):
+            v.assign(p)
+            return p * a
+        return tf.fori_loop(0, n, body, a)
+
+    with pytest.raises(TracingError,
+                       match=r"v.assign\(p\)\n  assigning a Variable inside a compiled loop"):
+        tf.differentiable(assigns)(np.float64(0.3), np.int64(3))
