@@ -34,7 +34,7 @@ from srcxform.errors import TracingError, user_line
 from srcxform.ir import Var
 from srcxform.passes.pipeline import optimize
 from srcxform.recording import CONTEXT
-from srcxform.tensor import Tensor, as_value
+from srcxform.tensor import SizeConstant, Tensor, as_value
 from srcxform.trace import Trace, Tracer
 
 
@@ -142,8 +142,7 @@ class SubTrace(Trace):
                 raise TracingError(f"{user_line()}: a value traced by another function or "
                                    "loop body is used here; pass it as an argument instead")
             return self._capture(value)
-        if not isinstance(value, Tracer) and getattr(value, "_array", None) is not None \
-                and value._array.ndim and not hasattr(value, "dim"):
+        if not isinstance(value, (Tracer, SizeConstant)) and value._array.ndim:
             # A constant array is an input of the outermost trace, captured.
             var = self.parent._atom(value)
             return self._capture(Tracer(self.parent, var))
@@ -262,8 +261,7 @@ def _at_origin(value, origin):
 
 
 def carry_avals(values):
-    return [Aval(tuple(v.shape), v.dtype, getattr(v, "aval", None) is not None and v.aval.weak)
-            for v in values]
+    return [as_value(v).aval for v in values]
 
 
 def _same_shape(a, b):
