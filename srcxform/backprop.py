@@ -25,15 +25,14 @@ def backprop(records, seeds, sources):
         if rec.vjp is None:  # a nondiff op: its inputs get nothing
             continue
         if rec.outs is None:
-            g = grads.get(rec.out._id)
-            args = (g, rec.out)
-        else:  # an op of several outputs: their cotangents together, None where none
-            g = [grads.get(out._id) for out in rec.outs]
-            g, args = (None if all(x is None for x in g) else g), (g, rec.outs)
+            g, out = grads.get(rec.out._id), rec.out
+        else:  # an op of several outputs: a list of cotangents, None where one has none
+            g, out = [grads.get(o._id) for o in rec.outs], rec.outs
+            g = None if all(x is None for x in g) else g
         if g is None:
             continue
-        with recording.adjoint(rec, args[0] if rec.outs is None else None):
-            cotangents = rec.vjp(*args, *rec.inputs, **rec.params)
+        with recording.adjoint(rec, g if rec.outs is None else None):
+            cotangents = rec.vjp(g, out, *rec.inputs, **rec.params)
             for x, ct in zip(rec.inputs, cotangents):
                 if ct is None or x._id not in live or x.dtype.kind != "f":
                     continue
