@@ -289,7 +289,7 @@ def while_loop(cond_fn, body_fn, inits, names):
     """The structured while loop over flat loop variables `inits` (values); cond_fn and
     body_fn take and give flat lists."""
     avals = carry_avals(inits)
-    cond_sub, pred = trace_region("cond", lambda *c: _as_bool(cond_fn(list(c))), avals,
+    cond_sub, pred = trace_region("cond", lambda *c: as_bool(cond_fn(list(c))), avals,
                                   names)
     body_sub, outs = trace_region("body", lambda *c: body_fn(list(c)), avals, names)
     check_carries("while_loop", names, avals, outs)
@@ -329,14 +329,14 @@ def _as_index(bound):
     return value
 
 
-def _as_bool(pred):
+def as_bool(pred, op="while_loop"):
     """A predicate as a bool scalar, as Python's truth takes it."""
     from srcxform.ops import not_equal, reshape
 
     pred = as_value(pred)
     if int(np.prod(pred.shape)) != 1:
-        raise ValueError(f"while_loop: the predicate has shape {tuple(pred.shape)}; it must "
-                         "be a scalar (use reduce_all or reduce_any)")
+        raise ValueError(f"{op}: the predicate has shape {tuple(pred.shape)}; it must be a "
+                         "scalar (use reduce_all or reduce_any)")
     pred = reshape(pred, ()) if pred.shape != () else pred
     return pred if pred.dtype == np.bool_ else not_equal(pred, 0)
 
@@ -476,7 +476,7 @@ def cond(pred, true_fn, false_fn):
                                f"{b.aval.short()} from false_fn; both branches must give the "
                                f"same shapes and dtypes\n  at {user_line()}")
     (t_region, f_region), captures = align(subs)
-    return _bind_cond(pred, t_region, f_region, captures)
+    return _bind_cond(as_bool(pred, "cond"), t_region, f_region, captures)
 
 
 def _bind_cond(pred, t_region, f_region, captures):

@@ -359,3 +359,11 @@ def test_assigning_a_variable_in_a_loop_body_is_refused():
     with pytest.raises(TracingError,
                        match=r"v.assign\(p\)\n  assigning a Variable inside a compiled loop"):
         tf.differentiable(assigns)(np.float64(0.3), np.int64(3))
+
+
+def test_a_predicate_of_more_than_one_element_is_refused():
+    def ambiguous(x):
+        return tf.cond(x > 0, lambda: x, lambda: -x)
+
+    with pytest.raises(ValueError, match=r"cond: the predicate has shape \(3,\)"):
+        tf.differentiable(ambiguous)(np.ones(3))
