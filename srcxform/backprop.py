@@ -19,14 +19,20 @@ def backprop(records, seeds, sources):
     live = set(sources)
     for rec in records:
         if any(v._id in live for v in rec.inputs):
-            live.add(rec.out._id)
+            live.update(out._id for out in rec.outs or (rec.out,))
     grads = {k: g for k, g in seeds.items() if k in live}
     for rec in reversed(records):
-        g = grads.get(rec.out._id)
-        if g is None or rec.vjp is None:  # no VJP: a nondiff op, its inputs get nothing
+        if rec.vjp is None:  # a nondiff op: its inputs get nothing
             continue
-        with recording.adjoint(rec, g):
-            cotangents = rec.vjp(g, rec.out, *rec.inputs, **rec.params)
+        if rec.outs is None:
+            g, out = grads.get(rec.out._id), rec.out
+        else:  # an op of several outputs: a list of cotangents, None where one has none
+            g, out = [grads.get(o._id) for o in rec.outs], rec.outs
+            g = None if all(x is None for x in g) else g
+        if g is None:
+            continue
+        with recording.adjoint(rec, g if rec.outs is None else None):
+            cotangents = rec.vjp(g, out, *rec.inputs, **rec.params)
             for x, ct in zip(rec.inputs, cotangents):
                 if ct is None or x._id not in live or x.dtype.kind != "f":
                     continue

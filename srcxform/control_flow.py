@@ -5,17 +5,22 @@ Each runs as the Python it stands for, as TensorFlow runs them eagerly: the tape
 the operations of the branch taken and of every iteration, so gradients flow through them
 to any order. Inside a compiled function the same holds while the predicate and the trip
 count are known when tracing (a Python value, or a tensor computed from constants): the
-branch taken is traced and the loop unrolls. A predicate computed from the function's
-arguments raises TracingError at the user's line; compiling data-dependent branches and
-loops into real ones is the control-flow issue's work, not done yet.
+branch taken is traced and the loop unrolls. A predicate or bound computed from the
+function's arguments (or a size) makes a structured IR operation instead
+(structured.py): the branches and the body are traced once, and one kernel runs a real
+`if`, `while` or `for` for every trip count.
 """
 
 import math
 
+from srcxform import structured
+from srcxform.aval import Aval
+from srcxform.dims import Dim
 from srcxform.ops.creation import convert_to_tensor
 from srcxform.ops.shape import stack
-from srcxform.tensor import Value
-from srcxform.tree import tree_flatten, tree_unflatten
+from srcxform.tensor import Value, as_value
+from srcxform.trace import Tracer
+from srcxform.tree import leaf_paths, tree_flatten, tree_unflatten
 
 __all__ = ["cond", "fori_loop", "scan", "while_loop"]
 
@@ -28,6 +33,8 @@ def cond(pred, true_fn=None, false_fn=None, name=None):
             raise TypeError(f"cond(): '{label}' argument required")
         if not callable(fn):
             raise TypeError(f"cond(): '{label}' must be callable")
+    if isinstance(pred, Tracer):
+        return _compiled_cond(pred, true_fn, false_fn)
     return true_fn() if _truth(pred, "cond") else false_fn()
 
 
@@ -42,8 +49,15 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     loop_vars = _as_tensors(loop_vars)
     structure = tree_flatten(loop_vars)[1]
     count = 0
-    while (maximum_iterations is None or count < int(maximum_iterations)) and \
-            _truth(cond(*loop_vars), "while_loop"):
+    while maximum_iterations is None or count < int(maximum_iterations):
+        pred = cond(*loop_vars)
+        if isinstance(pred, Tracer):  # known at run time: the rest of the loop compiles
+            if maximum_iterations is not None:
+                return _compiled_while_bounded(cond, body, loop_vars,
+                                               int(maximum_iterations) - count)
+            return _compiled_while(cond, body, loop_vars)
+        if not _truth(pred, "while_loop"):
+            break
         result = body(*loop_vars)
         if not isinstance(result, (tuple, list)) or tree_flatten(result)[1] != structure:
             raise ValueError("while_loop: body must return the structure of loop_vars "
@@ -55,8 +69,11 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
 
 def fori_loop(lower, upper, body_fun, init_val):
     """`val = body_fun(i, val)` for i in range(lower, upper), then val (jax.lax.fori_loop).
-    The bounds are Python ints (or tensors known when tracing); i is a Python int, so it
-    can index (`x[i]`)."""
+    Where the bounds are Python ints (or tensors known when tracing) i is a Python int;
+    with a bound known only at run time (from data, or a size) the loop compiles once,
+    and i is a traced int64 scalar (it still indexes: `x[i]`)."""
+    if any(isinstance(b, (Tracer, Dim)) for b in (lower, upper)):
+        return _compiled_fori(lower, upper, body_fun, init_val)
     val = init_val
     for i in range(int(lower), int(upper)):
         val = body_fun(i, val)
@@ -70,6 +87,8 @@ def scan(fn, elems, initializer=None, parallel_iterations=10, back_prop=True,
     initializer the first element starts the accumulator and is the first output."""
     leaves, elems_def = tree_flatten(elems)
     leaves = [convert_to_tensor(leaf) for leaf in leaves]
+    if any(isinstance(leaf, Tracer) for leaf in leaves):
+        return _compiled_scan(fn, leaves, elems_def, initializer, reverse)
     length = leaves[0].shape[0]
     order = list(range(length))[::-1] if reverse else list(range(length))
 
@@ -91,6 +110,125 @@ def scan(fn, elems, initializer=None, parallel_iterations=10, back_prop=True,
     flat = [tree_flatten(out)[0] for out in outputs]
     acc_def = tree_flatten(outputs[0])[1]
     return tree_unflatten(acc_def, [stack([f[j] for f in flat]) for j in range(len(flat[0]))])
+
+
+# ----- compiled (structured.py) -----
+
+
+def _flat(tree, what):
+    leaves, treedef = tree_flatten(tree)
+    try:
+        return [as_value(leaf) for leaf in leaves], treedef
+    except TypeError:
+        raise TypeError(f"{what} must give tensors, numbers or structures of them, got "
+                        f"{_kind(tree)}") from None
+
+
+def _leaf_names(tree, root):
+    """A name for each leaf of a loop's variables: `x`, `state[1]`."""
+    return [root + "".join(f"[{k!r}]" for k in keys) for keys in leaf_paths(tree_flatten(
+        tree)[1])]
+
+
+def _compiled_cond(pred, true_fn, false_fn):
+    trees = {}
+
+    def branch(name, fn):
+        def flat():
+            leaves, trees[name] = _flat(fn(), f"cond(): {name}")
+            return leaves
+        return flat
+
+    outs = structured.cond(pred, branch("true_fn", true_fn), branch("false_fn", false_fn))
+    if trees["true_fn"] != trees["false_fn"]:
+        raise ValueError("cond(): true_fn and false_fn must return the same structure")
+    return tree_unflatten(trees["true_fn"], outs)
+
+
+def _compiled_while(cond, body, loop_vars):
+    leaves, treedef = _flat(loop_vars, "while_loop: loop_vars")
+    names = _loop_var_names(body, loop_vars)
+
+    def body_flat(carries):
+        result = body(*tree_unflatten(treedef, carries))
+        if not isinstance(result, (tuple, list)) or tree_flatten(result)[1] != treedef:
+            raise ValueError("while_loop: body must return the structure of loop_vars "
+                             f"({_kind(loop_vars)} of {len(loop_vars)}), got {_kind(result)}")
+        return _flat(result, "while_loop: body")[0]
+
+    outs = structured.while_loop(lambda c: cond(*tree_unflatten(treedef, c)), body_flat,
+                                 leaves, names)
+    return tree_unflatten(treedef, outs)
+
+
+def _compiled_while_bounded(cond, body, loop_vars, remaining):
+    """maximum_iterations as a counter carried beside the loop variables."""
+    from srcxform.ops import logical_and
+
+    def counted_cond(count, *vs):
+        return logical_and(count < remaining, as_value(cond(*vs)) != 0)
+
+    def counted_body(count, *vs):
+        return (count + 1, *body(*vs))
+
+    zero = convert_to_tensor(0)
+    out = _compiled_while(counted_cond, counted_body, (zero, *loop_vars))[1:]
+    return type(loop_vars)(out) if isinstance(loop_vars, list) else out
+
+
+def _loop_var_names(body, loop_vars):
+    """The body's parameter names for the loop variables (a structure's leaves get paths)."""
+    params = structured.param_names(body, len(loop_vars), "loop_var")
+    return [name for p, v in zip(params, loop_vars) for name in _leaf_names(v, p)]
+
+
+def _compiled_fori(lower, upper, body_fun, init_val):
+    leaves, treedef = _flat(init_val, "fori_loop: init_val")
+    params = structured.param_names(body_fun, 2, "arg")
+    names = _leaf_names(init_val, params[1])
+
+    def body_flat(i, carries):
+        result = body_fun(i, tree_unflatten(treedef, carries))
+        if tree_flatten(result)[1] != treedef:
+            raise ValueError(f"fori_loop: body_fun must return the structure of init_val "
+                             f"({_kind(init_val)}), got {_kind(result)}")
+        return _flat(result, "fori_loop: body_fun")[0], []
+
+    outs = structured.fori_loop(lower, upper, lambda i, c, rows: body_flat(i, c), leaves, names)
+    return tree_unflatten(treedef, outs)
+
+
+def _compiled_scan(fn, leaves, elems_def, initializer, reverse):
+    """scan as one fori_loop over the elements (any number of them), reading a row of
+    each element array and stacking each accumulator's rows."""
+    from srcxform.ops import concat, expand_dims
+
+    if reverse:
+        leaves = [leaf[::-1] for leaf in leaves]
+    if initializer is None:
+        acc = tree_unflatten(elems_def, [leaf[0] for leaf in leaves])
+        leaves = [leaf[1:] for leaf in leaves]
+    else:
+        acc = initializer
+    acc_leaves, acc_def = _flat(acc, "scan: initializer")
+    length = leaves[0].shape[0]
+    stacked = [Aval((length,) + tuple(a.shape), a.dtype) for a in acc_leaves]
+
+    def body(i, carries, rows):
+        new = fn(tree_unflatten(acc_def, carries), tree_unflatten(elems_def, rows))
+        new_leaves, new_def = _flat(new, "scan: fn")
+        if new_def != acc_def:
+            raise ValueError("scan: fn must return the structure of its accumulator "
+                             f"({_kind(acc)}), got {_kind(new)}")
+        return new_leaves, new_leaves
+
+    outs = structured.fori_loop(0, length, body, acc_leaves, _leaf_names(acc, "acc"),
+                                leaves, stacked)[len(acc_leaves):]
+    if initializer is None:  # the first element is the first output
+        outs = [concat([expand_dims(a, 0), y], 0) for a, y in zip(acc_leaves, outs)]
+    if reverse:
+        outs = [y[::-1] for y in outs]
+    return tree_unflatten(acc_def, outs)
 
 
 def _truth(pred, op):

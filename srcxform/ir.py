@@ -124,6 +124,8 @@ def format_program(program, namer, width=100):
             f") -> ({outs}):"
     lines, in_adjoint, last_origin = [head], False, None
     for eqn in program.eqns:
+        if getattr(eqn.prim, "is_result", False):  # shown by its structured equation
+            continue
         if eqn.adjoint and not in_adjoint:
             lines.append("    # ---- adjoint ----")
             in_adjoint = True
@@ -131,6 +133,9 @@ def format_program(program, namer, width=100):
             comment = ("grad of " if eqn.adjoint else "") + user_line(eqn.origin)
             lines.append(cut(f"    # {comment}", width))
             last_origin = (eqn.origin, eqn.adjoint)
+        if hasattr(eqn.prim, "format_lines"):  # a loop or branch, with its regions
+            lines += eqn.prim.format_lines(eqn, program, namer, width)
+            continue
         ins = [format_atom(a, namer) for a in eqn.ins]
         ins += [f"{k}={format_param(v)}" for k, v in eqn.params]
         typed = f"{namer(eqn.out)}: {eqn.out.aval.short(symbolic=True)}"

@@ -35,9 +35,17 @@ class Namer:
         self._names = {}
         self._taken = set()  # each name handed out, and its loop form
         self._temps = 0
+        self._walk(program)
+
+    def _walk(self, program):
+        """Names a program's values, and those of the regions (sub-programs) in its
+        equations' params (structured.py), each region where its equation is."""
         for var in program.ins:
             self._assign(var, program.hints.get(var))
         for eqn in program.eqns:
+            for _, value in eqn.params:
+                if hasattr(value, "eqns"):
+                    self._walk(value)
             hint = program.hints.get(eqn.out)
             primal = program.adjoint_of.get(eqn.out)
             if hint is None and primal is not None and primal in program.hints:

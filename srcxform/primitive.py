@@ -129,6 +129,8 @@ class Primitive:
         context = recording.CONTEXT
         if trace is None and context.traces and _mentions_size(values, params):
             trace = context.traces[-1]  # a traced size must be computed, not folded
+        elif trace is not None and context.traces and context.traces[-1].encloses(trace):
+            trace = context.traces[-1]  # a loop body or branch reading an outer value
         if trace is not None:
             out = trace.add_eqn(self, values, params, out_aval)
         else:

@@ -38,12 +38,17 @@ OPEN_ANYWHERE: list = []
 
 @dataclass(slots=True)
 class Record:
-    """One recorded op: `vjp(g, out, *inputs, **params)` gives the inputs' cotangents."""
+    """One recorded op: `vjp(g, out, *inputs, **params)` gives the inputs' cotangents.
+
+    An op of several outputs (a compiled loop's carries) has them in `outs`, `out` being
+    the first (it names the adjoint's origin); its VJP takes a list of cotangents, None
+    for an output that has none, and the outputs."""
 
     vjp: Callable
     inputs: tuple
     out: object
     params: dict
+    outs: tuple | None = None
 
 
 def enter(stack, item):
@@ -67,6 +72,22 @@ def record(vjp, inputs, out, params):
         if tape._recording and any(v._id in tape._watched for v in inputs):
             tape._records.append(Record(vjp, tuple(inputs), out, params))
             tape._watched.add(out._id)
+
+
+def record_outputs(vjp, inputs, outs, params):
+    """`record` for an op of several outputs (see Record.outs)."""
+    if not any(out.dtype.kind == "f" for out in outs):
+        return
+    for tape in CONTEXT.tapes:
+        if tape._recording and any(v._id in tape._watched for v in inputs):
+            tape._records.append(Record(vjp, tuple(inputs), outs[0], params, tuple(outs)))
+            tape._watched.update(out._id for out in outs)
+
+
+def watching(inputs):
+    """Whether some recording tape watches one of `inputs`: an op on them is recorded."""
+    return any(tape._recording and any(v._id in tape._watched for v in inputs)
+               for tape in CONTEXT.tapes)
 
 
 def variable_read(variable):

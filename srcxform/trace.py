@@ -218,6 +218,11 @@ class Trace:
         self.sizes.append((index, axis))
         return dims.Dim(d, ("size", len(self.sizes) - 1), self.symbols)
 
+    def encloses(self, trace):
+        """Whether this trace is a region (sub-program) traced inside `trace`, whose
+        values it may read (structured.py's SubTrace)."""
+        return False
+
     # ----- equations -----
     def add_eqn(self, prim, values, params, out_aval):
         out = Var(out_aval)

@@ -14,7 +14,7 @@ import astor
 
 from srcxform import runtime
 from srcxform.aval import is_one
-from srcxform.codegen import chunking, lanes
+from srcxform.codegen import chunking, control, lanes
 from srcxform.codegen.exprs import (
     Sizes,
     dtype_ast,
@@ -46,16 +46,19 @@ def _source(node):
 
 
 class _Lowering:
-    def __init__(self, program, parallel=False):
+    def __init__(self, program, parallel=False, namer=None, sizes=None):
+        """namer and sizes are the enclosing function's for a region (a loop body or
+        branch, codegen/control.py), lowered into its statements."""
         self.program = program
+        self.nested = namer is not None
         self.parallel = parallel
         self.used_prange = False
         self.modules = set()  # srcxform modules the body calls (blas, vecmath): imported
         self.recomputing = None  # the loop nest being emitted
         self.conditional = 0  # depth of conditional loads being built
         self.nest_raises = False  # whether the loop nest being built may raise (may_raise)
-        self.namer = Namer(program)
-        self.sizes = Sizes(size_label(program))
+        self.namer = namer or Namer(program)
+        self.sizes = sizes or Sizes(size_label(program))
         self.lines = []  # (indent, text)
         self.last_origin = None
         self.computed = set()  # loop values some nest computed already: more are recomputed
@@ -72,7 +75,8 @@ class _Lowering:
         for p, a in enumerate(program.outs):
             if isinstance(a, Var):
                 first.setdefault(a, p)
-        self.buffers = [p for a, p in first.items() if a in self.placement.arrays]
+        self.buffers = [] if self.nested else [
+            p for a, p in first.items() if a in self.placement.arrays]
         self.buffer_vars = {program.outs[p] for p in self.buffers}
 
     # ----- output -----
@@ -91,6 +95,8 @@ class _Lowering:
         """A section comment where the code turns from the forward to the adjoint (or
         back), at the top level: a loop nest fusion gave both is labelled so, and its
         origin comments tell them apart."""
+        if self.nested:  # a region's statements: its equation's section holds them
+            return
         kinds = {e.adjoint for e in eqns}
         label = "forward and adjoint, fused" if len(kinds) == 2 else \
             "adjoint" if True in kinds else "forward"
@@ -122,6 +128,9 @@ class _Lowering:
         if eqn.out in self.virtual:
             return
         prim = eqn.prim
+        if getattr(prim, "structured", False):  # a loop or branch (codegen/control.py)
+            control.lower(self, eqn)
+            return
         out = self.namer(eqn.out)
         names = {k: param_ast(v, self.sizes) for k, v in eqn.params}
         ins = [self.whole(a) for a in eqn.ins]
@@ -415,12 +424,15 @@ class _Lowering:
         return before, ast.Assign([target], value)
 
     # ----- the function -----
-    def function(self, func_name, doc):
+    def statements(self):
         for item in self.items:
             if isinstance(item, LoopGroup):
                 self.group(item)
             else:
                 self.eqn(item)
+
+    def function(self, func_name, doc):
+        self.statements()
         outs = [self.whole(a) for p, a in enumerate(self.program.outs) if p not in self.buffers]
         ret = ast.Tuple(outs, ast.Load())
         params = list(self.program.ins) + [self.program.outs[p] for p in self.buffers]

@@ -26,6 +26,16 @@ def empty(shape, dtype):
 
 
 @helper
+def grown(stack):
+    """A full stack of a compiled while_loop's values, with twice the rows: the old ones
+    copied, the rest uninitialized."""
+    rows = stack.shape[0]
+    bigger = np.empty((2 * rows,) + stack.shape[1:], stack.dtype)
+    bigger[:rows] = stack
+    return bigger
+
+
+@helper
 def check_indices(indices, size, op):
     """Raises IndexError (as eager raises it: also TensorFlow's InvalidArgumentError) if an
     index is outside [-size, size)."""

@@ -1,0 +1,369 @@
+"""Control flow that depends on data, compiled: cond on a traced predicate, while_loop,
+fori_loop with a traced bound, as real branches and loops in one kernel for every trip
+count, with reverse mode through them. Each result is checked against the eager tape
+(the same Python run as Python) and against finite differences or a closed form; the
+same kernels run as Python (SRCXFORM_JIT=0) too. (conftest's SRCXFORM_CHECK verifies
+each program, its regions included, and crosschecks each kernel's first call.)"""
+
+import re
+
+import numpy as np
+import pytest
+
+import srcxform as tf
+from srcxform.errors import TracingError
+
+
+@pytest.fixture(params=["numba", "python"])
+def compile_mode(request, monkeypatch):
+    """Numba-compiled kernels, or the same generated code run as Python."""
+    monkeypatch.setenv("SRCXFORM_JIT", "1" if request.param == "numba" else "0")
+    return request.param
+
+
+def eager_value_and_grad(fn, *args, wrt=0):
+    """fn's value and its gradient wrt args[wrt], by the eager tape."""
+    args = [tf.constant(np.asarray(a, np.float64)) if i == wrt else a
+            for i, a in enumerate(args)]
+    with tf.GradientTape() as tape:
+        tape.watch(args[wrt])
+        y = fn(*args)
+    return np.asarray(y), np.asarray(tape.gradient(y, args[wrt]))
+
+
+def central_difference(fn, x, eps):
+    """d fn / dx at a float or an array x, each element by central differences."""
+    x = np.asarray(x, np.float64)
+    grad = np.zeros_like(x)
+    for k in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[k] = eps
+        grad[k] = (float(fn(x + step)) - float(fn(x - step))) / (2 * eps)
+    return grad
+
+
+# ----- Newton's method: a while_loop whose trip count depends on the argument -----
+
+
+def newton_sqrt(a):
+    def not_converged(x, step):
+        return abs(step) > 1e-13 * x
+
+    def newton_step(x, step):
+        new = 0.5 * (x + a / x)
+        return new, new - x
+
+    x, _ = tf.while_loop(not_converged, newton_step, (a, a))
+    return x
+
+
+def newton_trips(a):
+    """How many times newton_sqrt's body runs at a (the same loop on Python floats)."""
+    x, step, trips = a, a, 0
+    while abs(step) > 1e-13 * x:
+        new = 0.5 * (x + a / x)
+        x, step, trips = new, new - x, trips + 1
+    return trips
+
+
+def test_newton_while_loop_one_kernel_for_trip_counts_1_to_50(compile_mode):
+    f = tf.differentiable(newton_sqrt)
+    points = [1.0] + [4.0 ** k * 1.3 for k in range(0, 80, 3)]
+    trips = {newton_trips(a) for a in points}
+    assert min(trips) == 1 and max(trips) >= 50
+    for a in points:
+        value, grad = f.value_and_grad(np.float64(a))
+        np.testing.assert_allclose(value, np.sqrt(a), rtol=1e-14)
+        np.testing.assert_allclose(grad, 0.5 / np.sqrt(a), rtol=1e-9)
+    assert f.cache_info().kernels == 1  # no retrace when the trip count changes
+    a = 7.0
+    eager = eager_value_and_grad(newton_sqrt, a)
+    np.testing.assert_allclose(f.value_and_grad(np.float64(a)), eager, rtol=1e-14)
+    numeric = central_difference(lambda a: newton_sqrt(tf.constant(a)), a, 1e-6)
+    np.testing.assert_allclose(f.grad(np.float64(a)), numeric, rtol=1e-7)
+
+
+def test_compiled_while_loop_source_is_a_loop_with_a_growable_stack():
+    source = tf.differentiable(newton_sqrt).source(np.float64(2.0))
+    assert "while True:" in source and "arrays.grown(" in source
+    assert re.search(r"for it\w* in range\(\w+ - 1, -1, -1\):", source)  # the adjoint
+
+
+# ----- RK4 Lotka-Volterra: a fori_loop with a bound from data -----
+
+
+def lotka_volterra(z, params):
+    x, y = z[0], z[1]
+    alpha, beta, gamma, delta = params[0], params[1], params[2], params[3]
+    return tf.stack([alpha * x - beta * x * y, delta * x * y - gamma * y])
+
+
+def rk4_final_state(params, z0, steps, h):
+    def rk4_step(i, z):
+        k1 = lotka_volterra(z, params)
+        k2 = lotka_volterra(z + 0.5 * h * k1, params)
+        k3 = lotka_volterra(z + 0.5 * h * k2, params)
+        k4 = lotka_volterra(z + h * k3, params)
+        return z + h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+
+    return tf.fori_loop(0, steps, rk4_step, z0)
+
+
+def rk4_loss(params, z0, steps, h):
+    return tf.reduce_sum(rk4_final_state(params, z0, steps, h) * np.array([1.0, 0.5]))
+
+
+PARAMS = np.array([1.1, 0.4, 0.4, 0.1])
+Z0 = np.array([10.0, 5.0])
+
+
+def test_rk4_lotka_volterra_1000_steps_gradient(compile_mode):
+    f = tf.differentiable(rk4_loss, wrt=(0, 1))
+    steps, h = np.int64(1000), 0.005
+    (g_params, g_z0) = f.grad(PARAMS, Z0, steps, h)
+    for k, arg in ((0, PARAMS), (1, Z0)):
+        def loss_at(v, k=k):
+            moved = [PARAMS, Z0]
+            moved[k] = v
+            return rk4_loss(tf.constant(moved[0]), tf.constant(moved[1]), int(steps), h)
+
+        numeric = central_difference(loss_at, arg, 1e-6)
+        np.testing.assert_allclose((g_params, g_z0)[k], numeric, rtol=1e-5)
+    _, eager = eager_value_and_grad(rk4_loss, PARAMS, Z0, int(steps), h)
+    np.testing.assert_allclose(g_params, eager, rtol=1e-10)
+    # Another trip count, and none at all, through the same kernel.
+    _, eager = eager_value_and_grad(rk4_loss, PARAMS, Z0, 7, h)
+    np.testing.assert_allclose(f.grad(PARAMS, Z0, np.int64(7), h)[0], eager, rtol=1e-12)
+    g_params, g_z0 = f.grad(PARAMS, Z0, np.int64(0), h)
+    assert np.all(g_params == 0) and np.all(g_z0 == np.array([1.0, 0.5]))
+    assert f.cache_info().kernels == 1
+
+
+def test_fori_loop_over_a_size_is_one_loop_for_every_size():
+    def cumulative_product(x):
+        return tf.fori_loop(0, x.shape[0], lambda i, p: p * (1.0 + x[i]),
+                            tf.constant(1.0, tf.float64))
+
+    f = tf.differentiable(cumulative_product)
+    for n in (3, 5):
+        x = np.linspace(0.1, 0.9, n)
+        value, grad = f.value_and_grad(x)
+        eager_value, eager_grad = eager_value_and_grad(cumulative_product, x)
+        np.testing.assert_allclose(value, eager_value, rtol=1e-13)
+        np.testing.assert_allclose(grad, eager_grad, rtol=1e-13)
+        np.testing.assert_allclose(grad, np.prod(1 + x) / (1 + x), rtol=1e-13)
+    assert f.cache_info().kernels == 1
+    assert re.search(r"for it\w* in range\(", f.source(np.ones(4)))
+
+
+# ----- cond on a traced value -----
+
+
+def piecewise(x):
+    return tf.cond(x > 1.0, lambda: x * x * x, lambda: 3.0 * x - 2.0 + tf.sin(x - 1.0))
+
+
+@pytest.mark.parametrize("x, slope", [(0.25, 3.0 + np.cos(-0.75)), (1.5, 3 * 1.5 ** 2),
+                                      (1.0, 4.0)])
+def test_piecewise_cond_on_both_sides_of_the_branch_point(x, slope, compile_mode):
+    f = tf.differentiable(piecewise)
+    value, grad = f.value_and_grad(np.float64(x))
+    np.testing.assert_allclose((value, grad), eager_value_and_grad(piecewise, x), rtol=1e-15)
+    np.testing.assert_allclose(grad, slope, rtol=1e-14)
+    if x != 1.0:  # at the branch point the two one-sided slopes differ (3 and 4)
+        numeric = central_difference(lambda v: piecewise(tf.constant(v)), x, 1e-7)
+        np.testing.assert_allclose(grad, numeric, rtol=1e-6)
+
+
+def test_cond_ir_shows_both_branches():
+    text = tf.differentiable(piecewise).ir(np.float64(2.0))
+    assert "= cond(" in text and "def true(" in text and "def false(" in text
+
+
+# ----- bisection: a data-dependent while with a cond inside -----
+
+
+def cube_root_by_bisection(a):
+    """The root of t**3 = a in [0, a] (a >= 1) as a * t, t found on [0, 1]: a's
+    gradient is the t found (the branch decisions are constants)."""
+    def wide(lo, hi):
+        return hi - lo > 1e-12
+
+    def halve(lo, hi):
+        mid = 0.5 * (lo + hi)
+        return tf.cond((a * mid) ** 3 > a, lambda: (lo, mid), lambda: (mid, hi))
+
+    lo, hi = tf.while_loop(wide, halve, (tf.constant(0.0, tf.float64),
+                                         tf.constant(1.0, tf.float64)))
+    return a * 0.5 * (lo + hi)
+
+
+def test_bisection_while_with_a_cond_inside(compile_mode):
+    f = tf.differentiable(cube_root_by_bisection)
+    for a in (2.0, 30.0):
+        value, grad = f.value_and_grad(np.float64(a))
+        np.testing.assert_allclose(value, np.cbrt(a), rtol=1e-11)
+        np.testing.assert_allclose(grad, value / a, rtol=1e-15)
+        np.testing.assert_allclose((value, grad), eager_value_and_grad(
+            cube_root_by_bisection, a), rtol=1e-15)
+    assert f.cache_info().kernels == 1
+
+
+# ----- while_loop's other forms -----
+
+
+def doubling_capped(a):
+    _, x = tf.while_loop(lambda i, x: x < a, lambda i, x: (i + 1, x * 2.0),
+                         (0, tf.constant(1.0, tf.float64)), maximum_iterations=5)
+    return x * a
+
+
+def counting_from_a_constant(a):
+    """The first predicate is known when tracing (x = 0.0), the next ones are not."""
+    (x,) = tf.while_loop(lambda x: x < 10.0, lambda x: (x + a,), (tf.constant(0.0, tf.float64),))
+    return x
+
+
+@pytest.mark.parametrize("fn, a, expected", [
+    (doubling_capped, 3.0, (12.0, 4.0)),
+    (doubling_capped, 100.0, (3200.0, 32.0)),  # stopped by maximum_iterations
+    (counting_from_a_constant, 3.0, (12.0, 4.0)),
+    (counting_from_a_constant, 0.5, (10.0, 20.0)),
+])
+def test_maximum_iterations_and_a_predicate_traced_after_the_first_test(fn, a, expected,
+                                                                        monkeypatch):
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+    assert tf.differentiable(fn).value_and_grad(np.float64(a)) == expected
+    assert eager_value_and_grad(fn, a) == expected
+
+
+def nested_loops(a, n):
+    def outer_body(j, s):
+        return tf.sin(tf.fori_loop(0, n, lambda i, p: p * a + 1.0, s))
+    return tf.fori_loop(0, n, outer_body, a)
+
+
+def test_a_loop_inside_a_loop_body(monkeypatch):
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+    f = tf.differentiable(nested_loops)
+    for n in (3, 1):
+        value, grad = f.value_and_grad(np.float64(0.3), np.int64(n))
+        np.testing.assert_allclose((value, grad), eager_value_and_grad(nested_loops, 0.3, n),
+                                   rtol=1e-14)
+    assert f.cache_info().kernels == 1
+
+
+# ----- second order: the adjoint of a loop is a loop, with an adjoint of its own -----
+
+
+def power_by_loop(x):
+    """x**3 by a fori_loop whose trip count is data (3, computed from x)."""
+    count = tf.cast(tf.reduce_sum(x * 0.0) + 3.0, tf.int64)
+    return tf.fori_loop(0, count, lambda i, p: p * x, tf.constant(1.0, tf.float64))
+
+
+@pytest.mark.parametrize("fn, x, second", [
+    (newton_sqrt, 2.0, -0.25 * 2.0 ** -1.5),
+    (power_by_loop, 2.0, 6 * 2.0),
+    (piecewise, 0.25, -np.sin(0.25 - 1.0)),
+    (piecewise, 1.5, 6 * 1.5),
+])
+def test_grad_of_grad_through_loops_and_cond(fn, x, second, monkeypatch):
+    monkeypatch.setenv("SRCXFORM_JIT", "0")  # the generated code as Python: no compile
+    hessian = tf.differentiable(tf.grad(fn))
+    np.testing.assert_allclose(hessian.grad(np.float64(x)), second, rtol=1e-9)
+    args = tf.constant(np.float64(x))
+    with tf.GradientTape() as outer:
+        outer.watch(args)
+        with tf.GradientTape() as inner:
+            inner.watch(args)
+            y = fn(args)
+        g = inner.gradient(y, args)
+    np.testing.assert_allclose(hessian.value_and_grad(np.float64(x)),
+                               (g, outer.gradient(g, args)), rtol=1e-12)
+
+
+# ----- errors -----
+
+
+def test_a_body_changing_a_loop_variable_is_named():
+    def grows(x):
+        return tf.while_loop(lambda total, y: total < 10.0,
+                             lambda total, y: (total + 1.0, tf.cast(y, tf.float32)),
+                             (tf.reduce_sum(x), x))
+
+    with pytest.raises(TracingError, match="loop variable 'y' from f64.* to f32"):
+        tf.differentiable(grows)(np.ones(3))
+
+
+def test_branches_of_different_shapes_are_refused():
+    def mismatched(x):
+        return tf.cond(tf.reduce_sum(x) > 0, lambda: x, lambda: tf.reduce_sum(x))
+
+    with pytest.raises(TracingError, match="output 0 is f64.* from true_fn but f64"):
+        tf.differentiable(mismatched)(np.ones(3))
+
+
+# ----- scan: an RNN over a sequence of any length -----
+
+
+def rnn_cell(w, u):
+    def cell(h, x):
+        return tf.tanh(tf.matmul(w, tf.expand_dims(h, 1))[:, 0] + u * x)
+    return cell
+
+
+def rnn_scanned(w, u, xs, h0):
+    hs = tf.scan(rnn_cell(w, u), xs, initializer=h0)
+    return tf.reduce_sum(hs * hs)
+
+
+def rnn_unrolled(w, u, xs, h0):
+    cell, h, total = rnn_cell(w, u), h0, 0.0
+    for t in range(xs.shape[0]):
+        h = cell(h, xs[t])
+        total = total + tf.reduce_sum(h * h)
+    return total
+
+
+def test_rnn_scan_matches_the_unrolled_program(compile_mode):
+    rng = np.random.default_rng(0)
+    w, u, h0 = 0.5 * rng.standard_normal((3, 3)), rng.standard_normal(3), rng.standard_normal(3)
+    scanned = tf.differentiable(rnn_scanned, wrt=(0, 1, 2, 3))
+    for length in (6, 2):
+        xs = rng.standard_normal((length, 3))
+        value, grads = scanned.value_and_grad(w, u, xs, h0)
+        args = [tf.constant(a) for a in (w, u, xs, h0)]
+        with tf.GradientTape() as tape:
+            tape.watch(args)
+            unrolled = rnn_unrolled(*args)
+        np.testing.assert_allclose(value, unrolled, rtol=1e-13)
+        for g, expected in zip(grads, tape.gradient(unrolled, args)):
+            np.testing.assert_allclose(g, expected, rtol=1e-12, atol=1e-15)
+    assert scanned.cache_info().kernels == 1  # one loop for every sequence length
+    if compile_mode == "numba":  # the compiled unrolled program agrees too
+        unrolled_grads = tf.differentiable(rnn_unrolled, wrt=(0, 1, 2, 3)).grad(w, u, xs, h0)
+        for g, expected in zip(grads, unrolled_grads):
+            np.testing.assert_allclose(g, expected, rtol=1e-12, atol=1e-15)
+
+
+def test_assigning_a_variable_in_a_loop_body_is_refused():
+    v = tf.Variable(np.float64(1.0))
+
+    def assigns(a, n):
+        def body(i, p):
+            v.assign(p)
+            return p * a
+        return tf.fori_loop(0, n, body, a)
+
+    with pytest.raises(TracingError,
+                       match=r"v.assign\(p\)\n  assigning a Variable inside a compiled loop"):
+        tf.differentiable(assigns)(np.float64(0.3), np.int64(3))
+
+
+def test_a_predicate_of_more_than_one_element_is_refused():
+    def ambiguous(x):
+        return tf.cond(x > 0, lambda: x, lambda: -x)
+
+    with pytest.raises(ValueError, match=r"cond: the predicate has shape \(3,\)"):
+        tf.differentiable(ambiguous)(np.ones(3))
