@@ -14,7 +14,7 @@ import os
 import numba
 import numpy as np
 
-from benchmarks.workloads import Runner
+from benchmarks.workloads import LV_DT, NEWTON_TOL, Runner
 
 _jit = numba.njit(cache=os.environ.get("SRCXFORM_BENCH_NUMBA_CACHE") == "1",
                   error_model="numpy")
@@ -174,6 +174,101 @@ def cube_d2(x):
     return 3.0 * x * x, 6.0 * x
 
 
+# ----- W7: RK4 Lotka–Volterra, gradient wrt the parameters -----
+
+
+@_jit
+def _lv(x, y, a, b, c, d):
+    return a * x - b * x * y, d * x * y - c * y
+
+
+@_jit
+def _lv_vjp(x, y, gx, gy, a, b, c, d, gp):
+    """(x̄, ȳ) of the right-hand side at (x, y) for the cotangent (gx, gy); adds p̄ to gp."""
+    gp[0] += x * gx
+    gp[1] -= x * y * gx
+    gp[2] -= y * gy
+    gp[3] += x * y * gy
+    return (a - b * y) * gx + d * y * gy, -b * x * gx + (d * x - c) * gy
+
+
+@_jit
+def lotka_volterra_vg(p, u0, steps, h):
+    """x + y after `steps` RK4 steps, and its gradient wrt p: the forward stores each
+    step's state; the adjoint recomputes a step's stages from it, backwards."""
+    a, b, c, d = p[0], p[1], p[2], p[3]
+    xs, ys = np.empty(steps), np.empty(steps)
+    x, y = u0[0], u0[1]
+    for n in range(steps):
+        xs[n], ys[n] = x, y
+        k1x, k1y = _lv(x, y, a, b, c, d)
+        k2x, k2y = _lv(x + h / 2 * k1x, y + h / 2 * k1y, a, b, c, d)
+        k3x, k3y = _lv(x + h / 2 * k2x, y + h / 2 * k2y, a, b, c, d)
+        k4x, k4y = _lv(x + h * k3x, y + h * k3y, a, b, c, d)
+        x += h / 6 * (k1x + 2 * k2x + 2 * k3x + k4x)
+        y += h / 6 * (k1y + 2 * k2y + 2 * k3y + k4y)
+    value = x + y
+    gp = np.zeros(4)
+    gx, gy = 1.0, 1.0
+    for n in range(steps - 1, -1, -1):
+        x, y = xs[n], ys[n]
+        k1x, k1y = _lv(x, y, a, b, c, d)
+        v2x, v2y = x + h / 2 * k1x, y + h / 2 * k1y
+        k2x, k2y = _lv(v2x, v2y, a, b, c, d)
+        v3x, v3y = x + h / 2 * k2x, y + h / 2 * k2y
+        k3x, k3y = _lv(v3x, v3y, a, b, c, d)
+        v4x, v4y = x + h * k3x, y + h * k3y
+        # the stages' cotangents from u' = u + h/6 (k1 + 2 k2 + 2 k3 + k4)
+        g1x, g1y, g2x, g2y = h / 6 * gx, h / 6 * gy, h / 3 * gx, h / 3 * gy
+        g3x, g3y, g4x, g4y = g2x, g2y, g1x, g1y
+        wx, wy = _lv_vjp(v4x, v4y, g4x, g4y, a, b, c, d, gp)
+        gx, gy, g3x, g3y = gx + wx, gy + wy, g3x + h * wx, g3y + h * wy
+        wx, wy = _lv_vjp(v3x, v3y, g3x, g3y, a, b, c, d, gp)
+        gx, gy, g2x, g2y = gx + wx, gy + wy, g2x + h / 2 * wx, g2y + h / 2 * wy
+        wx, wy = _lv_vjp(v2x, v2y, g2x, g2y, a, b, c, d, gp)
+        gx, gy, g1x, g1y = gx + wx, gy + wy, g1x + h / 2 * wx, g1y + h / 2 * wy
+        wx, wy = _lv_vjp(x, y, g1x, g1y, a, b, c, d, gp)
+        gx, gy = gx + wx, gy + wy
+    return value, gp
+
+
+# ----- W8: Newton's method for sqrt, a data-dependent while loop -----
+
+
+@_jit
+def newton_sqrt_vg(a, tol):
+    """sum(sqrt(a)) by Newton from x = a until no element moves more than tol, and its
+    gradient: the iterates kept in a buffer that doubles when full, then the adjoint."""
+    n = a.size
+    xs = np.empty((16, n))
+    xs[0] = a
+    k, moving = 0, True
+    while moving:
+        if k + 1 == xs.shape[0]:
+            grown = np.empty((2 * xs.shape[0], n))
+            grown[:k + 1] = xs[:k + 1]
+            xs = grown
+        biggest = 0.0
+        for i in range(n):
+            x = xs[k, i]
+            new = 0.5 * (x + a[i] / x)
+            xs[k + 1, i] = new
+            biggest = max(biggest, abs(new - x))
+        k += 1
+        moving = biggest > tol
+    value = 0.0
+    ga = np.empty(n)
+    for i in range(n):
+        value += xs[k, i]
+        g, gx = 0.0, 1.0
+        for j in range(k - 1, -1, -1):
+            x = xs[j, i]
+            g += gx * 0.5 / x
+            gx *= 0.5 * (1.0 - a[i] / (x * x))
+        ga[i] = g + gx
+    return value, ga
+
+
 # ----- runners -----
 
 
@@ -214,4 +309,10 @@ def build(wl):
     if wl.family == "W6":
         x = d["x"]
         return Runner(lambda: cube_d2(x), lambda r: [r[1]])
+    if wl.family == "W7":
+        p, u0, steps = d["p"], d["u0"], d["steps"]
+        return Runner(lambda: lotka_volterra_vg(p, u0, steps, LV_DT), lambda r: [r[1]])
+    if wl.family == "W8":
+        a = d["a"]
+        return Runner(lambda: newton_sqrt_vg(a, NEWTON_TOL), lambda r: [r[1]])
     return None

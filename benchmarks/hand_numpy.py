@@ -6,7 +6,9 @@ test checks them in turn against central finite differences of the losses below)
 
 import numpy as np
 
-from benchmarks.workloads import Runner
+from benchmarks.hand_numba import lotka_volterra_vg
+from benchmarks.workloads import (LV_DT, NEWTON_TOL, Runner, newton_sqrt_step,
+                                  rk4_lotka_volterra)
 
 # ----- losses (for finite differences) -----
 
@@ -43,6 +45,21 @@ def mlp_loss(params, X, Y, relu=False):
 
 def cube(x):
     return x * x * x
+
+
+def lotka_volterra(p, u0, steps):
+    x, y = u0
+    for _ in range(steps):
+        x, y = rk4_lotka_volterra(x, y, *p, LV_DT)
+    return x + y
+
+
+def newton_sqrt(a):
+    x, step = a, np.ones_like(a)
+    while np.max(np.abs(step)) > NEWTON_TOL:
+        new = newton_sqrt_step(x, a)
+        x, step = new, new - x
+    return np.sum(x)
 
 
 # ----- analytic gradients -----
@@ -83,6 +100,25 @@ def mlp_grad(params, X, Y, relu=False):
 
 def cube_d2(x):
     return 6.0 * x
+
+
+def lotka_volterra_grad(p, u0, steps):
+    """The RK4 adjoint (hand_numba's kernel run as plain Python: a loop over scalars
+    has no NumPy form)."""
+    return lotka_volterra_vg.py_func(p, u0, steps, LV_DT)[1]
+
+
+def newton_sqrt_grad(a):
+    """Every iterate kept, then the adjoint backwards: x_{k+1} = (x_k + a/x_k)/2, x_0 = a."""
+    xs, step = [a], np.ones_like(a)
+    while np.max(np.abs(step)) > NEWTON_TOL:
+        xs.append(newton_sqrt_step(xs[-1], a))
+        step = xs[-1] - xs[-2]
+    ga, gx = np.zeros_like(a), np.ones_like(a)
+    for x in reversed(xs[:-1]):
+        ga += gx * 0.5 / x
+        gx = gx * 0.5 * (1.0 - a / (x * x))
+    return ga + gx
 
 
 def gemms(X, W1, H, W2, D, DA):
@@ -136,4 +172,7 @@ def build(wl):
     if wl.family == "W6":
         x = d["x"]
         return Runner(lambda: cube_d2(x), lambda g: [g])
+    if wl.family == "W8":
+        a = d["a"]
+        return Runner(lambda: newton_sqrt_grad(a), lambda g: [g])
     return None

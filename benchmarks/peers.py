@@ -13,7 +13,8 @@ import sys
 
 import numpy as np
 
-from benchmarks.workloads import Runner, System, tape_runner
+from benchmarks.workloads import (LV_DT, NEWTON_TOL, Runner, System, newton_sqrt_step,
+                                  rk4_lotka_volterra, tape_runner)
 
 _MODULES = {"jax": "jax", "torch": "torch", "tensorflow": "tensorflow",
             "autograd": "autograd"}
@@ -96,6 +97,17 @@ def jax_build(wl):
         g = jax.jit(jax.grad(jax.grad(lambda x: x * x * x)))
         x = jnp.float64(d["x"])
         return Runner(lambda: ready(g(x)), lambda r: [np.asarray(r)])
+    if wl.family == "W7":
+        def lotka_volterra(p, u0):
+            def body(i, u):
+                return rk4_lotka_volterra(*u, p[0], p[1], p[2], p[3], LV_DT)
+            x, y = jax.lax.fori_loop(0, d["steps"], body, (u0[0], u0[1]))
+            return x + y
+        g = jax.jit(jax.grad(lotka_volterra))
+        p, u0 = jnp.asarray(d["p"]), jnp.asarray(d["u0"])
+        return Runner(lambda: ready(g(p, u0)), lambda r: [np.asarray(r)])
+    if wl.family == "W8":  # jax.grad of lax.while_loop raises: no reverse mode through it
+        return None
     if wl.family == "W4":
         def loss(p, X, y):
             z = X @ p[0] + p[1]
@@ -164,6 +176,11 @@ def torch_build(wl):
         x, z = tensor(d["x"], True), tensor(d["z"], True)
         return Runner(lambda: grad(torch.sum(x * x + 2 * z), (x, z)),
                       lambda r: [t.detach().numpy() for t in r])
+    if wl.family in ("W7", "W8"):
+        fn, (first, *rest) = _python_loops(
+            wl, lambda step: float(step.detach().abs().max()), torch.sum)
+        x, rest = tensor(first, True), [tensor(r) for r in rest]
+        return Runner(lambda: grad(fn(x, *rest), x)[0], lambda g: [g.detach().numpy()])
     if wl.family == "W4":
         def loss(p, X, y):
             z = X @ p[0] + p[1]
@@ -217,6 +234,38 @@ def tf_build(wl, function):
         return Runner(lambda: products(*ops), lambda r: [t.numpy() for t in r])
     if wl.family in ("W1", "W2", "W3", "W6"):
         return tape_runner(tf, wl, wrap)
+    if wl.family in ("W7", "W8"):
+        steps = d.get("steps")
+
+        def lotka_volterra(p, u0):
+            x, y = u0[0], u0[1]
+            for _ in tf.range(steps):  # autograph: a tf.while_loop in a tf.function
+                x, y = rk4_lotka_volterra(x, y, p[0], p[1], p[2], p[3], LV_DT)
+            return x + y
+
+        def newton_sqrt(a):
+            def moving(x, step):
+                return tf.reduce_max(tf.abs(step)) > NEWTON_TOL
+
+            def body(x, step):
+                new = newton_sqrt_step(x, a)
+                return new, new - x
+
+            x, _ = tf.while_loop(moving, body, (a, tf.ones_like(a)))
+            return tf.reduce_sum(x)
+
+        fn, args = (lotka_volterra, (d["p"], d["u0"])) if wl.family == "W7" \
+            else (newton_sqrt, (d["a"],))
+        first, *rest = [tf.constant(a) for a in args]
+
+        @wrap
+        def call(x):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                y = fn(x, *rest)
+            return tape.gradient(y, x)
+
+        return Runner(lambda: call(first), lambda g: [g.numpy()])
     if wl.family == "W4":
         def loss(p, X, y):
             z = tf.linalg.matvec(X, p[0]) + p[1]
@@ -276,6 +325,11 @@ def autograd_build(wl):
     if wl.family == "W6":
         g, x = autograd.grad(autograd.grad(lambda x: x * x * x)), d["x"]
         return Runner(lambda: g(x), lambda r: [r])
+    if wl.family in ("W7", "W8"):
+        fn, (first, *rest) = _python_loops(  # (an ArrayBox's value is ._value)
+            wl, lambda step: float(np.max(np.abs(getattr(step, "_value", step)))), anp.sum)
+        g = autograd.grad(fn)
+        return Runner(lambda: g(first, *rest), lambda r: [r])
     if wl.family == "W4":
         def loss(p, X, y):
             z = anp.dot(X, p[0]) + p[1]
@@ -305,3 +359,30 @@ def autograd_build(wl):
 
     reset()
     return Runner(call, state=lambda: [np.asarray(p).copy() for p in st], reset=reset)
+
+
+# ----- W7 and W8 as plain Python loops (PyTorch and autograd record each step) -----
+
+
+def _python_loops(wl, largest_step, total):
+    """W7's or W8's function on a library's arrays, and its arguments (the gradient is
+    wrt the first). largest_step(step) is max(|step|) as a float, outside the tape."""
+    d = wl.data
+
+    def lotka_volterra(p, u0):
+        x, y = u0[0], u0[1]
+        for _ in range(d["steps"]):
+            x, y = rk4_lotka_volterra(x, y, p[0], p[1], p[2], p[3], LV_DT)
+        return x + y
+
+    def newton_sqrt(a):
+        x, moving = a, True
+        while moving:
+            new = newton_sqrt_step(x, a)
+            moving = largest_step(new - x) > NEWTON_TOL
+            x = new
+        return total(x)
+
+    if wl.family == "W7":
+        return lotka_volterra, (d["p"], d["u0"])
+    return newton_sqrt, (d["a"],)

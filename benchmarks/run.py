@@ -349,7 +349,7 @@ def evaluate_targets(tables, recompile, first):
             f"{fmt_ns(net)} (median {fmt_ns(_row(serial, key, MAIN)['median_ns'])}, less the "
             f"harness's {statistics.median(noop):.0f} ns)", net <= 600, key)
     for key, limit in (("W1", 1.2), ("W6", 1.2), ("W3-10", 1.5), ("W3-1e3", 1.5),
-                       ("W3-1e6", 1.2), ("W4", 1.2)):
+                       ("W3-1e6", 1.2), ("W4", 1.2), ("W7", 1.5)):
         row = _row(serial, key, MAIN)
         if row is None:
             continue
@@ -373,6 +373,13 @@ def evaluate_targets(tables, recompile, first):
                                                                         best["system"]))
                 add(name, "≤ 1×", f"{ratio:.2f}× {best['system']} "
                     f"({fmt_ns(best['median_ns'])})", ratio <= 1.0, key, table)
+    tf_function = "TensorFlow tf.function"
+    if _row(serial, "W8", MAIN) is not None and _row(serial, "W8", tf_function) is not None:
+        bad = failed(serial, "W8")
+        ratio = None if bad else paired_ratio(_times(serial, "W8", MAIN),
+                                              _times(serial, "W8", tf_function))
+        add("W8 compiled vs tf.function", "≤ 0.1×", bad or f"{ratio:.3f}×",
+            False if bad else ratio <= 0.1, "W8")
     for key in ("W3-1e3", "W3-1e6"):
         grad_t = _times(serial, key, MAIN)
         fwd_t = _times(serial, key, "srcxform compiled, forward only")

@@ -88,6 +88,54 @@ def cube_d2_tapes(x):
     return outer.gradient(dy_dx, x)
 
 
+# W7 and W8: loops. The step's arithmetic is written once, and every system runs it on its
+# own values (floats, tensors, tracers) inside its own loop construct.
+LV_PARAMS = (1.5, 1.0, 3.0, 1.0)  # prey growth, predation, predator death, predator growth
+LV_DT = 0.01
+NEWTON_TOL = 1e-10
+
+
+def rk4_lotka_volterra(x, y, a, b, c, d, h):
+    """One fixed RK4 step of the Lotka–Volterra equations x' = ax − bxy, y' = dxy − cy."""
+    def f(x, y):
+        return a * x - b * x * y, d * x * y - c * y
+
+    k1x, k1y = f(x, y)
+    k2x, k2y = f(x + h / 2 * k1x, y + h / 2 * k1y)
+    k3x, k3y = f(x + h / 2 * k2x, y + h / 2 * k2y)
+    k4x, k4y = f(x + h * k3x, y + h * k3y)
+    return (x + h / 6 * (k1x + 2 * k2x + 2 * k3x + k4x),
+            y + h / 6 * (k1y + 2 * k2y + 2 * k3y + k4y))
+
+
+def newton_sqrt_step(x, a):
+    """One Newton step towards sqrt(a)."""
+    return 0.5 * (x + a / x)
+
+
+def lotka_volterra(p, u0, steps):
+    """W7: x + y after `steps` RK4 steps from u0, with parameters p (4,)."""
+    def body(i, u):
+        return rk4_lotka_volterra(u[0], u[1], p[0], p[1], p[2], p[3], LV_DT)
+
+    x, y = tf.fori_loop(0, steps, body, (u0[0], u0[1]))
+    return x + y
+
+
+def newton_sqrt(a):
+    """W8: sum(sqrt(a)) by Newton's method from x = a, iterated until no element moves
+    more than NEWTON_TOL: the trip count depends on the data."""
+    def moving(x, step):
+        return tf.reduce_max(tf.abs(step)) > NEWTON_TOL
+
+    def body(x, step):
+        new = newton_sqrt_step(x, a)
+        return new, new - x
+
+    x, _ = tf.while_loop(moving, body, (a, tf.ones_like(a)))
+    return tf.reduce_sum(x)
+
+
 QUADRATIC = srcxform.differentiable(quadratic)
 SEED_SUM = srcxform.differentiable(seed_sum, wrt=(0, 1))
 ROSENBROCK = srcxform.differentiable(rosenbrock)
@@ -98,6 +146,8 @@ CUBE_D2 = srcxform.differentiable(CUBE.grad)
 CUBE_D2_TAPES = srcxform.differentiable(cube_d2_tapes)
 MLP_RELU = srcxform.differentiable(mlp_relu)
 GEMMS = srcxform.differentiable(gemms)
+LOTKA_VOLTERRA = srcxform.differentiable(lotka_volterra)
+NEWTON_SQRT = srcxform.differentiable(newton_sqrt)
 
 
 def _compiled(parallel):
@@ -105,11 +155,13 @@ def _compiled(parallel):
     d = functools.partial(srcxform.differentiable, parallel=parallel)
     return {"W1": d(quadratic), "W2": d(seed_sum, wrt=(0, 1)), "W3": d(rosenbrock),
             "W4": d(logreg, wrt=(0, 1)), "W5": d(mlp), "W6": d(d(cube).grad),
-            "W9": d(mlp_relu), "W9-gemm": d(gemms)}
+            "W7": d(lotka_volterra), "W8": d(newton_sqrt), "W9": d(mlp_relu),
+            "W9-gemm": d(gemms)}
 
 
 COMPILED = {"W1": QUADRATIC, "W2": SEED_SUM, "W3": ROSENBROCK, "W4": LOGREG, "W5": MLP,
-            "W6": CUBE_D2, "W9": MLP_RELU, "W9-gemm": GEMMS}
+            "W6": CUBE_D2, "W7": LOTKA_VOLTERRA, "W8": NEWTON_SQRT, "W9": MLP_RELU,
+            "W9-gemm": GEMMS}
 COMPILED_PARALLEL = _compiled(parallel=True)  # all-cores table; nothing compiles until called
 
 # What a new process calls first in each workload (benchmarks/firstcall.py), by family.
@@ -120,6 +172,8 @@ FIRST_CALLS = {
     "W4": lambda d: LOGREG.grad(d["w0"], np.array(d["b0"]), d["X"], d["y"]),
     "W5": lambda d: MLP.grad(d["params0"], d["X"], d["Y"]),
     "W6": lambda d: CUBE_D2.grad(d["x"]),
+    "W7": lambda d: LOTKA_VOLTERRA.grad(d["p"], d["u0"], d["steps"]),
+    "W8": lambda d: NEWTON_SQRT.grad(d["a"]),
     "W9": lambda d: MLP_RELU.grad(d["params0"], d["X"], d["Y"]),
 }
 
@@ -177,6 +231,10 @@ def _reference(wl):
         return [hn.rosenbrock_grad(d["x"])]
     if wl.family == "W6":
         return [np.float64(hn.cube_d2(d["x"]))]
+    if wl.family == "W7":
+        return [hn.lotka_volterra_grad(d["p"], d["u0"], d["steps"])]
+    if wl.family == "W8":
+        return [hn.newton_sqrt_grad(d["a"])]
     step = {"W4": hn.logreg_step, "W5": hn.mlp_step,
             "W9": functools.partial(hn.mlp_step, relu=True)}[wl.family]
     labels = d["y"] if wl.family == "W4" else d["Y"]
@@ -223,6 +281,13 @@ def make_workloads(tiny=False, only=None, short=False):
                         "sgd", {"X": Xb, "Y": Yb, "params0": params0, "lr": 0.1},
                         steps=steps))
     out.append(Workload("W6", "W6", "W6 d²/dx² x³ at 1", "grad", {"x": 1.0}))
+    steps = 20 if tiny else 1000
+    out.append(Workload("W7", "W7", f"W7 RK4 Lotka–Volterra, {steps} steps, d/dparams", "grad",
+                        {"p": np.array(LV_PARAMS), "u0": np.array([1.0, 1.0]),
+                         "steps": steps}))
+    n = 5 if tiny else 10_000
+    out.append(Workload("W8", "W8", f"W8 Newton sqrt while loop, n={n:g}, d/da", "grad",
+                        {"a": np.random.default_rng(8).uniform(1.0, 100.0, n)}))
     out += _mlp_training(rng, tiny, short)
     if only:
         out = [wl for wl in out if wl.key in only or wl.family in only]
@@ -319,6 +384,12 @@ def srcxform_compiled(wl, functions=COMPILED):
     if wl.family == "W2":
         x, z = d["x"], d["z"]
         return Runner(lambda: f.grad(x, z), list)
+    if wl.family == "W7":
+        p, u0, steps = d["p"], d["u0"], d["steps"]
+        return Runner(lambda: f.grad(p, u0, steps), lambda g: [g])
+    if wl.family == "W8":
+        a = d["a"]
+        return Runner(lambda: f.grad(a), lambda g: [g])
     if wl.family == "W4":
         return _sgd_runner(wl, lambda st, X, y: f.grad(st[0], st[1], X, y), d["y"])
     if wl.family in ("W5", "W9"):
@@ -434,10 +505,29 @@ def tape_runner(tape_module, wl, wrap=lambda f: f):
     return None
 
 
+def loop_call(wl):
+    """W7's and W8's function and arguments; the gradient is wrt the first argument."""
+    d = wl.data
+    if wl.family == "W7":
+        return lotka_volterra, (d["p"], d["u0"], d["steps"])
+    return newton_sqrt, (d["a"],)
+
+
 def srcxform_eager(wl):
     d = wl.data
     if wl.family in ("W1", "W2", "W3", "W6"):
         return tape_runner(tf, wl)
+    if wl.family in ("W7", "W8"):
+        fn, (first, *rest) = loop_call(wl)
+
+        def call():
+            x = tf.constant(first)
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                y = fn(x, *rest)
+            return tape.gradient(y, x)
+
+        return Runner(call, lambda g: [g.numpy()])
     if wl.family in ("W4", "W5", "W9") and wl.kind == "sgd":
         variables = [tf.Variable(p) for p in wl.params0()]
         loss_fn = {"W4": logreg, "W5": mlp, "W9": mlp_relu}[wl.family]

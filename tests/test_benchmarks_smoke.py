@@ -47,6 +47,10 @@ def _fd_reference(wl):
         return [_fd(hn.rosenbrock, d["x"])]
     if wl.family == "W6":
         return [_fd(lambda x: _fd(hn.cube, x, 1e-4), d["x"], 1e-4)]
+    if wl.family == "W7":
+        return [_fd(lambda p: hn.lotka_volterra(p, d["u0"], d["steps"]), d["p"])]
+    if wl.family == "W8":
+        return [_fd(hn.newton_sqrt, d["a"])]
     params = wl.params0()
     if wl.family == "W4":
         def loss(p):
