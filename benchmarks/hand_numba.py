@@ -257,15 +257,16 @@ def newton_sqrt_vg(a, tol):
         k += 1
         moving = biggest > tol
     value = 0.0
-    ga = np.empty(n)
     for i in range(n):
         value += xs[k, i]
-        g, gx = 0.0, 1.0
-        for j in range(k - 1, -1, -1):
+    ga, gx = np.zeros(n), np.ones(n)
+    for j in range(k - 1, -1, -1):  # an iterate's row at a time: contiguous reads
+        for i in range(n):
             x = xs[j, i]
-            g += gx * 0.5 / x
-            gx *= 0.5 * (1.0 - a[i] / (x * x))
-        ga[i] = g + gx
+            ga[i] += gx[i] * 0.5 / x
+            gx[i] *= 0.5 * (1.0 - a[i] / (x * x))
+    for i in range(n):
+        ga[i] += gx[i]
     return value, ga
 
 
