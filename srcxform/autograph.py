@@ -68,7 +68,8 @@ def convert(fn):
 def source(fn):
     """The rewritten source of fn, as text (None if it is not converted): to read what
     convert made of it."""
-    tree = _parse(fn)
+    fn = getattr(fn, "__func__", fn)  # a bound method's function
+    tree = _parse(fn) if isinstance(fn, types.FunctionType) else None
     return ast.unparse(_Converter(tree).function()) if tree else None
 
 
