@@ -170,7 +170,9 @@ class _Converter:
             for node in local_nodes(stmt):
                 if isinstance(node, (ast.Global, ast.Nonlocal)):
                     self.declared |= set(node.names)
-        self.taken = {n.id for n in ast.walk(fndef) if isinstance(n, ast.Name)} | self.params
+        self.taken = self.params | {n.id if isinstance(n, ast.Name) else n.name
+                                    for n in ast.walk(fndef) if isinstance(n, (ast.Name,
+                                    ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
         self.made = {}
         # Where each name is read; reads in nested functions may happen at any time.
         self.loads = [((n.lineno, n.col_offset), n.id) for n in ast.walk(fndef)
@@ -218,10 +220,10 @@ class _Converter:
             return self.for_range(stmt, defined, loops)
         if not isinstance(stmt, (ast.For, ast.With, ast.Try)):
             return [copy.deepcopy(stmt)]
-        stmt = copy.copy(stmt)
+        original, stmt = stmt, copy.copy(stmt)
         if isinstance(stmt, ast.For):
             stmt.body = self.block(stmt.body, defined | target_names(stmt.target),
-                                   loops + (stmt,))
+                                   loops + (original,))
             stmt.orelse = self.block(stmt.orelse, defined, loops)
         else:
             for field in ("body", "orelse", "finalbody"):

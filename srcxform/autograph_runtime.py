@@ -8,6 +8,7 @@ first assigned inside a loop) is an Undefined: using it raises TracingError sayi
 """
 
 import builtins
+import inspect
 import os
 
 import numpy as np
@@ -177,6 +178,9 @@ def while_stmt(test_fn, body_fn, values, names):
         _check_tensors(out, carried, names, where, "the while loop")
         return tuple(out[k] for k in carried)
 
+    # The loop variables' names are the user's (while_loop names them by body's params).
+    body.__signature__ = inspect.Signature(
+        [inspect.Parameter(names[k], inspect.Parameter.POSITIONAL_ONLY) for k in carried])
     result = while_loop(lambda *vals: test_fn(*state.full(vals)), body, state.initial())
     return state.full(result)
 
@@ -195,17 +199,22 @@ def for_stmt(rng, body_fn, values, names, target):
     state = _State(values, carried, names, where, "for loop")
     start, step = rng.start, rng.step
 
-    def body(k, vals):
-        out = body_fn(start + k * step if step != 1 else k, *state.full(vals))
-        _check_tensors(out, carried, names, where, "the for loop")
-        return tuple(out[j] for j in carried)
+    # The state as a dict by the user's names (fori_loop names its leaves by their paths).
+    kept = [names[k] for k in carried]
 
+    def body(k, state_dict):
+        out = body_fn(start + k * step if step != 1 else k,
+                      *state.full([state_dict[name] for name in kept]))
+        _check_tensors(out, carried, names, where, "the for loop")
+        return {name: out[j] for name, j in zip(kept, carried)}
+
+    initial = dict(zip(kept, state.initial()))
     if step == 1:
-        result = fori_loop(start, rng.stop, body, state.initial())
+        result = fori_loop(start, rng.stop, body, initial)
     else:  # as many steps as the range has (none if negative)
         trips = (rng.stop - start + step - (1 if step > 0 else -1)) // step
-        result = fori_loop(0, trips, body, state.initial())
-    return (*state.full(result), index)
+        result = fori_loop(0, trips, body, initial)
+    return (*state.full([result[name] for name in kept]), index)
 
 
 def _python_loop(rng, body_fn, values, index):

@@ -64,7 +64,7 @@ def branchy(x, n):
     k = n
     while k > 0:
         k -= 2
-    else:
+    else:  # noqa: PLW0120 - the else clause is what this checks
         total += k
     return total * SCALE
 
@@ -266,7 +266,7 @@ def test_functions_without_readable_source_or_control_flow_are_kept():
     def plain(x):
         return x * 2
 
-    double = lambda x: x * 2  # noqa: E731
+    double = lambda x: x * 2
     namespace = {}
     exec("def made(x):\n    if x > 0:\n        return x\n    return -x\n", namespace)  # noqa: S102
     for fn in (plain, double, namespace["made"], len, np.add):
@@ -430,7 +430,7 @@ class TestCompiledDataDependent:
             eps = 1e-6
             fd = [(f(x + eps * e) - f(x - eps * e)) / (2 * eps) for e in np.eye(2)]
             np.testing.assert_allclose(grad, fd, rtol=1e-6)
-        assert f.cache_info().kernels == 1
+        assert f.cache_info().kernels == 2  # one a form (value, value_and_grad), both sides
 
     def test_newton_while_every_trip_count_one_kernel(self):
         f = tf.differentiable(newton_sqrt)
