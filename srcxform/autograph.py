@@ -241,7 +241,7 @@ class _Converter:
         static = ast.If(_name(test), self.block(node.body, defined, loops),
                         self.block(node.orelse, defined, loops))
         return _located([
-            ast.Assign([_name(test, True)], copy.deepcopy(node.test)),
+            ast.Assign([_name(test, True)], _logical(node.test)),
             ast.If(_call("is_traced", _name(test)), self.traced_if(node, test, defined, loops),
                    [static])], node)
 
@@ -266,7 +266,7 @@ class _Converter:
     def while_(self, node, defined, loops):
         traced = self.fresh("traced", node)
         inner = loops + (node,)
-        test = _call("static_truth", copy.deepcopy(node.test), _name(traced))
+        test = _call("static_truth", _logical(node.test), _name(traced))
         orelse = [ast.If(_name(traced), self.traced_while(node, defined, loops), [])]
         loop = ast.While(test, self.block(node.body, defined, inner),
                          orelse + self.block(node.orelse, defined, loops))
@@ -280,8 +280,8 @@ class _Converter:
                                               | self.live_after(node, loops)))
         test_fn, body_fn = self.fresh("while_test", node), \
             self.fresh("while_body", node)
-        test_def = ast.FunctionDef(test_fn, _params(state), [ast.Return(
-            copy.deepcopy(node.test))], [])
+        test_def = ast.FunctionDef(test_fn, _params(state), [ast.Return(_logical(node.test))],
+                                   [])
         call = _call("while_stmt", _name(test_fn), _name(body_fn), self.values(state, defined),
                      _strings(state))
         return [test_def,
@@ -352,6 +352,20 @@ class _Converter:
         for loop in loops:
             later |= reads(loop)
         return later | self.anytime
+
+
+def _logical(test):
+    """A condition with its `and`, `or` and `not` as ag__ calls (Python's own on Python
+    values; logical_and, logical_or, logical_not on traced ones), the operands after the
+    first as lambdas, so they are evaluated only where Python would evaluate them."""
+    if isinstance(test, ast.BoolOp):
+        helper = "and_" if isinstance(test.op, ast.And) else "or_"
+        operands = [_logical(v) for v in test.values]
+        return ast.copy_location(_call(helper, operands[0], *(
+            ast.Lambda(_params(()), v) for v in operands[1:])), test)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return ast.copy_location(_call("not_", _logical(test.operand)), test)
+    return copy.deepcopy(test)
 
 
 def _range_args(iterable):

@@ -16,6 +16,7 @@ import numpy as np
 from srcxform.control_flow import cond, fori_loop, while_loop
 from srcxform.dims import Dim
 from srcxform.errors import TracingError, user_frame, user_line
+from srcxform.ops import logical_and, logical_not, logical_or
 from srcxform.tensor import Value
 from srcxform.trace import Tracer
 
@@ -90,6 +91,37 @@ def static_truth(value, traced):
         traced.append(value)
         return False
     return bool(value)
+
+
+def and_(first, *rest):
+    """`first and rest[0]() and ...`: Python's where the values are Python's; once one is
+    traced, logical_and of it and all the rest (each evaluated, as autograph does)."""
+    value = first
+    for operand in rest:
+        if traced_value(value):
+            value = logical_and(value, operand())
+        elif not value:
+            return value
+        else:
+            value = operand()
+    return value
+
+
+def or_(first, *rest):
+    """`first or rest[0]() or ...`, as and_ does it."""
+    value = first
+    for operand in rest:
+        if traced_value(value):
+            value = logical_or(value, operand())
+        elif value:
+            return value
+        else:
+            value = operand()
+    return value
+
+
+def not_(value):
+    return logical_not(value) if traced_value(value) else not value
 
 
 def ld(read, name):
