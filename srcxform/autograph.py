@@ -31,6 +31,7 @@ import copy
 import inspect
 import textwrap
 import types
+import warnings
 import weakref
 
 from srcxform import autograph_runtime
@@ -59,10 +60,29 @@ def convert(fn):
         return fn
     found = _CONVERTED.get(fn)
     if found is None or found[0] is not fn.__code__:
-        tree = _parse(fn)
-        converted = _build(fn, _Converter(tree).function()) if tree else None
-        found = _CONVERTED[fn] = (fn.__code__, converted or fn)
+        found = _CONVERTED[fn] = (fn.__code__, _converted(fn) or fn)
     return found[1]
+
+
+def _converted(fn):
+    """The converted function, or None. A construct the rewriting gets wrong must not stop
+    a function that traced before from tracing: it warns, as TensorFlow's autograph
+    does, and fn is traced as written."""
+    tree = _parse(fn)
+    if tree is None:
+        return None
+    try:
+        return _build(fn, _Converter(tree).function())
+    except Exception as error:  # noqa: BLE001 - any failure of the rewriting is ours
+        warnings.warn(f"srcxform could not convert the control flow of "
+                      f"{fn.__qualname__} ({type(error).__name__}: {error}); it is traced as "
+                      "written (if, while and for on traced values raise TracingError)",
+                      AutographWarning, stacklevel=2)
+        return None
+
+
+class AutographWarning(UserWarning):
+    """A function's control flow could not be converted; it is traced as written."""
 
 
 def source(fn):

@@ -289,6 +289,20 @@ def test_functions_without_readable_source_or_control_flow_are_kept():
         f(np.ones(2))
 
 
+def test_a_failing_rewrite_warns_and_traces_the_function_as_written(monkeypatch):
+    def fail(self):
+        raise NotImplementedError("a construct the rewriting does not know")
+
+    def counted(x, n):
+        for i in range(n):
+            x = x * 2.0
+        return x
+
+    monkeypatch.setattr(autograph._Converter, "function", fail)
+    with pytest.warns(autograph.AutographWarning, match="a construct the rewriting"):
+        assert autograph.convert(counted) is counted
+
+
 def test_the_rewritten_source_reads_as_the_users_with_both_forms():
     text = autograph.source(piecewise)
     line = _line(piecewise, "if s > 1.0")
