@@ -121,6 +121,7 @@ def or_(first, *rest):
 
 
 def not_(value):
+    """`not value`: Python's on a Python value, logical_not on a traced one."""
     return logical_not(value) if traced_value(value) else not value
 
 
