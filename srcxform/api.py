@@ -14,7 +14,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from srcxform import backend, compiler, crosscheck, index, tiered
+from srcxform import autograph, backend, compiler, crosscheck, index, tiered
 from srcxform.callconv import FORMS, form_result, is_static
 from srcxform.errors import TracingError
 from srcxform.kernel import Counter
@@ -65,7 +65,7 @@ class Differentiable:
     f.value_and_grad(*args) both, the gradient as `grad` gives it.
     """
 
-    def __init__(self, fn, wrt=0, parallel=False, check=False, wait=False):
+    def __init__(self, fn, wrt=0, parallel=False, check=False, wait=False, autograph=True):
         # functools.update_wrapper's own assignments, less its update of the instance's
         # dict, which would leave it a dict CPython cannot look attributes up in quickly
         # (f.grad is read at every call).
@@ -78,6 +78,8 @@ class Differentiable:
         self.parallel = parallel
         self.check = check
         self.wait = wait
+        self.autograph = autograph
+        self._python = None  # fn as traced: its control flow converted (autograph.py)
         # The plain call returns what the eager function would (Tensors where it makes
         # them); jacobian's, as the gradient forms, NumPy values (JAX's convention).
         self._as_eager = True
@@ -109,7 +111,8 @@ class Differentiable:
         bound = self._bound.get(obj)
         if bound is None:
             bound = self._bound[obj] = Differentiable(self.fn.__get__(obj, objtype), self.wrt,
-                                                      self.parallel, self.check, self.wait)
+                                                      self.parallel, self.check, self.wait,
+                                                      self.autograph)
             bound._as_eager = self._as_eager
         return bound
 
@@ -127,8 +130,9 @@ class Differentiable:
         kernel = self._kernel("value_and_grad", args, kwargs)[0]
         if kernel.program is None:  # found in the on-disk index: trace it to show it
             leaves = tree_flatten((args, kwargs))[0]
-            kernel.program = compiler.trace_function(self.fn, self.wrt, "value_and_grad",
-                                                     args, kwargs, leaves).program
+            kernel.program = compiler.trace_function(self._traced_fn(), self.wrt,
+                                                     "value_and_grad", args, kwargs,
+                                                     leaves).program
         return str(kernel.program)
 
     def kernel(self, *args, **kwargs):
@@ -213,10 +217,17 @@ class Differentiable:
         """Runs the Python function itself, for a caller that is tracing (composition:
         differentiable(f.grad)) or recording on a tape."""
         if form == "value":
-            return self.fn(*args, **kwargs)
-        value, grads = compiler.traced_value_and_grad(self.fn, args, kwargs,
+            return self._traced_fn()(*args, **kwargs)
+        value, grads = compiler.traced_value_and_grad(self._traced_fn(), args, kwargs,
                                                      compiler.wrt_positions(self.wrt))
         return form_result(form, isinstance(self.wrt, int), value, grads)
+
+    def _traced_fn(self):
+        """fn as tracing runs it: with `if`/`while`/`for` on traced values converted into
+        cond/while_loop/fori_loop (autograph.py), unless autograph=False."""
+        if self._python is None:
+            self._python = autograph.convert(self.fn) if self.autograph else self.fn
+        return self._python
 
     def _kernel(self, kernel_form, args, kwargs, tier0=False):
         """The kernel for these arguments, found or compiled, and their leaves. One thread
@@ -284,8 +295,8 @@ class Differentiable:
         tier0 = tier0 and tiered.enabled(self.wait)
         if tier0:
             tiered.start_worker()  # its start overlaps the trace
-        kernel = compiler.generate_kernel(self.fn, kernel_form, args, kwargs, leaves, found,
-                                          wrt=self.wrt, parallel=self.parallel,
+        kernel = compiler.generate_kernel(self._traced_fn(), kernel_form, args, kwargs, leaves,
+                                          found, wrt=self.wrt, parallel=self.parallel,
                                           as_eager=self._as_eager)
         if tier0:
             self._compiling[kernel] = tiered.submit(kernel, leaves)
@@ -311,7 +322,8 @@ class Differentiable:
         """The on-disk index's key for a signature, or None if fn is not indexable. The
         digest is taken anew each time: a global fn reads may have changed."""
         digest = index.function_digest(self.fn)
-        return digest and index.key(digest, key, self.wrt, self.parallel, self._as_eager)
+        return digest and index.key(digest, key, self.wrt, self.parallel, self._as_eager,
+                                    *(() if self.autograph else ("no autograph",)))
 
 
 
@@ -353,7 +365,8 @@ def _as_tensors(args, kwargs):
 # ----- public forms -----
 
 
-def differentiable(fn=None, *, wrt=0, parallel=False, check=False, wait=False):
+def differentiable(fn=None, *, wrt=0, parallel=False, check=False, wait=False,
+                   autograph=True):
     """Compiles fn with its gradient; use as `@differentiable` or `differentiable(f, wrt=1)`.
 
     With `check` (or SRCXFORM_CHECK=1 in the environment) each new kernel's first call
@@ -364,6 +377,10 @@ def differentiable(fn=None, *, wrt=0, parallel=False, check=False, wait=False):
     `wait` (or SRCXFORM_TIERED=0) first calls wait for the kernel instead; f.compile(*args)
     compiles the gradient forms' kernel ahead of their first call.
 
+    Its `if`, `while` and `for i in range(n)` statements on traced values compile, as
+    srcxform.cond, while_loop and fori_loop (its source is rewritten: autograph.py);
+    `autograph=False` traces it as written, where only static control flow works.
+
     Example:
         >>> @srcxform.differentiable
         ... def loss(w, x):
@@ -371,10 +388,10 @@ def differentiable(fn=None, *, wrt=0, parallel=False, check=False, wait=False):
         >>> loss.grad(np.ones(3), np.arange(3.0))
     """
     if fn is None:
-        return lambda f: Differentiable(f, wrt, parallel, check, wait)
+        return lambda f: Differentiable(f, wrt, parallel, check, wait, autograph)
     if isinstance(wrt, bool) or not isinstance(wrt, (int, tuple, list)):
         raise TypeError(f"differentiable: wrt must be an int or a tuple of ints, got {wrt!r}")
-    return Differentiable(fn, wrt, parallel, check, wait)
+    return Differentiable(fn, wrt, parallel, check, wait, autograph)
 
 
 def grad(fn, wrt=0):

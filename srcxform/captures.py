@@ -124,7 +124,8 @@ def _function(fn, found, seen):
             _reached(value, fn, found, seen)
     for cell in fn.__closure__ or ():
         value = _contents(cell)
-        if value is _MISSING:
+        # A library module is not rebound, as for globals (autograph's ag__ is one).
+        if value is _MISSING or isinstance(value, types.ModuleType) and _is_library(value):
             continue
         _add(found, Probe("cell", cell, None, value))
         _reached(value, fn, found, seen)

@@ -32,7 +32,9 @@ LAYERS = [
                   "srcxform.tiered", "srcxform.compile_worker"}),
     ("surface", {"srcxform", "srcxform.api", "srcxform.optimizers", "srcxform.math",
                  "srcxform.linalg", "srcxform.nn", "srcxform.random", "srcxform.control_flow",
-                 "srcxform.testing", "srcxform.testing.", "srcxform.keras", "srcxform.keras."}),
+                 "srcxform.testing", "srcxform.testing.", "srcxform.keras", "srcxform.keras.",
+                 "srcxform.autograph", "srcxform.autograph_analysis",
+                 "srcxform.autograph_runtime"}),
 ]
 
 

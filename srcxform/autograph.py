@@ -1,0 +1,397 @@
+"""Plain Python control flow on traced values, converted: the source transformation.
+
+`convert(fn)` rewrites fn's `if`, `while` and `for i in range(...)` statements (its AST,
+as TensorFlow's autograph does) so that each decides when it runs: a condition or range
+that is a Python value (or a concrete tensor) runs the user's statement as it was, so
+static conditions branch and static loops unroll while tracing, exactly as before; a
+traced one runs the statement through srcxform.cond, while_loop or fori_loop
+(autograph_runtime.py), its branches and body made functions of the variables they
+assign that are read later (autograph_analysis.py). A statement holding what such a
+function cannot run (return, break, continue, an in-place change) raises TracingError at
+that line when its condition is traced, and runs as Python otherwise.
+
+So each converted statement appears twice in the rewritten function:
+
+    cond__5 = x > 0                                 if x > 0:
+    if ag__.is_traced(cond__5):                         y = x * 2
+        def if_true__5(y): ...                      else:
+        def if_false__5(y): ...                         y = -x
+        (y,) = ag__.if_stmt(cond__5, ...)
+    elif cond__5: y = x * 2
+    else: y = -x
+
+The rewritten function keeps the user's file name and line numbers, so errors and the
+generated kernel's origin comments point at the user's lines; its globals are fn's own
+and its closure fn's own cells. Functions whose source cannot be read (a lambda, a
+function made by exec, a builtin) and those without such statements are used as they are.
+"""
+
+import ast
+import copy
+import inspect
+import textwrap
+import types
+import warnings
+import weakref
+
+from srcxform import autograph_runtime
+from srcxform.autograph_analysis import (
+    assigned,
+    exposed,
+    local_nodes,
+    problem,
+    reads,
+    surely,
+    target_names,
+)
+
+_AG = "ag__"  # the name the rewritten code calls autograph_runtime by
+_CONVERTED = weakref.WeakKeyDictionary()  # function -> (its code, the converted function)
+_NOT_PLAIN = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+
+
+def convert(fn):
+    """fn with its control flow converted; fn itself where there is nothing to convert or
+    its source cannot be read. A bound method's function is converted and bound again."""
+    if isinstance(fn, types.MethodType):
+        func = convert(fn.__func__)
+        return fn if func is fn.__func__ else types.MethodType(func, fn.__self__)
+    if not isinstance(fn, types.FunctionType):
+        return fn
+    found = _CONVERTED.get(fn)
+    if found is None or found[0] is not fn.__code__:
+        found = _CONVERTED[fn] = (fn.__code__, _converted(fn) or fn)
+    return found[1]
+
+
+def _converted(fn):
+    """The converted function, or None. A construct the rewriting gets wrong must not stop
+    a function that traced before from tracing: it warns, as TensorFlow's autograph
+    does, and fn is traced as written."""
+    tree = _parse(fn)
+    if tree is None:
+        return None
+    try:
+        return _build(fn, _Converter(tree).function())
+    except Exception as error:  # noqa: BLE001 - any failure of the rewriting is ours
+        warnings.warn(f"srcxform could not convert the control flow of "
+                      f"{fn.__qualname__} ({type(error).__name__}: {error}); it is traced as "
+                      "written (if, while and for on traced values raise TracingError)",
+                      AutographWarning, stacklevel=2)
+        return None
+
+
+class AutographWarning(UserWarning):
+    """A function's control flow could not be converted; it is traced as written."""
+
+
+def source(fn):
+    """The rewritten source of fn, as text (None if it is not converted): to read what
+    convert made of it."""
+    fn = getattr(fn, "__func__", fn)  # a bound method's function
+    tree = _parse(fn) if isinstance(fn, types.FunctionType) else None
+    return ast.unparse(_Converter(tree).function()) if tree else None
+
+
+def _parse(fn):
+    """fn's FunctionDef, at its lines in its file, if fn has statements to convert."""
+    code = fn.__code__
+    if code.co_flags & _NOT_PLAIN or fn.__name__ == "<lambda>" or hasattr(fn, "__wrapped__"):
+        return None
+    try:
+        lines, start = inspect.getsourcelines(fn)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError):  # no file, a builtin, or an odd indentation
+        return None
+    node = tree.body[0] if tree.body else None
+    if not isinstance(node, ast.FunctionDef) or node.name != code.co_name:
+        return None
+    ast.increment_lineno(tree, start - 1)
+    if not any(isinstance(n, (ast.If, ast.While, ast.For))
+               for stmt in node.body for n in local_nodes(stmt)):
+        return None
+    return node
+
+
+def _build(fn, fndef):
+    """The function for the rewritten FunctionDef, with fn's globals, defaults and
+    closure cells (so rebinding a global or a closure variable is seen): compiled
+    inside a factory whose parameters stand for fn's free variables and for ag__."""
+    code = fn.__code__
+    free = code.co_freevars
+    factory = ast.FunctionDef(
+        name="autograph_factory__", args=_params(free + (_AG,)),
+        body=[fndef, ast.Return(ast.Name(fndef.name, ast.Load()))], decorator_list=[])
+    ast.copy_location(factory, fndef)
+    module = ast.Module([ast.fix_missing_locations(factory)], type_ignores=[])
+    compiled = compile(module, code.co_filename, "exec", dont_inherit=True)
+    factory_code = _code_named(compiled, factory.name)
+    inner = _code_named(factory_code, fndef.name)
+    cells = dict(zip(free, fn.__closure__ or ()))
+    cells[_AG] = types.CellType(autograph_runtime)
+    if not set(inner.co_freevars) <= cells.keys():
+        return None
+    converted = types.FunctionType(inner, fn.__globals__, fn.__name__, fn.__defaults__,
+                                   tuple(cells[name] for name in inner.co_freevars))
+    converted.__kwdefaults__ = fn.__kwdefaults__
+    for attribute in ("__qualname__", "__module__", "__doc__"):
+        setattr(converted, attribute, getattr(fn, attribute))
+    return converted
+
+
+def _code_named(code, name):
+    return next(c for c in code.co_consts if isinstance(c, types.CodeType) and c.co_name == name)
+
+
+def _params(names):
+    return ast.arguments(posonlyargs=[], args=[ast.arg(n) for n in names], vararg=None,
+                         kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
+
+
+def _name(name, store=False):
+    return ast.Name(name, ast.Store() if store else ast.Load())
+
+
+def _names(names, store=False):
+    return ast.Tuple([_name(n, store) for n in names], ast.Store() if store else ast.Load())
+
+
+def _strings(names):
+    return ast.Tuple([ast.Constant(n) for n in names], ast.Load())
+
+
+def _call(helper, *args):
+    return ast.Call(ast.Attribute(_name(_AG), helper, ast.Load()), list(args), [])
+
+
+def _located(nodes, origin):
+    """nodes, placed on origin's first line (their children without a place too): a call
+    spanning the statement's lines would be reported at its last (CPython places a method
+    call at its attribute's end)."""
+    for node in nodes:
+        node.lineno = node.end_lineno = origin.lineno
+        node.col_offset = node.end_col_offset = origin.col_offset
+        ast.fix_missing_locations(node)
+    return nodes
+
+
+class _Converter:
+    """Rewrites one function's control flow statements (see the module's docstring)."""
+
+    def __init__(self, fndef):
+        self.fndef = fndef
+        args = fndef.args
+        params = args.posonlyargs + args.args + args.kwonlyargs + \
+            [a for a in (args.vararg, args.kwarg) if a]
+        self.params = {a.arg for a in params}
+        self.local = self.params | assigned(fndef.body)
+        self.declared = set()  # global and nonlocal names
+        for stmt in fndef.body:
+            for node in local_nodes(stmt):
+                if isinstance(node, (ast.Global, ast.Nonlocal)):
+                    self.declared |= set(node.names)
+        self.taken = self.params | {n.id if isinstance(n, ast.Name) else n.name
+                                    for n in ast.walk(fndef) if isinstance(n, (ast.Name,
+                                    ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        self.made = {}
+        # Where each name is read; reads in nested functions may happen at any time.
+        self.loads = [((n.lineno, n.col_offset), n.id) for n in ast.walk(fndef)
+                      if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+        self.anytime = set()
+        for node in ast.walk(fndef):
+            if node is not fndef and isinstance(node, (ast.FunctionDef, ast.Lambda,
+                                                       ast.AsyncFunctionDef, ast.ClassDef)):
+                self.anytime |= reads(node)
+
+    def function(self):
+        fndef = copy.copy(self.fndef)
+        fndef.decorator_list = []
+        fndef.body = self.block(self.fndef.body, self.params, ())
+        return fndef
+
+    def fresh(self, base, node):
+        """A name for what the rewriting makes of the user's statement `node`: the same
+        in both of its forms, distinct from every name the function uses."""
+        key = (base, id(node))
+        if key not in self.made:
+            name = f"{base}__{node.lineno}"
+            while name in self.taken:
+                name += "_"
+            self.taken.add(name)
+            self.made[key] = name
+        return self.made[key]
+
+    # ----- statements -----
+    def block(self, stmts, defined, loops):
+        """The statements rewritten; `defined`: the names surely bound when they start;
+        `loops`: the user's loops they are inside (innermost last)."""
+        out, defined = [], set(defined)
+        for stmt in stmts:
+            out += self.statement(stmt, defined, loops)
+            defined |= surely([stmt]) or set()
+        return out
+
+    def statement(self, stmt, defined, loops):
+        if isinstance(stmt, ast.If):
+            return self.if_(stmt, defined, loops)
+        if isinstance(stmt, ast.While):
+            return self.while_(stmt, defined, loops)
+        if isinstance(stmt, ast.For) and _range_args(stmt.iter) is not None:
+            return self.for_range(stmt, defined, loops)
+        if not isinstance(stmt, (ast.For, ast.With, ast.Try)):
+            return [copy.deepcopy(stmt)]
+        original, stmt = stmt, copy.copy(stmt)
+        if isinstance(stmt, ast.For):
+            stmt.body = self.block(stmt.body, defined | target_names(stmt.target),
+                                   loops + (original,))
+            stmt.orelse = self.block(stmt.orelse, defined, loops)
+        else:
+            for field in ("body", "orelse", "finalbody"):
+                if hasattr(stmt, field):
+                    setattr(stmt, field, self.block(getattr(stmt, field), defined, loops))
+            if isinstance(stmt, ast.Try):
+                stmt.handlers = [copy.copy(h) for h in stmt.handlers]
+                for h in stmt.handlers:
+                    h.body = self.block(h.body, defined | ({h.name} if h.name else set()),
+                                        loops)
+        return [stmt]
+
+    def if_(self, node, defined, loops):
+        test = self.fresh("cond", node)
+        static = ast.If(_name(test), self.block(node.body, defined, loops),
+                        self.block(node.orelse, defined, loops))
+        return _located([
+            ast.Assign([_name(test, True)], _logical(node.test)),
+            ast.If(_call("is_traced", _name(test)), self.traced_if(node, test, defined, loops),
+                   [static])], node)
+
+    def traced_if(self, node, test, defined, loops):
+        stmts = node.body + node.orelse
+        refused = self.refused(stmts, node, "an if")
+        if refused:
+            return refused
+        state = sorted(assigned(stmts) & (exposed(node.body, ()) | exposed(node.orelse, ())
+                                          | self.live_after(node, loops)))
+        true_fn, false_fn = self.fresh("if_true", node), self.fresh("if_false", node)
+        sure_true, sure_false = (surely(body) for body in (node.body, node.orelse))
+        call = _call("if_stmt", _name(test), _name(true_fn), _name(false_fn),
+                     self.values(state, defined), _strings(state),
+                     _strings(sorted(set(state) if sure_true is None else sure_true & set(state))),
+                     _strings(sorted(set(state) if sure_false is None
+                                     else sure_false & set(state))))
+        return [self.state_function(true_fn, state, node.body, defined, loops, state),
+                self.state_function(false_fn, state, node.orelse, defined, loops, state),
+                ast.Assign([_names(state, True)], call) if state else ast.Expr(call)]
+
+    def while_(self, node, defined, loops):
+        traced = self.fresh("traced", node)
+        inner = loops + (node,)
+        test = _call("static_truth", _logical(node.test), _name(traced))
+        orelse = [ast.If(_name(traced), self.traced_while(node, defined, loops), [])]
+        loop = ast.While(test, self.block(node.body, defined, inner),
+                         orelse + self.block(node.orelse, defined, loops))
+        return _located([ast.Assign([_name(traced, True)], ast.List([], ast.Load())), loop], node)
+
+    def traced_while(self, node, defined, loops):
+        refused = self.refused(node.body, node, "a while loop")
+        if refused:
+            return refused
+        state = sorted(assigned(node.body) & (reads(node.test) | exposed(node.body, ())
+                                              | self.live_after(node, loops)))
+        test_fn, body_fn = self.fresh("while_test", node), \
+            self.fresh("while_body", node)
+        test_def = ast.FunctionDef(test_fn, _params(state), [ast.Return(_logical(node.test))],
+                                   [])
+        call = _call("while_stmt", _name(test_fn), _name(body_fn), self.values(state, defined),
+                     _strings(state))
+        return [test_def,
+                self.state_function(body_fn, state, node.body, defined, loops + (node,), state),
+                ast.Assign([_names(state, True)], call) if state else ast.Expr(call)]
+
+    def for_range(self, node, defined, loops):
+        rng = self.fresh("range", node)
+        inner = loops + (node,)
+        refused = self.refused(node.body, node, "a for loop")
+        if not refused and not isinstance(node.target, ast.Name):
+            refused = [ast.Raise(_call("unconvertible", ast.Constant("target"),
+                                       ast.Constant(node.lineno),
+                                       ast.Constant("a for loop")))]
+        static = ast.For(copy.deepcopy(node.target), _name(rng),
+                         self.block(node.body, defined | target_names(node.target), inner),
+                         self.block(node.orelse, defined, loops))
+        traced = refused or self.traced_for(node, rng, defined, loops) + \
+            self.block(node.orelse, defined, loops)
+        start = _call("for_range", ast.Constant(not refused), _name("range"),
+                      *map(copy.deepcopy, _range_args(node.iter)))
+        return _located([ast.Assign([_name(rng, True)], start),
+                         ast.If(_call("is_traced", _name(rng)), traced, [static])], node)
+
+    def traced_for(self, node, rng, defined, loops):
+        index = node.target.id
+        state = sorted((assigned(node.body) & (exposed(node.body, {index})
+                                               | self.live_after(node, loops))) - {index})
+        body_fn = self.fresh("for_body", node)
+        call = _call("for_stmt", _name(rng), _name(body_fn), self.values(state, defined),
+                     _strings(state), ast.Constant(index))
+        return [self.state_function(body_fn, [index] + state, node.body, defined,
+                                    loops + (node,), state),
+                ast.Assign([_names(state + [index], True)], call)]
+
+    # ----- parts -----
+    def state_function(self, name, params, body, defined, loops, state):
+        """def name(*params): body; return state -- a branch or loop body as a function
+        of the state it reads and assigns (the rest it reads from the enclosing scope)."""
+        inside = set(params) | (set(defined) - assigned(body))
+        stmts = self.block(body, inside, loops) + [ast.Return(_names(state))]
+        return ast.FunctionDef(name, _params(params), stmts, [])
+
+    def values(self, state, defined):
+        """The state's values before the statement: a name not surely bound yet is read
+        through ag__.ld, which gives an Undefined where it has no value."""
+        return ast.Tuple([_name(n) if n in defined else _call(
+            "ld", ast.Lambda(_params(()), _name(n)), ast.Constant(n)) for n in state],
+            ast.Load())
+
+    def refused(self, stmts, node, statement):
+        """A raise of the TracingError for a statement whose traced form cannot run, or
+        None."""
+        found = problem(stmts, self.local)
+        if found is None and assigned(stmts) & self.declared:
+            found = ("global", node)
+        if found is None:
+            return None
+        kind, where = found
+        return [ast.Raise(_call("unconvertible", ast.Constant(kind), ast.Constant(where.lineno),
+                                ast.Constant(statement)))]
+
+    def live_after(self, node, loops):
+        """The names that may be read after node: later in the function, anywhere in a
+        loop around it, or in a nested function."""
+        end = (node.end_lineno, node.end_col_offset)
+        later = {name for where, name in self.loads if where >= end}
+        for loop in loops:
+            later |= reads(loop)
+        return later | self.anytime
+
+
+def _logical(test):
+    """A condition with its `and`, `or` and `not` as ag__ calls (Python's own on Python
+    values; logical_and, logical_or, logical_not on traced ones), the operands after the
+    first as lambdas, so they are evaluated only where Python would evaluate them."""
+    if isinstance(test, ast.BoolOp):
+        helper = "and_" if isinstance(test.op, ast.And) else "or_"
+        operands = [_logical(v) for v in test.values]
+        return ast.copy_location(_call(helper, operands[0], *(
+            ast.Lambda(_params(()), v) for v in operands[1:])), test)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return ast.copy_location(_call("not_", _logical(test.operand)), test)
+    return copy.deepcopy(test)
+
+
+def _range_args(iterable):
+    """The arguments of a `range(...)` call (positional, one to three), else None."""
+    if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and \
+            iterable.func.id == "range" and 1 <= len(iterable.args) <= 3 and \
+            not iterable.keywords and not any(isinstance(a, ast.Starred) for a in iterable.args):
+        return iterable.args
+    return None

@@ -1,0 +1,295 @@
+"""What the functions autograph.py converts call (as `ag__`): a statement whose condition or
+range is a Python value (or a concrete tensor) runs as the Python it was; one whose
+condition is traced runs through srcxform.cond, while_loop or fori_loop, its branches and
+body as functions of the variables they assign (their state).
+
+State the converted statement could not keep (a variable assigned in one branch only, or
+first assigned inside a loop) is an Undefined: using it raises TracingError saying why.
+"""
+
+import builtins
+import inspect
+import os
+
+import numpy as np
+
+from srcxform.control_flow import cond, fori_loop, while_loop
+from srcxform.dims import Dim
+from srcxform.errors import TracingError, user_frame, user_line
+from srcxform.ops import logical_and, logical_not, logical_or
+from srcxform.tensor import Value
+from srcxform.trace import Tracer
+
+# What a converted statement that cannot be compiled should be written as instead.
+_INSTEAD = {
+    "return": "assign the result to a variable in each branch and return it after the "
+              "if or loop",
+    "break": "put the exit condition in the loop's test (`while not done and ...:`, with "
+             "`done = ...` in the body)",
+    "continue": "put the rest of the body under `if not ...:` instead",
+    "del": "assign the variable a new value instead of deleting it",
+    "global": "assign a local variable inside, and the global or nonlocal one after the "
+              "if or loop",
+    "mutation": "it changes an object in place (append, an item or an attribute), which a "
+                "compiled branch or loop cannot carry: assign a new tensor instead "
+                "(srcxform.where, concat, tensor_scatter_nd_update; srcxform.scan "
+                "collects one value per step)",
+    "target": "loop over a plain name (`for i in range(n):`) and unpack inside the body",
+}
+
+
+class Undefined:
+    """A variable without a value after a converted statement, and why; any use raises."""
+
+    __slots__ = ("name", "reason")
+
+    def __init__(self, name, reason):
+        self.name, self.reason = name, reason
+
+    def _refuse(self, *args, **kwargs):
+        raise TracingError(f"{user_line()}\n  {self.name!r} has no value here: {self.reason}")
+
+    def __getattr__(self, attribute):
+        if attribute.startswith("_"):  # Python's and NumPy's probes stay plain misses
+            raise AttributeError(attribute)
+        self._refuse()
+
+    def __repr__(self):
+        return f"<undefined {self.name!r}: {self.reason}>"
+
+
+for _name in ("bool", "float", "int", "index", "len", "iter", "array", "call", "getitem",
+              "neg", "pos", "abs", "invert", "add", "radd", "sub", "rsub", "mul", "rmul",
+              "truediv", "rtruediv", "floordiv", "rfloordiv", "mod", "rmod", "pow", "rpow",
+              "matmul", "rmatmul", "lt", "le", "gt", "ge", "and", "or", "array_ufunc",
+              "array_function"):
+    setattr(Undefined, f"__{_name}__", Undefined._refuse)
+
+
+class TracedRange:
+    """range(start, stop, step) with a traced or symbolic bound: fori_loop runs it."""
+
+    def __init__(self, start, stop, step):
+        self.start, self.stop, self.step = start, stop, step
+
+
+def traced_value(value):
+    """Whether a value is known only when the compiled function runs (a test may make
+    every tensor count, to run the converted forms eagerly)."""
+    return isinstance(value, Tracer)
+
+
+def is_traced(value):
+    """Whether a converted statement's condition or range is known only at run time."""
+    return isinstance(value, TracedRange) or traced_value(value)
+
+
+def static_truth(value, traced):
+    """The truth of a while loop's test, run as Python; a traced test is put in `traced`
+    and ends the Python loop, so that while_loop runs the rest of it."""
+    if traced_value(value):
+        traced.append(value)
+        return False
+    return bool(value)
+
+
+def and_(first, *rest):
+    """`first and rest[0]() and ...`: Python's where the values are Python's; once one is
+    traced, logical_and of it and all the rest (each evaluated, as autograph does)."""
+    value = first
+    for operand in rest:
+        if traced_value(value):
+            value = logical_and(value, operand())
+        elif not value:
+            return value
+        else:
+            value = operand()
+    return value
+
+
+def or_(first, *rest):
+    """`first or rest[0]() or ...`, as and_ does it."""
+    value = first
+    for operand in rest:
+        if traced_value(value):
+            value = logical_or(value, operand())
+        elif value:
+            return value
+        else:
+            value = operand()
+    return value
+
+
+def not_(value):
+    """`not value`: Python's on a Python value, logical_not on a traced one."""
+    return logical_not(value) if traced_value(value) else not value
+
+
+def ld(read, name):
+    """A variable's value, or an Undefined where it has none yet (read: lambda: name)."""
+    try:
+        return read()
+    except NameError:  # UnboundLocalError too; a free variable not yet bound is a NameError
+        return Undefined(name, "it is used before it is assigned")
+
+
+def unconvertible(kind, lineno, statement):
+    """The TracingError for a branch or loop on a traced value that holds what it
+    cannot run, at that line."""
+    frame = user_frame()
+    where = user_line((frame[0], lineno)) if frame else f"line {lineno}"
+    what = {"mutation": "an in-place change", "target": "a target that is not a name",
+            "global": "an assignment to a global or nonlocal name"}.get(kind, f"`{kind}`")
+    return TracingError(f"{where}\n  {what} inside {statement} whose condition or range is "
+                        f"traced cannot be compiled: {_INSTEAD[kind]}")
+
+
+def for_range(convertible, range_fn, *args):
+    """What a `for ... in range(...)` loop iterates: a range when its bounds are Python
+    ints, a TracedRange (fori_loop) when one is traced or a size read from a shape (one
+    kernel for every size), unless the body cannot be converted: then a size still
+    unrolls, as it did, and a traced bound raises."""
+    if range_fn is not builtins.range:  # the name was rebound: not Python's range
+        return range_fn(*args)
+    traced = any(traced_value(a) for a in args)
+    if not traced and not (convertible and any(isinstance(a, Dim) for a in args)):
+        return range(*args)
+    start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
+    if not isinstance(step, int) or isinstance(step, Dim) or step == 0:
+        raise TracingError(f"{user_line()}\n  range() over a traced bound needs a nonzero "
+                           "Python int step")
+    return TracedRange(start, stop, step)
+
+
+def if_stmt(pred, true_fn, false_fn, values, names, sure_true, sure_false):
+    """An if statement on a traced condition: cond of its two branches. values: the
+    state's values before it (Undefined where unassigned); sure_true, sure_false: the
+    names each branch surely assigns. A name that is not assigned on both paths is
+    Undefined after it."""
+    where = _here()
+    before = [not isinstance(v, Undefined) for v in values]
+    keep = [k for k, name in enumerate(names)
+            if before[k] or name in sure_true and name in sure_false]
+
+    def branch(fn):
+        def run():
+            out = fn(*values)
+            _check_tensors(out, keep, names, where, "the if")
+            return tuple(out[k] for k in keep)
+        return run
+
+    result = cond(pred, branch(true_fn), branch(false_fn))
+    out = [_unkept(name, sure_true, sure_false, where) for name in names]
+    for k, value in zip(keep, result):
+        out[k] = value
+    return tuple(out)
+
+
+def _unkept(name, sure_true, sure_false, where):
+    side = "only in the true branch" if name in sure_true else \
+        "only in the false branch" if name in sure_false else "not on every path"
+    return Undefined(name, f"it is assigned {side} of the if at {where}, whose condition is "
+                           "traced: assign it before the if, or in both branches")
+
+
+def _here():
+    """file.py:12, the converted statement's line."""
+    frame = user_frame()
+    return f"{os.path.basename(frame[0])}:{frame[1]}" if frame else "<unknown>"
+
+
+def while_stmt(test_fn, body_fn, values, names):
+    """A while loop on a traced condition: while_loop over the state that has a value
+    before it (a name first assigned in the body is the body's own)."""
+    where = _here()
+    carried = [k for k, v in enumerate(values) if not isinstance(v, Undefined)]
+    _check_tensors(values, carried, names, where, "the while loop")
+    state = _State(values, carried, names, where, "while loop")
+
+    def body(*vals):
+        out = body_fn(*state.full(vals))
+        _check_tensors(out, carried, names, where, "the while loop")
+        return tuple(out[k] for k in carried)
+
+    # The loop variables' names are the user's (while_loop names them by body's params).
+    body.__signature__ = inspect.Signature(
+        [inspect.Parameter(names[k], inspect.Parameter.POSITIONAL_ONLY) for k in carried])
+    result = while_loop(lambda *vals: test_fn(*state.full(vals)), body, state.initial())
+    return state.full(result)
+
+
+def for_stmt(rng, body_fn, values, names, target):
+    """A for loop over a TracedRange: fori_loop over the state that has a value before
+    it. Returns the state, then the loop index (which has no value after the loop)."""
+    where = _here()
+    carried = [k for k, v in enumerate(values) if not isinstance(v, Undefined)]
+    index = Undefined(target, f"the index of the loop over a traced range at {where} has no "
+                              "value after it: use the range's bound instead")
+    if not any(traced_value(b) for b in (rng.start, rng.stop)) and \
+            not all(_is_tensor(values[k]) for k in carried):
+        return _python_loop(rng, body_fn, values, index)  # a size's loop carrying a list
+    _check_tensors(values, carried, names, where, "the for loop")
+    state = _State(values, carried, names, where, "for loop")
+    start, step = rng.start, rng.step
+
+    # The state as a dict by the user's names (fori_loop names its leaves by their paths).
+    kept = [names[k] for k in carried]
+
+    def body(k, state_dict):
+        out = body_fn(start + k * step if step != 1 else k,
+                      *state.full([state_dict[name] for name in kept]))
+        _check_tensors(out, carried, names, where, "the for loop")
+        return {name: out[j] for name, j in zip(kept, carried)}
+
+    initial = dict(zip(kept, state.initial()))
+    if step == 1:
+        result = fori_loop(start, rng.stop, body, initial)
+    else:  # as many steps as the range has (none if negative)
+        trips = (rng.stop - start + step - (1 if step > 0 else -1)) // step
+        result = fori_loop(0, trips, body, initial)
+    return (*state.full([result[name] for name in kept]), index)
+
+
+def _python_loop(rng, body_fn, values, index):
+    """The loop run as Python, one iteration at a time, as it was before conversion."""
+    for i in range(rng.start, rng.stop, rng.step):
+        values = body_fn(i, *values)
+        index = i
+    return (*values, index)
+
+
+class _State:
+    """A loop's state: the carried values (those assigned before it), and the names only
+    its body assigns, Undefined outside an iteration."""
+
+    def __init__(self, values, carried, names, where, loop):
+        self.values, self.carried = values, carried
+        self.unset = [Undefined(name, f"it is first assigned inside the {loop} at {where}, "
+                                      "whose condition is traced: assign it before the loop "
+                                      "to keep its value") for name in names]
+
+    def initial(self):
+        return tuple(self.values[k] for k in self.carried)
+
+    def full(self, carried_values):
+        out = list(self.unset)
+        for k, value in zip(self.carried, carried_values):
+            out[k] = value
+        return tuple(out)
+
+
+def _is_tensor(value):
+    return isinstance(value, (Value, np.ndarray, np.generic, bool, int, float))
+
+
+def _check_tensors(values, positions, names, where, statement):
+    """Refuses state a compiled branch or loop cannot carry (a list, None, a string)."""
+    for k in positions:
+        if isinstance(values[k], Undefined):
+            values[k]._refuse()
+        if not _is_tensor(values[k]):
+            kind = type(values[k]).__name__
+            raise TracingError(f"{user_line()}\n  {names[k]!r} is a {kind} in {statement} at "
+                               f"{where}, whose condition is traced: a compiled branch or loop "
+                               "carries tensors and numbers only (make it a tensor, or keep it "
+                               "out of the branch or loop)")

@@ -1,0 +1,505 @@
+"""Plain Python if/while/for converted (autograph.py): Python-valued conditions run as
+written; traced ones run through cond/while_loop/fori_loop, whose results must be what the
+Python statements compute.
+
+Until compiled cond and loops exist, the traced forms are checked eagerly: the fixture
+`every_tensor_traced` makes every tensor condition count as traced, so the converted
+function runs cond/while_loop/fori_loop on concrete tensors (and the tape records them)
+exactly as a compiled one traces them. TestCompiledDataDependent compiles them for real.
+"""
+
+import inspect
+import sys
+
+import numpy as np
+import pytest
+
+import srcxform as tf
+from srcxform import autograph, autograph_runtime
+from srcxform.tensor import Tensor
+from srcxform.trace import Tracer
+
+SCALE = 2.0
+
+
+def _line(fn, text):
+    """The line number in this file of fn's first line that starts with text."""
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(k for k, line in enumerate(lines) if line.strip().startswith(text))
+
+
+@pytest.fixture
+def every_tensor_traced(monkeypatch):
+    monkeypatch.setattr(autograph_runtime, "traced_value",
+                        lambda v: isinstance(v, (Tracer, Tensor)))
+
+
+def _value_and_grad(fn, x, *rest):
+    """fn(x, *rest) and d/dx of it, by the eager tape."""
+    x = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = fn(x, *rest)
+    return y.numpy(), tape.gradient(y, x).numpy()
+
+
+# ----- functions under test (their source is read, so they live in this file) -----
+
+
+def branchy(x, n):
+    total = 0.0
+    for i in range(n):
+        if i % 3 == 0:
+            continue
+        elif i > 7:
+            break
+        j = 0
+        while j < i:
+            j += 1
+            if j == 4:
+                return total * SCALE + x
+            total += x * j
+    else:
+        total -= 1.0
+    k = n
+    while k > 0:
+        k -= 2
+    else:  # noqa: PLW0120 - the else clause is what this checks
+        total += k
+    return total * SCALE
+
+
+def make_counter():
+    calls, offset = 0, 1.0
+
+    def counted(x, n):
+        nonlocal calls
+        calls += 1
+        for i in range(n):
+            if i % 2:
+                x = x + offset
+        return x
+
+    def set_offset(value):
+        nonlocal offset
+        offset = value
+
+    return counted, lambda: calls, set_offset
+
+
+def piecewise(x):
+    s = tf.reduce_sum(x)
+    if s > 1.0:
+        t = s * 2.0  # a temporary of one branch only: not the if's state
+        y = x * t
+    elif s > 0.0:
+        y = tf.sin(x)
+    else:
+        y = -x * x
+    return tf.reduce_sum(y)
+
+
+def newton_sqrt(a):
+    x = a
+    step = 1.0  # a Python float: the loop starts in Python and goes on as a while_loop
+    while abs(step) > 1e-12:
+        step = (x * x - a) / (2.0 * x)
+        x = x - step
+    return x
+
+
+def power_sum(x, n):
+    acc = x * 0.0
+    term = x / x
+    for i in range(n):
+        term = term * x
+        if i % 2 == 1:
+            acc = acc - term
+        else:
+            acc = acc + term
+    return tf.reduce_sum(acc)
+
+
+def strided(x, start, stop):
+    acc = x * 0.0
+    for i in range(start, stop, 3):
+        acc = acc + x * tf.cast(i, x.dtype)
+    return tf.reduce_sum(acc)
+
+
+def nested(x):
+    k = 0
+    while tf.reduce_sum(x) < 20.0:
+        if tf.reduce_max(x) > 3.0:
+            x = x * 1.5 + 1.0
+        else:
+            x = x * 2.0
+        k += 1
+    return tf.reduce_sum(x) + tf.cast(k, tf.float64)
+
+
+def bisect_cube_root(lo, hi, target):
+    count = 0
+    while hi - lo > 1e-9 and not count >= 200:
+        mid = (lo + hi) / 2.0
+        if mid ** 3 - target > 0:
+            hi = mid
+        else:
+            lo = mid
+        count += 1
+    return (lo + hi) / 2.0
+
+
+def one_sided(x):
+    if tf.reduce_sum(x) > 0:
+        z = x * 2.0
+    return z * 1.0
+
+
+def index_after(x, n):
+    for i in range(n):
+        x = x * 1.5
+    return x + i
+
+
+def first_assigned_inside(x):
+    while tf.reduce_sum(x) < 10.0:
+        x = x * 2.0
+        last = x
+    return last * 1.0
+
+
+def breaks(x):
+    while tf.reduce_sum(x) < 10.0:
+        x = x * 2.0
+        if tf.reduce_max(x) > 5.0:
+            break
+    return tf.reduce_sum(x)
+
+
+def returns_early(x):
+    if tf.reduce_sum(x) > 0:
+        return tf.reduce_sum(x)
+    return -tf.reduce_sum(x)
+
+
+def continues(x, n):
+    for i in range(n):
+        if i == 0:
+            continue
+        x = x * 2.0
+    return tf.reduce_sum(x)
+
+
+def appends(x, n):
+    out = []
+    for i in range(n):
+        out.append(x * float(i + 1))
+    return tf.reduce_sum(tf.stack(out))
+
+
+def carries_a_list(x):
+    acc = []
+    while tf.reduce_sum(x) < 10.0:
+        x = x * 2.0
+        acc = acc + [x]
+    return x
+
+
+def bad_branch(x):
+    if tf.reduce_sum(x) > 0:
+        y = tf.matmul(x, x)
+    else:
+        y = x
+    return y
+
+
+def seed_power(x, y):
+    z = x
+    for i in range(y):
+        z = z * x
+    return tf.reduce_sum(z)
+
+
+def rows_squared(x):
+    acc = x[0] * 0.0
+    for i in range(x.shape[0]):
+        acc = acc + x[i] * x[i]
+    return tf.reduce_sum(acc)
+
+
+def rows_appended(x):
+    rows = []
+    for i in range(x.shape[0]):
+        rows.append(x[i] * 2.0)
+    return tf.reduce_sum(tf.stack(rows))
+
+
+class Scaler:
+    def __init__(self, k):
+        self.k = k
+
+    def apply(self, x, n):
+        for i in range(n):
+            x = x * self.k
+        return x
+
+
+# ----- Python-valued conditions: the statements run as written -----
+
+
+def test_python_conditions_run_the_users_statements():
+    converted = autograph.convert(branchy)
+    assert converted is not branchy
+    for n in range(12):
+        assert converted(1.5, n) == branchy(1.5, n), n
+
+
+def test_closures_and_globals_are_the_functions_own(monkeypatch):
+    counted, calls, set_offset = make_counter()
+    converted = autograph.convert(counted)
+    assert converted(0.0, 4) == counted(0.0, 4) == 2.0
+    assert calls() == 2  # nonlocal writes reach the closure's cell
+    set_offset(10.0)
+    assert converted(0.0, 4) == 20.0  # and rebinding it is seen
+    assert autograph.convert(branchy)(1.5, 3) == 4.0 * SCALE
+    monkeypatch.setattr(sys.modules[__name__], "SCALE", 3.0)
+    assert autograph.convert(branchy)(1.5, 3) == 4.0 * 3.0
+
+
+def test_a_bound_method_is_converted_and_bound_again():
+    scaler = Scaler(2.0)
+    converted = autograph.convert(scaler.apply)
+    assert converted.__self__ is scaler and converted.__func__ is not Scaler.apply
+    assert converted(1.0, 3) == scaler.apply(1.0, 3) == 8.0
+
+
+def test_functions_without_readable_source_or_control_flow_are_kept():
+    def plain(x):
+        return x * 2
+
+    double = lambda x: x * 2
+    namespace = {}
+    exec("def made(x):\n    if x > 0:\n        return x\n    return -x\n", namespace)  # noqa: S102
+    for fn in (plain, double, namespace["made"], len, np.add):
+        assert autograph.convert(fn) is fn
+    # A lambda's traced condition fails as it did, at the user's line.
+    f = tf.differentiable(lambda x: x if tf.reduce_sum(x) > 0 else -x)
+    with pytest.raises(tf.TracingError, match=r"test_autograph.py:\d+.*\n.*bool\(\) of a traced"):
+        f(np.ones(2))
+
+
+def test_a_failing_rewrite_warns_and_traces_the_function_as_written(monkeypatch):
+    def fail(self):
+        raise NotImplementedError("a construct the rewriting does not know")
+
+    def counted(x, n):
+        for i in range(n):
+            x = x * 2.0
+        return x
+
+    monkeypatch.setattr(autograph._Converter, "function", fail)
+    with pytest.warns(autograph.AutographWarning, match="a construct the rewriting"):
+        assert autograph.convert(counted) is counted
+
+
+def test_the_rewritten_source_reads_as_the_users_with_both_forms():
+    text = autograph.source(piecewise)
+    line = _line(piecewise, "if s > 1.0")
+    assert f"cond__{line} = s > 1.0" in text
+    assert f"ag__.if_stmt(cond__{line}, if_true__{line}, if_false__{line}" in text
+    assert f"elif cond__{line}:" in text and "y = tf.sin(x)" in text
+    assert autograph.source(len) is None
+
+
+def test_static_loops_still_unroll_into_the_same_kernel(monkeypatch):
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+    x = np.array([0.5, -1.5])
+    on = tf.differentiable(seed_power)
+    off = tf.differentiable(seed_power, autograph=False)
+    assert on.source(x, 3) == off.source(x, 3)
+    value, grad = on.value_and_grad(x, 3)
+    np.testing.assert_allclose(value, np.sum(x ** 4))
+    np.testing.assert_allclose(grad, 4 * x ** 3)
+
+
+def test_a_loop_over_a_shape_with_an_in_place_change_unrolls_as_before(monkeypatch):
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+    x = np.arange(6.0).reshape(3, 2)
+    value, grad = tf.differentiable(rows_appended).value_and_grad(x)
+    np.testing.assert_allclose(value, 2 * x.sum())
+    np.testing.assert_allclose(grad, np.full_like(x, 2.0))
+
+
+def test_a_loop_over_a_shape_compiles_and_agrees_with_eager(monkeypatch):
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+    f = tf.differentiable(rows_squared)
+    for x in (np.arange(6.0).reshape(3, 2), np.arange(10.0).reshape(5, 2) / 7):
+        value, grad = f.value_and_grad(x)
+        np.testing.assert_allclose(value, np.sum(x * x), rtol=1e-12)
+        np.testing.assert_allclose(grad, 2 * x, rtol=1e-12)
+
+
+# ----- traced conditions: cond / while_loop / fori_loop compute what Python does -----
+
+
+@pytest.mark.usefixtures("every_tensor_traced")
+class TestTracedForms:
+    def test_if_elif_else_on_both_sides_of_each_branch_point(self):
+        converted = autograph.convert(piecewise)
+        for x in ([0.3, 0.9], [0.3, 0.1], [-0.3, 0.1], [-2.0, 0.5]):
+            x = np.array(x)
+            value, grad = _value_and_grad(converted, x)
+            want_value, want_grad = _value_and_grad(piecewise, x)
+            np.testing.assert_array_equal(value, want_value)
+            np.testing.assert_array_equal(grad, want_grad)
+
+    def test_newton_switches_from_python_to_while_loop_mid_loop(self):
+        converted = autograph.convert(newton_sqrt)
+        for a in (0.25, 2.0, 1e4):
+            value, grad = _value_and_grad(converted, np.float64(a))
+            assert (value, grad) == _value_and_grad(newton_sqrt, np.float64(a))
+            np.testing.assert_allclose(value, np.sqrt(a), rtol=1e-14)
+            np.testing.assert_allclose(grad, 0.5 / np.sqrt(a), rtol=1e-10)
+
+    def test_for_over_a_traced_range_with_an_if_on_its_index(self):
+        converted = autograph.convert(power_sum)
+        x = np.array([0.5, -1.25])
+        for n in range(5):
+            value, grad = _value_and_grad(converted, x, tf.constant(n))
+            want_value, want_grad = _value_and_grad(power_sum, x, n)
+            np.testing.assert_allclose(value, want_value, rtol=1e-15)
+            np.testing.assert_allclose(grad, want_grad, rtol=1e-15)
+
+    @pytest.mark.parametrize("start, stop", [(1, 11), (1, 10), (2, 2), (5, 1)])
+    def test_a_stepped_range_runs_as_many_steps(self, start, stop):
+        x = np.array([1.0, 2.0])
+        got = autograph.convert(strided)(tf.constant(x), tf.constant(start), tf.constant(stop))
+        assert float(got) == float(strided(tf.constant(x), start, stop))
+
+    def test_nested_branches_in_a_loop_carry_their_counter(self):
+        x = np.array([0.5, 0.25])
+        value, grad = _value_and_grad(autograph.convert(nested), x)
+        want_value, want_grad = _value_and_grad(nested, x)
+        np.testing.assert_array_equal(value, want_value)
+        np.testing.assert_array_equal(grad, want_grad)
+
+    def test_and_or_not_in_a_traced_test(self):
+        converted = autograph.convert(bisect_cube_root)
+        args = [tf.constant(np.float64(v)) for v in (0.0, 3.0, 2.0)]
+        got, want = converted(*args), bisect_cube_root(*args)
+        assert float(got) == float(want) and abs(float(got) - 2 ** (1 / 3)) < 1e-9
+        assert autograph_runtime.or_(tf.constant(False), lambda: tf.constant(True)).numpy()
+        assert autograph_runtime.or_(0, lambda: 0.0) == 0.0  # Python's own: the last value
+        assert autograph_runtime.and_([], lambda: 1 / 0) == []  # and its short circuit
+
+    def test_a_variable_assigned_in_one_branch_raises_where_it_is_used(self):
+        with pytest.raises(tf.TracingError) as err:
+            autograph.convert(one_sided)(tf.constant([1.0, 2.0]))
+        message = str(err.value)
+        assert f"test_autograph.py:{_line(one_sided, 'return z')}:" in message
+        assert f"only in the true branch of the if at test_autograph.py:" \
+               f"{_line(one_sided, 'if tf.')}" in message
+
+    def test_a_loop_index_and_a_name_first_assigned_in_a_loop_have_no_value_after(self):
+        with pytest.raises(tf.TracingError, match="index of the loop over a traced range"):
+            autograph.convert(index_after)(tf.constant(1.0), tf.constant(3))
+        with pytest.raises(tf.TracingError, match="'last' has no value here: it is first "
+                                                  "assigned inside the while loop"):
+            autograph.convert(first_assigned_inside)(tf.constant([1.0]))
+
+    def test_state_that_is_not_a_tensor_is_refused_naming_it(self):
+        with pytest.raises(tf.TracingError, match="'acc' is a list in the while loop"):
+            autograph.convert(carries_a_list)(tf.constant([1.0]))
+
+    def test_errors_inside_a_branch_name_the_users_line(self):
+        with pytest.raises(tf.ShapeError) as err:
+            autograph.convert(bad_branch)(tf.constant([1.0, 2.0]))
+        assert f"test_autograph.py:{_line(bad_branch, 'y = tf.matmul')}: y = tf.matmul(x, x)" \
+            in str(err.value)
+
+    def test_in_place_changes_run_for_python_ranges_and_are_refused_for_traced_ones(self):
+        assert float(autograph.convert(appends)(tf.constant(1.0), 3)) == 6.0
+        with pytest.raises(tf.TracingError) as err:
+            autograph.convert(appends)(tf.constant(1.0), tf.constant(3))
+        assert f"test_autograph.py:{_line(appends, 'out.append')}: out.append" in str(err.value)
+        assert "an in-place change inside a for loop" in str(err.value)
+
+
+# ----- what cannot be converted raises at its line, compiled too -----
+
+
+@pytest.mark.parametrize("fn, args, text, advice", [
+    (breaks, (np.ones(2),), "break", "put the exit condition in the loop's test"),
+    (returns_early, (np.ones(2),), "return tf.reduce_sum(x)", "return it after the if"),
+    (continues, (np.ones(2), np.int64(3)), "continue", "under `if not ...:`"),
+])
+def test_break_continue_return_on_a_traced_condition_raise_at_their_line(fn, args, text,
+                                                                         advice):
+    with pytest.raises(tf.TracingError) as err:
+        tf.differentiable(fn)(*args)
+    message = str(err.value)
+    assert f"test_autograph.py:{_line(fn, text)}: {text}" in message and advice in message
+
+
+def test_autograph_off_traces_the_function_as_written():
+    with pytest.raises(tf.TracingError, match="bool\\(\\) of a traced value"):
+        tf.differentiable(returns_early, autograph=False)(np.ones(2))
+
+
+# ----- compiled: needs cond / while_loop / fori_loop that compile traced predicates -----
+
+
+class TestCompiledDataDependent:
+    """Data-dependent branches and loops compiled: one kernel for every branch taken,
+    trip count and size, agreeing with the eager tape and with finite differences."""
+
+    def test_piecewise_on_both_sides_one_kernel(self):
+        f = tf.differentiable(piecewise)
+        for x in ([0.3, 0.9], [0.3, 0.1], [-0.3, 0.1]):
+            x = np.array(x)
+            value, grad = f.value_and_grad(x)
+            want_value, want_grad = _value_and_grad(piecewise, x)
+            np.testing.assert_allclose(value, want_value, rtol=1e-12)
+            np.testing.assert_allclose(grad, want_grad, rtol=1e-12)
+            eps = 1e-6
+            fd = [(f(x + eps * e) - f(x - eps * e)) / (2 * eps) for e in np.eye(2)]
+            np.testing.assert_allclose(grad, fd, rtol=1e-6)
+        assert f.cache_info().kernels == 2  # one a form (value, value_and_grad), both sides
+
+    def test_newton_while_every_trip_count_one_kernel(self):
+        f = tf.differentiable(newton_sqrt)
+        for a in (1.0, 0.25, 2.0, 1e4, 1e-6):
+            value, grad = f.value_and_grad(a)
+            np.testing.assert_allclose(value, np.sqrt(a), rtol=1e-12)
+            np.testing.assert_allclose(grad, 0.5 / np.sqrt(a), rtol=1e-8)
+        assert f.cache_info().kernels == 1
+        line = _line(newton_sqrt, "while abs(step)")
+        assert f"test_autograph.py:{line}: while abs(step) > 1e-12:" in f.source(2.0)
+
+    def test_bisection_with_a_data_dependent_while_one_kernel(self):
+        f = tf.differentiable(bisect_cube_root, wrt=2)
+        for target in (2.0, 5.0, 0.5):
+            value, grad = f.value_and_grad(0.0, 3.0, target)
+            np.testing.assert_allclose(value, target ** (1 / 3), rtol=1e-8)
+            assert grad == 0.0  # built from the bounds alone, as the eager tape finds too
+        assert f.cache_info().kernels == 1
+
+    def test_for_over_a_traced_bound_one_kernel(self):
+        f = tf.differentiable(power_sum)
+        x = np.array([0.5, -1.25])
+        for n in range(5):
+            value, grad = f.value_and_grad(x, np.int64(n))
+            want_value, want_grad = _value_and_grad(power_sum, x, n)
+            np.testing.assert_allclose(value, want_value, rtol=1e-12)
+            np.testing.assert_allclose(grad, want_grad, rtol=1e-12)
+        assert f.cache_info().kernels == 1
+
+    def test_for_over_a_shape_one_kernel_for_every_size(self):
+        f = tf.differentiable(rows_squared)
+        for rows in (2, 3, 7):
+            x = np.arange(2.0 * rows).reshape(rows, 2) / 5
+            value, grad = f.value_and_grad(x)
+            np.testing.assert_allclose(value, np.sum(x * x), rtol=1e-12)
+            np.testing.assert_allclose(grad, 2 * x, rtol=1e-12)
+        assert f.cache_info().kernels == 1
