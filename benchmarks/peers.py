@@ -13,8 +13,8 @@ import sys
 
 import numpy as np
 
-from benchmarks.workloads import (LV_DT, NEWTON_TOL, Runner, System, newton_sqrt_step,
-                                  rk4_lotka_volterra, tape_runner)
+from benchmarks.workloads import (LV_DT, NEWTON_TOL, Runner, System, newton_sqrt_on,
+                                  newton_sqrt_step, rk4_lotka_volterra, tape_runner)
 
 _MODULES = {"jax": "jax", "torch": "torch", "tensorflow": "tensorflow",
             "autograd": "autograd"}
@@ -243,19 +243,8 @@ def tf_build(wl, function):
                 x, y = rk4_lotka_volterra(x, y, p[0], p[1], p[2], p[3], LV_DT)
             return x + y
 
-        def newton_sqrt(a):
-            def moving(x, step):
-                return tf.reduce_max(tf.abs(step)) > NEWTON_TOL
-
-            def body(x, step):
-                new = newton_sqrt_step(x, a)
-                return new, new - x
-
-            x, _ = tf.while_loop(moving, body, (a, tf.ones_like(a)))
-            return tf.reduce_sum(x)
-
         fn, args = (lotka_volterra, (d["p"], d["u0"])) if wl.family == "W7" \
-            else (newton_sqrt, (d["a"],))
+            else (newton_sqrt_on(tf), (d["a"],))
         first, *rest = [tf.constant(a) for a in args]
 
         @wrap

@@ -122,18 +122,25 @@ def lotka_volterra(p, u0, steps):
     return x + y
 
 
-def newton_sqrt(a):
-    """W8: sum(sqrt(a)) by Newton's method from x = a, iterated until no element moves
-    more than NEWTON_TOL: the trip count depends on the data."""
-    def moving(x, step):
-        return tf.reduce_max(tf.abs(step)) > NEWTON_TOL
+def newton_sqrt_on(lib):
+    """W8 on `lib`, srcxform or TensorFlow (the same code runs on both): sum(sqrt(a)) by
+    Newton's method from x = a, iterated until no element moves more than NEWTON_TOL, so
+    the trip count depends on the data."""
+    def newton_sqrt(a):
+        def moving(x, step):
+            return lib.reduce_max(lib.abs(step)) > NEWTON_TOL
 
-    def body(x, step):
-        new = newton_sqrt_step(x, a)
-        return new, new - x
+        def body(x, step):
+            new = newton_sqrt_step(x, a)
+            return new, new - x
 
-    x, _ = tf.while_loop(moving, body, (a, tf.ones_like(a)))
-    return tf.reduce_sum(x)
+        x, _ = lib.while_loop(moving, body, (a, lib.ones_like(a)))
+        return lib.reduce_sum(x)
+
+    return newton_sqrt
+
+
+newton_sqrt = newton_sqrt_on(tf)
 
 
 QUADRATIC = srcxform.differentiable(quadratic)

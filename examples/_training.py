@@ -11,6 +11,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+import srcxform as tf
+
 
 class Comparison(NamedTuple):
     losses: list  # mean training loss of each epoch, compiled
@@ -66,6 +68,29 @@ def train_and_compare(train_step, eager_step, X_train, targets, args, gap):
         progress.set_postfix(loss=f"{losses[-1]:.4f}")
     compiled_time /= max(step - 1, 1)
     return Comparison(losses, eager_time, compiled_time, first_call, timing, difference)
+
+
+def train_twins(new_model, data, args, title, what="parameters"):
+    """Trains new_model() with its step compiled and a twin eagerly, as train_and_compare
+    does; prints the results and saves the loss curve titled `title`; returns the
+    compiled model. `data` is (X_train, train targets, X_test, y_test, y_train); a model
+    has train_step, accuracy(X, y) and variables, a list of its Variables."""
+    X_train, targets, X_test, y_test, y_train = data
+    model = new_model()
+    # The same step, compiled. wait=True: every step runs the kernel (by default the first
+    # steps run eagerly while it compiles), so the times and the comparison are its own.
+    train_step = tf.differentiable(model.train_step, wait=True)
+    eager = new_model()  # trained eagerly over the same first batches, for the comparison
+
+    def gap():  # how far the two models' parameters differ
+        return max(float(np.abs(a.numpy() - b.numpy()).max())
+                   for a, b in zip(model.variables, eager.variables))
+
+    result = train_and_compare(train_step, eager.train_step, X_train, targets, args, gap)
+    print_results(result, model.accuracy(X_test, y_test), model.accuracy(X_train, y_train),
+                  what)
+    save_loss_curve(result.losses, title, args.out)
+    return model
 
 
 def print_results(result, test_accuracy, train_accuracy, what="parameters"):

@@ -16,7 +16,7 @@ saves the loss curve as a PNG.
 import argparse
 
 import numpy as np
-from _training import print_results, save_loss_curve, train_and_compare  # examples/_training.py
+from _training import train_twins  # examples/_training.py
 
 import srcxform as tf
 
@@ -73,6 +73,10 @@ class LogisticRegression:
     def accuracy(self, X, y):
         return float(np.mean((np.asarray(self.logits(X)) > 0) == (y > 0.5)))
 
+    @property
+    def variables(self):
+        return [self.w, self.b]
+
 
 def main(argv=None):
     args = parse_args(argv)
@@ -80,23 +84,9 @@ def main(argv=None):
     print(f"breast cancer: {len(X_train)} training and {len(X_test)} test samples, "
           f"{X_train.shape[1]} features")
 
-    model = LogisticRegression(X_train.shape[1], args.learning_rate)
-    # The same step, compiled. wait=True: every step runs the kernel (by default the first
-    # steps run eagerly while it compiles), so the times and the comparison are its own.
-    train_step = tf.differentiable(model.train_step, wait=True)
-
-    # The same model trained eagerly, over the same first batches, for the comparison.
-    eager = LogisticRegression(X_train.shape[1], args.learning_rate)
-
-    def gap():  # how far the two models' parameters differ
-        return max(np.abs(model.w.numpy() - eager.w.numpy()).max(),
-                   abs(float(model.b.numpy() - eager.b.numpy())))
-
-    result = train_and_compare(train_step, eager.train_step, X_train, y_train, args, gap)
-    print_results(result, model.accuracy(X_test, y_test), model.accuracy(X_train, y_train),
-                  "weights")
-    save_loss_curve(result.losses, "Logistic regression, breast cancer (srcxform, Adam)", args.out)
-    return model
+    return train_twins(lambda: LogisticRegression(X_train.shape[1], args.learning_rate),
+                       (X_train, y_train, X_test, y_test, y_train), args,
+                       "Logistic regression, breast cancer (srcxform, Adam)", "weights")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ step against a compiled one, and saves the loss curve as a PNG.
 import argparse
 
 import numpy as np
-from _training import print_results, save_loss_curve, train_and_compare  # examples/_training.py
+from _training import train_twins  # examples/_training.py
 
 import srcxform as tf
 
@@ -85,6 +85,10 @@ class MLP:
     def accuracy(self, X, y):
         return float(np.mean(np.argmax(np.asarray(self.logits(X)), axis=1) == y))
 
+    @property
+    def variables(self):
+        return [v for layer in self.params.values() for v in layer.values()]
+
 
 def main(argv=None):
     args = parse_args(argv)
@@ -96,23 +100,8 @@ def main(argv=None):
     def new_model():
         return MLP(X_train.shape[1], args.hidden, 10, args.learning_rate, args.seed)
 
-    model = new_model()
-    # The same step, compiled. wait=True: every step runs the kernel (by default the first
-    # steps run eagerly while it compiles), so the times and the comparison are its own.
-    train_step = tf.differentiable(model.train_step, wait=True)
-
-    # The same model trained eagerly, over the same first batches, for the comparison.
-    eager = new_model()
-
-    def gap():  # how far the two models' parameters differ
-        return max(np.abs(model.params[layer][k].numpy() - eager.params[layer][k].numpy())
-                   .max() for layer in model.params for k in ("w", "b"))
-
-    result = train_and_compare(train_step, eager.train_step, X_train, labels, args, gap)
-    print_results(result, model.accuracy(X_test, y_test), model.accuracy(X_train, y_train),
-                  "parameters")
-    save_loss_curve(result.losses, "Two-layer perceptron, digits (srcxform, Adam)", args.out)
-    return model
+    return train_twins(new_model, (X_train, labels, X_test, y_test, y_train), args,
+                       "Two-layer perceptron, digits (srcxform, Adam)")
 
 
 if __name__ == "__main__":
