@@ -56,6 +56,8 @@ def unbroadcast(ct, x):
             ct = ops.reduce_sum(ct, axis=axes, keepdims=not every)
         if not same_shape(ct.shape, x.shape):
             ct = ops.reshape(ct, x.shape)
-    if ct.dtype != x.dtype:
-        ct = ops.cast(ct, x.dtype)
+    # The dtype x is held in: a weak value made of Python scalars shows float32 eagerly but
+    # holds float64, as a trace's does, so that eager and compiled gradients agree.
+    if ct.dtype != x.aval.dtype:
+        ct = ops.cast(ct, x.aval.dtype)
     return ct
