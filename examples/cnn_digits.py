@@ -18,7 +18,7 @@ import argparse
 
 import numpy as np
 from _training import train_twins  # examples/_training.py
-from mlp_digits import dense, load_data, one_hot  # examples/mlp_digits.py
+from mlp_digits import MLP, dense, load_data, one_hot  # examples/mlp_digits.py
 
 import srcxform as tf
 
@@ -53,9 +53,9 @@ def conv(rng, size, n_in, n_out, name):
             "b": tf.Variable(np.zeros(n_out, np.float32), name=f"{name}_b")}
 
 
-class CNN:
+class CNN(MLP):
     """8x8x1 images -> `filters` 3x3 ReLU maps -> 2x2 max pooling -> dropout while
-    training -> 10 logits."""
+    training -> 10 logits; its training step, accuracy and variables are the MLP's."""
 
     def __init__(self, filters, learning_rate, weight_decay, dropout, seed):
         rng = np.random.default_rng(seed)
@@ -77,22 +77,6 @@ class CNN:
         if training:
             h = tf.nn.experimental.general_dropout(h, self.dropout, self.noise.uniform)
         return h @ output["w"] + output["b"]
-
-    def train_step(self, X, labels):
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_mean(
-                tf.nn.softmax_cross_entropy_with_logits(labels=labels,
-                                                        logits=self.logits(X, training=True)))
-        grads = tape.gradient(loss, self.params)
-        self.optimizer.apply(grads, self.params)
-        return loss
-
-    def accuracy(self, X, y):
-        return float(np.mean(np.argmax(np.asarray(self.logits(X)), axis=1) == y))
-
-    @property
-    def variables(self):
-        return [v for layer in self.params.values() for v in layer.values()]
 
 
 def main(argv=None):

@@ -70,14 +70,16 @@ class MLP:
                        "output": dense(rng, hidden, n_out, "output")}
         self.optimizer = tf.optimizers.Adam(learning_rate=learning_rate)
 
-    def logits(self, X):
+    def logits(self, X, training=False):
+        """The logits; `training` is Keras's flag (this model acts the same either way)."""
         h = tf.nn.relu(X @ self.params["hidden"]["w"] + self.params["hidden"]["b"])
         return h @ self.params["output"]["w"] + self.params["output"]["b"]
 
     def train_step(self, X, labels):
         with tf.GradientTape() as tape:
             loss = tf.reduce_mean(
-                tf.nn.softmax_cross_entropy_with_logits(labels=labels, logits=self.logits(X)))
+                tf.nn.softmax_cross_entropy_with_logits(labels=labels,
+                                                        logits=self.logits(X, training=True)))
         grads = tape.gradient(loss, self.params)  # {"hidden": {"b": .., "w": ..}, ...}
         self.optimizer.apply(grads, self.params)
         return loss
