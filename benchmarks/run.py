@@ -43,9 +43,14 @@ TABLE_TITLES = {threads.SERIAL: "Serial: every system pinned to one core",
                 threads.ALL_CORES: "All cores: srcxform parallel=True, the others at their "
                                    "defaults"}
 
-FULL = {"rounds": 21, "block_ms": 10.0, "warm_calls": 3,
+FULL = {"rounds": 21, "slow_rounds": 5, "block_ms": 10.0, "warm_calls": 3,
         "cold": ["W1", "W2", "W3-1e3", "W4", "W5", "W6", "W9"], "reps": 9}
-QUICK = {"rounds": 7, "block_ms": 4.0, "warm_calls": 1, "cold": ["W1", "W5"], "reps": 1}
+QUICK = {"rounds": 7, "slow_rounds": 3, "block_ms": 4.0, "warm_calls": 1,
+         "cold": ["W1", "W5"], "reps": 1}
+# A system whose one call takes longer than this (PyTorch and TensorFlow eager on W7's
+# 1,000 steps: seconds) is timed in the first slow_rounds rounds only, or one workload
+# would take most of an hour; its row records how many rounds it ran.
+SLOW_CALL_NS = 50e6
 
 MAIN = "srcxform compiled"
 REFERENCE = "hand Numba"
@@ -74,18 +79,24 @@ def _block(call, n):
 def measure(runners, config):
     """{name: [ns per call, one per round]} with interleaved, rotating blocks, and
     {name: CpuMeter}: each thread's CPU time over that system's blocks."""
-    inner = {}
+    inner, rounds = {}, {}
     for name, runner in runners.items():
-        for _ in range(config["warm_calls"]):
-            runner.call()
-        one = statistics.median(_block(runner.call, 1) for _ in range(3))
+        one = _block(runner.call, 1)
+        slow = one > SLOW_CALL_NS
+        if not slow:
+            for _ in range(config["warm_calls"]):
+                runner.call()
+            one = statistics.median(_block(runner.call, 1) for _ in range(3))
         inner[name] = max(1, min(200_000, int(config["block_ms"] * 1e6 / max(one, 1.0))))
+        rounds[name] = config["slow_rounds"] if slow else config["rounds"]
     names = list(runners)
     times = {name: [] for name in names}
     meters = {name: threads.CpuMeter() for name in names}
     for r in range(config["rounds"]):
         shift = r % len(names)
         for name in names[shift:] + names[:shift]:
+            if r >= rounds[name]:
+                continue
             before = threads.snapshot()
             t = _block(runners[name].call, inner[name])
             meters[name].add(before, threads.snapshot(), t * inner[name])

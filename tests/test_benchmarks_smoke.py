@@ -156,12 +156,34 @@ def test_meter_counts_the_threads_that_ran(workers):
     assert 0.0 < meter.cores_busy() <= workers + 0.1
 
 
+def test_a_slow_system_runs_fewer_rounds_than_the_others(monkeypatch):
+    """A system slower than SLOW_CALL_NS a call is timed in slow_rounds rounds only."""
+    from benchmarks import run
+    from benchmarks.workloads import Runner
+
+    monkeypatch.setattr(run, "SLOW_CALL_NS", 2e6)
+    calls = {"fast": 0, "slow": 0}
+
+    def fast():
+        calls["fast"] += 1
+
+    def slow():
+        calls["slow"] += 1
+        time.sleep(0.004)
+
+    config = {"rounds": 4, "slow_rounds": 2, "block_ms": 0.1, "warm_calls": 1}
+    times, inner, _ = run.measure({"fast": Runner(fast), "slow": Runner(slow)}, config)
+    assert (len(times["fast"]), len(times["slow"])) == (4, 2)
+    assert inner["slow"] == 1 and calls["slow"] == 1 + 2  # no warm-up calls, one timed
+    assert calls["fast"] == 1 + 1 + 3 + 4 * inner["fast"]
+
+
 def test_harness_writes_both_tables_with_threads():
     """One tiny workload through the timing loop of each table, then the report."""
     from benchmarks import run
 
     wl = next(w for w in WORKLOADS if w.key == "W1")
-    config = {"rounds": 2, "block_ms": 0.2, "warm_calls": 1}
+    config = {"rounds": 2, "slow_rounds": 1, "block_ms": 0.2, "warm_calls": 1}
     tables = {}
     for table in run.TABLES:
         systems = [s for s in workloads.systems(table)
