@@ -7,6 +7,7 @@ TypeError (eager) or TracingError (traced), naming it.
 """
 
 import importlib
+import operator
 from collections import namedtuple
 
 import numpy as np
@@ -26,6 +27,12 @@ from srcxform.tree import tree_flatten
 shape_ops = importlib.import_module("srcxform.ops.shape")
 einsum_ops = importlib.import_module("srcxform.ops.einsum")  # srcxform.ops.einsum is einsum
 
+
+def _operator(op, name):
+    """A ufunc computed as the Python operator `op` on its first operand made a Tensor."""
+    return lambda x, *rest: op(as_value(x, name), *rest)
+
+
 # The ufuncs a primitive computes as they are (its `numpy`), and those that take more.
 UFUNCS = {ufunc: prim.bind for prim in REGISTRY.values() for ufunc in prim.numpy}
 UFUNCS.update({
@@ -35,6 +42,12 @@ UFUNCS.update({
     np.square: ew.square, np.matmul: linalg.numpy_matmul, np.positive: lambda x: x,
     np.log2: mf.log2, np.log10: mf.log10, np.exp2: mf.exp2,  # composites
 })
+# Computed as the operators: logical on bools, bitwise on integers (np.bitwise_not is
+# np.invert).
+UFUNCS.update({np.bitwise_and: _operator(operator.and_, "bitwise_and"),
+               np.bitwise_or: _operator(operator.or_, "bitwise_or"),
+               np.bitwise_xor: _operator(operator.xor, "bitwise_xor"),
+               np.invert: _operator(operator.invert, "invert")})
 
 
 def _truth(x):
@@ -232,8 +245,11 @@ def _slogdet(a):
 
 
 def _solve(a, b):
-    """NumPy 2's rule: b is one vector when it has rank 1, else (..., n, k)."""
-    b = as_value(b, "solve")
+    """NumPy 2's rule: b is one vector when it has rank 1, else (..., n, k). Mixed float
+    dtypes promote, as in NumPy (tf.linalg.solve takes one dtype, as TensorFlow's)."""
+    a, b = as_value(a, "solve"), as_value(b, "solve")
+    dtype = np.result_type(a.dtype, b.dtype)
+    a, b = (x if x.dtype == dtype else ew.cast(x, dtype) for x in (a, b))
     if b.ndim != 1:
         return lapack.solve(a, b)
     return shape_ops.reshape(lapack.solve(a, shape_ops.expand_dims(b, -1)), (-1,))
@@ -290,13 +306,38 @@ def _einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="saf
     return einsum_ops.einsum(subscripts, *operands)
 
 
+def _last_two(a, axis1, axis2, name):
+    """a with axes axis1 and axis2 moved last (the matrices tf.linalg's ops take)."""
+    a = as_value(a, name)
+    first, second = (normalize_axes(k, a.ndim, f"numpy.{name}")[0] for k in (axis1, axis2))
+    rest = tuple(k for k in range(a.ndim) if k not in (first, second))
+    return shape_ops.transpose(a, rest + (first, second))
+
+
 def _trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     """The sum of the diagonal of axes axis1 and axis2 (NumPy's default: the first two)."""
     _reject("trace", out=out, dtype=dtype, offset=offset or None)
-    a = as_value(a, "trace")
-    first, second = (normalize_axes(k, a.ndim, "numpy.trace")[0] for k in (axis1, axis2))
-    rest = tuple(k for k in range(a.ndim) if k not in (first, second))
-    return linalg.trace(shape_ops.transpose(a, rest + (first, second)))
+    return linalg.trace(_last_two(a, axis1, axis2, "trace"))
+
+
+def _diagonal(a, offset=0, axis1=0, axis2=1):
+    """The diagonal of axes axis1 and axis2, as the last axis (NumPy's rule)."""
+    _reject("diagonal", offset=offset or None)
+    return linalg.diag_part(_last_two(a, axis1, axis2, "diagonal"))
+
+
+def _diag(v, k=0):
+    """NumPy's diag: a vector's square matrix, or a matrix's diagonal."""
+    _reject("diag", k=k or None)
+    v = as_value(v, "diag")
+    if v.ndim not in (1, 2):
+        raise ValueError(f"numpy.diag: expects a vector or a matrix, got {v.aval.short()}")
+    return linalg.diag(v) if v.ndim == 1 else linalg.diag_part(v)
+
+
+def _copy(a, order="K", subok=False):
+    _reject("copy", order=None if order == "K" else order, subok=subok or None)
+    return ew.identity(a)
 
 
 FUNCTIONS = {
@@ -315,6 +356,8 @@ FUNCTIONS = {
     np.einsum: _einsum,
     np.tensordot: lambda a, b, axes=2: einsum_ops.tensordot(a, b, axes),
     np.trace: _trace,
+    np.diagonal: _diagonal,
+    np.diag: _diag,
     np.linalg.det: lapack.det,
     np.linalg.slogdet: _slogdet,
     np.linalg.inv: lapack.inv,
@@ -334,6 +377,7 @@ FUNCTIONS = {
     np.stack: _stack,
     np.tile: _tile,
     np.take: _take,
+    np.copy: _copy,
     np.argmax: _arg_extreme(np.argmax, selection.argmax),
     np.argmin: _arg_extreme(np.argmin, selection.argmin),
     np.sort: _sorting(np.sort, selection.sort),
