@@ -11,6 +11,7 @@ import re
 
 import numpy as np
 import pytest
+import scipy.special
 
 import srcxform as tf
 
@@ -67,6 +68,15 @@ UFUNCS = [
     case(np.log2, tf.math.log2, (2, 3), domain="pos", id="log2"),
     case(np.log10, tf.math.log10, (2, 3), domain="pos", id="log10"),
     case(np.exp2, tf.math.exp2, (2, 3), id="exp2"),
+    # SciPy's special functions are ufuncs: they dispatch the same way.
+    case(scipy.special.erf, tf.math.erf, (2, 3), id="scipy.erf"),
+    case(scipy.special.erfc, tf.math.erfc, (2, 3), id="scipy.erfc"),
+    case(scipy.special.xlogy, tf.math.xlogy, (2, 3), (3,), domain=("any", "pos"),
+         id="scipy.xlogy"),
+    case(scipy.special.gammaln, tf.math.lgamma, (2, 3), domain="pos", id="scipy.gammaln"),
+    case(scipy.special.psi, tf.math.digamma, (2, 3), domain="pos", id="scipy.psi"),
+    case(scipy.special.expit, tf.sigmoid, (2, 3), id="scipy.expit"),
+    case(scipy.special.log_expit, tf.math.log_sigmoid, (2, 3), id="scipy.log_expit"),
     # Operators with a NumPy value on the left go through __array_ufunc__ too.
     case(lambda x: A + x, lambda x: tf.add(A, x), (2, 3), id="ndarray+tensor"),
     case(lambda x: A * x, lambda x: tf.multiply(A, x), (3,), id="ndarray*tensor"),
@@ -459,6 +469,7 @@ def test_numpy_mlp_with_softmax_matches_finite_differences():
 
 @pytest.mark.parametrize("call, name", [
     (lambda x: np.cbrt(x), "numpy.cbrt"),
+    (lambda x: scipy.special.ndtr(x), "the ufunc ndtr"),
     (lambda x: np.unique(x), "numpy.unique"),
     (lambda x: np.linalg.qr(x), "numpy.linalg.qr"),
     (lambda x: np.nancumsum(x), "numpy.nancumsum"),

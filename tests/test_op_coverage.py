@@ -5,8 +5,9 @@ A sample row (tests/samples.py) gives an op its op-table columns: eager, compile
 finite-difference gradients (test_grads.py::test_first_order), the generated code run as
 Python (test_as_python_equals_eager), and second order where the row's order is 2. A
 NumPy case (test_numpy_dispatch.py) checks the NumPy function that dispatches to the op:
-values against NumPy's, gradients against the op's and finite differences. Ops without
-a row (no gradient, randomness, losses, optimizers) name the tests that check them.
+values against NumPy's, gradients against the op's and finite differences, traced too
+(SciPy's special functions are ufuncs, and dispatch alike). Ops without a row (no
+gradient, randomness, losses, optimizers) name the tests that check them.
 """
 
 import functools
@@ -36,7 +37,7 @@ def named(*names, numpy=()):
 
 
 MATH = {
-    "math.erf": rows("erf"), "math.erfc": rows("erfc"),
+    "math.erf": rows("erf", numpy="scipy.erf"), "math.erfc": rows("erfc", numpy="scipy.erfc"),
     "math.atan": rows("atan", numpy="arctan"),
     "math.atan2": rows("atan2-same", "atan2-col-row", numpy="arctan2"),
     "math.asin": rows("asin", numpy="arcsin"), "math.acos": rows("acos", numpy="arccos"),
@@ -47,9 +48,10 @@ MATH = {
     "math.log2": rows("log2-log10-exp2", numpy="log2"),
     "math.exp2": rows("log2-log10-exp2", numpy="exp2"),
     "math.reciprocal": rows("reciprocal-matrix", "reciprocal-scalar", numpy="reciprocal"),
-    "math.rsqrt": rows("rsqrt"), "math.xlogy": rows("xlogy"),
-    "math.lgamma": rows("lgamma", "lgamma-negative"),
-    "math.digamma": rows("polygamma-digamma", "polygamma-digamma-negative"),
+    "math.rsqrt": rows("rsqrt"), "math.xlogy": rows("xlogy", numpy="scipy.xlogy"),
+    "math.lgamma": rows("lgamma", "lgamma-negative", numpy="scipy.gammaln"),
+    "math.digamma": rows("polygamma-digamma", "polygamma-digamma-negative",
+                          numpy="scipy.psi"),
     "math.polygamma": rows("polygamma-trigamma"),
     "math.squared_difference": rows("squared_difference"),
     "math.reduce_std": rows("reduce_std", numpy=("std", "std-ddof")),

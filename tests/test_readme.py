@@ -46,13 +46,15 @@ def _numpy_table_names():
 
 
 def _numpy_callable(name):
-    """np.<name>, else np.linalg.<name> (the table names np.linalg's functions once as
-    `linalg.det`, then by their own names)."""
+    """np.<name>, else np.linalg.<name>, else scipy.special.<name> (the table names a
+    module once, as in `linalg.det`, then its functions by their own names)."""
     import numpy as np
+    import scipy.special
 
-    module, _, attr = name.rpartition(".")
-    found = getattr(np.linalg if module == "linalg" else np, attr, None)
-    return getattr(np.linalg, attr, None) if found is None else found
+    prefix, _, attr = name.rpartition(".")
+    modules = {"linalg": [np.linalg], "scipy.special": [scipy.special]}.get(
+        prefix, [np, np.linalg, scipy.special])
+    return next((f for f in (getattr(m, attr, None) for m in modules) if f is not None), None)
 
 
 def test_the_numpy_table_lists_what_dispatches():

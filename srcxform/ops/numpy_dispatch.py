@@ -1,4 +1,5 @@
-"""NumPy dispatch: NumPy callables applied to srcxform values run srcxform's ops.
+"""NumPy dispatch: NumPy callables (and SciPy's special functions, ufuncs too) applied
+to srcxform values run srcxform's ops.
 
 `__array_ufunc__` and `__array_function__` on values land here. Each entry keeps NumPy's
 signature and result dtype; an argument srcxform cannot honour (out=, where=, order='F')
@@ -11,12 +12,13 @@ import operator
 from collections import namedtuple
 
 import numpy as np
+import scipy.special
 
 from srcxform.aval import normalize_axes, size
 from srcxform.errors import TracingError
 from srcxform.errors import user_line
 from srcxform.ops import elementwise as ew
-from srcxform.ops import cumulative, lapack, linalg, reduce, selection
+from srcxform.ops import cumulative, lapack, linalg, nn, reduce, selection
 from srcxform.ops import mathfuncs as mf
 from srcxform.ops.creation import ones_like, zeros_like
 from srcxform.primitive import REGISTRY
@@ -42,6 +44,11 @@ UFUNCS.update({
     np.square: ew.square, np.matmul: linalg.numpy_matmul, np.positive: lambda x: x,
     np.log2: mf.log2, np.log10: mf.log10, np.exp2: mf.exp2,  # composites
 })
+# SciPy's special functions are ufuncs too: they dispatch alike.
+UFUNCS.update({scipy.special.erf: mf.erf, scipy.special.erfc: mf.erfc,
+               scipy.special.xlogy: mf.xlogy, scipy.special.gammaln: mf.lgamma,
+               scipy.special.psi: mf.digamma, scipy.special.expit: ew.sigmoid,
+               scipy.special.log_expit: nn.log_sigmoid})
 # Computed as the operators: logical on bools, bitwise on integers (np.bitwise_not is
 # np.invert).
 UFUNCS.update({np.bitwise_and: _operator(operator.and_, "bitwise_and"),
@@ -397,7 +404,9 @@ FUNCTIONS = {
 def array_ufunc(ufunc, method, inputs, kwargs):
     op = UFUNCS.get(ufunc)
     if method != "__call__" or op is None:
-        what = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+        name = ufunc.__name__  # NumPy's by their NumPy name; another library's (SciPy's)
+        what = f"numpy.{name}" if getattr(np, name, None) is ufunc else f"the ufunc {name}"
+        what += "" if method == "__call__" else f".{method}"
         raise _unsupported(what, inputs)
     if kwargs.get("where") is True:
         kwargs = {k: v for k, v in kwargs.items() if k != "where"}
