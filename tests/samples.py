@@ -354,8 +354,11 @@ COMPOSITES = [
     # A batch dim of 1 broadcast: a product of broadcasts summed, not the matmul primitive.
     Row("matmul", ((2, 3, 4), (1, 4, 2)), op=tf.matmul, label="batch-broadcast"),
     Row("matmul", ((4,), (4, 3)), op=lambda a, b: a @ b, label="vector"),
-    Row("matmul", ((3, 4), (3, 5)), params={"transpose_a": True}, op=tf.matmul,
-        label="transpose_a"),
+    # Every transpose and adjoint flag, one kernel.
+    Row("matmul", ((3, 4), (4, 3)), op=lambda a, b: [
+        tf.matmul(a, a, transpose_a=True), tf.matmul(a, a, transpose_b=True),
+        tf.matmul(a, b, transpose_a=True, transpose_b=True), tf.matmul(b, b, adjoint_a=True),
+        tf.linalg.matmul(b, b, adjoint_b=True)], label="transposes"),
     Row("gather", ((3, 5), (4,)), (ANY, constant([4, 0, 4, 1])), params={"axis": 1},
         op=tf.gather, label="axis1"),
     Row("getitem", ((3, 5),), op=lambda x: x[:, np.array([4, 0, 4])], label="array-index"),

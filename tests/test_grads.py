@@ -1,5 +1,6 @@
 """Gradients of every primitive and composite op, first and second order, against central
-finite differences (and the compiler, when COMPILED), driven by tests/samples.py."""
+finite differences (and the compiler, when COMPILED), and each row's generated code run
+as Python (SRCXFORM_JIT=0) against eager, driven by tests/samples.py."""
 
 import numpy as np
 import pytest
@@ -8,6 +9,7 @@ from samples import COMPOSITES, SAMPLES, function
 import srcxform
 from srcxform.primitive import REGISTRY
 from srcxform.testing import check_grads
+from srcxform.tree import tree_flatten
 
 # Also compare with `srcxform.differentiable(f).grad` (switched on when the compiler lands).
 COMPILED = hasattr(srcxform, "differentiable")
@@ -32,6 +34,29 @@ def test_first_order(row):
 @pytest.mark.parametrize("row", [p for p in DIFF if p.values[0].order >= 2])
 def test_second_order(row):
     _check(row, 2, False)
+
+
+@pytest.mark.parametrize("row", [pytest.param(r, id=r.id) for r in ROWS]
+                         + [pytest.param(r, id=f"composite-{r.id}") for r in COMPOSITES])
+def test_as_python_equals_eager(row, monkeypatch):
+    """The generated code run as Python (SRCXFORM_JIT=0), a kernel per row without a Numba
+    compile: its values equal the eager ones, and its gradients the eager tape's and
+    finite differences (the Numba kernel's are checked by test_first_order)."""
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+    args = row.make(np.random.default_rng(0))
+    f = function(row)
+    eager = tree_flatten(f(*[srcxform.constant(a) for a in args]))[0]
+    with np.errstate(all="ignore"):  # as Python, NumPy warns where eager ops do not
+        python = tree_flatten(srcxform.differentiable(f)(*args))[0]
+    assert len(python) == len(eager)
+    for got, want in zip(python, eager):
+        got, want = np.asarray(got), want.numpy()
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+    if row.name in REGISTRY and REGISTRY[row.name].nondiff:
+        return
+    with np.errstate(all="ignore"):
+        check_grads(f, args, rtol=row.rtol, atol=row.atol, eps=row.eps, compiled=True)
 
 
 @pytest.mark.parametrize("row", NONDIFF)

@@ -11,6 +11,7 @@ import re
 
 import numpy as np
 import pytest
+import scipy.special
 
 import srcxform as tf
 
@@ -18,6 +19,8 @@ DOMAINS = {"any": (-2.0, 2.0), "pos": (0.5, 2.0), "small": (-1.0, 1.0), "frac": 
            "big": (1.5, 2.0)}
 
 A = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]])  # a constant NumPy operand
+_I3 = 3.0 * np.eye(3)  # a dominant diagonal: far from singular
+_SPREAD = np.diag([0.0, 5.0, 10.0])  # eigen- and singular values far apart
 
 
 def case(np_fn, tf_fn, *shapes, domain="any", diff=True, id):
@@ -32,6 +35,7 @@ UFUNCS = [
     case(np.log1p, tf.math.log1p, (2, 3), domain="pos", id="log1p"),
     case(np.expm1, tf.math.expm1, (2, 3), id="expm1"),
     case(np.sqrt, tf.sqrt, (2, 3), domain="pos", id="sqrt"),
+    case(np.reciprocal, tf.math.reciprocal, (2, 3), domain="pos", id="reciprocal"),
     case(np.sin, tf.sin, (2, 3), id="sin"),
     case(np.cos, tf.cos, (2, 3), id="cos"),
     case(np.tan, tf.tan, (2, 3), domain="small", id="tan"),
@@ -64,6 +68,15 @@ UFUNCS = [
     case(np.log2, tf.math.log2, (2, 3), domain="pos", id="log2"),
     case(np.log10, tf.math.log10, (2, 3), domain="pos", id="log10"),
     case(np.exp2, tf.math.exp2, (2, 3), id="exp2"),
+    # SciPy's special functions are ufuncs: they dispatch the same way.
+    case(scipy.special.erf, tf.math.erf, (2, 3), id="scipy.erf"),
+    case(scipy.special.erfc, tf.math.erfc, (2, 3), id="scipy.erfc"),
+    case(scipy.special.xlogy, tf.math.xlogy, (2, 3), (3,), domain=("any", "pos"),
+         id="scipy.xlogy"),
+    case(scipy.special.gammaln, tf.math.lgamma, (2, 3), domain="pos", id="scipy.gammaln"),
+    case(scipy.special.psi, tf.math.digamma, (2, 3), domain="pos", id="scipy.psi"),
+    case(scipy.special.expit, tf.sigmoid, (2, 3), id="scipy.expit"),
+    case(scipy.special.log_expit, tf.math.log_sigmoid, (2, 3), id="scipy.log_expit"),
     # Operators with a NumPy value on the left go through __array_ufunc__ too.
     case(lambda x: A + x, lambda x: tf.add(A, x), (2, 3), id="ndarray+tensor"),
     case(lambda x: A * x, lambda x: tf.multiply(A, x), (3,), id="ndarray*tensor"),
@@ -74,6 +87,7 @@ UFUNCS = [
     # No gradient: None from the tape, never a wrong one.
     case(np.floor, tf.floor, (2, 3), diff=False, id="floor"),
     case(np.rint, tf.round, (2, 3), diff=False, id="rint"),
+    case(np.ceil, tf.math.ceil, (2, 3), diff=False, id="ceil"),
     case(np.floor_divide, tf.math.floordiv, (2, 3), (3,), domain=("any", "pos"), diff=False,
          id="floor_divide"),
 ]
@@ -160,6 +174,70 @@ FUNCTIONS = [
     case(lambda x: np.take(x, [2, 0], axis=1), lambda x: tf.gather(x, [2, 0], axis=1), (2, 3),
          id="take-axis"),
     case(np.round, tf.round, (2, 3), diff=False, id="round"),
+    case(np.copy, tf.identity, (2, 3), id="copy"),
+    # selection ("any": distinct values, almost surely, so sort is smooth there)
+    case(lambda x: np.sort(x, axis=0), lambda x: tf.sort(x, axis=0), (3, 4), id="sort"),
+    case(lambda x: np.sort(x, axis=None), lambda x: tf.sort(tf.reshape(x, (-1,))), (2, 3),
+         id="sort-flat"),
+    case(np.argmax, lambda x: tf.math.argmax(tf.reshape(x, (-1,))), (2, 3), diff=False,
+         id="argmax"),
+    case(lambda x: np.argmin(x, 1), lambda x: tf.math.argmin(x, 1), (2, 3), diff=False,
+         id="argmin"),
+    case(np.argsort, lambda x: tf.argsort(x), (2, 3), diff=False, id="argsort"),
+    # linear algebra: einsum, tensordot, diagonals
+    case(lambda x, y: np.einsum("ij,jk->ik", x, y), tf.matmul, (2, 3), (3, 4), id="einsum"),
+    case(lambda x, y: np.einsum("bij,bkj->bik", x, y),
+         lambda x, y: tf.matmul(x, y, transpose_b=True), (2, 3, 4), (2, 2, 4),
+         id="einsum-batched"),
+    case(lambda x: np.einsum("ii", x), tf.linalg.trace, (3, 3), id="einsum-trace"),
+    case(lambda x, y: np.tensordot(x, y, axes=[[0], [1]]),
+         lambda x, y: tf.tensordot(x, y, [[0], [1]]), (3, 2), (4, 3), id="tensordot"),
+    case(np.tensordot, lambda x, y: tf.tensordot(x, y, 2), (2, 3, 4), (3, 4), id="tensordot-2"),
+    case(np.trace, tf.linalg.trace, (3, 4), id="trace"),
+    case(lambda x: np.trace(x, axis1=2, axis2=0),
+         lambda x: tf.linalg.trace(tf.transpose(x, (1, 2, 0))), (4, 2, 3), id="trace-axes"),
+    case(np.diagonal, tf.linalg.diag_part, (4, 3), id="diagonal"),
+    case(lambda x: np.diagonal(x, axis1=0, axis2=2),
+         lambda x: tf.linalg.diag_part(tf.transpose(x, (1, 0, 2))), (3, 2, 4),
+         id="diagonal-axes"),
+    case(np.diag, tf.linalg.diag, (3,), id="diag-vector"),
+    case(np.diag, tf.linalg.diag_part, (3, 4), id="diag-matrix"),
+    # np.linalg, on matrices made far from singular (and with spread eigen- and singular
+    # values) inside the function; vectors squared, as their signs are a convention.
+    case(lambda x: np.linalg.det(x + _I3), lambda x: tf.linalg.det(x + _I3), (2, 3, 3),
+         domain="small", id="linalg.det"),
+    case(lambda x: np.linalg.slogdet(-x - _I3).logabsdet,
+         lambda x: tf.linalg.slogdet(-x - _I3)[1], (3, 3), domain="small",
+         id="linalg.slogdet"),
+    case(lambda x: np.linalg.inv(x + _I3), lambda x: tf.linalg.inv(x + _I3), (3, 3),
+         domain="small", id="linalg.inv"),
+    case(lambda x, y: np.linalg.solve(x + _I3, y), lambda x, y: tf.linalg.solve(x + _I3, y),
+         (2, 3, 3), (2, 3, 2), domain="small", id="linalg.solve"),
+    case(lambda x, y: np.linalg.solve(x + _I3, y),
+         lambda x, y: tf.linalg.solve(x + _I3, y[:, None])[:, 0], (3, 3), (3,),
+         domain="small", id="linalg.solve-vector"),
+    case(lambda x: np.linalg.cholesky(x @ x.T + _I3),
+         lambda x: tf.linalg.cholesky(x @ tf.transpose(x) + _I3), (3, 3), domain="small",
+         id="linalg.cholesky"),
+    case(lambda x: np.linalg.cholesky(x @ x.T + _I3, upper=True),
+         lambda x: tf.transpose(tf.linalg.cholesky(x @ tf.transpose(x) + _I3)), (3, 3),
+         domain="small", id="linalg.cholesky-upper"),
+    case(lambda x: np.linalg.eigvalsh(x + _SPREAD), lambda x: tf.linalg.eigvalsh(x + _SPREAD),
+         (3, 3), domain="small", id="linalg.eigvalsh"),
+    case(lambda x: np.linalg.eigh(x + _SPREAD, UPLO="U").eigenvectors ** 2,
+         lambda x: tf.linalg.eigh(tf.transpose(x + _SPREAD))[1] ** 2, (3, 3), domain="small",
+         id="linalg.eigh-upper"),
+    case(lambda x: np.linalg.svd(x + _SPREAD[:, :2], compute_uv=False),
+         lambda x: tf.linalg.svd(x + _SPREAD[:, :2], compute_uv=False), (3, 2),
+         domain="small", id="linalg.svd-values"),
+    case(lambda x: np.linalg.svd(x + _SPREAD[:2], full_matrices=False).Vh ** 2,
+         lambda x: tf.transpose(tf.linalg.svd(x + _SPREAD[:2])[2]) ** 2, (2, 3),
+         domain="small", id="linalg.svd-vectors"),
+    case(np.linalg.norm, lambda x: tf.norm(x), (2, 3), id="linalg.norm"),
+    case(lambda x: np.linalg.norm(x + _SPREAD, 2), lambda x: tf.norm(x + _SPREAD, 2, (0, 1)),
+         (3, 3), domain="small", id="linalg.norm-spectral"),
+    case(lambda x: np.linalg.norm(x, 3, axis=0), lambda x: tf.norm(x, 3, axis=0), (2, 3),
+         domain="pos", id="linalg.norm-p"),
 ]
 
 
@@ -222,6 +300,25 @@ def test_gradients(np_fn, tf_fn, shapes, domains, diff):
         np.testing.assert_allclose(g.numpy(), fd, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("np_fn, tf_fn, shapes, domains, diff", UFUNCS + FUNCTIONS)
+def test_traced_as_eager(np_fn, tf_fn, shapes, domains, diff, monkeypatch):
+    """The NumPy-written function compiled: the generated code, run as Python
+    (SRCXFORM_JIT=0, no Numba compile a case), gives the eager value and gradient."""
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+    arrays = _inputs(shapes, domains)
+    weight = np.random.default_rng(1).normal(size=np.shape(np_fn(*arrays)))
+    out, grads = _tape(np_fn, arrays, weight)
+    traced = np.asarray(tf.differentiable(np_fn)(*arrays))
+    assert traced.dtype == out.dtype and traced.shape == out.shape
+    np.testing.assert_allclose(traced, out.numpy(), rtol=1e-12, atol=1e-14)
+    if diff:
+        weighted = tf.differentiable(lambda *xs: tf.reduce_sum(np_fn(*xs) * weight))
+        traced_grads = weighted.grad(*arrays)
+        traced_grads = traced_grads if isinstance(traced_grads, tuple) else (traced_grads,)
+        for got, want in zip(traced_grads, grads):
+            np.testing.assert_allclose(got, want.numpy(), rtol=1e-12, atol=1e-14)
+
+
 def test_comparisons_and_logic_give_bool_tensors():
     x, y = tf.constant([1.0, 2.0, 3.0]), np.array([3.0, 2.0, 1.0])
     for ufunc in (np.equal, np.not_equal, np.less, np.less_equal, np.greater,
@@ -232,6 +329,22 @@ def test_comparisons_and_logic_give_bool_tensors():
     np.testing.assert_array_equal(np.logical_not(x > 1.5).numpy(), [True, False, False])
     np.testing.assert_array_equal(np.isfinite(tf.constant([1.0, np.inf, np.nan])).numpy(),
                                   [True, False, False])
+
+
+def test_bitwise_ufuncs_are_bitwise_on_integers_and_logical_on_bools():
+    i, j = np.array([5, -3, 12], np.int32), np.array([3, 6, -1], np.int64)
+    p, q = np.array([True, True, False]), np.array([True, False, False])
+    for ufunc in (np.bitwise_and, np.bitwise_or, np.bitwise_xor):
+        for x, y in ((i, j), (p, q)):
+            got, want = ufunc(tf.constant(x), y), ufunc(x, y)
+            assert isinstance(got, tf.Tensor) and got.dtype == want.dtype
+            np.testing.assert_array_equal(got.numpy(), want)
+        got = ufunc(j, tf.constant(i))  # the NumPy array on the left
+        np.testing.assert_array_equal(got.numpy(), ufunc(j, i))
+    for x in (i, p):
+        np.testing.assert_array_equal(np.invert(tf.constant(x)).numpy(), np.invert(x))
+    with pytest.raises(TypeError, match="bitwise_and"):
+        np.bitwise_and(tf.constant([1.0]), 1.0)
 
 
 def test_variables_are_read_and_watched():
@@ -356,6 +469,7 @@ def test_numpy_mlp_with_softmax_matches_finite_differences():
 
 @pytest.mark.parametrize("call, name", [
     (lambda x: np.cbrt(x), "numpy.cbrt"),
+    (lambda x: scipy.special.ndtr(x), "the ufunc ndtr"),
     (lambda x: np.unique(x), "numpy.unique"),
     (lambda x: np.linalg.qr(x), "numpy.linalg.qr"),
     (lambda x: np.nancumsum(x), "numpy.nancumsum"),

@@ -560,7 +560,10 @@ def test_options_follow_tensorflow_in_one_compiled_step():
     assert step.cache_info().misses == 1
 
 
-def test_options_compiled_equal_eager_in_float64():
+@pytest.mark.parametrize("jit", ["1", "0"])
+def test_options_compiled_equal_eager_in_float64(jit, monkeypatch):
+    """The compiled step (Numba's, and its code run as Python) equals the eager one."""
+    monkeypatch.setenv("SRCXFORM_JIT", jit)
     runs = []
     for compiled in (False, True):
         problems, step = _option_problems(np.float64)

@@ -35,3 +35,36 @@ def test_the_tour_runs_and_prints_what_it_says(tmp_path, capsys):
     printed = capsys.readouterr().out.splitlines()
     assert printed[:2] == ["Result of y: 9.0", "6.0"]
     assert any(line.startswith("def loss") for line in printed[2:])  # loss.source(w, x)
+
+
+def _numpy_table_names():
+    """The NumPy names the README's table lists: backticked words outside parentheses
+    (which hold options and examples)."""
+    rows = [line for line in _section("NumPy functions").splitlines() if line.startswith("| ")]
+    text = re.sub(r"\([^()]*\)", "", "\n".join(rows[1:]))  # rows[0]: the header
+    return set(re.findall(r"`([a-z_][a-z0-9_.]*)`", text))
+
+
+def _numpy_callable(name):
+    """np.<name>, else np.linalg.<name>, else scipy.special.<name> (the table names a
+    module once, as in `linalg.det`, then its functions by their own names)."""
+    import numpy as np
+    import scipy.special
+
+    prefix, _, attr = name.rpartition(".")
+    modules = {"linalg": [np.linalg], "scipy.special": [scipy.special]}.get(
+        prefix, [np, np.linalg, scipy.special])
+    return next((f for f in (getattr(m, attr, None) for m in modules) if f is not None), None)
+
+
+def test_the_numpy_table_lists_what_dispatches():
+    """Every name in the table dispatches to a srcxform op, and every NumPy callable that
+    dispatches is in the table (under its own name or an alias of it)."""
+    from srcxform.ops.numpy_dispatch import FUNCTIONS, UFUNCS
+
+    names = _numpy_table_names()
+    listed = {name: _numpy_callable(name) for name in names}
+    assert len(names) > 80  # the table was found
+    assert [name for name, f in listed.items() if f not in UFUNCS and f not in FUNCTIONS] == []
+    missing = [f.__name__ for f in [*UFUNCS, *FUNCTIONS] if f not in listed.values()]
+    assert missing == []

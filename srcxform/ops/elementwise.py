@@ -181,7 +181,7 @@ sqrt_grad_p = elementwise(
     "dy * 0 if dy == 0 else dy * 0.5 / y", kinds="f",
     vjp=lambda g, out, y, dy: (-g / y * out, 0.5 * g / y))
 reciprocal_p = elementwise("reciprocal", lambda x: 1 / x, "1 / x", kinds="f",
-                          vjp=lambda g, out, x: (reciprocal_grad(out, g),))
+                          vjp=lambda g, out, x: (reciprocal_grad(out, g),), numpy=(np.reciprocal,))
 # reciprocal's VJP, TensorFlow's ReciprocalGrad: -y * y * dy, and 0 wherever dy is 0 (as
 # sqrt_grad), so where(x > 0, 1 / x, 0) has a finite gradient at 0. Its VJP is
 # TensorFlow's ReciprocalGradGrad.
@@ -217,7 +217,8 @@ abs_p = elementwise("abs", np.abs, "np.abs(x)", vjp=lambda g, out, x: (g * sign(
 sign_p = elementwise("sign", np.sign, "np.sign(x)", vjp=lambda g, out, x: (_zeros(x),),
                      kinds="fiu", numpy=(np.sign,))
 floor_p = elementwise("floor", np.floor, "np.floor(x)", nondiff=True, args="x", numpy=(np.floor,))
-ceil_p = elementwise("ceil", np.ceil, "np.ceil(x)", nondiff=True, args="x", kinds="f")
+ceil_p = elementwise("ceil", np.ceil, "np.ceil(x)", nondiff=True, args="x", kinds="f",
+                     numpy=(np.ceil,))
 round_p = elementwise("round", np.rint, "np.rint(x)", nondiff=True, args="x",
                       numpy=(np.rint,))  # half to even
 stop_gradient_p = elementwise("stop_gradient", lambda x: x, "x", nondiff=True, args="x",

@@ -1,4 +1,5 @@
-"""NumPy dispatch: NumPy callables applied to srcxform values run srcxform's ops.
+"""NumPy dispatch: NumPy callables (and SciPy's special functions, ufuncs too) applied
+to srcxform values run srcxform's ops.
 
 `__array_ufunc__` and `__array_function__` on values land here. Each entry keeps NumPy's
 signature and result dtype; an argument srcxform cannot honour (out=, where=, order='F')
@@ -7,15 +8,17 @@ TypeError (eager) or TracingError (traced), naming it.
 """
 
 import importlib
+import operator
 from collections import namedtuple
 
 import numpy as np
+import scipy.special
 
 from srcxform.aval import normalize_axes, size
 from srcxform.errors import TracingError
 from srcxform.errors import user_line
 from srcxform.ops import elementwise as ew
-from srcxform.ops import cumulative, lapack, linalg, reduce, selection
+from srcxform.ops import cumulative, lapack, linalg, nn, reduce, selection
 from srcxform.ops import mathfuncs as mf
 from srcxform.ops.creation import ones_like, zeros_like
 from srcxform.primitive import REGISTRY
@@ -26,6 +29,12 @@ from srcxform.tree import tree_flatten
 shape_ops = importlib.import_module("srcxform.ops.shape")
 einsum_ops = importlib.import_module("srcxform.ops.einsum")  # srcxform.ops.einsum is einsum
 
+
+def _operator(op, name):
+    """A ufunc computed as the Python operator `op` on its first operand made a Tensor."""
+    return lambda x, *rest: op(as_value(x, name), *rest)
+
+
 # The ufuncs a primitive computes as they are (its `numpy`), and those that take more.
 UFUNCS = {ufunc: prim.bind for prim in REGISTRY.values() for ufunc in prim.numpy}
 UFUNCS.update({
@@ -35,6 +44,17 @@ UFUNCS.update({
     np.square: ew.square, np.matmul: linalg.numpy_matmul, np.positive: lambda x: x,
     np.log2: mf.log2, np.log10: mf.log10, np.exp2: mf.exp2,  # composites
 })
+# SciPy's special functions are ufuncs too: they dispatch alike.
+UFUNCS.update({scipy.special.erf: mf.erf, scipy.special.erfc: mf.erfc,
+               scipy.special.xlogy: mf.xlogy, scipy.special.gammaln: mf.lgamma,
+               scipy.special.psi: mf.digamma, scipy.special.expit: ew.sigmoid,
+               scipy.special.log_expit: nn.log_sigmoid})
+# Computed as the operators: logical on bools, bitwise on integers (np.bitwise_not is
+# np.invert).
+UFUNCS.update({np.bitwise_and: _operator(operator.and_, "bitwise_and"),
+               np.bitwise_or: _operator(operator.or_, "bitwise_or"),
+               np.bitwise_xor: _operator(operator.xor, "bitwise_xor"),
+               np.invert: _operator(operator.invert, "invert")})
 
 
 def _truth(x):
@@ -232,8 +252,11 @@ def _slogdet(a):
 
 
 def _solve(a, b):
-    """NumPy 2's rule: b is one vector when it has rank 1, else (..., n, k)."""
-    b = as_value(b, "solve")
+    """NumPy 2's rule: b is one vector when it has rank 1, else (..., n, k). Mixed float
+    dtypes promote, as in NumPy (tf.linalg.solve takes one dtype, as TensorFlow's)."""
+    a, b = as_value(a, "solve"), as_value(b, "solve")
+    dtype = np.result_type(a.dtype, b.dtype)
+    a, b = (x if x.dtype == dtype else ew.cast(x, dtype) for x in (a, b))
     if b.ndim != 1:
         return lapack.solve(a, b)
     return shape_ops.reshape(lapack.solve(a, shape_ops.expand_dims(b, -1)), (-1,))
@@ -290,13 +313,38 @@ def _einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="saf
     return einsum_ops.einsum(subscripts, *operands)
 
 
+def _last_two(a, axis1, axis2, name):
+    """a with axes axis1 and axis2 moved last (the matrices tf.linalg's ops take)."""
+    a = as_value(a, name)
+    first, second = (normalize_axes(k, a.ndim, f"numpy.{name}")[0] for k in (axis1, axis2))
+    rest = tuple(k for k in range(a.ndim) if k not in (first, second))
+    return shape_ops.transpose(a, rest + (first, second))
+
+
 def _trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     """The sum of the diagonal of axes axis1 and axis2 (NumPy's default: the first two)."""
     _reject("trace", out=out, dtype=dtype, offset=offset or None)
-    a = as_value(a, "trace")
-    first, second = (normalize_axes(k, a.ndim, "numpy.trace")[0] for k in (axis1, axis2))
-    rest = tuple(k for k in range(a.ndim) if k not in (first, second))
-    return linalg.trace(shape_ops.transpose(a, rest + (first, second)))
+    return linalg.trace(_last_two(a, axis1, axis2, "trace"))
+
+
+def _diagonal(a, offset=0, axis1=0, axis2=1):
+    """The diagonal of axes axis1 and axis2, as the last axis (NumPy's rule)."""
+    _reject("diagonal", offset=offset or None)
+    return linalg.diag_part(_last_two(a, axis1, axis2, "diagonal"))
+
+
+def _diag(v, k=0):
+    """NumPy's diag: a vector's square matrix, or a matrix's diagonal."""
+    _reject("diag", k=k or None)
+    v = as_value(v, "diag")
+    if v.ndim not in (1, 2):
+        raise ValueError(f"numpy.diag: expects a vector or a matrix, got {v.aval.short()}")
+    return linalg.diag(v) if v.ndim == 1 else linalg.diag_part(v)
+
+
+def _copy(a, order="K", subok=False):
+    _reject("copy", order=None if order == "K" else order, subok=subok or None)
+    return ew.identity(a)
 
 
 FUNCTIONS = {
@@ -315,6 +363,8 @@ FUNCTIONS = {
     np.einsum: _einsum,
     np.tensordot: lambda a, b, axes=2: einsum_ops.tensordot(a, b, axes),
     np.trace: _trace,
+    np.diagonal: _diagonal,
+    np.diag: _diag,
     np.linalg.det: lapack.det,
     np.linalg.slogdet: _slogdet,
     np.linalg.inv: lapack.inv,
@@ -334,6 +384,7 @@ FUNCTIONS = {
     np.stack: _stack,
     np.tile: _tile,
     np.take: _take,
+    np.copy: _copy,
     np.argmax: _arg_extreme(np.argmax, selection.argmax),
     np.argmin: _arg_extreme(np.argmin, selection.argmin),
     np.sort: _sorting(np.sort, selection.sort),
@@ -353,7 +404,9 @@ FUNCTIONS = {
 def array_ufunc(ufunc, method, inputs, kwargs):
     op = UFUNCS.get(ufunc)
     if method != "__call__" or op is None:
-        what = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+        name = ufunc.__name__  # NumPy's by their NumPy name; another library's (SciPy's)
+        what = f"numpy.{name}" if getattr(np, name, None) is ufunc else f"the ufunc {name}"
+        what += "" if method == "__call__" else f".{method}"
         raise _unsupported(what, inputs)
     if kwargs.get("where") is True:
         kwargs = {k: v for k, v in kwargs.items() if k != "where"}
