@@ -18,7 +18,10 @@ from srcxform.ops.nn import (  # noqa: F401
 from srcxform.ops.nn import log_sigmoid  # noqa: F401
 from srcxform.ops.selection import top_k  # noqa: F401  (also tf.math.top_k)
 # Convolution, pooling and normalization (ops/conv.py, ops/normalization.py).
-from srcxform.ops.conv import avg_pool2d, conv1d, conv2d, max_pool2d  # noqa: F401
+from srcxform.ops.conv import (  # noqa: F401
+    avg_pool, avg_pool1d, avg_pool2d, avg_pool3d, conv1d, conv2d, max_pool, max_pool1d,
+    max_pool2d, max_pool3d,
+)
 from srcxform.ops.normalization import (  # noqa: F401
     batch_normalization, l2_normalize, moments,
 )
