@@ -8,6 +8,8 @@ import linecache
 import os
 import sys
 
+import numpy as np
+
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -50,6 +52,12 @@ class IndexArgumentError(InvalidArgumentError, IndexError):
 
 class ZeroDivisionArgumentError(InvalidArgumentError, ZeroDivisionError):
     """An integer division by zero (NumPy would give 0 silently)."""
+
+
+class LinAlgArgumentError(InvalidArgumentError, np.linalg.LinAlgError):
+    """A matrix LAPACK cannot factor as the op needs: singular (inv, solve), not positive
+    definite (cholesky), or a decomposition that did not converge (a NaN in it). Also
+    NumPy's LinAlgError (and so a ValueError), which NumPy code catches."""
 
 
 class CompileError(SrcxformError):

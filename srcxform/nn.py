@@ -18,7 +18,10 @@ from srcxform.ops.nn import (  # noqa: F401
 from srcxform.ops.nn import log_sigmoid  # noqa: F401
 from srcxform.ops.selection import top_k  # noqa: F401  (also tf.math.top_k)
 # Convolution, pooling and normalization (ops/conv.py, ops/normalization.py).
-from srcxform.ops.conv import avg_pool2d, conv1d, conv2d, max_pool2d  # noqa: F401
+from srcxform.ops.conv import (  # noqa: F401
+    avg_pool, avg_pool1d, avg_pool2d, avg_pool3d, conv1d, conv2d, max_pool, max_pool1d,
+    max_pool2d, max_pool3d,
+)
 from srcxform.ops.normalization import (  # noqa: F401
     batch_normalization, l2_normalize, moments,
 )
@@ -42,14 +45,32 @@ def general_dropout(x, rate, uniform_sampler, noise_shape=None, name=None):
     x = _as_value(x, "dropout")
     if x.dtype.kind != "f":
         raise TypeError(f"dropout: x must be a float tensor, got {x.aval.short()}")
-    if isinstance(rate, bool) or not isinstance(rate, _numbers.Real) or not 0 <= rate < 1:
-        raise ValueError(f"dropout: rate must be a number in [0, 1), got {rate!r}")
-    if rate == 0:
+    rate = _checked_rate(rate, x)
+    if isinstance(rate, _numbers.Real) and rate == 0:
         return x
     shape = tuple(x.aval.shape) if noise_shape is None else tuple(
         x.aval.shape[i] if d is None else d for i, d in enumerate(noise_shape))
     keep = _greater_equal(uniform_sampler(shape=shape, dtype=x.dtype), rate)
     return x * (1 / (1 - rate)) * _cast(keep, x.dtype)
+
+
+def _checked_rate(rate, x):
+    """dropout's rate: a number in [0, 1), or a scalar float tensor (a traced argument
+    too: one kernel serves every rate) in x's dtype. As TensorFlow, a tensor's value is
+    not checked (the same eagerly and compiled): 1 gives NaN, a negative rate scales."""
+    if isinstance(rate, _numbers.Real) and not isinstance(rate, bool):
+        if not 0 <= rate < 1:
+            raise ValueError(f"dropout: rate must be a number in [0, 1), got {rate!r}")
+        return rate
+    try:
+        value = _as_value(rate, "dropout")
+    except TypeError:
+        value = None
+    if value is None or value.ndim != 0 or value.dtype.kind != "f":
+        shown = value.aval.short() if value is not None else repr(rate)
+        raise ValueError(f"dropout: rate must be a number in [0, 1) or a scalar float "
+                         f"tensor, got {shown}")
+    return _cast(value, x.dtype)  # TensorFlow raises for another float dtype
 
 
 experimental = _types.SimpleNamespace(general_dropout=general_dropout)  # tf.nn.experimental

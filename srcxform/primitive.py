@@ -17,7 +17,9 @@ from srcxform import recording
 from srcxform.aval import Aval, broadcast_shapes, normalize_axes
 from srcxform.dims import Dim
 from srcxform.dtypes import out_of_range, promote
-from srcxform.errors import DtypeArgumentError, ShapeArgumentError, user_line
+from srcxform.errors import (
+    DtypeArgumentError, LinAlgArgumentError, ShapeArgumentError, user_line,
+)
 from srcxform.names import TEMPLATE_GLOBALS
 from srcxform.tensor import SizeConstant, Tensor, as_value
 
@@ -158,8 +160,14 @@ class Primitive:
             common = promote([v.aval for n, v in zip(names, values) if n != "c"])[0]
             arrays = [a if n == "c" or a.dtype == common else a.astype(common)
                       for n, a in zip(names, arrays)]
-        with np.errstate(all="ignore"):
-            result = np.asarray(self.impl(*arrays, **params))
+        try:
+            with np.errstate(all="ignore"):
+                result = np.asarray(self.impl(*arrays, **params))
+        except np.linalg.LinAlgError as err:
+            # TensorFlow's InvalidArgumentError, as the compiled code's (runtime/lapack.py).
+            operands = ", ".join(v.aval.short() for v in values)
+            raise LinAlgArgumentError(f"{self.name}({operands}): {err}\n  at {user_line()}"
+                                      ) from None
         if result.dtype != out_aval.dtype:
             result = result.astype(out_aval.dtype)
         return Tensor._new(result, out_aval.weak)

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import srcxform as tf
+from srcxform.testing import check_grads
 
 X = (np.arange(40) % 7 - 3.0).reshape(1, 5, 4, 2)
 W = (np.arange(36) % 5 - 2.0).reshape(3, 2, 2, 3)
@@ -89,6 +90,66 @@ def test_max_pool_ties_share_the_gradient():
         tape.watch(x)
         y = tf.nn.max_pool2d(x, 2, 2, "VALID")
     np.testing.assert_array_equal(tape.gradient(y, x).numpy().ravel(), [0, 0.5, 0.5, 0])
+
+
+def test_pools_by_rank_with_tensorflows_window_forms():
+    """tf.nn.max_pool and avg_pool pick the 1-D, 2-D or 3-D pool by the input's rank, and
+    take ksize and strides as an int or 1, N or N + 2 ints (values from TensorFlow)."""
+    seq = np.arange(10.0).reshape(1, 10, 1)
+    for y, want in ((tf.nn.max_pool(seq, 3, 2, "SAME"), [2, 4, 6, 8, 9]),
+                    (tf.nn.avg_pool(seq, [3], [2], "SAME"), [1, 3, 5, 7, 8.5]),
+                    (tf.nn.avg_pool(seq, [1, 3, 1], [1, 2, 1], "VALID"), [1, 3, 5, 7]),
+                    (tf.nn.max_pool1d(seq, [3], [2], "VALID"), [2, 4, 6, 8]),
+                    (tf.nn.avg_pool1d(seq, 3, 2, "SAME"), [1, 3, 5, 7, 8.5])):
+        assert y.shape == (1, len(want), 1)
+        np.testing.assert_array_equal(y.numpy().ravel(), want)
+    np.testing.assert_array_equal(tf.nn.max_pool(P, [3, 3], [1, 2, 2, 1], "SAME").numpy(),
+                                  tf.nn.max_pool2d(P, 3, 2, "SAME").numpy())
+    np.testing.assert_array_equal(tf.nn.avg_pool(P, [1, 2, 3, 1], [2, 1], "VALID").numpy(),
+                                  tf.nn.avg_pool2d(P, (2, 3), (2, 1), "VALID").numpy())
+    assert tf.nn.max_pool(np.ones((2, 5, 7, 3)), [2, 3], [1, 2], "VALID").shape == (2, 4, 3, 3)
+    assert tf.nn.max_pool(np.ones((1, 3, 3, 3, 1)), 2, 1, "VALID").shape == (1, 2, 2, 2, 1)
+
+
+def _pool3d_reference(x, ksize, strides, padding, reduce):
+    """Each window's max or mean over the part of it inside the volume, one at a time."""
+    sizes, starts = [], []
+    for size, k, s in zip(x.shape[1:4], ksize, strides):
+        if padding == "SAME":
+            out = -(-size // s)
+            starts.append(-(max(0, (out - 1) * s + k - size) // 2))
+        else:
+            out = (size - k) // s + 1
+            starts.append(0)
+        sizes.append(out)
+    y = np.zeros((x.shape[0], *sizes, x.shape[4]))
+    for index in itertools.product(*map(range, sizes)):
+        box = tuple(slice(max(0, start + i * s), start + i * s + k)
+                    for i, start, s, k in zip(index, starts, strides, ksize))
+        y[(slice(None),) + index] = reduce(x[(slice(None),) + box], axis=(1, 2, 3))
+    return y
+
+
+@pytest.mark.parametrize("padding", ["SAME", "VALID"])
+def test_pool3d_as_defined(padding):
+    x = np.random.default_rng(4).normal(size=(2, 4, 5, 6, 3))
+    for ksize, strides in (((2, 3, 2), (1, 2, 2)), ((3, 2, 4), (2, 1, 3)), ((1, 1, 1), 1)):
+        strides3 = strides if isinstance(strides, tuple) else (strides,) * 3
+        np.testing.assert_allclose(
+            tf.nn.max_pool3d(x, ksize, strides, padding).numpy(),
+            _pool3d_reference(x, ksize, strides3, padding, np.max), rtol=1e-14)
+        np.testing.assert_allclose(
+            tf.nn.avg_pool(x, [1, *ksize, 1], strides, padding).numpy(),
+            _pool3d_reference(x, ksize, strides3, padding, np.mean), rtol=1e-13)
+
+
+def test_pool1d_and_pool3d_gradients_against_finite_differences():
+    rng = np.random.default_rng(5)
+    seq, vol = rng.normal(size=(2, 7, 2)), rng.normal(size=(1, 3, 4, 5, 2))
+    check_grads(lambda x: tf.nn.max_pool1d(x, 3, 2, "SAME"), [seq], compiled=False)
+    check_grads(lambda x: tf.nn.avg_pool1d(x, 3, 2, "SAME"), [seq], compiled=False)
+    check_grads(lambda x: tf.nn.max_pool3d(x, 2, [1, 2, 2], "SAME"), [vol], compiled=False)
+    check_grads(lambda x: tf.nn.avg_pool3d(x, [2, 2, 3], 2, "SAME"), [vol], compiled=False)
 
 
 V = np.array([[3.0, -4.0, 0.0], [1.0, 2.0, 2.0]])
@@ -239,6 +300,33 @@ def test_compiled_as_eager_one_kernel_for_two_batch_sizes(jit, monkeypatch):
     assert compiled.cache_info().kernels == 1
 
 
+def _pools(seq, vol):
+    return (tf.reduce_sum(tf.nn.max_pool(seq, 3, 2, "SAME") ** 2)
+            + tf.reduce_sum(tf.nn.avg_pool1d(seq, 2, 1, "VALID") ** 2)
+            + tf.reduce_sum(tf.nn.max_pool(vol, 2, [1, 2, 1], "SAME") ** 2)
+            + tf.reduce_sum(tf.nn.avg_pool(vol, [2, 1, 2], 2, "SAME") ** 2))
+
+
+@pytest.mark.parametrize("jit", ["1", "0"])
+def test_compiled_pool1d_and_pool3d_as_eager_one_kernel_for_two_sizes(jit, monkeypatch):
+    monkeypatch.setenv("SRCXFORM_JIT", jit)
+    compiled = tf.differentiable(_pools, wrt=(0, 1))
+    rng = np.random.default_rng(6)
+    # No size of 1 (the signature tells it apart) and odd depths: SAME pads a stride-2 axis
+    # by its size's parity, a guard.
+    for batch, depth in ((2, 3), (3, 5)):
+        seq, vol = rng.normal(size=(batch, 7, 2)), rng.normal(size=(batch, depth, 5, 4, 2))
+        value, grads = compiled.value_and_grad(seq, vol)
+        xs = [tf.constant(seq), tf.constant(vol)]
+        with tf.GradientTape() as tape:
+            tape.watch(xs)
+            y = _pools(*xs)
+        np.testing.assert_allclose(value, y.numpy(), rtol=1e-12)
+        for got, want in zip(grads, tape.gradient(y, xs)):
+            np.testing.assert_allclose(got, want.numpy(), rtol=1e-12, atol=1e-12)
+    assert compiled.cache_info().kernels == 1
+
+
 def _pooled(x, w):
     y = tf.nn.conv2d(x, w, 2, "SAME")
     return (tf.reduce_sum(tf.nn.avg_pool2d(y * y, 2, 1, "VALID") ** 2)
@@ -302,6 +390,20 @@ def test_compiled_channel_mismatch_raises_as_eager():
      ValueError, r"max_pool2d: padding must be 'SAME' or 'VALID', got"),
     (lambda: tf.nn.avg_pool2d(np.ones((1, 4, 4)), 2, 2, "SAME"),
      ValueError, "avg_pool2d: input must be NHWC images"),
+    (lambda: tf.nn.max_pool(np.ones((3, 3)), 2, 1, "VALID"),
+     ValueError, r"max_pool: input must have rank 3, 4 or 5 \(NWC, NHWC or NDHWC\), got f64\[3"),
+    (lambda: tf.nn.avg_pool(np.ones((1, 2, 2, 2, 2, 1)), 2, 1, "VALID"),
+     ValueError, "avg_pool: input must have rank 3, 4 or 5"),
+    (lambda: tf.nn.max_pool(np.ones((1, 5, 5, 1)), [2, 3, 1], 1, "VALID"),
+     ValueError, r"max_pool2d: ksize must be an int or 1, 2 or 4 positive ints \(NHWC"),
+    (lambda: tf.nn.max_pool1d(np.ones((1, 5, 1)), [3, 1], 1, "VALID"),
+     ValueError, r"max_pool1d: ksize must be an int or 1 or 3 positive ints \(NWC"),
+    (lambda: tf.nn.avg_pool3d(np.ones((1, 4, 4, 1)), 2, 1, "VALID"),
+     ValueError, r"avg_pool3d: input must be NDHWC volumes \(rank 5\), got f64\[1,4,4,1\]"),
+    (lambda: tf.nn.max_pool(np.ones((1, 5, 1)), 2, 1, "VALID", data_format="NCW"),
+     ValueError, "max_pool1d: only data_format='NWC' is supported"),
+    (lambda: tf.nn.max_pool3d(np.ones((1, 2, 4, 4, 1)), 3, 1, "VALID"),
+     ValueError, "max_pool3d: a window spans 3 elements, more than the padded input's 2"),
 ])
 def test_errors_name_the_op_and_shapes(call, error, message):
     with pytest.raises(error, match=message):

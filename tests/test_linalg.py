@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import srcxform as tf
+from srcxform.testing import check_grads
 
 A = np.array([[2.0, -1.0, 0.5], [1.0, 3.0, -2.0], [0.5, 0.25, 4.0]])
 B = np.array([[1.0, 2.0], [-1.0, 0.5], [3.0, -2.0]])
@@ -78,6 +79,14 @@ TENSORFLOW = {
         [[0.010979471709332379, -0.2795315180910958, -0.11607488528742778], [-0.14766020841751754,
         -0.6446654747222746, 0.35304574494223406], [0.2926928159370621, -0.14069291712000492,
         -0.6784610552868972], [-0.7331995640249731, 0.012942748851768104, 0.19419328868316454]],
+    "svd_full_grad":
+        [[-0.6366470098864908, 2.5229323212916706, 1.0975964245778416, 0.05010135790174103],
+        [-0.4187938348416682, 0.34773361804875486, 1.0969093396709786, 0.7103948800544161],
+        [2.1424720258829417, -0.17112859432623684, -0.2854361083391656, -0.3181881238903992]],
+    "svd_full_grad_tall":
+        [[-0.45191322158846536, -0.6100343102760419, 2.487434157791645], [1.484173698483496,
+        0.28110705861340457, -0.0071133581876076935], [1.5630136427147652, 1.7931519616952394,
+        -0.43744264740719263], [-0.8523994747672772, -0.17529738196040678, 0.10101477841943238]],
     "norm_euclidean_all": 5.123475382979799,
     "norm_1_all": 14.5,
     "norm_inf_all": 3.0,
@@ -119,6 +128,14 @@ def _singular_vectors_loss(x):
     return tf.reduce_sum(u ** 2 * _ramp(u)) + tf.reduce_sum(v ** 2 * _ramp(v)[::-1])
 
 
+def _full_svd_loss(x):
+    """A function of every column of the full u and v (m and n differ by 1: the extra
+    column is fixed by the others up to its sign, which its squares do not see)."""
+    s, u, v = tf.linalg.svd(x, full_matrices=True)
+    return (tf.reduce_sum(u ** 2 * _ramp(u)) + tf.reduce_sum(v ** 2 * _ramp(v)[::-1])
+            + tf.reduce_sum(s * [1.0, 2.0, 3.0]))
+
+
 OURS = {
     "det": lambda: tf.linalg.det(A),
     "det_grad": lambda: _grad(tf.linalg.det, A),
@@ -143,6 +160,8 @@ OURS = {
                                 M),
     "svd_uv_grad": lambda: _grad(_singular_vectors_loss, M),
     "svd_uv_grad_tall": lambda: _grad(_singular_vectors_loss, M.T.copy()),
+    "svd_full_grad": lambda: _grad(_full_svd_loss, M),
+    "svd_full_grad_tall": lambda: _grad(_full_svd_loss, M.T.copy()),
     "norm_euclidean_all": lambda: tf.norm(M),
     "norm_1_all": lambda: tf.norm(M, ord=1),
     "norm_inf_all": lambda: tf.norm(M, ord=np.inf),
@@ -208,6 +227,25 @@ def test_float32_stays_float32():
     for out in (tf.linalg.det(a), tf.linalg.inv(a), tf.linalg.eigh(a)[1], tf.linalg.svd(a)[0],
                 tf.einsum("ij,jk", a, a), tf.norm(a, ord=2, axis=(0, 1))):
         assert out.dtype == np.float32
+
+
+def test_full_svd_reconstructs_with_orthogonal_u_and_v():
+    rng = np.random.default_rng(5)
+    for shape in ((3, 2), (2, 5), (2, 4, 3), (3, 3)):
+        x = rng.normal(size=shape)
+        s, u, v = (t.numpy() for t in tf.linalg.svd(x, full_matrices=True))
+        m, n = shape[-2:]
+        assert u.shape == shape[:-2] + (m, m) and v.shape == shape[:-2] + (n, n)
+        k = min(m, n)
+        np.testing.assert_allclose((u[..., :k] * s[..., None, :]) @ np.swapaxes(
+            v[..., :k], -1, -2), x, atol=1e-12)
+        for q in (u, v):
+            np.testing.assert_allclose(np.swapaxes(q, -1, -2) @ q, np.broadcast_to(
+                np.eye(q.shape[-1]), q.shape), atol=1e-12)
+        # The first k columns are the reduced SVD's, signs included.
+        for full, reduced in zip((s, u[..., :k], v[..., :k]), tf.linalg.svd(x)):
+            np.testing.assert_allclose(full, reduced.numpy(), atol=1e-12)
+    assert tf.linalg.svd(M, full_matrices=True, compute_uv=False).shape == (3,)
 
 
 # ----- einsum, against NumPy's -----
@@ -283,6 +321,38 @@ def test_compiled_as_eager_at_two_sizes(jit, monkeypatch):
                                        err_msg=f"output {k}")
 
 
+def _full_svd(x):
+    s, u, v = tf.linalg.svd(x, full_matrices=True)
+    k = s.shape[-1]
+    rebuilt = tf.matmul(u[..., :k] * tf.expand_dims(s, -2), v[..., :k], transpose_b=True)
+    return (s, u, v, rebuilt, tf.matmul(u, u, transpose_a=True),
+            tf.matmul(v, v, transpose_a=True))
+
+
+@pytest.mark.parametrize("jit", ["1", "0"])
+def test_compiled_full_svd_as_eager(jit, monkeypatch):
+    """One kernel for three sizes. Where m and n differ by 1 or less the extra columns are
+    unique up to their signs (fixed alike eager and compiled); beyond, they are any
+    orthonormal basis of what the others leave, each LAPACK's own: compared through u's
+    and v's products there."""
+    monkeypatch.setenv("SRCXFORM_JIT", jit)
+    compiled = tf.differentiable(_full_svd)
+    rng = np.random.default_rng(6)
+    for shape in ((2, 4, 3), (2, 3, 3), (2, 2, 5)):
+        x = rng.normal(size=shape)
+        unique = abs(shape[-1] - shape[-2]) <= 1
+        for k, (got, want) in enumerate(zip(compiled(x), _full_svd(tf.constant(x)))):
+            assert got.shape == want.shape
+            if unique or k not in (1, 2):
+                np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-9, atol=1e-12,
+                                           err_msg=f"output {k} for {shape}")
+
+
+def test_full_svd_gradients_compiled_eager_and_finite_differences():
+    check_grads(_full_svd_loss, [M.T.copy()])
+    check_grads(_full_svd_loss, [M], order=2, compiled=False)  # wide; second order
+
+
 def _loss(a, b, m):
     s, u, v = tf.linalg.svd(m)
     return (tf.reduce_sum(tf.sin(tf.linalg.solve(a, b))) + tf.linalg.slogdet(a)[1][0]
@@ -319,16 +389,59 @@ def test_bad_shapes_and_dtypes_raise_clearly():
         tf.linalg.solve(np.ones((2, 3, 3)), np.ones((3, 3, 1)))
     with pytest.raises(TypeError, match="float32 or float64"):
         tf.linalg.det(np.eye(3, dtype=np.int32))
-    with pytest.raises(np.linalg.LinAlgError):
-        tf.linalg.cholesky(-S)
-    with pytest.raises(NotImplementedError, match="full_matrices"):
-        tf.linalg.svd(M, full_matrices=True)
+    with pytest.raises(NotImplementedError, match=r"full_matrices=True .* at most 1"):
+        _grad(lambda x: tf.linalg.svd(x, full_matrices=True)[2], np.ones((2, 4)) + np.eye(2, 4))
     with pytest.raises(ValueError, match="matrix norm"):
         tf.norm(M, ord="nuc", axis=(0, 1))
     with pytest.raises(ValueError, match="vector norm"):
         tf.norm(M, ord=-1)
     with pytest.raises(ValueError, match="not both"):
         tf.linalg.matmul(A, A, transpose_a=True, adjoint_a=True)
+
+
+def test_matrices_lapack_cannot_factor_raise_invalid_argument():
+    # TensorFlow raises InvalidArgumentError for inv and solve (TensorFlow 2.21's cholesky
+    # fills NaNs instead, and its triangular_solve gives infinities; srcxform raises for
+    # both, as NumPy). Also NumPy's LinAlgError, which NumPy code catches.
+    singular = np.array([[1.0, 2.0], [2.0, 4.0]])
+    for call, message in (
+            (lambda: tf.linalg.inv(singular), r"inv\(f64\[2,2\]\): Singular matrix"),
+            (lambda: tf.linalg.solve(singular, np.ones((2, 1))),
+             r"solve\(f64\[2,2\], f64\[2,1\]\): Singular matrix"),
+            (lambda: tf.linalg.triangular_solve(np.tril(singular) - np.eye(2), np.ones((2, 1))),
+             r"triangular_solve\(f64\[2,2\], f64\[2,1\]\): Singular matrix"),
+            (lambda: tf.linalg.cholesky(-S),
+             r"cholesky\(f64\[3,3\]\): Matrix is not positive definite")):
+        with pytest.raises(tf.errors.InvalidArgumentError, match=message) as caught:
+            call()
+        assert isinstance(caught.value, np.linalg.LinAlgError)
+        assert "test_linalg.py" in str(caught.value)  # the user's line
+
+
+def _factored(a, c, b, spd):
+    return tf.linalg.inv(a), tf.linalg.solve(c, b), tf.linalg.cholesky(spd)
+
+
+@pytest.mark.parametrize("jit", ["1", "0"])
+def test_compiled_matrices_lapack_cannot_factor_raise_invalid_argument(jit, monkeypatch):
+    # Numba's np.linalg raises NumPy's LinAlgError in the kernel: srcxform.runtime.lapack
+    # raises srcxform's instead, naming the op, the matrix and the input's shape.
+    monkeypatch.setenv("SRCXFORM_JIT", jit)
+    compiled = tf.differentiable(_factored)
+    a, b = np.stack([A, A]), np.ones((2, 3, 1))
+    spd = np.stack([S, S])
+    compiled(a, a, b, spd)  # factors
+    singular = a.copy()
+    singular[1] = [[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0.0, 1.0, 1.0]]
+    for args, message in (
+            ((singular, a, b, spd), "inv: the matrix is singular"),
+            ((a, singular, b, spd), "solve: the matrix is singular"),
+            ((a, a, b, -spd), "cholesky: the matrix is not positive definite")):
+        for _ in range(2):  # the first call and the warm path
+            with pytest.raises(tf.errors.InvalidArgumentError, match=message + r".*: matrix "
+                               r"[01] of an input of shape \(2, 3, 3\)") as caught:
+                compiled(*args)
+            assert isinstance(caught.value, np.linalg.LinAlgError)
 
 
 def test_einsum_errors():
@@ -372,9 +485,10 @@ def test_numpy_dispatch():
     assert np.linalg.eigh(s).eigenvalues.shape == (3,)
     result = np.linalg.svd(m, full_matrices=False)
     _same(result.U * result.S @ result.Vh, M)
+    full = np.linalg.svd(m)  # NumPy's default: full matrices
+    assert full.U.shape == (3, 3) and full.Vh.shape == (4, 4)
+    _same(full.U * full.S @ full.Vh[:3], M)
     _same(np.linalg.svd(m, compute_uv=False), np.linalg.svd(M, compute_uv=False))
-    with pytest.raises(TypeError, match="full_matrices=False"):
-        np.linalg.svd(m)
     with pytest.raises(TypeError, match="ord='nuc'"):
         np.linalg.norm(m, "nuc")
     with pytest.raises(TypeError, match="out"):

@@ -124,6 +124,51 @@ def test_dropout_noise_shape_keeps_or_drops_whole_rows():
     assert tf.nn.dropout(tf.ones([3]), 0.0).numpy().tolist() == [1.0, 1.0, 1.0]
 
 
+def test_dropout_rate_may_be_a_scalar_tensor():
+    x = tf.constant(np.linspace(1.0, 2.0, 400).astype(np.float32))
+    rate = tf.constant(0.25)
+    tf.random.set_seed(4)
+    number = tf.nn.dropout(x, 0.25).numpy()
+    for given in (rate, tf.constant(0.25, tf.float64), tf.Variable(0.25), np.float32(0.25)):
+        tf.random.set_seed(4)
+        y = tf.nn.dropout(x, given)
+        assert y.dtype == tf.float32  # a float64 rate is cast to x's dtype
+        np.testing.assert_array_equal(y.numpy(), number)
+    tf.random.set_seed(4)
+    # Its gradient: d/drate of x * mask / (1 - rate) is x * mask / (1 - rate)².
+    with tf.GradientTape() as tape:
+        tape.watch(rate)
+        y = tf.reduce_sum(tf.nn.dropout(x, rate))
+    kept = number != 0  # the mask drawn after set_seed(4): the one y was drawn with
+    np.testing.assert_allclose(tape.gradient(y, rate), np.sum(x.numpy() * kept) / 0.75 ** 2,
+                               rtol=1e-5)
+
+
+def _dropout_at(x, rate):
+    return tf.nn.dropout(x, rate) * 3.0
+
+
+@pytest.mark.parametrize("jit", ["1", "0"])
+def test_compiled_dropout_rate_is_a_traced_argument(jit, monkeypatch):
+    """One kernel for every rate (a float argument is traced), drawing what eager draws
+    from the same seed; the gradient wrt the rate as eager's."""
+    monkeypatch.setenv("SRCXFORM_JIT", jit)
+    f = tf.differentiable(_dropout_at, wrt=(0, 1))
+    x = np.linspace(1.0, 2.0, 2000)
+    for rate in (0.25, 0.5, 0.75):
+        tf.random.set_seed(8)
+        got = f(x, rate).numpy()
+        tf.random.set_seed(8)
+        np.testing.assert_array_equal(got, _dropout_at(x, rate).numpy())
+        assert abs(np.mean(got == 0) - rate) < 0.04
+        tf.random.set_seed(8)
+        gx, grate = f.grad(x, rate)
+        keep = got != 0
+        np.testing.assert_allclose(gx, keep * 3.0 / (1 - rate), rtol=1e-12)
+        np.testing.assert_allclose(grate, np.sum(x * keep) * 3.0 / (1 - rate) ** 2, rtol=1e-12)
+    assert f.cache_info().kernels == 2  # the value's and the gradient's, for all rates
+
+
 def test_general_dropout_draws_from_the_generator_it_is_given():
     """A model's own Generator: twins seeded alike drop the same elements, compiled or not,
     and each compiled call draws a fresh mask from the state it advances."""
@@ -261,6 +306,12 @@ def test_bad_arguments_raise():
         g.normal([2], dtype=tf.int32)
     with pytest.raises(ValueError, match="rate"):
         tf.nn.dropout(tf.ones([2]), 1.0)
+    with pytest.raises(ValueError, match=r"scalar float tensor, got f32\[1\]"):
+        tf.nn.dropout(tf.ones([2]), tf.constant([0.5]))
+    with pytest.raises(ValueError, match=r"scalar float tensor, got i32\[\]"):
+        tf.nn.dropout(tf.ones([2]), tf.constant(0))
+    with pytest.raises(ValueError, match="rate"):
+        tf.nn.dropout(tf.ones([2]), "0.5")
     with pytest.raises(TypeError, match="float"):
         tf.nn.dropout(tf.ones([2], tf.int32), 0.5)
     with pytest.raises(ValueError, match="negative"):

@@ -11,6 +11,7 @@ import pytest
 
 import srcxform as tf
 from srcxform.errors import IndexArgumentError
+from srcxform.testing import check_grads
 
 nan = np.nan
 
@@ -195,6 +196,45 @@ def test_index_valued_ops_have_no_gradient():
         outs = [tf.argmax(x), tf.argmin(x), tf.argsort(x), tf.math.top_k(x, 2).indices,
                 tf.one_hot(tf.argmax(x, axis=1), 4, on_value=x[0, 0])]
     assert [tape.gradient(out, x) for out in outs] == [None] * 5
+
+
+def test_boolean_mask_with_axis_as_tensorflow():
+    _same(tf.boolean_mask(P, [True, False, True], axis=1), P[:, [0, 2]], np.float32)
+    _same(tf.boolean_mask(P, [[True, False, True, False]] * 3, axis=1),
+          [[0, 2, 4, 6, 8, 10], [12, 14, 16, 18, 20, 22]], np.float32)
+    _same(tf.boolean_mask(P, np.array([False, True])), P[1:], np.float32)
+    _same(tf.boolean_mask(P, P > 20.0), [21, 22, 23], np.float32)
+    _same(tf.boolean_mask(D, [True, False], axis=-1), [[1], [3], [5]], np.float32)  # TF: axis>=0
+    assert tf.boolean_mask(P, [False] * 3, axis=1).shape == (2, 0, 4)
+    with pytest.raises(TypeError, match="rank 1 or more"):
+        tf.boolean_mask(P, True)
+    with pytest.raises(tf.ShapeError, match=r"boolean_mask: mask bool\[2\] does not match "
+                       r"the axes from 1 on of f32\[2,3,4\]"):
+        tf.boolean_mask(P, [True, False], axis=1)
+
+
+def test_boolean_mask_gradient_is_scattered_back():
+    mask = np.array([[True, False, True, False], [False, False, True, True],
+                     [True, True, False, False]])
+    weights = np.arange(1.0, 13.0, dtype=np.float32).reshape(2, 6)
+    _same(_gradient(lambda x: tf.boolean_mask(x, mask, axis=1), P, weights),
+          [[[1, 0, 2, 0], [0, 0, 3, 4], [5, 6, 0, 0]],
+           [[7, 0, 8, 0], [0, 0, 9, 10], [11, 12, 0, 0]]], np.float32)
+    check_grads(lambda x: tf.boolean_mask(tf.sin(x), mask, axis=1) ** 2,
+                [P.astype(np.float64) / 10], compiled=False, order=2)
+
+
+@pytest.mark.parametrize("jit", ["1", "0"])
+def test_compiled_boolean_mask_says_it_is_eager_only_at_the_users_line(jit, monkeypatch):
+    monkeypatch.setenv("SRCXFORM_JIT", jit)
+    mask = np.array([True, False, True])  # known while tracing, yet the shape is data's
+    for f in (lambda x: tf.boolean_mask(x, mask, axis=1),
+              lambda x: tf.reduce_sum(x[x > 0.0])):
+        with pytest.raises(tf.TracingError, match=r"test_selection_ops\.py:\d+: .*"
+                           r"\n  boolean_mask \(x\[mask\]\): its shape depends on the "
+                           r"mask's values, so it cannot be compiled; use "
+                           r"srcxform\.where\(mask, x, 0\)"):
+            tf.differentiable(f)(P.astype(np.float64))
 
 
 # ----- compiled, at several sizes, and as Python (SRCXFORM_JIT=0) -----

@@ -1,4 +1,5 @@
-"""Convolutions and pooling over NHWC images: conv2d, conv1d, max_pool2d, avg_pool2d.
+"""Convolutions and pooling over NHWC images: conv2d, conv1d, and max and average pooling
+over 1, 2 or 3 spatial axes (max_pool, max_pool1d/2d/3d, and avg_pool's).
 
 Two primitives do the spatial work: `patches` copies out each window of an image (im2col)
 and `fold` is its transpose (col2im: patches added back where they came from). Each is
@@ -24,7 +25,7 @@ from srcxform.ops.creation import ones_like
 from srcxform.ops.elementwise import cast
 from srcxform.ops.linalg import matmul
 from srcxform.ops.reduce import reduce_max, reduce_mean, reduce_sum
-from srcxform.ops.shape import reshape, squeeze
+from srcxform.ops.shape import expand_dims, reshape, squeeze
 from srcxform.primitive import primitive
 from srcxform.tensor import as_value
 
@@ -101,9 +102,10 @@ fold_p = primitive("fold", "opaque", _fold_impl, _fold_shape,
 # ----- arguments -----
 
 
-def _pair(value, what, op, default=None):
-    """A stride, dilation or window size argument as (height, width): an int, or a list
-    of 1, 2 or 4 ints (NHWC, whose batch and channel entries must be 1), as TensorFlow."""
+def _spatial(value, what, op, n, default=None):
+    """A stride, dilation or window size argument of an op over n spatial axes, one int
+    an axis: an int, or a list of 1, n or n + 2 ints (with the batch and channels, whose
+    entries must be 1), as TensorFlow."""
     if value is None:
         value = default
     items = [value] if np.ndim(value) == 0 else list(value)
@@ -111,24 +113,18 @@ def _pair(value, what, op, default=None):
         items = [operator.index(v) for v in items]
     except TypeError:
         raise TypeError(f"{op}: {what} must be ints, got {value!r}") from None
-    if len(items) == 4 and items[0] == items[3] == 1:
-        items = items[1:3]
-    if len(items) not in (1, 2) or min(items) < 1:
-        raise ValueError(f"{op}: {what} must be an int or 1, 2 or 4 positive ints (NHWC, "
-                         f"1 for the batch and channels), got {value!r}")
-    return tuple(items * 2 if len(items) == 1 else items)
+    if len(items) == n + 2 and items[0] == items[-1] == 1:
+        items = items[1:-1]
+    if len(items) not in (1, n) or min(items) < 1:
+        layout = _LAYOUTS[n]
+        raise ValueError(f"{op}: {what} must be an int or {', '.join(sorted({'1', str(n)}))} "
+                         f"or {n + 2} positive ints ({layout}, 1 for the batch and "
+                         f"channels), got {value!r}")
+    return tuple(items * n if len(items) == 1 else items)
 
 
-def _single(value, what, op):
-    """conv1d's stride or dilation: an int, or a list of 1 or 3 ints (NWC, whose batch and
-    channel entries must be 1), as TensorFlow."""
-    items = [1 if value is None else value] if np.ndim(value) == 0 else list(value)
-    if len(items) == 3 and items[0] == items[2] == 1:
-        items = items[1:2]
-    if len(items) != 1:
-        raise ValueError(f"{op}: {what} must be an int or 1 or 3 ints (NWC, 1 for the batch "
-                         f"and channels), got {value!r}")
-    return _pair(items[0], what, op)[0]
+_LAYOUTS = {1: "NWC", 2: "NHWC", 3: "NDHWC"}
+_NOUNS = {1: "sequences", 2: "images", 3: "volumes"}
 
 
 def _pads(padding, sizes, ksize, strides, dilations, op, explicit=False):
@@ -201,8 +197,8 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,
         dtype = promote([x.aval, f.aval])[0]
         x, f = cast(x, dtype), cast(f, dtype)
     kh, kw, c, o = f.shape
-    p = _windows(x, (kh, kw), _pair(strides, "strides", op), _pair(dilations, "dilations",
-                 op, 1), padding, 0.0, op, explicit=True)
+    p = _windows(x, (kh, kw), _spatial(strides, "strides", op, 2),
+                 _spatial(dilations, "dilations", op, 2, 1), padding, 0.0, op, explicit=True)
     n, oh, ow = p.shape[:3]
     out = matmul(reshape(p, (n * oh * ow, kh * kw * c)), reshape(f, (kh * kw * c, o)))
     return reshape(out, (n, oh, ow, o))
@@ -217,35 +213,28 @@ def conv1d(input, filters, stride, padding, data_format="NWC", dilations=None, n
     if x.ndim != 3 or f.ndim != 3:
         raise shape_error(f"{op}: input must be NWC (rank 3) and filters WIO (rank 3), got "
                           f"{x.aval.short()} and {f.aval.short()}")
-    stride, dilation = _single(stride, "stride", op), _single(dilations, "dilations", op)
+    stride, dilation = _spatial(stride, "stride", op, 1), _spatial(dilations, "dilations",
+                                                                   op, 1, 1)
     out = conv2d(reshape(x, (x.shape[0], 1) + tuple(x.shape[1:])),
-                 reshape(f, (1,) + tuple(f.shape)), (1, stride), padding,
-                 dilations=(1, dilation))
+                 reshape(f, (1,) + tuple(f.shape)), (1,) + stride, padding,
+                 dilations=(1,) + dilation)
     return squeeze(out, 1)
 
 
 # ----- pooling -----
+#
+# A pooling over one or three spatial axes is made of 2-D ones: a 1-D one pools images
+# one pixel high; a 3-D one pools each depth slice's planes, then across the slices, as
+# max and the mean of a box's elements (SAME's padding left out) are separable.
 
 
-def max_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):
-    """The largest value of each ksize window of NHWC images (tf.nn.max_pool2d); padding
-    'SAME' or 'VALID', SAME's padding never chosen. Ties share the gradient equally (as
-    reduce_max's), where TensorFlow's MaxPoolGrad gives it all to the first of them."""
-    op = "max_pool2d"
-    _data_format(data_format, "NHWC", op)
-    x = as_value(input, op)
-    p = _windows(x, _pair(ksize, "ksize", op), _pair(strides, "strides", op), (1, 1),
-                 padding, -np.inf, op)
+def _max_pool(x, ksize, strides, padding, op):
+    p = _windows(x, ksize, strides, (1, 1), padding, -np.inf, op)
     return reduce_max(p, axis=(3, 4))
 
 
-def avg_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):
-    """The mean of each ksize window of NHWC images (tf.nn.avg_pool2d); with 'SAME'
-    padding, the mean of the window's elements inside the image, as TensorFlow's."""
-    op = "avg_pool2d"
-    _data_format(data_format, "NHWC", op)
-    x = as_value(input, op)
-    window = (_pair(ksize, "ksize", op), _pair(strides, "strides", op), (1, 1), padding)
+def _avg_pool(x, ksize, strides, padding, op):
+    window = (ksize, strides, (1, 1), padding)
     p = _windows(x, *window, 0.0, op)
     if isinstance(padding, str) and padding.upper() == "VALID":
         return reduce_mean(p, axis=(3, 4))
@@ -253,3 +242,79 @@ def avg_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):
     ones = ones_like(x[:1, :, :, :1])
     counts = reduce_sum(_windows(ones, *window, 0.0, op), axis=(3, 4))
     return reduce_sum(p, axis=(3, 4)) / counts
+
+
+def _pool(pool2d, input, ksize, strides, padding, data_format, op, n):
+    """A pooling over the n spatial axes of input (channels last) by pool2d."""
+    _data_format(data_format, _LAYOUTS[n], op)
+    x = as_value(input, op)
+    if x.ndim != n + 2:
+        raise shape_error(f"{op}: input must be {_LAYOUTS[n]} {_NOUNS[n]} (rank {n + 2}), "
+                          f"got {x.aval.short()}")
+    ksize, strides = _spatial(ksize, "ksize", op, n), _spatial(strides, "strides", op, n)
+    if n == 1:
+        return squeeze(pool2d(expand_dims(x, 1), (1,) + ksize, (1,) + strides, padding, op), 1)
+    if n == 2:
+        return pool2d(x, ksize, strides, padding, op)
+    b, d, h, w, c = x.shape
+    planes = pool2d(reshape(x, (b * d, h, w, c)), ksize[1:], strides[1:], padding, op)
+    oh, ow = planes.shape[1:3]
+    across = pool2d(reshape(planes, (b, d, oh * ow, c)), (ksize[0], 1), (strides[0], 1),
+                    padding, op)
+    return reshape(across, (b, across.shape[1], oh, ow, c))
+
+
+def max_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):
+    """The largest value of each ksize window of NHWC images (tf.nn.max_pool2d); padding
+    'SAME' or 'VALID', SAME's padding never chosen. Ties share the gradient equally (as
+    reduce_max's), where TensorFlow's MaxPoolGrad gives it all to the first of them."""
+    return _pool(_max_pool, input, ksize, strides, padding, data_format, "max_pool2d", 2)
+
+
+def avg_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):
+    """The mean of each ksize window of NHWC images (tf.nn.avg_pool2d); with 'SAME'
+    padding, the mean of the window's elements inside the image, as TensorFlow's."""
+    return _pool(_avg_pool, input, ksize, strides, padding, data_format, "avg_pool2d", 2)
+
+
+def max_pool1d(input, ksize, strides, padding, data_format="NWC", name=None):
+    """max_pool2d over NWC sequences (tf.nn.max_pool1d)."""
+    return _pool(_max_pool, input, ksize, strides, padding, data_format, "max_pool1d", 1)
+
+
+def avg_pool1d(input, ksize, strides, padding, data_format="NWC", name=None):
+    """avg_pool2d over NWC sequences (tf.nn.avg_pool1d)."""
+    return _pool(_avg_pool, input, ksize, strides, padding, data_format, "avg_pool1d", 1)
+
+
+def max_pool3d(input, ksize, strides, padding, data_format="NDHWC", name=None):
+    """max_pool2d over NDHWC volumes (tf.nn.max_pool3d). Ties share the gradient as two
+    2-D poolings share it (over each plane's, then across the planes' ties)."""
+    return _pool(_max_pool, input, ksize, strides, padding, data_format, "max_pool3d", 3)
+
+
+def avg_pool3d(input, ksize, strides, padding, data_format="NDHWC", name=None):
+    """avg_pool2d over NDHWC volumes (tf.nn.avg_pool3d)."""
+    return _pool(_avg_pool, input, ksize, strides, padding, data_format, "avg_pool3d", 3)
+
+
+def _by_rank(pools, input, op):
+    """The one of pools (1-D, 2-D, 3-D) for input's rank: 3, 4 or 5 (tf.nn.max_pool's)."""
+    rank = as_value(input, op).ndim
+    if rank not in (3, 4, 5):
+        raise shape_error(f"{op}: input must have rank 3, 4 or 5 (NWC, NHWC or NDHWC), got "
+                          f"{as_value(input, op).aval.short()}")
+    return pools[rank - 3]
+
+
+def max_pool(input, ksize, strides, padding, data_format=None, name=None):
+    """max_pool1d, max_pool2d or max_pool3d by input's rank (tf.nn.max_pool); ksize and
+    strides are an int or 1, N or N + 2 ints for N spatial axes."""
+    pool = _by_rank((max_pool1d, max_pool2d, max_pool3d), input, "max_pool")
+    return pool(input, ksize, strides, padding, data_format)
+
+
+def avg_pool(input, ksize, strides, padding, data_format=None, name=None):
+    """avg_pool1d, avg_pool2d or avg_pool3d by input's rank (tf.nn.avg_pool)."""
+    pool = _by_rank((avg_pool1d, avg_pool2d, avg_pool3d), input, "avg_pool")
+    return pool(input, ksize, strides, padding, data_format)

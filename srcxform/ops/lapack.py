@@ -8,7 +8,8 @@ TensorFlow's (its linalg_grad.py), written in srcxform ops, so every order of de
 comes from the same formulas. An op with several results returns them packed in one
 array, which its wrapper slices: slogdet (..., 2) as [sign, log|det|]; eigh
 (..., n + 1, n) as the eigenvalues above the eigenvectors; svd (..., 1 + m + n, k) as the
-singular values above u and v. Eigen- and singular vectors are only defined up to sign:
+singular values above u and v (k = min(m, n); max(m, n) for full matrices, zeros padding
+s and the narrower of u and v). Eigen- and singular vectors are only defined up to sign:
 each column is flipped so that its entry of largest magnitude is positive, the same
 choice eagerly and compiled (LAPACK builds differ), where TensorFlow leaves it to LAPACK.
 """
@@ -78,10 +79,10 @@ def _eigh_shape(x):
     return Aval(x.shape[:-2] + (n + 1, n), x.dtype)
 
 
-def _svd_shape(x):
+def _svd_shape(x, *, full_matrices):
     _check_matrices(x, square=False)
     m, n = x.shape[-2:]
-    return Aval(x.shape[:-2] + (1 + m + n, min(m, n)), x.dtype)
+    return Aval(x.shape[:-2] + (1 + m + n, max(m, n) if full_matrices else min(m, n)), x.dtype)
 
 
 # ----- eager implementations -----
@@ -111,11 +112,16 @@ def _eigh_impl(x):
     return np.concatenate([values[..., None, :], vectors * _column_signs(vectors)], axis=-2)
 
 
-def _svd_impl(x):
-    u, s, vh = np.linalg.svd(x, full_matrices=False)
-    signs = _column_signs(u)
-    return np.concatenate([s[..., None, :], u * signs, np.swapaxes(vh, -1, -2) * signs],
-                          axis=-2)
+def _svd_impl(x, full_matrices):
+    u, s, vh = np.linalg.svd(x, full_matrices=full_matrices)
+    v = np.swapaxes(vh, -1, -2)
+    k = s.shape[-1]
+    u_signs, v_signs = _column_signs(u), _column_signs(v)
+    v_signs[..., :k] = u_signs[..., :k]  # a pair of singular vectors shares its sign
+    width = max(u.shape[-1], v.shape[-1])
+    pad = [(0, 0)] * (x.ndim - 1)
+    return np.concatenate([np.pad(part, pad + [(0, width - part.shape[-1])]) for part in
+                           (s[..., None, :], u * u_signs, v * v_signs)], axis=-2)
 
 
 # ----- gradients (TensorFlow's linalg_grad.py) -----
@@ -203,24 +209,40 @@ def _eigh_vjp(g, out, x):
     return ((grad + _swap(grad)) * _lower_mask(n, x, diagonal=0.5),)
 
 
-def _svd_vjp(g, out, x):
-    # Assumes distinct, nonzero singular values (f and 1 / s below).
+def _svd_parts(packed, m, n, full_matrices):
+    """s, u and v out of svd's packed result (or its cotangent), the padding left out."""
+    k = min(m, n)
+    return (packed[..., 0, :k], packed[..., 1:1 + m, :m if full_matrices else k],
+            packed[..., 1 + m:, :n if full_matrices else k])
+
+
+def _svd_vjp(g, out, x, *, full_matrices):
+    # TensorFlow's _SvdGrad. Assumes distinct, nonzero singular values (f and 1 / s below).
     m, n = x.shape[-2:]
-    s, u, v = out[..., 0, :], out[..., 1:1 + m, :], out[..., 1 + m:, :]
-    g_s, g_u, g_v = g[..., 0, :], g[..., 1:1 + m, :], g[..., 1 + m:, :]
+    s, u, v = _svd_parts(out, m, n, full_matrices)
+    g_s, g_u, g_v = _svd_parts(g, m, n, full_matrices)
     wide = m <= n
-    if not wide:  # TensorFlow's formula is for m <= n: differentiate the transpose
+    if not wide:  # the formula is for m <= n: differentiate the transpose
         u, v, g_u, g_v, m, n = v, u, g_v, g_u, n, m
+    if full_matrices and n - m > 1:
+        # v's last n - m columns are any basis of what the first m leave: not a function.
+        raise NotImplementedError(f"svd: the gradient of full_matrices=True is defined for "
+                                  f"inputs whose sides differ by at most 1 (TensorFlow's "
+                                  f"rule), got {x.aval.short()}")
+    v1, g_v1 = v[..., :m], g_v[..., :m]
     f = _gap_reciprocals(s * s)
     f_u = f * matmul(u, g_u, transpose_a=True)
-    f_v = f * matmul(v, g_v, transpose_a=True)
+    f_v = f * matmul(v1, g_v1, transpose_a=True)
     rows, columns = expand_dims(s, -1), expand_dims(s, -2)
     inner = expand_dims(g_s, -1) * _constant(np.eye(m), x) + \
         (f_u + _swap(f_u)) * columns + rows * (f_v + _swap(f_v))
-    grad = matmul(u, matmul(inner, v, transpose_b=True))
+    grad = matmul(u, matmul(inner, v1, transpose_b=True))
     if m != n:
-        g_vt = _swap(g_v)
-        rest = g_vt - matmul(matmul(g_vt, v), v, transpose_b=True)
+        g_v1t = _swap(g_v1)
+        rest = g_v1t - matmul(matmul(g_v1t, v1), v1, transpose_b=True)
+        if full_matrices:  # v's last column, fixed by the others up to its sign
+            rest = rest - matmul(matmul(v1, g_v[..., m:], transpose_a=True), v[..., m:],
+                                 transpose_b=True)
         grad = grad + matmul(u * expand_dims(_safe_reciprocal(s), -2), rest)
     return (grad if wide else _swap(grad),)
 
@@ -240,7 +262,8 @@ triangular_solve_p = primitive(
 cholesky_p = primitive("cholesky", "opaque", np.linalg.cholesky, _same_shape,
                        "lapack.cholesky(x)", vjp=_cholesky_vjp)
 eigh_p = primitive("eigh", "opaque", _eigh_impl, _eigh_shape, "lapack.eigh(x)", vjp=_eigh_vjp)
-svd_p = primitive("svd", "opaque", _svd_impl, _svd_shape, "lapack.svd(x)", vjp=_svd_vjp)
+svd_p = primitive("svd", "opaque", _svd_impl, _svd_shape, "lapack.svd(x, full_matrices)",
+                  vjp=_svd_vjp)
 
 
 # ----- tf.linalg's functions -----
@@ -319,17 +342,16 @@ def eigvalsh(tensor, name=None):
 
 def svd(tensor, full_matrices=False, compute_uv=True, name=None):
     """s, u, v with tensor = u @ diag(s) @ vᵀ (tf.linalg.svd: v, not NumPy's vᵀ), the
-    singular values descending. full_matrices is supported for square matrices only
-    (where it changes nothing). The gradient assumes distinct nonzero singular values
-    and a loss that does not depend on the vectors' signs, as TensorFlow's."""
+    singular values descending; u is m×m and v n×n where `full_matrices` (the extra
+    columns: an orthonormal basis of what the others leave, LAPACK's choice). The gradient
+    assumes distinct nonzero singular values and a loss that does not depend on the
+    vectors' signs, as TensorFlow's; with full_matrices it is defined only where m and n
+    differ by at most 1 (NotImplementedError otherwise, as TensorFlow)."""
     x = as_value(tensor, "svd")
-    packed = svd_p.bind(x)
-    m, n = x.shape[-2:]
-    if full_matrices and m != n:
-        raise NotImplementedError(f"svd: full_matrices=True is supported for square "
-                                  f"matrices only, got {x.aval.short()}")
-    s = packed[..., 0, :]
-    return (s, packed[..., 1:1 + m, :], packed[..., 1 + m:, :]) if compute_uv else s
+    full_matrices = bool(full_matrices and compute_uv)
+    packed = svd_p.bind(x, full_matrices=full_matrices)
+    s, u, v = _svd_parts(packed, *x.shape[-2:], full_matrices)
+    return (s, u, v) if compute_uv else s
 
 
 # ----- norm -----

@@ -279,13 +279,9 @@ def _eigh(a, UPLO="L"):
 
 
 def _svd(a, full_matrices=True, compute_uv=True, hermitian=False):
-    a = as_value(a, "svd")
-    if full_matrices and compute_uv and a.ndim >= 2 and a.shape[-1] != a.shape[-2]:
-        raise TypeError("numpy.linalg.svd: srcxform computes the reduced SVD only; pass "
-                        "full_matrices=False")
     if not compute_uv:
         return lapack.svd(a, compute_uv=False)
-    s, u, v = lapack.svd(a)
+    s, u, v = lapack.svd(a, full_matrices=full_matrices)
     return SVDResult(u, s, linalg.matrix_transpose(v))
 
 

@@ -5,11 +5,21 @@ code gives (srcxform/ops/lapack.py): the multi-output ones are packed into one a
 and eigen- and singular vectors have the sign convention of `column_signs`, so that
 compiled and eager agree whichever LAPACK build each calls. Imported only by generated
 code.
+
+Numba's np.linalg raises NumPy's LinAlgError for a matrix it cannot factor (singular,
+not positive definite, not finite). Each call below notes that it failed and `check`
+raises srcxform's LinAlgArgumentError (TensorFlow's InvalidArgumentError) naming the op
+and the input's shape, as eager raises it (primitive.py): the same exception whichever
+runs. (Numba cannot raise from an `except` block, hence the flag.)
 """
 
 import numpy as np
 
+from srcxform.errors import LinAlgArgumentError
 from srcxform.numba_adapter.jit import helper
+
+SINGULAR = "the matrix is singular (not invertible)"
+NOT_FACTORED = "LAPACK could not factor the matrix (is it finite?)"
 
 
 @helper
@@ -17,6 +27,22 @@ def _matrices(x):
     """x as a C-contiguous stack of matrices: (batch, rows, columns)."""
     rows, columns = x.shape[-2], x.shape[-1]
     return np.ascontiguousarray(x).reshape((-1, rows, columns))
+
+
+@helper
+def _shape_text(shape):
+    text = "("
+    for k in range(len(shape)):
+        text += str(shape[k]) + (", " if k < len(shape) - 1 else "")
+    return text + ")"
+
+
+@helper
+def check(failed, op, reason, shape, k):
+    """Raises LinAlgArgumentError if LAPACK failed on matrix k of an input of `shape`."""
+    if failed:
+        raise LinAlgArgumentError(op + ": " + reason + ": matrix " + str(k) + " of an input "
+                                  "of shape " + _shape_text(shape))
 
 
 @helper
@@ -30,7 +56,12 @@ def inv(x):
     flat = _matrices(x)
     out = np.empty(flat.shape, x.dtype)
     for k in range(flat.shape[0]):
-        out[k] = np.linalg.inv(flat[k])
+        failed = False
+        try:
+            out[k] = np.linalg.inv(flat[k])
+        except Exception:  # noqa: BLE001 - the only class Numba catches
+            failed = True
+        check(failed, "inv", SINGULAR, x.shape, k)
     return out.reshape(x.shape)
 
 
@@ -39,7 +70,12 @@ def det(x):
     flat = _matrices(x)
     out = np.empty(flat.shape[0], x.dtype)
     for k in range(flat.shape[0]):
-        out[k] = np.linalg.det(flat[k])
+        failed = False
+        try:
+            out[k] = np.linalg.det(flat[k])
+        except Exception:  # noqa: BLE001 - the only class Numba catches
+            failed = True
+        check(failed, "det", NOT_FACTORED, x.shape, k)
     return out.reshape(x.shape[:-2])
 
 
@@ -49,9 +85,14 @@ def slogdet(x):
     flat = _matrices(x)
     out = np.empty((flat.shape[0], 2), x.dtype)
     for k in range(flat.shape[0]):
-        sign, logabs = np.linalg.slogdet(flat[k])
-        out[k, 0] = sign
-        out[k, 1] = logabs
+        failed = False
+        try:
+            sign, logabs = np.linalg.slogdet(flat[k])
+            out[k, 0] = sign
+            out[k, 1] = logabs
+        except Exception:  # noqa: BLE001 - the only class Numba catches
+            failed = True
+        check(failed, "slogdet", NOT_FACTORED, x.shape, k)
     return out.reshape(x.shape[:-2] + (2,))
 
 
@@ -61,7 +102,13 @@ def solve(a, b, adjoint):
     flat_a, flat_b = _matrices(a), _matrices(b)
     out = np.empty(flat_b.shape, b.dtype)
     for k in range(flat_a.shape[0]):
-        out[k] = np.linalg.solve(_swapped(flat_a[k]) if adjoint else flat_a[k], flat_b[k])
+        failed = False
+        try:
+            out[k] = np.linalg.solve(_swapped(flat_a[k]) if adjoint else flat_a[k],
+                                     flat_b[k])
+        except Exception:  # noqa: BLE001 - the only class Numba catches
+            failed = True
+        check(failed, "solve", SINGULAR, a.shape, k)
     return out.reshape(b.shape)
 
 
@@ -80,7 +127,12 @@ def cholesky(x):
     flat = _matrices(x)
     out = np.empty(flat.shape, x.dtype)
     for k in range(flat.shape[0]):
-        out[k] = np.linalg.cholesky(flat[k])
+        failed = False
+        try:
+            out[k] = np.linalg.cholesky(flat[k])
+        except Exception:  # noqa: BLE001 - the only class Numba catches
+            failed = True
+        check(failed, "cholesky", "the matrix is not positive definite", x.shape, k)
     return out.reshape(x.shape)
 
 
@@ -106,24 +158,46 @@ def eigh(x):
     n = flat.shape[1]
     out = np.empty((flat.shape[0], n + 1, n), x.dtype)
     for k in range(flat.shape[0]):
-        values, vectors = np.linalg.eigh(flat[k])
-        out[k, 0] = values
-        out[k, 1:] = vectors * column_signs(vectors)
+        failed = False
+        try:
+            values, vectors = np.linalg.eigh(flat[k])
+            out[k, 0] = values
+            out[k, 1:] = vectors * column_signs(vectors)
+        except Exception:  # noqa: BLE001 - the only class Numba catches
+            failed = True
+        check(failed, "eigh", NOT_FACTORED, x.shape, k)
     return out.reshape(x.shape[:-2] + (n + 1, n))
 
 
 @helper
-def svd(x):
-    """(..., 1 + m + n, min(m, n)): the descending singular values, then u's columns,
-    then v's (TensorFlow's v, not NumPy's vh)."""
+def svd(x, full_matrices):
+    """(..., 1 + m + n, p): the descending singular values, then u's columns, then v's
+    (TensorFlow's v, not NumPy's vh); p is min(m, n), or max(m, n) for full matrices,
+    where zeros pad s and the narrower of u and v on the right."""
     flat = _matrices(x)
     m, n = flat.shape[1], flat.shape[2]
     size = min(m, n)
-    out = np.empty((flat.shape[0], 1 + m + n, size), x.dtype)
+    width = max(m, n) if full_matrices else size
+    out = np.zeros((flat.shape[0], 1 + m + n, width), x.dtype)
     for k in range(flat.shape[0]):
-        u, s, vh = np.linalg.svd(flat[k], full_matrices=False)
-        signs = column_signs(u)
-        out[k, 0] = s
-        out[k, 1:1 + m] = u * signs
-        out[k, 1 + m:] = vh.T * signs
-    return out.reshape(x.shape[:-2] + (1 + m + n, size))
+        failed = False
+        try:
+            u, s, vh = np.linalg.svd(flat[k], full_matrices=full_matrices)
+            v = vh.T
+            u_signs, v_signs = pair_signs(u, v, size)
+            out[k, 0, :size] = s
+            out[k, 1:1 + m, :u.shape[1]] = u * u_signs
+            out[k, 1 + m:, :v.shape[1]] = v * v_signs
+        except Exception:  # noqa: BLE001 - the only class Numba catches
+            failed = True
+        check(failed, "svd", NOT_FACTORED, x.shape, k)
+    return out.reshape(x.shape[:-2] + (1 + m + n, width))
+
+
+@helper
+def pair_signs(u, v, size):
+    """The signs of u's and v's columns: u's first `size` (each the sign of a pair of
+    singular vectors) also v's; column_signs for the rest (full matrices' extra ones)."""
+    u_signs, v_signs = column_signs(u), column_signs(v)
+    v_signs[:size] = u_signs[:size]
+    return u_signs, v_signs
