@@ -14,6 +14,9 @@ import numpy as np
 from srcxform.tree import tree_unflatten
 
 FORMS = ("value", "grad", "value_and_grad")
+# The forms a kernel of each kernel form serves. The gradient-only kernel ("grad") returns
+# no value, so what only the value needs (the loss's own sum, say) is dead code in it.
+SERVES = {"value": ("value",), "grad": ("grad",), "value_and_grad": ("grad", "value_and_grad")}
 
 _STATIC = (bool, int, str, type(None))
 
@@ -28,6 +31,7 @@ def is_static(leaf):
 class Convention:
     """How a kernel is called, as plain data (the on-disk index keeps it)."""
 
+    form: str  # the kernel form: "value", "grad" or "value_and_grad" (SERVES)
     traced: tuple  # indices of the argument leaves the kernel takes, in order
     # Variables read (their values passed after the leaves) and assigned (their new values
     # are the last outputs): each a leaf index (a Variable argument) or the captured
@@ -40,7 +44,9 @@ class Convention:
     # Positions in outs of the outputs the kernel fills: arrays its caller allocates and
     # passes after the inputs. It returns the other outputs, in order.
     buffers: tuple
-    out_trees: tuple  # the value's treedef, then (gradient forms) the gradients' tuple
+    # The value's treedef (an empty tuple's for a gradient-only kernel), then (gradient
+    # forms) the gradients' tuple.
+    out_trees: tuple
     # How each leaf of the results comes back: ("out", j, eager, weak) is output j, which
     # the plain call returns as the eager run would have it (eager "tensor": a Tensor,
     # weak or not; "numpy": NumPy's array or scalar; "python": the Python number), the
@@ -80,7 +86,7 @@ class Convention:
 
     def forms(self):
         """The forms a kernel of this convention serves: its kernel form's."""
-        return ("value",) if len(self.out_trees) == 1 else ("grad", "value_and_grad")
+        return SERVES[self.form]
 
 
 def form_result(form, single, value, grads):

@@ -47,7 +47,7 @@ def emit(conv, name, kernel, size_label):
     function `name`; size symbol k is n<size_label(k)>, as in the kernel."""
     functions = [_form_function(conv, name, kernel, form, size_label)
                  for form in conv.forms()]
-    if len(conv.out_trees) > 1 and (conv.consts or conv.buffers):
+    if conv.form == "value_and_grad" and (conv.consts or conv.buffers):
         functions.append(_kernel_function(conv, name, kernel, size_label))
     return "\n\n\n".join(astor.to_source(f).rstrip("\n") for f in functions) + "\n"
 
