@@ -107,13 +107,20 @@ def cube_sum(x):
     return tf.reduce_sum(x * x * x)
 
 
-def test_compile_blocks_until_the_kernel_is_native():
+def test_compile_blocks_until_the_kernels_are_native():
+    """f.compile compiles both gradient forms' kernels: f.grad's, and f.value_and_grad's."""
     f = tf.differentiable(cube_sum)
     x = np.array([1.0, -2.0])
     assert f.compile(x) is f
-    assert the_job(f) is None and isinstance(the_kernel(f).fn, backend.Compiled)
+    kernels = {k.conv.form: k for candidates in f._kernels.values() for k in candidates}
+    assert sorted(kernels) == ["grad", "value_and_grad"] and the_job(f) is None
+    assert all(isinstance(k.fn, backend.Compiled) for k in kernels.values())
     np.testing.assert_array_equal(f.grad(x), 3 * x * x)
-    assert len(the_kernel(f).fn.dispatcher.signatures) == 1  # the first call ran natively
+    value, grad = f.value_and_grad(x)
+    assert value == -7.0
+    np.testing.assert_array_equal(grad, 3 * x * x)
+    # The first calls ran natively: each kernel compiled once, for these arguments.
+    assert [len(k.fn.dispatcher.signatures) for k in kernels.values()] == [1, 1]
 
 
 def sin_sum(x):
