@@ -235,6 +235,28 @@ def test_threads_calling_during_the_switch():
     assert len(the_kernel(f).fn.dispatcher.signatures) == 1
 
 
+def test_a_kernel_compiled_here_while_numba_starts_in_a_thread():
+    """In a new process, f.source compiles f.value_and_grad's kernel here while the thread
+    f.grad's eager call started imports Numba: the two import it one after the other
+    (at once, one could meet a Numba module the other had half run)."""
+    script = textwrap.dedent("""
+        import numpy as np
+        import srcxform as tf
+
+        def log_sum(x):
+            return tf.reduce_sum(tf.log(x))
+
+        f = tf.differentiable(log_sum)
+        x = np.array([1.0, 2.0])
+        print(f.grad(x).tolist(), "def log_sum__value_and_grad(" in f.source(x))
+        """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=TIMEOUT, check=False,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "[1.0, 0.5] True\n"
+
+
 def test_the_worker_ends_with_its_process(tmp_path):
     script = textwrap.dedent("""
         import numpy as np
