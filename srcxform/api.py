@@ -258,7 +258,7 @@ class Differentiable:
         """The call's results from the eager tape, while the kernel compiles (tiered.py),
         as the kernel would return them."""
         call_args, call_kwargs = _as_tensors(args, kwargs)
-        if kernel.conv.forms() == ("value",):
+        if kernel.conv.form == "value":
             value, grads = self.fn(*call_args, **call_kwargs), []
         else:
             value, grads = compiler.traced_value_and_grad(self.fn, call_args, call_kwargs,

@@ -14,9 +14,8 @@ import numpy as np
 from srcxform.tree import tree_unflatten
 
 FORMS = ("value", "grad", "value_and_grad")
-# The forms a kernel of each kernel form serves. The gradient-only kernel ("grad") returns
-# no value, so what only the value needs (the loss's own sum, say) is dead code in it.
-SERVES = {"value": ("value",), "grad": ("grad",), "value_and_grad": ("grad", "value_and_grad")}
+# Each form has a kernel of its own (api.py keys them apart). The gradient-only kernel
+# returns no value, so what only the value needs (the loss's own sum, say) is dead code.
 
 _STATIC = (bool, int, str, type(None))
 
@@ -31,7 +30,7 @@ def is_static(leaf):
 class Convention:
     """How a kernel is called, as plain data (the on-disk index keeps it)."""
 
-    form: str  # the kernel form: "value", "grad" or "value_and_grad" (SERVES)
+    form: str  # the form the kernel computes: "value", "grad" or "value_and_grad"
     traced: tuple  # indices of the argument leaves the kernel takes, in order
     # Variables read (their values passed after the leaves) and assigned (their new values
     # are the last outputs): each a leaf index (a Variable argument) or the captured
@@ -84,9 +83,6 @@ class Convention:
             start += tree.num_leaves
         return form_result(form, self.single, value, grads)
 
-    def forms(self):
-        """The forms a kernel of this convention serves: its kernel form's."""
-        return SERVES[self.form]
 
 
 def form_result(form, single, value, grads):

@@ -53,11 +53,11 @@ def generate_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parall
         traced.out_names)
     source += "\n\n" + callpath.emit(conv, traced.name, func_name, size_label(program))
     probes = captures.of_function(fn) + traced.probes
-    # The warm entries, for positional calls like this one (others get none).
-    entries = () if kwargs else tuple(
-        (form, entry.emit(conv, consts, probes, callpath.entry_name(traced.name, form),
-                          form, args, numba_adapter.sole_reference_count())[0])
-        for form in conv.forms())
+    # The warm entry, for positional calls like this one (others get none).
+    entries = () if kwargs else (
+        (kernel_form, entry.emit(conv, consts, probes,
+                                 callpath.entry_name(traced.name, kernel_form), kernel_form,
+                                 args, numba_adapter.sole_reference_count())[0]),)
     source += entry.in_module([text for _, text in entries])
     if "source" in os.environ.get("SRCXFORM_DUMP", ""):
         print(source)

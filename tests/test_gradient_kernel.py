@@ -108,6 +108,11 @@ def test_the_gradient_only_rosenbrock_kernel_has_no_reduction():
     assert kernel.startswith("def rosenbrock__grad(x, bx):")
     assert "sum" not in kernel and "+=" not in kernel
     assert kernel.count("for ") == 1 and "bx[i0] = bx_i" in kernel
+    # Its module has the grad form's call path and warm entry, which f.grad now is.
+    assert "def rosenbrock_grad(x):" in grad_only.source
+    assert "value_and_grad" not in grad_only.source
+    assert f.grad.__code__.co_name == "rosenbrock_grad_entry"
+    assert "def rosenbrock_grad_entry(a0=NO, /" in grad_only.source
 
 
 def test_log_sum_exps_gradient_only_kernel_keeps_the_sum_its_gradient_needs():
