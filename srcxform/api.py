@@ -1,9 +1,10 @@
 """The compiled face: `differentiable` and the JAX-like function forms.
 
-A Differentiable holds a kernel per signature (array ndim, dtype and which dims are 1,
-plus static values), made by compiler.py at the first call like it or loaded from the
-on-disk index; a warm call is the kernel's generated entry: check the arguments still fit,
-one kernel call, build the results (codegen/entry.py).
+A Differentiable holds a kernel per form (value, grad, value_and_grad) and signature
+(array ndim, dtype and which dims are 1, plus static values), made by compiler.py at the
+first call like it or loaded from the on-disk index; a warm call is the kernel's
+generated entry: check the arguments still fit, one kernel call, build the results
+(codegen/entry.py).
 """
 
 import functools
@@ -164,11 +165,13 @@ class Differentiable:
                          self._loaded)
 
     def compile(self, *args, **kwargs):
-        """Compiles, here and now, the kernel f.grad and f.value_and_grad run for arguments
-        like these, so that their first call runs natively rather than on the eager tape
-        while the kernel compiles in the background (srcxform.tiered). Returns f.
-        `differentiable(..., wait=True)` makes every first call wait so."""
-        self._kernel("value_and_grad", args, kwargs)
+        """Compiles, here and now, the kernels f.grad and f.value_and_grad run for
+        arguments like these (f.grad's computes the gradient alone), so that their first
+        call runs natively rather than on the eager tape while the kernel compiles in the
+        background (srcxform.tiered). Returns f. `differentiable(..., wait=True)` makes
+        every first call wait so."""
+        for form in ("grad", "value_and_grad"):
+            self._kernel(form, args, kwargs)
         return self
 
     # ----- compiling and running -----
@@ -179,10 +182,8 @@ class Differentiable:
         tapes = CONTEXT.tapes
         if CONTEXT.traces or tapes and any(t._recording for t in tapes):
             return self._inline(form, args, kwargs)
-        # One kernel serves a form and the forms it contains: value, or value_and_grad (grad).
-        kernel_form = "value" if form == "value" else "value_and_grad"
         with backend.gc_paused():  # a first call compiles
-            kernel, leaves = self._kernel(kernel_form, args, kwargs, tier0=True)
+            kernel, leaves = self._kernel(form, args, kwargs, tier0=True)
             if kernel in self._compiling:  # the worker compiles it: this call runs eagerly
                 return self._tier0(kernel, form, args, kwargs, leaves)
 
@@ -257,7 +258,7 @@ class Differentiable:
         """The call's results from the eager tape, while the kernel compiles (tiered.py),
         as the kernel would return them."""
         call_args, call_kwargs = _as_tensors(args, kwargs)
-        if kernel.conv.forms() == ("value",):
+        if kernel.conv.form == "value":
             value, grads = self.fn(*call_args, **call_kwargs), []
         else:
             value, grads = compiler.traced_value_and_grad(self.fn, call_args, call_kwargs,

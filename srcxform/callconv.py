@@ -14,6 +14,8 @@ import numpy as np
 from srcxform.tree import tree_unflatten
 
 FORMS = ("value", "grad", "value_and_grad")
+# Each form has a kernel of its own (api.py keys them apart). The gradient-only kernel
+# returns no value, so what only the value needs (the loss's own sum, say) is dead code.
 
 _STATIC = (bool, int, str, type(None))
 
@@ -28,6 +30,7 @@ def is_static(leaf):
 class Convention:
     """How a kernel is called, as plain data (the on-disk index keeps it)."""
 
+    form: str  # the form the kernel computes: "value", "grad" or "value_and_grad"
     traced: tuple  # indices of the argument leaves the kernel takes, in order
     # Variables read (their values passed after the leaves) and assigned (their new values
     # are the last outputs): each a leaf index (a Variable argument) or the captured
@@ -40,7 +43,9 @@ class Convention:
     # Positions in outs of the outputs the kernel fills: arrays its caller allocates and
     # passes after the inputs. It returns the other outputs, in order.
     buffers: tuple
-    out_trees: tuple  # the value's treedef, then (gradient forms) the gradients' tuple
+    # The value's treedef (an empty tuple's for a gradient-only kernel), then (gradient
+    # forms) the gradients' tuple.
+    out_trees: tuple
     # How each leaf of the results comes back: ("out", j, eager, weak) is output j, which
     # the plain call returns as the eager run would have it (eager "tensor": a Tensor,
     # weak or not; "numpy": NumPy's array or scalar; "python": the Python number), the
@@ -78,9 +83,6 @@ class Convention:
             start += tree.num_leaves
         return form_result(form, self.single, value, grads)
 
-    def forms(self):
-        """The forms a kernel of this convention serves: its kernel form's."""
-        return ("value",) if len(self.out_trees) == 1 else ("grad", "value_and_grad")
 
 
 def form_result(form, single, value, grads):

@@ -37,12 +37,16 @@ def start_numba():
     Numba imported, its CPU target initialized, the runtime helpers' modules imported.
     The worker does it while its parent traces; the parent (tiered.prepare_native) while
     its calls run eagerly."""
-    from numba.core.compiler_lock import global_compiler_lock
-    from numba.core.registry import cpu_target
-
     from srcxform import backend
 
-    backend._import_runtime()
+    # Numba's modules import one another in cycles: imported by two threads at once, one
+    # can meet a module the other has half run (an ImportError). backend.load imports
+    # them under this lock, as a call that compiles here while this runs does.
+    with backend._LOADING:
+        from numba.core.compiler_lock import global_compiler_lock
+        from numba.core.registry import cpu_target
+
+        backend._import_runtime()
     with global_compiler_lock:  # what a compile or cache load in another thread holds
         cpu_target.target_context.refresh()
 

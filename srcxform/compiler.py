@@ -47,17 +47,17 @@ def generate_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parall
     outs = tuple((tuple(expr_of(d) for d in a.aval.shape), a.aval.dtype)
                  for a in program.outs)
     conv = Convention(
-        traced.leaves, traced.variables, traced.writes, len(consts), tuple(program.sizes),
+        kernel_form, traced.leaves, traced.variables, traced.writes, len(consts), tuple(program.sizes),
         outs, tuple(buffers), traced.trees, traced.returns, traced.guards,
         isinstance(wrt, int), as_eager, traced.leaf_names, traced.in_names,
         traced.out_names)
     source += "\n\n" + callpath.emit(conv, traced.name, func_name, size_label(program))
     probes = captures.of_function(fn) + traced.probes
-    # The warm entries, for positional calls like this one (others get none).
-    entries = () if kwargs else tuple(
-        (form, entry.emit(conv, consts, probes, callpath.entry_name(traced.name, form),
-                          form, args, numba_adapter.sole_reference_count())[0])
-        for form in conv.forms())
+    # The warm entry, for positional calls like this one (others get none).
+    entries = () if kwargs else (
+        (kernel_form, entry.emit(conv, consts, probes,
+                                 callpath.entry_name(traced.name, kernel_form), kernel_form,
+                                 args, numba_adapter.sole_reference_count())[0]),)
     source += entry.in_module([text for _, text in entries])
     if "source" in os.environ.get("SRCXFORM_DUMP", ""):
         print(source)
@@ -100,7 +100,9 @@ def trace_function(fn, wrt, kernel_form, args, kwargs, leaves):
         else:
             out, grads = traced_value_and_grad(fn, call_args, call_kwargs,
                                                 wrt_positions(wrt))
-            results = [out, grads]
+            # The gradient-only kernel does not return the value: the passes drop what
+            # only the value needs (dce.py), such as the sum of a loss's terms.
+            results = [() if kernel_form == "grad" else out, grads]
         writes = trace.variable_writes()
         flat, trees, returns = [], [], []
         # What the function returned: its argument leaves themselves (the plain call's

@@ -1,7 +1,7 @@
 """One compiled signature at run time: its generated module's functions, bound to what
 this kernel captured.
 
-The module (codegen) holds the kernel, the call path for each form (the general path:
+The module (codegen) holds the kernel, the call path for its form (the general path:
 callpath.py) and the warm entries (entry.py), all written from one calling convention
 (callconv.py). A module is shared by every kernel with its text, so its functions read
 the objects that are one kernel's own (captured Variables and arrays, the entries'
@@ -56,7 +56,7 @@ class Spec:
     parallel: bool
     conv: Convention
     name: str  # the user function's, which the call path's functions are named for
-    entries: tuple  # (form, source) of each warm entry generated into the module
+    entries: tuple  # (form, source) of the warm entry generated into the module, if any
 
 
 class Kernel:

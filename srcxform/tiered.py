@@ -133,6 +133,8 @@ def results(conv, form, value, grads, leaves):
     """What `form` returns, from the eager run's value and gradients (one per wrt
     argument; none for a value kernel), converted leaf by leaf as the kernel's generated
     call path converts its outputs (callpath._returned)."""
+    if conv.form == "grad":  # a gradient-only kernel returns no value
+        value = ()
     flat = tree_flatten(value)[0] + [leaf for g in grads for leaf in tree_flatten(g)[0]]
     if len(flat) != len(conv.returns):  # the trace and the eager run return alike
         raise SrcxformError(f"srcxform: the eager run returned {len(flat)} values where the "

@@ -24,15 +24,15 @@ def _numeric_grad(f, w, eps=1e-6):
     return grad
 
 
-def test_the_source_shows_the_kernel_and_the_plain_gradient_function():
+def test_the_source_shows_the_kernel_and_the_plain_value_and_gradient_function():
     source = LOSS.source(W, X)
     assert "def loss__value_and_grad(w, x, bw):" in source
-    grad = source[source.index("def loss_grad(w, x):"):].split("\n\n\n")[0]
-    # It allocates the gradient, calls the kernel and returns the gradient.
-    assert "grad_w = np.empty((n0,))" in grad
-    assert "value, = loss__value_and_grad(w, x, grad_w)" in grad
-    assert grad.rstrip().endswith("return grad_w")
-    assert "def loss_value_and_grad(w, x):" in source
+    both = source[source.index("def loss_value_and_grad(w, x):"):].split("\n\n\n")[0]
+    # It allocates the gradient, calls the kernel and returns the value and the gradient.
+    assert "grad_w = np.empty((n0,))" in both
+    assert "value, = loss__value_and_grad(w, x, grad_w)" in both
+    assert both.rstrip().endswith("return value, grad_w")
+    assert "def loss_grad(" not in source  # f.grad runs a kernel of its own
 
 
 def test_the_general_path_runs_the_generated_functions():
@@ -58,12 +58,15 @@ def test_the_kernel_wrapper_is_the_generated_one():
 
 
 def test_the_warm_entry_is_the_one_in_the_source():
-    LOSS.grad(W, X)  # the first positional call makes the entry
-    assert LOSS.grad.__code__.co_name == "loss_grad_entry"
+    LOSS.value_and_grad(W, X)  # the first positional call makes the entry
+    entry = LOSS.value_and_grad
+    assert entry.__code__.co_name == "loss_value_and_grad_entry"
     # The generated module's copy, not one compiled apart.
-    assert LOSS.grad.__code__.co_filename.endswith(".py")
-    assert "def loss_grad_entry(a0=NO, a1=NO, /, *more, **kwargs):" in LOSS.source(W, X)
-    np.testing.assert_array_equal(LOSS.grad(W, X), LOSS.grad(W, x=X))
+    assert entry.__code__.co_filename.endswith(".py")
+    assert "def loss_value_and_grad_entry(a0=NO, a1=NO, /, *more, **kwargs):" in \
+        LOSS.source(W, X)
+    for got, want in zip(entry(W, X), LOSS.value_and_grad(W, x=X)):
+        np.testing.assert_array_equal(got, want)
 
 
 def test_a_tensor_where_a_variable_was_traced_is_not_assigned():

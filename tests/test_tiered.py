@@ -107,13 +107,20 @@ def cube_sum(x):
     return tf.reduce_sum(x * x * x)
 
 
-def test_compile_blocks_until_the_kernel_is_native():
+def test_compile_blocks_until_the_kernels_are_native():
+    """f.compile compiles both gradient forms' kernels: f.grad's, and f.value_and_grad's."""
     f = tf.differentiable(cube_sum)
     x = np.array([1.0, -2.0])
     assert f.compile(x) is f
-    assert the_job(f) is None and isinstance(the_kernel(f).fn, backend.Compiled)
+    kernels = {k.conv.form: k for candidates in f._kernels.values() for k in candidates}
+    assert sorted(kernels) == ["grad", "value_and_grad"] and the_job(f) is None
+    assert all(isinstance(k.fn, backend.Compiled) for k in kernels.values())
     np.testing.assert_array_equal(f.grad(x), 3 * x * x)
-    assert len(the_kernel(f).fn.dispatcher.signatures) == 1  # the first call ran natively
+    value, grad = f.value_and_grad(x)
+    assert value == -7.0
+    np.testing.assert_array_equal(grad, 3 * x * x)
+    # The first calls ran natively: each kernel compiled once, for these arguments.
+    assert [len(k.fn.dispatcher.signatures) for k in kernels.values()] == [1, 1]
 
 
 def sin_sum(x):
@@ -226,6 +233,28 @@ def test_threads_calling_during_the_switch():
         np.testing.assert_allclose(g, want, rtol=1e-14)
     assert the_job(f) is None and f.cache_info().kernels == 1
     assert len(the_kernel(f).fn.dispatcher.signatures) == 1
+
+
+def test_a_kernel_compiled_here_while_numba_starts_in_a_thread():
+    """In a new process, f.source compiles f.value_and_grad's kernel here while the thread
+    f.grad's eager call started imports Numba: the two import it one after the other
+    (at once, one could meet a Numba module the other had half run)."""
+    script = textwrap.dedent("""
+        import numpy as np
+        import srcxform as tf
+
+        def log_sum(x):
+            return tf.reduce_sum(tf.log(x))
+
+        f = tf.differentiable(log_sum)
+        x = np.array([1.0, 2.0])
+        print(f.grad(x).tolist(), "def log_sum__value_and_grad(" in f.source(x))
+        """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=TIMEOUT, check=False,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "[1.0, 0.5] True\n"
 
 
 def test_the_worker_ends_with_its_process(tmp_path):

@@ -1,11 +1,11 @@
 """The call path around a kernel, generated into its module from the calling convention
-(callconv.py): what a call of each form runs, and the wrapper `f.kernel()` returns.
+(callconv.py): what a call of the kernel's form runs, and the wrapper `f.kernel()` returns.
 
-For a kernel `loss__value_and_grad` it writes `loss_grad(w, x)` and
-`loss_value_and_grad(w, x)`, which take the argument leaves, allocate the arrays the
-kernel fills, call it, assign the Variables it assigns and return the form's structure;
-and `loss_kernel(w, x)` (when the kernel has buffers or captured arrays), jitted by
-`f.kernel()`, which allocates the buffers and returns every output. The names these read
+For a kernel `loss__value_and_grad` it writes `loss_value_and_grad(w, x)` (for
+`loss__grad`, `loss_grad(w, x)`), which takes the argument leaves, allocates the arrays
+the kernel fills, calls it, assigns the Variables it assigns and returns the form's
+structure; and `loss_kernel(w, x)` (when the kernel has buffers or captured arrays),
+jitted by `f.kernel()`, which allocates the buffers and returns every output. The names these read
 besides NumPy (the kernel, `leaf`, `tensor`, `assign`, captured objects) are bound per
 kernel by `bindings`: the module is shared by every kernel with the same text.
 """
@@ -45,9 +45,8 @@ def entry_name(name, form):
 def emit(conv, name, kernel, size_label):
     """The source of the call-path functions of a kernel named `kernel`, for the user
     function `name`; size symbol k is n<size_label(k)>, as in the kernel."""
-    functions = [_form_function(conv, name, kernel, form, size_label)
-                 for form in conv.forms()]
-    if len(conv.out_trees) > 1 and (conv.consts or conv.buffers):
+    functions = [_form_function(conv, name, kernel, conv.form, size_label)]
+    if conv.form == "value_and_grad" and (conv.consts or conv.buffers):
         functions.append(_kernel_function(conv, name, kernel, size_label))
     return "\n\n\n".join(astor.to_source(f).rstrip("\n") for f in functions) + "\n"
 

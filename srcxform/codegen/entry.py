@@ -229,7 +229,9 @@ def emit(conv, consts, probes, name, form, args, sole):
     body += [line for _, line in sorted(sizes.items())]
     body += [f"if {test}: {w.fall_back}" for test in guards]
     body += ["hits.n += 1"] + allocate
-    body.append(f"r = run({', '.join(kernel_args + buffers)})")
+    call = f"run({', '.join(kernel_args + buffers)})"
+    fills_only = len(conv.buffers) == len(conv.outs)  # no output is returned in r
+    body.append(call if fills_only else f"r = {call}")
     body += _variable_writes(conv, w, leaves, outputs)
     body.append("return " + astor.to_source(structure(conv.results(form, results))).strip())
     source = _def_line(name, len(args)) + "".join(f"    {line}\n" for line in body)
