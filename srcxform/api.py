@@ -7,6 +7,7 @@ one kernel call, build the results (codegen/entry.py).
 """
 
 import functools
+import inspect
 import os
 import threading
 import types
@@ -230,7 +231,9 @@ class Differentiable:
             if (kernel, form) in self._chained:  # another thread's call made it first
                 return
             self._chained.add((kernel, form))
-            head = kernel.entry(form, args, self._warm[form], self._hits)
+            head = kernel.entry(form, args, self._warm[form], self._hits, self._keywords())
+            # The name CPython's errors give a call the entry refuses (a keyword).
+            head.__qualname__ = f"{getattr(self.fn, '__qualname__', 'f')}.{form}"
             self._warm[form] = types.MethodType(head, self)
             if form != "value":  # f.grad is the head itself, one call less than a forwarder
                 setattr(type(self), form, head)
@@ -243,6 +246,23 @@ class Differentiable:
         value, grads = compiler.traced_value_and_grad(self._traced_fn(), args, kwargs,
                                                      compiler.wrt_positions(self.wrt))
         return form_result(form, isinstance(self.wrt, int), value, grads)
+
+    def _keywords(self):
+        """Whether a call of f.grad or f.value_and_grad passing an argument by keyword can
+        succeed: only one after the last `wrt` position (those before it must be
+        positional, or the slow path raises), a keyword-only one or **kwargs. A
+        Differentiable's method (f.grad) is its function's, under both wrts."""
+        fn, last = self.fn, max(compiler.wrt_positions(self.wrt), default=-1)
+        while _compiled_form(fn):
+            owner = fn.__self__
+            fn, last = owner.fn, max([last, *compiler.wrt_positions(owner.wrt)])
+        try:
+            parameters = inspect.signature(fn).parameters.values()
+        except (TypeError, ValueError):  # no signature to read: it may take any
+            return True
+        return any(p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD) or
+                   p.kind == p.POSITIONAL_OR_KEYWORD and i > last
+                   for i, p in enumerate(parameters))
 
     def _traced_fn(self):
         """fn as tracing runs it: with `if`/`while`/`for` on traced values converted into
@@ -320,7 +340,7 @@ class Differentiable:
             tiered.start_worker()  # its start overlaps the trace
         kernel = compiler.generate_kernel(self._traced_fn(), kernel_form, args, kwargs, leaves,
                                           found, wrt=self.wrt, parallel=self.parallel,
-                                          as_eager=self._as_eager)
+                                          as_eager=self._as_eager, keywords=self._keywords())
         if tier0:
             self._compiling[kernel] = tiered.submit(kernel, leaves)
         else:

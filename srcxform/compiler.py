@@ -31,7 +31,8 @@ def wrt_positions(wrt):
     return (wrt,) if isinstance(wrt, int) else tuple(wrt)
 
 
-def generate_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel, as_eager):
+def generate_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel, as_eager,
+                    keywords=True):
     """Traces and generates the kernel, not yet compiled (its fn is None), and stores it in
     the index under the key `found` (None: fn is not indexable) unless it captured arrays
     or Variables."""
@@ -56,7 +57,8 @@ def generate_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parall
     # The warm entries, for positional calls like this one (others get none).
     entries = () if kwargs else tuple(
         (form, entry.emit(conv, consts, probes, callpath.entry_name(traced.name, form),
-                          form, args, numba_adapter.sole_reference_count())[0])
+                          form, args, numba_adapter.sole_reference_count(),
+                          keywords or form == "value")[0])
         for form in conv.forms())
     source += entry.in_module([text for _, text in entries])
     if "source" in os.environ.get("SRCXFORM_DUMP", ""):

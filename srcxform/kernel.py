@@ -133,14 +133,16 @@ class Kernel:
         return types.FunctionType(code, namespace, name)
 
     # ----- the warm path -----
-    def entry(self, form, args, fallback, hits):
+    def entry(self, form, args, fallback, hits, keywords=True):
         """A generated entry for positional calls like `args`, a method of the
         Differentiable named `form` (which results it returns: "value", "grad" or
         "value_and_grad"). Calls it does not fit go to fallback(*args, **kwargs); each
-        call it takes counts in `hits` (a Counter)."""
+        call it takes counts in `hits` (a Counter); `keywords`: whether the gradient forms
+        take keywords (codegen/entry.py)."""
         name = callpath.entry_name(self.spec.name, form)
         source, namespace = entry.emit(self.conv, self.consts, self.probes, name, form, args,
-                                       numba_adapter.sole_reference_count())
+                                       numba_adapter.sole_reference_count(),
+                                       keywords or form == "value")
         spare = [np.empty((0,) * len(shape), dtype) for shape, dtype in self._buffer_outs()]
         direct = self.fn
         if isinstance(self.fn, backend.Compiled):

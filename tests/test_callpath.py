@@ -105,6 +105,27 @@ def test_a_call_with_fewer_arguments_reaches_the_entry_made_for_it(monkeypatch):
         f.grad()
 
 
+def test_an_entry_takes_keywords_only_where_a_call_passing_one_can_succeed():
+    """The gradient of a function of one differentiated argument cannot be called with a
+    keyword (the general path raises): its entries have no **kwargs, which CPython makes a
+    dict for at every call. Its value can be, and a function with a parameter after the
+    differentiated ones keeps them (LOSS above)."""
+    def square(x):
+        return x * x
+
+    f = tf.differentiable(square, wait=True)
+    with pytest.raises(TypeError, match="wrt=0, but the function got 0 positional"):
+        f.grad(x=2.0)  # the slow path's error
+    assert f.grad(2.0) == 4.0 and f.value_and_grad(3.0) == (9.0, 6.0)
+    assert "kwargs" not in f.grad.__code__.co_varnames
+    with pytest.raises(TypeError, match=r"square\.grad\(\) got an unexpected keyword"):
+        f.grad(x=2.0)  # CPython's, naming the function
+    assert f(3.0) == 9.0 and f(x=3.0) == 9.0
+    assert "kwargs" in tf.differentiable(square).grad.__code__.co_varnames  # a forwarder
+    LOSS.grad(W, X)
+    assert "kwargs" in LOSS.grad.__code__.co_varnames  # x can be passed by keyword
+
+
 def test_a_tensor_where_a_variable_was_traced_is_not_assigned():
     @tf.differentiable
     def scale(v, x):
