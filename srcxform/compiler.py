@@ -57,8 +57,7 @@ def generate_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parall
     # The warm entries, for positional calls like this one (others get none).
     entries = () if kwargs else tuple(
         (form, entry.emit(conv, consts, probes, callpath.entry_name(traced.name, form),
-                          form, args, numba_adapter.sole_reference_count(),
-                          keywords or form == "value")[0])
+                          form, args, numba_adapter.sole_reference_count(), keywords)[0])
         for form in conv.forms())
     source += entry.in_module([text for _, text in entries])
     if "source" in os.environ.get("SRCXFORM_DUMP", ""):

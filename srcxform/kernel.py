@@ -141,8 +141,7 @@ class Kernel:
         take keywords (codegen/entry.py)."""
         name = callpath.entry_name(self.spec.name, form)
         source, namespace = entry.emit(self.conv, self.consts, self.probes, name, form, args,
-                                       numba_adapter.sole_reference_count(),
-                                       keywords or form == "value")
+                                       numba_adapter.sole_reference_count(), keywords)
         spare = [np.empty((0,) * len(shape), dtype) for shape, dtype in self._buffer_outs()]
         direct = self.fn
         if isinstance(self.fn, backend.Compiled):

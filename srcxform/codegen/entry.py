@@ -197,9 +197,10 @@ def emit(conv, consts, probes, name, form, args, sole, keywords=True):
     that are its own (constants, and the shapes its last call saw). The rest the caller
     binds (kernel.py): `direct` and `checked` (the kernel, straight and through Numba's
     dispatcher), `fallback`, `hits` (a Counter), `spare<b>` (each buffer the entry
-    returned last, with its shape), and NumPy's and srcxform's few helpers. Without
-    `keywords` (no call passing one can succeed: Differentiable._keywords) it has no
-    **kwargs, and CPython refuses such a call itself."""
+    returned last, with its shape), and NumPy's and srcxform's few helpers. A gradient
+    form's entry without `keywords` (no call passing one can succeed:
+    Differentiable._keywords) has no **kwargs, and CPython refuses such a call itself."""
+    keywords = keywords or form == "value"  # no wrt: a value takes what the function takes
     w = _EntryWriter(len(args))
     for i, arg in enumerate(args):
         w.leaves(arg, f"a{i}")
