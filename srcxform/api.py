@@ -8,8 +8,10 @@ generated entry: check the arguments still fit, one kernel call, build the resul
 """
 
 import functools
+import inspect
 import os
 import threading
+import types
 import weakref
 from collections import namedtuple
 
@@ -18,7 +20,7 @@ import numpy as np
 from srcxform import autograph, backend, compiler, crosscheck, index, tiered
 from srcxform.callconv import FORMS, form_result, is_static
 from srcxform.errors import TracingError
-from srcxform.kernel import Counter
+from srcxform.kernel import NO, Counter
 from srcxform.recording import CONTEXT
 from srcxform.tape import GradientTape
 from srcxform.tensor import Tensor, Value, Variable
@@ -66,6 +68,19 @@ class Differentiable:
     f.value_and_grad(*args) both, the gradient as `grad` gives it.
     """
 
+    def __new__(cls, *args, **kwargs):
+        """A Differentiable is made an instance of a class of its own, which holds the
+        newest entry of each form as its methods grad and value_and_grad (until there is
+        one, Differentiable's forwarders to it). CPython 3.11 finds `f.grad` for a call
+        quickly on f's class, by a cache it checks against the class's version; an
+        attribute of the instance, read to be called, it looks up anew at every call
+        (30 ns, an eighth of a small warm call). Made here, not by assigning __class__
+        later: that would move the instance's attributes into a dict, which defeats the
+        cache too."""
+        own = type(cls.__name__, (cls,), {"__module__": cls.__module__,
+                                          "__qualname__": cls.__qualname__})
+        return super().__new__(own)
+
     def __init__(self, fn, wrt=0, parallel=False, check=False, wait=False, autograph=True):
         # functools.update_wrapper's own assignments, less its update of the instance's
         # dict, which would leave it a dict CPython cannot look attributes up in quickly
@@ -87,15 +102,10 @@ class Differentiable:
         self._kernels = {}
         self._checked = set()  # kernels whose first call ran beside the eager tape
         self._compiling = {}  # kernel: its tiered.Job, while the worker compiles it
-        # The warm path, per form: the newest generated entry, which passes a call it does
-        # not fit to the entry made before it, and the first one to the slow path.
+        # The warm path, per form: the newest generated entry (bound to self), which passes
+        # a call it does not fit to the entry made before it, and the first one to the
+        # slow path.
         self._warm = {form: functools.partial(self._slow, form) for form in FORMS}
-        # grad and value_and_grad are instance attributes, not methods (a method of the
-        # name would slow reading the attribute): the newest entry once there is one,
-        # until then a forwarder to it (a reference taken early, as srcxform.grad(fn)
-        # holds, stays on the warm path).
-        self.grad = _Forward(self, "grad")
-        self.value_and_grad = _Forward(self, "value_and_grad")
         self._chained = set()  # (kernel, form) pairs with an entry in self._warm's chain
         self._hits, self._misses, self._loaded = Counter(), 0, 0
         self._bound = weakref.WeakKeyDictionary()
@@ -121,6 +131,16 @@ class Differentiable:
     def __call__(self, *args, **kwargs):
         """The function's value at args, computed by its kernel."""
         return self._warm["value"](*args, **kwargs)
+
+    # f's own class overrides these two with its newest entries (a reference taken
+    # before, as srcxform.grad(fn) holds, calls this forwarder and stays on the warm path).
+    def grad(self, *args, **kwargs):
+        """The gradient at args wrt `wrt`, computed by the kernel."""
+        return self._warm["grad"](*args, **kwargs)
+
+    def value_and_grad(self, *args, **kwargs):
+        """(value, gradient) at args, computed by the kernel."""
+        return self._warm["value_and_grad"](*args, **kwargs)
 
     def source(self, *args, **kwargs):
         """The generated fused forward-and-adjoint source for these arguments, as text."""
@@ -178,7 +198,9 @@ class Differentiable:
     def _slow(self, form, *args, **kwargs):
         """The slow path: inline under a tape or a trace; else find or compile the kernel
         for these arguments, and put an entry for calls like this one in front of the warm
-        path."""
+        path. The arguments an entry passes on end with a NO for each one the call left out."""
+        while args and args[-1] is NO:
+            args = args[:-1]
         tapes = CONTEXT.tapes
         if CONTEXT.traces or tapes and any(t._recording for t in tapes):
             return self._inline(form, args, kwargs)
@@ -210,9 +232,12 @@ class Differentiable:
             if (kernel, form) in self._chained:  # another thread's call made it first
                 return
             self._chained.add((kernel, form))
-            head = self._warm[form] = kernel.entry(form, args, self._warm[form], self._hits)
+            head = kernel.entry(form, args, self._warm[form], self._hits, self._keywords())
+            # The name CPython's errors give a call the entry refuses (a keyword).
+            head.__qualname__ = f"{getattr(self.fn, '__qualname__', 'f')}.{form}"
+            self._warm[form] = types.MethodType(head, self)
             if form != "value":  # f.grad is the head itself, one call less than a forwarder
-                setattr(self, form, head)
+                setattr(type(self), form, head)
 
     def _inline(self, form, args, kwargs):
         """Runs the Python function itself, for a caller that is tracing (composition:
@@ -223,11 +248,29 @@ class Differentiable:
                                                      compiler.wrt_positions(self.wrt))
         return form_result(form, isinstance(self.wrt, int), value, grads)
 
+    def _keywords(self):
+        """Whether a call of f.grad or f.value_and_grad passing an argument by keyword can
+        succeed: only one after the last `wrt` position (those before it must be
+        positional, or the slow path raises), a keyword-only one or **kwargs. A
+        Differentiable's method (f.grad) is its function's, under both wrts."""
+        fn, last = self.fn, max(compiler.wrt_positions(self.wrt), default=-1)
+        while _compiled_form(fn):
+            owner = fn.__self__
+            fn, last = owner.fn, max([last, *compiler.wrt_positions(owner.wrt)])
+        try:
+            parameters = inspect.signature(fn).parameters.values()
+        except (TypeError, ValueError):  # no signature to read: it may take any
+            return True
+        return any(p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD) or
+                   p.kind == p.POSITIONAL_OR_KEYWORD and i > last
+                   for i, p in enumerate(parameters))
+
     def _traced_fn(self):
         """fn as tracing runs it: with `if`/`while`/`for` on traced values converted into
         cond/while_loop/fori_loop (autograph.py), unless autograph=False."""
         if self._python is None:
-            self._python = autograph.convert(self.fn) if self.autograph else self.fn
+            converts = self.autograph and not _compiled_form(self.fn)
+            self._python = autograph.convert(self.fn) if converts else self.fn
         return self._python
 
     def _kernel(self, kernel_form, args, kwargs, tier0=False):
@@ -298,7 +341,7 @@ class Differentiable:
             tiered.start_worker()  # its start overlaps the trace
         kernel = compiler.generate_kernel(self._traced_fn(), kernel_form, args, kwargs, leaves,
                                           found, wrt=self.wrt, parallel=self.parallel,
-                                          as_eager=self._as_eager)
+                                          as_eager=self._as_eager, keywords=self._keywords())
         if tier0:
             self._compiling[kernel] = tiered.submit(kernel, leaves)
         else:
@@ -316,8 +359,8 @@ class Differentiable:
         self._chained.clear()
         for form in FORMS:
             self._warm[form] = functools.partial(self._slow, form)
-            if form != "value":
-                setattr(self, form, _Forward(self, form))
+            if form in vars(type(self)):
+                delattr(type(self), form)  # back to Differentiable's forwarder
 
     def _index_key(self, key):
         """The on-disk index's key for a signature, or None if fn is not indexable. The
@@ -331,23 +374,13 @@ class Differentiable:
 
 
 
-class _Forward:
-    """f.grad or f.value_and_grad before f has an entry of that form: calls the newest."""
-
-    __slots__ = ("form", "owner")
-
-    def __init__(self, owner, form):
-        self.owner, self.form = owner, form
-
-    def __call__(self, *args, **kwargs):
-        return self.owner._warm[self.form](*args, **kwargs)
-
-    def __repr__(self):
-        return f"<{self.form} of {self.owner!r}>"
+def _compiled_form(fn):
+    """Whether fn is a Differentiable's method (f.grad): its function is srcxform's."""
+    return isinstance(fn, types.MethodType) and isinstance(fn.__self__, Differentiable)
 
 
-# A Differentiable another function calls (or composes) is indexed as its function.
-index.DESCRIBERS[_Forward] = lambda f, describe: (f.form, describe(f.owner))
+# A Differentiable another function calls (or composes) is indexed as its function, and
+# f.grad as a method of it (index.py), by the name of its form.
 index.DESCRIBERS[Differentiable] = lambda d, describe: (
     "differentiable", describe(d.fn), d.wrt, d.parallel)
 

@@ -31,7 +31,8 @@ def wrt_positions(wrt):
     return (wrt,) if isinstance(wrt, int) else tuple(wrt)
 
 
-def generate_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel, as_eager):
+def generate_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel, as_eager,
+                    keywords=True):
     """Traces and generates the kernel, not yet compiled (its fn is None), and stores it in
     the index under the key `found` (None: fn is not indexable) unless it captured arrays
     or Variables."""
@@ -57,7 +58,7 @@ def generate_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parall
     entries = () if kwargs else (
         (kernel_form, entry.emit(conv, consts, probes,
                                  callpath.entry_name(traced.name, kernel_form), kernel_form,
-                                 args, numba_adapter.sole_reference_count())[0]),)
+                                 args, numba_adapter.sole_reference_count(), keywords)[0]),)
     source += entry.in_module([text for _, text in entries])
     if "source" in os.environ.get("SRCXFORM_DUMP", ""):
         print(source)

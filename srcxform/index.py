@@ -46,7 +46,8 @@ class _Unknown(Exception):
     """A value the digest cannot describe safely: the function is not indexed."""
 
 
-# How to describe srcxform's own callables, by type: api.py registers Differentiable's.
+# How to describe srcxform's own callables, by type (or a base of it): api.py registers
+# Differentiable's.
 # A describer gets the object and a function describing any value it reads.
 DESCRIBERS = {}
 
@@ -175,8 +176,9 @@ def _digestible(value, seen):
         return f"{type(value).__name__}:{value!r}"
     if isinstance(value, tuple):
         return tuple(_digestible(v, seen) for v in value)
-    if type(value) in DESCRIBERS:
-        return DESCRIBERS[type(value)](value, lambda v: _digestible(v, seen))
+    describer = next((DESCRIBERS[t] for t in type(value).__mro__ if t in DESCRIBERS), None)
+    if describer is not None:  # a Differentiable's class is a subclass of its own (api.py)
+        return describer(value, lambda v: _digestible(v, seen))
     if isinstance(value, types.FunctionType):  # before the library rule: closures differ
         return _function(value, seen)
     if isinstance(value, types.MethodType):

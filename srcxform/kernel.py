@@ -133,13 +133,15 @@ class Kernel:
         return types.FunctionType(code, namespace, name)
 
     # ----- the warm path -----
-    def entry(self, form, args, fallback, hits):
-        """A generated entry for positional calls like `args`; `form` says which results it
-        returns ("value", "grad" or "value_and_grad"). Calls it does not fit go to
-        fallback(*args, **kwargs); each call it takes counts in `hits` (a Counter)."""
+    def entry(self, form, args, fallback, hits, keywords=True):
+        """A generated entry for positional calls like `args`, a method of the
+        Differentiable named `form` (which results it returns: "value", "grad" or
+        "value_and_grad"). Calls it does not fit go to fallback(*args, **kwargs); each
+        call it takes counts in `hits` (a Counter); `keywords`: whether the gradient forms
+        take keywords (codegen/entry.py)."""
         name = callpath.entry_name(self.spec.name, form)
         source, namespace = entry.emit(self.conv, self.consts, self.probes, name, form, args,
-                                       numba_adapter.sole_reference_count())
+                                       numba_adapter.sole_reference_count(), keywords)
         spare = [np.empty((0,) * len(shape), dtype) for shape, dtype in self._buffer_outs()]
         direct = self.fn
         if isinstance(self.fn, backend.Compiled):
@@ -151,14 +153,15 @@ class Kernel:
                          fallback=fallback, hits=hits, np=np,
                          empty=np.empty, asarray=np.asarray, tensor=Tensor._new,
                          getrefcount=sys.getrefcount, direct=direct, checked=self.fn,
-                         OPEN_ANYWHERE=OPEN_ANYWHERE, CONTEXT=CONTEXT, NO=_NO)
+                         OPEN_ANYWHERE=OPEN_ANYWHERE, CONTEXT=CONTEXT, NO=NO)
         for b, array in enumerate(spare):  # globals: quicker to read than a list's items
             namespace[f"spare{b}"] = array, array.shape
         if dict(self.spec.entries).get(form) == source:  # the module's copy (its usual case)
             code = getattr(_module_of(self.fn), name).__code__
-            return types.FunctionType(code, namespace, name, (_NO,) * len(args))
+            return types.FunctionType(code, namespace, form, (NO,) * len(args))
         # Calls unlike the traced one, or probes this process added: compiled here.
         exec(backend.code(source), namespace)  # noqa: S102 - the entry generated above
+        namespace[name].__name__ = form  # as the method is named (index.py describes it so)
         return namespace[name]
 
     def _buffer_outs(self):
@@ -175,8 +178,8 @@ def _assign(variable, value):
     variable._array = np.asarray(value, variable.dtype).reshape(variable.shape)
 
 
-# The default of an entry's parameters: the caller gave fewer arguments.
-_NO = object()
+# The default of an entry's parameters: the caller gave fewer arguments (codegen/entry.py).
+NO = object()
 
 
 def _variable(source, leaves):

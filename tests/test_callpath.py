@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import srcxform as tf
+from srcxform.api import Differentiable
 
 
 def loss(w, x):
@@ -63,10 +64,69 @@ def test_the_warm_entry_is_the_one_in_the_source():
     assert entry.__code__.co_name == "loss_value_and_grad_entry"
     # The generated module's copy, not one compiled apart.
     assert entry.__code__.co_filename.endswith(".py")
-    assert "def loss_value_and_grad_entry(a0=NO, a1=NO, /, *more, **kwargs):" in \
+    assert "def loss_value_and_grad_entry(this, a0=NO, a1=NO, /, *more, **kwargs):" in \
         LOSS.source(W, X)
     for got, want in zip(entry(W, X), LOSS.value_and_grad(W, x=X)):
         np.testing.assert_array_equal(got, want)
+
+
+def test_the_entries_are_methods_of_a_class_of_the_functions_own():
+    """f.grad is the newest entry as a method of f's own class (CPython finds it there
+    quickly); a reference taken before the first call forwards to the newest entry."""
+    def cube(x):
+        return x * x * x
+
+    f = tf.differentiable(cube, wait=True)
+    early = f.grad
+    other = tf.differentiable(cube, wait=True)
+    assert type(f) is not type(other) and isinstance(f, Differentiable)
+    assert early(2.0) == 12.0  # the slow path: it makes the entry
+    assert "grad" in vars(type(f)) and "grad" not in vars(f) and "grad" not in vars(type(other))
+    assert f.grad.__func__ is vars(type(f))["grad"] and f.grad.__self__ is f
+    hits = f.cache_info().hits
+    assert early(3.0) == 27.0 and f.grad(1.5) == 6.75
+    assert f.cache_info().hits == hits + 2  # both ran the entry
+    assert other.grad(2.0) == 12.0  # f's entry is f's alone
+
+
+def test_a_call_with_fewer_arguments_reaches_the_entry_made_for_it(monkeypatch):
+    """An entry's parameters default to NO, which fails the type test of a missing one: the
+    call goes on to the entry made for fewer arguments, which takes it."""
+    def scaled(x, k=2.0):
+        return k * x * x
+
+    f = tf.differentiable(scaled, wait=True)
+    assert f.grad(3.0) == 12.0 and f.grad(3.0, 1.0) == 6.0  # the second entry is the head
+    slow = []
+    monkeypatch.setattr(type(f), "_kernel", lambda *args, **kw: slow.append(args) or
+                        Differentiable._kernel(*args, **kw))
+    hits = f.cache_info().hits
+    assert f.grad(3.0) == 12.0 and f.grad(3.0, 1.0) == 6.0
+    assert f.cache_info().hits == hits + 2 and not slow  # both ran an entry
+    assert f.grad(3.0, k=1.0) == 6.0 and len(slow) == 1  # keywords: the slow path
+    with pytest.raises(TypeError, match="wrt=0, but the function got 0 positional"):
+        f.grad()
+
+
+def test_an_entry_takes_keywords_only_where_a_call_passing_one_can_succeed():
+    """The gradient of a function of one differentiated argument cannot be called with a
+    keyword (the general path raises): its entries have no **kwargs, which CPython makes a
+    dict for at every call. Its value can be, and a function with a parameter after the
+    differentiated ones keeps them (LOSS above)."""
+    def square(x):
+        return x * x
+
+    f = tf.differentiable(square, wait=True)
+    with pytest.raises(TypeError, match="wrt=0, but the function got 0 positional"):
+        f.grad(x=2.0)  # the slow path's error
+    assert f.grad(2.0) == 4.0 and f.value_and_grad(3.0) == (9.0, 6.0)
+    assert "kwargs" not in f.grad.__code__.co_varnames
+    with pytest.raises(TypeError, match=r"square\.grad\(\) got an unexpected keyword"):
+        f.grad(x=2.0)  # CPython's, naming the function
+    assert f(3.0) == 9.0 and f(x=3.0) == 9.0
+    assert "kwargs" in tf.differentiable(square).grad.__code__.co_varnames  # a forwarder
+    LOSS.grad(W, X)
+    assert "kwargs" in LOSS.grad.__code__.co_varnames  # x can be passed by keyword
 
 
 def test_a_tensor_where_a_variable_was_traced_is_not_assigned():

@@ -112,7 +112,7 @@ def test_the_gradient_only_rosenbrock_kernel_has_no_reduction():
     assert "def rosenbrock_grad(x):" in grad_only.source
     assert "value_and_grad" not in grad_only.source
     assert f.grad.__code__.co_name == "rosenbrock_grad_entry"
-    assert "def rosenbrock_grad_entry(a0=NO, /" in grad_only.source
+    assert "def rosenbrock_grad_entry(this, a0=NO, /" in grad_only.source
 
 
 def test_log_sum_exps_gradient_only_kernel_keeps_the_sum_its_gradient_needs():

@@ -190,14 +190,17 @@ def in_module(sources):
             "NO = object()\n" + "".join(f"\n\n{source}" for source in sources))
 
 
-def emit(conv, consts, probes, name, form, args, sole):
+def emit(conv, consts, probes, name, form, args, sole, keywords=True):
     """The source of `def name(...)`, the entry for `form` ("value", "grad" or
     "value_and_grad") of a kernel called as `conv` says, for positional calls like
-    `args`; and the values of the globals it reads that are its own (constants, and the
-    shapes its last call saw). The rest the caller binds (kernel.py): `direct` and
-    `checked` (the kernel, straight and through Numba's dispatcher), `fallback`, `hits`
-    (a Counter), `spare<b>` (each buffer the entry returned last, with its shape), and
-    NumPy's and srcxform's few helpers."""
+    `args`, as a method of the Differentiable; and the values of the globals it reads
+    that are its own (constants, and the shapes its last call saw). The rest the caller
+    binds (kernel.py): `direct` and `checked` (the kernel, straight and through Numba's
+    dispatcher), `fallback`, `hits` (a Counter), `spare<b>` (each buffer the entry
+    returned last, with its shape), and NumPy's and srcxform's few helpers. A gradient
+    form's entry without `keywords` (no call passing one can succeed:
+    Differentiable._keywords) has no **kwargs, and CPython refuses such a call itself."""
+    keywords = keywords or form == "value"  # no wrt: a value takes what the function takes
     w = _EntryWriter(len(args))
     for i, arg in enumerate(args):
         w.leaves(arg, f"a{i}")
@@ -225,35 +228,43 @@ def emit(conv, consts, probes, name, form, args, sole):
     results = _returned(conv, w, outputs, plain=conv.plain(form))
     assigned = kept + list(w.last_shapes)
     body = [f"global {', '.join(assigned)}"] if assigned else []
-    body += _prologue(w, len(args)) + ["run = direct"] + _probe_tests(probes, w) + w.checks
+    # `run` is the kernel a layout test may send the call through Numba's dispatcher by;
+    # without arrays there is none, and the entry calls the compiled code directly.
+    run = "run" if any("run = checked" in line for line in w.checks) else "direct"
+    body += _prologue(w, len(args), keywords) + (["run = direct"] if run == "run" else [])
+    body += _probe_tests(probes, w) + w.checks
     body += [line for _, line in sorted(sizes.items())]
     body += [f"if {test}: {w.fall_back}" for test in guards]
-    body += ["hits.n += 1"] + allocate
-    call = f"run({', '.join(kernel_args + buffers)})"
+    body += ["hits.n = hits.n + 1"] + allocate  # quicker than +=
+    call = f"{run}({', '.join(kernel_args + buffers)})"
     fills_only = len(conv.buffers) == len(conv.outs)  # no output is returned in r
     body.append(call if fills_only else f"r = {call}")
     body += _variable_writes(conv, w, leaves, outputs)
     body.append("return " + astor.to_source(structure(conv.results(form, results))).strip())
-    source = _def_line(name, len(args)) + "".join(f"    {line}\n" for line in body)
+    source = _def_line(name, len(args), keywords) + "".join(f"    {line}\n" for line in body)
     return source, dict(w.constants, **w.last_shapes)
 
 
-def _def_line(name, n_args):
-    """The entry's def line: positional-only parameters, faster to call than *args; each
-    defaults to NO, an object of the caller's (the call gave fewer arguments)."""
-    params = "".join(f"a{i}=NO, " for i in range(n_args)) + ("/, " if n_args else "")
-    return f"def {name}({params}*more, **kwargs):\n"
+def _def_line(name, n_args, keywords):
+    """The entry's def line: `this`, the Differentiable (the entry is a method of its
+    class), then positional-only parameters, faster to call than *args; each defaults
+    to NO, an object of the caller's (the call gave fewer arguments). NO is of no leaf's
+    type: the first test of a missing argument, a type test, sends the call on, with
+    the NOs (the slow path drops them). `**kwargs` (where a keyword can be passed) costs
+    ~30 ns a call: CPython makes its dict at every call and cannot specialize the call."""
+    params = "".join(f"a{i}=NO, " for i in range(n_args))
+    return f"def {name}(this, {params}/, *more{', **kwargs' if keywords else ''}):\n"
 
 
-def _prologue(w, n_args):
-    """The entry's first lines: calls with keywords, another number of arguments, or
-    under a tape or a trace of this thread go to the fallback; then the arguments' leaves,
-    unpacked."""
-    names = ", ".join(f"a{i}" for i in range(n_args)) + ("," if n_args == 1 else "")
-    given = f"*[a for a in ({names}) if a is not NO], " if n_args else ""
-    too_few = f" or a{n_args - 1} is NO" if n_args else ""
-    lines = [f"if more or kwargs{too_few} or OPEN_ANYWHERE and CONTEXT.open:",
-             f"    return fallback({given}*more, **kwargs)"]
+def _prologue(w, n_args, keywords):
+    """The entry's first lines: calls with keywords, more arguments, or under a tape or a
+    trace of this thread go to the fallback; then the arguments' leaves, unpacked. (Fewer
+    arguments fail a type test, _def_line.) Extra arguments that are all NO come from an
+    entry of more parameters that a call with fewer arguments missed: this one may fit."""
+    given = "".join(f"a{i}, " for i in range(n_args))
+    test, passed = (" or kwargs", ", **kwargs") if keywords else ("", "")
+    lines = [f"if more and more[0] is not NO{test} or OPEN_ANYWHERE and CONTEXT.open:",
+             f"    return fallback({given}*more{passed})"]
     if any("[" in line for line in w.unpack):  # unpacking containers can fail
         return lines + ["try:"] + [f"    {line}" for line in w.unpack] + [
             "except (KeyError, IndexError, TypeError):", f"    {w.fall_back}"]
