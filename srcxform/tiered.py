@@ -231,12 +231,28 @@ def _worker():
     forked child, which must not share its parent's pipes)."""
     global _WORKER
     with _STARTING:
+        if _EXITING:  # a job handed off as the program ends starts none
+            raise OSError("this process is exiting")
         if _WORKER is None or _WORKER.dead or _WORKER.pid != os.getpid():
+            if _WORKER is None:
+                atexit.register(_at_exit)
             _WORKER = _Worker()
         return _WORKER
 
 
+def _at_exit():
+    """Ends this process's worker, and keeps the tier-up thread (a daemon: it may still
+    run a job handed off as the program ended) from starting another."""
+    global _EXITING
+    with _STARTING:
+        _EXITING = True
+        worker = _WORKER
+    if worker is not None and worker.pid == os.getpid():  # not a forked child's parent's
+        worker.close()
+
+
 _WORKER = None
+_EXITING = False
 _STARTING = threading.Lock()
 
 # The child's first lines: srcxform importable from where this process imports it, and
@@ -277,7 +293,6 @@ class _Worker:
         self._jobs, self._numbers, self._lock = {}, itertools.count(), threading.Lock()
         threading.Thread(target=self._read, name="srcxform-compiler-replies",
                          daemon=True).start()
-        atexit.register(self.close)
 
     def submit(self, job, payload):
         with self._lock:

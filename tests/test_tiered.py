@@ -306,3 +306,23 @@ def test_a_module_not_generated_in_the_background_fails_at_the_switch(monkeypatc
     with pytest.warns(TieredWarning, match="neg_sum"):
         np.testing.assert_array_equal(f.grad(x), [-1.0, -1.0])
     assert the_job(f) is None and isinstance(the_kernel(f).fn, backend.Compiled)
+
+
+def abs_sum(x):
+    return tf.reduce_sum(tf.abs(x))
+
+
+def test_a_job_handed_off_as_the_process_exits_starts_no_worker(monkeypatch):
+    f = tf.differentiable(abs_sum)
+    monkeypatch.setattr(tiered, "_WORKER", None)  # this test's worker, ended below
+    monkeypatch.setattr(tiered, "_EXITING", False)
+    release = threading.Event()
+    tiered._tier_up().put(release.wait)  # the tier-up thread busy until the exit began
+    x = np.array([-1.0, 2.0])
+    np.testing.assert_array_equal(f.grad(x), [-1.0, 1.0])
+    worker = tiered._WORKER
+    tiered._at_exit()  # what atexit runs
+    release.set()
+    job = the_job(f)
+    assert job.wait(TIMEOUT) and "exiting" in job.lost
+    assert tiered._WORKER is worker and worker.process.returncode is not None
