@@ -31,7 +31,7 @@ from multiprocessing.connection import Connection
 
 import numpy as np
 
-from srcxform import backend, compile_worker
+from srcxform import backend, compile_worker, index
 from srcxform.cachefiles import cache_dir
 from srcxform.errors import SrcxformError, TieredWarning, user_frame_object
 from srcxform.tensor import Tensor, Value
@@ -157,6 +157,7 @@ def _tier_up():
             tasks = queue.SimpleQueue()
             threading.Thread(target=_run_tasks, args=(tasks,), name="srcxform-tier-up",
                              daemon=True).start()
+            tasks.put(index.digest_library)  # what the first call's index key reads
             _TIER_UP = os.getpid(), tasks
         return _TIER_UP[1]
 
