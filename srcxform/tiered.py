@@ -9,8 +9,8 @@ or `f.compile(*args)` ahead of the calls) compiles in the calling process instea
 The worker is a process, not a thread, because Numba's compiler is mostly Python and
 would hold the GIL the tier-0 calls need. It is one long-lived interpreter per process,
 started when the first tiered function is made (its imports, about a second of CPU, then
-overlap the program's own work up to the first call; a program that calls none pays
-the start of a process, and at exit its end): a new interpreter (subprocess), not a fork (the
+overlap the program's own work up to the first call; a program that calls none pays the
+start of a process, and at exit its end): a new interpreter (subprocess), not a fork (the
 caller may have threads), nor multiprocessing's spawn (which runs the user's __main__
 again in the child). It imports the backend and Numba only (compile_worker.py).
 
@@ -109,7 +109,7 @@ def start_worker():
     """Starts the worker, if it is not running, ahead of its first job, and the thread
     that will get this process's Numba ready (waiting, until prepare_native): called when
     a tiered function is made, so that the worker's imports overlap the program's own
-    work up to its first call. Where it cannot start, submit says so."""
+    work up to its first call. Where it cannot start, the job says so (compile_later)."""
     _native_starter()
     _tier_up()
     try:
@@ -128,8 +128,9 @@ def prepare_native():
 
 
 def _native_starter():
-    """The event that wakes this process's Numba-starting thread (made at the first call,
-    and again in a forked child, which has no threads but the forking one)."""
+    """The event that wakes this process's Numba-starting thread (made with the first
+    tiered function, and again in a forked child, which has no threads but the forking
+    one)."""
     global _NATIVE
     with _STARTING:
         if _NATIVE is None or _NATIVE[0] != os.getpid():
@@ -164,7 +165,11 @@ def _tier_up():
 
 def _run_tasks(tasks):
     while True:
-        tasks.get()()
+        task = tasks.get()
+        try:
+            task()
+        except Exception:  # noqa: BLE001, S110 - a job's task finishes its job whatever
+            pass  # happens; the digest ahead, failing, fails again where the key is taken
 
 
 _TIER_UP = None  # (pid, the queue of its tier-up thread)
