@@ -106,12 +106,15 @@ def compile_later(kernel, generate, leaves):
 
 
 def start_worker():
-    """Starts the worker, if it is not running, ahead of its first job, and the thread
-    that will get this process's Numba ready (waiting, until prepare_native): called when
-    a tiered function is made, so that the worker's imports overlap the program's own
-    work up to its first call. Where it cannot start, the job says so (compile_later)."""
-    _native_starter()
-    _tier_up()
+    """Starts the worker, if it is not running, ahead of its first job: called when a
+    tiered function is made, so that the worker's imports overlap the program's own work
+    up to its first call. The tier-up thread starts it: the caller does not wait for the
+    new process to run (tens of ms on a loaded machine). Where it cannot start, the job
+    says so (compile_later)."""
+    _tier_up().put(_start_worker)
+
+
+def _start_worker():
     try:
         _worker()
     except OSError:
@@ -119,39 +122,26 @@ def start_worker():
 
 
 def prepare_native():
-    """Gets this process's Numba ready for the switch to native code, in a thread of its
-    own, once: imported, its CPU target initialized, the runtime helpers imported. Else
-    the switching call would wait that long (half a second and more) itself; meanwhile the
-    eager calls share the GIL with it. The thread is started ahead (start_worker) and only
-    woken here: a first call that started it would wait for the GIL it takes."""
-    _native_starter().set()
-
-
-def _native_starter():
-    """The event that wakes this process's Numba-starting thread (made with the first
-    tiered function, and again in a forked child, which has no threads but the forking
-    one)."""
+    """Gets this process's Numba ready for the switch to native code, once: imported, its
+    CPU target initialized, the runtime helpers imported. Else the switching call would
+    wait that long (half a second and more) itself. The tier-up thread does it after the
+    job handed off before it (the worker needs that first); meanwhile the eager calls share
+    the GIL with it."""
     global _NATIVE
     with _STARTING:
-        if _NATIVE is None or _NATIVE[0] != os.getpid():
-            wanted = threading.Event()
-            threading.Thread(target=_start_native, args=(wanted,), name="srcxform-numba-start",
-                             daemon=True).start()
-            _NATIVE = os.getpid(), wanted
-        return _NATIVE[1]
+        if _NATIVE == os.getpid():
+            return
+        _NATIVE = os.getpid()
+    _tier_up().put(compile_worker.start_numba)
 
 
-def _start_native(wanted):
-    wanted.wait()
-    compile_worker.start_numba()
-
-
-_NATIVE = None  # (pid, the event waking its Numba-starting thread)
+_NATIVE = None  # the process whose Numba is (being) made ready
 
 
 def _tier_up():
-    """The queue of this process's tier-up thread, which runs handed-off jobs' tasks in
-    turn (made with the worker, and again in a forked child)."""
+    """The queue of this process's tier-up thread, which runs its tasks in turn: the
+    worker's start, handed-off jobs, Numba's start (made with the first tiered function,
+    and again in a forked child, which has no threads but the forking one)."""
     global _TIER_UP
     with _STARTING:
         if _TIER_UP is None or _TIER_UP[0] != os.getpid():
@@ -169,7 +159,7 @@ def _run_tasks(tasks):
         try:
             task()
         except Exception:  # noqa: BLE001, S110 - a job's task finishes its job whatever
-            pass  # happens; the digest ahead, failing, fails again where the key is taken
+            pass  # happens; the digest or Numba's start, failing, fails again where needed
 
 
 _TIER_UP = None  # (pid, the queue of its tier-up thread)
@@ -236,7 +226,7 @@ def _worker():
     """The process's worker, started when first needed (again after one died, and in a
     forked child, which must not share its parent's pipes)."""
     global _WORKER
-    with _STARTING:
+    with _SPAWNING:
         if _EXITING:  # a job handed off as the program ends starts none
             raise OSError("this process is exiting")
         if _WORKER is None or _WORKER.dead or _WORKER.pid != os.getpid():
@@ -250,7 +240,7 @@ def _at_exit():
     """Ends this process's worker, and keeps the tier-up thread (a daemon: it may still
     run a job handed off as the program ended) from starting another."""
     global _EXITING
-    with _STARTING:
+    with _SPAWNING:
         _EXITING = True
         worker = _WORKER
     if worker is not None and worker.pid == os.getpid():  # not a forked child's parent's
@@ -259,7 +249,8 @@ def _at_exit():
 
 _WORKER = None
 _EXITING = False
-_STARTING = threading.Lock()
+_STARTING = threading.Lock()  # held briefly: making the threads, handing a job off
+_SPAWNING = threading.Lock()  # held while the worker starts, which may take a while
 
 # The child's first lines: srcxform importable from where this process imports it, and
 # its package __init__ (ops, SciPy) not run: the worker needs the backend only.

@@ -253,7 +253,7 @@ def test_the_worker_ends_with_its_process(tmp_path):
 
 def test_the_worker_starts_with_the_first_tiered_function_and_ends_unused(tmp_path):
     script = textwrap.dedent("""
-        import os
+        import time
         import srcxform as tf
         from srcxform import tiered
 
@@ -261,8 +261,10 @@ def test_the_worker_starts_with_the_first_tiered_function_and_ends_unused(tmp_pa
             return tf.reduce_sum(x)
 
         tf.differentiable(unused, wait=True)
-        assert tiered._WORKER is None  # a function that waits needs no worker
+        assert tiered._TIER_UP is None  # a function that waits needs no worker
         tf.differentiable(unused)
+        while tiered._WORKER is None:  # started by the tier-up thread
+            time.sleep(0.01)
         print(tiered._WORKER.process.pid)
         """)  # it exits without calling, the worker still importing or idle
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
@@ -313,16 +315,15 @@ def abs_sum(x):
 
 
 def test_a_job_handed_off_as_the_process_exits_starts_no_worker(monkeypatch):
-    f = tf.differentiable(abs_sum)
-    monkeypatch.setattr(tiered, "_WORKER", None)  # this test's worker, ended below
+    monkeypatch.setattr(tiered, "_WORKER", None)  # as in a process that has none yet
     monkeypatch.setattr(tiered, "_EXITING", False)
     release = threading.Event()
     tiered._tier_up().put(release.wait)  # the tier-up thread busy until the exit began
+    f = tf.differentiable(abs_sum)  # its worker's start waits behind that
     x = np.array([-1.0, 2.0])
     np.testing.assert_array_equal(f.grad(x), [-1.0, 1.0])
-    worker = tiered._WORKER
     tiered._at_exit()  # what atexit runs
     release.set()
     job = the_job(f)
     assert job.wait(TIMEOUT) and "exiting" in job.lost
-    assert tiered._WORKER is worker and worker.process.returncode is not None
+    assert tiered._WORKER is None
