@@ -110,6 +110,8 @@ class Differentiable:
         self._hits, self._misses, self._loaded = Counter(), 0, 0
         self._bound = weakref.WeakKeyDictionary()
         self._lock = threading.RLock()  # held finding or compiling a kernel, and chaining
+        if tiered.enabled(wait):
+            tiered.start_worker()  # ready by the first call, where it can be
 
     def __repr__(self):
         return f"<srcxform.differentiable {getattr(self.fn, '__qualname__', self.fn)}>"
@@ -293,6 +295,8 @@ class Differentiable:
         is a miss, and it compiles here), or compiles it here where the worker could not."""
         if job.lost:
             tiered.warn_lost(job, getattr(self.fn, "__qualname__", "the function"))
+        if kernel.spec is None:  # generating it failed in the tier-up thread: raises here
+            kernel.generated(job.generate())
         spec = kernel.spec
         kernel.fn = backend.load(spec.source, spec.func_name, parallel=spec.parallel)
         del self._compiling[kernel]  # after kernel.fn is set: other threads test this
@@ -301,13 +305,18 @@ class Differentiable:
         """The call's results from the eager tape, while the kernel compiles (tiered.py),
         as the kernel would return them."""
         call_args, call_kwargs = _as_tensors(args, kwargs)
-        if kernel.conv.form == "value":
-            value, grads = self.fn(*call_args, **call_kwargs), []
-        else:
-            value, grads = compiler.traced_value_and_grad(self.fn, call_args, call_kwargs,
-                                                          compiler.wrt_positions(self.wrt))
-        results = tiered.results(kernel.conv, form, value, grads, leaves)
-        tiered.prepare_native()  # after the results: the first call returns first
+        try:
+            if kernel.conv.form == "value":
+                value, grads = self.fn(*call_args, **call_kwargs), []
+            else:
+                value, grads = compiler.traced_value_and_grad(
+                    self.fn, call_args, call_kwargs, compiler.wrt_positions(self.wrt))
+            results = tiered.results(kernel.conv, form, value, grads, leaves)
+        finally:  # last: what it starts shares the GIL with the calls after this one
+            job = self._compiling.get(kernel)
+            if job is not None:
+                job.hand_off()
+            tiered.prepare_native()
         return results
 
     def _find_or_compile(self, kernel_form, args, kwargs, tier0=False):
@@ -335,18 +344,20 @@ class Differentiable:
 
     def _compile(self, kernel_form, args, kwargs, leaves, found, tier0):
         """Generates the kernel (compiler.py) and compiles it: here, or with `tier0` and
-        tiers on, in the worker (self._compiling)."""
-        tier0 = tier0 and tiered.enabled(self.wait)
-        if tier0:
-            tiered.start_worker()  # its start overlaps the trace
+        tiers on, in the worker (self._compiling), the kernel only traced so far."""
+        how = {"wrt": self.wrt, "parallel": self.parallel, "as_eager": self._as_eager,
+               "keywords": self._keywords()}
+        if tier0 and tiered.enabled(self.wait):
+            tiered.start_worker()  # where it was not started with f, or has died
+            # Its module is generated after this call returns (_tier0), in another thread.
+            kernel, generate = compiler.trace_kernel(self._traced_fn(), kernel_form, args,
+                                                     kwargs, leaves, found, **how)
+            self._compiling[kernel] = tiered.compile_later(kernel, generate, leaves)
+            return kernel
         kernel = compiler.generate_kernel(self._traced_fn(), kernel_form, args, kwargs, leaves,
-                                          found, wrt=self.wrt, parallel=self.parallel,
-                                          as_eager=self._as_eager, keywords=self._keywords())
-        if tier0:
-            self._compiling[kernel] = tiered.submit(kernel, leaves)
-        else:
-            kernel.fn = backend.load(kernel.spec.source, kernel.spec.func_name,
-                                     parallel=self.parallel)
+                                          found, **how)
+        kernel.fn = backend.load(kernel.spec.source, kernel.spec.func_name,
+                                 parallel=self.parallel)
         return kernel
 
     def _drop(self, stale):

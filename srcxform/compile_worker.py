@@ -18,7 +18,7 @@ def serve(inbox_fd, outbox_fd):
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     inbox = Connection(inbox_fd, writable=False)
     outbox = Connection(outbox_fd, readable=False)
-    start_numba()  # while the parent traces the first kernel
+    start_numba()  # while the parent runs up to its first call
     while True:
         try:
             number, (env, source, func_name, parallel, signature) = inbox.recv()
@@ -35,8 +35,8 @@ def serve(inbox_fd, outbox_fd):
 def start_numba():
     """What every compile needs first, and what loading a kernel from the cache needs too:
     Numba imported, its CPU target initialized, the runtime helpers' modules imported.
-    The worker does it while its parent traces; the parent (tiered.prepare_native) while
-    its calls run eagerly."""
+    The worker does it as it starts, while its parent runs up to its first call; the
+    parent (tiered.prepare_native) after that call, while its calls run eagerly."""
     from srcxform import backend
 
     # Numba's modules import one another in cycles: imported by two threads at once, one

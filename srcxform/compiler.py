@@ -5,6 +5,7 @@ Differentiable (api.py) decides when, and where Numba compiles it: in this proce
 tiered.py's worker.
 """
 
+import dataclasses
 import inspect
 import os
 from collections import namedtuple
@@ -13,7 +14,8 @@ import numpy as np
 
 from srcxform import backend, captures, index, numba_adapter
 from srcxform.callconv import Convention, is_static
-from srcxform.codegen import callpath, entry, generate
+from srcxform.codegen import callpath, entry
+from srcxform.codegen import generate as generate_source
 from srcxform.codegen.exprs import size_label
 from srcxform.dims import Dim, expr_of, guard_conditions
 from srcxform.kernel import Kernel, Spec, kernel_arg
@@ -36,40 +38,58 @@ def generate_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parall
     """Traces and generates the kernel, not yet compiled (its fn is None), and stores it in
     the index under the key `found` (None: fn is not indexable) unless it captured arrays
     or Variables."""
+    kernel, generate = trace_kernel(fn, kernel_form, args, kwargs, leaves, found, wrt=wrt,
+                                    parallel=parallel, as_eager=as_eager, keywords=keywords)
+    kernel.generated(generate())
+    return kernel
+
+
+def trace_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel, as_eager,
+                 keywords=True):
+    """Traces fn: the kernel, its module not generated yet (its spec is None: its
+    convention lacks only the buffers, which codegen chooses), and a function generating
+    it (and storing it in the index, as generate_kernel says) that returns its Spec. A
+    tiered first call returns before that runs, in another thread (tiered.py)."""
     traced = trace_function(fn, wrt, kernel_form, args, kwargs, leaves)
     if traced.created:  # allowed once (Keras's build): not when a trace creates again
         _refuse_created(fn, trace_function(fn, wrt, kernel_form, args, kwargs, leaves).created)
     program = traced.program
-    func_name = f"{traced.name}__{kernel_form}"
-    ins = ", ".join(a.aval.short(symbolic=True) for a in program.ins)
-    doc = f"srcxform: {traced.name}({ins}) -> {kernel_form}"
-    source, buffers = generate(program, func_name, doc, parallel=parallel)
     consts = [array for _, array in program.consts]
     outs = tuple((tuple(expr_of(d) for d in a.aval.shape), a.aval.dtype)
                  for a in program.outs)
-    conv = Convention(
-        kernel_form, traced.leaves, traced.variables, traced.writes, len(consts), tuple(program.sizes),
-        outs, tuple(buffers), traced.trees, traced.returns, traced.guards,
+    draft = Convention(
+        kernel_form, traced.leaves, traced.variables, traced.writes, len(consts),
+        tuple(program.sizes), outs, (), traced.trees, traced.returns, traced.guards,
         isinstance(wrt, int), as_eager, traced.leaf_names, traced.in_names,
         traced.out_names)
-    source += "\n\n" + callpath.emit(conv, traced.name, func_name, size_label(program))
     probes = captures.of_function(fn) + traced.probes
-    # The warm entry, for positional calls like this one (others get none).
-    entries = () if kwargs else (
-        (kernel_form, entry.emit(conv, consts, probes,
-                                 callpath.entry_name(traced.name, kernel_form), kernel_form,
-                                 args, numba_adapter.sole_reference_count(), keywords)[0]),)
-    source += entry.in_module([text for _, text in entries])
-    if "source" in os.environ.get("SRCXFORM_DUMP", ""):
-        print(source)
-    spec = Spec(func_name, source, parallel, conv, traced.name, entries)
-    # What a kernel captured (arrays, Variables) is this process's: not indexed.
-    if found and not consts and all(isinstance(v, int)
-                                    for v in conv.variables + conv.writes) and \
-            all(how[0] != "const" or isinstance(how[1], captures.SIMPLE)
-                for how in conv.returns):
-        index.store(found, spec)
-    return Kernel(spec, None, consts, program, probes)
+
+    def generate():
+        func_name = f"{traced.name}__{kernel_form}"
+        ins = ", ".join(a.aval.short(symbolic=True) for a in program.ins)
+        doc = f"srcxform: {traced.name}({ins}) -> {kernel_form}"
+        source, buffers = generate_source(program, func_name, doc, parallel=parallel)
+        conv = dataclasses.replace(draft, buffers=tuple(buffers))
+        source += "\n\n" + callpath.emit(conv, traced.name, func_name, size_label(program))
+        # The warm entry, for positional calls like this one (others get none).
+        entries = () if kwargs else (
+            (kernel_form, entry.emit(conv, consts, probes,
+                                     callpath.entry_name(traced.name, kernel_form),
+                                     kernel_form, args, numba_adapter.sole_reference_count(),
+                                     keywords)[0]),)
+        source += entry.in_module([text for _, text in entries])
+        if "source" in os.environ.get("SRCXFORM_DUMP", ""):
+            print(source)
+        spec = Spec(func_name, source, parallel, conv, traced.name, entries)
+        # What a kernel captured (arrays, Variables) is this process's: not indexed.
+        if found and not consts and all(isinstance(v, int)
+                                        for v in conv.variables + conv.writes) and \
+                all(how[0] != "const" or isinstance(how[1], captures.SIMPLE)
+                    for how in conv.returns):
+            index.store(found, spec)
+        return spec
+
+    return Kernel(None, None, consts, program, probes, conv=draft), generate
 
 
 def load_indexed(fn, found, leaves):

@@ -62,21 +62,28 @@ class Spec:
 class Kernel:
     """One compiled signature: the generated module, its kernel, and how to call it."""
 
-    def __init__(self, spec, fn, consts=(), program=None, probes=()):
-        self.spec = spec
-        self.conv = spec.conv
+    def __init__(self, spec, fn, consts=(), program=None, probes=(), conv=None):
+        self.conv = conv or spec.conv  # without a spec: the trace's draft (no buffers yet)
         self.fn = fn
         self.consts = list(consts)  # arrays the trace captured, passed after the leaves
         self.program = program  # the optimized IR, when this process traced it
         self.probes = list(probes)  # what the trace captured from outside (captures.py)
-        self.source = spec.source
-        self.buffers = self.conv.buffers
+        self.spec = self.source = None
+        if spec is not None:
+            self.generated(spec)
         self.guards = self.conv.guards
         # The type of each rank-0 output whose value Numba returns as a Python number of
         # another type (a float for float32); float64's float is as good as np.float64.
         self.scalar_types = [dtype.type if not shape and dtype != np.float64 else None
                              for shape, dtype in self.conv.outs]
         self._calls = {}  # form: the generated function running it, bound to this kernel
+
+    def generated(self, spec):
+        """Sets the kernel's generated module (compiler.trace_kernel leaves it to later)."""
+        self.conv = spec.conv
+        self.source = spec.source
+        self.buffers = spec.conv.buffers
+        self.spec = spec  # last: tiered calls test it from other threads
 
     def arguments(self, leaves):
         """The kernel's inputs for a call with these leaves (their sizes, for the guards)."""

@@ -8,7 +8,9 @@ or `f.compile(*args)` ahead of the calls) compiles in the calling process instea
 
 The worker is a process, not a thread, because Numba's compiler is mostly Python and
 would hold the GIL the tier-0 calls need. It is one long-lived interpreter per process,
-started at the first tiered compile: a new interpreter (subprocess), not a fork (the
+started when the first tiered function is made (its imports, about a second of CPU, then
+overlap the program's own work up to the first call; a program that calls none pays the
+start of a process, and at exit its end): a new interpreter (subprocess), not a fork (the
 caller may have threads), nor multiprocessing's spawn (which runs the user's __main__
 again in the child). It imports the backend and Numba only (compile_worker.py).
 
@@ -20,6 +22,7 @@ to compile, the calling process compiles again and raises Numba's error as it wo
 import atexit
 import itertools
 import os
+import queue
 import subprocess
 import sys
 import threading
@@ -28,7 +31,7 @@ from multiprocessing.connection import Connection
 
 import numpy as np
 
-from srcxform import backend, compile_worker
+from srcxform import backend, compile_worker, index
 from srcxform.cachefiles import cache_dir
 from srcxform.errors import SrcxformError, TieredWarning, user_frame_object
 from srcxform.tensor import Tensor, Value
@@ -42,17 +45,30 @@ def enabled(wait):
 
 
 class Job:
-    """One kernel compiling in the worker. `lost` says why the worker could not finish it
-    (None when it did: compiled into the cache, or failed to compile)."""
+    """One kernel on its way to native code: its module generated, then compiled in the
+    worker, both from this process's tier-up thread once the job is handed off. `lost`
+    says why that did not happen (None when it did: compiled into the cache, or failed to
+    compile in the worker)."""
 
-    def __init__(self):
+    def __init__(self, generate, task):
         self._done = threading.Event()
         self.lost = None
+        self.generate = generate  # the kernel's module, as compiler.trace_kernel makes it
+        self._task = task
+
+    def hand_off(self):
+        """Queues the job for the tier-up thread, once. The first call hands it off as it
+        returns, so that the work shares the GIL with the calls after it, not with it."""
+        with _STARTING:
+            task, self._task = self._task, None
+        if task is not None:
+            _tier_up().put(task)
 
     def ready(self):
         return self._done.is_set()
 
     def wait(self, timeout=None):
+        self.hand_off()
         return self._done.wait(timeout)
 
     def finish(self, lost=None):
@@ -60,28 +76,45 @@ class Job:
         self._done.set()
 
 
-def submit(kernel, leaves):
-    """A Job compiling `kernel` (a Kernel without its compiled function yet) in the worker,
-    for calls with these argument leaves."""
-    spec = kernel.spec
-    buffers = [("array", dtype.str, len(shape), "C", False)
-               for shape, dtype in (kernel.conv.outs[p] for p in kernel.conv.buffers)]
-    signature = [_described(a) for a in kernel.arguments(leaves)] + buffers
+def compile_later(kernel, generate, leaves):
+    """A Job for `kernel`, traced but not generated (compiler.trace_kernel's kernel and
+    function generating it), compiling in the worker for calls with these argument
+    leaves once it is handed off."""
+    arguments = [_described(a) for a in kernel.arguments(leaves)]
     # What the worker's compile depends on in the environment: the cache folder (read
     # now: tests and users change it), Numba's and srcxform's switches.
     env = {k: v for k, v in os.environ.items() if k.startswith(("SRCXFORM_", "NUMBA_"))}
     env["SRCXFORM_CACHE_DIR"] = cache_dir()
-    job = Job()
-    try:
-        _worker().submit(job, (env, spec.source, spec.func_name, spec.parallel, signature))
-    except OSError as err:
-        job.finish(f"it could not start ({err})")
+
+    def task():
+        try:
+            kernel.generated(generate())
+        except Exception as err:  # noqa: BLE001 - the switching call generates it again
+            job.finish(f"its module could not be generated ({type(err).__name__}: {err})")
+            return
+        spec = kernel.spec
+        buffers = [("array", dtype.str, len(shape), "C", False)
+                   for shape, dtype in (kernel.conv.outs[p] for p in kernel.conv.buffers)]
+        payload = (env, spec.source, spec.func_name, spec.parallel, arguments + buffers)
+        try:
+            _worker().submit(job, payload)
+        except Exception as err:  # noqa: BLE001 - an OSError where it could not start
+            job.finish(f"it could not start ({err})")
+
+    job = Job(generate, task)
     return job
 
 
 def start_worker():
-    """Starts the worker, if it is not running, ahead of its first job: it gets Numba
-    ready while this process traces. Where it cannot start, submit says so."""
+    """Starts the worker, if it is not running, ahead of its first job: called when a
+    tiered function is made, so that the worker's imports overlap the program's own work
+    up to its first call. The tier-up thread starts it: the caller does not wait for the
+    new process to run (tens of ms on a loaded machine). Where it cannot start, the job
+    says so (compile_later)."""
+    _tier_up().put(_start_worker)
+
+
+def _start_worker():
     try:
         _worker()
     except OSError:
@@ -89,20 +122,47 @@ def start_worker():
 
 
 def prepare_native():
-    """Gets this process's Numba ready for the switch to native code, in a thread of its
-    own, once: imported, its CPU target initialized, the runtime helpers imported. Else
-    the switching call would wait that long (half a second and more) itself; meanwhile the
-    eager calls share the GIL with it."""
-    global _PREPARING
+    """Gets this process's Numba ready for the switch to native code, once: imported, its
+    CPU target initialized, the runtime helpers imported. Else the switching call would
+    wait that long (half a second and more) itself. The tier-up thread does it after the
+    job handed off before it (the worker needs that first); meanwhile the eager calls share
+    the GIL with it."""
+    global _NATIVE
     with _STARTING:
-        if _PREPARING is not None:
+        if _NATIVE == os.getpid():
             return
-        _PREPARING = threading.Thread(target=compile_worker.start_numba,
-                                      name="srcxform-numba-start", daemon=True)
-    _PREPARING.start()
+        _NATIVE = os.getpid()
+    _tier_up().put(compile_worker.start_numba)
 
 
-_PREPARING = None
+_NATIVE = None  # the process whose Numba is (being) made ready
+
+
+def _tier_up():
+    """The queue of this process's tier-up thread, which runs its tasks in turn: the
+    worker's start, handed-off jobs, Numba's start (made with the first tiered function,
+    and again in a forked child, which has no threads but the forking one)."""
+    global _TIER_UP
+    with _STARTING:
+        if _TIER_UP is None or _TIER_UP[0] != os.getpid():
+            tasks = queue.SimpleQueue()
+            threading.Thread(target=_run_tasks, args=(tasks,), name="srcxform-tier-up",
+                             daemon=True).start()
+            tasks.put(index.digest_library)  # what the first call's index key reads
+            _TIER_UP = os.getpid(), tasks
+        return _TIER_UP[1]
+
+
+def _run_tasks(tasks):
+    while True:
+        task = tasks.get()
+        try:
+            task()
+        except Exception:  # noqa: BLE001, S110 - a job's task finishes its job whatever
+            pass  # happens; the digest or Numba's start, failing, fails again where needed
+
+
+_TIER_UP = None  # (pid, the queue of its tier-up thread)
 
 
 def warn_lost(job, name):
@@ -168,14 +228,31 @@ def _worker():
     """The process's worker, started when first needed (again after one died, and in a
     forked child, which must not share its parent's pipes)."""
     global _WORKER
-    with _STARTING:
+    with _SPAWNING:
+        if _EXITING:  # a job handed off as the program ends starts none
+            raise OSError("this process is exiting")
         if _WORKER is None or _WORKER.dead or _WORKER.pid != os.getpid():
+            if _WORKER is None:
+                atexit.register(_at_exit)
             _WORKER = _Worker()
         return _WORKER
 
 
+def _at_exit():
+    """Ends this process's worker, and keeps the tier-up thread (a daemon: it may still
+    run a job handed off as the program ended) from starting another."""
+    global _EXITING
+    with _SPAWNING:
+        _EXITING = True
+        worker = _WORKER
+    if worker is not None and worker.pid == os.getpid():  # not a forked child's parent's
+        worker.close()
+
+
 _WORKER = None
-_STARTING = threading.Lock()
+_EXITING = False
+_STARTING = threading.Lock()  # held briefly: making the threads, handing a job off
+_SPAWNING = threading.Lock()  # held while the worker starts, which may take a while
 
 # The child's first lines: srcxform importable from where this process imports it, and
 # its package __init__ (ops, SciPy) not run: the worker needs the backend only.
@@ -215,7 +292,6 @@ class _Worker:
         self._jobs, self._numbers, self._lock = {}, itertools.count(), threading.Lock()
         threading.Thread(target=self._read, name="srcxform-compiler-replies",
                          daemon=True).start()
-        atexit.register(self.close)
 
     def submit(self, job, payload):
         with self._lock:
@@ -247,10 +323,13 @@ class _Worker:
 
     def close(self):
         """Ends the worker: the closed pipe is its signal to exit; one still compiling at
-        exit is killed (the cache's files are written whole or not at all)."""
+        exit is killed after a moment (the cache's files are written whole or not at all),
+        one with no job at once (it may be importing Numba, not reading the pipe)."""
+        with self._lock:
+            idle = not self._jobs
         self._send.close()
         try:
-            self.process.wait(timeout=0.5)
+            self.process.wait(timeout=0 if idle else 0.5)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()

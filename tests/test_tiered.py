@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -277,3 +278,81 @@ def test_the_worker_ends_with_its_process(tmp_path):
     pid = int(pid)
     # Killed at exit, and reaped by its parent before that exited: no zombie left.
     assert not os.path.exists(f"/proc/{pid}")
+
+
+def test_the_worker_starts_with_the_first_tiered_function_and_ends_unused(tmp_path):
+    script = textwrap.dedent("""
+        import time
+        import srcxform as tf
+        from srcxform import tiered
+
+        def unused(x):
+            return tf.reduce_sum(x)
+
+        tf.differentiable(unused, wait=True)
+        assert tiered._TIER_UP is None  # a function that waits needs no worker
+        tf.differentiable(unused)
+        while tiered._WORKER is None:  # started by the tier-up thread
+            time.sleep(0.01)
+        print(tiered._WORKER.process.pid)
+        """)  # it exits without calling, the worker still importing or idle
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=TIMEOUT, check=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert not os.path.exists(f"/proc/{int(out.stdout)}")  # ended and reaped
+
+
+def test_a_worker_without_a_job_is_ended_at_once():
+    worker = tiered._Worker()
+    os.kill(worker.process.pid, signal.SIGSTOP)  # as one busy importing: it reads no pipe
+    start = time.perf_counter()
+    worker.close()
+    assert time.perf_counter() - start < 0.5  # what one with a job is given to finish
+    assert worker.process.returncode == -signal.SIGKILL
+
+
+def neg_sum(x):
+    return -tf.reduce_sum(x)
+
+
+def test_a_module_not_generated_in_the_background_fails_at_the_switch(monkeypatch):
+    from srcxform import compiler
+
+    generate = compiler.generate_source
+
+    def failing(*args, **kwargs):
+        raise RuntimeError("codegen failed")
+
+    monkeypatch.setattr(compiler, "generate_source", failing)
+    f = tf.differentiable(neg_sum)
+    x = np.array([1.0, 2.0])
+    np.testing.assert_array_equal(f.grad(x), [-1.0, -1.0])  # the eager run's, returned
+    job = the_job(f)
+    assert job.wait(TIMEOUT) and "could not be generated" in job.lost
+    # The switching call generates it again, and raises as a blocking first call would.
+    with pytest.warns(TieredWarning, match="neg_sum"), \
+            pytest.raises(RuntimeError, match="codegen failed"):
+        f.grad(x)
+    monkeypatch.setattr(compiler, "generate_source", generate)
+    with pytest.warns(TieredWarning, match="neg_sum"):
+        np.testing.assert_array_equal(f.grad(x), [-1.0, -1.0])
+    assert the_job(f) is None and isinstance(the_kernel(f).fn, backend.Compiled)
+
+
+def abs_sum(x):
+    return tf.reduce_sum(tf.abs(x))
+
+
+def test_a_job_handed_off_as_the_process_exits_starts_no_worker(monkeypatch):
+    monkeypatch.setattr(tiered, "_WORKER", None)  # as in a process that has none yet
+    monkeypatch.setattr(tiered, "_EXITING", False)
+    release = threading.Event()
+    tiered._tier_up().put(release.wait)  # the tier-up thread busy until the exit began
+    f = tf.differentiable(abs_sum)  # its worker's start waits behind that
+    x = np.array([-1.0, 2.0])
+    np.testing.assert_array_equal(f.grad(x), [-1.0, 1.0])
+    tiered._at_exit()  # what atexit runs
+    release.set()
+    job = the_job(f)
+    assert job.wait(TIMEOUT) and "exiting" in job.lost
+    assert tiered._WORKER is None
