@@ -401,6 +401,7 @@ def test_checkpointed_loops_give_the_stored_gradients_to_the_bit(compile_mode):
     assert f.cache_info().kernels == len(CHECKPOINTS)  # k is part of the kernel's key
     source = f.source(p, z0, xs, np.int64(7), 3)
     assert source.count("% 3 == 0") == 3 and "for segment_index in range(" in source
+    assert f.ir(p, z0, xs, np.int64(7), 3).count("checkpoint=3") == 3  # the loops' params
     # Eager loops record every iteration whatever k is: the same tape, the same numbers.
     eager = {}
     for k in (None, 3):
