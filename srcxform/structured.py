@@ -377,7 +377,7 @@ def _bind_loop(op, bounds, inits, captures, regions, xs=(), y_avals=(), reverse=
     if recompute and stacked:
         raise NotImplementedError("the derivative of a checkpointed loop's adjoint: use "
                                   "checkpoint=None for a second derivative")
-    if not stacked or _tapes_watching(values) > 1:
+    if not stacked or recording.tapes_watching(values) > 1:
         checkpoint = None  # nothing stored, or a second derivative reads every carry
     avals = carry_avals(values[len(bounds):len(bounds) + n])
     out_avals = [Aval(a.shape, a.dtype) for a in avals] + list(y_avals)
@@ -393,12 +393,6 @@ def _bind_loop(op, bounds, inits, captures, regions, xs=(), y_avals=(), reverse=
     vjp = _loop_vjp(len(bounds), n, m, r, regions["body"], reverse, checkpoint) \
         if stacked else None
     return bind(op, values, params, out_avals, vjp)[:n + r]
-
-
-def _tapes_watching(values):
-    """How many recording tapes watch one of `values`."""
-    return sum(tape._recording and any(v._id in tape._watched for v in values)
-               for tape in CONTEXT.tapes)
 
 
 def _rebind_loop(op):
@@ -489,8 +483,6 @@ def _loop_vjp(bounds, n, m, r, body, reverse, checkpoint):
         zero = as_value(np.int64(0))
         recompute = ()
         if checkpoint:
-            if stack_cts:  # a second derivative: _bind_loop stored every carry then
-                raise NotImplementedError("a checkpointed loop's stacks differentiated")
             # The rows of the kept stacks come from the segment's recomputed carries;
             # the recomputation reads every stack (checkpoint), the forward xs, and
             # the forward captures (and the first index).
@@ -607,7 +599,8 @@ class LoopStacks:
 
     def peak_bytes(self, trips):
         """The stacks' bytes at their largest for `trips` iterations: the stored rows, and
-        with a checkpoint the adjoint's segment of k recomputed rows besides."""
+        with a checkpoint the adjoint's segment of k recomputed rows besides (a
+        while_loop's stacks, doubling as they fill, may have up to twice the rows)."""
         k = self.checkpoint
         rows = trips if not k else -(-trips // k) + min(k, trips)
         return rows * self.row_bytes

@@ -6,10 +6,14 @@ Loop-carried values are plain variables the body reassigns, so one kernel runs a
 count. An array carry that the body's loops compute afresh is updated in place instead:
 two buffers allocated before the loop, the body filling one from the other and the two
 swapping at its end, so an iteration allocates nothing (an adjoint loop's accumulated
-gradient of a captured array is such a carry). A loop a tape differentiates keeps, per carried value that its adjoint reads, a
-stack of the value at the start of each iteration: preallocated for a fori_loop (its
-trip count is known when it starts), a buffer that doubles when full for a while_loop.
-The adjoint, a fori_loop running backwards, reads them back.
+gradient of a captured array is such a carry).
+
+A loop a tape differentiates keeps, per carried value that its adjoint reads, a stack of
+the value at the start of each iteration (with `checkpoint=k`, of every k-th, and then of
+every carried value): preallocated for a fori_loop (its trip count is known when it
+starts), a buffer that doubles when full for a while_loop. The adjoint, a fori_loop
+running backwards, reads them back; a checkpointed loop's adjoint runs in segments, each
+recomputing its carries from a checkpoint first (_segmented).
 """
 
 import astor
