@@ -262,9 +262,17 @@ def power_by_loop(x):
     return tf.fori_loop(0, count, lambda i, p: p * x, tf.constant(1.0, tf.float64))
 
 
+def power_by_checkpointed_loop(x):
+    """power_by_loop with checkpoint=2: under nested tapes every carry is stored."""
+    count = tf.cast(tf.reduce_sum(x * 0.0) + 3.0, tf.int64)
+    return tf.fori_loop(0, count, lambda i, p: p * x, tf.constant(1.0, tf.float64),
+                        checkpoint=2)
+
+
 @pytest.mark.parametrize("fn, x, second", [
     (newton_sqrt, 2.0, -0.25 * 2.0 ** -1.5),
     (power_by_loop, 2.0, 6 * 2.0),
+    (power_by_checkpointed_loop, 2.0, 6 * 2.0),
     (piecewise, 0.25, -np.sin(0.25 - 1.0)),
     (piecewise, 1.5, 6 * 1.5),
 ])
