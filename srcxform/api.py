@@ -17,7 +17,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from srcxform import autograph, backend, compiler, crosscheck, index, tiered
+from srcxform import autograph, backend, compiler, crosscheck, index, structured, tiered
 from srcxform.callconv import FORMS, form_result, is_static
 from srcxform.errors import TracingError
 from srcxform.kernel import NO, Counter
@@ -150,13 +150,21 @@ class Differentiable:
 
     def ir(self, *args, **kwargs):
         """The printed IR (forward and adjoint, after optimization) for these arguments."""
+        return str(self._program(args, kwargs))
+
+    def loop_stacks(self, *args, **kwargs):
+        """What the gradient's loops store for their adjoints, for these arguments: a
+        structured.LoopStacks per loop (its bytes per iteration, its checkpoint)."""
+        return structured.loop_stacks(self._program(args, kwargs))
+
+    def _program(self, args, kwargs):
         kernel = self._kernel("value_and_grad", args, kwargs)[0]
         if kernel.program is None:  # found in the on-disk index: trace it to show it
             leaves = tree_flatten((args, kwargs))[0]
             kernel.program = compiler.trace_function(self._traced_fn(), self.wrt,
                                                      "value_and_grad", args, kwargs,
                                                      leaves).program
-        return str(kernel.program)
+        return kernel.program
 
     def kernel(self, *args, **kwargs):
         """The compiled value-and-gradient for arguments like these, as a Numba function

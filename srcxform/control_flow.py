@@ -9,6 +9,12 @@ branch taken is traced and the loop unrolls. A predicate or bound computed from 
 function's arguments (or a size) makes a structured IR operation instead
 (structured.py): the branches and the body are traced once, and one kernel runs a real
 `if`, `while` or `for` for every trip count.
+
+The loops take `checkpoint=k` (srcxform's own option; None: every iteration's carries
+are stored for the gradient): a compiled loop's gradient then stores the carries of
+every k-th iteration only and recomputes the others from them (structured.py), the same
+gradient to the bit for a fraction of the memory. Eager loops record every iteration
+on the tape regardless.
 """
 
 import math
@@ -39,10 +45,12 @@ def cond(pred, true_fn=None, false_fn=None, name=None):
 
 
 def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations=10,
-               back_prop=True, swap_memory=False, maximum_iterations=None, name=None):
+               back_prop=True, swap_memory=False, maximum_iterations=None, name=None,
+               checkpoint=None):
     """Repeats `loop_vars = body(*loop_vars)` while `cond(*loop_vars)` is true, at most
     `maximum_iterations` times (tf.while_loop). loop_vars is a tuple or list (its leaves
     become tensors, as TensorFlow converts them); body returns the same structure."""
+    checkpoint = structured.checked_checkpoint(checkpoint, "while_loop")
     if not isinstance(loop_vars, (tuple, list)) or not loop_vars:
         raise ValueError("while_loop: 'loop_vars' must be provided, as a non-empty tuple or "
                          "list")
@@ -54,8 +62,8 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         if isinstance(pred, Tracer):  # known at run time: the rest of the loop compiles
             if maximum_iterations is not None:
                 return _compiled_while_bounded(cond, body, loop_vars,
-                                               int(maximum_iterations) - count)
-            return _compiled_while(cond, body, loop_vars)
+                                               int(maximum_iterations) - count, checkpoint)
+            return _compiled_while(cond, body, loop_vars, checkpoint)
         if not _truth(pred, "while_loop"):
             break
         result = body(*loop_vars)
@@ -67,13 +75,14 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     return loop_vars
 
 
-def fori_loop(lower, upper, body_fun, init_val):
+def fori_loop(lower, upper, body_fun, init_val, checkpoint=None):
     """`val = body_fun(i, val)` for i in range(lower, upper), then val (jax.lax.fori_loop).
     Where the bounds are Python ints (or tensors known when tracing) i is a Python int;
     with a bound known only at run time (from data, or a size) the loop compiles once,
     and i is a traced int64 scalar (it still indexes: `x[i]`)."""
+    checkpoint = structured.checked_checkpoint(checkpoint, "fori_loop")
     if any(isinstance(b, (Tracer, Dim)) for b in (lower, upper)):
-        return _compiled_fori(lower, upper, body_fun, init_val)
+        return _compiled_fori(lower, upper, body_fun, init_val, checkpoint)
     val = init_val
     for i in range(int(lower), int(upper)):
         val = body_fun(i, val)
@@ -81,14 +90,15 @@ def fori_loop(lower, upper, body_fun, init_val):
 
 
 def scan(fn, elems, initializer=None, parallel_iterations=10, back_prop=True,
-         swap_memory=False, infer_shape=True, reverse=False, name=None):
+         swap_memory=False, infer_shape=True, reverse=False, name=None, checkpoint=None):
     """The accumulators `a = fn(a, x)` for each x along elems' first axis, stacked
     (tf.scan). elems and the accumulator may be structures of tensors; without an
     initializer the first element starts the accumulator and is the first output."""
+    checkpoint = structured.checked_checkpoint(checkpoint, "scan")
     leaves, elems_def = tree_flatten(elems)
     leaves = [convert_to_tensor(leaf) for leaf in leaves]
     if any(isinstance(leaf, Tracer) for leaf in leaves):
-        return _compiled_scan(fn, leaves, elems_def, initializer, reverse)
+        return _compiled_scan(fn, leaves, elems_def, initializer, reverse, checkpoint)
     length = leaves[0].shape[0]
     order = list(range(length))[::-1] if reverse else list(range(length))
 
@@ -145,7 +155,7 @@ def _compiled_cond(pred, true_fn, false_fn):
     return tree_unflatten(trees["true_fn"], outs)
 
 
-def _compiled_while(cond, body, loop_vars):
+def _compiled_while(cond, body, loop_vars, checkpoint):
     leaves, treedef = _flat(loop_vars, "while_loop: loop_vars")
     names = _loop_var_names(body, loop_vars)
 
@@ -157,11 +167,11 @@ def _compiled_while(cond, body, loop_vars):
         return _flat(result, "while_loop: body")[0]
 
     outs = structured.while_loop(lambda c: cond(*tree_unflatten(treedef, c)), body_flat,
-                                 leaves, names)
+                                 leaves, names, checkpoint)
     return tree_unflatten(treedef, outs)
 
 
-def _compiled_while_bounded(cond, body, loop_vars, remaining):
+def _compiled_while_bounded(cond, body, loop_vars, remaining, checkpoint):
     """maximum_iterations as a counter carried beside the loop variables."""
     from srcxform.ops import logical_and
 
@@ -172,7 +182,7 @@ def _compiled_while_bounded(cond, body, loop_vars, remaining):
         return (count + 1, *body(*vs))
 
     zero = convert_to_tensor(0)
-    out = _compiled_while(counted_cond, counted_body, (zero, *loop_vars))[1:]
+    out = _compiled_while(counted_cond, counted_body, (zero, *loop_vars), checkpoint)[1:]
     return type(loop_vars)(out) if isinstance(loop_vars, list) else out
 
 
@@ -182,7 +192,7 @@ def _loop_var_names(body, loop_vars):
     return [name for p, v in zip(params, loop_vars) for name in _leaf_names(v, p)]
 
 
-def _compiled_fori(lower, upper, body_fun, init_val):
+def _compiled_fori(lower, upper, body_fun, init_val, checkpoint):
     leaves, treedef = _flat(init_val, "fori_loop: init_val")
     params = structured.param_names(body_fun, 2, "arg")
     names = _leaf_names(init_val, params[1])
@@ -194,11 +204,12 @@ def _compiled_fori(lower, upper, body_fun, init_val):
                              f"({_kind(init_val)}), got {_kind(result)}")
         return _flat(result, "fori_loop: body_fun")[0], []
 
-    outs = structured.fori_loop(lower, upper, lambda i, c, rows: body_flat(i, c), leaves, names)
+    outs = structured.fori_loop(lower, upper, lambda i, c, rows: body_flat(i, c), leaves, names,
+                                checkpoint=checkpoint)
     return tree_unflatten(treedef, outs)
 
 
-def _compiled_scan(fn, leaves, elems_def, initializer, reverse):
+def _compiled_scan(fn, leaves, elems_def, initializer, reverse, checkpoint):
     """scan as one fori_loop over the elements (any number of them), reading a row of
     each element array and stacking each accumulator's rows."""
     from srcxform.ops import concat, expand_dims
@@ -223,7 +234,7 @@ def _compiled_scan(fn, leaves, elems_def, initializer, reverse):
         return new_leaves, new_leaves
 
     outs = structured.fori_loop(0, length, body, acc_leaves, _leaf_names(acc, "acc"),
-                                leaves, stacked)[len(acc_leaves):]
+                                leaves, stacked, checkpoint)[len(acc_leaves):]
     if initializer is None:  # the first element is the first output
         outs = [concat([expand_dims(a, 0), y], 0) for a, y in zip(acc_leaves, outs)]
     if reverse:

@@ -90,6 +90,12 @@ def watching(inputs):
                for tape in CONTEXT.tapes)
 
 
+def tapes_watching(inputs):
+    """How many recording tapes watch one of `inputs` (more than one: a higher order)."""
+    return sum(tape._recording and any(v._id in tape._watched for v in inputs)
+               for tape in CONTEXT.tapes)
+
+
 def variable_read(variable):
     """A trainable Variable read inside a tape that watches accessed variables is watched."""
     for tape in CONTEXT.tapes:

@@ -1,8 +1,8 @@
 """Structured control flow in the IR: equations whose params hold regions (sub-programs),
 for the loops and branches whose trip count or predicate is known only at run time.
 
-    while_loop(*init, *captures; cond, body)
-    fori_loop(lower, upper, *init, *xs, *captures; body, reverse)
+    while_loop(*init, *captures; cond, body, checkpoint)
+    fori_loop(lower, upper, *init, *xs, *captures; body, reverse, checkpoint)
     cond(pred, *operands; true, false)
 
 A region is a Program traced once from the user's function (a SubTrace): its inputs are
@@ -20,6 +20,14 @@ fori_loop over the same rows in the other direction whose body recomputes the fo
 body from the stored values under a tape and runs that tape backwards; the captures'
 cotangents are summed in extra carries. Being a loop itself, it has an adjoint too
 (second order). cond's adjoint is a cond of the branches' adjoints.
+
+With `checkpoint=k` the stacks keep the carries of every k-th iteration only (row s:
+iteration s·k), and the adjoint runs in segments of k iterations, last first: each
+recomputes its carries from its checkpoint with the forward body (its `recompute`
+region, the same arithmetic, so the gradients are the same to the bit), into a segment
+stack of k rows, then runs the adjoint body over them backwards. Peak stack memory is
+ceil(trips / k) + k rows instead of trips, for one more forward pass. A second
+derivative reads the stacks themselves, so under nested tapes every carry is stored.
 """
 
 import dataclasses
@@ -285,7 +293,7 @@ def check_carries(op, names, before, after):
                 f"or give it its final shape before the loop)\n  at {user_line()}")
 
 
-def while_loop(cond_fn, body_fn, inits, names):
+def while_loop(cond_fn, body_fn, inits, names, checkpoint=None):
     """The structured while loop over flat loop variables `inits` (values); cond_fn and
     body_fn take and give flat lists."""
     avals = carry_avals(inits)
@@ -294,10 +302,11 @@ def while_loop(cond_fn, body_fn, inits, names):
     body_sub, outs = trace_region("body", lambda *c: body_fn(list(c)), avals, names)
     check_carries("while_loop", names, avals, outs)
     (cond_region, body_region), captures = align([(cond_sub, [pred]), (body_sub, list(outs))])
-    return _bind_loop(WHILE, [], inits, captures, {"cond": cond_region, "body": body_region})
+    return _bind_loop(WHILE, [], inits, captures, {"cond": cond_region, "body": body_region},
+                      checkpoint=checkpoint)
 
 
-def fori_loop(lower, upper, body_fn, inits, names, xs=(), y_avals=()):
+def fori_loop(lower, upper, body_fn, inits, names, xs=(), y_avals=(), checkpoint=None):
     """The structured fori loop; body_fn(i, flat carries, rows) gives the new carries and
     the iteration's row of each output of `y_avals` (the stacked outputs' avals), rows
     being each of `xs`'s row i - lower (scan's elements)."""
@@ -315,7 +324,7 @@ def fori_loop(lower, upper, body_fn, inits, names, xs=(), y_avals=()):
     (body_region,), captures = align([(sub, list(outs))])
     bounds = [_as_index(lower), _as_index(upper)]
     return _bind_loop(FORI, bounds, inits, captures, {"body": body_region}, xs,
-                      tuple(y_avals))
+                      tuple(y_avals), checkpoint=checkpoint)
 
 
 def _as_index(bound):
@@ -341,23 +350,48 @@ def as_bool(pred, op="while_loop"):
     return pred if pred.dtype == np.bool_ else not_equal(pred, 0)
 
 
-def _bind_loop(op, bounds, inits, captures, regions, xs=(), y_avals=(), reverse=False):
+def checked_checkpoint(checkpoint, op):
+    """A loop's `checkpoint` option: None, or a positive Python int."""
+    if checkpoint is None:
+        return None
+    if isinstance(checkpoint, bool) or not isinstance(checkpoint, (int, np.integer)) \
+            or checkpoint < 1:
+        raise ValueError(f"{op}: checkpoint must be a positive int (store every k-th "
+                         f"carry) or None, got {checkpoint!r}")
+    return int(checkpoint)
+
+
+def _bind_loop(op, bounds, inits, captures, regions, xs=(), y_avals=(), reverse=False,
+               checkpoint=None, recompute=()):
     """Binds a loop (a fori_loop runs i from upper - 1 down with `reverse`): its results
     are the carries, then the stacked outputs (`y_avals`), then where a tape
     differentiates it the trip count and the stacks of the carries (the value at the
     start of each iteration, at row i - lower, or at the iteration's count for a
-    while_loop)."""
+    while_loop; with `checkpoint=k` of every k-th iteration only, at row count // k).
+    `recompute`: a checkpointed loop's adjoint's (forward body, counts of its inputs,
+    the inputs, (k, the forward carries whose segment rows the adjoint reads)), as
+    _loop_vjp makes it."""
     n, m, r = len(inits), len(xs), len(y_avals)
     values = [as_value(v) for v in (*bounds, *inits, *xs, *captures)]
     stacked = recording.watching(values)
+    if recompute and stacked:
+        raise NotImplementedError("the derivative of a checkpointed loop's adjoint: use "
+                                  "checkpoint=None for a second derivative")
+    if not stacked or recording.tapes_watching(values) > 1:
+        checkpoint = None  # nothing stored, or a second derivative reads every carry
     avals = carry_avals(values[len(bounds):len(bounds) + n])
     out_avals = [Aval(a.shape, a.dtype) for a in avals] + list(y_avals)
     if stacked:
         out_avals += [_INDEX] + [Aval((Trips(0),) + tuple(a.shape), a.dtype) for a in avals]
-    params = dict(regions, carries=n, stacked=stacked)
+    params = dict(regions, carries=n, stacked=stacked, checkpoint=checkpoint)
     if op is FORI:
         params.update(xs=m, y_avals=tuple(y_avals), reverse=reverse)
-    vjp = _loop_vjp(len(bounds), n, m, r, regions["body"], reverse) if stacked else None
+    if recompute:
+        region, counts, ins, segment = recompute
+        params.update(recompute=region, recompute_ins=counts, segment=segment)
+        values += [as_value(v) for v in ins]
+    vjp = _loop_vjp(len(bounds), n, m, r, regions["body"], reverse, checkpoint) \
+        if stacked else None
     return bind(op, values, params, out_avals, vjp)[:n + r]
 
 
@@ -366,14 +400,19 @@ def _rebind_loop(op):
         bounds = 2 if op is FORI else 0
         n, m = params["carries"], params.get("xs", 0)
         regions = {k: params[k] for k in ("cond", "body") if k in params}
+        recompute = ()
+        if params.get("recompute") is not None:
+            counts = params["recompute_ins"]
+            ins, rest = ins[:len(ins) - sum(counts)], ins[len(ins) - sum(counts):]
+            recompute = (params["recompute"], counts, rest, params["segment"])
         return _bind_loop(op, ins[:bounds], ins[bounds:bounds + n], ins[bounds + n + m:],
                           regions, ins[bounds + n:bounds + n + m], params.get("y_avals", ()),
-                          params.get("reverse", False))
+                          params.get("reverse", False), params["checkpoint"], recompute)
 
     return rebind
 
 
-def _loop_vjp(bounds, n, m, r, body, reverse):
+def _loop_vjp(bounds, n, m, r, body, reverse, checkpoint):
     """The VJP of a loop: a fori_loop over the same rows in the other direction, reading
     the stacks of the carries and the rows of the inputs `xs`, of the stacked outputs'
     cotangents and of the stacks' own (a second derivative reads the stacks); carrying
@@ -442,8 +481,19 @@ def _loop_vjp(bounds, n, m, r, body, reverse):
         region = region.replace(ins=region.ins[:first] + [region.ins[first + k] for k in kept]
                                 + region.ins[first + len(rows):])
         zero = as_value(np.int64(0))
+        recompute = ()
+        if checkpoint:
+            # The rows of the kept stacks come from the segment's recomputed carries;
+            # the recomputation reads every stack (checkpoint), the forward xs, and
+            # the forward captures (and the first index).
+            segment_rows = tuple(k for k in kept if k < n)
+            kept = [k for k in kept if k >= n]
+            counts = (bounds // 2, n, m, len(captures))
+            recompute = (body, counts, [*inputs[:bounds // 2], *stacks, *xs, *captures],
+                         (checkpoint, segment_rows))
         results = _bind_loop(FORI, [zero, trips], carried, region_captures, {"body": region},
-                             [rows[k] for k in kept], tuple(x_cts), reverse=not reverse)
+                             [rows[k] for k in kept], tuple(x_cts), reverse=not reverse,
+                             recompute=recompute)
         cotangents = [None] * len(inputs)
         for j, k in enumerate(floats):
             cotangents[bounds + k] = results[j]
@@ -527,6 +577,49 @@ def _cond_vjp(t_region, f_region):
 
 
 _REBIND = {WHILE: _rebind_loop(WHILE), FORI: _rebind_loop(FORI), COND: _rebind_cond}
+
+
+# ----- what the loops store -----
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopStacks:
+    """The stacks one differentiated loop keeps for its adjoint: `row_bytes` for each
+    iteration it stores (its stored carries, at the traced sizes), every `checkpoint`-th
+    iteration stored (None: every one)."""
+
+    loop: str
+    row_bytes: int
+    checkpoint: int | None
+
+    @property
+    def bytes_per_iteration(self):
+        """The stacks' bytes per iteration of the loop: a row, or a k-th of one."""
+        return self.row_bytes / (self.checkpoint or 1)
+
+    def peak_bytes(self, trips):
+        """The stacks' bytes at their largest for `trips` iterations: the stored rows, and
+        with a checkpoint the adjoint's segment of k recomputed rows besides (a
+        while_loop's stacks, doubling as they fill, may have up to twice the rows)."""
+        k = self.checkpoint
+        rows = trips if not k else -(-trips // k) + min(k, trips)
+        return rows * self.row_bytes
+
+
+def loop_stacks(program):
+    """A LoopStacks for each loop of `program` (in regions too) that stores carries."""
+    found = []
+    for eqn in program.eqns:
+        for region in (v for k, v in eqn.params if hasattr(v, "eqns") and k != "recompute"):
+            found += loop_stacks(region)
+        if eqn.prim not in (WHILE, FORI) or not eqn.kwargs["stacked"]:
+            continue
+        n, r = eqn.kwargs["carries"], len(eqn.kwargs.get("y_avals", ()))
+        stacks = [v for k, v in results_of(program, eqn.out).items() if k > n + r]
+        row_bytes = sum(int(np.prod([int(d) for d in v.aval.shape[1:]])) * v.aval.dtype.itemsize
+                        for v in stacks)
+        found.append(LoopStacks(eqn.prim.name, row_bytes, eqn.kwargs["checkpoint"]))
+    return found
 
 
 def param_names(fn, count, fallback):

@@ -262,9 +262,17 @@ def power_by_loop(x):
     return tf.fori_loop(0, count, lambda i, p: p * x, tf.constant(1.0, tf.float64))
 
 
+def power_by_checkpointed_loop(x):
+    """power_by_loop with checkpoint=2: under nested tapes every carry is stored."""
+    count = tf.cast(tf.reduce_sum(x * 0.0) + 3.0, tf.int64)
+    return tf.fori_loop(0, count, lambda i, p: p * x, tf.constant(1.0, tf.float64),
+                        checkpoint=2)
+
+
 @pytest.mark.parametrize("fn, x, second", [
     (newton_sqrt, 2.0, -0.25 * 2.0 ** -1.5),
     (power_by_loop, 2.0, 6 * 2.0),
+    (power_by_checkpointed_loop, 2.0, 6 * 2.0),
     (piecewise, 0.25, -np.sin(0.25 - 1.0)),
     (piecewise, 1.5, 6 * 1.5),
 ])
@@ -367,3 +375,114 @@ def test_a_predicate_of_more_than_one_element_is_refused():
 
     with pytest.raises(ValueError, match=r"cond: the predicate has shape \(3,\)"):
         tf.differentiable(ambiguous)(np.ones(3))
+
+
+# ----- checkpoint=k: every k-th carry stored, the iterations between recomputed -----
+
+
+def three_loops(p, z0, xs, steps, k):
+    """A fori_loop reading its index, a while_loop with an int counter and a trip count
+    from the data, and a scan whose elements have a gradient: each checkpointed every k."""
+    z = tf.fori_loop(0, steps, lambda i, z: z + 0.1 * tf.tanh(
+        p[:2] * z + p[2] * tf.cast(i, tf.float64)), z0, checkpoint=k)
+    count, w = tf.while_loop(lambda c, w: tf.reduce_sum(w) < 30.0,
+                             lambda c, w: (c + 1, w * (1.2 + 0.1 * tf.sin(w))),
+                             (0, z * z + 1.0), checkpoint=k)
+    hs = tf.scan(lambda h, x: tf.sin(h * p[3] + x), xs, initializer=w, checkpoint=k)
+    return tf.reduce_sum(hs * hs) + tf.reduce_sum(w) * tf.cast(count, tf.float64)
+
+
+CHECKPOINTS = [None, 1, 3, 50]  # 3 divides none of the trip counts; 50 exceeds them all
+
+
+def test_checkpointed_loops_give_the_stored_gradients_to_the_bit(compile_mode):
+    p, z0 = np.array([0.7, -0.4, 0.3, 0.9]), np.array([1.1, 0.8])
+    xs = np.random.default_rng(1).standard_normal((5, 2))
+    f = tf.differentiable(three_loops, wrt=(0, 1, 2))
+    found = {(k, steps): f.value_and_grad(p, z0, xs, np.int64(steps), k)
+             for k in CHECKPOINTS for steps in (7, 2)}
+    for (k, steps), (value, grads) in found.items():
+        stored_value, stored_grads = found[None, steps]
+        assert value == stored_value
+        for g, stored in zip(grads, stored_grads):
+            np.testing.assert_array_equal(g, stored)
+    assert f.cache_info().kernels == len(CHECKPOINTS)  # k is part of the kernel's key
+    source = f.source(p, z0, xs, np.int64(7), 3)
+    assert source.count("% 3 == 0") == 3 and "for segment_index in range(" in source
+    assert f.ir(p, z0, xs, np.int64(7), 3).count("checkpoint=3") == 3  # the loops' params
+    # Eager loops record every iteration whatever k is: the same tape, the same numbers.
+    eager = {}
+    for k in (None, 3):
+        args = [tf.constant(a) for a in (p, z0, xs)]
+        with tf.GradientTape() as tape:
+            tape.watch(args)
+            y = three_loops(*args, 7, k)
+        eager[k] = [np.asarray(g) for g in tape.gradient(y, args)]
+    for g, g_none, compiled in zip(eager[3], eager[None], found[3, 7][1]):
+        np.testing.assert_array_equal(g, g_none)
+        np.testing.assert_allclose(compiled, g, rtol=1e-12)
+    with pytest.raises(ValueError, match="fori_loop: checkpoint must be a positive int"):
+        f.grad(p, z0, xs, np.int64(7), 0)
+
+
+def drifting(z0, steps, k):
+    return tf.reduce_sum(tf.fori_loop(0, steps, lambda i, z: z + 0.01 * tf.sin(z), z0,
+                                      checkpoint=k))
+
+
+def drifting_gradient(z0, steps):
+    """d drifting / d z0: the product of the steps' derivatives, 1 + 0.01 cos z."""
+    z, grad = z0.copy(), np.ones_like(z0)
+    for _ in range(steps):
+        z, grad = z + 0.01 * np.sin(z), grad * (1 + 0.01 * np.cos(z))
+    return grad
+
+
+def test_checkpoint_cuts_the_stacks_peak_memory(monkeypatch):
+    """Measured with tracemalloc on the generated code run as Python, its allocations
+    NumPy's; and as loop_stacks reports it."""
+    import tracemalloc
+
+    from srcxform.runtime import arrays
+    from srcxform.structured import LoopStacks
+
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+    monkeypatch.setattr(arrays, "empty", lambda shape, dtype: np.empty(shape, dtype))
+    f = tf.differentiable(drifting)
+    z0, steps = np.linspace(-3.0, 3.0, 500), np.int64(200)
+    peaks, grads = {}, {}
+    for k in (None, 10):
+        f.grad(z0, steps, k)  # traced and generated before the measurement
+        tracemalloc.start()
+        grads[k] = f.grad(z0, steps, k)
+        peaks[k] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    np.testing.assert_array_equal(grads[10], grads[None])
+    np.testing.assert_allclose(grads[None], drifting_gradient(z0, 200), rtol=1e-13)
+    row = 500 * 8  # a carry of 500 float64
+    assert peaks[None] > 200 * row > 4 * peaks[10]
+    (stored,), (checkpointed,) = f.loop_stacks(z0, steps, None), f.loop_stacks(z0, steps, 10)
+    assert stored == LoopStacks("fori_loop", row, None) and stored.bytes_per_iteration == row
+    assert checkpointed == LoopStacks("fori_loop", row, 10)
+    assert checkpointed.bytes_per_iteration == row / 10
+    assert (stored.peak_bytes(200), checkpointed.peak_bytes(200)) == (200 * row, 30 * row)
+    assert checkpointed.peak_bytes(5) == 6 * row  # a checkpoint and a 5-row segment
+
+
+def test_an_array_carry_updated_in_place_is_never_shared():
+    """Array carries whose new value a loop nest computes are filled into a spare buffer,
+    the two swapping: a carry that takes another's old value (or a view of it) must not
+    then see it overwritten."""
+    def swapping(x, n):
+        def body(i, c):
+            a, b, total = c
+            return b, a + 1.0, total + tf.reduce_sum(a * b)
+        return tf.fori_loop(0, n, body, (x, 2.0 * x, tf.constant(0.0, tf.float64)))[2]
+
+    f = tf.differentiable(swapping)
+    x = np.array([0.5, -1.0, 2.0])
+    value, grad = f.value_and_grad(x, np.int64(5))
+    eager_value, eager_grad = eager_value_and_grad(swapping, x, 5)
+    np.testing.assert_allclose(value, eager_value, rtol=1e-14)
+    np.testing.assert_allclose(grad, eager_grad, rtol=1e-14)
+    assert re.search(r"\w+ = \w+\.copy\(\)", f.source(x, np.int64(5)))  # the adjoint's

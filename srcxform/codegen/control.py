@@ -3,15 +3,24 @@
 body is (its loop nests fused, its names from the enclosing function's Namer).
 
 Loop-carried values are plain variables the body reassigns, so one kernel runs any trip
-count. A loop a tape differentiates keeps, per carried value that its adjoint reads, a
-stack of the value at the start of each iteration: preallocated for a fori_loop (its
-trip count is known when it starts), a buffer that doubles when full for a while_loop.
-The adjoint, a fori_loop running backwards, reads them back.
+count. An array carry that the body's loops compute afresh is updated in place instead:
+two buffers allocated before the loop, the body filling one from the other and the two
+swapping at its end, so an iteration allocates nothing (an adjoint loop's accumulated
+gradient of a captured array is such a carry).
+
+A loop a tape differentiates keeps, per carried value that its adjoint reads, a stack of
+the value at the start of each iteration (with `checkpoint=k`, of every k-th, and then of
+every carried value): preallocated for a fori_loop (its trip count is known when it
+starts), a buffer that doubles when full for a while_loop. The adjoint, a fori_loop
+running backwards, reads them back; a checkpointed loop's adjoint runs in segments, each
+recomputing its carries from a checkpoint first (_segmented).
 """
 
 import astor
 
 from srcxform.codegen.exprs import dtype_ast
+from srcxform.codegen.schedule import LoopGroup
+from srcxform.ir import Var
 from srcxform.structured import COND, FORI, WHILE, results_of
 
 _FIRST_ROWS = 16  # a while_loop's stacks start with this many rows, then double
@@ -41,12 +50,18 @@ def _names(low, eqn, indices, base):
     return [low.namer(results[k]) if k in results else low.namer.fresh(base) for k in indices]
 
 
-def region(low, program, args, indent):
+def _lowering(low, program):
+    """The lowering of a region into `low`'s function."""
+    return type(low)(program, False, low.namer, low.sizes)
+
+
+def region(low, program, args, indent, sub=None):
     """Emits a region's statements at `indent`, its inputs bound to `args` (source text);
-    returns its outputs as source text."""
+    returns its outputs as source text. `sub`: the region's lowering, where the caller
+    made it (_in_place)."""
     for var, arg in zip(program.ins, args):
         low.line(indent, f"{low.namer(var)} = {arg}")
-    sub = type(low)(program, False, low.namer, low.sizes)
+    sub = sub or _lowering(low, program)
     sub.statements()
     low.modules |= sub.modules
     low.used_prange |= sub.used_prange
@@ -58,6 +73,51 @@ def region(low, program, args, indent):
 def _assign(low, indent, names, values):
     if names:
         low.line(indent, f"{', '.join(names)} = {', '.join(values)}")
+
+
+def _in_place(low, body, first, carry):
+    """Sets up the array carries that the loop updates in place, and returns them as
+    [(index, name of the spare buffer)]; `body` is the body's lowering, `first` the
+    position of its first carry among its inputs. A carry qualifies when the body's loop
+    nests compute its new value (a fresh array: they fill the spare buffer instead) and
+    no other carry may be a view of its old or new value (the buffers are reused, so
+    such a view would change under it). The initial value is copied, once: the loop
+    then owns both buffers."""
+    program = body.program
+    outs = program.outs[:len(carry)]
+    fresh = {e.out for item in body.items if isinstance(item, LoopGroup) for e in item.eqns}
+    found = []
+    for k, out in enumerate(outs):
+        if not (isinstance(out, Var) and out.aval.shape and out in body.placement.arrays) \
+                or sum(o is out for o in outs) > 1:
+            continue
+        shared = _views(program, fresh, {program.ins[first + k], out})
+        if any(o in shared for j, o in enumerate(outs) if j != k):
+            continue
+        name = low.namer(out)
+        body.buffer_vars.add(out)  # its loop nests fill the buffer allocated here
+        low.stmt(1, low.allocate(name, out.aval.shape, out.aval.dtype))
+        low.line(1, f"{carry[k]} = {carry[k]}.copy()")
+        found.append((k, name))
+    return found
+
+
+def _views(program, fresh, values):
+    """The arrays of `program` that may share memory with `values`: those computed from
+    them by equations outside loop nests (a slice, a reshape, a nested loop's result),
+    counted conservatively; a loop nest's results (`fresh`) are new arrays."""
+    shared = set(values)
+    for e in program.eqns:
+        if e.out not in fresh and e.out.aval.shape and any(a in shared for a in e.ins):
+            shared.add(e.out)
+    return shared
+
+
+def _swap(low, indent, carry, outs, spares):
+    """The carries' new values assigned; each in-place carry's old buffer becomes its
+    spare (one tuple assignment: the right side is read first)."""
+    _assign(low, indent, carry + [name for _, name in spares],
+            outs + [carry[k] for k, _ in spares])
 
 
 def _allocated(low, eqn, indices, rows):
@@ -78,8 +138,22 @@ def _allocated(low, eqn, indices, rows):
     return found
 
 
+def _rows(trips, k):
+    """The rows of a stack of every k-th carry of `trips` iterations (source text)."""
+    return trips if not k else f"({trips} + {k - 1}) // {k}"
+
+
+def _store(low, indent, stacks, count, k):
+    """Where the carries at iteration `count` go on their stacks: (indent, row), under an
+    `if` that keeps every k-th iteration's with a checkpoint."""
+    if not stacks or not k:
+        return indent, count
+    low.line(indent, f"if {count} % {k} == 0:")
+    return indent + 1, f"{count} // {k}"
+
+
 def _while(low, eqn):
-    n = eqn.kwargs["carries"]
+    n, k = eqn.kwargs["carries"], eqn.kwargs["checkpoint"]
     carry = _names(low, eqn, range(n), "carry")
     captures = [_atom(low, a) for a in eqn.ins[n:]]
     _assign(low, 1, carry, [_atom(low, a) for a in eqn.ins[:n]])
@@ -89,21 +163,28 @@ def _while(low, eqn):
     trips = _names(low, eqn, [n], "trips")[0] if counted else None
     if counted:
         low.line(1, f"{trips} = 0")
+    body = _lowering(low, eqn.kwargs["body"])
+    spares = _in_place(low, body, 0, carry)
     low.line(1, "while True:")
     (pred,) = region(low, eqn.kwargs["cond"], carry + captures, 2)
     low.line(2, f"if not {pred}:")
     low.line(3, "break")
-    for k, stack in stacks:
-        low.line(2, f"if {trips} == {stack}.shape[0]:")
-        low.line(3, f"{stack} = arrays.grown({stack})")
-        low.line(2, f"{stack}[{trips}] = {carry[k]}")
-    _assign(low, 2, carry, region(low, eqn.kwargs["body"], carry + captures, 2))
+    indent, row = _store(low, 2, stacks, trips, k)
+    for c, stack in stacks:
+        low.line(indent, f"if {row} == {stack}.shape[0]:")
+        low.line(indent + 1, f"{stack} = arrays.grown({stack})")
+        low.line(indent, f"{stack}[{row}] = {carry[c]}")
+    _swap(low, 2, carry, region(low, eqn.kwargs["body"], carry + captures, 2, body), spares)
     if counted:
         low.line(2, f"{trips} += 1")
 
 
 def _fori(low, eqn):
+    if eqn.kwargs.get("recompute") is not None:
+        _segmented(low, eqn)
+        return
     n, m, r = eqn.kwargs["carries"], eqn.kwargs["xs"], len(eqn.kwargs["y_avals"])
+    k = eqn.kwargs["checkpoint"]
     lower, upper = (_atom(low, a) for a in eqn.ins[:2])
     carry = _names(low, eqn, range(n), "carry")
     xs = [_atom(low, a) for a in eqn.ins[2 + n:2 + n + m]]
@@ -113,8 +194,10 @@ def _fori(low, eqn):
     if r or eqn.kwargs["stacked"]:
         low.line(1, f"{trips} = max({upper} - {lower}, 0)")
     ys = _allocated(low, eqn, range(n, n + r), trips)
-    stacks = [(k - n - r - 1, s) for k, s in
-              _allocated(low, eqn, range(n + r + 1, 2 * n + r + 1), trips)]
+    stacks = [(c - n - r - 1, s) for c, s in
+              _allocated(low, eqn, range(n + r + 1, 2 * n + r + 1), _rows(trips, k))]
+    body = _lowering(low, eqn.kwargs["body"])
+    spares = _in_place(low, body, 1, carry)
     index = low.namer.fresh("it")
     from_zero = lower == "np.int64(0)"
     if eqn.kwargs["reverse"]:
@@ -123,13 +206,71 @@ def _fori(low, eqn):
     else:
         low.line(1, f"for {index} in range({lower}, {upper}):")
     row = index if from_zero else f"{index} - {lower}"
-    for k, stack in stacks:
-        low.line(2, f"{stack}[{row}] = {carry[k]}")
+    indent, at = _store(low, 2, stacks, row, k)
+    for c, stack in stacks:
+        low.line(indent, f"{stack}[{at}] = {carry[c]}")
     outs = region(low, eqn.kwargs["body"],
-                  [index] + carry + [f"{x}[{row}]" for x in xs] + captures, 2)
-    _assign(low, 2, carry, outs[:n])
-    for k, y in ys:
-        low.line(2, f"{y}[{row}] = {outs[k]}")
+                  [index] + carry + [f"{x}[{row}]" for x in xs] + captures, 2, body)
+    for c, y in ys:  # before the swap, which rebinds the spare buffers' names
+        low.line(2, f"{y}[{row}] = {outs[c]}")
+    _swap(low, 2, carry, outs[:n], spares)
+
+
+def _segmented(low, eqn):
+    """The adjoint of a checkpointed loop (structured.py): its iterations, last first, in
+    segments of k; each segment's forward carries recomputed from its checkpoint (the
+    forward body, `recompute`) into segment stacks of k rows, which the adjoint body then
+    reads backwards. Every other row (the forward xs, the outputs' cotangents) and the
+    stacked outputs keep the loop's own row numbers."""
+    n, m, r = eqn.kwargs["carries"], eqn.kwargs["xs"], len(eqn.kwargs["y_avals"])
+    k, segment_rows = eqn.kwargs["segment"]
+    forward = eqn.kwargs["recompute"]
+    has_index, fc, fx, fcap = eqn.kwargs["recompute_ins"]
+    split = len(eqn.ins) - (has_index + fc + fx + fcap)
+    upper = _atom(low, eqn.ins[1])  # the adjoint runs its rows from 0
+    carry = _names(low, eqn, range(n), "carry")
+    xs = [_atom(low, a) for a in eqn.ins[2 + n:2 + n + m]]
+    captures = [_atom(low, a) for a in eqn.ins[2 + n + m:split]]
+    given = [_atom(low, a) for a in eqn.ins[split:]]
+    f_lower, given = given[:has_index], given[has_index:]
+    checkpoints, f_xs, f_captures = given[:fc], given[fc:fc + fx], given[fc + fx:]
+    _assign(low, 1, carry, [_atom(low, a) for a in eqn.ins[2:2 + n]])
+    trips = _names(low, eqn, [n + r], "trips")[0]
+    low.line(1, f"{trips} = max({upper}, 0)")
+    ys = _allocated(low, eqn, range(n, n + r), trips)
+    rows = low.namer.fresh("segment_rows")
+    low.line(1, f"{rows} = min({k}, {trips})")
+    segments = []
+    for var in forward.ins[has_index:has_index + fc]:
+        name = low.namer.fresh("segment")
+        dims = [rows] + [low.sizes.source(d) for d in var.aval.shape]
+        low.line(1, f"{name} = arrays.empty(({', '.join(dims)},), "
+                    f"{_src(dtype_ast(var.aval.dtype))})")
+        segments.append(name)
+    low.modules.add("arrays")
+    body = _lowering(low, eqn.kwargs["body"])
+    spares = _in_place(low, body, 1, carry)
+    segment, start, stop = (low.namer.fresh(b) for b in ("segment_index", "start", "stop"))
+    low.line(1, f"for {segment} in range({_rows(trips, k)} - 1, -1, -1):")
+    low.line(2, f"{start} = {segment} * {k}")
+    low.line(2, f"{stop} = min({start} + {k}, {trips})")
+    state = [low.namer.fresh("state") for _ in range(fc)]
+    _assign(low, 2, state, [f"{c}[{segment}]" for c in checkpoints])
+    index = low.namer.fresh("it")
+    low.line(2, f"for {index} in range({start}, {stop}):")
+    for name, value in zip(segments, state):
+        low.line(3, f"{name}[{index} - {start}] = {value}")
+    first = [f"{f_lower[0]} + {index}"] if has_index else []
+    outs = region(low, forward, first + state + [f"{x}[{index}]" for x in f_xs] + f_captures, 3)
+    _assign(low, 3, state, outs[:fc])
+    index = low.namer.fresh("it")
+    low.line(2, f"for {index} in range({stop} - 1, {start} - 1, -1):")
+    stored = [f"{segments[c]}[{index} - {start}]" for c in segment_rows]
+    outs = region(low, eqn.kwargs["body"], [index] + carry + stored +
+                  [f"{x}[{index}]" for x in xs] + captures, 3, body)
+    for c, y in ys:
+        low.line(3, f"{y}[{index}] = {outs[c]}")
+    _swap(low, 3, carry, outs[:n], spares)
 
 
 def _cond(low, eqn):
