@@ -341,15 +341,22 @@ def as_bool(pred, op="while_loop"):
     return pred if pred.dtype == np.bool_ else not_equal(pred, 0)
 
 
-def _bind_loop(op, bounds, inits, captures, regions, xs=(), y_avals=(), reverse=False):
+def _bind_loop(op, bounds, inits, captures, regions, xs=(), y_avals=(), reverse=False,
+               stacked=False):
     """Binds a loop (a fori_loop runs i from upper - 1 down with `reverse`): its results
     are the carries, then the stacked outputs (`y_avals`), then where a tape
-    differentiates it the trip count and the stacks of the carries (the value at the
-    start of each iteration, at row i - lower, or at the iteration's count for a
-    while_loop)."""
+    differentiates it (or with `stacked`) the trip count and the stacks of the carries
+    (the value at the start of each iteration, at row i - lower, or at the iteration's
+    count for a while_loop). Returns the carries and the stacked outputs."""
+    return _bind_loop_results(op, bounds, inits, captures, regions, xs, y_avals, reverse,
+                              stacked)[:len(inits) + len(y_avals)]
+
+
+def _bind_loop_results(op, bounds, inits, captures, regions, xs, y_avals, reverse, stacked):
+    """_bind_loop, returning every result (the trip count and the stacks too, if any)."""
     n, m, r = len(inits), len(xs), len(y_avals)
     values = [as_value(v) for v in (*bounds, *inits, *xs, *captures)]
-    stacked = recording.watching(values)
+    stacked = stacked or recording.watching(values)
     avals = carry_avals(values[len(bounds):len(bounds) + n])
     out_avals = [Aval(a.shape, a.dtype) for a in avals] + list(y_avals)
     if stacked:
@@ -358,7 +365,7 @@ def _bind_loop(op, bounds, inits, captures, regions, xs=(), y_avals=(), reverse=
     if op is FORI:
         params.update(xs=m, y_avals=tuple(y_avals), reverse=reverse)
     vjp = _loop_vjp(len(bounds), n, m, r, regions["body"], reverse) if stacked else None
-    return bind(op, values, params, out_avals, vjp)[:n + r]
+    return bind(op, values, params, out_avals, vjp)
 
 
 def _rebind_loop(op):
@@ -366,9 +373,12 @@ def _rebind_loop(op):
         bounds = 2 if op is FORI else 0
         n, m = params["carries"], params.get("xs", 0)
         regions = {k: params[k] for k in ("cond", "body") if k in params}
-        return _bind_loop(op, ins[:bounds], ins[bounds:bounds + n], ins[bounds + n + m:],
-                          regions, ins[bounds + n:bounds + n + m], params.get("y_avals", ()),
-                          params.get("reverse", False))
+        # Stacks where the equation had them: the region may read them (a tape inside
+        # the enclosing body differentiated this loop), whether or not a tape watches now.
+        return _bind_loop_results(op, ins[:bounds], ins[bounds:bounds + n],
+                                  ins[bounds + n + m:], regions, ins[bounds + n:bounds + n + m],
+                                  params.get("y_avals", ()), params.get("reverse", False),
+                                  params["stacked"])
 
     return rebind
 

@@ -225,3 +225,30 @@ def test_threads_call_one_compiled_loop_at_different_trip_counts():
     assert not failures, failures[:3]
     assert f.cache_info().kernels == 1
 
+
+# ----- a tape inside a loop body, differentiating a loop of its own -----
+
+
+def descent_through_loops(a, n):
+    """n steps of gradient descent on v, each step's gradient that of a loop of k + 1
+    trips (a while_loop inside the fori_loop's body, under the body's tape): the outer
+    gradient differentiates the inner loop's adjoint, which reads the inner stacks."""
+    def descend(k, v):
+        with tf.GradientTape() as tape:
+            tape.watch(v)
+            _, u = tf.while_loop(lambda j, u: j <= k, lambda j, u: (j + 1, tf.sin(u) * a),
+                                 (tf.constant(0, tf.int64), v))
+        return v - 0.1 * tape.gradient(u, v)
+
+    return tf.fori_loop(0, n, descend, a * 1.0)  # a * 1.0: v is never `a` itself
+
+
+def test_a_tape_inside_a_loop_body_differentiates_an_inner_loop():
+    f = tf.differentiable(descent_through_loops)
+    for a, n in ((0.7, 3), (1.2, 1), (0.4, 5)):
+        value, grad = f.value_and_grad(np.float64(a), np.int64(n))
+        np.testing.assert_allclose((value, grad), eager_value_and_grad(
+            descent_through_loops, [a, n], 0), rtol=1e-13)
+        check_grads(descent_through_loops, [a, np.int64(n)], wrt=0, compiled=False)
+    assert f.cache_info().kernels == 1
+
