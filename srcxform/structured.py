@@ -120,6 +120,7 @@ class SubTrace(Trace):
         self.symbols, self.sizes, self.guards = parent.symbols, parent.sizes, parent.guards
         self.captured = parent.captured
         self.captures = []  # the outer values read, in order
+        self.tapes = [tape for tape in CONTEXT.tapes if tape._recording]  # where it runs
         self._capture_vars = {}  # outer Var -> this region's input Var
 
     def encloses(self, trace):
@@ -159,6 +160,9 @@ class SubTrace(Trace):
         return inner
 
     def read_variable(self, variable):
+        # Read where the loop or branch runs: the tapes recording there watch it, as
+        # eagerly (they are paused while the region is traced).
+        recording.variable_read(variable, self.tapes)
         return Tracer(self, self._capture(self.parent.read_variable(variable)), variable._id)
 
     def write_variable(self, variable, value):

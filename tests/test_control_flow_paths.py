@@ -252,3 +252,35 @@ def test_a_tape_inside_a_loop_body_differentiates_an_inner_loop():
         check_grads(descent_through_loops, [a, np.int64(n)], wrt=0, compiled=False)
     assert f.cache_info().kernels == 1
 
+
+# ----- a Variable read only inside a loop body, trained by a compiled step -----
+
+
+class LoopModel:
+    """A step that reads its Variable only inside a fori_loop's body."""
+
+    def __init__(self):
+        self.w = tf.Variable(np.array([0.5, -0.2, 0.9]), name="w")
+        self.optimizer = tf.optimizers.Adam(learning_rate=0.05)
+
+    def train_step(self, x, n):
+        with tf.GradientTape() as tape:
+            y = tf.fori_loop(0, n, lambda i, c: tf.tanh(c * self.w) + x, x)
+            loss = tf.reduce_sum(y ** 2)
+        grads = tape.gradient(loss, [self.w])
+        self.optimizer.apply(grads, [self.w])
+        return loss, grads[0]
+
+
+def test_a_variable_read_in_a_loop_body_gets_its_gradient():
+    compiled, eager = LoopModel(), LoopModel()
+    step = tf.differentiable(compiled.train_step, wait=True)
+    x = np.array([0.3, -0.7, 1.1])
+    for n in (3, 1, 4):
+        loss, grad = step(x, np.int64(n))
+        eager_loss, eager_grad = eager.train_step(tf.constant(x), tf.constant(np.int64(n)))
+        np.testing.assert_allclose(loss, eager_loss, rtol=1e-13)
+        np.testing.assert_allclose(grad, eager_grad, rtol=1e-12)
+        assert np.all(np.asarray(grad) != 0.0)
+        np.testing.assert_allclose(compiled.w.numpy(), eager.w.numpy(), rtol=1e-12)
+    assert step.cache_info().kernels == 1
