@@ -201,7 +201,8 @@ def align(subs_and_outs):
             program = program.replace(ins=ins)
             if check:
                 program.check()
-            regions.append(optimize(program, check=check))
+            # The adjoint evaluates the region again under a tape: its gradient stops stay.
+            regions.append(optimize(program, check=check, keep_gradient_stops=True))
     finally:
         CONTEXT.guards = saved
     return regions, captures

@@ -284,3 +284,44 @@ def test_a_variable_read_in_a_loop_body_gets_its_gradient():
         assert np.all(np.asarray(grad) != 0.0)
         np.testing.assert_allclose(compiled.w.numpy(), eager.w.numpy(), rtol=1e-12)
     assert step.cache_info().kernels == 1
+
+
+# ----- gradient stops inside a body: the adjoint evaluates the body again -----
+
+
+def stopped(x, n):
+    """A fori_loop and a cond whose bodies stop the gradient through part of them."""
+    v = tf.fori_loop(0, n, lambda i, c: tf.stop_gradient(c) * x * x + 0.5 * tf.sin(c), x)
+    s = tf.reduce_sum(v)
+    return tf.cond(s > 0.0, lambda: s * tf.stop_gradient(s), lambda: -s)
+
+
+def test_stop_gradient_inside_a_loop_and_a_branch():
+    f = tf.differentiable(stopped)
+    x = np.array([0.3, -0.7, 1.1])
+    value, grad = f.value_and_grad(x, np.int64(1))  # v = x**3 + 0.5 sin(x), s = sum(v) > 0
+    s = np.sum(x ** 3 + 0.5 * np.sin(x))
+    np.testing.assert_allclose(value, s * s, rtol=1e-14)
+    np.testing.assert_allclose(grad, s * (2 * x * x + 0.5 * np.cos(x)), rtol=1e-14)
+    for n, sign in ((3, 1.0), (0, 1.0), (2, -1.0)):
+        value, grad = f.value_and_grad(sign * x, np.int64(n))
+        eager_value, eager_grad = eager_value_and_grad(stopped, [sign * x, n], 0)
+        np.testing.assert_allclose(value, eager_value, rtol=1e-13)
+        np.testing.assert_allclose(grad, eager_grad, rtol=1e-13)
+    assert f.cache_info().kernels == 1
+
+
+def test_stop_gradient_inside_a_loop_second_order(monkeypatch):
+    monkeypatch.setenv("SRCXFORM_JIT", "0")  # the generated code as Python: no compile
+    hess = tf.hessian(stopped)
+    x = np.array([0.3, -0.7, 1.1])
+    for n in (1, 3):
+        v = tf.constant(x)
+        with tf.GradientTape() as outer:
+            outer.watch(v)
+            with tf.GradientTape() as inner:
+                inner.watch(v)
+                y = stopped(v, n)
+            g = inner.gradient(y, v)
+        np.testing.assert_allclose(hess(x, np.int64(n)), outer.jacobian(g, v), rtol=1e-12)
+
