@@ -325,3 +325,24 @@ def test_stop_gradient_inside_a_loop_second_order(monkeypatch):
             g = inner.gradient(y, v)
         np.testing.assert_allclose(hess(x, np.int64(n)), outer.jacobian(g, v), rtol=1e-12)
 
+
+@tf.custom_gradient
+def clipped_gradient(x):
+    return x * 1.0, lambda g: tf.clip_by_value(g, -0.1, 0.1)
+
+
+def custom_in_a_loop(x, n):
+    return tf.reduce_sum(tf.fori_loop(0, n, lambda i, c: tf.sin(clipped_gradient(c * x)), x))
+
+
+def test_custom_gradient_in_a_differentiated_loop_body_is_refused(monkeypatch):
+    """The loop's adjoint evaluates the body's equations again, where the gradient
+    function is gone: an error, rather than the gradient of the forward operations."""
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+    f = tf.differentiable(custom_in_a_loop)
+    x = np.array([0.3, -0.7, 1.1])
+    with pytest.raises(tf.TracingError, match=r"clipped_gradient\(c \* x\).*\n  "
+                                              r"custom_gradient inside a compiled loop body"):
+        f.grad(x, np.int64(2))
+    eager = custom_in_a_loop(tf.constant(x), 2)
+    np.testing.assert_allclose(f(x, np.int64(2)), eager, rtol=1e-15)  # no tape: it runs
