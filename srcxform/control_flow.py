@@ -72,8 +72,15 @@ def fori_loop(lower, upper, body_fun, init_val):
     Where the bounds are Python ints (or tensors known when tracing) i is a Python int;
     with a bound known only at run time (from data, or a size) the loop compiles once,
     and i is a traced int64 scalar (it still indexes: `x[i]`)."""
+    return named_fori_loop(lower, upper, body_fun, init_val)
+
+
+def named_fori_loop(lower, upper, body_fun, init_val, names=None):
+    """fori_loop; `names`, one per leaf of init_val, name the loop variables in errors
+    where the body's parameter and the leaf's path would not (autograph's loop state,
+    a dict of the user's variables)."""
     if any(isinstance(b, (Tracer, Dim)) for b in (lower, upper)):
-        return _compiled_fori(lower, upper, body_fun, init_val)
+        return _compiled_fori(lower, upper, body_fun, init_val, names)
     val = init_val
     for i in range(int(lower), int(upper)):
         val = body_fun(i, val)
@@ -182,10 +189,10 @@ def _loop_var_names(body, loop_vars):
     return [name for p, v in zip(params, loop_vars) for name in _leaf_names(v, p)]
 
 
-def _compiled_fori(lower, upper, body_fun, init_val):
+def _compiled_fori(lower, upper, body_fun, init_val, names=None):
     leaves, treedef = _flat(init_val, "fori_loop: init_val")
-    params = structured.param_names(body_fun, 2, "arg")
-    names = _leaf_names(init_val, params[1])
+    if names is None:
+        names = _leaf_names(init_val, structured.param_names(body_fun, 2, "arg")[1])
 
     def body_flat(i, carries):
         result = body_fun(i, tree_unflatten(treedef, carries))
