@@ -47,6 +47,8 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         raise ValueError("while_loop: 'loop_vars' must be provided, as a non-empty tuple or "
                          "list")
     loop_vars = _as_tensors(loop_vars)
+    if isinstance(maximum_iterations, (Tracer, Dim)):  # a bound known at run time
+        return _compiled_while_bounded(cond, body, loop_vars, maximum_iterations)
     structure = tree_flatten(loop_vars)[1]
     count = 0
     while maximum_iterations is None or count < int(maximum_iterations):

@@ -346,3 +346,29 @@ def test_custom_gradient_in_a_differentiated_loop_body_is_refused(monkeypatch):
         f.grad(x, np.int64(2))
     eager = custom_in_a_loop(tf.constant(x), 2)
     np.testing.assert_allclose(f(x, np.int64(2)), eager, rtol=1e-15)  # no tape: it runs
+
+
+# ----- while_loop's maximum_iterations known only at run time -----
+
+
+def growth_capped(x, cap):
+    """x grown until its sum passes 100, or `cap` times (cap traced)."""
+    _, v = tf.while_loop(lambda k, v: tf.reduce_sum(v) < 100.0,
+                         lambda k, v: (k + 1, v * 1.5 + x), (0, x), maximum_iterations=cap)
+    return tf.reduce_sum(v)
+
+
+def test_maximum_iterations_from_data(monkeypatch):
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+    f = tf.differentiable(growth_capped)
+    x = np.array([0.3, 0.7, 1.1])
+    # v = a_k x after k trips, a_k = 3 * 1.5**k - 2; its sum passes 100 after 7 trips.
+    for cap, trips in ((3, 3), (0, 0), (50, 7)):
+        value, grad = f.value_and_grad(x, np.int64(cap))
+        factor = 3.0 * 1.5 ** trips - 2.0
+        np.testing.assert_allclose(value, factor * np.sum(x), rtol=1e-14)
+        np.testing.assert_allclose(grad, np.full(3, factor), rtol=1e-14)
+        eager_value, eager_grad = eager_value_and_grad(growth_capped, [x, np.int64(cap)], 0)
+        np.testing.assert_allclose(value, eager_value, rtol=1e-14)
+        np.testing.assert_allclose(grad, eager_grad, rtol=1e-14)
+    assert f.cache_info().kernels == 1
