@@ -357,19 +357,19 @@ def as_bool(pred, op="while_loop"):
     return pred if pred.dtype == np.bool_ else not_equal(pred, 0)
 
 
-def _bind_loop(op, bounds, inits, captures, regions, xs=(), y_avals=(), reverse=False,
-               stacked=False):
+def _bind_loop(op, bounds, inits, captures, regions, xs=(), y_avals=(), reverse=False):
     """Binds a loop (a fori_loop runs i from upper - 1 down with `reverse`): its results
     are the carries, then the stacked outputs (`y_avals`), then where a tape
-    differentiates it (or with `stacked`) the trip count and the stacks of the carries
-    (the value at the start of each iteration, at row i - lower, or at the iteration's
-    count for a while_loop). Returns the carries and the stacked outputs."""
+    differentiates it the trip count and the stacks of the carries (the value at the
+    start of each iteration, at row i - lower, or at the iteration's count for a
+    while_loop). Returns the carries and the stacked outputs."""
     return _bind_loop_results(op, bounds, inits, captures, regions, xs, y_avals, reverse,
-                              stacked)[:len(inits) + len(y_avals)]
+                              False)[:len(inits) + len(y_avals)]
 
 
 def _bind_loop_results(op, bounds, inits, captures, regions, xs, y_avals, reverse, stacked):
-    """_bind_loop, returning every result (the trip count and the stacks too, if any)."""
+    """_bind_loop, returning every result; with `stacked` the trip count and stacks are
+    results even where no tape differentiates the loop."""
     n, m, r = len(inits), len(xs), len(y_avals)
     values = [as_value(v) for v in (*bounds, *inits, *xs, *captures)]
     stacked = stacked or recording.watching(values)
