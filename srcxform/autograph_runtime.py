@@ -13,12 +13,13 @@ import os
 
 import numpy as np
 
-from srcxform.control_flow import cond, fori_loop, while_loop
+from srcxform.control_flow import cond, named_fori_loop, while_loop
 from srcxform.dims import Dim
 from srcxform.errors import TracingError, user_frame, user_line
 from srcxform.ops import logical_and, logical_not, logical_or
 from srcxform.tensor import Value
 from srcxform.trace import Tracer
+from srcxform.tree import leaf_paths, tree_flatten
 
 # What a converted statement that cannot be compiled should be written as instead.
 _INSTEAD = {
@@ -232,7 +233,7 @@ def for_stmt(rng, body_fn, values, names, target):
     state = _State(values, carried, names, where, "for loop")
     start, step = rng.start, rng.step
 
-    # The state as a dict by the user's names (fori_loop names its leaves by their paths).
+    # The state as a dict by the user's names, which name its leaves in errors.
     kept = [names[k] for k in carried]
 
     def body(k, state_dict):
@@ -242,11 +243,12 @@ def for_stmt(rng, body_fn, values, names, target):
         return {name: out[j] for name, j in zip(kept, carried)}
 
     initial = dict(zip(kept, state.initial()))
+    leaf_names = [path[0] for path in leaf_paths(tree_flatten(initial)[1])]
     if step == 1:
-        result = fori_loop(start, rng.stop, body, initial)
+        result = named_fori_loop(start, rng.stop, body, initial, leaf_names)
     else:  # as many steps as the range has (none if negative)
         trips = (rng.stop - start + step - (1 if step > 0 else -1)) // step
-        result = fori_loop(0, trips, body, initial)
+        result = named_fori_loop(0, trips, body, initial, leaf_names)
     return (*state.full([result[name] for name in kept]), index)
 
 

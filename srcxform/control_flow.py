@@ -55,6 +55,8 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         raise ValueError("while_loop: 'loop_vars' must be provided, as a non-empty tuple or "
                          "list")
     loop_vars = _as_tensors(loop_vars)
+    if isinstance(maximum_iterations, (Tracer, Dim)):  # a bound known at run time
+        return _compiled_while_bounded(cond, body, loop_vars, maximum_iterations, checkpoint)
     structure = tree_flatten(loop_vars)[1]
     count = 0
     while maximum_iterations is None or count < int(maximum_iterations):
@@ -81,8 +83,15 @@ def fori_loop(lower, upper, body_fun, init_val, checkpoint=None):
     with a bound known only at run time (from data, or a size) the loop compiles once,
     and i is a traced int64 scalar (it still indexes: `x[i]`)."""
     checkpoint = structured.checked_checkpoint(checkpoint, "fori_loop")
+    return named_fori_loop(lower, upper, body_fun, init_val, checkpoint=checkpoint)
+
+
+def named_fori_loop(lower, upper, body_fun, init_val, names=None, checkpoint=None):
+    """fori_loop; `names`, one per leaf of init_val, name the loop variables in errors
+    where the body's parameter and the leaf's path would not (autograph's loop state,
+    a dict of the user's variables)."""
     if any(isinstance(b, (Tracer, Dim)) for b in (lower, upper)):
-        return _compiled_fori(lower, upper, body_fun, init_val, checkpoint)
+        return _compiled_fori(lower, upper, body_fun, init_val, checkpoint, names)
     val = init_val
     for i in range(int(lower), int(upper)):
         val = body_fun(i, val)
@@ -192,10 +201,10 @@ def _loop_var_names(body, loop_vars):
     return [name for p, v in zip(params, loop_vars) for name in _leaf_names(v, p)]
 
 
-def _compiled_fori(lower, upper, body_fun, init_val, checkpoint):
+def _compiled_fori(lower, upper, body_fun, init_val, checkpoint, names=None):
     leaves, treedef = _flat(init_val, "fori_loop: init_val")
-    params = structured.param_names(body_fun, 2, "arg")
-    names = _leaf_names(init_val, params[1])
+    if names is None:
+        names = _leaf_names(init_val, structured.param_names(body_fun, 2, "arg")[1])
 
     def body_flat(i, carries):
         result = body_fun(i, tree_unflatten(treedef, carries))

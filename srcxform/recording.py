@@ -96,10 +96,14 @@ def tapes_watching(inputs):
                for tape in CONTEXT.tapes)
 
 
-def variable_read(variable):
-    """A trainable Variable read inside a tape that watches accessed variables is watched."""
-    for tape in CONTEXT.tapes:
-        if tape._recording and tape._watch_accessed and variable.trainable:
+def variable_read(variable, tapes=None):
+    """A trainable Variable read inside a tape that watches accessed variables is watched.
+    `tapes`: those recording where the read runs, when that is not here (a compiled loop
+    body, traced with them paused)."""
+    if tapes is None:
+        tapes = [tape for tape in CONTEXT.tapes if tape._recording]
+    for tape in tapes:
+        if tape._watch_accessed and variable.trainable:
             tape._watch_variable(variable)
 
 

@@ -128,6 +128,7 @@ class SubTrace(Trace):
         self.symbols, self.sizes, self.guards = parent.symbols, parent.sizes, parent.guards
         self.captured = parent.captured
         self.captures = []  # the outer values read, in order
+        self.tapes = [tape for tape in CONTEXT.tapes if tape._recording]  # where it runs
         self._capture_vars = {}  # outer Var -> this region's input Var
 
     def encloses(self, trace):
@@ -167,11 +168,25 @@ class SubTrace(Trace):
         return inner
 
     def read_variable(self, variable):
+        # Read where the loop or branch runs: the tapes recording there watch it, as
+        # eagerly (they are paused while the region is traced).
+        recording.variable_read(variable, self.tapes)
         return Tracer(self, self._capture(self.parent.read_variable(variable)), variable._id)
 
     def write_variable(self, variable, value):
         raise TracingError(f"{user_line()}\n  assigning a Variable inside a compiled loop "
                            "body or branch: return the new value from it and assign after")
+
+
+def replayed():
+    """Whether what is traced now is in a region that a tape outside it differentiates
+    by evaluating the region's equations again (a loop's or cond's adjoint)."""
+    trace = CONTEXT.traces[-1] if CONTEXT.traces else None
+    while isinstance(trace, SubTrace):
+        if trace.tapes:
+            return True
+        trace = trace.parent
+    return False
 
 
 def trace_region(name, fn, avals, hints):
@@ -205,7 +220,8 @@ def align(subs_and_outs):
             program = program.replace(ins=ins)
             if check:
                 program.check()
-            regions.append(optimize(program, check=check))
+            # The adjoint evaluates the region again under a tape: its gradient stops stay.
+            regions.append(optimize(program, check=check, keep_gradient_stops=True))
     finally:
         CONTEXT.guards = saved
     return regions, captures
@@ -370,13 +386,22 @@ def _bind_loop(op, bounds, inits, captures, regions, xs=(), y_avals=(), reverse=
     while_loop; with `checkpoint=k` of every k-th iteration only, at row count // k).
     `recompute`: a checkpointed loop's adjoint's (forward body, counts of its inputs,
     the inputs, (k, the forward carries whose segment rows the adjoint reads)), as
-    _loop_vjp makes it."""
+    _loop_vjp makes it. Returns the carries and the stacked outputs."""
+    return _bind_loop_results(op, bounds, inits, captures, regions, xs, y_avals, reverse,
+                              checkpoint, recompute, False)[:len(inits) + len(y_avals)]
+
+
+def _bind_loop_results(op, bounds, inits, captures, regions, xs, y_avals, reverse,
+                       checkpoint, recompute, stacked):
+    """_bind_loop, returning every result; with `stacked` the trip count and stacks are
+    results even where no tape differentiates the loop."""
     n, m, r = len(inits), len(xs), len(y_avals)
     values = [as_value(v) for v in (*bounds, *inits, *xs, *captures)]
-    stacked = recording.watching(values)
-    if recompute and stacked:
+    watched = recording.watching(values)
+    if recompute and watched:
         raise NotImplementedError("the derivative of a checkpointed loop's adjoint: use "
                                   "checkpoint=None for a second derivative")
+    stacked = stacked or watched
     if not stacked or recording.tapes_watching(values) > 1:
         checkpoint = None  # nothing stored, or a second derivative reads every carry
     avals = carry_avals(values[len(bounds):len(bounds) + n])
@@ -392,7 +417,7 @@ def _bind_loop(op, bounds, inits, captures, regions, xs=(), y_avals=(), reverse=
         values += [as_value(v) for v in ins]
     vjp = _loop_vjp(len(bounds), n, m, r, regions["body"], reverse, checkpoint) \
         if stacked else None
-    return bind(op, values, params, out_avals, vjp)[:n + r]
+    return bind(op, values, params, out_avals, vjp)
 
 
 def _rebind_loop(op):
@@ -405,9 +430,12 @@ def _rebind_loop(op):
             counts = params["recompute_ins"]
             ins, rest = ins[:len(ins) - sum(counts)], ins[len(ins) - sum(counts):]
             recompute = (params["recompute"], counts, rest, params["segment"])
-        return _bind_loop(op, ins[:bounds], ins[bounds:bounds + n], ins[bounds + n + m:],
-                          regions, ins[bounds + n:bounds + n + m], params.get("y_avals", ()),
-                          params.get("reverse", False), params["checkpoint"], recompute)
+        # Stacks where the equation had them: the region may read them (a tape inside
+        # the enclosing body differentiated this loop), whether or not a tape watches now.
+        return _bind_loop_results(op, ins[:bounds], ins[bounds:bounds + n],
+                                  ins[bounds + n + m:], regions, ins[bounds + n:bounds + n + m],
+                                  params.get("y_avals", ()), params.get("reverse", False),
+                                  params["checkpoint"], recompute, params["stacked"])
 
     return rebind
 

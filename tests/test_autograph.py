@@ -198,6 +198,13 @@ def appends(x, n):
     return tf.reduce_sum(tf.stack(out))
 
 
+def counts_from_an_int(x, n):
+    total = 0
+    for i in range(n):
+        total += tf.reduce_sum(x)
+    return total
+
+
 def carries_a_list(x):
     acc = []
     while tf.reduce_sum(x) < 10.0:
@@ -440,6 +447,15 @@ def test_break_continue_return_on_a_traced_condition_raise_at_their_line(fn, arg
         tf.differentiable(fn)(*args)
     message = str(err.value)
     assert f"test_autograph.py:{_line(fn, text)}: {text}" in message and advice in message
+
+
+def test_a_loop_variable_changing_dtype_is_named_as_the_user_wrote_it():
+    with pytest.raises(tf.TracingError) as err:
+        tf.differentiable(counts_from_an_int)(np.ones(2), np.int64(3))
+    message = str(err.value)
+    assert "the body changes loop variable 'total' from i64[]~ to f64[]" in message
+    line = _line(counts_from_an_int, "for i")
+    assert f"at test_autograph.py:{line}: for i in range(n):" in message
 
 
 def test_autograph_off_traces_the_function_as_written():

@@ -19,7 +19,8 @@ def _needs_examples_extra():
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-def run_example(name, tmp_path, *flags):
+def run_plotting_example(name, tmp_path, *flags):
+    """The example's output, once it ran and saved its PNG at --out."""
     _needs_examples_extra()
     out = tmp_path / f"{name}.png"
     result = subprocess.run(
@@ -28,7 +29,11 @@ def run_example(name, tmp_path, *flags):
         capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    text = result.stdout
+    return result.stdout
+
+
+def run_example(name, tmp_path, *flags):
+    text = run_plotting_example(name, tmp_path, *flags)
     assert re.search(r"eager step: [\d.]+ ms; compiled step: [\d.]+ ms", text), text
     return float(re.search(r"test accuracy: ([\d.]+)%", text).group(1)) / 100, text
 
@@ -67,3 +72,16 @@ def test_numba_loop_gives_the_python_loops_parameters():
                             capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "largest difference between the two loops' parameters: 0\n" in result.stdout
+
+
+def test_ode_sensitivity_recovers_the_lotka_volterra_parameters(tmp_path):
+    # 300 Adam steps and 5 RK4 steps between observations: half the default run.
+    text = run_plotting_example("ode_sensitivity", tmp_path, "--steps", "300",
+                                "--substeps", "5")
+    assert "150 noisy observations of 750 RK4 steps" in text
+    fitted = dict(re.findall(r"^ *(alpha|beta|gamma|delta) +[\d.]+ +([\d.]+)$", text,
+                             re.MULTILINE))
+    true = {"alpha": 1.1, "beta": 0.4, "gamma": 0.4, "delta": 0.1}
+    assert fitted.keys() == true.keys(), text
+    for name, value in true.items():  # the initial guess is up to 25% off
+        assert abs(float(fitted[name]) / value - 1) < 0.05, text

@@ -147,49 +147,55 @@ def programs(draw):
             inputs.append(rng.uniform(-1.5, 1.5, shape))
             shapes.append(shape)
     steps = []
-    kinds = ["elementwise"] * 4 + ["reduction"] * 2 + ["structural"] * 2 + ["where"]
     for _ in range(n_steps):
-        kind = pick(kinds)
-        # Half the time the latest value: deeper chains.
-        first = len(shapes) - 1 if rng.random() < 0.5 else int(rng.integers(len(shapes)))
-        shape = shapes[first]
-        fits = [i for i, s in enumerate(shapes) if _broadcastable(s, shape)]
-        if kind == "elementwise":
-            name, arity = pick(ELEMENTWISE)
-            operands = [first] + [pick(fits) for _ in range(arity - 1)]
-            default = RAW if name in LINEAR else BOUNDED
-            step = (name, tuple(operands), DOMAINS.get(name, (default,) * arity), {})
-        elif kind == "where" and SPECIAL:
-            operands = [first]
-            for _ in range(3):  # each operand broadcasts with those before it
-                so_far = np.broadcast_shapes(*[shapes[i] for i in operands])
-                operands.append(pick([i for i, s in enumerate(shapes)
-                                      if _broadcastable(s, so_far)]))
-            step = ("where", tuple(operands), (BOUNDED,) * 4, {})
-        elif kind == "reduction" or not shape:
-            name = pick(REDUCTIONS)
-            axes = tuple(a for a in range(len(shape)) if rng.random() < 0.5)
-            axis = axes if axes else tuple(range(len(shape)))
-            params = {"axis": axis, "keepdims": bool(rng.random() < 0.5)}
-            step = (name, (first,), (BOUNDED,), params)
-        else:
-            name = pick([o for o in ("reshape", "transpose", "getitem", "concat")
-                         if o in STRUCTURAL])
-            params, operands = {}, (first,)
-            if name == "reshape":
-                shapes_ok = [(-1,), (1, -1)] + ([(3, 2)] if int(np.prod(shape)) == 6 else [])
-                params["shape"] = pick(shapes_ok)
-            elif name == "getitem":
-                params["kind"] = pick(["last", "newaxis", "first"]
-                                      + (["tail"] if shape[0] > 1 else []))
-            elif name == "concat":
-                same = [i for i, s in enumerate(shapes)
-                        if len(s) == len(shape) and s[1:] == shape[1:]]
-                operands = (first, pick(same))
-            step = (name, operands, (RAW,) * len(operands), params)
+        step = random_step(rng, shapes)
         steps.append(step)
         shapes.append(_shape_of(step, shapes))
     return steps, inputs
+
+
+def random_step(rng, shapes, first=None, any_size=False):
+    """One step on the values of the given shapes, drawn from rng: its first operand is
+    values[first] (by default the latest value half the time: deeper chains). With
+    any_size, only steps that are valid wherever the shapes' sizes change together (no
+    reshape to a fixed shape)."""
+    def pick(options):
+        return options[rng.integers(len(options))]
+
+    kind = pick(["elementwise"] * 4 + ["reduction"] * 2 + ["structural"] * 2 + ["where"])
+    if first is None:
+        first = len(shapes) - 1 if rng.random() < 0.5 else int(rng.integers(len(shapes)))
+    shape = shapes[first]
+    fits = [i for i, s in enumerate(shapes) if _broadcastable(s, shape)]
+    if kind == "elementwise":
+        name, arity = pick(ELEMENTWISE)
+        operands = [first] + [pick(fits) for _ in range(arity - 1)]
+        default = RAW if name in LINEAR else BOUNDED
+        return (name, tuple(operands), DOMAINS.get(name, (default,) * arity), {})
+    if kind == "where" and SPECIAL:
+        operands = [first]
+        for _ in range(3):  # each operand broadcasts with those before it
+            so_far = np.broadcast_shapes(*[shapes[i] for i in operands])
+            operands.append(pick([i for i, s in enumerate(shapes)
+                                  if _broadcastable(s, so_far)]))
+        return ("where", tuple(operands), (BOUNDED,) * 4, {})
+    if kind == "reduction" or not shape:
+        name = pick(REDUCTIONS)
+        axes = tuple(a for a in range(len(shape)) if rng.random() < 0.5)
+        axis = axes if axes else tuple(range(len(shape)))
+        params = {"axis": axis, "keepdims": bool(rng.random() < 0.5)}
+        return (name, (first,), (BOUNDED,), params)
+    name = pick([o for o in ("reshape", "transpose", "getitem", "concat") if o in STRUCTURAL])
+    params, operands = {}, (first,)
+    if name == "reshape":
+        fixed = [(3, 2)] if int(np.prod(shape)) == 6 and not any_size else []
+        params["shape"] = pick([(-1,), (1, -1)] + fixed)
+    elif name == "getitem":
+        params["kind"] = pick(["last", "newaxis", "first"] + (["tail"] if shape[0] > 1 else []))
+    elif name == "concat":
+        same = [i for i, s in enumerate(shapes) if len(s) == len(shape) and s[1:] == shape[1:]]
+        operands = (first, pick(same))
+    return (name, operands, (RAW,) * len(operands), params)
 
 
 def _broadcastable(a, b):

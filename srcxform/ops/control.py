@@ -7,6 +7,7 @@ eagerly, under outer tapes, and while tracing, with no primitive of its own.
 import functools
 
 from srcxform import recording
+from srcxform.errors import TracingError, user_line
 from srcxform.ops.elementwise import stop_gradient
 from srcxform.tensor import as_value
 from srcxform.tree import tree_flatten
@@ -24,6 +25,13 @@ def custom_gradient(f):
 
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
+        from srcxform import structured
+
+        if structured.replayed():  # the adjoint would differentiate f's own operations
+            raise TracingError(f"{user_line()}\n  custom_gradient inside a compiled loop body "
+                               "or cond branch that a tape differentiates: its gradient "
+                               "function would not be used; call it outside the loop or "
+                               "branch")
         inputs = [as_value(a, f.__name__) for a in args]
         with recording.paused():
             y, grad_fn = f(*inputs, **kwargs)

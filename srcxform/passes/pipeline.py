@@ -10,14 +10,18 @@ from srcxform.passes import cse, dce, simplify
 PASSES = (simplify, cse, dce)
 
 
-def optimize(program, check=False):
-    """Runs the passes until none changes the program; `check` verifies after each."""
+def optimize(program, check=False, keep_gradient_stops=False):
+    """Runs the passes until none changes the program; `check` verifies after each.
+    keep_gradient_stops: simplify keeps stop_gradient (see simplify.run)."""
     dump = "passes" in os.environ.get("SRCXFORM_DUMP", "")
     changed = True
     while changed:
         changed = False
         for p in PASSES:
-            program, did = p.run(program)
+            if p is simplify:
+                program, did = p.run(program, keep_gradient_stops)
+            else:
+                program, did = p.run(program)
             if did:
                 changed = True
                 if check:

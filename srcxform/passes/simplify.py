@@ -22,9 +22,11 @@ def _same(a, b):
     return same_shape(a.shape, b.shape) and a.dtype == b.dtype
 
 
-def _replacement(eqn, producers):
+def _replacement(eqn, producers, keep_gradient_stops):
     out = eqn.out.aval
-    if eqn.prim.same_aval_is_identity and _same(eqn.ins[0].aval, out):
+    identity = eqn.prim.same_aval_is_identity and not (keep_gradient_stops
+                                                       and eqn.prim.unrecorded)
+    if identity and _same(eqn.ins[0].aval, out):
         return eqn.ins[0]
     if eqn.prim.same_aval_is_identity and isinstance(eqn.ins[0], Lit) and not out.shape:
         value = eqn.ins[0].value  # a cast of a literal (a size too: n0 as float64)
@@ -84,11 +86,13 @@ def _unbroadcast(atom, producers):
 
 
 
-def run(program):
+def run(program, keep_gradient_stops=False):
+    """With keep_gradient_stops, stop_gradient (an `unrecorded` op) stays: the program is
+    a region that a loop's or cond's adjoint evaluates again under a tape."""
     producers = {}
 
     def replace(eqn):
-        result = _replacement(eqn, producers)
+        result = _replacement(eqn, producers, keep_gradient_stops)
         producers[eqn.out] = eqn
         return result
 
