@@ -27,6 +27,11 @@ from srcxform.tensor import Tensor, Variable, as_value
 __all__ = ["Generator", "get_global_generator", "normal", "set_global_generator", "set_seed",
            "shuffle", "truncated_normal", "uniform"]
 
+
+def __dir__():
+    """tf.random's names, not the modules this one imports (PEP 562)."""
+    return sorted(__all__)
+
 _KEY_BITS = (1 << 63) - 1  # keys are non-negative int64s
 _ALGORITHMS = (None, "philox", "auto_select")
 # The global seed op-level seeds are mixed with before tf.random.set_seed (TensorFlow's).

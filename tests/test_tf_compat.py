@@ -388,3 +388,8 @@ def test_dir_lists_tensorflows_namespaces_and_hides_the_implementations_modules(
     for internal in ("aval", "backend", "codegen", "dims", "kernel", "ops", "tensor", "version"):
         assert internal not in names
         assert getattr(tf, internal) is importlib.import_module(f"srcxform.{internal}")
+
+
+def test_tf_random_lists_its_functions_not_its_imports():
+    assert dir(tf.random) == sorted(tf.random.__all__)
+    assert {"Generator", "normal", "set_seed", "shuffle", "uniform"} <= set(dir(tf.random))
