@@ -29,6 +29,18 @@ def central_jacobian(fn, x, eps=1e-6):
 # ----- jacobian and hessian through a loop -----
 
 
+def tape_hessian(fn, x, n):
+    """fn's hessian wrt x by nested eager tapes (the loop runs as Python)."""
+    v = tf.constant(x)
+    with tf.GradientTape() as outer:
+        outer.watch(v)
+        with tf.GradientTape() as inner:
+            inner.watch(v)
+            y = fn(v, n)
+        g = inner.gradient(y, v)
+    return outer.jacobian(g, v)
+
+
 def mixing_loop(x, n):
     """A vector map iterated n times (n traced): each element feeds the others."""
     return tf.fori_loop(0, n, lambda i, v: tf.sin(v) * x + 0.5 * v[::-1], x)
@@ -62,14 +74,7 @@ def test_hessian_through_a_loop_at_every_trip_count():
         np.testing.assert_allclose(got, got.T, rtol=1e-12)
         np.testing.assert_allclose(got, central_jacobian(
             lambda z, n=n: gradient(z, np.int64(n)), x), rtol=1e-6, atol=1e-8)
-        v = tf.constant(x)
-        with tf.GradientTape() as outer:
-            outer.watch(v)
-            with tf.GradientTape() as inner:
-                inner.watch(v)
-                y = mixing_loss(v, n)
-            g = inner.gradient(y, v)
-        np.testing.assert_allclose(got, outer.jacobian(g, v), rtol=1e-12)
+        np.testing.assert_allclose(got, tape_hessian(mixing_loss, x, n), rtol=1e-12)
     assert hess.cache_info().kernels == 1
     np.testing.assert_allclose(hess(x, np.int64(0)), 2 * np.eye(3))  # sum(x ** 2)
 
@@ -316,14 +321,8 @@ def test_stop_gradient_inside_a_loop_second_order(monkeypatch):
     hess = tf.hessian(stopped)
     x = np.array([0.3, -0.7, 1.1])
     for n in (1, 3):
-        v = tf.constant(x)
-        with tf.GradientTape() as outer:
-            outer.watch(v)
-            with tf.GradientTape() as inner:
-                inner.watch(v)
-                y = stopped(v, n)
-            g = inner.gradient(y, v)
-        np.testing.assert_allclose(hess(x, np.int64(n)), outer.jacobian(g, v), rtol=1e-12)
+        np.testing.assert_allclose(hess(x, np.int64(n)), tape_hessian(stopped, x, n),
+                                   rtol=1e-12)
 
 
 @tf.custom_gradient
