@@ -90,6 +90,18 @@ def watching(inputs):
                for tape in CONTEXT.tapes)
 
 
+def replayed():
+    """Whether what is traced now is in a region (structured.SubTrace: a compiled loop's
+    body, a cond's branch) that a tape outside it differentiates by evaluating the
+    region's equations again. A region records the tapes recording where it runs."""
+    trace = CONTEXT.traces[-1] if CONTEXT.traces else None
+    while trace is not None:
+        if getattr(trace, "tapes", None):
+            return True
+        trace = getattr(trace, "parent", None)
+    return False
+
+
 def tapes_watching(inputs):
     """How many recording tapes watch one of `inputs` (more than one: a higher order)."""
     return sum(tape._recording and any(v._id in tape._watched for v in inputs)

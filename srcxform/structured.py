@@ -178,17 +178,6 @@ class SubTrace(Trace):
                            "body or branch: return the new value from it and assign after")
 
 
-def replayed():
-    """Whether what is traced now is in a region that a tape outside it differentiates
-    by evaluating the region's equations again (a loop's or cond's adjoint)."""
-    trace = CONTEXT.traces[-1] if CONTEXT.traces else None
-    while isinstance(trace, SubTrace):
-        if trace.tapes:
-            return True
-        trace = trace.parent
-    return False
-
-
 def trace_region(name, fn, avals, hints):
     """Traces fn on fresh inputs of `avals` as a region of the innermost trace, no tape
     recording it. Returns the SubTrace and fn's result."""

@@ -25,9 +25,7 @@ def custom_gradient(f):
 
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
-        from srcxform import structured
-
-        if structured.replayed():  # the adjoint would differentiate f's own operations
+        if recording.replayed():  # the adjoint would differentiate f's own operations
             raise TracingError(f"{user_line()}\n  custom_gradient inside a compiled loop body "
                                "or cond branch that a tape differentiates: its gradient "
                                "function would not be used; call it outside the loop or "
