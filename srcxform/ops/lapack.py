@@ -249,21 +249,26 @@ def _svd_vjp(g, out, x, *, full_matrices):
 
 # ----- the primitives -----
 
+# Each raises: its runtime helper reports a matrix LAPACK could not factor
+# (runtime/lapack.check), so codegen keeps it out of a prange.
 
-det_p = primitive("det", "opaque", np.linalg.det, _det_shape, "lapack.det(x)", vjp=_det_vjp)
+det_p = primitive("det", "opaque", np.linalg.det, _det_shape, "lapack.det(x)", vjp=_det_vjp,
+                  raises=True)
 slogdet_p = primitive("slogdet", "opaque", _slogdet_impl, _slogdet_shape, "lapack.slogdet(x)",
-                      vjp=_slogdet_vjp)
-inv_p = primitive("inv", "opaque", np.linalg.inv, _same_shape, "lapack.inv(x)", vjp=_inv_vjp)
+                      vjp=_slogdet_vjp, raises=True)
+inv_p = primitive("inv", "opaque", np.linalg.inv, _same_shape, "lapack.inv(x)", vjp=_inv_vjp,
+                  raises=True)
 solve_p = primitive("solve", "opaque", _solve_impl, _solve_shape, "lapack.solve(a, b, adjoint)",
-                    vjp=_solve_vjp)
+                    vjp=_solve_vjp, raises=True)
 triangular_solve_p = primitive(
     "triangular_solve", "opaque", _triangular_solve_impl, _triangular_solve_shape,
-    "lapack.triangular_solve(a, b, lower, adjoint)", vjp=_triangular_solve_vjp)
+    "lapack.triangular_solve(a, b, lower, adjoint)", vjp=_triangular_solve_vjp, raises=True)
 cholesky_p = primitive("cholesky", "opaque", np.linalg.cholesky, _same_shape,
-                       "lapack.cholesky(x)", vjp=_cholesky_vjp)
-eigh_p = primitive("eigh", "opaque", _eigh_impl, _eigh_shape, "lapack.eigh(x)", vjp=_eigh_vjp)
+                       "lapack.cholesky(x)", vjp=_cholesky_vjp, raises=True)
+eigh_p = primitive("eigh", "opaque", _eigh_impl, _eigh_shape, "lapack.eigh(x)", vjp=_eigh_vjp,
+                   raises=True)
 svd_p = primitive("svd", "opaque", _svd_impl, _svd_shape, "lapack.svd(x, full_matrices)",
-                  vjp=_svd_vjp)
+                  vjp=_svd_vjp, raises=True)
 
 
 # ----- tf.linalg's functions -----
