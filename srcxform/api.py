@@ -220,7 +220,7 @@ class Differentiable:
                 return self._tier0(kernel, form, args, kwargs, leaves)
 
             def run():
-                return kernel.run(leaves, form)
+                return kernel.run(leaves)
 
             if kernel in self._checked or not crosscheck.enabled(self.check):
                 results = run()
@@ -242,7 +242,7 @@ class Differentiable:
             if (kernel, form) in self._chained:  # another thread's call made it first
                 return
             self._chained.add((kernel, form))
-            head = kernel.entry(form, args, self._warm[form], self._hits, self._keywords())
+            head = kernel.entry(args, self._warm[form], self._hits, self._keywords())
             # The name CPython's errors give a call the entry refuses (a keyword).
             head.__qualname__ = f"{getattr(self.fn, '__qualname__', 'f')}.{form}"
             self._warm[form] = types.MethodType(head, self)
@@ -319,7 +319,7 @@ class Differentiable:
             else:
                 value, grads = compiler.traced_value_and_grad(
                     self.fn, call_args, call_kwargs, compiler.wrt_positions(self.wrt))
-            results = tiered.results(kernel.conv, form, value, grads, leaves)
+            results = tiered.results(kernel.conv, value, grads, leaves)
         finally:  # last: what it starts shares the GIL with the calls after this one
             job = self._compiling.get(kernel)
             if job is not None:

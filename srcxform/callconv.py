@@ -68,21 +68,20 @@ class Convention:
         """How many arguments the kernel takes before its buffers."""
         return len(self.traced) + len(self.variables) + self.consts
 
-    def plain(self, form):
+    def plain(self):
         """Whether calls of this form return results as the eager function does (else as
         NumPy values, JAX's convention)."""
-        return form == "value" and self.eager_value
+        return self.form == "value" and self.eager_value
 
-    def results(self, form, leaves):
-        """What `form` returns, from an object per leaf of the results (Convention.returns):
-        values, or expressions for generated code."""
+    def results(self, leaves):
+        """What a call of this form returns, from an object per leaf of the results
+        (Convention.returns): values, or expressions for generated code."""
         value = tree_unflatten(self.out_trees[0], leaves)
         grads, start = [], self.out_trees[0].num_leaves
         for tree in self.out_trees[1].children if len(self.out_trees) > 1 else ():
             grads.append(tree_unflatten(tree, leaves[start:start + tree.num_leaves]))
             start += tree.num_leaves
-        return form_result(form, self.single, value, grads)
-
+        return form_result(self.form, self.single, value, grads)
 
 
 def form_result(form, single, value, grads):

@@ -74,9 +74,8 @@ def trace_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel,
         # The warm entry, for positional calls like this one (others get none).
         entries = () if kwargs else (
             (kernel_form, entry.emit(conv, consts, probes,
-                                     callpath.entry_name(traced.name, kernel_form),
-                                     kernel_form, args, numba_adapter.sole_reference_count(),
-                                     keywords)[0]),)
+                                     callpath.entry_name(traced.name, kernel_form), args,
+                                     numba_adapter.sole_reference_count(), keywords)[0]),)
         source += entry.in_module([text for _, text in entries])
         if "source" in os.environ.get("SRCXFORM_DUMP", ""):
             print(source)

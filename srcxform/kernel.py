@@ -76,7 +76,7 @@ class Kernel:
         # another type (a float for float32); float64's float is as good as np.float64.
         self.scalar_types = [dtype.type if not shape and dtype != np.float64 else None
                              for shape, dtype in self.conv.outs]
-        self._calls = {}  # form: the generated function running it, bound to this kernel
+        self._call = None  # the call path's function running the form, bound to this kernel
 
     def generated(self, spec):
         """Sets the kernel's generated module (compiler.trace_kernel leaves it to later)."""
@@ -111,14 +111,13 @@ class Kernel:
         return all(holds[op](evaluate(expr, sizes)) for expr, op in self.guards)
 
     # ----- the general path (any call, keyword arguments too) -----
-    def run(self, leaves, form):
-        """What `form` returns for a call with these argument leaves: the call path's
-        generated function for it (codegen/callpath.py)."""
-        call = self._calls.get(form)
-        if call is None:
-            call = self._calls[form] = self._bound(callpath.function_name(self.spec.name, form),
-                                                   self.fn)
-        return call(*leaves)
+    def run(self, leaves):
+        """What the kernel's form returns for a call with these argument leaves: the call
+        path's generated function for it (codegen/callpath.py)."""
+        if self._call is None:
+            self._call = self._bound(callpath.function_name(self.spec.name, self.conv.form),
+                                     self.fn)
+        return self._call(*leaves)
 
     def callable(self):
         """The kernel taking the leaves and Variable values and returning every output: its
@@ -140,14 +139,15 @@ class Kernel:
         return types.FunctionType(code, namespace, name)
 
     # ----- the warm path -----
-    def entry(self, form, args, fallback, hits, keywords=True):
+    def entry(self, args, fallback, hits, keywords=True):
         """A generated entry for positional calls like `args`, a method of the
-        Differentiable named `form` (which results it returns: "value", "grad" or
-        "value_and_grad"). Calls it does not fit go to fallback(*args, **kwargs); each
+        Differentiable named for the kernel's form (which results it returns: "value",
+        "grad" or "value_and_grad"). Calls it does not fit go to fallback(*args, **kwargs); each
         call it takes counts in `hits` (a Counter); `keywords`: whether the gradient forms
         take keywords (codegen/entry.py)."""
+        form = self.conv.form
         name = callpath.entry_name(self.spec.name, form)
-        source, namespace = entry.emit(self.conv, self.consts, self.probes, name, form, args,
+        source, namespace = entry.emit(self.conv, self.consts, self.probes, name, args,
                                        numba_adapter.sole_reference_count(), keywords)
         spare = [np.empty((0,) * len(shape), dtype) for shape, dtype in self._buffer_outs()]
         direct = self.fn

@@ -189,8 +189,8 @@ def _described(arg):
 # ----- tier 0: the eager run's results, as the kernel's call path returns them -----
 
 
-def results(conv, form, value, grads, leaves):
-    """What `form` returns, from the eager run's value and gradients (one per wrt
+def results(conv, value, grads, leaves):
+    """What a call of conv's form returns, from the eager run's value and gradients (one per wrt
     argument; none for a value kernel), converted leaf by leaf as the kernel's generated
     call path converts its outputs (callpath._returned)."""
     if conv.form == "grad":  # a gradient-only kernel returns no value
@@ -199,9 +199,9 @@ def results(conv, form, value, grads, leaves):
     if len(flat) != len(conv.returns):  # the trace and the eager run return alike
         raise SrcxformError(f"srcxform: the eager run returned {len(flat)} values where the "
                             f"trace returned {len(conv.returns)} (please report it)")
-    plain = conv.plain(form)
+    plain = conv.plain()
     out = [_returned(conv, how, x, leaves, plain) for how, x in zip(conv.returns, flat)]
-    return conv.results(form, out)
+    return conv.results(out)
 
 
 def _returned(conv, how, x, leaves, plain):

@@ -23,8 +23,8 @@ def test_a_right_kernel_passes_the_check_and_its_results_are_kept():
 def test_a_wrong_kernel_raises_with_both_results(monkeypatch):
     run = Kernel.run
 
-    def wrong(self, leaves, form):
-        value, grads = run(self, leaves, form)
+    def wrong(self, leaves):
+        value, grads = run(self, leaves)
         return value * 2.0, grads
 
     monkeypatch.setattr(Kernel, "run", wrong)
@@ -39,7 +39,7 @@ def test_a_wrong_kernel_raises_with_both_results(monkeypatch):
 
 def test_the_environment_switch_checks_as_the_argument_does(monkeypatch):
     monkeypatch.setenv("SRCXFORM_CHECK", "1")
-    monkeypatch.setattr(Kernel, "run", lambda self, leaves, form: np.float64(0.0))
+    monkeypatch.setattr(Kernel, "run", lambda self, leaves: np.float64(0.0))
     f = tf.differentiable(lambda x: tf.reduce_sum(x * x))
     with pytest.raises(tf.CheckError):
         f(np.arange(3.0))

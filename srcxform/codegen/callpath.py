@@ -45,7 +45,7 @@ def entry_name(name, form):
 def emit(conv, name, kernel, size_label):
     """The source of the call-path functions of a kernel named `kernel`, for the user
     function `name`; size symbol k is n<size_label(k)>, as in the kernel."""
-    functions = [_form_function(conv, name, kernel, conv.form, size_label)]
+    functions = [_form_function(conv, name, kernel, size_label)]
     if conv.form == "value_and_grad" and (conv.consts or conv.buffers):
         functions.append(_kernel_function(conv, name, kernel, size_label))
     return "\n\n\n".join(astor.to_source(f).rstrip("\n") for f in functions) + "\n"
@@ -123,8 +123,9 @@ class _Body:
         self.outs = outs
 
 
-def _form_function(conv, name, kernel, form, size_label):
-    """`def loss_grad(w, x)`: one form's call, from the argument leaves."""
+def _form_function(conv, name, kernel, size_label):
+    """`def loss_grad(w, x)`: the call of the kernel's form, from the argument leaves."""
+    form = conv.form
     names = _Names({kernel})
     params = [names(n) for n in conv.leaf_names]
     returned_args = {how[1] for how in conv.returns if how[0] == "arg"}
@@ -145,9 +146,9 @@ def _form_function(conv, name, kernel, form, size_label):
     first_write = len(conv.outs) - len(conv.writes)
     for k, v in enumerate(conv.writes):
         statements.append(_parse(f"assign({variable(v)}, {body.outs[first_write + k]})"))
-    leaves = [_returned(conv, k, how, params, body.outs, conv.plain(form))
+    leaves = [_returned(conv, k, how, params, body.outs, conv.plain())
               for k, how in enumerate(conv.returns)]
-    statements.append(ast.Return(structure(conv.results(form, leaves))))
+    statements.append(ast.Return(structure(conv.results(leaves))))
     doc = f"What {name}{'' if form == 'value' else '.' + form}(...) returns, for arguments " \
           "like the traced ones."
     return _function(function_name(name, form), params, doc, statements)

@@ -190,9 +190,9 @@ def in_module(sources):
             "NO = object()\n" + "".join(f"\n\n{source}" for source in sources))
 
 
-def emit(conv, consts, probes, name, form, args, sole, keywords=True):
-    """The source of `def name(...)`, the entry for `form` ("value", "grad" or
-    "value_and_grad") of a kernel called as `conv` says, for positional calls like
+def emit(conv, consts, probes, name, args, sole, keywords=True):
+    """The source of `def name(...)`, the entry for the form of a kernel ("value", "grad"
+    or "value_and_grad") called as `conv` says, for positional calls like
     `args`, as a method of the Differentiable; and the values of the globals it reads
     that are its own (constants, and the shapes its last call saw). The rest the caller
     binds (kernel.py): `direct` and `checked` (the kernel, straight and through Numba's
@@ -200,7 +200,7 @@ def emit(conv, consts, probes, name, form, args, sole, keywords=True):
     returned last, with its shape), and NumPy's and srcxform's few helpers. A gradient
     form's entry without `keywords` (no call passing one can succeed:
     Differentiable._keywords) has no **kwargs, and CPython refuses such a call itself."""
-    keywords = keywords or form == "value"  # no wrt: a value takes what the function takes
+    keywords = keywords or conv.form == "value"  # no wrt: a value takes what the function takes
     w = _EntryWriter(len(args))
     for i, arg in enumerate(args):
         w.leaves(arg, f"a{i}")
@@ -225,7 +225,7 @@ def emit(conv, consts, probes, name, form, args, sole, keywords=True):
     guards = [f"{render(expr, size)} {fails[op]} 0" for expr, op in conv.guards]
     allocate, buffers, kept = _reused_buffers(conv, w, kernel_args, size, sole)
     outputs = _output_exprs(conv, buffers)
-    results = _returned(conv, w, outputs, plain=conv.plain(form))
+    results = _returned(conv, w, outputs, plain=conv.plain())
     assigned = kept + list(w.last_shapes)
     body = [f"global {', '.join(assigned)}"] if assigned else []
     # `run` is the kernel a layout test may send the call through Numba's dispatcher by;
@@ -240,7 +240,7 @@ def emit(conv, consts, probes, name, form, args, sole, keywords=True):
     fills_only = len(conv.buffers) == len(conv.outs)  # no output is returned in r
     body.append(call if fills_only else f"r = {call}")
     body += _variable_writes(conv, w, leaves, outputs)
-    body.append("return " + astor.to_source(structure(conv.results(form, results))).strip())
+    body.append("return " + astor.to_source(structure(conv.results(results))).strip())
     source = _def_line(name, len(args), keywords) + "".join(f"    {line}\n" for line in body)
     return source, dict(w.constants, **w.last_shapes)
 
