@@ -17,7 +17,8 @@ from collections import namedtuple
 
 import numpy as np
 
-from srcxform import autograph, backend, compiler, crosscheck, index, structured, tiered
+from srcxform import (autograph, backend, compiler, crosscheck, index, openmp, structured,
+                      tiered)
 from srcxform.callconv import FORMS, form_result, is_static
 from srcxform.errors import TracingError
 from srcxform.kernel import NO, Counter
@@ -92,6 +93,8 @@ class Differentiable:
         self.fn = fn
         self.wrt = wrt
         self.parallel = parallel
+        if parallel:
+            openmp.passive_idle_workers()
         self.check = check
         self.wait = wait
         self.autograph = autograph

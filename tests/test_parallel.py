@@ -1,14 +1,23 @@
 """parallel=True: the same results as the serial code, at every size (the chunked prange
 a slice's adjoint gets runs an interior of the index range in 64 chunks, and the edges
-with their bounds tests), and serial code without pranges."""
+with their bounds tests), serial code without pranges, and idle OpenMP workers that
+sleep (srcxform/openmp.py)."""
 
+import os
 import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import srcxform as tf
+from srcxform import openmp
 from srcxform.codegen.lower import PARALLEL_MIN
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def rosenbrock(x):
@@ -80,9 +89,9 @@ CASES = {
     "sliced_rows": (sliced_rows, 0, matrix),
 }
 
-# Below PARALLEL_MIN elements a nest runs serially; 40_001 and 40_065 (and five times
+# Below PARALLEL_MIN elements a nest runs serially; 70_001 and 70_065 (and five times
 # that in `matrix`) run in parallel, in chunks of unequal sizes.
-SIZES = (1, 2, 3, 4, 6, 7, 65, 130, 1001, 40_001, 40_065)
+SIZES = (1, 2, 3, 4, 6, 7, 65, 130, 1001, 70_001, 70_065)
 
 
 def _flat(result):
@@ -144,3 +153,62 @@ def test_generated_names_do_not_clash_with_the_users():
         np.testing.assert_allclose(b, a, rtol=1e-12, atol=0)
     source = g.source(*args)
     assert "chunks" in source and "start_1 = " in source  # `start` is the user's
+
+
+# ----- how idle OpenMP workers wait -----
+
+
+def test_a_parallel_function_makes_openmp_workers_sleep_before_numba_loads_openmp():
+    # In a new process: making the function sets the policy while libgomp is not loaded
+    # yet; its first call starts Numba's pool, and libgomp reads the policy as it loads.
+    script = textwrap.dedent("""
+        import os
+        import numba
+        import numpy as np
+        import srcxform as tf
+
+        def libgomp_loaded():
+            with open("/proc/self/maps") as maps:
+                return "libgomp" in maps.read()
+
+        def loss(x):
+            return tf.reduce_sum(x * x)
+
+        serial = tf.differentiable(loss)
+        print(os.environ.get("OMP_WAIT_POLICY"))
+        f = tf.differentiable(loss, parallel=True)
+        print(os.environ.get("OMP_WAIT_POLICY"), libgomp_loaded())
+        x = np.linspace(-1.0, 1.0, 70_001)
+        assert np.array_equal(f.grad(x), 2 * x)
+        print(numba.threading_layer() != "omp" or libgomp_loaded())
+        """)
+    env = {k: v for k, v in os.environ.items() if k not in openmp._USER_SETTINGS}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=300, check=False,
+                         env={**env, "PYTHONPATH": str(ROOT), "SRCXFORM_TIERED": "0"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "None\nPASSIVE False\nTrue\n"
+
+
+@pytest.mark.parametrize("setting", ["OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME"])
+def test_a_users_wait_setting_is_kept(monkeypatch, setting):
+    monkeypatch.setattr(os, "environ", {setting: "1000"})
+    assert not openmp.passive_idle_workers()
+    tf.differentiable(rosenbrock, parallel=True)
+    assert os.environ == {setting: "1000"}
+
+
+def test_a_pool_already_started_is_left_as_it_is(monkeypatch):
+    import numba
+
+    monkeypatch.setattr(os, "environ", {})
+    monkeypatch.setattr(numba, "threading_layer", lambda: "omp")
+    assert not openmp.passive_idle_workers()
+    assert os.environ == {}
+
+    def not_started():
+        raise ValueError("Threading layer is not initialized.")
+
+    monkeypatch.setattr(numba, "threading_layer", not_started)
+    assert openmp.passive_idle_workers()
+    assert os.environ == {"OMP_WAIT_POLICY": "PASSIVE"}
