@@ -356,3 +356,28 @@ def test_a_job_handed_off_as_the_process_exits_starts_no_worker(monkeypatch):
     job = the_job(f)
     assert job.wait(TIMEOUT) and "exiting" in job.lost
     assert tiered._WORKER is None
+
+
+def test_the_workers_scipy_linalg_loads_blas_alone_and_the_rest_on_demand():
+    # The worker's start (compile_worker.serve): Numba's BLAS check loads cython_blas
+    # without running scipy.linalg's __init__; a jitted product calls that BLAS; any other
+    # name of scipy.linalg's loads the real package.
+    script = textwrap.dedent("""
+        import sys
+        import numba
+        import numpy as np
+        from srcxform import compile_worker
+
+        compile_worker.scipy_linalg_on_demand()
+        compile_worker.start_numba()
+        print("scipy.linalg.cython_blas" in sys.modules, "scipy.linalg._basic" in sys.modules)
+        a = np.arange(6.0).reshape(2, 3)
+        print(numba.njit(lambda a: a @ a.T)(a).tolist())
+        from scipy.linalg import solve
+        print(solve(np.eye(2), np.ones(2)).tolist(), "scipy.linalg._basic" in sys.modules)
+        """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=TIMEOUT, check=False,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "True False\n[[5.0, 14.0], [14.0, 50.0]]\n[1.0, 1.0] True\n"
