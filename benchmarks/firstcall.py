@@ -6,7 +6,9 @@ one JSON object on its last line.
                                               (trace + codegen + compile: SRCXFORM_CACHE_DIR
                                               must not hold it yet)
   python -m benchmarks.firstcall warm W1,W2    no warming: the first srcxform call, then each
-                                              further one (SRCXFORM_CACHE_DIR holds them all)
+                                              further one (SRCXFORM_CACHE_DIR holds them all);
+                                              cold and warm also time the calls after each
+                                              first one (then_ms, a median of 3)
   python -m benchmarks.firstcall floor         the first call of a trivial @njit(cache=True)
                                               function, its decoration included
                                               (NUMBA_CACHE_DIR already holds it)
@@ -64,14 +66,21 @@ def main(argv):
         warm(1.0)
         warmed_ms = (time.perf_counter_ns() - imported) / 1e6
     wls = {wl.key: wl for wl in workloads.make_workloads(only=keys)}
-    first = {}
+    first, then = {}, {}
     for key in keys:
-        wl = wls[key]
+        call, data = workloads.FIRST_CALLS[wls[key].family], wls[key].data
         start = time.perf_counter_ns()
-        workloads.FIRST_CALLS[wl.family](wl.data)
+        call(data)
         first[key] = (time.perf_counter_ns() - start) / 1e6
+        then[key] = statistics.median(_timed_ms(call, data) for _ in range(3))
     print(json.dumps({"mode": mode, "import_ms": (imported - t0) / 1e6,
-                      "numba_warm_ms": warmed_ms, "first_ms": first}))
+                      "numba_warm_ms": warmed_ms, "first_ms": first, "then_ms": then}))
+
+
+def _timed_ms(call, data):
+    start = time.perf_counter_ns()
+    call(data)
+    return (time.perf_counter_ns() - start) / 1e6
 
 
 def _until_native(mode, keys, t0):

@@ -293,6 +293,10 @@ def first_calls(config, keys):
     out["floor_ms"] = _median([r["first_ms"]["njit"] for r in out["floor"]])
     keys_done = list(out["cold"])
     out["warm_ms"] = {k: _median([r["first_ms"][k] for r in out["warm"]]) for k in keys_done}
+    # The loading a further function's first call does: its time less the next calls'
+    # (W9's step itself takes milliseconds).
+    out["warm_load_ms"] = {k: _median([r["first_ms"][k] - r["then_ms"][k]
+                                       for r in out["warm"]]) for k in keys_done}
     out["import_ms"] = {"srcxform": _median([r["import_ms"] for r in out["warm"]]),
                         "numba": _median([r["import_ms"] for r in out["floor"]])}
     return out
@@ -435,11 +439,12 @@ def evaluate_targets(tables, recompile, first):
             add("new process, warm cache: first call − trivial @njit",
                 "≤ 10 ms", f"{extra:+.0f} ms ({keys[0]}: {first['warm_ms'][keys[0]]:.0f} ms, "
                 f"floor {first['floor_ms']:.0f} ms)", extra <= 10.0)
-            further = {k: first["warm_ms"][k] for k in keys[1:]}
+            further = {k: first["warm_load_ms"][k] for k in keys[1:]}
             if further:
                 worst = max(further, key=further.get)
-                add("new process, warm cache: each further function", "≤ 5 ms",
-                    f"max {further[worst]:.1f} ms ({worst})", further[worst] <= 5.0)
+                add("new process, warm cache: each further function, less its next call",
+                    "≤ 5 ms", f"max {further[worst]:.1f} ms ({worst}: first call "
+                    f"{first['warm_ms'][worst]:.1f} ms)", further[worst] <= 5.0)
     if recompile:
         bad = [name for name, e in recompile.items() if not e.get("ok")]
         detail = "; ".join(f"{name}: {e.get('misses', '?')} traces, {e.get('kernels', '?')} kernels"
@@ -562,10 +567,12 @@ def markdown(report):
                    f"{fmt_ms(first['floor_ms'])}. Measured from the {first['table']} table's "
                    "process, whose conditions the new processes inherit.")
         lines += ["", "## First calls in a new process (srcxform)", "", imports, "",
-                  "| workload | cold: fresh cache, Numba warmed | warm disk cache, in this order |",
-                  "| --- | ---: | ---: |"]
+                  "| workload | cold: fresh cache, Numba warmed | warm disk cache, in this order "
+                  "| warm, less the next call |", "| --- | ---: | ---: | ---: |"]
+        load = first.get("warm_load_ms", {})
         for key, ms in first["cold"].items():
-            lines.append(f"| {key} | {fmt_ms(ms)} | {fmt_ms(first['warm_ms'].get(key))} |")
+            lines.append(f"| {key} | {fmt_ms(ms)} | {fmt_ms(first['warm_ms'].get(key))} "
+                         f"| {fmt_ms(load.get(key))} |")
         if first.get("tiered"):
             lines += ["", ("Tiered execution against a blocking first call, each in a new "
                            "process that has not imported Numba, with a fresh cache: the "
