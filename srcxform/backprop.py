@@ -38,6 +38,8 @@ def backprop(records, seeds, sources):
                     continue
                 if ct is ZERO:
                     ct = ops.zeros_like(x)
+                elif callable(ct):  # made only where it is needed (Primitive.vjp)
+                    ct = ct()
                 ct = unbroadcast(ct, x)
                 prev = grads.get(x._id)
                 grads[x._id] = ct if prev is None else prev + ct

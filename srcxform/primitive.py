@@ -45,6 +45,11 @@ class Primitive:
     kind: `elementwise` (emit is a scalar expression over the input names), `reduction`
     (emit combines an accumulator `acc` with an element `x`, from `init`), or
     `structural`/`opaque` (emit is an array expression over the input names and params).
+
+    vjp(g, out, *inputs, **params) returns one cotangent per input: a value, None (no
+    gradient), ZERO, or a function of no arguments that makes the cotangent, which the
+    reverse walk calls only where that input needs one (pow's exponent, mostly a constant,
+    costs a log and two selects).
     """
 
     name: str

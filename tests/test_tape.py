@@ -817,3 +817,21 @@ def test_unconnected_gradients_rejects_unknown_option():
         y = x * x
     with pytest.raises(ValueError, match="bogus"):
         tape.gradient(y, x, unconnected_gradients="bogus")
+
+
+def test_pows_exponent_gradient_is_made_only_where_the_exponent_needs_one(monkeypatch):
+    # pow's VJP returns the exponent's cotangent as a function (Primitive.vjp): the reverse
+    # walk calls it only for an exponent it differentiates.
+    from srcxform.ops import elementwise
+
+    logs = []
+    real_log = elementwise.log
+    monkeypatch.setattr(elementwise, "log", lambda x: logs.append(x) or real_log(x))
+    x, y = tf.Variable([0.5, 2.0]), tf.Variable(3.0)
+    with tf.GradientTape(persistent=True) as tape:
+        z = tf.reduce_sum(x ** y)
+    np.testing.assert_allclose(tape.gradient(z, x).numpy(), 3.0 * np.array([0.25, 4.0]))
+    assert logs == []
+    np.testing.assert_allclose(tape.gradient(z, y).numpy(),
+                               0.125 * np.log(0.5) + 8.0 * np.log(2.0), rtol=1e-6)
+    assert len(logs) == 1

@@ -80,10 +80,13 @@ mod_p = elementwise("mod", _integer_division(_floor_mod, "mod"),
 
 def _pow_vjp(g, out, x, y):
     # d/dy x**y = out * log(x), log(x) taken as 0 where x <= 0: TensorFlow's _PowGrad, so
-    # NaN where out is (x < 0 with a fractional y) and where g or out is inf.
-    positive = x > 0
-    log_x = where(positive, log(where(positive, x, 1)), 0)
-    return g * y * x ** (y - 1), g * out * log_x
+    # NaN where out is (x < 0 with a fractional y) and where g or out is inf. Made only
+    # where y needs a gradient: mostly it is a constant.
+    def exponent():
+        positive = x > 0
+        return g * out * where(positive, log(where(positive, x, 1)), 0)
+
+    return g * y * x ** (y - 1), exponent
 
 
 def _power(x, y):
