@@ -501,7 +501,9 @@ def _table_conditions(name, meta):
     return (f"Cores {cores}, each library at its defaults (thread pools: "
             f"{meta['blas_threads']}; Numba: {meta['numba_threads']}); srcxform compiled with "
             "parallel=True, "
-            "its serial kernel beside it where parallel's speedup is a target.")
+            "its serial kernel beside it where parallel's speedup is a target. "
+            f"OMP_WAIT_POLICY: {meta.get('omp_wait_policy') or 'unset'} (srcxform sets "
+            "PASSIVE as its parallel functions are made, before the peers are imported).")
 
 
 def markdown(report):
@@ -567,8 +569,8 @@ def markdown(report):
                    f"{fmt_ms(first['floor_ms'])}. Measured from the {first['table']} table's "
                    "process, whose conditions the new processes inherit.")
         lines += ["", "## First calls in a new process (srcxform)", "", imports, "",
-                  "| workload | cold: fresh cache, Numba warmed | warm disk cache, in this order "
-                  "| warm, less the next call |", "| --- | ---: | ---: | ---: |"]
+                  ("| workload | cold: fresh cache, Numba warmed | warm disk cache, in this "
+                   "order | warm, less the next call |"), "| --- | ---: | ---: | ---: |"]
         load = first.get("warm_load_ms", {})
         for key, ms in first["cold"].items():
             lines.append(f"| {key} | {fmt_ms(ms)} | {fmt_ms(first['warm_ms'].get(key))} "
@@ -770,6 +772,9 @@ def _table_meta(results):
         pools, blas = "threadpoolctl not installed", "threads unknown"
     return {"affinity": threads.affinity(), "threads_at_end": len(threads.tids()),
             "pool_env": {v: os.environ.get(v) for v in threads.POOL_VARS},
+            # srcxform sets it as its parallel functions are made (srcxform/openmp.py),
+            # before the peers load: every OpenMP runtime loaded later reads it too.
+            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
             "numba_threads": numba.config.NUMBA_NUM_THREADS, "threadpools": pools,
             "blas_threads": blas,
             "harness_ns": _median([statistics.median(wl["times_ns"][NOOP])
