@@ -29,7 +29,7 @@ LAYERS = [
                  "srcxform.runtime."}),
     ("compiler", {"srcxform.backend", "srcxform.index", "srcxform.captures",
                   "srcxform.compiler", "srcxform.kernel", "srcxform.crosscheck",
-                  "srcxform.tiered", "srcxform.compile_worker"}),
+                  "srcxform.tiered", "srcxform.compile_worker", "srcxform.openmp"}),
     ("surface", {"srcxform", "srcxform.api", "srcxform.optimizers", "srcxform.math",
                  "srcxform.linalg", "srcxform.nn", "srcxform.random", "srcxform.control_flow",
                  "srcxform.testing", "srcxform.testing.", "srcxform.keras", "srcxform.keras.",
