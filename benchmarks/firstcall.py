@@ -69,9 +69,7 @@ def main(argv):
     first, then = {}, {}
     for key in keys:
         call, data = workloads.FIRST_CALLS[wls[key].family], wls[key].data
-        start = time.perf_counter_ns()
-        call(data)
-        first[key] = (time.perf_counter_ns() - start) / 1e6
+        first[key] = _timed_ms(call, data)
         then[key] = statistics.median(_timed_ms(call, data) for _ in range(3))
     print(json.dumps({"mode": mode, "import_ms": (imported - t0) / 1e6,
                       "numba_warm_ms": warmed_ms, "first_ms": first, "then_ms": then}))
@@ -105,12 +103,8 @@ def _until_native(mode, keys, t0):
             calls += 1
         out["native_ms"][key] = (time.perf_counter_ns() - start) / 1e6
         out["tier0_calls"][key] = calls - 1
-        times = []
-        for _ in range(30):
-            tick = time.perf_counter_ns()
-            call(wl.data)
-            times.append((time.perf_counter_ns() - tick) / 1e3)
-        out["warm_us"][key] = statistics.median(times)
+        out["warm_us"][key] = statistics.median(_timed_ms(call, wl.data) * 1e3
+                                                for _ in range(30))
     return out
 
 
