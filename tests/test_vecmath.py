@@ -2,6 +2,10 @@
 the last place, over the whole float64 range and at the special values; and generated code
 uses them only in loops LLVM can vectorize."""
 
+import platform
+import re
+
+import llvmlite.binding as ll
 import numba
 import numpy as np
 import pytest
@@ -64,3 +68,15 @@ def test_generated_loops_use_them_only_where_llvm_can_vectorize():
     assert "vecmath.tanh(" in h.source(x) and "arrays.lane_sum(" in h.source(x)
     np.testing.assert_allclose(g(x), np.tanh(x) * 2.0, rtol=1e-15)
     np.testing.assert_allclose(h(x), np.sum(np.tanh(x)), rtol=1e-15)
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the assembly checked is x86-64's")
+def test_a_loop_of_them_compiles_to_packed_instructions():
+    """Vectorized (a packed division), with no float64 converted to int64 one at a time
+    (x86 converts several at once only with AVX-512), and with FMAs wherever the machine
+    has them (vecmath's contract=True)."""
+    _run(np.zeros(1))
+    asm = _apply.inspect_asm(_apply.signatures[0])
+    assert re.search(r"\bv?divpd\b", asm) and "cvttsd2si" not in asm
+    if ll.get_host_cpu_features().get("fma") and not numba.config.CPU_NAME:
+        assert "vfmadd" in asm

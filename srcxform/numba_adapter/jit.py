@@ -25,6 +25,7 @@ unpickle whatever a flipped bit made of the rest.
 payload in sealed files, made when first used.
 """
 
+import functools
 import pickle
 
 import llvmlite.binding as ll
@@ -134,12 +135,16 @@ def kernel(fn, parallel=False):
     return _jit(fn, KernelCache, parallel=parallel, **internal)
 
 
-def helper(fn):
+def helper(fn=None, /, *, contract=False):
     """fn compiled as generated code's helpers are (srcxform.runtime's). Its
     cache is made when first used: making one looks for a writable folder on disk (0.1 ms
     a function), and a process that only loads kernels never compiles or loads a helper
-    (each kernel holds the code of those it calls)."""
-    return _jit(fn, _LazyCache)
+    (each kernel holds the code of those it calls). With contract=True (as
+    `@helper(contract=True)`), LLVM may fuse a multiply and an add into one FMA
+    instruction where the machine has one: one rounding, not two, wherever fn is inlined."""
+    if fn is None:
+        return functools.partial(helper, contract=contract)
+    return _jit(fn, _LazyCache, **({"fastmath": {"contract"}} if contract else {}))
 
 
 def function(fn):
