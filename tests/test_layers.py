@@ -4,6 +4,8 @@ modules (an import inside a function counts as one at the top)."""
 
 import ast
 import pathlib
+import subprocess
+import sys
 
 import pytest
 
@@ -132,3 +134,17 @@ def test_the_layers_below_the_compiler_never_import_numba():
                        (getattr(node, "module", None) or a.name).startswith(("numba", "llvmlite"))
                        for a in node.names) for node in ast.walk(ast.parse(path.read_text()))))
     assert users == []
+
+
+def test_import_srcxform_loads_neither_numba_nor_scipy():
+    """`import srcxform` costs a program that only uses the tape NumPy alone: a first kernel
+    loads Numba, an eager special function scipy.special (0.3 s), and SciPy's ufuncs
+    dispatch to srcxform's ops once the program has imported them."""
+    code = ("import sys, srcxform as tf\n"
+            "print(sorted(m for m in ('numba', 'scipy') if m in sys.modules))\n"
+            "print(float(tf.math.erf(tf.constant(0.5, tf.float64))))\n"
+            "import scipy.special\n"
+            "print(type(scipy.special.erf(tf.constant([0.5]))).__name__)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["[]", "0.5204998778130465", "Tensor"]

@@ -7,10 +7,10 @@ use NumPy's scalar functions where NumPy has them, and srcxform.specfun's where 
 none (erf, lgamma, polygamma); eager evaluation uses SciPy's.
 """
 
+import functools
 import math
 
 import numpy as np
-import scipy.special
 
 from srcxform.aval import Aval
 from srcxform.ops.elementwise import cast, equal, exp, log, not_equal, pow, sqrt, subtract, where
@@ -20,15 +20,33 @@ from srcxform.tensor import Tensor
 _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
 
 
+@functools.cache
+def _special():
+    """scipy.special, imported when an eager op first needs it: importing it is 0.3 s, 40%
+    of `import srcxform` (and of the compiler worker's start), and most programs use none
+    of it."""
+    import scipy.special
+
+    return scipy.special
+
+
+def _erf(x):
+    return _special().erf(x)
+
+
+def _erfc(x):
+    return _special().erfc(x)
+
+
 def _lgamma(x):
     """log|Gamma(x)|: SciPy's, and +inf at -inf as C's lgamma (and TensorFlow's)."""
-    return np.where(np.isneginf(x), np.inf, scipy.special.gammaln(x))
+    return np.where(np.isneginf(x), np.inf, _special().gammaln(x))
 
 
 def _polygamma(x, n):
     """SciPy's polygamma, with specfun's (TensorFlow's) values at the poles 0, -1, -2, ...
     (NaN for even n, +inf for odd n) and at -inf (NaN)."""
-    out = scipy.special.psi(x) if n == 0 else scipy.special.polygamma(n, x)
+    out = _special().psi(x) if n == 0 else _special().polygamma(n, x)
     pole = (x <= 0) & (x == np.floor(x))
     out = np.where(pole, np.nan if n % 2 == 0 else np.inf, out)
     return np.where(np.isneginf(x), np.nan, out)
@@ -53,9 +71,9 @@ def _xlogy_vjp(g, out, x, y):
     return g * xlogy(nonzero, y), g * where(zero, 0, x / where(zero, 1, y))
 
 
-erf_p = elementwise("erf", scipy.special.erf, "specfun.erf(x)", kinds="f",
+erf_p = elementwise("erf", _erf, "specfun.erf(x)", kinds="f",
                     vjp=lambda g, out, x: (g * _TWO_OVER_SQRT_PI * exp(-x * x),), expensive=True)
-erfc_p = elementwise("erfc", scipy.special.erfc, "specfun.erfc(x)", kinds="f",
+erfc_p = elementwise("erfc", _erfc, "specfun.erfc(x)", kinds="f",
                      vjp=lambda g, out, x: (-g * _TWO_OVER_SQRT_PI * exp(-x * x),), expensive=True)
 atan_p = elementwise("atan", np.arctan, "np.arctan(x)", kinds="f",
                      vjp=lambda g, out, x: (g / (1 + x * x),), expensive=True, numpy=(np.arctan,))

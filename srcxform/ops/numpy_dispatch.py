@@ -9,10 +9,10 @@ TypeError (eager) or TracingError (traced), naming it.
 
 import importlib
 import operator
+import sys
 from collections import namedtuple
 
 import numpy as np
-import scipy.special
 
 from srcxform.aval import normalize_axes, size
 from srcxform.errors import TracingError
@@ -44,11 +44,10 @@ UFUNCS.update({
     np.square: ew.square, np.matmul: linalg.numpy_matmul, np.positive: lambda x: x,
     np.log2: mf.log2, np.log10: mf.log10, np.exp2: mf.exp2,  # composites
 })
-# SciPy's special functions are ufuncs too: they dispatch alike.
-UFUNCS.update({scipy.special.erf: mf.erf, scipy.special.erfc: mf.erfc,
-               scipy.special.xlogy: mf.xlogy, scipy.special.gammaln: mf.lgamma,
-               scipy.special.psi: mf.digamma, scipy.special.expit: ew.sigmoid,
-               scipy.special.log_expit: nn.log_sigmoid})
+# SciPy's special functions are ufuncs too: they dispatch alike, by name in scipy.special,
+# which srcxform does not import (0.3 s); `_ufunc_op` adds them once the user has.
+SCIPY_SPECIAL = {"erf": mf.erf, "erfc": mf.erfc, "xlogy": mf.xlogy, "gammaln": mf.lgamma,
+                 "psi": mf.digamma, "expit": ew.sigmoid, "log_expit": nn.log_sigmoid}
 # Computed as the operators: logical on bools, bitwise on integers (np.bitwise_not is
 # np.invert).
 UFUNCS.update({np.bitwise_and: _operator(operator.and_, "bitwise_and"),
@@ -397,8 +396,16 @@ FUNCTIONS = {
 }
 
 
-def array_ufunc(ufunc, method, inputs, kwargs):
+def _ufunc_op(ufunc):
     op = UFUNCS.get(ufunc)
+    if op is None and (special := sys.modules.get("scipy.special")) is not None:
+        UFUNCS.update({getattr(special, name): fn for name, fn in SCIPY_SPECIAL.items()})
+        op = UFUNCS.get(ufunc)
+    return op
+
+
+def array_ufunc(ufunc, method, inputs, kwargs):
+    op = _ufunc_op(ufunc)
     if method != "__call__" or op is None:
         name = ufunc.__name__  # NumPy's by their NumPy name; another library's (SciPy's)
         what = f"numpy.{name}" if getattr(np, name, None) is ufunc else f"the ufunc {name}"
