@@ -23,8 +23,7 @@ _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
 @functools.cache
 def _special():
     """scipy.special, imported when an eager op first needs it: importing it is 0.3 s, 40%
-    of `import srcxform` (and of the compiler worker's start), and most programs use none
-    of it."""
+    of what `import srcxform` took, and most programs use none of it."""
     import scipy.special
 
     return scipy.special

@@ -13,8 +13,7 @@ from numba.extending import intrinsic
 from srcxform.numba_adapter.jit import helper
 
 # Every function lets LLVM fuse a multiply and an add into one FMA instruction where the
-# machine has one (contract=True): one rounding instead of two, and the polynomials in half
-# the instructions (a loop of tanh took a third of the time).
+# machine has one (contract=True): one rounding instead of two, and one instruction.
 # The functions are not inline="always": LLVM inlines them into the kernel's loop when it
 # optimizes it (and then vectorizes), and inlining them in Numba's IR as well only cost
 # compile time.
