@@ -45,7 +45,7 @@ UFUNCS.update({
     np.log2: mf.log2, np.log10: mf.log10, np.exp2: mf.exp2,  # composites
 })
 # SciPy's special functions are ufuncs too: they dispatch alike, by name in scipy.special,
-# which srcxform does not import (0.3 s); `_ufunc_op` adds them once the user has.
+# which srcxform does not import (0.3 s); `ufuncs()` adds them once the program has.
 SCIPY_SPECIAL = {"erf": mf.erf, "erfc": mf.erfc, "xlogy": mf.xlogy, "gammaln": mf.lgamma,
                  "psi": mf.digamma, "expit": ew.sigmoid, "log_expit": nn.log_sigmoid}
 # Computed as the operators: logical on bools, bitwise on integers (np.bitwise_not is
@@ -396,16 +396,17 @@ FUNCTIONS = {
 }
 
 
-def _ufunc_op(ufunc):
-    op = UFUNCS.get(ufunc)
-    if op is None and (special := sys.modules.get("scipy.special")) is not None:
+def ufuncs():
+    """The ufuncs that dispatch, with their ops: UFUNCS, and SciPy's special functions
+    (SCIPY_SPECIAL) once the program has imported scipy.special."""
+    special = sys.modules.get("scipy.special")
+    if special is not None and special.erf not in UFUNCS:
         UFUNCS.update({getattr(special, name): fn for name, fn in SCIPY_SPECIAL.items()})
-        op = UFUNCS.get(ufunc)
-    return op
+    return UFUNCS
 
 
 def array_ufunc(ufunc, method, inputs, kwargs):
-    op = _ufunc_op(ufunc)
+    op = UFUNCS.get(ufunc) or ufuncs().get(ufunc)
     if method != "__call__" or op is None:
         name = ufunc.__name__  # NumPy's by their NumPy name; another library's (SciPy's)
         what = f"numpy.{name}" if getattr(np, name, None) is ufunc else f"the ufunc {name}"
