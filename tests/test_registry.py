@@ -23,7 +23,8 @@ INTERNAL = {
     "nn": {"leaky_relu_grad"},
     "shape": {"shape_argument", "unchanged", "checked_indices"},
     "linalg": {"numpy_matmul", "tensordot_1d"},  # NumPy's matmul and dot rules
-    "numpy_dispatch": {"array_ufunc", "array_function"},  # Tensor's NumPy protocols
+    # Tensor's NumPy protocols, and the table of ufuncs they dispatch
+    "numpy_dispatch": {"array_ufunc", "array_function", "ufuncs"},
 }
 
 
