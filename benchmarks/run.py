@@ -426,12 +426,12 @@ def evaluate_targets(tables, recompile, first):
             elif key in (first.get("requested") or []):
                 add(f"{key} first call, cold (Numba warmed)", f"< {limit:g} ms", "failed",
                     False, key)
+        # JAX's first call on every core, as the tiered processes ran, where measured.
+        every_core = tables.get(threads.ALL_CORES, {}).get("workloads", [])
         for key in ("W1", "W2", "W3-1e3", "W4", "W5"):
             tier, block = first.get("tiered", {}).get(key), first.get("blocking", {}).get(key)
             if not tier or not block:
                 continue
-            # JAX's first call on every core, as the tiered process ran, where measured.
-            every_core = tables.get(threads.ALL_CORES, {}).get("workloads", [])
             jax = _row(every_core, key, "JAX jit(grad)") or _row(serial, key, "JAX jit(grad)")
             jax_ms = jax.get("first_call_ms") if jax and jax["status"] == "ok" else None
             if jax_ms:
