@@ -14,7 +14,7 @@ import astor
 
 from srcxform import runtime
 from srcxform.aval import is_one
-from srcxform.codegen import chunking, control, lanes
+from srcxform.codegen import chunking, control, lanes, verify
 from srcxform.codegen.exprs import (
     Sizes,
     dtype_ast,
@@ -164,7 +164,11 @@ class _Lowering:
         scalar_names = {}
         looped = any(index)
         before, body = [], []
-        self.recomputing = _Recomputing(index) if looped else None
+        sums = []  # the reductions, when they run in a loop nest of their own
+        # What each nest recomputes is named and computed in that nest alone: a
+        # temporary of one loop nest is undefined (or stale) in another.
+        body_again, sums_again = (_Recomputing(index), _Recomputing(index)) if looped else \
+            (None, None)
         self.nest_raises = False
         # Float sums along the innermost loop add chunks of stored terms (lanes.py), so
         # the loop that stores them has no sum: its primitives take their vector forms.
@@ -173,19 +177,20 @@ class _Lowering:
                     and lanes.summed_along(e, position)}
         reductions = [e for e in members if e.prim.kind == "reduction"]
         split = looped and not set(reductions) <= in_lanes and self._sums_apart(members)
-        sums = []  # the reductions, when they run in a loop nest of their own
         scalar_loop = not looped or any(e not in in_lanes for e in reductions)
         for e in members:
             # A loop LLVM vectorizes calls a primitive's vector form (vecmath's
             # polynomials), one with a sum its libm form (see _sums_apart).
             self.vectorized = not scalar_loop or split and e.prim.kind != "reduction"
             name = self.namer(e.out)
+            nest, self.recomputing = (sums, sums_again) if split and e.prim.kind == "reduction" \
+                else (body, body_again)
             if e.prim.kind == "reduction":
                 before_stmts, body_stmt = self.reduction(e, name, index,
                                                          {} if split else scalar_names)
                 before += before_stmts
-                body += self._recomputed_here()
-                (sums if split else body).append((e, body_stmt))
+                nest += self._recomputed_here()
+                nest.append((e, body_stmt))
                 continue
             local = self.namer.in_loop(e.out) if domain else name
             value = self.elementwise(e, index, scalar_names)
@@ -497,6 +502,7 @@ def generate(program, func_name, doc, parallel=False):
     (over chunks of it, where its body tests the outer index against slice bounds)."""
     lowering = _Lowering(program, parallel)
     body = lowering.function(func_name, doc)
+    verify.check(body)
     imports = "import numpy as np\n"
     if lowering.used_prange:
         imports += "from numba import prange\n"
