@@ -30,6 +30,11 @@ def check(source):
 
 
 class _Function:
+    """Walks one function in order. What is defined is a stack of scopes, one for the
+    function and one for each branch or loop body being walked: a statement adds to the
+    innermost, and each look-up searches the few scopes open, so a long kernel costs
+    time in proportion to its length."""
+
     def __init__(self, fn, lines):
         self.fn, self.lines = fn, lines
         declared = {n for node in ast.walk(fn) if isinstance(node, (ast.Global, ast.Nonlocal))
@@ -37,75 +42,86 @@ class _Function:
         self.locals = {node.id for node in ast.walk(fn)
                        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
                        } - declared
-        self.breaks = []  # per enclosing loop: the names defined at each of its `break`s
+        self.scopes = []
+        self.breaks = []  # per enclosing loop: what its body had defined at each `break`
 
     def run(self):
         params = {a.arg for a in self.fn.args.posonlyargs + self.fn.args.args}
-        self.block(self.fn.body, params)
+        self.body(self.fn.body, params)
 
-    def block(self, statements, defined):
-        """The names defined after `statements`, or None where they never fall through."""
-        for s in statements:
-            defined = self.statement(s, defined)
-            if defined is None:
-                return None
-        return defined
+    def body(self, statements, defined=()):
+        """Walks statements in a new scope holding `defined`: what they define, or None
+        where they never fall through."""
+        self.scopes.append(set(defined))
+        falls_through = all(self.statement(s) for s in statements)
+        scope = self.scopes.pop()
+        return scope if falls_through else None
 
-    def statement(self, s, defined):
-        if isinstance(s, ast.Assign):
-            self.reads(s.value, defined)
-            for target in s.targets:
-                self.reads(target, defined)  # a subscript's array and index
-            return defined | _stored(s.targets)
-        if isinstance(s, ast.AugAssign):
-            self.reads(s.value, defined)
-            self.reads(ast.Name(s.target.id, ast.Load(), lineno=s.lineno)
-                       if isinstance(s.target, ast.Name) else s.target, defined)
-            return defined | _stored([s.target])
-        if isinstance(s, ast.If):
-            self.reads(s.test, defined)
-            after = [d for d in (self.block(s.body, defined), self.block(s.orelse, defined))
-                     if d is not None]
-            return set.intersection(*after) if after else None
-        if isinstance(s, (ast.For, ast.While)):
-            return self.loop(s, defined)
-        if isinstance(s, ast.Break):
-            self.breaks[-1].append(defined)
-            return None
-        if isinstance(s, (ast.Return, ast.Raise, ast.Continue)):
-            self.reads(s, defined)
-            return None
-        self.reads(s, defined)  # an expression, `pass`, a `global`
-        return defined
+    def statement(self, s):
+        """Walks one statement; False where it never falls through."""
+        if isinstance(s, (ast.Assign, ast.AugAssign)):
+            targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+            self.reads(s.value)
+            for target in targets:
+                self.reads(target)  # a subscript's array and index
+            if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
+                self.read(s.target)
+            self.scopes[-1].update(_stored(targets))
+        elif isinstance(s, ast.If):
+            self.reads(s.test)
+            after = [d for d in (self.body(s.body), self.body(s.orelse)) if d is not None]
+            if not after:
+                return False
+            self.scopes[-1].update(set.intersection(*after))
+        elif isinstance(s, (ast.For, ast.While)):
+            return self.loop(s)
+        elif isinstance(s, ast.Break):
+            self.breaks[-1].append(set().union(*self.scopes[self.breaks[-1].depth:]))
+            return False
+        else:  # an expression, `pass`, a `global`, a `return`, `raise`, `continue`
+            self.reads(s)
+            return not isinstance(s, (ast.Return, ast.Raise, ast.Continue))
+        return True
 
-    def loop(self, s, defined):
+    def loop(self, s):
         """A loop's body sees what is defined before it (and its own index); after it,
         only that, as it may run no times, except a `while True` left by its breaks."""
-        if isinstance(s, ast.For):
-            self.reads(s.iter, defined)
-            inside = defined | _stored([s.target])
-        else:
-            self.reads(s.test, defined)
-            inside = defined
-        self.breaks.append([])
-        self.block(s.body, inside)
+        self.reads(s.iter if isinstance(s, ast.For) else s.test)
+        self.breaks.append(_Exits(len(self.scopes)))
+        self.body(s.body, _stored([s.target]) if isinstance(s, ast.For) else ())
         exits = self.breaks.pop()
-        endless = isinstance(s, ast.While) and isinstance(s.test, ast.Constant) and s.test.value
-        if endless:
-            return set.intersection(*exits) if exits else None
-        after = self.block(s.orelse, defined)
-        return after if not exits or after is None else \
-            set.intersection(after, *exits)
+        if isinstance(s, ast.While) and isinstance(s.test, ast.Constant) and s.test.value:
+            if not exits:
+                return False
+            self.scopes[-1].update(set.intersection(*exits))
+            return True
+        after = self.body(s.orelse)
+        if after is not None and not exits:
+            self.scopes[-1].update(after)
+        return True
 
-    def reads(self, node, defined):
+    def reads(self, node):
         for n in ast.walk(node):
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) \
-                    and n.id in self.locals and n.id not in defined:
-                line = self.lines[n.lineno - 1].strip() if n.lineno <= len(self.lines) else ""
-                raise ScheduleError(
-                    f"srcxform generated a kernel ({self.fn.name}) that reads `{n.id}` where it "
-                    f"may not be defined, at line {n.lineno}: {line}\nThis is a bug in "
-                    "srcxform's loop scheduling; please report it with this function.")
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                self.read(n)
+
+    def read(self, name):
+        if name.id in self.locals and not any(name.id in d for d in self.scopes):
+            n = name.lineno
+            line = self.lines[n - 1].strip() if n <= len(self.lines) else ""
+            raise ScheduleError(
+                f"srcxform generated a kernel ({self.fn.name}) that reads `{name.id}` where "
+                f"it may not be defined, at line {n}: {line}\nThis is a bug in srcxform's "
+                "loop scheduling; please report it with this function.")
+
+
+class _Exits(list):
+    """What a loop's body had defined at each of its `break`s, beyond the scopes below
+    `depth` (those open before the loop)."""
+
+    def __init__(self, depth):
+        super().__init__()
+        self.depth = depth
 
 
 def _stored(targets):
