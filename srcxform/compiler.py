@@ -12,7 +12,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from srcxform import backend, captures, index, numba_adapter
+from srcxform import backend, captures, index, numba_adapter, reroll
 from srcxform.callconv import Convention, is_static
 from srcxform.codegen import callpath, entry
 from srcxform.codegen import generate as generate_source
@@ -106,6 +106,7 @@ def trace_function(fn, wrt, kernel_form, args, kwargs, leaves):
     """Traces fn on these arguments and optimizes the program."""
     name = identifier(getattr(fn, "__name__", "f"))
     trace = Trace(name)
+    trace.joiner = reroll.joined
     names = _leaf_names(fn, args, kwargs)
     traced = [i for i, leaf in enumerate(leaves) if not is_static(leaf)
               and not isinstance(leaf, Variable)]

@@ -246,8 +246,11 @@ _NEGATE = {"==": "!=", "!=": "==", "<": ">=", ">=": "<", "<=": ">", ">": "<="}
 def guard_conditions(guards):
     """The trace's guards as conditions `(expr, op)` meaning `expr op 0`, op one of >=, ==
     and !=, without repeats and without those every call satisfies (sizes are never
-    negative, and an input size that is not 1 stays so: it is in the signature)."""
-    conditions = []
+    negative, and an input size that is not 1 stays so: it is in the signature), nor
+    those a stronger one implies: of `linear + c >= 0` for one linear part, only the least
+    c is kept (x[i] for i in range(1000) guards the size of x once, not 1,000 times)."""
+    conditions, seen = [], set()
+    strongest = {}  # the linear part of a `>=` condition -> (its least constant, position)
     for a, op, b, result in dict.fromkeys(guards):  # a comparison repeats often: once each
         op = op if result else _NEGATE[op]
         # Integers: a < b is b - a - 1 >= 0, a > b is a - b - 1 >= 0.
@@ -259,8 +262,19 @@ def guard_conditions(guards):
         if form is not None and _always(form, op):
             continue
         condition = (difference, op)  # canonical already (simplify)
-        if condition not in conditions:
-            conditions.append(condition)
+        if condition in seen:
+            continue
+        seen.add(condition)
+        if op == ">=" and form is not None:
+            part = frozenset((k, c) for k, c in form.items() if k is not None)
+            if part in strongest:  # the stronger of the two takes the first one's place
+                constant, position = strongest[part]
+                if form.get(None, 0) < constant:
+                    conditions[position] = condition
+                    strongest[part] = form.get(None, 0), position
+                continue
+            strongest[part] = form.get(None, 0), len(conditions)
+        conditions.append(condition)
     return conditions
 
 

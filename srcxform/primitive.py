@@ -70,6 +70,7 @@ class Primitive:
     is_broadcast: bool = False  # only broadcasts its input (broadcast_to)
     rearranges: bool = False  # only moves or selects its input's elements (reshape)
     embeds: bool = False  # zeros of params["shape"] with the input at params["index"]
+    selects: bool = False  # its input at params["index"] (a static index: getitem)
     # emit_for(*in_avals, out_aval, **params): an emit template for that equation where
     # a simpler form than `emit` fits it (a reshape that only drops dims of 1 is an
     # index), or None for `emit`.
@@ -302,13 +303,14 @@ def reduction(name, impl, emit, init, vjp=None, nondiff=False):
 
 def primitive(name, kind, impl, shape, emit, vjp=None, nondiff=False,
               same_aval_is_identity=False, is_broadcast=False, rearranges=False,
-              embeds=False, emit_for=None, raises=False):
+              embeds=False, selects=False, emit_for=None, raises=False):
     """Declares a primitive with its own shape rule `shape(*avals, **params)`; the inputs
     are named by the shape rule's positional parameters. `raises`: see Primitive."""
     arg_names, variadic = _arg_names(shape, 0)
     return Primitive(name, kind, impl, shape, vjp, emit, arg_names, nondiff, variadic=variadic,
                      same_aval_is_identity=same_aval_is_identity, is_broadcast=is_broadcast,
-                     rearranges=rearranges, embeds=embeds, emit_for=emit_for, raises=raises)
+                     rearranges=rearranges, embeds=embeds, selects=selects, emit_for=emit_for,
+                     raises=raises)
 
 
 def reduce_params(x, axis, keepdims, op):

@@ -127,6 +127,7 @@ class SubTrace(Trace):
         self.parent = parent
         self.symbols, self.sizes, self.guards = parent.symbols, parent.sizes, parent.guards
         self.captured = parent.captured
+        self.joiner = parent.joiner
         self.captures = []  # the outer values read, in order
         self.tapes = [tape for tape in CONTEXT.tapes if tape._recording]  # where it runs
         self._capture_vars = {}  # outer Var -> this region's input Var

@@ -193,6 +193,12 @@ class Trace:
         # name), or (function, None) for a function it called (captures.py probes them).
         self.captured = []
         self.first_reads = {}  # Variable id -> where the trace first read it
+        self.const_vars, self.const_arrays = {}, {}  # id(array) -> Var -> array
+        self.producers = {}  # Var -> the Eqn computing it
+        self.tracers = {}  # Var -> the Tracer made with it, which tapes know by its id
+        # A function computing concat(values, axis) more cheaply, or None where it cannot
+        # (reroll.py's loop over rows computed alike); None: joins are equations.
+        self.joiner = None
         self._first_new_id = next(_tensor._ids)  # Variables made from now on are new
 
     # ----- inputs -----
@@ -210,7 +216,8 @@ class Trace:
         self.hints[var] = name
         if aval.dtype.kind in "iu":
             self.integer_inputs[var] = array
-        return Tracer(self, var, eager=eager)
+        tracer = self.tracers[var] = Tracer(self, var, eager=eager)
+        return tracer
 
     def _size(self, index, axis, d):
         if d == 1:
@@ -235,8 +242,14 @@ class Trace:
         eqn = Eqn(out, prim, tuple(self._atom(v) for v in values), tuple(sorted(params.items())),
                   origin, bool(adjoint))
         self.eqns.append(eqn)
+        self.producers[out] = eqn
         self.origins[out] = origin
-        return Tracer(self, out)
+        tracer = self.tracers[out] = Tracer(self, out)
+        return tracer
+
+    def join(self, values, axis):
+        """A Tracer equal to concat(values, axis) computed another way, or None."""
+        return self.joiner(self, values, axis) if self.joiner else None
 
     def _atom(self, value):
         """The IR atom for an op input: a Tracer's var, a scalar literal, or a constant."""
@@ -251,11 +264,11 @@ class Trace:
         if array.ndim == 0:
             return Lit(array.item(), value.aval)
         # One input per constant array, however often the function uses it.
-        for var, known in self.consts:
-            if known is array:
-                return var
-        var = Var(value.aval)
-        self.consts.append((var, array))
+        var = self.const_vars.get(id(array))
+        if var is None:
+            var = self.const_vars[id(array)] = Var(value.aval)
+            self.consts.append((var, array))  # which keeps the array, and so its id
+            self.const_arrays[var] = array
         return var
 
     def on_backward(self, rec, cotangent):
@@ -280,6 +293,7 @@ class Trace:
             self.hints[var] = _variable_name(variable)
             self.first_reads[variable._id] = user_frame()
             entry = self.variables[variable._id] = [variable, var, Tracer(self, var, variable._id)]
+            self.tracers[var] = entry[2]
         return entry[2]
 
     def write_variable(self, variable, value):

@@ -25,7 +25,7 @@ LAYERS = [
     ("autodiff", {"srcxform.backprop", "srcxform.tape", "srcxform.trace"}),
     ("passes", {"srcxform.passes", "srcxform.passes."}),
     # Control flow's IR ops: their regions are traced and optimized as whole programs.
-    ("structured", {"srcxform.structured"}),
+    ("structured", {"srcxform.structured", "srcxform.reroll"}),
     ("codegen", {"srcxform.callconv", "srcxform.codegen", "srcxform.codegen."}),
     # What generated code calls, and all that touches Numba's internals.
     ("runtime", {"srcxform.cachefiles", "srcxform.numba_adapter", "srcxform.numba_adapter.",

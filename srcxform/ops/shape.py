@@ -134,7 +134,7 @@ def _embed_impl(g, shape, index):
 getitem_p = primitive("getitem", "structural", lambda x, index: x[_numpy_index(index)],
                       _getitem_shape, "x[index]",
                       vjp=lambda g, out, x, *, index: (embed(g, x.shape, index),),
-                      rearranges=True)
+                      rearranges=True, selects=True)
 # getitem's transpose: zeros of `shape` with g written at `index`.
 embed_p = primitive("embed", "structural", _embed_impl, _embed_shape,
                     "out = np.zeros(out_shape, out_dtype)\nout[index] = g",
@@ -338,7 +338,11 @@ def concat(values, axis, name=None):
     if any(x.ndim == 0 for x in xs):
         raise shape_error("concat: cannot join scalars, which have no axis; use stack")
     axis = normalize_axes(axis, xs[0].ndim, "concat")[0]
-    return unchanged(xs[0]) if len(xs) == 1 else concat_p.bind(*xs, axis=axis)
+    if len(xs) == 1:
+        return unchanged(xs[0])
+    trace = xs[0]._trace
+    joined = trace and trace.join(xs, axis)
+    return concat_p.bind(*xs, axis=axis) if joined is None else joined
 
 
 def stack(values, axis=0, name=None):
