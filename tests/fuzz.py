@@ -556,8 +556,8 @@ def compare(path, outcome, eager):
         return None
     if outcome.error is not None:
         return f"{path} raised {type(outcome.error).__name__} where eager gave a value"
-    if not _close(outcome.value, eager.value, VALUE_TOL):
-        return f"{path} value"
+    if outcome.value is not None and not _close(outcome.value, eager.value, VALUE_TOL):
+        return f"{path} value"  # (a gradient-only path has no value)
     if outcome.grads is None:  # a value-only path
         return None
     if any(np.shape(g) != np.shape(e) for g, e in zip(outcome.grads, eager.grads)):
@@ -704,20 +704,22 @@ class Report:
         return "\n".join(lines)
 
 
-def run(seed=0, minutes=None, count=None, minimizing=True, log=None):
+def run(seed=0, minutes=None, count=None, minimizing=True, log=None, module="tests.fuzz"):
     """Runs programs seed:0, seed:1, ... until `minutes` pass or `count` programs ran,
-    in worker subprocesses. `log` (a function of a line) hears each finished program."""
+    in worker subprocesses. `log` (a function of a line) hears each finished program.
+    `module` runs the workers (`python -m module --worker ...`): another fuzzer's, with
+    this one's records."""
     deadline = time.time() + (minutes * 60 if minutes is not None else 10**9)
     count = count if count is not None else 10**9
     report, k = Report(), 0
     while k < count and time.time() < deadline:
-        k = _run_worker(seed, k, count - k, deadline, minimizing, report, log)
+        k = _run_worker(seed, k, count - k, deadline, minimizing, report, log, module)
     return report
 
 
-def _run_worker(seed, first, count, deadline, minimizing, report, log):
+def _run_worker(seed, first, count, deadline, minimizing, report, log, module):
     """Runs one worker from program `first`; the next program to run when it ends."""
-    command = [sys.executable, "-m", "tests.fuzz", "--worker", "--seed", str(seed),
+    command = [sys.executable, "-m", module, "--worker", "--seed", str(seed),
                "--first", str(first), "--count", str(count), "--deadline", str(deadline)]
     if not minimizing:
         command.append("--no-minimize")
