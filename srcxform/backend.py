@@ -17,8 +17,11 @@ import re
 import sys
 import threading
 
-from srcxform import runtime
-from srcxform.cachefiles import cache_dir, damaged, read_sealed, write_atomic, write_sealed
+from srcxform import runtime, slow_compile
+# Imported for its one effect: each write to the cache then keeps the cache in its limit.
+from srcxform import cachesize  # noqa: F401
+from srcxform.cachefiles import (cache_dir, damaged, read_sealed, stop_writing, write_atomic,
+                                 write_sealed)
 from srcxform.errors import CompileError, InvalidArgumentError
 
 
@@ -98,14 +101,17 @@ def code(source, filename="<srcxform>"):
     compiled = read_sealed(path, marshal.loads)
     if compiled is None:
         compiled = compile(source, filename, "exec")
-        os.makedirs(os.path.dirname(path), exist_ok=True)
         write_sealed(path, marshal.dumps(compiled))
     return compiled
 
 
 def _code_path(source, filename):
     digest = hashlib.sha256(f"{filename}\0{source}".encode()).hexdigest()[:24]
-    return os.path.join(cache_dir(), "code", f"{digest}.{sys.implementation.cache_tag}")
+    # A generated module's code is named after it: cachesize.py removes the two together.
+    module = os.path.splitext(os.path.basename(filename))[0] + "-" \
+        if filename.endswith(".py") else ""
+    return os.path.join(cache_dir(), "code",
+                        f"{module}{digest}.{sys.implementation.cache_tag}")
 
 
 @functools.cache
@@ -164,14 +170,28 @@ class Compiled:
         from srcxform.numba_adapter import jit
 
         _import_runtime()
-        self.source = source
+        self.source, self.parallel = source, parallel
         self.dispatcher = jit.kernel(fn, parallel)
+        self.uncached = False  # made again without Numba's own cache, which failed to write
 
     def __call__(self, *args):
+        # A call of new types compiles (the first, mostly): it says so if that takes long.
+        watch = slow_compile.Watch(self.dispatcher.py_func.__name__, self.source) \
+            if not self.dispatcher.signatures else contextlib.nullcontext()
         try:
-            return self.dispatcher(*args)
+            with watch:
+                return self.dispatcher(*args)
         except (IndexError, InvalidArgumentError):
             raise  # what a kernel checks and raises, as eager raises it (an index, a divisor)
+        except OSError as err:  # Numba's own cache (SRCXFORM_NUMBA_INTERNALS=0) failed to
+            if self.uncached:    # write: compiled again, in memory
+                raise self.error(err) from err
+            from srcxform.numba_adapter import jit
+
+            stop_writing(err.filename or cache_dir(), err)
+            self.dispatcher = jit.kernel(self.dispatcher.py_func, self.parallel)
+            self.uncached = True
+            return self(*args)
         except Exception as err:
             raise self.error(err) from err
 

@@ -1,12 +1,15 @@
 """srcxform's exceptions and the helpers that make their messages.
 
 Every message names the op, the shapes and dtypes involved and the user's `file:line`.
-This module knows no primitive and imports nothing from the rest of the package.
+`source_text` is the one function that makes the user's text (a file name, a source
+line) safe to write into generated source, in a comment or a docstring. This module
+knows no primitive and imports nothing from the rest of the package.
 """
 
 import linecache
 import os
 import sys
+import warnings
 
 import numpy as np
 
@@ -69,9 +72,20 @@ class CacheWarning(UserWarning):
     or a folder it cannot write in (a temporary one serves the process instead)."""
 
 
+class SlowCompileWarning(UserWarning):
+    """A kernel has been compiling for longer than SRCXFORM_SLOW_COMPILE seconds (5):
+    said once a compile, naming it and the size of its generated source."""
+
+
 class TieredWarning(UserWarning):
     """srcxform's compiler worker (tiered.py) could not compile a kernel: it died, or could
     not start. The kernel compiles in the calling process instead."""
+
+
+class AutographWarning(UserWarning):
+    """A function's Python control flow could not be converted into srcxform.cond,
+    while_loop and fori_loop (autograph.py): it is traced as written, where an `if`,
+    `while` or `for` on a traced value raises TracingError. The message says why."""
 
 
 def user_frame():
@@ -90,20 +104,56 @@ def user_frame_object():
     return None
 
 
+def warn_user(message, category):
+    """warnings.warn, attributed to the innermost frame outside srcxform (the user's call)."""
+    user = user_frame_object()
+    level, frame = 1, sys._getframe()
+    while frame is not None and frame is not user:
+        level, frame = level + 1, frame.f_back
+    warnings.warn(message, category, stacklevel=level)
+
+
 def user_line(origin=None):
-    """Formats an origin (filename, lineno) as `file.py:12: <source line>`."""
+    """Formats an origin (filename, lineno) as `file.py:12: <source line>`, on one line
+    (source_text)."""
     origin = origin or user_frame()
     if origin is None:
         return "<unknown>"
     filename, lineno = origin
-    line = linecache.getline(filename, lineno).strip()
-    return f"{os.path.basename(filename)}:{lineno}: {line}" if line else f"{filename}:{lineno}"
+    line = source_line(filename, lineno).strip()
+    return source_text(f"{os.path.basename(filename)}:{lineno}: {line}" if line else
+                       f"{filename}:{lineno}")
+
+
+def source_line(filename, lineno):
+    """Line `lineno` of the user's file, or '' where linecache has none (as for a name
+    the system cannot open: with a NUL in it, linecache raises ValueError)."""
+    try:
+        return linecache.getline(filename, lineno)
+    except ValueError:
+        return ""
 
 
 def cut(text, width):
-    """text, cut to `width` characters with an ellipsis where it is longer (a user's line
-    quoted in a comment)."""
+    """text as a comment in generated code quotes it (a user's line): on one line
+    (source_text), cut to `width` characters with an ellipsis where it is longer."""
+    text = source_text(text)
     return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def source_text(text, quote=""):
+    """The user's text as generated source may hold it, in a comment or, with `quote` (the
+    quote character of the string literal it goes in: '"' for a docstring), in a literal.
+
+    Every character that is not printable (a line break of any kind, which would end a
+    comment, another control or format character, a lone surrogate) is written as its
+    Python escape, so the text is one line. In a literal, backslashes and the quote are
+    escaped too: the text cannot end the literal, and the literal reads back as the text.
+    Names are made identifiers instead (names.identifier).
+    """
+    escaped = "\\" + quote if quote else ""
+    return "".join(repr(c)[1:-1] if not c.isprintable() else "\\" + c if c in escaped else c
+                   for c in text)
 
 
 def shape_error(message):

@@ -1,5 +1,6 @@
 """The on-disk kernel index: in a new process, a function's first call finds the kernel an
-earlier process generated for the same signature, without tracing it again.
+earlier process generated for the same signature, without generating or compiling it
+again (the function is still traced once, for its Python to run as in any process).
 
 An entry is keyed by a digest of everything the trace could depend on besides the
 arguments' signature: the function's code (its bytecode, constants, names, defaults and
@@ -62,7 +63,17 @@ def function_digest(fn):
 
 def load(key):
     """The Specs stored under key, or [] (none yet, or a damaged file: a CacheWarning)."""
-    return cachefiles.read_sealed(_path(key), pickle.loads) or []
+    return cachefiles.read_sealed(_path(key), _specs) or []
+
+
+def _specs(payload):
+    """The Specs a sealed entry holds: anything else in it is damage, as a bad checksum."""
+    from srcxform.kernel import Spec  # which imports what imports this module
+
+    specs = pickle.loads(payload)
+    if not isinstance(specs, list) or not all(isinstance(s, Spec) for s in specs):
+        raise ValueError(f"it holds a {type(specs).__name__}, not a list of kernels")
+    return specs
 
 
 def store(key, spec):
@@ -79,9 +90,7 @@ def key(function_digest, *signature):
 
 
 def _path(key):
-    folder = os.path.join(cachefiles.cache_dir(), "index")
-    os.makedirs(folder, exist_ok=True)
-    return os.path.join(folder, f"{key}.pkl")
+    return os.path.join(cachefiles.cache_dir(), "index", f"{key}.pkl")
 
 
 def digest_library():

@@ -11,12 +11,13 @@ user name may be kept where it clashes with none of them, and otherwise gets a s
 """
 
 import ast
+import hashlib
 import keyword
-import linecache
 import re
 import unicodedata
 
 from srcxform import runtime
+from srcxform.errors import source_line
 
 # What an emit template may call besides its operands: NumPy, math, a few builtins, and
 # the runtime modules generated code imports.
@@ -91,19 +92,40 @@ class Namer:
 def identifier(hint):
     """A Python identifier made from hint: other characters as `_`, `v` before a leading
     digit, `_` after a keyword. Normalized as Python normalizes identifiers (NFKC), so
-    that two names it makes differ as identifiers too."""
+    that two names it makes differ as identifiers too, and generated source names what
+    srcxform calls it. Every name of the user's that generated code holds is made here."""
     hint = unicodedata.normalize("NFKC", hint)
     name = "".join(c if ("v" + c).isidentifier() else "_" for c in hint).strip("_") or "v"
-    if not name.isidentifier():  # it starts with a digit
-        name = "v" + name
+    if not name.isidentifier():  # it starts with a digit, or a mark that joins the v
+        name = unicodedata.normalize("NFKC", "v" + name)
     return name + "_" if keyword.iskeyword(name) else name
+
+
+# The most UTF-8 bytes of a function's name that generated code names its kernel after:
+# the kernel's module file and Numba's cache files are named after the kernel, twice over
+# in Numba's (module and function), and a file system allows 255 bytes a file name.
+_FUNCTION_NAME_BYTES = 48
+
+
+def function_name(hint):
+    """The identifier a function's kernel and generated functions are named after: the
+    identifier of `hint`, where longer than _FUNCTION_NAME_BYTES in UTF-8 its longest
+    prefix that leaves room for `_` and a digest of it all (names that share the prefix
+    stay apart)."""
+    name = identifier(hint)
+    data = name.encode()
+    if len(data) <= _FUNCTION_NAME_BYTES:
+        return name
+    digest = hashlib.sha256(data).hexdigest()[:16]
+    prefix = data[:_FUNCTION_NAME_BYTES - len(digest) - 1].decode(errors="ignore")
+    return f"{identifier(prefix)}_{digest}"
 
 
 def assigned_name(origin):
     """The variable a user's line assigns (`s = tf.reduce_sum(b)` gives 's'), or None."""
     if origin is None:
         return None
-    line = linecache.getline(*origin).strip()
+    line = source_line(*origin).strip()
     try:
         stmt = ast.parse(line).body[0]
     except (SyntaxError, IndexError):

@@ -148,3 +148,16 @@ def test_parallel_chunking_temporaries():
     text = compiled.source(*args)
     assert "for c0_1 in prange(chunks_1):" in text
     assert "for edge_1 in (range(lo_1), range(hi_1, n0)):" in text
+
+
+@pytest.mark.parametrize("jit", ["1", "0"])
+@pytest.mark.parametrize("name", ["f" * 300, "函数" * 60], ids=["long", "non_ascii"])
+def test_a_function_named_past_file_name_limits(name, jit, monkeypatch):
+    """The kernel's module and Numba's cache files are named after the function: a name of
+    300 characters, or of 360 bytes in UTF-8, is hashed to fit a file name's 255 bytes."""
+    monkeypatch.setenv("SRCXFORM_JIT", jit)
+    fn = _define(f"def {name}(x):\n    return S_.reduce_sum(S_.tanh(x) * x)\nf = {name}\n",
+                 f"<names {len(name)}>")
+    x = np.array([0.5, -1.0, 2.0])
+    compiled = _check_against_eager(fn, [x], 0)
+    assert compiled(x).numpy() == pytest.approx(np.sum(np.tanh(x) * x))

@@ -19,14 +19,24 @@ left out). So srcxform uses it only where the gate allows, and plain `cache=True
 otherwise; and a load that fails for any reason is a cache miss, after which the kernel
 compiles again. Its index and data files are sealed with a checksum
 (cachefiles.write_sealed): Numba's own raise on most damage, in every later process, and
-unpickle whatever a flipped bit made of the rest.
+unpickle whatever a flipped bit made of the rest. They are unpickled only where the file
+is the user's own (cachefiles.untrusted); Numba's own files, where the gate leaves them
+to Numba, are checked before Numba may look (KernelCache.numba_may_read).
 
 `helper` compiles the functions generated code calls (srcxform.runtime) with Numba's own
 payload in sealed files, made when first used.
+
+Both keep their files in srcxform's cache folder (_Locator), never beside srcxform's
+package or in Numba's user-wide folder: a read-only install compiles as any other, and
+what is loaded is what cachefiles trusts. A write that fails ends the process's writing
+to the cache (cachefiles.write_atomic), Numba's making of its folder included.
 """
 
+import contextlib
 import functools
+import os
 import pickle
+import shutil
 
 import llvmlite.binding as ll
 import numba
@@ -88,8 +98,60 @@ class _SealedCache(caching.Cache):
         # does not say so.
         return super()._index_key(sig, codegen) + (numba.config.BOUNDSCHECK,)
 
+    def save_overload(self, sig, data):
+        """Numba's save, unless this process writes to the cache no more; making the
+        folder failing ends its writing, as a file's failing does."""
+        if not cachefiles.writing():
+            return
+        try:
+            super().save_overload(sig, data)
+        except OSError as err:
+            cachefiles.stop_writing(self._cache_path, err)
+
+
+class _Locator(caching._CacheLocator):
+    """Where a function's Numba files are kept: a folder of srcxform's cache."""
+
+    def __init__(self, py_func, folder, stamp):
+        self._folder, self._stamp = folder, stamp
+        self._lineno = py_func.__code__.co_firstlineno
+
+    def ensure_cache_path(self):
+        """Nothing: cachefiles made the folder (Numba's would test it with a file)."""
+
+    def get_cache_path(self):
+        return self._folder
+
+    def get_source_stamp(self):
+        return self._stamp
+
+    def get_disambiguator(self):
+        return str(self._lineno)
+
+
+class _KernelLocator(_Locator):
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        """Beside the generated module, in the cache folder. The module's name is a hash
+        of its source, so it is the stamp: the file need not be read, nor be there (not
+        written, or removed by cachesize.py)."""
+        return cls(py_func, os.path.join(os.path.dirname(py_file), "__pycache__"),
+                   os.path.basename(py_file))
+
+
+class _HelperLocator(_Locator):
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        """In the cache folder's `runtime` folder, stamped with the hash of the runtime
+        module's source (as Numba stamps a file's)."""
+        status = os.stat(py_file)
+        stamp = caching._hash_source_file(py_file, status.st_mtime, status.st_size)
+        return cls(py_func, os.path.join(cachefiles.cache_dir(), "runtime"), stamp)
+
 
 class _Impl(caching.CompileResultCacheImpl):
+    _locator_classes = (_KernelLocator,)
+
     def reduce(self, cres):
         # Without the type annotation, which _reduce would format (milliseconds for a large
         # kernel) only for it to be dropped.
@@ -111,17 +173,58 @@ class _Impl(caching.CompileResultCacheImpl):
 class KernelCache(_SealedCache):
     _impl_class = _Impl
 
+    @staticmethod
+    def numba_may_read(fn):
+        """Whether Numba's own cache=True may read the files it keeps of a generated
+        kernel: Numba unpickles them unchecked, from the __pycache__ beside the kernel's
+        module (in srcxform's cache folder, whose folders cachefiles checks), named after
+        the module. One that is not to be trusted there (cachefiles.untrusted) is removed,
+        with a CacheWarning, so Numba compiles and writes it anew."""
+        module = fn.__code__.co_filename
+        if not os.path.isfile(module):
+            return False  # not written, or removed (cachesize.py): Numba would raise
+        folder = os.path.join(os.path.dirname(module), "__pycache__")
+        stem = os.path.splitext(os.path.basename(module))[0] + "."
+        with contextlib.suppress(FileNotFoundError):
+            for name in sorted(n for n in os.listdir(folder) if n.startswith(stem)):
+                path = os.path.join(folder, name)
+                if os.path.isdir(path) and not os.path.islink(path):  # Numba would raise
+                    cachefiles.damaged(path, "it is a folder")
+                    remove = functools.partial(shutil.rmtree, path)
+                else:
+                    reason = cachefiles.untrusted(path)
+                    if reason is None:
+                        continue
+                    cachefiles.damaged(path, f"it is not trusted: it is {reason}")
+                    remove = functools.partial(os.unlink, path)
+                try:
+                    remove()
+                except OSError:
+                    return False  # compiled in memory rather than loaded
+        return True
+
+
+class _HelperImpl(caching.CompileResultCacheImpl):
+    _locator_classes = (_HelperLocator,)
+
 
 class _HelperCache(_SealedCache):
-    _impl_class = caching.CompileResultCacheImpl
+    _impl_class = _HelperImpl
 
 
 def _jit(fn, cache, **options):
     """fn compiled as srcxform compiles code (Numba's nopython mode, NumPy's error model,
     `options`), kept on disk by `cache(fn)`, a Numba cache; by Numba's own `cache=True`
-    where the gate does not allow internals."""
+    where the gate does not allow internals (if `cache.numba_may_read(fn)`, and while
+    this process writes to the cache: Numba's own raises where a write fails)."""
     if not enabled():
-        return numba.njit(error_model="numpy", cache=True, **options)(fn)
+        cached = cachefiles.writing() and cache.numba_may_read(fn)
+        try:
+            return numba.njit(error_model="numpy", cache=cached, **options)(fn)
+        except RuntimeError:  # Numba found no place for its files: the module just went
+            if not cached:
+                raise
+            return numba.njit(error_model="numpy", **options)(fn)
     dispatcher = numba.njit(error_model="numpy", **options)(fn)
     dispatcher._cache = cache(fn)
     return dispatcher
@@ -136,12 +239,12 @@ def kernel(fn, parallel=False):
 
 
 def helper(fn=None, /, *, contract=False):
-    """fn compiled as generated code's helpers are (srcxform.runtime's). Its
-    cache is made when first used: making one looks for a writable folder on disk (0.1 ms
-    a function), and a process that only loads kernels never compiles or loads a helper
-    (each kernel holds the code of those it calls). With contract=True (as
-    `@helper(contract=True)`), LLVM may fuse a multiply and an add into one FMA
-    instruction where the machine has one: one rounding, not two, wherever fn is inlined."""
+    """fn compiled as generated code's helpers are (srcxform.runtime's). Its cache is made
+    when first used, in the cache folder of the process then: a process that only loads
+    kernels never compiles or loads a helper (each kernel holds the code of those it
+    calls). With contract=True (as `@helper(contract=True)`), LLVM may fuse a multiply
+    and an add into one FMA instruction where the machine has one: one rounding, not two,
+    wherever fn is inlined."""
     if fn is None:
         return functools.partial(helper, contract=contract)
     return _jit(fn, _LazyCache, **({"fastmath": {"contract"}} if contract else {}))
@@ -184,6 +287,14 @@ class _LazyCache:
 
     def __init__(self, fn):
         self._fn, self._cache = fn, None
+
+    @staticmethod
+    def numba_may_read(fn):
+        """Never: Numba's own cache=True would keep a runtime helper's files beside
+        srcxform's package, or in a folder of Numba's, where nothing checks them and a
+        read-only install cannot write. Without the internals that choose the folder,
+        helpers compile with the kernel that calls them."""
+        return False
 
     def __getattr__(self, name):
         if self._cache is None:
