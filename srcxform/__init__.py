@@ -7,20 +7,26 @@ from srcxform.version import __version__  # noqa: F401
 
 from srcxform import ops  # noqa: F401  (first: the primitives register on import)
 from srcxform.dtypes import bool_ as bool  # noqa: F401
-from srcxform.dtypes import float16, float32, float64, int32, int64  # noqa: F401
+from srcxform.dtypes import (  # noqa: F401
+    double, float16, float32, float64, half, int8, int16, int32, int64, uint8, uint16, uint32,
+    uint64,
+)
 from srcxform.crosscheck import CheckError  # noqa: F401
 from srcxform.errors import (  # noqa: F401
-    CacheWarning, CompileError, ShapeError, SrcxformError, TracingError,
+    AutographWarning, CacheWarning, CompileError, ShapeError, SlowCompileWarning, SrcxformError,
+    TracingError,
 )
 from srcxform.ops import *
 from srcxform.ops import (  # noqa: F401
     abs, cast, constant, convert_to_tensor, custom_gradient, range, round, stop_gradient,
 )
 from srcxform import linalg, math, nn, random  # noqa: F401
-from srcxform.control_flow import cond, fori_loop, scan, while_loop  # noqa: F401
+from srcxform.control_flow import cond, fori_loop, map_fn, scan, while_loop  # noqa: F401
 from srcxform.tape import GradientTape, UnconnectedGradients  # noqa: F401
 from srcxform.tensor import Tensor, Variable  # noqa: F401
+from srcxform.tree import register_pytree_node  # noqa: F401
 from srcxform.api import differentiable, grad, hessian, jacobian, value_and_grad  # noqa: F401
+from srcxform.tf_function import TensorSpec, function  # noqa: F401
 from srcxform import optimizers  # noqa: F401
 from srcxform import keras  # noqa: F401
 from srcxform.optimizers import clip_by_global_norm, clip_by_norm  # noqa: F401

@@ -14,6 +14,7 @@ import threading
 import types
 import weakref
 from collections import namedtuple
+from collections.abc import Callable
 
 import numpy as np
 
@@ -21,10 +22,10 @@ from srcxform import (autograph, backend, compiler, crosscheck, index, openmp, s
                       tiered)
 from srcxform.callconv import FORMS, form_result, is_static
 from srcxform.errors import TracingError
-from srcxform.kernel import NO, Counter
+from srcxform.kernel import NO, Counter, array_shapes
 from srcxform.recording import CONTEXT
 from srcxform.tape import GradientTape
-from srcxform.tensor import Tensor, Value, Variable
+from srcxform.tensor import Tensor, Updating, Value, Variable
 from srcxform.tree import tree_flatten, tree_unflatten
 
 CacheInfo = namedtuple("CacheInfo", "hits misses kernels loaded")
@@ -36,10 +37,11 @@ KernelSignature = namedtuple("KernelSignature", "inputs outputs")
 _COMPILED_DTYPES = set(np.typecodes["AllInteger"] + "fd?")
 
 
-def _leaf_key(leaf):
+def _leaf_key(leaf, tf_rules=False):
     """The part of the cache key one argument leaf contributes. A Tensor's differs from
     its array's: the plain call returns Tensors where eager code on it makes them; and a
-    Variable's from a Tensor's: the kernel reads and assigns a Variable, not a leaf."""
+    Variable's from a Tensor's: the kernel reads and assigns a Variable, not a leaf.
+    With `tf_rules` (tf.function's), a Python float's is its value."""
     if isinstance(leaf, (Tensor, Variable)):
         kind = "variable" if isinstance(leaf, Variable) else "tensor"
         return (kind, _leaf_key(leaf._array))
@@ -52,9 +54,9 @@ def _leaf_key(leaf):
         return (leaf.ndim, leaf.dtype.char, tuple(d == 1 for d in leaf.shape))
     if isinstance(leaf, np.generic):
         return ("scalar", leaf.dtype.char)
-    if isinstance(leaf, float):
+    if isinstance(leaf, float) and not tf_rules:
         return "float"
-    if is_static(leaf):
+    if is_static(leaf, tf_rules):
         return ("static", type(leaf), leaf)
     raise TypeError(f"srcxform.differentiable: cannot pass a {type(leaf).__name__} "
                     "(arrays, tensors, Variables, floats, and static ints, bools, strings "
@@ -66,7 +68,9 @@ class Differentiable:
 
     f(*args) is the function's value, computed by its kernel; f.grad(*args) the gradient
     wrt `wrt` (one structure for an int wrt, a tuple of them for a tuple wrt);
-    f.value_and_grad(*args) both, the gradient as `grad` gives it.
+    f.value_and_grad(*args) both, the gradient as `grad` gives it. With `has_aux` the
+    function returns (output, aux): f.grad gives (gradient, aux), f.value_and_grad
+    ((value, aux), gradient).
     """
 
     def __new__(cls, *args, **kwargs):
@@ -82,7 +86,8 @@ class Differentiable:
                                           "__qualname__": cls.__qualname__})
         return super().__new__(own)
 
-    def __init__(self, fn, wrt=0, parallel=False, check=False, wait=False, autograph=True):
+    def __init__(self, fn, wrt=0, parallel=False, check=False, wait=False, autograph=True,
+                 has_aux=False):
         # functools.update_wrapper's own assignments, less its update of the instance's
         # dict, which would leave it a dict CPython cannot look attributes up in quickly
         # (f.grad is read at every call).
@@ -98,12 +103,14 @@ class Differentiable:
         self.check = check
         self.wait = wait
         self.autograph = autograph
+        self.has_aux = has_aux
         self._python = None  # fn as traced: its control flow converted (autograph.py)
         # The plain call returns what the eager function would (Tensors where it makes
         # them); jacobian's, as the gradient forms, NumPy values (JAX's convention).
         self._as_eager = True
+        # tf.function's rules: a Python float argument is static, an array a tensor.
+        self._tf_rules = False
         self._kernels = {}
-        self._checked = set()  # kernels whose first call ran beside the eager tape
         self._compiling = {}  # kernel: its tiered.Job, while the worker compiles it
         # The warm path, per form: the newest generated entry (bound to self), which passes
         # a call it does not fit to the entry made before it, and the first one to the
@@ -128,8 +135,9 @@ class Differentiable:
         if bound is None:
             bound = self._bound[obj] = Differentiable(self.fn.__get__(obj, objtype), self.wrt,
                                                       self.parallel, self.check, self.wait,
-                                                      self.autograph)
+                                                      self.autograph, self.has_aux)
             bound._as_eager = self._as_eager
+            bound._tf_rules = self._tf_rules
         return bound
 
     # ----- public calls -----
@@ -161,13 +169,7 @@ class Differentiable:
         return structured.loop_stacks(self._program(args, kwargs))
 
     def _program(self, args, kwargs):
-        kernel = self._kernel("value_and_grad", args, kwargs)[0]
-        if kernel.program is None:  # found in the on-disk index: trace it to show it
-            leaves = tree_flatten((args, kwargs))[0]
-            kernel.program = compiler.trace_function(self._traced_fn(), self.wrt,
-                                                     "value_and_grad", args, kwargs,
-                                                     leaves).program
-        return kernel.program
+        return self._kernel("value_and_grad", args, kwargs)[0].program
 
     def kernel(self, *args, **kwargs):
         """The compiled value-and-gradient for arguments like these, as a Numba function
@@ -219,20 +221,25 @@ class Differentiable:
             return self._inline(form, args, kwargs)
         with backend.gc_paused():  # a first call compiles
             kernel, leaves = self._kernel(form, args, kwargs, tier0=True)
-            if kernel in self._compiling:  # the worker compiles it: this call runs eagerly
-                return self._tier0(kernel, form, args, kwargs, leaves)
+            if kernel in self._compiling:  # the worker compiles it: this call runs on NumPy
+                return self._tier0(kernel, leaves)
 
             def run():
                 return kernel.run(leaves)
 
-            if kernel in self._checked or not crosscheck.enabled(self.check):
+            if not crosscheck.enabled(self.check) or array_shapes(leaves) in kernel.checked:
                 results = run()
-            else:
-                self._checked.add(kernel)
-                results = crosscheck.first_call(
-                    getattr(self.fn, "__qualname__", "the function"), run,
-                    lambda: self._inline(form, *_as_tensors(args, kwargs)),
-                    kernel.variables(leaves))
+            else:  # the kernel's first call with these shapes (it takes any size)
+                variables = kernel.variables(leaves)
+                # Both runs, and the values put back between them, are one update of each
+                # Variable (as the kernel's call is), not interleaved with other threads'.
+                with Updating(variables):
+                    results = crosscheck.first_call(
+                        getattr(self.fn, "__qualname__", "the function"), run,
+                        lambda: self._inline(form, *_as_tensors(args, kwargs,
+                                                                self._tf_rules)),
+                        variables)
+                kernel.checked.add(array_shapes(leaves))  # once right: a wrong one raises again
             # The entry is made once the call has compiled the kernel: it calls the
             # compiled code directly.
             if not kwargs and (kernel, form) not in self._chained:
@@ -245,7 +252,8 @@ class Differentiable:
             if (kernel, form) in self._chained:  # another thread's call made it first
                 return
             self._chained.add((kernel, form))
-            head = kernel.entry(args, self._warm[form], self._hits, self._keywords())
+            head = kernel.entry(args, self._warm[form], self._hits, self._keywords(),
+                                crosscheck.enabled(self.check))
             # The name CPython's errors give a call the entry refuses (a keyword).
             head.__qualname__ = f"{getattr(self.fn, '__qualname__', 'f')}.{form}"
             self._warm[form] = types.MethodType(head, self)
@@ -257,9 +265,10 @@ class Differentiable:
         differentiable(f.grad)) or recording on a tape."""
         if form == "value":
             return self._traced_fn()(*args, **kwargs)
-        value, grads = compiler.traced_value_and_grad(self._traced_fn(), args, kwargs,
-                                                     compiler.wrt_positions(self.wrt))
-        return form_result(form, isinstance(self.wrt, int), value, grads)
+        out, grads = compiler.traced_value_and_grad(self._traced_fn(), args, kwargs,
+                                                   compiler.wrt_positions(self.wrt), self.has_aux)
+        return form_result(form, isinstance(self.wrt, int),
+                           compiler.form_value(form, out, self.has_aux), grads, self.has_aux)
 
     def _keywords(self):
         """Whether a call of f.grad or f.value_and_grad passing an argument by keyword can
@@ -312,27 +321,21 @@ class Differentiable:
         kernel.fn = backend.load(spec.source, spec.func_name, parallel=spec.parallel)
         del self._compiling[kernel]  # after kernel.fn is set: other threads test this
 
-    def _tier0(self, kernel, form, args, kwargs, leaves):
-        """The call's results from the eager tape, while the kernel compiles (tiered.py),
-        as the kernel would return them."""
-        call_args, call_kwargs = _as_tensors(args, kwargs)
+    def _tier0(self, kernel, leaves):
+        """The call's results from the kernel's traced program run on NumPy, while the
+        kernel compiles (tiered.py), as the kernel would return them."""
         try:
-            if kernel.conv.form == "value":
-                value, grads = self.fn(*call_args, **call_kwargs), []
-            else:
-                value, grads = compiler.traced_value_and_grad(
-                    self.fn, call_args, call_kwargs, compiler.wrt_positions(self.wrt))
-            results = tiered.results(kernel.conv, value, grads, leaves)
+            return tiered.results(kernel, leaves)
         finally:  # last: what it starts shares the GIL with the calls after this one
             job = self._compiling.get(kernel)
             if job is not None:
                 job.hand_off()
             tiered.prepare_native()
-        return results
 
     def _find_or_compile(self, kernel_form, args, kwargs, tier0=False):
         leaves, treedef = tree_flatten((args, kwargs))
-        key = (kernel_form, treedef, tuple(_leaf_key(leaf) for leaf in leaves))
+        key = (kernel_form, treedef,
+               tuple(_leaf_key(leaf, self._tf_rules) for leaf in leaves))
         candidates = self._kernels.setdefault(key, [])
         stale = [kernel for kernel in candidates if not kernel.current()]
         if stale:
@@ -349,6 +352,12 @@ class Differentiable:
             compiler.load_indexed(self.fn, found, leaves)
         if indexed:
             self._loaded += 1
+            # Traced all the same, for the function's Python to run once per signature in
+            # this process whatever the cache holds (JAX, too, traces before its persistent
+            # cache's lookup): what the index saves is code generation and Numba's compile.
+            indexed.program = compiler.trace_function(
+                self._traced_fn(), self.wrt, kernel_form, args, kwargs, leaves,
+                self.has_aux, self._tf_rules).program
         kernel = indexed or self._compile(kernel_form, args, kwargs, leaves, found, tier0)
         candidates.append(kernel)
         return kernel, leaves
@@ -357,7 +366,8 @@ class Differentiable:
         """Generates the kernel (compiler.py) and compiles it: here, or with `tier0` and
         tiers on, in the worker (self._compiling), the kernel only traced so far."""
         how = {"wrt": self.wrt, "parallel": self.parallel, "as_eager": self._as_eager,
-               "keywords": self._keywords()}
+               "keywords": self._keywords(), "has_aux": self.has_aux,
+               "tf_rules": self._tf_rules}
         if tier0 and tiered.enabled(self.wait):
             tiered.start_worker()  # where it was not started with f, or has died
             # Its module is generated after this call returns (_tier0), in another thread.
@@ -389,7 +399,9 @@ class Differentiable:
         digest is taken anew each time: a global fn reads may have changed."""
         digest = index.function_digest(self.fn)
         return digest and index.key(digest, key, self.wrt, self.parallel, self._as_eager,
-                                    *(() if self.autograph else ("no autograph",)))
+                                    *(() if self.autograph else ("no autograph",)),
+                                    *(("has_aux",) if self.has_aux else ()),
+                                    *(("tf rules",) if self._tf_rules else ()))
 
 
 
@@ -404,14 +416,14 @@ def _compiled_form(fn):
 # A Differentiable another function calls (or composes) is indexed as its function, and
 # f.grad as a method of it (index.py), by the name of its form.
 index.DESCRIBERS[Differentiable] = lambda d, describe: (
-    "differentiable", describe(d.fn), d.wrt, d.parallel)
+    "differentiable", describe(d.fn), d.wrt, d.parallel, d.has_aux)
 
 
-def _as_tensors(args, kwargs):
+def _as_tensors(args, kwargs, tf_rules=False):
     """args and kwargs with each leaf a trace would make a Tracer as a Tensor instead, as
     the function meets its arguments when traced (a Python float is a weak float64)."""
     leaves, tree = tree_flatten((args, kwargs))
-    leaves = [leaf if is_static(leaf) or isinstance(leaf, Value)
+    leaves = [leaf if is_static(leaf, tf_rules) or isinstance(leaf, Value)
               else Tensor._new(np.asarray(leaf), weak=isinstance(leaf, float)
                                and not isinstance(leaf, np.floating))
               for leaf in leaves]
@@ -422,11 +434,11 @@ def _as_tensors(args, kwargs):
 
 
 def differentiable(fn=None, *, wrt=0, parallel=False, check=False, wait=False,
-                   autograph=True):
+                   autograph=True, has_aux=False):
     """Compiles fn with its gradient; use as `@differentiable` or `differentiable(f, wrt=1)`.
 
-    With `check` (or SRCXFORM_CHECK=1 in the environment) each new kernel's first call
-    also runs the eager tape and raises srcxform.CheckError if the two disagree.
+    With `check` (or SRCXFORM_CHECK=1 in the environment) each kernel's first call with
+    new shapes also runs the eager tape and raises srcxform.CheckError if the two disagree.
 
     A new kernel's first calls run on the eager tape while Numba compiles the kernel in a
     background process; the first call after it is ready runs it (srcxform.tiered). With
@@ -437,6 +449,10 @@ def differentiable(fn=None, *, wrt=0, parallel=False, check=False, wait=False,
     srcxform.cond, while_loop and fori_loop (its source is rewritten: autograph.py);
     `autograph=False` traces it as written, where only static control flow works.
 
+    f.grad and f.value_and_grad need a scalar float output (JAX's rule); with `has_aux`
+    the function returns (output, aux), f.grad gives (gradient, aux) and
+    f.value_and_grad ((value, aux), gradient), the aux as values with no gradient.
+
     Example:
         >>> @srcxform.differentiable
         ... def loss(w, x):
@@ -444,20 +460,22 @@ def differentiable(fn=None, *, wrt=0, parallel=False, check=False, wait=False,
         >>> loss.grad(np.ones(3), np.arange(3.0))
     """
     if fn is None:
-        return lambda f: Differentiable(f, wrt, parallel, check, wait, autograph)
+        return lambda f: Differentiable(f, wrt, parallel, check, wait, autograph, has_aux)
     if isinstance(wrt, bool) or not isinstance(wrt, (int, tuple, list)):
         raise TypeError(f"differentiable: wrt must be an int or a tuple of ints, got {wrt!r}")
-    return Differentiable(fn, wrt, parallel, check, wait, autograph)
+    return Differentiable(fn, wrt, parallel, check, wait, autograph, has_aux)
 
 
-def grad(fn, wrt=0):
-    """The compiled gradient function of fn (JAX's grad)."""
-    return differentiable(fn, wrt=wrt).grad
+def grad(fn: Callable, wrt: int | tuple = 0, has_aux: bool = False) -> Callable:
+    """The compiled gradient function of fn (JAX's grad): fn returns a scalar float, or
+    with `has_aux` a pair (output, aux), and the function returns (gradient, aux)."""
+    return differentiable(fn, wrt=wrt, has_aux=has_aux).grad
 
 
-def value_and_grad(fn, wrt=0):
-    """The compiled (value, gradient) function of fn (JAX's value_and_grad)."""
-    return differentiable(fn, wrt=wrt).value_and_grad
+def value_and_grad(fn: Callable, wrt: int | tuple = 0, has_aux: bool = False) -> Callable:
+    """The compiled (value, gradient) function of fn (JAX's value_and_grad); with
+    `has_aux`, ((value, aux), gradient)."""
+    return differentiable(fn, wrt=wrt, has_aux=has_aux).value_and_grad
 
 
 def jacobian(fn, wrt=0):

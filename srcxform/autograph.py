@@ -22,12 +22,17 @@ So each converted statement appears twice in the rewritten function:
 
 The rewritten function keeps the user's file name and line numbers, so errors and the
 generated kernel's origin comments point at the user's lines; its globals are fn's own
-and its closure fn's own cells. Functions whose source cannot be read (a lambda, a
-function made by exec, a builtin) and those without such statements are used as they are.
+and its closure fn's own cells. A decorator's wrapper (functools.wraps sets its
+`__wrapped__`) is made again with the converted function in the closure cell that held
+the wrapped one. Functions without such statements, lambdas and builtins are used as they
+are; so is a function with control flow whose source cannot be read (made by exec, typed
+at `python -`) or a wrapper that holds no cell to put the converted function in, with an
+AutographWarning saying so.
 """
 
 import ast
 import copy
+import dis
 import inspect
 import textwrap
 import types
@@ -35,6 +40,7 @@ import warnings
 import weakref
 
 from srcxform import autograph_runtime
+from srcxform.errors import AutographWarning, warn_user
 from srcxform.autograph_analysis import (
     assigned,
     exposed,
@@ -68,7 +74,10 @@ def _converted(fn):
     """The converted function, or None. A construct the rewriting gets wrong must not stop
     a function that traced before from tracing: it warns, as TensorFlow's autograph
     does, and fn is traced as written."""
-    tree = _parse(fn)
+    wrapped = getattr(fn, "__wrapped__", None)
+    if wrapped is not None:
+        return _rewrapped(fn, wrapped)
+    tree = _parse(fn, warn=True)
     if tree is None:
         return None
     try:
@@ -81,27 +90,67 @@ def _converted(fn):
         return None
 
 
-class AutographWarning(UserWarning):
-    """A function's control flow could not be converted; it is traced as written."""
+def _rewrapped(fn, wrapped):
+    """A decorator's wrapper (fn, whose __wrapped__ is `wrapped`) calling the converted
+    wrapped function: fn made again, the closure cell holding `wrapped` holding it instead.
+    None where there is nothing to convert, or no such cell (an AutographWarning)."""
+    inner = convert(wrapped)
+    if inner is wrapped:
+        return None
+    cells = fn.__closure__ or ()
+    held = [k for k, cell in enumerate(cells) if _contents(cell) is wrapped]
+    if not held:
+        warn_user(f"srcxform cannot convert the control flow of {fn.__qualname__}: it wraps "
+                  f"{getattr(wrapped, '__qualname__', wrapped)} (its __wrapped__, as "
+                  "functools.wraps sets) without holding it in its closure, where srcxform "
+                  "would put the converted function, so an `if`, `while` or `for` on a "
+                  "traced value in it raises TracingError. Put srcxform's decorator right "
+                  "above the def, under the other one, or write the branch with "
+                  "srcxform.cond, while_loop or fori_loop", AutographWarning)
+        return None
+    closure = tuple(types.CellType(inner) if k in held else cell for k, cell in enumerate(cells))
+    rewrapped = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
+                                   closure)
+    rewrapped.__kwdefaults__ = fn.__kwdefaults__
+    rewrapped.__dict__.update(vars(fn))
+    for attribute in ("__qualname__", "__module__", "__doc__"):
+        setattr(rewrapped, attribute, getattr(fn, attribute))
+    return rewrapped
+
+
+def _contents(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:  # an empty cell
+        return None
 
 
 def source(fn):
     """The rewritten source of fn, as text (None if it is not converted): to read what
     convert made of it."""
     fn = getattr(fn, "__func__", fn)  # a bound method's function
+    fn = inspect.unwrap(fn) if isinstance(fn, types.FunctionType) else fn
     tree = _parse(fn) if isinstance(fn, types.FunctionType) else None
     return ast.unparse(_Converter(tree).function()) if tree else None
 
 
-def _parse(fn):
-    """fn's FunctionDef, at its lines in its file, if fn has statements to convert."""
+def _parse(fn, warn=False):
+    """fn's FunctionDef, at its lines in its file, if fn has statements to convert. With
+    `warn`, an AutographWarning where fn holds control flow but its source is unreadable."""
     code = fn.__code__
-    if code.co_flags & _NOT_PLAIN or fn.__name__ == "<lambda>" or hasattr(fn, "__wrapped__"):
+    if code.co_flags & _NOT_PLAIN or fn.__name__ == "<lambda>":
         return None
     try:
         lines, start = inspect.getsourcelines(fn)
         tree = ast.parse(textwrap.dedent("".join(lines)))
     except (OSError, TypeError, SyntaxError):  # no file, a builtin, or an odd indentation
+        if warn and _has_control_flow(code):
+            warn_user(f"srcxform cannot convert the control flow of {fn.__qualname__}: its "
+                      f"source cannot be read (its code comes from {code.co_filename!r}: "
+                      "exec, `python -c` or `python -` make such code), so an `if`, `while` "
+                      "or `for` on a traced value in it raises TracingError. Define it in a "
+                      "file (a module, or a script run as `python script.py`), or write the "
+                      "branch with srcxform.cond, while_loop or fori_loop", AutographWarning)
         return None
     node = tree.body[0] if tree.body else None
     if not isinstance(node, ast.FunctionDef) or node.name != code.co_name:
@@ -111,6 +160,20 @@ def _parse(fn):
                for stmt in node.body for n in local_nodes(stmt)):
         return None
     return node
+
+
+def _has_control_flow(code):
+    """Whether code holds an `if`, `while` or `for` (or `x if c else y`), as its bytecode
+    shows them: a loop, or a conditional jump other than a `with`'s exit, an `except`'s
+    match or `and`/`or` (Python 3.12's: after a COPY)."""
+    before = None
+    for instruction in dis.get_instructions(code):
+        name = instruction.opname
+        if name == "FOR_ITER" or name.startswith("POP_JUMP") and "IF" in name and \
+                before not in ("WITH_EXCEPT_START", "CHECK_EXC_MATCH", "COPY"):
+            return True
+        before = name
+    return False
 
 
 def _build(fn, fndef):

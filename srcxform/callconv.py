@@ -20,10 +20,12 @@ FORMS = ("value", "grad", "value_and_grad")
 _STATIC = (bool, int, str, type(None))
 
 
-def is_static(leaf):
+def is_static(leaf, floats=False):
     """Whether an argument leaf is static: part of the cache key, fixed in the trace (a
-    Python bool, int, str or None; NumPy's scalars are values)."""
-    return isinstance(leaf, _STATIC) and not isinstance(leaf, np.generic)
+    Python bool, int, str or None, and with `floats` a Python float, as tf.function has
+    them; NumPy's scalars are values)."""
+    return isinstance(leaf, _STATIC) and not isinstance(leaf, np.generic) or \
+        floats and isinstance(leaf, float) and not isinstance(leaf, np.generic)
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,12 @@ class Convention:
     leaf_names: tuple
     in_names: tuple
     out_names: tuple
+    # The gradient forms' function returns (output, aux): grad gives (gradient, aux), its
+    # kernel returning the aux as its value.
+    has_aux: bool = False
+    # tf.function's rules: a Python float argument is static (is_static's `floats`), an
+    # array a tensor.
+    tf_rules: bool = False
 
     @property
     def inputs(self):
@@ -73,21 +81,25 @@ class Convention:
         NumPy values, JAX's convention)."""
         return self.form == "value" and self.eager_value
 
-    def results(self, leaves):
+    def results(self, leaves, build=None):
         """What a call of this form returns, from an object per leaf of the results
-        (Convention.returns): values, or expressions for generated code."""
-        value = tree_unflatten(self.out_trees[0], leaves)
+        (Convention.returns): values, or for generated code expressions, each container
+        made by `build` (tree_unflatten's)."""
+        value = tree_unflatten(self.out_trees[0], leaves, build)
         grads, start = [], self.out_trees[0].num_leaves
         for tree in self.out_trees[1].children if len(self.out_trees) > 1 else ():
-            grads.append(tree_unflatten(tree, leaves[start:start + tree.num_leaves]))
+            grads.append(tree_unflatten(tree, leaves[start:start + tree.num_leaves], build))
             start += tree.num_leaves
-        return form_result(self.form, self.single, value, grads)
+        return form_result(self.form, self.single, value, grads, self.has_aux)
 
 
-def form_result(form, single, value, grads):
+def form_result(form, single, value, grads, has_aux=False):
     """What a form returns, given the value and one gradient per `wrt` argument: the
-    value, the gradient (one argument's structure, or a tuple of them), or both."""
+    value, the gradient (one argument's structure, or a tuple of them), or both. With
+    has_aux, grad's `value` is the aux, which it returns after the gradient (JAX's forms)."""
     if form == "value":
         return value
     grad = grads[0] if single else tuple(grads)
-    return grad if form == "grad" else (value, grad)
+    if form == "grad":
+        return (grad, value) if has_aux else grad
+    return value, grad

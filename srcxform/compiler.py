@@ -8,6 +8,7 @@ tiered.py's worker.
 import dataclasses
 import inspect
 import os
+import pickle
 from collections import namedtuple
 
 import numpy as np
@@ -18,8 +19,9 @@ from srcxform.codegen import callpath, entry
 from srcxform.codegen import generate as generate_source
 from srcxform.codegen.exprs import size_label
 from srcxform.dims import Dim, expr_of, guard_conditions
+from srcxform.errors import source_text
 from srcxform.kernel import Kernel, Spec, kernel_arg
-from srcxform.names import identifier
+from srcxform.names import function_name
 from srcxform.passes.pipeline import optimize
 from srcxform.recording import CONTEXT
 from srcxform.tape import GradientTape
@@ -34,25 +36,27 @@ def wrt_positions(wrt):
 
 
 def generate_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel, as_eager,
-                    keywords=True):
+                    keywords=True, has_aux=False, tf_rules=False):
     """Traces and generates the kernel, not yet compiled (its fn is None), and stores it in
     the index under the key `found` (None: fn is not indexable) unless it captured arrays
     or Variables."""
     kernel, generate = trace_kernel(fn, kernel_form, args, kwargs, leaves, found, wrt=wrt,
-                                    parallel=parallel, as_eager=as_eager, keywords=keywords)
+                                    parallel=parallel, as_eager=as_eager, keywords=keywords,
+                                    has_aux=has_aux, tf_rules=tf_rules)
     kernel.generated(generate())
     return kernel
 
 
 def trace_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel, as_eager,
-                 keywords=True):
+                 keywords=True, has_aux=False, tf_rules=False):
     """Traces fn: the kernel, its module not generated yet (its spec is None: its
     convention lacks only the buffers, which codegen chooses), and a function generating
     it (and storing it in the index, as generate_kernel says) that returns its Spec. A
     tiered first call returns before that runs, in another thread (tiered.py)."""
-    traced = trace_function(fn, wrt, kernel_form, args, kwargs, leaves)
+    traced = trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux, tf_rules)
     if traced.created:  # allowed once (Keras's build): not when a trace creates again
-        _refuse_created(fn, trace_function(fn, wrt, kernel_form, args, kwargs, leaves).created)
+        _refuse_created(fn, trace_function(fn, wrt, kernel_form, args, kwargs, leaves,
+                                           has_aux, tf_rules).created)
     program = traced.program
     consts = [array for _, array in program.consts]
     outs = tuple((tuple(expr_of(d) for d in a.aval.shape), a.aval.dtype)
@@ -61,13 +65,14 @@ def trace_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel,
         kernel_form, traced.leaves, traced.variables, traced.writes, len(consts),
         tuple(program.sizes), outs, (), traced.trees, traced.returns, traced.guards,
         isinstance(wrt, int), as_eager, traced.leaf_names, traced.in_names,
-        traced.out_names)
+        traced.out_names, has_aux, tf_rules)
     probes = captures.of_function(fn) + traced.probes
 
     def generate():
         func_name = f"{traced.name}__{kernel_form}"
         ins = ", ".join(a.aval.short(symbolic=True) for a in program.ins)
-        doc = f"srcxform: {traced.name}({ins}) -> {kernel_form}"
+        doc = source_text(f"srcxform: {traced.name}({ins}) -> {kernel_form}; "
+                          f"{len(program.eqns)} equations", quote='"')
         source, buffers = generate_source(program, func_name, doc, parallel=parallel)
         conv = dataclasses.replace(draft, buffers=tuple(buffers))
         source += "\n\n" + callpath.emit(conv, traced.name, func_name, size_label(program))
@@ -80,11 +85,12 @@ def trace_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel,
         if "source" in os.environ.get("SRCXFORM_DUMP", ""):
             print(source)
         spec = Spec(func_name, source, parallel, conv, traced.name, entries)
-        # What a kernel captured (arrays, Variables) is this process's: not indexed.
+        # What a kernel captured (arrays, Variables) is this process's: not indexed; nor
+        # is a result of a type another process cannot import (a class made in a function).
         if found and not consts and all(isinstance(v, int)
                                         for v in conv.variables + conv.writes) and \
                 all(how[0] != "const" or isinstance(how[1], captures.SIMPLE)
-                    for how in conv.returns):
+                    for how in conv.returns) and _pickles(conv.out_trees):
             index.store(found, spec)
         return spec
 
@@ -93,7 +99,8 @@ def trace_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel,
 
 def load_indexed(fn, found, leaves):
     """A kernel an earlier process generated under the index key `found`, if its guards
-    admit these arguments (tracing is skipped; Numba's cache has the machine code)."""
+    admit these arguments (code generation is skipped; Numba's cache has the machine
+    code). The caller traces the function all the same (api.py)."""
     for spec in index.load(found):
         kernel = Kernel(spec, None)
         if not spec.conv.guards or kernel.admits(kernel.arguments(leaves)):
@@ -102,16 +109,20 @@ def load_indexed(fn, found, leaves):
     return None
 
 
-def trace_function(fn, wrt, kernel_form, args, kwargs, leaves):
-    """Traces fn on these arguments and optimizes the program."""
-    name = identifier(getattr(fn, "__name__", "f"))
+def trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux=False,
+                   tf_rules=False):
+    """Traces fn on these arguments and optimizes the program. With `tf_rules`
+    (tf.function's), a Python float argument is static, not a traced float64 scalar, and
+    an array argument is a tensor to the function's code (its ops give Tensors)."""
+    name = function_name(getattr(fn, "__name__", "f"))
     trace = Trace(name)
     trace.joiner = reroll.joined
     names = _leaf_names(fn, args, kwargs)
-    traced = [i for i, leaf in enumerate(leaves) if not is_static(leaf)
+    traced = [i for i, leaf in enumerate(leaves) if not is_static(leaf, tf_rules)
               and not isinstance(leaf, Variable)]
     with trace:
-        inputs = {i: trace.new_input(kernel_arg(leaves[i]), names[i], _eager_kind(leaves[i]))
+        inputs = {i: trace.new_input(kernel_arg(leaves[i]), names[i],
+                                     "tensor" if tf_rules else _eager_kind(leaves[i]))
                   for i in traced}
         call_leaves = [inputs.get(i, leaf) for i, leaf in enumerate(leaves)]
         call_args, call_kwargs = tree_unflatten(tree_flatten((args, kwargs))[1], call_leaves)
@@ -120,10 +131,10 @@ def trace_function(fn, wrt, kernel_form, args, kwargs, leaves):
             results = [out]
         else:
             out, grads = traced_value_and_grad(fn, call_args, call_kwargs,
-                                                wrt_positions(wrt))
-            # The gradient-only kernel does not return the value: the passes drop what
-            # only the value needs (dce.py), such as the sum of a loss's terms.
-            results = [() if kernel_form == "grad" else out, grads]
+                                                wrt_positions(wrt), has_aux)
+            # The gradient-only kernel does not return the value (but an aux): the passes
+            # drop what only the value needs (dce.py), such as the sum of a loss's terms.
+            results = [form_value(kernel_form, out, has_aux), grads]
         writes = trace.variable_writes()
         flat, trees, returns = [], [], []
         # What the function returned: its argument leaves themselves (the plain call's
@@ -230,6 +241,14 @@ def _returned(fn, leaf, given, flat):
                     "calls this one")
 
 
+def _pickles(value):
+    try:
+        pickle.dumps(value)
+    except Exception:  # noqa: BLE001 - whatever pickle raises, the value does not pickle
+        return False
+    return True
+
+
 def _short_repr(value):
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
@@ -249,9 +268,18 @@ def _refuse_created(fn, created):
                      "self.v = tf.Variable(...)`, as Keras layers build their weights)")
 
 
-def traced_value_and_grad(fn, args, kwargs, positions):
+def form_value(form, out, has_aux):
+    """What a kernel of a gradient form returns beside the gradients, from fn's output:
+    value_and_grad's all of it, grad's nothing (with has_aux, the aux)."""
+    if form == "grad":
+        return out[1] if has_aux else ()
+    return out
+
+
+def traced_value_and_grad(fn, args, kwargs, positions, has_aux=False):
     """Runs fn under a tape watching the args at `positions`; unconnected gradients are
-    zeros, as JAX gives. Works on Tracers (emitting the adjoint) and on Tensors."""
+    zeros, as JAX gives. Works on Tracers (emitting the adjoint) and on Tensors. Returns
+    fn's output (with has_aux, its pair) and the gradients of the scalar it differentiates."""
     for p in positions:
         if p >= len(args):
             raise TypeError(f"wrt={p}, but the function got {len(args)} positional arguments")
@@ -268,9 +296,10 @@ def traced_value_and_grad(fn, args, kwargs, positions):
         for p, (leaves, tree) in zip(positions, sources):
             call_args[p] = tree_unflatten(tree, leaves)
         out = fn(*call_args, **kwargs)
+    target = _differentiated(fn, out, has_aux, scalar=bool(positions))
     every = [leaf for leaves, _ in sources for leaf in leaves]
     found = [g if g is not None else _zeros_like(leaf)
-             for g, leaf in zip(tape._gradient_leaves(out, every, None), every)]  # one sweep
+             for g, leaf in zip(tape._gradient_leaves(target, every, None), every)]  # one sweep
     if CONTEXT.traces:
         for g, leaf in zip(found, every):
             CONTEXT.traces[-1].name_gradient(g, leaf)
@@ -279,6 +308,51 @@ def traced_value_and_grad(fn, args, kwargs, positions):
         grads.append(tree_unflatten(tree, found[start:start + len(leaves)]))
         start += len(leaves)
     return out, grads
+
+
+def _differentiated(fn, out, has_aux, scalar=True):
+    """The output the gradient forms differentiate: fn's (with has_aux, the first of the
+    pair it returns), a scalar float as JAX's grad requires (where a gradient is taken:
+    `scalar`); a TypeError naming it else: never the gradient of a sum the user did not
+    write."""
+    name = getattr(fn, "__qualname__", "the function")
+    if has_aux:
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            raise TypeError(f"{name} is differentiated with has_aux=True, so it must return "
+                            f"a pair (output, aux), but it returned {_described(out)}")
+        out = out[0]
+    shape, dtype = _shape_and_dtype(out)
+    if not scalar or shape == () and dtype is not None and dtype.kind == "f":
+        return out
+    raise TypeError(
+        f"grad and value_and_grad need a scalar float output, as JAX's do (\"Gradient only "
+        f"defined for scalar-output functions\"), but {name} returned {_described(out)}. "
+        "To get other values back beside the gradient, return (output, aux) and pass "
+        "has_aux=True; for the derivatives of each element of a non-scalar output, use "
+        "srcxform.jacobian; for the gradient of its sum, return tf.reduce_sum(...)")
+
+
+def _shape_and_dtype(out):
+    """An output leaf's shape and dtype; (None, None) for anything else (a structure)."""
+    if isinstance(out, bool):
+        return (), np.dtype(bool)
+    if isinstance(out, (int, float)):  # a Python number is a scalar of NumPy's dtype for it
+        return (), np.asarray(out).dtype
+    dtype = getattr(out, "dtype", None)
+    if isinstance(dtype, np.dtype) and not isinstance(out, (tuple, list, dict)):
+        return tuple(getattr(out, "shape", ())), dtype
+    return None, None
+
+
+def _described(out):
+    """What a function returned, for a message: a tuple of 2 values, an output of shape
+    (3,) and dtype float64."""
+    shape, dtype = _shape_and_dtype(out)
+    if dtype is not None:
+        return f"an output of shape {shape} and dtype {dtype.name}"
+    if isinstance(out, (tuple, list, dict)):
+        return f"a {type(out).__name__} of {len(out)} values"
+    return "None" if out is None else f"a {type(out).__name__}"
 
 
 def _check_wrt(fn, args, positions):

@@ -1,5 +1,5 @@
-"""Structured control flow under TensorFlow's and JAX's names: cond, while_loop, fori_loop
-and scan.
+"""Structured control flow under TensorFlow's and JAX's names: cond, while_loop, fori_loop,
+scan and map_fn.
 
 Each runs as the Python it stands for, as TensorFlow runs them eagerly: the tape records
 the operations of the branch taken and of every iteration, so gradients flow through them
@@ -22,13 +22,14 @@ import math
 from srcxform import structured
 from srcxform.aval import Aval
 from srcxform.dims import Dim
-from srcxform.ops.creation import convert_to_tensor
+from srcxform.dtypes import as_dtype
+from srcxform.ops.creation import convert_to_tensor, zeros
 from srcxform.ops.shape import stack
 from srcxform.tensor import Value, as_value
 from srcxform.trace import Tracer
 from srcxform.tree import leaf_paths, tree_flatten, tree_unflatten
 
-__all__ = ["cond", "fori_loop", "scan", "while_loop"]
+__all__ = ["cond", "fori_loop", "map_fn", "scan", "while_loop"]
 
 
 def cond(pred, true_fn=None, false_fn=None, name=None):
@@ -68,7 +69,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
             return _compiled_while(cond, body, loop_vars, checkpoint)
         if not _truth(pred, "while_loop"):
             break
-        result = body(*loop_vars)
+        result = _like_loop_vars(body(*loop_vars), loop_vars)
         if not isinstance(result, (tuple, list)) or tree_flatten(result)[1] != structure:
             raise ValueError("while_loop: body must return the structure of loop_vars "
                              f"({_kind(loop_vars)} of {len(loop_vars)}), got {_kind(result)}")
@@ -131,7 +132,60 @@ def scan(fn, elems, initializer=None, parallel_iterations=10, back_prop=True,
     return tree_unflatten(acc_def, [stack([f[j] for f in flat]) for j in range(len(flat[0]))])
 
 
+def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True,
+           swap_memory=False, infer_shape=True, name=None, fn_output_signature=None):
+    """fn applied to each row of elems (the slices of its leaves along their first axis),
+    the results stacked (tf.map_fn). elems may be a structure, and fn may return any
+    structure of tensors; `fn_output_signature` (or TF1's `dtype`), a dtype or a structure
+    of them, says what fn returns and is checked. Compiled, rows known only at run time
+    make one loop, as scan's do."""
+    signature = fn_output_signature if fn_output_signature is not None else dtype
+    leaves, elems_def = tree_flatten(elems)
+    leaves = [convert_to_tensor(leaf) for leaf in leaves]
+    if not leaves or any(leaf.ndim == 0 for leaf in leaves):
+        raise ValueError("map_fn: elems must be tensors of rank 1 or more, whose rows fn "
+                         f"maps; got {_kind(elems)}")
+    length = leaves[0].shape[0]
+    if any(leaf.shape[0] != length for leaf in leaves):
+        raise ValueError(f"map_fn: the elems have different numbers of rows: "
+                         f"{[leaf.shape[0] for leaf in leaves]}")
+    if any(isinstance(leaf, Tracer) for leaf in leaves):
+        outs, out_def = _compiled_map(fn, leaves, elems_def, length)
+    elif length == 0:  # TensorFlow's empty result: a vector per leaf of the signature
+        spec = signature if signature is not None else tree_unflatten(
+            elems_def, [leaf.dtype for leaf in leaves])
+        dtypes, spec_def = tree_flatten(spec)
+        return tree_unflatten(spec_def, [zeros((0,), d) for d in dtypes])
+    else:
+        rows = [_flat(fn(tree_unflatten(elems_def, [leaf[k] for leaf in leaves])),
+                      "map_fn: fn") for k in range(length)]
+        out_def = rows[0][1]
+        if any(row_def != out_def for _, row_def in rows):
+            raise ValueError("map_fn: fn must return the same structure for every row")
+        outs = [stack([row[j] for row, _ in rows]) for j in range(len(rows[0][0]))]
+    if signature is not None:
+        expected = [as_dtype(d) for d in tree_flatten(signature)[0]]
+        if expected != [out.dtype for out in outs]:
+            raise TypeError(f"map_fn: fn_output_signature says {[d.name for d in expected]}, "
+                            f"but fn returns {[out.dtype.name for out in outs]}")
+    return tree_unflatten(out_def, outs)
+
+
 # ----- compiled (structured.py) -----
+
+
+def _compiled_map(fn, leaves, elems_def, length):
+    """map_fn as one fori_loop over the rows, stacking what fn gives for each."""
+    trees = {}
+
+    def body(i, carries, rows):
+        out, trees["out"] = _flat(fn(tree_unflatten(elems_def, rows)), "map_fn: fn")
+        return [], out
+
+    outs = structured.fori_loop(0, length, body, [], [], leaves,
+                                lambda rows: [Aval((length,) + tuple(r.shape), r.dtype)
+                                              for r in rows])
+    return outs, trees["out"]
 
 
 def _flat(tree, what):
@@ -169,7 +223,7 @@ def _compiled_while(cond, body, loop_vars, checkpoint):
     names = _loop_var_names(body, loop_vars)
 
     def body_flat(carries):
-        result = body(*tree_unflatten(treedef, carries))
+        result = _like_loop_vars(body(*tree_unflatten(treedef, carries)), loop_vars)
         if not isinstance(result, (tuple, list)) or tree_flatten(result)[1] != treedef:
             raise ValueError("while_loop: body must return the structure of loop_vars "
                              f"({_kind(loop_vars)} of {len(loop_vars)}), got {_kind(result)}")
@@ -178,6 +232,14 @@ def _compiled_while(cond, body, loop_vars, checkpoint):
     outs = structured.while_loop(lambda c: cond(*tree_unflatten(treedef, c)), body_flat,
                                  leaves, names, checkpoint)
     return tree_unflatten(treedef, outs)
+
+
+def _like_loop_vars(result, loop_vars):
+    """The body's result, a tuple for tuple loop_vars and a list for list ones: TensorFlow
+    takes either at the top (below it, the structure must match)."""
+    if type(result) in (tuple, list) and type(loop_vars) in (tuple, list):
+        return type(loop_vars)(result)
+    return result
 
 
 def _compiled_while_bounded(cond, body, loop_vars, remaining, checkpoint):

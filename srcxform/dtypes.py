@@ -11,9 +11,16 @@ import numpy as np
 float16 = np.dtype(np.float16)
 float32 = np.dtype(np.float32)
 float64 = np.dtype(np.float64)
+int8 = np.dtype(np.int8)
+int16 = np.dtype(np.int16)
 int32 = np.dtype(np.int32)
 int64 = np.dtype(np.int64)
+uint8 = np.dtype(np.uint8)
+uint16 = np.dtype(np.uint16)
+uint32 = np.dtype(np.uint32)
+uint64 = np.dtype(np.uint64)
 bool_ = np.dtype(np.bool_)
+half, double = float16, float64  # TensorFlow's other names for them
 
 # The Python value that stands for a weak operand of each kind in np.result_type.
 _WEAK_STANDIN = {"f": 0.0, "i": 0, "u": 0, "b": False, "c": 0j}
@@ -60,11 +67,11 @@ def as_dtype(dtype):
 
 
 def check_convertible(source, target, what):
-    """TypeError unless a `source` value can become `target` without losing its kind, as
-    TensorFlow's conversion allows: integers to integers or floats, floats to floats,
-    bools to bools."""
+    """TypeError unless Python values held as `source` (or a tensor made of them) can
+    become `target`, as TensorFlow converts them: bools to anything, integers to integers
+    or floats, floats to floats. (NumPy values convert as NumPy casts them, in both.)"""
     source, target = np.dtype(source), np.dtype(target)
-    if source.kind not in {"b": "b", "i": "iu", "u": "iu", "f": "fiu"}[target.kind]:
+    if source.kind not in {"b": "b", "i": "biu", "u": "biu", "f": "bfiu"}[target.kind]:
         kind = {"b": "bool", "i": "integer", "u": "integer", "f": "float"}[source.kind]
         raise TypeError(f"{what}: cannot convert a {kind} value to {target.name}, as "
                         "TensorFlow cannot; cast it (srcxform.cast) to change its kind")

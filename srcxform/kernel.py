@@ -20,7 +20,7 @@ from srcxform.callconv import Convention
 from srcxform.codegen import callpath, entry
 from srcxform.dims import evaluate
 from srcxform.recording import CONTEXT, OPEN_ANYWHERE
-from srcxform.tensor import Tensor, Variable
+from srcxform.tensor import Tensor, Updating, Variable
 from srcxform.tree import tree_flatten
 
 
@@ -68,6 +68,8 @@ class Kernel:
         self.consts = list(consts)  # arrays the trace captured, passed after the leaves
         self.program = program  # the optimized IR, when this process traced it
         self.probes = list(probes)  # what the trace captured from outside (captures.py)
+        # The array_shapes of the calls checked against the eager tape (crosscheck.py).
+        self.checked = set()
         self.spec = self.source = None
         if spec is not None:
             self.generated(spec)
@@ -113,11 +115,15 @@ class Kernel:
     # ----- the general path (any call, keyword arguments too) -----
     def run(self, leaves):
         """What the kernel's form returns for a call with these argument leaves: the call
-        path's generated function for it (codegen/callpath.py)."""
+        path's generated function for it (codegen/callpath.py), run holding the locks of
+        the Variables it assigns (tensor.Updating)."""
         if self._call is None:
             self._call = self._bound(callpath.function_name(self.spec.name, self.conv.form),
                                      self.fn)
-        return self._call(*leaves)
+        if not self.conv.writes:
+            return self._call(*leaves)
+        with Updating([_variable(v, leaves) for v in self.conv.writes]):
+            return self._call(*leaves)
 
     def callable(self):
         """The kernel taking the leaves and Variable values and returning every output: its
@@ -139,16 +145,17 @@ class Kernel:
         return types.FunctionType(code, namespace, name)
 
     # ----- the warm path -----
-    def entry(self, args, fallback, hits, keywords=True):
+    def entry(self, args, fallback, hits, keywords=True, check=False):
         """A generated entry for positional calls like `args`, a method of the
         Differentiable named for the kernel's form (which results it returns: "value",
         "grad" or "value_and_grad"). Calls it does not fit go to fallback(*args, **kwargs); each
         call it takes counts in `hits` (a Counter); `keywords`: whether the gradient forms
-        take keywords (codegen/entry.py)."""
+        take keywords; `check`: whether it passes on calls of shapes not in self.checked
+        (codegen/entry.py)."""
         form = self.conv.form
         name = callpath.entry_name(self.spec.name, form)
         source, namespace = entry.emit(self.conv, self.consts, self.probes, name, args,
-                                       numba_adapter.sole_reference_count(), keywords)
+                                       numba_adapter.sole_reference_count(), keywords, check)
         spare = [np.empty((0,) * len(shape), dtype) for shape, dtype in self._buffer_outs()]
         direct = self.fn
         if isinstance(self.fn, backend.Compiled):
@@ -160,6 +167,8 @@ class Kernel:
                          fallback=fallback, hits=hits, np=np,
                          empty=np.empty, asarray=np.asarray, tensor=Tensor._new,
                          getrefcount=sys.getrefcount, direct=direct, checked=self.fn,
+                         checked_shapes=self.checked,
+                         updating=Updating,
                          OPEN_ANYWHERE=OPEN_ANYWHERE, CONTEXT=CONTEXT, NO=NO)
         for b, array in enumerate(spare):  # globals: quicker to read than a list's items
             namespace[f"spare{b}"] = array, array.shape
@@ -178,6 +187,13 @@ class Kernel:
 def _module_of(fn):
     """The generated module a kernel (compiled or not) was defined in."""
     return sys.modules[getattr(getattr(fn, "dispatcher", None), "py_func", fn).__module__]
+
+
+def array_shapes(leaves):
+    """The shapes of a call's arrays of rank 1 or more, in order: what tells apart the calls
+    one kernel takes (the rest of a leaf is the kernel's signature)."""
+    arrays = (leaf._array if isinstance(leaf, (Tensor, Variable)) else leaf for leaf in leaves)
+    return tuple(a.shape for a in arrays if isinstance(a, np.ndarray) and a.ndim)
 
 
 def _assign(variable, value):

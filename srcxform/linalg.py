@@ -6,6 +6,7 @@ from srcxform.ops.lapack import (  # noqa: F401
     cholesky, det, eigh, eigvalsh, inv, norm, slogdet, solve, svd, triangular_solve,
 )
 from srcxform.ops.linalg import (  # noqa: F401
-    adjoint, band_part, diag, diag_part, matmul, matrix_transpose, matvec, set_diag, trace,
+    adjoint, band_part, cross, diag, diag_part, matmul, matrix_transpose, matvec, set_diag,
+    trace,
 )
 from srcxform.optimizers import global_norm  # noqa: F401

@@ -6,7 +6,7 @@ from srcxform.ops import (  # noqa: F401
     less_equal, log, log1p, logical_and, logical_not, logical_or, maximum, minimum, multiply,
     negative, not_equal, pow, reduce_all, reduce_any, reduce_logsumexp, reduce_max,
     reduce_mean, reduce_min, reduce_prod, reduce_sum, round, sigmoid, sign, sin, sinh,
-    softplus, sqrt, square, subtract, tan, tanh,
+    softplus, sqrt, square, subtract, tan, tanh, truediv,
 )
 from srcxform.ops import mod as floormod  # noqa: F401
 from srcxform.ops import mod  # noqa: F401

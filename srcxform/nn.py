@@ -12,7 +12,8 @@ from srcxform.ops import (  # noqa: F401
     softmax_cross_entropy_with_logits, softplus, tanh,
 )
 from srcxform.ops.nn import (  # noqa: F401
-    elu, gelu, leaky_relu, selu, silu, softsign, swish,
+    bias_add, elu, gelu, l2_loss, leaky_relu, relu6, selu, silu, softsign,
+    sparse_softmax_cross_entropy_with_logits, swish, weighted_cross_entropy_with_logits,
 )
 # Keras's name (keras.activations.log_sigmoid); TensorFlow's is tf.math.log_sigmoid.
 from srcxform.ops.nn import log_sigmoid  # noqa: F401

@@ -35,6 +35,7 @@ in place and `apply` returns the new values in the same structure (the functiona
 for steps that pass parameters in and out whole).
 """
 
+import contextlib
 import warnings
 
 import numpy as np
@@ -243,15 +244,20 @@ class Optimizer:
             for i, (g, p, key) in enumerate(zip(checked, params, keys)):
                 if g is None:
                     continue
-                p_lr = _ops.cast(lr, p.dtype)
-                w = _read(p)
-                if self.weight_decay is not None:  # Keras 3's decoupled decay, first
-                    w = w - w * _const(self.weight_decay, p.dtype) * p_lr
-                value = self._update(g, w, p_lr, key)
-                if isinstance(p, Variable):
-                    p.assign(value)
-                else:
-                    new[i] = value
+                # One Variable's update is atomic (as its assign_add is): from the read of
+                # its value to its assign, and its slots' updates between. Its slots were
+                # made after it, so their locks are taken after its own, in the order
+                # tensor.Updating takes them.
+                with p._update_lock() if isinstance(p, Variable) else contextlib.nullcontext():
+                    p_lr = _ops.cast(lr, p.dtype)
+                    w = _read(p)
+                    if self.weight_decay is not None:  # Keras 3's decoupled decay, first
+                        w = w - w * _const(self.weight_decay, p.dtype) * p_lr
+                    value = self._update(g, w, p_lr, key)
+                    if isinstance(p, Variable):
+                        p.assign(value)
+                    else:
+                        new[i] = value
             self._iterations.assign_add(1)
         return new
 
@@ -563,8 +569,9 @@ class Nadam(Optimizer):
             self._u_product = Variable(np.ones((), dtype=params[0].dtype), trainable=False,
                                        name=f"{self.name}/u_product")
         dtype = self._u_product.dtype
-        self._u_product.assign(self._u_product.read_value() * _const(self.beta_1, dtype)
-                               * self._momentum_factor(self._step(dtype)))
+        with self._u_product._update_lock():  # atomic, as every update of a Variable
+            self._u_product.assign(self._u_product.read_value() * _const(self.beta_1, dtype)
+                                   * self._momentum_factor(self._step(dtype)))
 
     def _momentum_factor(self, t):
         """1 - 0.5 * 0.96 ** t, in t's dtype: u(t) / beta_1."""

@@ -71,6 +71,11 @@ class Primitive:
     rearranges: bool = False  # only moves or selects its input's elements (reshape)
     embeds: bool = False  # zeros of params["shape"] with the input at params["index"]
     selects: bool = False  # its input at params["index"] (a static index: getitem)
+    # Each output element a sum of its inputs' elements or their products (reduce_sum,
+    # matmul): linear in each input, so that the op applied to the inputs' magnitudes gives
+    # the terms' magnitudes, and applied to ones their number (a check's rounding bound,
+    # crosscheck.py).
+    sums: bool = False
     # emit_for(*in_avals, out_aval, **params): an emit template for that equation where
     # a simpler form than `emit` fits it (a reshape that only drops dims of 1 is an
     # index), or None for `emit`.
@@ -115,11 +120,18 @@ class Primitive:
         return f"<primitive {self.name}>"
 
     def template_for(self, in_avals, out_aval, params):
-        """The parsed emit template for one equation (see emit_for)."""
+        """The parsed emit template for one equation (see emit_for). An opaque op's
+        expression gives an array (a runtime helper's result); where the output has rank
+        0 it is taken as its one element, `[()]`: generated code keeps rank-0 values as
+        scalars, and an elementwise op on the result (a conditional expression) needs one.
+        An emit_for form of rank 0 gives its scalar itself (argmax's)."""
         emit = self.emit_for and self.emit_for(*in_avals, out_aval, **params)
-        if not emit:
-            return self.template
-        return _parse_template(self.name, emit, self.arg_names + self.param_names)
+        if emit:
+            return _parse_template(self.name, emit, self.arg_names + self.param_names)
+        if self.kind == "opaque" and not out_aval.shape and "\n" not in self.emit:
+            return _parse_template(self.name, f"({self.emit})[()]",
+                                   self.arg_names + self.param_names)
+        return self.template
 
     def may_raise(self, in_avals, out_aval, params):
         """Whether one equation's emitted code may raise (see raises)."""
@@ -176,6 +188,8 @@ class Primitive:
                                       ) from None
         if result.dtype != out_aval.dtype:
             result = result.astype(out_aval.dtype)
+        if recording.PERTURBING and recording.CONTEXT.perturb is not None:
+            result = recording.CONTEXT.perturb(self, arrays, params, result)
         return Tensor._new(result, out_aval.weak)
 
 
@@ -286,8 +300,9 @@ def elementwise(name, impl, emit, vjp=None, nondiff=False, out_dtype=None, kinds
                      numpy=numpy, emit_for=emit_for, raises=raises)
 
 
-def reduction(name, impl, emit, init, vjp=None, nondiff=False):
-    """Declares a reduction over `axis` (a sorted tuple) with `keepdims`."""
+def reduction(name, impl, emit, init, vjp=None, nondiff=False, sums=False):
+    """Declares a reduction over `axis` (a sorted tuple) with `keepdims`. `sums`: see
+    Primitive."""
 
     def shape(x, *, axis, keepdims):
         if x.dtype == np.bool_:
@@ -298,19 +313,21 @@ def reduction(name, impl, emit, init, vjp=None, nondiff=False):
             out = tuple(d for i, d in enumerate(x.shape) if i not in axis)
         return Aval(out, x.dtype)
 
-    return Primitive(name, "reduction", impl, shape, vjp, emit, ("x",), nondiff, init)
+    return Primitive(name, "reduction", impl, shape, vjp, emit, ("x",), nondiff, init,
+                     sums=sums)
 
 
 def primitive(name, kind, impl, shape, emit, vjp=None, nondiff=False,
               same_aval_is_identity=False, is_broadcast=False, rearranges=False,
-              embeds=False, selects=False, emit_for=None, raises=False):
+              embeds=False, selects=False, emit_for=None, raises=False, sums=False):
     """Declares a primitive with its own shape rule `shape(*avals, **params)`; the inputs
-    are named by the shape rule's positional parameters. `raises`: see Primitive."""
+    are named by the shape rule's positional parameters. `raises` and `sums`: see
+    Primitive."""
     arg_names, variadic = _arg_names(shape, 0)
     return Primitive(name, kind, impl, shape, vjp, emit, arg_names, nondiff, variadic=variadic,
                      same_aval_is_identity=same_aval_is_identity, is_broadcast=is_broadcast,
                      rearranges=rearranges, embeds=embeds, selects=selects, emit_for=emit_for,
-                     raises=raises)
+                     raises=raises, sums=sums)
 
 
 def reduce_params(x, axis, keepdims, op):

@@ -25,6 +25,9 @@ class Context(threading.local):
         # seeding.
         self.adjoint = []
         self.guards = None  # the guards of the innermost trace (dims.py), None outside one
+        # While a check reruns the eager tape with rounding noise (crosscheck.py): what
+        # moves each eager op's result, perturb(prim, arrays, params, result).
+        self.perturb = None
 
 
 CONTEXT = Context()
@@ -34,6 +37,8 @@ CONTEXT = Context()
 # reading a thread-local attribute costs about 40 ns, a tenth of a small warm call, and
 # this list is empty while no thread records.
 OPEN_ANYWHERE: list = []
+# The `perturb`s set in any thread: an eager op reads CONTEXT.perturb only while one is.
+PERTURBING: list = []
 
 
 @dataclass(slots=True)

@@ -315,7 +315,9 @@ def while_loop(cond_fn, body_fn, inits, names, checkpoint=None):
 def fori_loop(lower, upper, body_fn, inits, names, xs=(), y_avals=(), checkpoint=None):
     """The structured fori loop; body_fn(i, flat carries, rows) gives the new carries and
     the iteration's row of each output of `y_avals` (the stacked outputs' avals), rows
-    being each of `xs`'s row i - lower (scan's elements)."""
+    being each of `xs`'s row i - lower (scan's elements). `y_avals` may instead be a
+    function of the avals of the rows the traced body gives (map_fn's outputs, which only
+    the body's trace tells)."""
     avals = carry_avals(inits)
     row_avals = [Aval(tuple(x.shape[1:]), x.dtype) for x in xs]
     n, m = len(inits), len(xs)
@@ -327,6 +329,8 @@ def fori_loop(lower, upper, body_fn, inits, names, xs=(), y_avals=(), checkpoint
     sub, outs = trace_region("body", traced, [_INDEX] + avals + row_avals,
                              ["i"] + names + [f"row{k}" for k in range(m)])
     check_carries("fori_loop", names, avals, outs[:n])
+    if callable(y_avals):
+        y_avals = y_avals([as_value(row).aval for row in outs[n:]])
     (body_region,), captures = align([(sub, list(outs))])
     bounds = [_as_index(lower), _as_index(upper)]
     return _bind_loop(FORI, bounds, inits, captures, {"body": body_region}, xs,

@@ -107,6 +107,10 @@ class GradientTape:
         """
         self._check_usable("gradient")
         zero = _unconnected_is_zero(unconnected_gradients)
+        for t in tree_flatten(target)[0]:
+            if not isinstance(t, Value):  # a number is no function of the sources
+                raise TypeError(f"gradient: the target must be tensors (or a structure of "
+                                f"them), got a {type(t).__name__}, which no source reaches")
         leaves, treedef = tree_flatten(sources)
         grads = self._gradient_leaves(target, leaves, output_gradients, targets_count=True)
         return tree_unflatten(treedef, [_gradient_for(s, g, zero) for s, g in zip(leaves, grads)])
@@ -126,7 +130,7 @@ class GradientTape:
         with recording.adjoint():
             for t, w in zip(targets, weights):
                 t = as_value(t, "gradient")
-                g = ops.ones_like(t) if w is None else ops.cast(as_value(w), t.dtype)
+                g = ops.ones_like(t) if w is None else _seed(w, t)
                 seeds[t._id] = seeds[t._id] + g if t._id in seeds else g
             # Only watched values have gradients (TensorFlow's rule): a source that took
             # part in the target unwatched still gets None.
@@ -148,10 +152,17 @@ class GradientTape:
         leaves, treedef = tree_flatten(sources)
         rows = [self._gradient_leaves(target, leaves, weight)
                 for weight in _one_hots(target.shape, target.shape, target.dtype)]
+        # A target with no elements has no rows: a gradient of it (weighted by nothing)
+        # tells which sources it is connected to, as TensorFlow's jacobian tells.
+        empty = None if rows else self._gradient_leaves(
+            target, leaves, ops.zeros(target.shape, target.dtype))
         result = []
         for j, source in enumerate(leaves):
             shape = tuple(target.shape) + tuple(source.shape)
-            result.append(_stacked([r[j] for r in rows], shape, source, zero))
+            if empty is not None and empty[j] is None and not zero:
+                result.append(None)
+            else:
+                result.append(_stacked([r[j] for r in rows], shape, source, zero))
         return tree_unflatten(treedef, result)
 
     def batch_jacobian(self, target, source, unconnected_gradients=UnconnectedGradients.NONE,
@@ -202,6 +213,16 @@ def _source_id(source):
         raise TypeError(f"gradient: sources must be tensors or Variables, got "
                         f"{type(source).__name__}")
     return source._id
+
+
+def _seed(weight, target):
+    """An output gradient as the target's seed: in its dtype, and in its shape where it
+    has as many elements (TensorFlow's gradients reshape it: [2.] weighs a scalar), else
+    as given, to broadcast."""
+    w = ops.cast(as_value(weight), target.dtype)
+    if w.shape != target.shape and size(w.shape) == size(target.shape):
+        w = ops.reshape(w, target.shape)
+    return w
 
 
 def _gradient_for(source, grad, zero):

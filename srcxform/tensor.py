@@ -1,11 +1,14 @@
 """Tensor and Variable: NumPy-backed values with TensorFlow's surface.
 
 `Value` is the surface shared with the tracer. Its operators, indexing, NumPy methods and
-NumPy dispatch each call an op, and are installed onto it by srcxform/ops/operators.py:
+NumPy dispatch each call an op, and are installed onto it by srcxform/ops/operators.py,
+as is `Value._pack` (a nested list holding tensors packed, as conversions need):
 nothing here computes or differentiates by itself, and this module imports no op.
 """
 
+import contextlib
 import itertools
+import threading
 
 import numpy as np
 
@@ -14,7 +17,7 @@ from srcxform.aval import Aval
 from srcxform.dims import Dim, concrete
 from srcxform.dtypes import (as_dtype, check_convertible, out_of_range, settled,
                              weak_storage)
-from srcxform.errors import TracingError, user_line
+from srcxform.errors import ShapeArgumentError, TracingError, user_line
 from srcxform.tensor_shape import TensorShape
 
 _ids = itertools.count(1)
@@ -158,19 +161,38 @@ class SizeConstant(Tensor):
 
 
 class Variable(Value):
-    """A mutable value whose reads are watched by tapes (tf.Variable)."""
+    """A mutable value whose reads are watched by tapes (tf.Variable).
 
-    __slots__ = ("_array", "_id", "name", "trainable")
+    Each update is atomic, as TensorFlow's ops are: assign, assign_add, assign_sub, an
+    optimizer's update of it and a compiled call that assigns it hold its `_lock` (an
+    RLock: an update made of other updates takes it again) from their read of the value
+    to their write of the new one. Where one holds several, it takes them in order of
+    creation (`Updating`), so two threads never each wait for the other's.
+    """
+
+    __slots__ = ("_array", "_id", "_lock", "name", "trainable")
 
     def __init__(self, initial_value, trainable=True, name=None, dtype=None):
         if callable(initial_value):
             initial_value = initial_value()
         # A NumPy value is copied; a Tensor's array is shared: neither changes in place.
-        self._array = _to_array(initial_value, as_dtype(dtype), copy=True, what="Variable")
+        array = _to_array(initial_value, as_dtype(dtype), copy=True, what="Variable")
+        if not array.dtype.isnative:  # as compiled code reads and writes it (Numba's only)
+            array = array.astype(array.dtype.newbyteorder("="))
+        self._array = array
         self._id = next(_ids)
+        self._lock = threading.RLock()
         self.trainable = bool(trainable)
         # TensorFlow's name is the name of the variable's output: "w" gives "w:0".
         self.name = f"{name or 'Variable'}:0" if name is None or ":" not in name else name
+
+    def __getstate__(self):  # pickle and copy: a lock is no state, and cannot be pickled
+        return {slot: getattr(self, slot) for slot in ("_array", "_id", "name", "trainable")}
+
+    def __setstate__(self, state):
+        for slot, value in state.items():
+            setattr(self, slot, value)
+        self._lock = threading.RLock()
 
     @property
     def aval(self):
@@ -214,9 +236,53 @@ class Variable(Value):
         return _shared_array(self._array, self.dtype if dtype is None else dtype, copy)
 
     def assign(self, value, read_value=True):
-        """Replaces the value; the new value must have the Variable's shape, and a dtype
-        that converts to the Variable's without changing kind (TensorFlow raises for a
-        float assigned to an integer Variable, where a cast would truncate it)."""
+        """Replaces the value with `value` converted to the Variable's dtype, which must
+        have its shape (see _update)."""
+        with self._update_lock():  # not in the middle of another thread's assign_add
+            return self._assign(self._update(value, "assign"))
+
+    def assign_add(self, delta, read_value=True):
+        """Adds delta to the value, atomically (not differentiated, as in TensorFlow)."""
+        with recording.paused(), self._update_lock():
+            return self._assign(self._read() + self._update(delta, "assign_add"))
+
+    def assign_sub(self, delta, read_value=True):
+        """Subtracts delta from the value, atomically (not differentiated, as in
+        TensorFlow)."""
+        with recording.paused(), self._update_lock():
+            return self._assign(self._read() - self._update(delta, "assign_sub"))
+
+    def _update(self, value, op):
+        """An update's argument as TensorFlow takes it, convert_to_tensor(value,
+        dtype=self.dtype): a Python value by its kind (2.0 never becomes an int), a NumPy
+        value as astype (np.float32(0.5) is 0), a tensor only of the Variable's kind (of
+        another float or integer dtype it is converted: the README's difference); then of
+        the Variable's shape exactly, as nothing broadcasts into a Variable."""
+        what = f"{op} to {self.name}"
+        if isinstance(value, Value) or holds_value(value):
+            value = as_value(value, op)
+            if value.aval.weak:  # made of Python scalars: converts as they would
+                check_convertible(value.aval.dtype, self.dtype, what)
+            elif _KINDS[value.dtype.kind] != _KINDS[self.dtype.kind]:
+                raise TypeError(f"{what}: cannot convert a tensor of dtype {value.dtype.name} "
+                                f"to {self.dtype.name}; cast it (srcxform.cast)")
+        else:
+            value = Tensor._new(_to_array(value, self.dtype, what=what))
+        if tuple(value.shape) != tuple(self.shape):
+            raise ShapeArgumentError(f"{op}: cannot use a value of shape {value.shape} on "
+                                     f"{self.name} of shape {self.shape}; the shapes must be "
+                                     f"equal (nothing broadcasts into a Variable)\n  at "
+                                     f"{user_line()}")
+        return value
+
+    def _update_lock(self):
+        """What an update of the value holds: its lock, except while tracing, which
+        changes no value, and runs holding its compiled function's lock, which a thread
+        holding this one may be waiting for."""
+        return _NO_LOCK if recording.CONTEXT.traces else self._lock
+
+    def _assign(self, value):
+        """assign, its caller holding the lock."""
         value = as_value(value, "assign")
         check_convertible(value.dtype, self.dtype, f"assign to {self.name}")
         traces = recording.CONTEXT.traces
@@ -230,16 +296,6 @@ class Variable(Value):
         _check_range(new, self.dtype, f"assign to {self.name}")
         self._array = new.astype(self._array.dtype, copy=True)
         return self
-
-    def assign_add(self, delta, read_value=True):
-        """Adds delta to the value (not differentiated, as in TensorFlow)."""
-        with recording.paused():
-            return self.assign(self._read() + delta)
-
-    def assign_sub(self, delta, read_value=True):
-        """Subtracts delta from the value (not differentiated, as in TensorFlow)."""
-        with recording.paused():
-            return self.assign(self._read() - delta)
 
     def __float__(self):
         return float(self._read())
@@ -259,6 +315,30 @@ class Variable(Value):
 
     def __format__(self, spec):
         return format(self._read(), spec)
+
+
+_NO_LOCK = contextlib.nullcontext()
+_KINDS = {"b": "bool", "i": "integer", "u": "integer", "f": "float"}  # dtypes updates keep
+
+
+class Updating:
+    """Holds the locks of the Variables given while a call (a kernel's) reads and assigns
+    them, taken in order of creation (a copy shares its original's _id: then by
+    address), so that two callers holding several each never wait for the other."""
+
+    __slots__ = ("locks",)
+
+    def __init__(self, variables):
+        ordered = sorted(variables, key=lambda v: (v._id, id(v)))
+        self.locks = [v._lock for v in ordered]
+
+    def __enter__(self):
+        for lock in self.locks:
+            lock.acquire()
+
+    def __exit__(self, *exc_info):
+        for lock in reversed(self.locks):
+            lock.release()
 
 
 class VariablePart(Tensor):
@@ -281,11 +361,12 @@ class VariablePart(Tensor):
         what = f"assign to {self._variable.name}"
         check_convertible(value.dtype, self.dtype, what)
         _check_range(value._array, self.dtype, what)
-        new = self._variable.numpy()
-        # A list is a tuple of indices, as getitem reads it (x[[0, 1]] is x[0, 1]).
-        new[tuple(self._index) if isinstance(self._index, list) else self._index] = \
-            value._array
-        return self._variable.assign(new)
+        with self._variable._lock:  # the rest of the value is as it is now
+            new = self._variable.numpy()
+            # A list is a tuple of indices, as getitem reads it (x[[0, 1]] is x[0, 1]).
+            new[tuple(self._index) if isinstance(self._index, list) else self._index] = \
+                value._array
+            return self._variable._assign(new)
 
 
 def _numpy_text(array, text):
@@ -311,14 +392,18 @@ def _shared_array(array, dtype, copy):
 def _to_array(value, dtype=None, copy=False, what="constant"):
     """TensorFlow's conversion: Python floats become float32, Python ints int32 (int64
     where one does not fit int32); NumPy values keep their dtype unless one is given. A
-    given dtype must not change the value's kind (dtypes.check_convertible), nor may a
-    Tensor's dtype change at all, nor a Python int wrap: TensorFlow raises for each.
+    given dtype takes a NumPy value as NumPy's astype does, and Python values only where
+    their kind allows (dtypes.check_convertible: 2.0 never becomes an int); a Tensor's
+    dtype may not change at all, nor a Python int wrap: TensorFlow raises for each.
 
     With `copy` (constant, convert_to_tensor, Variable) a NumPy array is copied, once: its
     owner may change it later, and a Tensor must not change with it. Without, it is used
     as is: an op's operand, or an array a traced function captures and reads at each
-    call. A Value's array is always shared, Tensors being immutable.
+    call. A Value's array is always shared, Tensors being immutable. A nested list
+    holding tensors is packed first, as TensorFlow packs it.
     """
+    if holds_value(value) and not isinstance(value, Value):
+        value = Value._pack(value, dtype)
     if isinstance(value, Value):
         source = as_value(value)
         if source._trace is not None:
@@ -332,8 +417,6 @@ def _to_array(value, dtype=None, copy=False, what="constant"):
         return source._array
     if isinstance(value, (np.ndarray, np.generic)):
         _check_kind(value.dtype, value)
-        if dtype is not None:
-            check_convertible(value.dtype, dtype, what)
         return np.array(value, dtype) if copy else np.asarray(value, dtype)
     array = np.array(value)  # a new array, even from an object that holds one
     _check_kind(array.dtype, value)
@@ -352,7 +435,8 @@ def _python_array(array, dtype, what):
             raise ValueError(f"{what}: {array.max()} does not fit in int64")
         else:
             return array
-    check_convertible(array.dtype, dtype, what)
+    if array.size:  # an empty list has no kind: [[]] is any dtype's
+        check_convertible(array.dtype, dtype, what)
     _check_range(array, dtype, what)
     return array.astype(dtype, copy=False)
 
@@ -370,6 +454,12 @@ def _check_kind(dtype, value):
                         "tensor: srcxform supports bool, integer and float values")
 
 
+def holds_value(value):
+    """Whether value is a tensor, or a nested list or tuple with one in it."""
+    return isinstance(value, Value) or (isinstance(value, (list, tuple))
+                                         and any(map(holds_value, value)))
+
+
 def as_value(x, op=None):
     """Any operand as a Value: Variables are read, Python scalars become weak constants."""
     if isinstance(x, Value):
@@ -383,6 +473,8 @@ def as_value(x, op=None):
         if isinstance(x, int) and not -2**63 <= x < 2**63:  # TensorFlow's ValueError
             raise ValueError(f"{op or 'constant'}: {x} does not fit in int64")
         return Tensor._new(np.asarray(x, dtype=weak_storage(x)), weak=True)
+    if holds_value(x):  # a nested list holding tensors, which TensorFlow packs
+        return Value._pack(x)
     try:
         return Tensor._new(_to_array(x))
     except (TypeError, ValueError):

@@ -1,8 +1,8 @@
 """Tiered execution: no call waits for Numba.
 
-A new kernel's first calls run at once on the eager tape (tier 0: the same function, on
-NumPy), while Numba compiles the kernel in a worker process, which writes it into the
-on-disk cache; the first call after the worker is done loads it from there and runs it
+A new kernel's first calls run at once on NumPy (tier 0: the kernel's traced program, run
+by interpret.py, so that the function's Python runs once, when traced), while Numba
+compiles the kernel in a worker process, which writes it into the on-disk cache; the first call after the worker is done loads it from there and runs it
 natively, as every later call does. `SRCXFORM_TIERED=0` (or `differentiable(wait=True)`,
 or `f.compile(*args)` ahead of the calls) compiles in the calling process instead.
 
@@ -17,30 +17,37 @@ again in the child). It imports the backend and Numba only (compile_worker.py).
 Nothing the worker does decides a result: it only fills the cache. Where it dies or cannot
 start, the kernel compiles in the calling process, with a TieredWarning; where it failed
 to compile, the calling process compiles again and raises Numba's error as it would have.
+
+A program that exits while the worker compiles (a short script's one call) hands the
+worker the jobs it has (up to EXIT_WAIT seconds for their modules to be generated: tens
+of milliseconds) and tells it to finish them into the cache after the program has gone,
+so that the program's next run is native from its first call; it does not wait for them.
 """
 
 import atexit
 import itertools
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
+import time
 import warnings
 from multiprocessing.connection import Connection
 
 import numpy as np
 
-from srcxform import backend, compile_worker, index
+from srcxform import backend, cachefiles, compile_worker, index, interpret, slow_compile
 from srcxform.cachefiles import cache_dir
-from srcxform.errors import SrcxformError, TieredWarning, user_frame_object
-from srcxform.tensor import Tensor, Value
-from srcxform.tree import tree_flatten
+from srcxform.errors import TieredWarning, user_frame_object
+from srcxform.tensor import Tensor, Updating, Value
 
 
 def enabled(wait):
-    """Whether a Differentiable made with `wait` runs new kernels' first calls on tier 0."""
-    return not wait and backend.jit_enabled() and \
+    """Whether a Differentiable made with `wait` runs new kernels' first calls on tier 0
+    (not once this process writes to the cache no more: the worker would deliver nothing)."""
+    return not wait and backend.jit_enabled() and cachefiles.writing() and \
         os.environ.get("SRCXFORM_TIERED", "1") not in ("0", "false", "no")
 
 
@@ -50,11 +57,14 @@ class Job:
     says why that did not happen (None when it did: compiled into the cache, or failed to
     compile in the worker)."""
 
-    def __init__(self, generate, task):
+    def __init__(self, generate, task, folder):
         self._done = threading.Event()
+        self.sent = threading.Event()  # its task has run: the worker has it, or it is lost
         self.lost = None
         self.generate = generate  # the kernel's module, as compiler.trace_kernel makes it
+        self.folder = folder  # the cache folder it compiles into
         self._task = task
+        self.watch = None  # says so when the worker's compile takes long
 
     def hand_off(self):
         """Queues the job for the tier-up thread, once. The first call hands it off as it
@@ -62,7 +72,9 @@ class Job:
         with _STARTING:
             task, self._task = self._task, None
         if task is not None:
-            _tier_up().put(task)
+            tasks = _tier_up()
+            _UNSENT.add(self)
+            tasks.put(task)
 
     def ready(self):
         return self._done.is_set()
@@ -73,6 +85,8 @@ class Job:
 
     def finish(self, lost=None):
         self.lost = lost
+        if self.watch is not None:
+            self.watch.stop()
         self._done.set()
 
 
@@ -88,6 +102,13 @@ def compile_later(kernel, generate, leaves):
 
     def task():
         try:
+            send()
+        finally:
+            _UNSENT.discard(job)
+            job.sent.set()
+
+    def send():
+        try:
             kernel.generated(generate())
         except Exception as err:  # noqa: BLE001 - the switching call generates it again
             job.finish(f"its module could not be generated ({type(err).__name__}: {err})")
@@ -96,12 +117,14 @@ def compile_later(kernel, generate, leaves):
         buffers = [("array", dtype.str, len(shape), "C", False)
                    for shape, dtype in (kernel.conv.outs[p] for p in kernel.conv.buffers)]
         payload = (env, spec.source, spec.func_name, spec.parallel, arguments + buffers)
+        job.watch = slow_compile.Watch(
+            f"{spec.func_name} (its calls run on the eager tape until it is done)", spec.source)
         try:
             _worker().submit(job, payload)
         except Exception as err:  # noqa: BLE001 - an OSError where it could not start
             job.finish(f"it could not start ({err})")
 
-    job = Job(generate, task)
+    job = Job(generate, task, env["SRCXFORM_CACHE_DIR"])
     return job
 
 
@@ -145,6 +168,7 @@ def _tier_up():
     global _TIER_UP
     with _STARTING:
         if _TIER_UP is None or _TIER_UP[0] != os.getpid():
+            _UNSENT.clear()  # a forked child's: its parent's tier-up thread sends them
             tasks = queue.SimpleQueue()
             threading.Thread(target=_run_tasks, args=(tasks,), name="srcxform-tier-up",
                              daemon=True).start()
@@ -163,6 +187,8 @@ def _run_tasks(tasks):
 
 
 _TIER_UP = None  # (pid, the queue of its tier-up thread)
+_UNSENT = set()  # the jobs handed off whose task has not run yet
+EXIT_WAIT = 1.0  # seconds the exit waits, at most, for them to reach the worker
 
 
 def warn_lost(job, name):
@@ -186,22 +212,24 @@ def _described(arg):
     return ("value", arg)
 
 
-# ----- tier 0: the eager run's results, as the kernel's call path returns them -----
+# ----- tier 0: the traced program's results, as the kernel's call path returns them -----
 
 
-def results(conv, value, grads, leaves):
-    """What a call of conv's form returns, from the eager run's value and gradients (one per wrt
-    argument; none for a value kernel), converted leaf by leaf as the kernel's generated
-    call path converts its outputs (callpath._returned)."""
-    if conv.form == "grad":  # a gradient-only kernel returns no value
-        value = ()
-    flat = tree_flatten(value)[0] + [leaf for g in grads for leaf in tree_flatten(g)[0]]
-    if len(flat) != len(conv.returns):  # the trace and the eager run return alike
-        raise SrcxformError(f"srcxform: the eager run returned {len(flat)} values where the "
-                            f"trace returned {len(conv.returns)} (please report it)")
+def results(kernel, leaves):
+    """What a call of the kernel's form returns while it compiles: its traced program run
+    on NumPy (interpret.py), not the function, whose Python ran once, when traced. The
+    Variables it assigns are updated as the kernel's call updates them (holding their
+    locks), and its outputs converted leaf by leaf as the kernel's generated call path
+    converts them (callpath._returned)."""
+    conv = kernel.conv
+    written = [leaves[v] if isinstance(v, int) else v for v in conv.writes]
+    with Updating(written):
+        outputs = interpret.run(kernel.program, kernel.arguments(leaves))
+        for variable, value in zip(written, outputs[len(outputs) - len(written):]):
+            variable._array = np.asarray(value, variable.dtype).reshape(variable.shape)
     plain = conv.plain()
-    out = [_returned(conv, how, x, leaves, plain) for how, x in zip(conv.returns, flat)]
-    return conv.results(out)
+    return conv.results([_returned(conv, how, outputs[how[1]] if how[0] == "out" else None,
+                                   leaves, plain) for how in conv.returns])
 
 
 def _returned(conv, how, x, leaves, plain):
@@ -232,21 +260,26 @@ def _worker():
         if _EXITING:  # a job handed off as the program ends starts none
             raise OSError("this process is exiting")
         if _WORKER is None or _WORKER.dead or _WORKER.pid != os.getpid():
-            if _WORKER is None:
-                atexit.register(_at_exit)
             _WORKER = _Worker()
         return _WORKER
 
 
+@atexit.register
 def _at_exit():
-    """Ends this process's worker, and keeps the tier-up thread (a daemon: it may still
-    run a job handed off as the program ended) from starting another."""
+    """Lets the jobs handed off reach the worker (for EXIT_WAIT seconds at most), then
+    ends it: it finishes the jobs it has into the cache after this process has gone
+    (where the cache outlasts the process), else it ends at once. Keeps the tier-up
+    thread (a daemon: it may still run a job handed off as the program ended) from
+    starting another."""
     global _EXITING
+    deadline = time.monotonic() + EXIT_WAIT
+    for job in list(_UNSENT):
+        job.sent.wait(max(0.0, deadline - time.monotonic()))
     with _SPAWNING:
         _EXITING = True
         worker = _WORKER
     if worker is not None and worker.pid == os.getpid():  # not a forked child's parent's
-        worker.close()
+        worker.close(finish=True)
 
 
 _WORKER = None
@@ -263,7 +296,7 @@ package = types.ModuleType("srcxform")
 package.__path__ = [sys.argv[1] + "/srcxform"]
 sys.modules["srcxform"] = package
 from srcxform import compile_worker
-compile_worker.serve(int(sys.argv[2]), int(sys.argv[3]))
+compile_worker.serve(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
 """
 
 
@@ -276,15 +309,20 @@ class _Worker:
         to_child, from_parent = os.pipe()
         to_parent, from_child = os.pipe()
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        # The child starts with FINISH blocked (it inherits this thread's signal mask):
+        # sent however soon, it stays pending for the child to find (compile_worker).
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {compile_worker.FINISH})
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-c", _BOOT, root, str(to_child), str(from_child)],
+                [sys.executable, "-c", _BOOT, root, str(to_child), str(from_child),
+                 str(os.getpid())],
                 pass_fds=(to_child, from_child), stdin=subprocess.DEVNULL)
         except BaseException:
             os.close(from_parent)
             os.close(to_parent)
             raise
         finally:  # the child's ends: the parent holding them would hide the child's exit
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             os.close(to_child)
             os.close(from_child)
         self._send = Connection(from_parent, readable=False)
@@ -321,12 +359,19 @@ class _Worker:
         for job in jobs:
             job.finish(f"it exited (status {code})")
 
-    def close(self):
-        """Ends the worker: the closed pipe is its signal to exit; one still compiling at
-        exit is killed after a moment (the cache's files are written whole or not at all),
-        one with no job at once (it may be importing Numba, not reading the pipe)."""
+    def close(self, finish=False):
+        """Ends the worker: the closed pipe is its signal to exit. With `finish` (this
+        process exits), one with jobs for a cache folder that outlasts this process is
+        told to FINISH them, and not waited for. Otherwise one still compiling is killed
+        after a moment (the cache's files are written whole or not at all), one with no
+        job at once (it may be importing Numba, not reading the pipe)."""
         with self._lock:
             idle = not self._jobs
+            lasting = any(not cachefiles.temporary(job.folder) for job in self._jobs.values())
+        if finish and lasting:
+            self.process.send_signal(compile_worker.FINISH)
+            self._send.close()
+            return
         self._send.close()
         try:
             self.process.wait(timeout=0 if idle else 0.5)

@@ -1,21 +1,36 @@
-"""Nested structures: flatten tuples, lists and dicts to leaves and back.
+"""Nested structures: flatten them to leaves and back.
 
-Dict keys are visited in sorted order (as tf.nest and JAX do), so a structure's leaves
-are deterministic; a dict is rebuilt in its own key order (as tf.nest does). TreeDefs are
-hashable: they key the kernel cache.
+The containers are tuples and lists (and their subclasses), dicts, NamedTuples,
+dataclasses, None (a container of no leaves, as in JAX) and the types registered with
+`register_pytree_node`; anything else is a leaf. Dict keys are visited in sorted order (as
+tf.nest and JAX do), so a structure's leaves are deterministic; a dict is rebuilt in its
+own key order (as tf.nest does). TreeDefs are hashable: they key the kernel cache.
 """
 
-from dataclasses import dataclass
+import dataclasses
+import functools
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
+
+# How each kind of container is taken apart and made again, by its node's `how`.
+SEQUENCE, DICT, NONE, NAMEDTUPLE, DATACLASS, REGISTERED = (
+    "sequence", "dict", "none", "namedtuple", "dataclass", "registered")
 
 
-@dataclass(frozen=True, slots=True)
-class TreeDef:
-    """The shape of a nested structure: a leaf (kind None), or a container of children."""
+class TreeDef(NamedTuple):
+    """The shape of a nested structure: a leaf (kind None), or a container of children.
+
+    `keys` names the children: a dict's keys (sorted: its children's order), a
+    NamedTuple's or dataclass's fields; for a registered type, it is the aux data its
+    flatten function returned. `how` says which kind of container it is. (A tuple: one is
+    made per container at each flatten, and a tuple is made in C, where a frozen
+    dataclass sets each field through object.__setattr__.)"""
 
     kind: type | None
-    keys: tuple = ()  # a dict's keys, sorted: its children's order
+    keys: tuple = ()
     children: tuple = ()
     order: tuple = ()  # a dict's keys in its own order, to rebuild it so
+    how: str = SEQUENCE
 
     @property
     def num_leaves(self):
@@ -23,6 +38,40 @@ class TreeDef:
 
 
 LEAF = TreeDef(None)
+_NONE = TreeDef(type(None), how=NONE)
+_node = functools.partial(tuple.__new__, TreeDef)  # TreeDef(*fields), without its __new__
+
+# Types registered by register_pytree_node: (flatten, unflatten) each.
+_REGISTERED = {}
+# Each type met, by its kind of container (None: a leaf); filled as types are met.
+_KINDS = {tuple: SEQUENCE, list: SEQUENCE, dict: DICT, type(None): NONE}
+
+
+def register_pytree_node(nodetype: type, flatten_func: Callable, unflatten_func: Callable):
+    """Makes instances of `nodetype` containers, as JAX's `register_pytree_node`:
+    `flatten_func(x)` returns `(children, aux_data)`, an iterable of children and hashable
+    data (part of a compiled function's cache key), and `unflatten_func(aux_data,
+    children)` makes the instance again. Gradients of such a structure come back as one.
+
+    Example:
+        >>> srcxform.register_pytree_node(Point, lambda p: ((p.x, p.y), None),
+        ...                               lambda aux, xy: Point(*xy))
+    """
+    _REGISTERED[nodetype] = (flatten_func, unflatten_func)
+    _KINDS[nodetype] = REGISTERED
+
+
+def _kind_of(kind):
+    """How a type's instances are flattened (None: they are leaves)."""
+    if issubclass(kind, tuple) and hasattr(kind, "_fields"):
+        return NAMEDTUPLE
+    if issubclass(kind, (tuple, list)):
+        return SEQUENCE
+    if issubclass(kind, dict):
+        return DICT
+    if dataclasses.is_dataclass(kind):
+        return DATACLASS
+    return None
 
 
 def tree_flatten(tree):
@@ -32,34 +81,87 @@ def tree_flatten(tree):
 
 
 def _flatten(tree, leaves):
-    if isinstance(tree, dict):
+    kind = type(tree)
+    how = _KINDS.get(kind, 0)
+    if how == 0:
+        how = _KINDS[kind] = _kind_of(kind)
+    if how is None:
+        leaves.append(tree)
+        return LEAF
+    if how == SEQUENCE:
+        return _node((kind, (), tuple([_flatten(t, leaves) for t in tree]), (), how))
+    if how == DICT:
         keys = tuple(sorted(tree))
-        return TreeDef(dict, keys, tuple(_flatten(tree[k], leaves) for k in keys), tuple(tree))
-    if isinstance(tree, (list, tuple)) and not hasattr(tree, "_fields"):
-        return TreeDef(type(tree), (), tuple(_flatten(t, leaves) for t in tree))
-    leaves.append(tree)
-    return LEAF
+        return _node((dict, keys, tuple([_flatten(tree[k], leaves) for k in keys]),
+                      tuple(tree), how))
+    if how == NONE:
+        return _NONE
+    if how == NAMEDTUPLE:
+        keys, children = kind._fields, tree
+    elif how == DATACLASS:
+        keys = tuple(f.name for f in dataclasses.fields(tree) if f.init)
+        children = [getattr(tree, k) for k in keys]
+    else:
+        children, keys = _REGISTERED[kind][0](tree)
+    return _node((kind, keys, tuple([_flatten(t, leaves) for t in children]), (), how))
 
 
 def leaf_paths(treedef):
     """The path to each leaf of a structure, in tree_flatten's order: the tuple of the
-    keys and indices that reach it."""
+    keys, field names and indices that reach it."""
     if treedef.kind is None:
         return [()]
-    keys = treedef.keys if treedef.kind is dict else range(len(treedef.children))
+    keys = treedef.keys if treedef.how in (DICT, NAMEDTUPLE, DATACLASS) \
+        else range(len(treedef.children))
     return [(k, *path) for k, child in zip(keys, treedef.children) for path in leaf_paths(child)]
 
 
-def tree_unflatten(treedef, leaves):
-    """Builds the structure `treedef` describes from a flat sequence of leaves."""
-    return _unflatten(treedef, iter(leaves))
+def tree_unflatten(treedef, leaves: Iterable, build: Callable | None = None):
+    """Builds the structure `treedef` describes from a flat sequence of leaves. With
+    `build`, each container is `build(node, children)` instead (generated code builds
+    expressions so)."""
+    if build is None:
+        return _unflatten(treedef, iter(leaves))
+    return _built(treedef, iter(leaves), build)
 
 
 def _unflatten(treedef, it):
     if treedef.kind is None:
         return next(it)
     children = [_unflatten(c, it) for c in treedef.children]
-    if treedef.kind is dict:
-        by_key = dict(zip(treedef.keys, children))
-        return {k: by_key[k] for k in treedef.order}
-    return treedef.kind(children)
+    if treedef.how == SEQUENCE:  # the most common, without a call
+        return treedef.kind(children)
+    return make_node(treedef, children)
+
+
+def _built(treedef, it, build):
+    if treedef.kind is None:
+        return next(it)
+    return build(treedef, [_built(c, it, build) for c in treedef.children])
+
+
+def make_node(node: TreeDef, children: list):
+    """The container `node` describes, holding `children`."""
+    how = node.how
+    if how == SEQUENCE:
+        return node.kind(children)
+    if how == DICT:
+        by_key = dict(zip(node.keys, children))
+        return {k: by_key[k] for k in node.order}
+    if how == NONE:
+        return None
+    if how == NAMEDTUPLE:
+        return node.kind(*children)
+    if how == DATACLASS:
+        return node.kind(**dict(zip(node.keys, children)))
+    return _REGISTERED[node.kind][1](node.keys, children)
+
+
+def unflatten_function(kind: type) -> Callable:
+    """The unflatten function registered for `kind`."""
+    return _REGISTERED[kind][1]
+
+
+def flatten_function(kind: type) -> Callable:
+    """The flatten function registered for `kind`."""
+    return _REGISTERED[kind][0]

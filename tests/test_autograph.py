@@ -8,8 +8,11 @@ function runs cond/while_loop/fori_loop on concrete tensors (and the tape record
 exactly as a compiled one traces them. TestCompiledDataDependent compiles them for real.
 """
 
+import contextlib
+import functools
 import inspect
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -288,8 +291,10 @@ def test_functions_without_readable_source_or_control_flow_are_kept():
     double = lambda x: x * 2
     namespace = {}
     exec("def made(x):\n    if x > 0:\n        return x\n    return -x\n", namespace)  # noqa: S102
-    for fn in (plain, double, namespace["made"], len, np.add):
+    for fn in (plain, double, len, np.add):
         assert autograph.convert(fn) is fn
+    with pytest.warns(tf.AutographWarning, match="made: its source cannot be read"):
+        assert autograph.convert(namespace["made"]) is namespace["made"]
     # A lambda's traced condition fails as it did, at the user's line.
     f = tf.differentiable(lambda x: x if tf.reduce_sum(x) > 0 else -x)
     with pytest.raises(tf.TracingError, match=r"test_autograph.py:\d+.*\n.*bool\(\) of a traced"):
@@ -519,3 +524,107 @@ class TestCompiledDataDependent:
             np.testing.assert_allclose(value, np.sum(x * x), rtol=1e-12)
             np.testing.assert_allclose(grad, 2 * x, rtol=1e-12)
         assert f.cache_info().kernels == 1
+
+
+# ----- where the control flow cannot be converted: one AutographWarning saying why -----
+
+_EXEC_SOURCE = """
+def clipped(x):
+    if tf.reduce_sum(x) > 0.0:
+        y = x * 2.0
+    else:
+        y = -x
+    return tf.reduce_sum(y)
+
+def straight(x, scale=None):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.reduce_sum(x * x)
+    scale = scale is None or scale  # `and`/`or` are not statements
+    return y * scale
+"""
+
+
+def _exec(source):
+    namespace = {"tf": tf}
+    exec(compile(source, "<string>", "exec"), namespace)  # noqa: S102 - no file to read it from
+    return namespace
+
+
+def test_unreadable_source_with_control_flow_warns_once_and_says_why():
+    clipped = _exec(_EXEC_SOURCE)["clipped"]
+    f = tf.differentiable(clipped)
+    said = r"clipped: its source cannot be read .*'<string>'.*Define it in a file"
+    with pytest.warns(tf.AutographWarning, match=said), pytest.raises(tf.TracingError):
+        f(np.ones(2))
+    with warnings_as_errors(), pytest.raises(tf.TracingError):  # converted once: said once
+        f(np.ones(2))
+
+
+def test_unreadable_source_without_control_flow_is_quiet():
+    straight = _exec(_EXEC_SOURCE)["straight"]
+    with warnings_as_errors():
+        assert float(tf.differentiable(straight)(np.ones(2).copy())) == 2.0
+
+
+@contextlib.contextmanager
+def warnings_as_errors():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        yield
+
+
+def _logged(fn):
+    """A decorator of the user's: functools.wraps sets the wrapper's __wrapped__."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+@_logged
+def logged_piecewise(x):
+    if tf.reduce_sum(x) > 1.0:
+        y = tf.sin(x)
+    else:
+        y = x * x
+    return tf.reduce_sum(y)
+
+
+def test_a_wrapped_function_is_converted_through_its_wrapper():
+    f = tf.differentiable(logged_piecewise)
+    for x in (np.array([0.1, 0.2]), np.array([1.0, 2.0])):  # both branches, one kernel
+        value, grad = f.value_and_grad(x)
+        want_value, want_grad = _value_and_grad(logged_piecewise, x)
+        np.testing.assert_allclose(value, want_value, rtol=1e-12)
+        np.testing.assert_allclose(grad, want_grad, rtol=1e-12)
+    assert f.cache_info().kernels == 1
+    assert "ag__.if_stmt" in autograph.source(logged_piecewise)
+
+
+_REGISTRY = {}
+
+
+def _registered(fn):
+    """A decorator whose wrapper finds the function by name, not in its closure."""
+    _REGISTRY[fn.__name__] = fn
+
+    @functools.wraps(fn)
+    def wrapper(*args):
+        return _REGISTRY[wrapper.__name__](*args)
+
+    return wrapper
+
+
+@_registered
+def registered_piecewise(x):
+    if tf.reduce_sum(x) > 1.0:
+        return tf.reduce_sum(tf.sin(x))
+    return tf.reduce_sum(x)
+
+
+def test_a_wrapper_without_the_function_in_its_closure_warns():
+    said = r"registered_piecewise: it wraps .*closure"
+    with pytest.warns(tf.AutographWarning, match=said), pytest.raises(tf.TracingError):
+        tf.differentiable(registered_piecewise)(np.ones(2))

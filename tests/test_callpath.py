@@ -58,15 +58,18 @@ def test_the_kernel_wrapper_is_the_generated_one():
     assert getattr(kernel, "py_func", kernel).__code__.co_name == "loss_kernel"
 
 
-def test_the_warm_entry_is_the_one_in_the_source():
-    LOSS.value_and_grad(W, X)  # the first positional call makes the entry
-    entry = LOSS.value_and_grad
+def test_the_warm_entry_is_the_one_in_the_source(monkeypatch):
+    # Checked (SRCXFORM_CHECK), an entry also tests the shapes checked: another text.
+    monkeypatch.setenv("SRCXFORM_CHECK", "0")
+    f = tf.differentiable(loss)
+    f.value_and_grad(W, X)  # the first positional call makes the entry
+    entry = f.value_and_grad
     assert entry.__code__.co_name == "loss_value_and_grad_entry"
     # The generated module's copy, not one compiled apart.
     assert entry.__code__.co_filename.endswith(".py")
     assert "def loss_value_and_grad_entry(this, a0=NO, a1=NO, /, *more, **kwargs):" in \
-        LOSS.source(W, X)
-    for got, want in zip(entry(W, X), LOSS.value_and_grad(W, x=X)):
+        f.source(W, X)
+    for got, want in zip(entry(W, X), f.value_and_grad(W, x=X)):
         np.testing.assert_array_equal(got, want)
 
 

@@ -166,14 +166,19 @@ _SECOND_ORDER = ["rosenbrock", "closure_over_helpers", "fan_out"]
 
 @pytest.mark.parametrize("name", _SECOND_ORDER)
 def test_higher_order_by_composition(name):
-    """differentiable(f.grad) compiles a second-order adjoint: its value is f's gradient,
-    its gradient the Hessian summed over rows (the gradient of sum(grad f))."""
+    """A function of f.grad compiles a second-order adjoint: the gradient of sum(grad f)
+    is the Hessian summed over rows (f.grad, a vector, is returned as the aux)."""
     case = _BY_NAME[name]
     assert case.wrt == 0
     first = compiled(name)
     x, rest = case.args[0], case.args[1:]
-    second = tf.differentiable(first.grad)
-    value, hess_rowsum = second.value_and_grad(*case.args)
+
+    def summed_gradient(*args):
+        g = first.grad(*args)
+        return tf.reduce_sum(g), g
+
+    second = tf.differentiable(summed_gradient, has_aux=True)
+    (_, value), hess_rowsum = second.value_and_grad(*case.args)
     np.testing.assert_allclose(value, first.grad(*case.args), rtol=RTOL, atol=ATOL)
     numeric = _numeric_jacobian(lambda v: first.grad(v, *rest), x)
     rowsum = numeric.sum(axis=tuple(range(x.ndim)))

@@ -1,5 +1,6 @@
 """The debugging switch: check=True (or SRCXFORM_CHECK=1) runs the eager tape beside each
-new kernel's first call and raises CheckError with both results where they differ."""
+kernel's first call with new shapes and raises CheckError with both results where they
+differ beyond the rounding the computation allows."""
 
 import numpy as np
 import pytest
@@ -62,3 +63,89 @@ def test_a_checked_training_step_updates_its_variables_once():
     assert steps.numpy() == 1.0
     step(2.0)  # the kernel is checked once: the second call is the kernel's alone
     assert steps.numpy() == 2.0
+
+
+def test_a_kernel_is_checked_again_at_each_new_size(monkeypatch):
+    """A kernel takes any size: one right at the size it was traced at may be wrong at the
+    next, which a warm call there would otherwise run unchecked."""
+    run = Kernel.run
+
+    def wrong_at_four(self, leaves):
+        value, grads = run(self, leaves)
+        return (value * 2.0 if len(leaves[1]) == 4 else value), grads
+
+    monkeypatch.setattr(Kernel, "run", wrong_at_four)
+    f = tf.differentiable(_loss, check=True)
+    for _ in range(2):  # the second call is a warm one
+        f.value_and_grad(np.ones(3), np.linspace(0.1, 1.0, 3))
+    with pytest.raises(tf.CheckError, match="disagrees with the eager tape"):
+        f.value_and_grad(np.ones(4), np.linspace(0.1, 1.0, 4))
+    with pytest.raises(tf.CheckError):  # still unchecked there: it raises again
+        f.value_and_grad(np.ones(4), np.linspace(0.1, 1.0, 4))
+
+
+@pytest.mark.parametrize("check", [True, False])
+def test_each_shape_is_checked_once(check, monkeypatch):
+    monkeypatch.delenv("SRCXFORM_CHECK", raising=False)
+    eager_runs = []
+
+    def loss(x):
+        if isinstance(x, tf.Tensor):  # the eager tape's run, not the trace
+            eager_runs.append(x.shape[0])
+        return tf.reduce_sum(x * x)
+
+    f = tf.differentiable(loss, check=check)
+    for n in (3, 3, 4, 4, 3, 5):
+        assert f.grad(np.arange(float(n))) == pytest.approx(2 * np.arange(float(n)))
+    assert eager_runs == ([3, 4, 5] if check else [])
+    assert ("checked_shapes" in f.grad.__code__.co_names) == check  # unchecked, no test
+
+
+def _cancelling(n=100_000):
+    """Terms of about 1e8 whose sum cancels to rounding noise."""
+    rng = np.random.default_rng(0)
+    x = rng.uniform(1e8, 2e8, n) * rng.choice([-1.0, 1.0], n)
+    return x - x.mean()
+
+
+def test_a_sum_that_cancels_passes_within_its_rounding():
+    """The kernel and NumPy add the terms in other orders: both sums are rounding noise
+    the size of eps times the terms (1e-3 here), not of the result (1e-4)."""
+    x = _cancelling()
+    f = tf.differentiable(lambda x: tf.reduce_sum(x) * 2.0, check=True)
+    bound = x.size * np.finfo(np.float64).eps * np.abs(x).sum()
+    assert abs(f(x).numpy() - 2 * np.sum(x)) < bound
+    value, grad = f.value_and_grad(x)
+    assert abs(value - 2 * np.sum(x)) < bound
+    np.testing.assert_array_equal(grad, np.full(x.size, 2.0))
+    # Squared, the sum's rounding reaches the gradient: 2 * sum(x) at each element.
+    squared = tf.differentiable(lambda x: tf.reduce_sum(x) ** 2, check=True)
+    assert np.all(np.abs(squared.grad(x) - 2 * np.sum(x)) < 2 * bound)
+
+
+def test_a_sum_missing_a_term_raises(monkeypatch):
+    run = Kernel.run
+
+    def drops_the_last_term(self, leaves):
+        value, grads = run(self, leaves)
+        return value - 2.0 * leaves[0][-1], grads
+
+    monkeypatch.setattr(Kernel, "run", drops_the_last_term)
+    f = tf.differentiable(lambda x: tf.reduce_sum(x) * 2.0, check=True)
+    with pytest.raises(tf.CheckError, match="beyond rounding"):
+        f.value_and_grad(_cancelling())
+
+
+def test_a_small_error_in_a_well_conditioned_sum_raises(monkeypatch):
+    """Where the relative tolerance (1e-7) fails, the noisy reruns measure what rounding
+    can do, and add little for a sum of terms of one sign: one part in a million is wrong."""
+    run = Kernel.run
+
+    def a_millionth_off(self, leaves):
+        value, grads = run(self, leaves)
+        return value * (1 + 1e-6), grads
+
+    monkeypatch.setattr(Kernel, "run", a_millionth_off)
+    f = tf.differentiable(_loss, check=True)
+    with pytest.raises(tf.CheckError):
+        f.value_and_grad(np.ones(1000), np.linspace(0.1, 1.0, 1000))

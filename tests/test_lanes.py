@@ -74,7 +74,7 @@ def test_a_sum_adds_in_the_documented_order_at_every_size(n):
 def test_a_sum_along_rows_adds_each_row_in_the_documented_order():
     x = np.stack([_adversarial(CHUNK + 13, seed) for seed in range(3)])
     for cols in (2, 7, 8, 9, CHUNK + 13):
-        rows = ROW_TOTALS.value_and_grad(x[:, :cols].copy())[0]
+        rows = np.asarray(ROW_TOTALS(x[:, :cols].copy()))
         assert rows.tolist() == [_reference(row) for row in x[:, :cols]]
 
 

@@ -28,15 +28,17 @@ LAYERS = [
     ("structured", {"srcxform.structured", "srcxform.reroll"}),
     ("codegen", {"srcxform.callconv", "srcxform.codegen", "srcxform.codegen."}),
     # What generated code calls, and all that touches Numba's internals.
-    ("runtime", {"srcxform.cachefiles", "srcxform.numba_adapter", "srcxform.numba_adapter.",
-                 "srcxform.runtime."}),
+    ("runtime", {"srcxform.cachefiles", "srcxform.cachesize", "srcxform.numba_adapter",
+                 "srcxform.numba_adapter.", "srcxform.runtime."}),
     ("compiler", {"srcxform.backend", "srcxform.index", "srcxform.captures",
+                  "srcxform.slow_compile",
                   "srcxform.compiler", "srcxform.kernel", "srcxform.crosscheck",
-                  "srcxform.tiered", "srcxform.compile_worker", "srcxform.openmp"}),
-    ("surface", {"srcxform", "srcxform.api", "srcxform.optimizers", "srcxform.math",
-                 "srcxform.linalg", "srcxform.nn", "srcxform.random", "srcxform.control_flow",
+                  "srcxform.tiered", "srcxform.compile_worker", "srcxform.openmp",
+                  "srcxform.interpret"}),
+    ("surface", {"srcxform", "srcxform.__main__", "srcxform.api", "srcxform.optimizers",
+                 "srcxform.math", "srcxform.linalg", "srcxform.nn", "srcxform.random", "srcxform.control_flow",
                  "srcxform.testing", "srcxform.testing.", "srcxform.keras", "srcxform.keras.",
-                 "srcxform.autograph", "srcxform.autograph_analysis",
+                 "srcxform.autograph", "srcxform.autograph_analysis", "srcxform.tf_function",
                  "srcxform.autograph_runtime"}),
 ]
 

@@ -374,6 +374,38 @@ def test_compiled_gradients_as_eager_at_two_sizes():
             np.testing.assert_allclose(got, want.numpy(), rtol=1e-8, atol=1e-10)
 
 
+# A det of one matrix is rank 0, a scalar in generated code, where an elementwise op on it
+# (a conditional expression for relu, maximum, ...) needs one: a 0-d array does not unify.
+_ON_A_DET = {
+    "relu": lambda d: tf.nn.relu(d),
+    "maximum": lambda d: tf.maximum(d, 1.0),
+    "minimum": lambda d: tf.minimum(d, 100.0),
+    "clip_by_value": lambda d: tf.clip_by_value(d, -5.0, 50.0),
+    "where": lambda d: tf.where(d > 0.0, d * d, -d),
+}
+
+
+@pytest.mark.parametrize("jit", ["1", "0"])
+@pytest.mark.parametrize("op", sorted(_ON_A_DET))
+def test_elementwise_ops_on_a_det_compile(op, jit, monkeypatch):
+    monkeypatch.setenv("SRCXFORM_JIT", jit)
+
+    def fn(a):
+        return _ON_A_DET[op](tf.linalg.det(a)) * 2.0
+
+    x = tf.constant(A)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        value = fn(x)
+    grad = tape.gradient(value, x).numpy()
+    f = tf.differentiable(fn)
+    np.testing.assert_allclose(f(A).numpy(), value.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(f.grad(A), grad, rtol=1e-12)
+    got_value, got_grad = f.value_and_grad(A)
+    np.testing.assert_allclose(got_value, value.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(got_grad, grad, rtol=1e-12)
+
+
 # ----- errors -----
 
 

@@ -92,10 +92,10 @@ def test_polygamma_at_the_poles_as_tensorflow():
                                [inf, inf, 193.40909103400242], rtol=1e-12)
 
 
-def test_polygamma_order_must_be_one_non_negative_integer():
-    for order in (1.5, -1, [1, 2]):
-        with pytest.raises(TypeError, match="one non-negative integer"):
-            tf.math.polygamma(order, [1.0])
+def test_polygamma_of_an_order_that_is_no_non_negative_integer_is_nan():
+    # As TensorFlow's; orders are elementwise (tests/test_tf_op_rules.py).
+    np.testing.assert_array_equal(tf.math.polygamma([1.5, -1.0], [1.0, 1.0]).numpy(),
+                                  [nan, nan])
 
 
 def _gradients(f, *values):

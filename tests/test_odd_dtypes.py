@@ -35,3 +35,28 @@ def test_the_eager_tape_still_computes_in_float16():
     grad = tape.gradient(y, x)
     assert grad.dtype == np.float16
     np.testing.assert_array_equal(grad.numpy(), [0.0, 2.0, 4.0])
+
+
+def test_a_big_endian_array_after_a_native_one_computes_as_native():
+    # The warm entry made by the native call sends the big-endian array on to the slow
+    # path, which converts it (Numba cannot type it).
+    f = tf.differentiable(lambda x: tf.reduce_sum(x * x))
+    native = np.arange(1.0, 4.0)
+    big = native.astype(">f8")
+    for x in (native, big, big, tf.constant(big), native):
+        assert float(f(x)) == 14.0
+        np.testing.assert_array_equal(f.grad(x), [2.0, 4.0, 6.0])
+
+
+def test_a_big_endian_variable_is_held_in_native_order():
+    v = tf.Variable(np.arange(1.0, 4.0).astype(">f8"))
+    assert v.dtype == np.float64 and v.dtype.isnative
+
+    @tf.differentiable
+    def step(x):
+        v.assign_add(x)
+        return tf.reduce_sum(v * x)
+
+    for k in range(1, 4):  # the first call, then the warm entry
+        assert float(step(np.ones(3))) == 6.0 + 3 * k
+    np.testing.assert_array_equal(v.numpy(), [4.0, 5.0, 6.0])

@@ -22,6 +22,7 @@ INTERNAL = {
     "mathfuncs": {"rsqrt_grad"},
     "nn": {"leaky_relu_grad"},
     "shape": {"shape_argument", "unchanged", "checked_indices"},
+    "creation": {"pack"},  # TensorFlow's packing of nested lists, which conversions share
     "linalg": {"numpy_matmul", "tensordot_1d"},  # NumPy's matmul and dot rules
     # Tensor's NumPy protocols, and the table of ufuncs they dispatch
     "numpy_dispatch": {"array_ufunc", "array_function", "ufuncs"},

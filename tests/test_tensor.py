@@ -1,6 +1,9 @@
 """Tensor and Variable: the value surface of SPEC "Values" (operators, indexing, conversion,
 printing, Variables, creation functions and dtype rules)."""
 
+import copy
+import pickle
+
 import numpy as np
 import pytest
 from helpers import assert_tensor_equal as _eq
@@ -337,6 +340,17 @@ def test_variable_initial_value_is_copied():
     v = tf.Variable(init)
     init[0] = 100.0
     assert v.numpy()[0] == 1.0
+
+
+@pytest.mark.parametrize("copied", [lambda v: pickle.loads(pickle.dumps(v)), copy.deepcopy],
+                         ids=["pickle", "deepcopy"])
+def test_a_copied_variable_has_its_value_and_a_lock_of_its_own(copied):
+    v = tf.Variable(np.arange(3.0), name="w")
+    c = copied(v)
+    assert c.name == "w:0" and c._lock is not v._lock
+    c.assign_add(np.ones(3))
+    np.testing.assert_array_equal(c.numpy(), [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(v.numpy(), [0.0, 1.0, 2.0])
 
 
 # ----- creation -----

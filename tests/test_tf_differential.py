@@ -1,13 +1,15 @@
 """A fixed-seed slice of the differential test against TensorFlow (tests/tf_differential.py),
-and the comparator's own rules, which need no TensorFlow.
+TensorFlow's recorded outcomes for 200 programs replayed, and the comparator's own rules.
 
-The slice is skipped where TensorFlow is not installed (CI); the full campaign is
-`python -m tests.tf_differential --programs 2000 --seed N`.
+The slice is skipped where TensorFlow is not installed (CI); the recorded programs run
+everywhere. The full campaign is `python -m tests.tf_differential --programs 2000 --seed N`;
+the record is remade with `python -m tests.tf_differential --record --programs 200
+--seed 30`.
 """
 
 import numpy as np
 import pytest
-from tf_differential import Outcome, compare, differs, generate, same_kind
+from tf_differential import Outcome, _decoded, _encoded, compare, differs, generate, same_kind
 
 
 def _t(values, dtype="float32"):
@@ -67,4 +69,22 @@ def test_a_slice_agrees_with_tensorflow():
     import srcxform
 
     mismatches = campaign(150, seed=18, tf_module=tensorflow, sx_module=srcxform)
+    assert not mismatches, "\n".join(m.report() for m in mismatches[:5])
+
+
+def test_recorded_values_round_trip():
+    values = [_t([1.5, np.nan, -np.inf]), _t([[3]], "int32"), _t([0.1], "float64"),
+              _t([True, False], "bool"), ("python str", np.array("second order")), None]
+    assert differs(values, _decoded(_encoded(values))) is None
+    assert _decoded(_encoded(_t([0.3])))[1].tobytes() == np.float32([0.3]).tobytes()
+
+
+def test_recorded_programs_agree_with_tensorflow():
+    """TensorFlow 2.21's outcomes (tests/tf_recorded.json): Variable updates, conversions
+    with dtype=, integer reductions, packed lists and the names issue 30 added among
+    them, checked without TensorFlow."""
+    import srcxform
+    from tf_differential import replay
+
+    mismatches = replay(srcxform)
     assert not mismatches, "\n".join(m.report() for m in mismatches[:5])

@@ -205,6 +205,7 @@ def test_a_reused_output_array_has_the_shape_this_call_needs():
     f = tf.differentiable(sum_of_squares)
     small, large = np.arange(2.0), np.arange(7.0)
     f.grad(small)
+    f.grad(large)  # checked here (SRCXFORM_CHECK): the calls below run the entry
     entry = f.grad
     paused, resume = threading.Event(), threading.Event()
     pausing = []  # the thread to pause, once
@@ -238,6 +239,143 @@ def test_a_reused_output_array_has_the_shape_this_call_needs():
     finally:
         entry.__globals__["getrefcount"] = sys.getrefcount
     np.testing.assert_array_equal(found["grad"], 2 * large)
+
+
+# ----- each update of a Variable is atomic -----
+
+
+def _in_threads(*targets, switch=1e-5):
+    """Runs each target in a thread of its own, started together, with the interpreter
+    switching threads every `switch` seconds (so that updates interleave); joins them."""
+    start = threading.Barrier(len(targets))
+    joins = [_in_thread(lambda target=target: (start.wait(WAIT), target())) for target in targets]
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(switch)
+    try:
+        for join in joins:
+            join()
+    finally:
+        sys.setswitchinterval(old)
+
+
+def _repeat(n, update):
+    return lambda: [update() for _ in range(n)]
+
+
+def test_assign_add_and_assign_sub_from_threads_lose_no_update():
+    v = tf.Variable(np.float64(0.0))
+    _in_threads(*[_repeat(3_000, lambda: v.assign_add(1.0))] * 8)
+    assert float(v) == 24_000.0
+    _in_threads(*[_repeat(3_000, lambda: v.assign_sub(1.0))] * 8)
+    assert float(v) == 0.0
+
+
+def test_assigns_to_parts_of_a_variable_from_threads_keep_the_other_parts():
+    v = tf.Variable(np.zeros(8))
+
+    def count(k):  # only this thread writes v[k]; each write keeps the rest of v
+        return _repeat(3_000, lambda: v[k].assign(v[k] + 1.0))
+
+    _in_threads(*[count(k) for k in range(8)])
+    np.testing.assert_array_equal(v.numpy(), [3_000.0] * 8)
+
+
+def test_a_compiled_assign_add_from_threads_adds_once_a_call():
+    v = tf.Variable(np.float64(0.0))
+
+    @tf.differentiable
+    def count(x):
+        v.assign_add(x)
+        return x
+
+    count(1.0)  # compiled here, with its warm entry
+    v.assign(0.0)
+    # The warm entry, the general path (a keyword) and eager updates, all at once.
+    _in_threads(*[_repeat(3_000, lambda: count(1.0))] * 5,
+                *[_repeat(3_000, lambda: count(x=1.0))] * 2,
+                _repeat(3_000, lambda: v.assign_sub(2.0)))
+    assert float(v) == 15_000.0
+
+
+def test_compiled_transfers_between_variable_arguments_from_threads():
+    """Each call assigns two Variables, its arguments: calls taking them in either order
+    wait for each other rather than each holding one (the locks are taken in one order)."""
+    a, b = tf.Variable(np.float64(50_000.0)), tf.Variable(np.float64(0.0))
+
+    @tf.differentiable
+    def transfer(source, target, amount):
+        source.assign_sub(amount)
+        target.assign_add(amount)
+        return amount
+
+    transfer(a, b, 0.0)
+    _in_threads(*[_repeat(3_000, lambda: transfer(a, b, 2.0))] * 4,
+                *[_repeat(3_000, lambda: transfer(b, a, 1.0))] * 4)
+    assert (float(a), float(b)) == (38_000.0, 12_000.0)
+
+
+def test_a_trace_takes_no_variable_lock():
+    """Tracing changes no Variable, so takes no lock of one. Here h's trace (holding h's
+    lock) assigns v while another thread checks f's first call (SRCXFORM_CHECK), holding
+    v's lock from f's compiled run to its eager run, which calls h: were the trace to wait
+    for v, each thread would wait for the other."""
+    v = tf.Variable(np.float64(0.0))
+    tracing, go, checking = threading.Event(), threading.Event(), threading.Event()
+
+    def h(x):
+        if not tracing.is_set():
+            _set_and_wait(tracing, go)
+        v.assign_add(x)
+        return x
+
+    compiled_h = tf.differentiable(h)
+
+    def f(x):
+        v.assign_add(x)
+        if isinstance(x, tf.Tensor):  # the check's eager run, holding v's lock
+            checking.set()
+        return compiled_h(x)
+
+    join_h = _in_thread(lambda: compiled_h(1.0))
+    assert tracing.wait(WAIT)
+    join_f = _in_thread(lambda: tf.differentiable(f, check=True)(1.0))
+    try:
+        assert checking.wait(WAIT)
+    finally:
+        go.set()
+        join_h()
+        join_f()
+    assert float(v) == 3.0  # h's first call once, f's (which calls h) once
+
+
+def _sgd_steps(optimizer, w, steps, compiled):
+    """`steps` updates of w by optimizer with the gradient 1 (compiled: in one kernel)."""
+    def step(g):
+        optimizer.apply_gradients([(g, w)])
+        return g
+
+    run = tf.differentiable(step) if compiled else step
+    one = np.ones(w.shape)
+    return lambda: [run(one) for _ in range(steps)]
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("momentum", [0.0, 0.5])
+def test_optimizer_updates_of_a_shared_variable_from_threads(compiled, momentum):
+    """Each update (the Variable's read, its momentum slot's update, its assign) is
+    atomic, so the threads' updates end where as many in one thread do, bit for bit."""
+    def sgd():
+        return tf.optimizers.SGD(learning_rate=0.5, momentum=momentum)
+
+    optimizer, w = sgd(), tf.Variable(np.zeros(3))
+    _sgd_steps(optimizer, w, 1, compiled)()  # compiled here
+    _in_threads(*[_sgd_steps(optimizer, w, 200, compiled)] * 8)
+    alone, w_alone = sgd(), tf.Variable(np.zeros(3))
+    _sgd_steps(alone, w_alone, 1_601, compiled)()
+    np.testing.assert_array_equal(w.numpy(), w_alone.numpy())
+    assert int(optimizer.iterations) == 1_601
+    if momentum == 0.0:
+        np.testing.assert_array_equal(w.numpy(), [-800.5] * 3)
 
 
 # ----- first calls may race -----

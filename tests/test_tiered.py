@@ -1,8 +1,10 @@
-"""Tiered execution (srcxform/tiered.py): a new kernel's first calls run on the eager tape
-while the compiler worker compiles it into the disk cache; the next call after that loads
-it and runs natively. The suite runs with tiers off (conftest.py); these tests turn them on,
-each with a fresh cache folder (so the worker really compiles) and kernels of their own."""
+"""Tiered execution (srcxform/tiered.py): a new kernel's first calls run its traced
+program on NumPy while the compiler worker compiles it into the disk cache; the next call
+after that loads it and runs natively. The suite runs with tiers off (conftest.py); these
+tests turn them on, each with a fresh cache folder (so the worker really compiles) and
+kernels of their own."""
 
+import json
 import os
 import signal
 import subprocess
@@ -10,6 +12,7 @@ import sys
 import textwrap
 import threading
 import time
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 import numpy as np
@@ -60,7 +63,7 @@ def mlp_loss(params, x):
 
 
 def test_first_calls_run_eagerly_then_switch_to_the_workers_kernel():
-    f = tf.differentiable(mlp_loss, wrt=0)
+    f = tf.differentiable(mlp_loss, wrt=0, has_aux=True)
     rng = np.random.default_rng(0)
     params = {"w": rng.normal(size=(3, 2)).astype(np.float32),
               "b": rng.normal(size=2).astype(np.float32)}
@@ -80,9 +83,9 @@ def test_first_calls_run_eagerly_then_switch_to_the_workers_kernel():
     w = params["w"].astype(np.float64)
     h = np.tanh(x.astype(np.float64) @ w + params["b"])
     np.testing.assert_allclose(native[0][0], np.sum(h * h), rtol=1e-5)
-    # The gradient of both results' sum (the tape's, for a tuple): max's reaches one h.
-    dh = 2 * h + (np.arange(h.size) == np.argmax(h)).reshape(h.shape)
-    np.testing.assert_allclose(native[1]["w"], x.T @ (dh * (1 - h * h)), rtol=1e-4)
+    # The gradient of the first result; the second is the aux.
+    np.testing.assert_allclose(native[0][1], np.max(h), rtol=1e-5)
+    np.testing.assert_allclose(native[1]["w"], x.T @ (2 * h * (1 - h * h)), rtol=1e-4)
     # Later calls take the warm entry made at the switch.
     hits = f.cache_info().hits
     leaves_alike(f.value_and_grad(params, x), native)
@@ -258,7 +261,7 @@ def test_a_kernel_compiled_here_while_numba_starts_in_a_thread():
     assert out.stdout == "[1.0, 0.5] True\n"
 
 
-def test_the_worker_ends_with_its_process(tmp_path):
+def test_the_worker_finishes_its_job_after_its_process_exits_then_ends(tmp_path):
     script = textwrap.dedent("""
         import numpy as np
         import srcxform as tf
@@ -270,14 +273,17 @@ def test_the_worker_ends_with_its_process(tmp_path):
         f = tf.differentiable(log_sum)
         print(f.grad(np.array([1.0, 2.0])).tolist(), tiered._worker().process.pid)
         """)  # it exits with the worker still compiling
+    # Read to its end: the worker, going on, holds none of the process's output.
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          timeout=TIMEOUT, check=True,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     grads, pid = out.stdout.split("]")
     assert grads == "[1.0, 0.5"
-    pid = int(pid)
-    # Killed at exit, and reaped by its parent before that exited: no zombie left.
-    assert not os.path.exists(f"/proc/{pid}")
+    deadline = time.monotonic() + TIMEOUT  # not a measurement: a hang's limit
+    while _running(int(pid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _running(int(pid))
+    assert list((tmp_path / "__pycache__").glob("*log_sum__grad_*.nbi"))  # its kernel
 
 
 def test_the_worker_starts_with_the_first_tiered_function_and_ends_unused(tmp_path):
@@ -309,6 +315,64 @@ def test_a_worker_without_a_job_is_ended_at_once():
     worker.close()
     assert time.perf_counter() - start < 0.5  # what one with a job is given to finish
     assert worker.process.returncode == -signal.SIGKILL
+
+
+def _running(pid):
+    """Whether process pid runs (neither gone nor a zombie no one has reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="reads /proc")
+def test_the_worker_exits_when_its_parent_is_killed():
+    """Killed by a signal, the parent ends its worker with no exit handler; and a child
+    it forked (as a process pool's worker) holds the worker's pipe open, so the worker
+    reads no end of it either. It sees its parent gone, and exits."""
+    script = textwrap.dedent("""
+        import os, signal, time
+        from srcxform import tiered
+
+        worker = tiered._Worker()
+        pool_worker = os.fork()
+        if pool_worker == 0:
+            time.sleep(600)
+            os._exit(0)
+        print(worker.process.pid, pool_worker, flush=True)
+        os.kill(os.getpid(), signal.SIGTERM)
+        """)
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    worker, pool_worker = map(int, parent.stdout.readline().split())
+    try:
+        assert parent.wait(TIMEOUT) == -signal.SIGTERM
+        deadline = time.monotonic() + TIMEOUT  # not a measurement: a hang's limit
+        while _running(worker) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not _running(worker)
+    finally:
+        os.kill(pool_worker, signal.SIGKILL)
+        parent.stdout.close()
+
+
+def test_a_worker_whose_parent_has_gone_exits_quietly(tmp_path):
+    """Its reply finds the pipe closed (a process pool's worker, ended): no traceback."""
+    to_child, from_parent = os.pipe()
+    to_parent, from_child = os.pipe()
+    worker = subprocess.Popen([sys.executable, "-c", tiered._BOOT, str(ROOT), str(to_child),
+                               str(from_child), str(os.getpid())],
+                              pass_fds=(to_child, from_child), stderr=subprocess.PIPE)
+    for fd in (to_child, from_child, to_parent):  # to_parent: no one reads the replies
+        os.close(fd)
+    with Connection(from_parent, readable=False) as jobs:
+        # A job that fails at once, whose reply is sent all the same.
+        jobs.send((0, ({"SRCXFORM_CACHE_DIR": str(tmp_path)}, "not python (", "f", False,
+                       [])))
+        _, errors = worker.communicate(timeout=TIMEOUT)
+    assert (worker.returncode, errors) == (0, b"")
 
 
 def neg_sum(x):
@@ -381,3 +445,49 @@ def test_the_workers_scipy_linalg_loads_blas_alone_and_the_rest_on_demand():
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 0, out.stderr
     assert out.stdout == "True False\n[[5.0, 14.0], [14.0, 50.0]]\n[1.0, 1.0] True\n"
+
+
+SHORT_SCRIPT = textwrap.dedent("""
+    import atexit, json
+    out = {}
+    # Registered before srcxform's exit handler, so run after it: the worker has its job.
+    atexit.register(lambda: print(json.dumps(
+        {**out, "worker": tiered._WORKER and tiered._WORKER.process.pid})))
+
+    import numpy as np
+    import srcxform as tf
+    from srcxform import tiered
+
+    def cube_sum(x):
+        return tf.reduce_sum(x * x * x)
+
+    f = tf.differentiable(cube_sum)
+    x = np.array([1.0, -2.0])
+    out["grad"] = f.grad(x).tolist()
+    (kernel,) = [k for candidates in f._kernels.values() for k in candidates]
+    stats = kernel.fn.dispatcher.stats if kernel.fn is not None else None
+    out["tier0"] = bool(f._compiling)
+    out["loaded"] = stats is not None and sum(stats.cache_hits.values()) == 1 and \\
+        not stats.cache_misses
+    """)  # one call, then it exits: the worker compiling
+
+
+def test_a_short_script_is_native_on_its_second_run(tmp_path):
+    script = tmp_path / "short.py"
+    script.write_text(SHORT_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SRCXFORM_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("SRCXFORM_TIERED")  # tiered, as by default
+
+    def run():
+        out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                             timeout=TIMEOUT, check=True, env=env)
+        return json.loads(out.stdout.splitlines()[-1])
+
+    first = run()
+    assert first["tier0"] and first["worker"] is not None
+    deadline = time.monotonic() + TIMEOUT  # the worker finishes its compile, then exits
+    while _running(first["worker"]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    second = run()
+    assert first["grad"] == second["grad"] == [3.0, 12.0]
+    assert not second["tier0"] and second["loaded"]  # native at once: the worker's kernel

@@ -4,7 +4,10 @@ A random eager program is Python TEXT over the ops both frameworks have: sources
 constants (watched or not) and Variables, float32/float64, shapes with broadcasting and
 1-dims, Python scalars and NumPy arrays mixed in, persistent and nested tapes, gradients
 with output_gradients and unconnected_gradients, jacobians, batch_jacobians and second
-order. The same text is executed twice, with `tf` bound to tensorflow and to srcxform;
+order; Variable updates (assign, assign_add, assign_sub), conversions with `dtype=`,
+integer reductions, nested lists of tensors (packed), and the names ported programs use
+(linalg.cross, the nn losses, reverse, strided_slice, map_fn, ...). The same text is
+executed twice, with `tf` bound to tensorflow and to srcxform;
 every value it appends to `out` (and the exception that stopped it, if any) is compared:
 structure, None-vs-tensor, dtype, shape and values (exact for ints and bools, NaN == NaN).
 
@@ -24,11 +27,16 @@ produces (`.T`, NumPy's array methods, `custom_gradient`'s signature, `where(c)`
 array indexing) have no allowance, so generating them would show up as mismatches.
 
     python -m tests.tf_differential --programs 2000 --seed 0 [--show 20]
+
+TensorFlow's outcomes for a fixed set of programs are recorded in tests/tf_recorded.json
+(`--record`, with TensorFlow installed), which the test suite replays against srcxform
+where TensorFlow is not installed: CI checks them without it.
 """
 
 import argparse
 import contextlib
 import io
+import json
 import os
 import re
 import sys
@@ -60,6 +68,24 @@ BINARY_FUNCTIONS = ["tf.maximum", "tf.minimum", "tf.add", "tf.subtract", "tf.mul
 REDUCTIONS = ["tf.reduce_sum", "tf.reduce_mean", "tf.reduce_max", "tf.reduce_min",
               "tf.reduce_prod", "tf.reduce_logsumexp"]
 PY_SCALARS = ["2.0", "0.5", "-1.5", "3", "1", "0.0"]
+# Conversions with dtype=: Python values by kind, NumPy values as astype, tensors kept.
+# Only values every dtype here holds (no negative numbers into unsigned ones, no ints out
+# of range: those raise in srcxform, as the README documents).
+CONVERSION_DTYPES = ["tf.float32", "tf.float64", "tf.float16", "tf.int32", "tf.int64",
+                     "tf.int8", "tf.uint8", "tf.int16", "tf.bool"]
+CONVERTED = ["True", "False", "[True, False]", "0", "3", "[1, 2]", "[[1], [2]]", "2.0", "1.5",
+             "[0.5, 1.0]", "[]", "[[]]", "[[], []]", "np.float32(2.0)", "np.float32(2.5)",
+             "np.float64(0.0)", "np.array([0.0, 1.5], np.float32)", "np.array([1, 0])",
+             "np.array([True, False])", "np.int64(7)", "np.array([[2.5]])",
+             "tf.constant(1.5)", "tf.constant([1, 2])", "[tf.constant(1.5), 2]",
+             "[[tf.constant(1), 0], [0, 1]]"]
+CONVERTERS = ["tf.constant", "tf.convert_to_tensor", "tf.Variable"]
+# The dtypes TensorFlow's conversion refuses Python bools for (it takes them for the
+# others); srcxform converts them (the README's conversion rule).
+NO_PYTHON_BOOLS = ("tf.int8", "tf.uint8", "tf.int16")
+INT_DTYPES = ["tf.int32", "tf.int64", "tf.int8", "tf.uint8", "tf.int16"]
+INT_REDUCTIONS = ["tf.reduce_sum", "tf.reduce_mean", "tf.reduce_max", "tf.reduce_min",
+                  "tf.reduce_prod"]
 SECOND_ORDER = "second order"  # appended to `out` before the second-order results
 
 
@@ -69,6 +95,7 @@ class Val:
     shape: tuple
     dtype: str  # "float32", "float64", "int32" or "bool"
     exact: bool = True  # computed the same to the bit in both (see EXACT_UNARY)
+    variable: bool = False
 
     @property
     def is_float(self):
@@ -85,10 +112,12 @@ class Program:
 
 
 def _literal(rng, shape, dtype, low=-2.0, high=2.0):
+    np_dtype = {"float32": "np.float32", "float64": "np.float64", "int32": "np.int32"}[dtype]
+    if 0 in shape:  # a nested list would lose the shape: [] for (0, 2)
+        return f"np.zeros({tuple(shape)!r}, dtype={np_dtype})"
     values = np.round(rng.uniform(low, high, size=shape), 1)
     if dtype == "int32":
         values = np.round(values * 2).astype(int)
-    np_dtype = {"float32": "np.float32", "float64": "np.float64", "int32": "np.int32"}[dtype]
     return f"np.array({values.tolist()!r}, dtype={np_dtype})"
 
 
@@ -159,16 +188,19 @@ class Generator:
                 dtype = "float64" if dtype == "float32" else "float32"
             name = f"x{i}"
             literal = _literal(rng, shape, dtype)
-            if self.chance(0.5):
+            s_is_variable = self.chance(0.5)
+            if s_is_variable:
                 trainable = "" if self.chance(0.9) else ", trainable=False"
                 self.emit(f"{name} = tf.Variable({literal}{trainable})")
             else:
                 self.emit(f"{name} = tf.constant({literal})")
                 if self.chance(0.85):
                     self.watched_constants.append(name)
-            val = Val(name, shape, dtype)
+            val = Val(name, shape, dtype, variable=s_is_variable)
             self.sources.append(val)
             self.values.append(val)
+        if self.chance(0.3):
+            self.updates()
         second_order = self.chance(0.35)
         if second_order:
             self.emit("with tf.GradientTape(persistent=True) as outer:")
@@ -259,7 +291,8 @@ class Generator:
     def statement(self):
         kinds = [self.unary, self.domain_unary, self.binary, self.binary, self.reduction,
                  self.structural, self.structural, self.selection, self.nn, self.matmul,
-                 self.integer, self.pow]
+                 self.integer, self.pow, self.ported, self.ported, self.packed,
+                 self.conversion, self.integer_reduction]
         for _ in range(10):  # a statement that does not apply to the values returns False
             if self.pick(kinds)():
                 return
@@ -495,6 +528,164 @@ class Generator:
         return self.bind(f"tf.cast({j.name}, {a.name}.dtype) * {a.name}", a.shape, a.dtype,
                          exact=True)
 
+    # -- Variable updates: converted to the Variable's dtype, then its exact shape --
+    def updates(self):
+        for v in [s for s in self.sources if s.variable]:
+            if not self.chance(0.6):
+                continue
+            other = "float64" if v.dtype == "float32" else "float32"
+            value = self.pick([
+                _literal(self.rng, v.shape, v.dtype),
+                _literal(self.rng, v.shape, other),  # NumPy: converted as astype
+                str(np.round(self.rng.uniform(-2, 2, size=v.shape) * 2).astype(int).tolist()),
+                "1.0",  # a Python scalar: raises unless v is a scalar (no broadcasting)
+                f"tf.constant({_literal(self.rng, v.shape, 'int32')})",  # another kind
+                f"tf.constant({_literal(self.rng, v.shape, other)})",  # documented: converts
+                _literal(self.rng, (1,) + v.shape, v.dtype),  # another shape: raises
+            ])
+            method = self.pick(["assign", "assign_add", "assign_sub"])
+            self.emit(f"{v.name}.{method}({value})")
+            self.emit(f"out.append({v.name})")
+
+    # -- record-only statements: values outside the differentiated graph --
+    def conversion(self):
+        converter, dtype, value = (self.pick(CONVERTERS), self.pick(CONVERSION_DTYPES),
+                                   self.pick(CONVERTED))
+        if value.startswith(("True", "False", "[True")) and dtype in NO_PYTHON_BOOLS:
+            dtype = "tf.int32"  # documented: TensorFlow refuses Python bools only there
+        self.emit(f"out.append({converter}({value}, dtype={dtype}))")
+        if self.chance(0.2):  # an integer Variable takes NumPy floats truncated
+            name = self.fresh("i")
+            self.emit(f"{name} = tf.Variable([3, -2])")
+            self.emit(f"{name}.{self.pick(['assign', 'assign_add', 'assign_sub'])}"
+                      f"({self.pick(['np.float32(0.5)', 'np.array([1.5, -2.5])', '2.0', '1'])})")
+            self.emit(f"out.append({name})")
+        return True
+
+    def integer_reduction(self):
+        dtype = self.pick(INT_DTYPES)
+        shape = tuple(int(d) for d in self.rng.integers(1, 4, size=self.rng.integers(1, 3)))
+        low = 0 if dtype == "tf.uint8" else -5
+        values = self.rng.integers(low, 6, size=shape).tolist()
+        axis = self.pick(["", ", axis=0", ", axis=-1", ", keepdims=True", ", axis=0, keepdims=True"])
+        self.emit(f"out.append({self.pick(INT_REDUCTIONS)}(tf.constant({values}, {dtype}){axis}))")
+        if self.chance(0.3):
+            self.emit(f"out.append(tf.math.truediv(tf.constant({values}, {dtype}), "
+                      f"tf.constant({values}, {dtype})))")
+        return True
+
+    # -- names ported programs use, in the differentiated graph --
+    def ported(self):
+        a = self.pick(self.floats())
+        s, n = a.shape, len(a.shape)
+        kinds = ["l2_loss", "reverse", "truediv", "while_loop", "polygamma", "weighted"]
+        if a.exact:
+            kinds.append("relu6")
+        if n >= 1 and 0 not in s:
+            kinds += ["strided_slice", "sparse_xent", "map_fn"]
+        if n >= 2:
+            kinds.append("bias_add")
+        if n and s[-1] == 3 and any(v.shape == s for v in self.floats() if v is not a):
+            kinds.append("cross")
+        kind = self.pick(kinds)
+        if kind == "relu6":
+            return self.bind(f"tf.nn.relu6({a.name})", s, a.dtype, exact=True)
+        if kind == "l2_loss":
+            return self.bind(f"tf.nn.l2_loss({a.name})", (), a.dtype)
+        if kind == "reverse":
+            axes = [int(i) - n if self.chance(0.3) else int(i)
+                    for i in self.rng.permutation(n)[:self.rng.integers(0, n + 1)]]
+            return self.bind(f"tf.reverse({a.name}, {axes})", s, a.dtype, exact=a.exact)
+        if kind == "truediv":
+            b = self.operand(s, a.dtype)
+            if self.shape_of(b, (None, a.dtype))[1] != a.dtype:
+                # TensorFlow's truediv refuses mixed dtypes (TypeError) before it checks
+                # shapes: with both faults the two would raise different kinds.
+                return False
+            shape, dtype = self.result(a, b)
+            return self.bind(f"tf.math.truediv({a.name}, {b})", shape, dtype)
+        if kind == "while_loop":
+            return self.bind(f"tf.while_loop(lambda i, s: i < 2, lambda i, s: (i + 1, s * 1.5 "
+                             f"+ 1.0), [tf.constant(0), {a.name}])[1]", s, a.dtype)
+        if kind == "polygamma":
+            orders = self.rng.choice([0.0, 1.0, 2.0, 3.0, -1.0, 1.5],
+                                     size=self.broadcast_shape_like(s))
+            np_dtype = {"float32": "np.float32", "float64": "np.float64"}[a.dtype]
+            order = f"tf.constant(np.array({orders.tolist()!r}, dtype={np_dtype}))"
+            try:
+                shape = np.broadcast_shapes(orders.shape, s)
+            except ValueError:
+                shape = s  # both should raise
+            return self.bind(f"tf.math.polygamma({order}, tf.abs({a.name}) + 0.5)", shape,
+                             a.dtype)
+        if kind == "weighted":
+            labels = _literal(self.rng, s, a.dtype, 0.0, 1.0)
+            weight = self.pick(["0.5", "2.0", "3"])
+            return self.bind(f"tf.nn.weighted_cross_entropy_with_logits(tf.constant({labels}), "
+                             f"{a.name}, {weight})", s, a.dtype)
+        if kind == "strided_slice":
+            return self.strided_slice(a)
+        if kind == "sparse_xent":
+            labels = self.rng.integers(0, s[-1], size=s[:-1]).tolist()
+            return self.bind(f"tf.nn.sparse_softmax_cross_entropy_with_logits("
+                             f"labels=tf.constant({labels}), logits={a.name})", s[:-1], a.dtype)
+        if kind == "map_fn":
+            return self.bind(f"tf.map_fn(lambda r: tf.sin(r) * 2.0, {a.name})", s, a.dtype)
+        if kind == "bias_add":
+            bias = _literal(self.rng, s[-1:], a.dtype)
+            return self.bind(f"tf.nn.bias_add({a.name}, {bias})", s, a.dtype)
+        b = self.pick([v for v in self.floats() if v.shape == s and v is not a])
+        return self.bind(f"tf.linalg.cross({a.name}, {b.name})", s, self.result(a, b.name)[1])
+
+    def strided_slice(self, a):
+        for _ in range(10):  # a slice with elements: later statements pick indices in it
+            found = self.strided_slice_args(a)
+            if 0 not in found[-1]:
+                break
+        else:
+            found = [0] * len(a.shape), list(a.shape), [1] * len(a.shape), {}, a.shape
+        begin, end, strides, masks, shape = found
+        options = "".join(f", {k}={v}" for k, v in masks.items() if v)
+        return self.bind(f"tf.strided_slice({a.name}, {begin}, {end}, {strides}{options})",
+                         shape, a.dtype, exact=a.exact)
+
+    def strided_slice_args(self, a):
+        begin, end, strides, index = [], [], [], []
+        masks = {"begin_mask": 0, "end_mask": 0, "shrink_axis_mask": 0}
+        for i, d in enumerate(a.shape):
+            if self.chance(0.2):  # one element, the axis dropped
+                b = int(self.rng.integers(-d, d))
+                begin, end, strides = begin + [b], end + [b + 1], strides + [1]
+                masks["shrink_axis_mask"] |= 1 << i
+                index.append(b)
+                continue
+            step = int(self.pick([1, 1, 2, -1]))
+            b, e = (int(v) for v in self.rng.integers(-d - 1, d + 2, size=2))
+            begin, end, strides = begin + [b], end + [e], strides + [step]
+            start, stop = b, e
+            if self.chance(0.2):
+                masks["begin_mask"] |= 1 << i
+                start = None
+            if self.chance(0.2):
+                masks["end_mask"] |= 1 << i
+                stop = None
+            index.append(slice(start, stop, step))
+        return begin, end, strides, masks, np.zeros(a.shape)[tuple(index)].shape
+
+    def packed(self):
+        """A nested list holding tensors: TensorFlow packs it (tf.stack of its rows)."""
+        a = self.pick(self.floats())
+        same = [v for v in self.floats() if v.shape == a.shape]
+        b = self.pick(same)
+        dtype = self.result(a, b.name)[1]
+        if not a.shape and self.chance(0.5):
+            return self.bind(f"tf.convert_to_tensor([[{a.name}, 1.0], [0.5, {b.name}]])",
+                             (2, 2), dtype)
+        if self.chance(0.3):
+            return self.bind(f"tf.add([{a.name}, {b.name}], 1.0)", (2,) + a.shape, dtype)
+        return self.bind(f"tf.convert_to_tensor([{a.name}, {b.name}])", (2,) + a.shape, dtype,
+                         exact=a.exact and b.exact)
+
 
 def generate(rng):
     return Generator(rng).generate().text
@@ -635,13 +826,18 @@ ALLOWANCES = [
               r"Tensor conversion requested dtype (float16|float32|float64) for Tensor with "
               r"dtype (float16|float32|float64)|"
               r"`x` and `y` must have the same dtype, got tf.(float16|float32|float64) != "
-              r"tf.(float16|float32|float64)"),
+              r"tf.(float16|float32|float64)|"
+              r"Cannot convert a list containing a tensor of dtype <dtype: '(float16|float32|"
+              r"float64)'> to <dtype: '(float16|float32|float64)'>"),
     Allowance("int-tensor-with-python-float",
               "An integer tensor with a Python float gives float64",
               r"Cannot convert [-0-9.e]+ to EagerTensor of dtype int32"),
     Allowance("variable-assign-other-float",
               "A float tensor assigned to a Variable of another float dtype is converted",
               r"Tensor conversion requested dtype (float|double)"),
+    Allowance("constant-packs-lists-of-tensors",
+              "`tf.constant` of a nested list holding tensors packs it",
+              r"Scalar tensor has no `len\(\)`|Can't convert Python sequence with mixed types"),
 ]
 
 
@@ -654,17 +850,39 @@ class KnownDifference:
     op: str
     kind: str = "value"
 
-    def allows(self, text, found, tf_outcome):
+    def allows(self, text, found, tf_outcome, sx_outcome):
         marker = _normal(SECOND_ORDER)
         index = int(re.match(r"out\[(\d+)\]", found[1]).group(1))
         after = any(differs(marker, v) is None for v in tf_outcome.out[:index])
         return self.op in text and found[0] == self.kind and after
 
 
+@dataclass
+class NanDifference:
+    """A documented difference where TensorFlow computes a result: in a program that uses
+    `op`, srcxform's values are NaN where TensorFlow's are numbers (and agree elsewhere)."""
+    name: str
+    readme: str
+    op: str
+
+    def allows(self, text, found, tf_outcome, sx_outcome):
+        if self.op not in text or found[0] != "value":
+            return False
+        expected, actual = tf_outcome.out, sx_outcome.out
+        for k in re.findall(r"\[(\d+)\]", found[1]):  # the path: out[6][1]
+            expected, actual = expected[int(k)], actual[int(k)]
+        e, a = expected[1], actual[1]
+        rtol, atol = TOLERANCE.get(expected[0], (0, 0))
+        return bool(np.all(np.isnan(a) | np.isclose(a, e, rtol=rtol, atol=atol))
+                    and np.all(np.isnan(a) >= np.isnan(e)))
+
+
 KNOWN_DIFFERENCES = [
     KnownDifference("reduce-prod-second-order-at-zero",
                     "TensorFlow's second derivative of `reduce_prod` at a zero",
                     "tf.reduce_prod("),
+    NanDifference("softmax-of-a-row-with-a-nan", "`softmax` of a row with a NaN",
+                  "tf.nn.softmax("),
 ]
 
 
@@ -676,7 +894,8 @@ def compare(tf_outcome, sx_outcome, text=""):
         if differs(marker, tf_outcome.out[i]) is None:
             tolerance = SECOND_ORDER_TOLERANCE
         found = differs(tf_outcome.out[i], sx_outcome.out[i], f"out[{i}]", tolerance)
-        if found and any(k.allows(text, found, tf_outcome) for k in KNOWN_DIFFERENCES):
+        if found and any(k.allows(text, found, tf_outcome, sx_outcome)
+                         for k in KNOWN_DIFFERENCES):
             continue
         if found:
             return found
@@ -714,13 +933,17 @@ class Mismatch:
                 f"srcxform:\n{self.sx_outcome.describe()}\n")
 
 
+def _tensorflow():
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import tensorflow  # optional, and slow to import
+
+    tensorflow.get_logger().setLevel("ERROR")  # jacobian's retracing warnings
+    return tensorflow
+
+
 def campaign(programs, seed, tf_module=None, sx_module=None):
     """Runs `programs` random programs; returns the mismatches."""
-    if tf_module is None:
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-        import tensorflow as tf_module  # optional, and slow to import
-
-        tf_module.get_logger().setLevel("ERROR")  # jacobian's retracing warnings
+    tf_module = tf_module or _tensorflow()
     if sx_module is None:
         import srcxform as sx_module
     rng = np.random.default_rng(seed)
@@ -735,13 +958,74 @@ def campaign(programs, seed, tf_module=None, sx_module=None):
     return mismatches
 
 
+# ----- recorded outcomes: TensorFlow's, replayed where it is not installed (CI) -----
+
+RECORDED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tf_recorded.json")
+
+
+def record(programs, seed, path=RECORDED, tf_module=None):
+    """Writes `programs` random programs' texts and TensorFlow's outcomes for them."""
+    tf_module = tf_module or _tensorflow()
+    rng = np.random.default_rng(seed)
+    entries = []
+    for _ in range(programs):
+        text = generate(rng)
+        outcome = run(tf_module, np, text)
+        error = outcome.error and [type(outcome.error).__name__, str(outcome.error)[:500]]
+        entries.append({"text": text, "out": [_encoded(v) for v in outcome.out],
+                        "error": error})
+    with open(path, "w") as f:
+        json.dump({"tensorflow": tf_module.__version__, "seed": seed, "programs": entries}, f,
+                  separators=(",", ":"))
+
+
+def replay(sx_module, path=RECORDED):
+    """Runs the recorded programs under sx_module; returns the mismatches with
+    TensorFlow's recorded outcomes."""
+    with open(path) as f:
+        entries = json.load(f)["programs"]
+    mismatches = []
+    for index, entry in enumerate(entries):
+        error = entry["error"] and type(entry["error"][0], (Exception,), {})(entry["error"][1])
+        tf_outcome = Outcome([_decoded(v) for v in entry["out"]], error)
+        sx_outcome = run(sx_module, np, entry["text"])
+        found = compare(tf_outcome, sx_outcome, entry["text"])
+        if found:
+            mismatches.append(Mismatch(index, entry["text"], *found, tf_outcome, sx_outcome))
+    return mismatches
+
+
+def _encoded(value):
+    """A normal result (see _normal) as JSON: null, a list, or [dtype, shape, values]."""
+    if value is None or isinstance(value, list):
+        return value if value is None else [_encoded(v) for v in value]
+    dtype, array = value
+    # A float as its dtype's shortest text ('0.3' for float32's 0.3), exact and short.
+    values = ([str(v) for v in array.ravel()] if array.dtype.kind == "f"
+              else array.ravel().tolist())
+    return {"dtype": dtype, "shape": list(array.shape), "values": values}
+
+
+def _decoded(value):
+    if value is None or isinstance(value, list):
+        return value if value is None else [_decoded(v) for v in value]
+    numeric = not value["dtype"].startswith("python")
+    array = np.array(value["values"], dtype=value["dtype"] if numeric else None)
+    return (value["dtype"], array.reshape(value["shape"]))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--programs", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--show", type=int, default=None,
                         help="print at most this many mismatches (default: all)")
+    parser.add_argument("--record", metavar="PATH", nargs="?", const=RECORDED,
+                        help=f"write TensorFlow's outcomes there instead (default: {RECORDED})")
     args = parser.parse_args(argv)
+    if args.record:
+        record(args.programs, args.seed, args.record)
+        return 0
     mismatches = campaign(args.programs, args.seed)
     for m in mismatches[:args.show]:
         print(m.report())

@@ -19,11 +19,12 @@ import numpy as np
 from srcxform.codegen.exprs import dtype_ast
 from srcxform.dims import render
 from srcxform.names import identifier
+from srcxform.tree import DATACLASS, DICT, NAMEDTUPLE, NONE, SEQUENCE, unflatten_function
 
 # The globals the call path reads; names made by counting (sizes n<k>, captured objects)
 # are kept apart from the user's names too.
-_GLOBALS = frozenset({"np", "leaf", "tensor", "assign"})
-_COUNTED = re.compile(r"(n|var|const|fixed)\d+")
+_GLOBALS = frozenset({"np", "leaf", "tensor", "assign", "tuple"})
+_COUNTED = re.compile(r"(n|var|const|fixed|node)\d+")
 # What a returned constant is written as: a literal where its repr is one.
 _LITERALS = (bool, int, float, str, type(None))
 
@@ -59,7 +60,25 @@ def bindings(conv, consts):
     for k, how in enumerate(conv.returns):
         if how[0] == "const" and not _literal(how[1]):
             found[f"fixed{k}"] = how[1]
+    names = _NodeNames()
+    results_ast(conv, [None] * len(conv.returns), names)
+    found.update((f"node{k}", obj) for k, obj in enumerate(names.objects))
     return found
+
+
+class _NodeNames:
+    """node<k> for each object the results' structure refers to (a NamedTuple's or
+    dataclass's type, a registered type's unflatten function and aux data), in order."""
+
+    def __init__(self):
+        self.objects = []
+
+    def __call__(self, obj):
+        k = next((k for k, o in enumerate(self.objects) if o is obj), None)
+        if k is None:
+            k = len(self.objects)
+            self.objects.append(obj)
+        return ast.Name(f"node{k}", ast.Load())
 
 
 def _captured(conv):
@@ -148,7 +167,7 @@ def _form_function(conv, name, kernel, size_label):
         statements.append(_parse(f"assign({variable(v)}, {body.outs[first_write + k]})"))
     leaves = [_returned(conv, k, how, params, body.outs, conv.plain())
               for k, how in enumerate(conv.returns)]
-    statements.append(ast.Return(structure(conv.results(leaves))))
+    statements.append(ast.Return(results_ast(conv, leaves, _NodeNames())))
     doc = f"What {name}{'' if form == 'value' else '.' + form}(...) returns, for arguments " \
           "like the traced ones."
     return _function(function_name(name, form), params, doc, statements)
@@ -190,6 +209,33 @@ def output_leaf(conv, how, out, plain, spell, asarray):
     if plain and eager == "python" or shape or not plain and dtype == np.float64:
         return out  # Numba returns a float64 scalar as a Python float: as good
     return ast.Call(spell(dtype.type), [out], [])
+
+
+def results_ast(conv, leaves, name):
+    """What a call returns (Convention.results) as one expression, from an expression per
+    leaf; `name(obj)` is an expression naming an object its containers are made with."""
+    return structure(conv.results(leaves, lambda node, children: _node(node, children, name)))
+
+
+def _node(node, children, name):
+    """A container of a structure (tree.TreeDef `node`) as an expression making it."""
+    if node.how == NONE:
+        return ast.Constant(None)
+    if node.how == DICT:
+        by_key = dict(zip(node.keys, children))
+        return ast.Dict([ast.Constant(k) for k in node.order], [by_key[k] for k in node.order])
+    if node.how == SEQUENCE and node.kind in (tuple, list):
+        return structure(node.kind(children))
+    if node.how == SEQUENCE:  # a subclass
+        return ast.Call(name(node.kind), [ast.List(children, ast.Load())], [])
+    if node.how == NAMEDTUPLE:  # tuple.__new__, as its _make: half the time of its __new__
+        new = ast.Attribute(ast.Name("tuple", ast.Load()), "__new__", ast.Load())
+        return ast.Call(new, [name(node.kind), ast.Tuple(children, ast.Load())], [])
+    if node.how == DATACLASS:
+        return ast.Call(name(node.kind), [], [ast.keyword(k, c)
+                                              for k, c in zip(node.keys, children)])
+    return ast.Call(name(unflatten_function(node.kind)),  # a registered type
+                    [name(node.keys), ast.List(children, ast.Load())], [])
 
 
 def structure(value):

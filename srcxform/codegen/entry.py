@@ -4,8 +4,9 @@ like one call's, that a warm call runs instead of the general path.
 It checks that what the trace captured from outside is unchanged (captures.py) and that
 the arguments still fit the signature (types, ranks, dtypes, which dims are 1, guards),
 unpacks them, finds the output arrays the kernel fills (those it returned last call when
-nothing else holds them, else new ones), makes the one kernel call and shapes the results
-as the calling convention says (callconv.py). The call goes straight into the compiled
+nothing else holds them, else new ones), makes the one kernel call (holding the locks of
+the Variables it assigns) and shapes the results as the calling convention says
+(callconv.py). The call goes straight into the compiled
 code when each array is laid out as Numba typed the first call's (C-contiguous, aligned,
 writeable), and through Numba's dispatcher otherwise. A call it does not fit goes on to
 its fallback: the entry made before it, and in the end the slow path.
@@ -24,11 +25,12 @@ import astor
 import numpy as np
 
 from srcxform.callconv import is_static
-from srcxform.codegen.callpath import output_leaf, structure
+from srcxform.codegen.callpath import output_leaf, results_ast
 from srcxform.codegen.exprs import name_ast
 from srcxform.dims import render
 from srcxform.tensor import Tensor, Variable
-from srcxform.tree import tree_flatten
+from srcxform.tree import DATACLASS, DICT, NAMEDTUPLE, NONE, SEQUENCE, flatten_function, \
+    tree_flatten
 
 
 def _buffer_shapes(conv, size, shape_names):
@@ -54,7 +56,8 @@ class _EntryWriter:
     of its own (a<i>, x<k>, s<k>, size<k>, k<k> …): the user's names reach an entry only as the
     dict keys it writes as literals, so none can clash with them."""
 
-    def __init__(self, n_args):
+    def __init__(self, n_args, static_floats=False):
+        self.static_floats = static_floats  # Python floats are static (tf.function's)
         self.unpack, self.checks, self.names, self.constants = [], [], [], {}
         self._constant_names = {}  # id of each constant: its name
         # Each leaf array's shape tuple, by the array's name: (the tuple's name, its rank).
@@ -97,15 +100,35 @@ class _EntryWriter:
             self.names.append(name)
             self.check(name, next(leaves))
             return
-        self.unpack.append(f"if type({expr}) is not {tree.kind.__name__} or "
-                           f"len({expr}) != {len(tree.children)}: {self.fall_back}")
-        keys = tree.keys if tree.kind is dict else range(len(tree.children))
-        for k, child in zip(keys, tree.children):
-            self._unpack(child, f"{expr}[{k!r}]", leaves)
+        if tree.how == NONE:
+            self.unpack.append(f"if {expr} is not None: {self.fall_back}")
+            return
+        n = len(tree.children)
+        if tree.how in (SEQUENCE, DICT) and tree.kind in (tuple, list, dict):
+            self.unpack.append(f"if type({expr}) is not {tree.kind.__name__} or "
+                               f"len({expr}) != {n}: {self.fall_back}")
+        else:  # its type, a constant; a NamedTuple's or dataclass's fields come with it
+            kind = self.constant(tree.kind)
+            length = f" or len({expr}) != {n}" if tree.how == SEQUENCE else ""
+            self.unpack.append(f"if type({expr}) is not {kind}{length}: {self.fall_back}")
+        if tree.how == DICT:
+            children = [f"{expr}[{k!r}]" for k in tree.keys]
+        elif tree.how == DATACLASS:
+            children = [f"{expr}.{k}" for k in tree.keys]
+        elif tree.how in (SEQUENCE, NAMEDTUPLE):
+            children = [f"{expr}[{k}]" for k in range(n)]
+        else:  # a registered type: its flatten function's children and aux data
+            flat, flatten = f"c{len(self.unpack)}", self.constant(flatten_function(tree.kind))
+            aux = self.constant(tree.keys)
+            self.unpack += [f"{flat}, {flat}_aux = {flatten}({expr})", f"{flat} = tuple({flat})",
+                            f"if {flat}_aux != {aux} or len({flat}) != {n}: {self.fall_back}"]
+            children = [f"{flat}[{k}]" for k in range(n)]
+        for child, child_expr in zip(tree.children, children):
+            self._unpack(child, child_expr, leaves)
 
     def check(self, name, leaf):
         """The tests that a later leaf has the kind, dtype, rank and 1-dims this one had."""
-        if is_static(leaf):
+        if is_static(leaf, self.static_floats):
             self.fails(f"type({name}) is not {self.constant(type(leaf))} or "
                        f"{name} != {self.constant(leaf)}")
             return
@@ -140,17 +163,17 @@ class _EntryWriter:
 
     def layout(self, value, dtype, fixed=False):
         """Tests that the array `value` has `dtype` (unless its dtype is `fixed`: a captured
-        array's or Variable's cannot change); and unless it is C-contiguous, aligned and
-        writeable with the very dtype object NumPy uses natively, the kernel is run
+        array's or Variable's cannot change) in native byte order (the slow path converts
+        one that is not, which Numba cannot type); and unless it is C-contiguous, aligned
+        and writeable with the very dtype object NumPy uses natively, the kernel is run
         through `checked` (Numba's dispatcher), not `direct`."""
         native = self.constant(np.dtype(dtype.type))
         test = f"{value}.dtype is not {native} or not {value}.flags.carray"
         if fixed:
             self.checks.append(f"if {test}: run = checked")
             return
-        self.checks += [f"if {test}:",
-                        f"    if {value}.dtype.num != {dtype.num}: {self.fall_back}",
-                        "    run = checked"]
+        other = f"{value}.dtype.num != {dtype.num} or not {value}.dtype.isnative"
+        self.checks += [f"if {test}:", f"    if {other}: {self.fall_back}", "    run = checked"]
 
     def variable(self, source, leaves):
         """The name holding a Variable (a leaf index, or the captured Variable itself),
@@ -190,18 +213,22 @@ def in_module(sources):
             "NO = object()\n" + "".join(f"\n\n{source}" for source in sources))
 
 
-def emit(conv, consts, probes, name, args, sole, keywords=True):
+def emit(conv, consts, probes, name, args, sole, keywords=True, check=False):
     """The source of `def name(...)`, the entry for the form of a kernel ("value", "grad"
     or "value_and_grad") called as `conv` says, for positional calls like
     `args`, as a method of the Differentiable; and the values of the globals it reads
     that are its own (constants, and the shapes its last call saw). The rest the caller
     binds (kernel.py): `direct` and `checked` (the kernel, straight and through Numba's
     dispatcher), `fallback`, `hits` (a Counter), `spare<b>` (each buffer the entry
-    returned last, with its shape), and NumPy's and srcxform's few helpers. A gradient
+    returned last, with its shape), and NumPy's and srcxform's few helpers (`updating`:
+    tensor.Updating). A gradient
     form's entry without `keywords` (no call passing one can succeed:
-    Differentiable._keywords) has no **kwargs, and CPython refuses such a call itself."""
+    Differentiable._keywords) has no **kwargs, and CPython refuses such a call itself.
+    With `check` (SRCXFORM_CHECK), a call whose arrays' shapes are not in the global
+    `checked_shapes` (kernel.array_shapes's tuples) goes on to the fallback, and in the
+    end to the slow path, which checks it against the eager tape (crosscheck.py)."""
     keywords = keywords or conv.form == "value"  # no wrt: a value takes what the function takes
-    w = _EntryWriter(len(args))
+    w = _EntryWriter(len(args), conv.tf_rules)
     for i, arg in enumerate(args):
         w.leaves(arg, f"a{i}")
     leaves = tree_flatten(list(args))[0]
@@ -235,12 +262,16 @@ def emit(conv, consts, probes, name, args, sole, keywords=True):
     body += _probe_tests(probes, w) + w.checks
     body += [line for _, line in sorted(sizes.items())]
     body += [f"if {test}: {w.fall_back}" for test in guards]
+    if check:
+        shapes = "".join(f"{shape}, " for shape, ndim in w.shapes.values() if ndim)
+        body.append(f"if ({shapes}) not in checked_shapes: {w.fall_back}")
     body += ["hits.n = hits.n + 1"] + allocate  # quicker than +=
     call = f"{run}({', '.join(kernel_args + buffers)})"
     fills_only = len(conv.buffers) == len(conv.outs)  # no output is returned in r
-    body.append(call if fills_only else f"r = {call}")
-    body += _variable_writes(conv, w, leaves, outputs)
-    body.append("return " + astor.to_source(structure(conv.results(results))).strip())
+    update = [call if fills_only else f"r = {call}"] + _variable_writes(conv, w, leaves, outputs)
+    body += _holding_locks(conv, w, leaves, update)
+    returned = results_ast(conv, results, lambda obj: name_ast(w.constant(obj)))
+    body.append("return " + astor.to_source(returned).strip())
     source = _def_line(name, len(args), keywords) + "".join(f"    {line}\n" for line in body)
     return source, dict(w.constants, **w.last_shapes)
 
@@ -328,6 +359,27 @@ def _reused_buffers(conv, w, kernel_args, size, sole):
             lines.append(f"o{b} = empty({shape}{dtype})")
         names.append(f"o{b}")
     return lines, names, kept
+
+
+def _holding_locks(conv, w, leaves, lines):
+    """`lines` (the kernel's call and the Variables' writes) holding the locks of the
+    Variables the function assigns, so that no other thread's update of one comes between
+    the call's read of its value and the write; a function that assigns none takes no
+    lock. They are taken in order of creation, as tensor.Updating takes them: for
+    captured Variables (the entry's constants) or a single one, in the order found here,
+    each by its acquire and release (half the cost of a `with`); for several where one
+    is an argument, by `updating` at each call."""
+    if not conv.writes:
+        return lines
+    written = dict(w.variable(source, leaves) for source in conv.writes)
+    body = [f"    {line}" for line in lines]
+    if len(written) > 1 and any(name not in w.constants for name in written):
+        return [f"with updating(({', '.join(written)})):"] + body
+    ordered = sorted(written.items(), key=lambda item: (item[1]._id, id(item[1])))
+    locks = [w.constant(v._lock) if name in w.constants else f"{name}._lock"
+             for name, v in ordered]
+    return ([f"{lock}.acquire()" for lock in locks] + ["try:"] + body + ["finally:"] +
+            [f"    {lock}.release()" for lock in reversed(locks)])
 
 
 def _variable_writes(conv, w, leaves, results):

@@ -10,7 +10,7 @@ from srcxform.ops.elementwise import (  # noqa: F401
     divide_no_nan, equal, exp, expm1, floor, floordiv, greater, greater_equal, invert,
     is_finite, less, less_equal, log, log1p, logical_and, logical_not, logical_or, maximum,
     minimum, mod, multiply, negative, not_equal, pow, relu, round, sigmoid, sign, sin,
-    softplus, sqrt, square, stop_gradient, subtract, tan, tanh, where,
+    softplus, sqrt, square, stop_gradient, subtract, tan, tanh, truediv, where,
 )
 from srcxform.ops.elementwise import identity  # noqa: F401
 from srcxform.ops.elementwise import reciprocal  # noqa: F401
@@ -41,7 +41,7 @@ from srcxform.ops.nn import (  # noqa: F401
 # Only under srcxform.nn, as TensorFlow has them: imported here to register in order.
 from srcxform.ops import conv, normalization  # noqa: F401
 from srcxform.ops.layout import (  # noqa: F401
-    is_tensor, pad, rank, shape, size, slice, split, unstack,
+    is_tensor, pad, rank, reverse, shape, size, slice, split, strided_slice, unstack,
 )
 from srcxform.ops.control import custom_gradient  # noqa: F401
 from srcxform.ops import random as _random  # noqa: F401  (the philox primitive)

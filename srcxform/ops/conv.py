@@ -25,7 +25,7 @@ from srcxform.ops.creation import ones_like
 from srcxform.ops.elementwise import cast
 from srcxform.ops.linalg import matmul
 from srcxform.ops.reduce import reduce_max, reduce_mean, reduce_sum
-from srcxform.ops.shape import expand_dims, reshape, squeeze
+from srcxform.ops.shape import expand_dims, getitem, reshape, squeeze
 from srcxform.primitive import primitive
 from srcxform.tensor import as_value
 
@@ -93,7 +93,7 @@ patches_p = primitive("patches", "opaque", _patches_impl, _patches_shape,
                           fold_p.bind(g, size=tuple(x.shape[1:3]), strides=strides,
                                       dilations=dilations, pads=pads),))
 fold_p = primitive("fold", "opaque", _fold_impl, _fold_shape,
-                   "windows.fold(p, size, strides, dilations, pads)",
+                   "windows.fold(p, size, strides, dilations, pads)", sums=True,
                    vjp=lambda g, out, p, *, size, strides, dilations, pads: (
                        patches_p.bind(g, ksize=tuple(p.shape[3:5]), strides=strides,
                                       dilations=dilations, pads=pads, fill=0.0),))
@@ -234,10 +234,18 @@ def _max_pool(x, ksize, strides, padding, op):
 
 
 def _avg_pool(x, ksize, strides, padding, op):
+    if isinstance(padding, str) and padding.upper() == "VALID":
+        # A window longer than an axis fits nowhere on it: no windows there, an empty
+        # result as TensorFlow's avg_pool gives (its max_pool aborts; srcxform's raises).
+        fits = [size >= k for size, k in zip(x.shape[1:3], ksize)]
+        if not all(fits):
+            out = [(size - k) // s + 1 if f else 0
+                   for size, k, s, f in zip(x.shape[1:3], ksize, strides, fits)]
+            none = getitem(x, (slice(None), slice(0, 0)))  # x's, so its gradient is zeros
+            return reshape(none, (x.shape[0], *out, x.shape[3]))
+        return reduce_mean(_windows(x, ksize, strides, (1, 1), padding, 0.0, op), axis=(3, 4))
     window = (ksize, strides, (1, 1), padding)
     p = _windows(x, *window, 0.0, op)
-    if isinstance(padding, str) and padding.upper() == "VALID":
-        return reduce_mean(p, axis=(3, 4))
     # Each window's count of elements inside the image: the windows of an image of ones.
     ones = ones_like(x[:1, :, :, :1])
     counts = reduce_sum(_windows(ones, *window, 0.0, op), axis=(3, 4))

@@ -1,20 +1,30 @@
-"""Creating values: constant, zeros, ones, fill, range, linspace, eye (no gradient).
+"""Creating values: constant, zeros, ones, fill, range, linspace, eye (no gradient), and
+packing nested lists that hold tensors (which keeps their gradients).
 
-`ones_like`/`zeros_like`/`fill` of a traced value broadcast a scalar, so they stay
-traced; everything else makes a Tensor directly.
+`ones_like`/`zeros_like`/`fill` of a traced value broadcast a scalar, and a packed list
+of traced values is their stack, so those stay traced; everything else makes a Tensor
+directly.
 """
 
 import numpy as np
 
 from srcxform.dtypes import as_dtype, float32, promote, settled
 from srcxform.ops.elementwise import cast
-from srcxform.ops.shape import broadcast_to
-from srcxform.tensor import Tensor, Value, as_value
+from srcxform.ops.shape import broadcast_to, stack
+from srcxform.tensor import Tensor, Value, as_value, holds_value
 
 
 def constant(value, dtype=None, shape=None, name=None):
-    """A Tensor from a Python value or array; Python floats become float32 (tf.constant)."""
-    t = Tensor(value, dtype)
+    """A Tensor from a Python value or array; Python floats become float32 (tf.constant).
+    A tensor is passed on (with its gradient, as TensorFlow's eager constant does) and a
+    nested list holding tensors is packed (see pack)."""
+    if holds_value(value) and not isinstance(value, Value):
+        t = pack(value, dtype)
+    elif isinstance(value, Tensor) and not value._weak and (
+            dtype is None or as_dtype(dtype) == value.dtype):
+        t = Tensor._new(value._array, id=value._id)  # the same value to the tape
+    else:
+        t = Tensor(value, dtype)
     if shape is not None:
         t = Tensor._new(np.broadcast_to(t._array, tuple(shape)).copy())
     return t
@@ -22,8 +32,11 @@ def constant(value, dtype=None, shape=None, name=None):
 
 def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
     """value as a Tensor, unchanged if it is one already (tf.convert_to_tensor). A tensor
-    of another dtype than `dtype` raises ValueError, as in TensorFlow: use cast."""
+    of another dtype than `dtype` raises ValueError, as in TensorFlow: use cast. A nested
+    list holding tensors is packed (see pack)."""
     dtype = as_dtype(dtype)
+    if holds_value(value) and not isinstance(value, Value):
+        return pack(value, dtype)
     if isinstance(value, Value):
         if dtype is None or value.dtype == dtype:
             return as_value(value)
@@ -31,6 +44,47 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
             raise ValueError(f"convert_to_tensor: dtype {dtype.name} requested for a tensor "
                              f"of dtype {value.dtype.name}; cast it (srcxform.cast)")
     return Tensor(value, dtype)
+
+
+def pack(value, dtype=None):
+    """A nested list or tuple holding tensors as one tensor, as TensorFlow packs it: each
+    level is the stack of its rows, so gradients flow to the tensors in it. Its dtype is
+    `dtype`, to which the tensors in it are cast, else the first tensor's (others of
+    another dtype promote, as in stack); Python numbers, arrays and lists without a
+    tensor in it become constants of that dtype (tf.constant(row, dtype), so a Python
+    float among int32 tensors raises TypeError)."""
+    dtype = as_dtype(dtype)
+    return _pack(value, dtype or _first_dtype(value), cast_tensors=dtype is not None)
+
+
+def _pack(value, dtype, cast_tensors):
+    rows = []
+    for row in value:
+        if isinstance(row, Value):
+            row = as_value(row)
+            # A weak value (made of Python scalars) takes the dtype as they would.
+            if row.aval.weak or cast_tensors and row.dtype != dtype:
+                row = cast(row, dtype)
+        elif holds_value(row):
+            row = _pack(row, dtype, cast_tensors)
+        else:
+            row = constant(row, dtype)
+        rows.append(row)
+    return stack(rows)
+
+
+def _first_dtype(value):
+    """The dtype of the first tensor in a nested list, depth first, or None."""
+    for row in value:
+        if isinstance(row, Value):
+            row = as_value(row)
+            if row.aval.weak and not isinstance(row, Tensor):  # a traced Python float
+                return settled(row.aval.dtype)
+            return row.dtype
+        found = isinstance(row, (list, tuple)) and _first_dtype(row)
+        if found:
+            return found
+    return None
 
 
 def zeros(shape, dtype=float32, name=None):

@@ -41,7 +41,7 @@ def _cumprod_vjp(g, out, x, *, axis, exclusive, reverse):
 
 
 cumsum_p = primitive("cumsum", "opaque", _cumulative_impl(np.add), _cumulative_shape,
-                     "arrays.cumulative(x, axis, False, exclusive, reverse)",
+                     "arrays.cumulative(x, axis, False, exclusive, reverse)", sums=True,
                      vjp=lambda g, out, x, *, axis, exclusive, reverse:
                      (cumsum_p.bind(g, axis=axis, exclusive=exclusive, reverse=not reverse),))
 cumprod_p = primitive("cumprod", "opaque", _cumulative_impl(np.multiply), _cumulative_shape,

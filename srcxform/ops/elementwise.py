@@ -264,8 +264,16 @@ def multiply(x, y, name=None):
 
 
 def divide(x, y, name=None):
-    """x / y elementwise; integers divide to float64 (tf.math.divide)."""
+    """x / y elementwise (tf.math.divide, tf.math.truediv); integers divide as
+    TensorFlow's truediv casts them: 8- and 16-bit ones in float32, wider ones in float64."""
+    x, y = as_value(x, "divide"), as_value(y, "divide")
+    dtype = promote([x.aval, y.aval])[0]
+    if dtype.kind in "iu" and dtype.itemsize <= 2:
+        x, y = cast(x, np.float32), cast(y, np.float32)
     return divide_p.bind(x, y)
+
+
+truediv = divide
 
 
 def divide_no_nan(x, y, name=None):

@@ -1,16 +1,18 @@
 """Composites over the shape primitives, by TensorFlow's names: shape, size, rank,
-unstack, split, slice and pad. They declare no primitive: each is indexing, concat and
-broadcasting, so each works eagerly, on a tape and compiled.
+unstack, split, slice, strided_slice, reverse and pad. They declare no primitive: each is
+indexing, concat and broadcasting, so each works eagerly, on a tape and compiled.
 
 A count of pieces is decided from a size (`int(n)`), which a trace records as a guard.
 """
 
 import builtins
 import itertools
+import operator
 
 import numpy as np
 
 from srcxform.aval import normalize_axes
+from srcxform.dims import Dim
 from srcxform.aval import size as _size
 from srcxform.dtypes import as_dtype, int32
 from srcxform.errors import shape_error
@@ -101,6 +103,59 @@ def slice(input_, begin, size, name=None):
                               f"{x.aval.short()}")
         index.append(_slice(b, stop))
     return getitem(x, tuple(index))
+
+
+def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0,
+                  ellipsis_mask=0, new_axis_mask=0, shrink_axis_mask=0, var=None, name=None):
+    """input_[index] for the index that begin, end, strides and the masks spell
+    (tf.strided_slice): entry i is begin[i]:end[i]:strides[i], without its start where
+    bit i of begin_mask is set and without its stop where end_mask's is; `...`, a new
+    axis or the single index begin[i] where ellipsis_mask's, new_axis_mask's or
+    shrink_axis_mask's is."""
+    x = as_value(input_, "strided_slice")
+    begin, end = _entries(begin, "begin"), _entries(end, "end")
+    strides = (1,) * len(begin) if strides is None else _entries(strides, "strides")
+    if not len(begin) == len(end) == len(strides):
+        raise shape_error(f"strided_slice: begin, end and strides need one entry each per "
+                          f"index, got {len(begin)}, {len(end)} and {len(strides)}")
+    index = []
+    for i, (b, e, s) in enumerate(zip(begin, end, strides)):
+        if ellipsis_mask >> i & 1:
+            index.append(Ellipsis)
+        elif new_axis_mask >> i & 1:
+            index.append(None)
+        elif shrink_axis_mask >> i & 1:
+            index.append(b)
+        else:
+            index.append(_slice(None if begin_mask >> i & 1 else b,
+                                None if end_mask >> i & 1 else e, s))
+    return getitem(x, tuple(index))
+
+
+def _entries(values, what):
+    """strided_slice's begin, end or strides as a tuple of ints (traced sizes stay)."""
+    if isinstance(values, Value):
+        values = values.numpy()  # a traced tensor raises: its values come at run time
+    try:
+        return tuple(v if isinstance(v, Dim) else operator.index(v)
+                     for v in np.atleast_1d(np.asarray(values, dtype=object)))
+    except TypeError:
+        raise TypeError(f"strided_slice: {what} must be ints, got {values!r}") from None
+
+
+def reverse(tensor, axis, name=None):
+    """tensor with the order of its elements reversed along each axis in `axis`, a list
+    (tf.reverse)."""
+    x = as_value(tensor, "reverse")
+    if isinstance(axis, Value):
+        axis = axis.numpy()
+    if np.ndim(axis) != 1:
+        raise shape_error(f"reverse: axis must be a list of axes, got {axis!r}")
+    axes = normalize_axes([operator.index(a) for a in axis], x.ndim, "reverse")
+    if not axes:
+        return unchanged(x)
+    return getitem(x, tuple(_slice(None, None, -1) if i in axes else _slice(None)
+                            for i in range(x.ndim)))
 
 
 def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):

@@ -5,8 +5,8 @@ broadcast multiply and a sum over the inner axis, which fuses into one loop nest
 Operands of different dtypes are cast to their common one first (NumPy's promotion, as
 np.matmul), and a product BLAS has no routine for (integers, float16) is a multiply and
 a sum too. Transpose lives in shape.py; dot and outer for NumPy dispatch are composites
-here, as are tf.linalg's matvec, matrix_transpose, diag, diag_part, set_diag, band_part
-and trace. The LAPACK ops are in lapack.py, einsum and tensordot in einsum.py.
+here, as are tf.linalg's matvec, matrix_transpose, diag, diag_part, set_diag, band_part,
+trace and cross. The LAPACK ops are in lapack.py, einsum and tensordot in einsum.py.
 """
 
 import numpy as np
@@ -16,7 +16,7 @@ from srcxform.dtypes import promote
 from srcxform.errors import shape_error, user_line
 from srcxform.ops.elementwise import cast, where
 from srcxform.ops.reduce import reduce_sum
-from srcxform.ops.shape import expand_dims, reshape, transpose
+from srcxform.ops.shape import expand_dims, getitem, reshape, stack, transpose
 from srcxform.primitive import primitive
 from srcxform.tensor import as_value
 
@@ -63,12 +63,12 @@ def _matvec_shape(x, v):
 # take C- and Fortran-ordered operands (a transposed matrix) as they are, and float32 or
 # float64 operands of one dtype, as Numba's np.dot (which has no integer matmul either):
 # matmul() gives them nothing else.
-matmul_p = primitive("matmul", "opaque", np.matmul, _matmul_shape, "blas.matmul(x, y)",
+matmul_p = primitive("matmul", "opaque", np.matmul, _matmul_shape, "blas.matmul(x, y)", sums=True,
                      vjp=lambda g, out, x, y: (_matmul(g, _swap(y)), _matmul(_swap(x), g)))
 
 
 # A matrix times a vector is BLAS's gemv, several times faster than a one-column gemm.
-matvec_p = primitive("matvec", "opaque", np.dot, _matvec_shape, "blas.matvec(x, v)",
+matvec_p = primitive("matvec", "opaque", np.dot, _matvec_shape, "blas.matvec(x, v)", sums=True,
                      vjp=lambda g, out, x, v: (expand_dims(g, 1) * expand_dims(v, 0),
                                                matvec_p.bind(_swap(x), g)))
 
@@ -233,3 +233,21 @@ def band_part(input, num_lower, num_upper, name=None):
 def trace(x, name=None):
     """The sum of each matrix's main diagonal (tf.linalg.trace)."""
     return reduce_sum(diag_part(_matrix(x, "trace")), axis=-1)
+
+
+def cross(a, b, name=None):
+    """The cross products of the 3-vectors along the last axis of a and b, which have one
+    shape (tf.linalg.cross)."""
+    a, b = as_value(a, "cross"), as_value(b, "cross")
+    if tuple(a.shape) != tuple(b.shape):
+        raise shape_error(f"cross: a and b must have the same shape, got {a.aval.short()} "
+                          f"and {b.aval.short()}")
+    if not a.ndim or a.shape[-1] != 3:
+        raise shape_error(f"cross: the last axis must hold 3-vectors, got {a.aval.short()}")
+
+    def part(x, k):
+        return getitem(x, (Ellipsis, k))
+
+    return stack([part(a, 1) * part(b, 2) - part(a, 2) * part(b, 1),
+                  part(a, 2) * part(b, 0) - part(a, 0) * part(b, 2),
+                  part(a, 0) * part(b, 1) - part(a, 1) * part(b, 0)], axis=-1)

@@ -12,10 +12,11 @@ import math
 
 import numpy as np
 
-from srcxform.aval import Aval
-from srcxform.ops.elementwise import cast, equal, exp, log, not_equal, pow, sqrt, subtract, where
-from srcxform.primitive import elementwise, primitive
-from srcxform.tensor import Tensor
+from srcxform.ops.elementwise import (
+    cast, equal, exp, log, not_equal, pow, reciprocal, sqrt, subtract, where,
+)
+from srcxform.primitive import elementwise
+from srcxform.tensor import as_value
 
 _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
 
@@ -42,20 +43,16 @@ def _lgamma(x):
     return np.where(np.isneginf(x), np.inf, _special().gammaln(x))
 
 
-def _polygamma(x, n):
-    """SciPy's polygamma, with specfun's (TensorFlow's) values at the poles 0, -1, -2, ...
-    (NaN for even n, +inf for odd n) and at -inf (NaN)."""
-    out = _special().psi(x) if n == 0 else _special().polygamma(n, x)
+def _polygamma(a, x):
+    """SciPy's polygamma of the orders a, with specfun's (TensorFlow's) values: NaN for an
+    order that is negative or not an integer, NaN (even order) or +inf (odd order) at the
+    poles 0, -1, -2, ..., and NaN at -inf."""
+    whole = (a >= 0) & (a == np.floor(a))
+    n = np.where(whole, a, 0)
+    out = _special().polygamma(n, x)
     pole = (x <= 0) & (x == np.floor(x))
-    out = np.where(pole, np.nan if n % 2 == 0 else np.inf, out)
-    return np.where(np.isneginf(x), np.nan, out)
-
-
-def _polygamma_shape(x, *, n):
-    if x.dtype.kind != "f":
-        raise TypeError(f"expects float inputs, got {x.dtype.name}; cast first "
-                        f"(srcxform.cast(x, srcxform.float32))")
-    return Aval(x.shape, x.dtype, x.weak)
+    out = np.where(pole, np.where(n % 2 == 0, np.nan, np.inf), out)
+    return np.where(np.isneginf(x) | ~whole, np.nan, out)
 
 
 def _atan2_vjp(g, out, y, x):
@@ -74,15 +71,19 @@ erf_p = elementwise("erf", _erf, "specfun.erf(x)", kinds="f",
                     vjp=lambda g, out, x: (g * _TWO_OVER_SQRT_PI * exp(-x * x),), expensive=True)
 erfc_p = elementwise("erfc", _erfc, "specfun.erfc(x)", kinds="f",
                      vjp=lambda g, out, x: (-g * _TWO_OVER_SQRT_PI * exp(-x * x),), expensive=True)
+# atan's, asin's, acos's and atanh's gradients multiply by a reciprocal, as TensorFlow's:
+# its gradient is 0 wherever the upstream one is, so a Jacobian's zero rows stay 0 where
+# the derivative is NaN (asin beyond 1), where a division would give 0 / 0.
 atan_p = elementwise("atan", np.arctan, "np.arctan(x)", kinds="f",
-                     vjp=lambda g, out, x: (g / (1 + x * x),), expensive=True, numpy=(np.arctan,))
+                     vjp=lambda g, out, x: (g * reciprocal(1 + x * x),), expensive=True,
+                     numpy=(np.arctan,))
 atan2_p = elementwise("atan2", np.arctan2, "np.arctan2(y, x)", kinds="f", vjp=_atan2_vjp,
                       expensive=True, numpy=(np.arctan2,))
 asin_p = elementwise("asin", np.arcsin, "np.arcsin(x)", kinds="f",
-                     vjp=lambda g, out, x: (g / sqrt(1 - x * x),),
+                     vjp=lambda g, out, x: (g * reciprocal(sqrt(1 - x * x)),),
                      expensive=True, numpy=(np.arcsin,))
 acos_p = elementwise("acos", np.arccos, "np.arccos(x)", kinds="f",
-                     vjp=lambda g, out, x: (-g / sqrt(1 - x * x),),
+                     vjp=lambda g, out, x: (-g * reciprocal(sqrt(1 - x * x)),),
                      expensive=True, numpy=(np.arccos,))
 sinh_p = elementwise("sinh", np.sinh, "np.sinh(x)", kinds="f",
                      vjp=lambda g, out, x: (g * cosh(x),), expensive=True, numpy=(np.sinh,))
@@ -95,7 +96,8 @@ asinh_p = elementwise("asinh", np.arcsinh, "np.arcsinh(x)", kinds="f",
 acosh_p = elementwise("acosh", np.arccosh, "np.arccosh(x)", kinds="f",
                       vjp=lambda g, out, x: (g / sinh(out),), expensive=True, numpy=(np.arccosh,))
 atanh_p = elementwise("atanh", np.arctanh, "np.arctanh(x)", kinds="f",
-                      vjp=lambda g, out, x: (g / (1 - x * x),), expensive=True, numpy=(np.arctanh,))
+                      vjp=lambda g, out, x: (g * reciprocal(1 - x * x),), expensive=True,
+                      numpy=(np.arctanh,))
 rsqrt_p = elementwise("rsqrt", lambda x: 1 / np.sqrt(x), "1 / np.sqrt(x)", kinds="f",
                       vjp=lambda g, out, x: (rsqrt_grad(out, g),))
 # rsqrt's VJP, TensorFlow's RsqrtGrad: -0.5 dy y**3, and 0 wherever dy is 0 (as
@@ -110,10 +112,11 @@ xlogy_p = elementwise("xlogy", lambda x, y: np.where(x == 0, 0, x * np.log(y)),
                       "x - x if x == 0 else x * np.log(y)", kinds="f", vjp=_xlogy_vjp)
 lgamma_p = elementwise("lgamma", _lgamma, "specfun.lgamma(x)", kinds="f",
                        vjp=lambda g, out, x: (g * digamma(x),), expensive=True)
-# The n-th derivative of digamma; n = 0 is digamma.
-polygamma_p = primitive("polygamma", "elementwise", _polygamma, _polygamma_shape,
-                        "specfun.polygamma(n, x)",
-                        vjp=lambda g, out, x, *, n: (g * polygamma_p.bind(x, n=n + 1),))
+# The a-th derivative of digamma, elementwise in the order a too; a = 0 is digamma. The
+# order has no gradient, as in TensorFlow.
+polygamma_p = elementwise("polygamma", _polygamma, "specfun.polygamma(a, x)", kinds="f",
+                          vjp=lambda g, out, a, x: (None, g * polygamma_p.bind(a + 1, x)),
+                          expensive=True)
 
 
 # ----- wrappers (TensorFlow names) -----
@@ -189,19 +192,19 @@ def lgamma(x, name=None):
 def digamma(x, name=None):
     """The derivative of lgamma (tf.math.digamma); NaN at 0, -1, -2, ..., as TensorFlow's.
     Differentiable to any order (its derivatives are polygamma's)."""
-    return polygamma_p.bind(x, n=0)
+    return polygamma_p.bind(0.0, x)  # a float order, as polygamma casts one
 
 
 def polygamma(a, x, name=None):
-    """The a-th derivative of digamma at x (tf.math.polygamma). The order a must be known
-    when the op runs (a Python int, or a constant scalar holding one) and carries no
-    gradient, as TensorFlow's. For a >= 2 at negative x, compiled code shifts x up one
-    step at a time, so the cost grows with |x|."""
-    order = a.numpy() if isinstance(a, Tensor) and a._trace is None else a
-    order = np.asarray(order)
-    if order.ndim or not float(order).is_integer() or order < 0:
-        raise TypeError(f"polygamma: the order must be one non-negative integer, got {a!r}")
-    return polygamma_p.bind(x, n=int(order))
+    """The a-th derivative of digamma at x, elementwise (tf.math.polygamma): a is a tensor
+    of orders that broadcasts against x, NaN where one is negative or not an integer, and
+    carries no gradient, as TensorFlow's (which takes float orders only; integer ones are
+    cast to x's dtype here). For a >= 2 at negative x, compiled code shifts x up one step
+    at a time, so the cost grows with |x|."""
+    a, x = as_value(a, "polygamma"), as_value(x, "polygamma")
+    if a.dtype.kind in "iu" and x.dtype.kind == "f":
+        a = cast(a, x.dtype)
+    return polygamma_p.bind(a, x)
 
 
 def log2(x, name=None):

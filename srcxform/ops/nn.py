@@ -1,5 +1,5 @@
-"""Neural-network ops: softmax, log_softmax, the cross-entropies and the activations,
-composites but for leaky_relu.
+"""Neural-network ops: softmax, log_softmax, the cross-entropies, l2_loss, bias_add and the
+activations, composites but for leaky_relu.
 
 The softmax family subtracts the (gradient-stopped) max or uses softplus, so inputs of
 1000 give finite values and gradients.
@@ -11,11 +11,13 @@ from srcxform.aval import Aval, broadcast_shapes
 from srcxform.dtypes import promote
 from srcxform.errors import shape_error
 from srcxform.ops.elementwise import (
-    abs, cast, exp, expm1, less, log, multiply, sigmoid, softplus, stop_gradient, tanh, where,
+    abs, cast, exp, expm1, less, log, log1p, minimum, multiply, relu, sigmoid,
+    softplus, stop_gradient, tanh, where,
 )
-from srcxform.ops.creation import zeros_like
+from srcxform.ops.creation import convert_to_tensor, zeros_like
 from srcxform.ops.mathfuncs import erfc
 from srcxform.ops.reduce import reduce_max, reduce_sum
+from srcxform.ops.shape import checked_indices, gather, reshape
 from srcxform.primitive import primitive
 from srcxform.tensor import as_value
 
@@ -61,6 +63,61 @@ def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):
         raise shape_error(f"{op}: logits and labels must have the same shape, got "
                           f"{x.aval.short()} and {z.aval.short()}")
     return softplus(x) - x * z
+
+
+def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None, name=None):
+    """-log_softmax(logits)[label] for each example, the classes on the last axis
+    (tf.nn.sparse_softmax_cross_entropy_with_logits). The labels are integers of the
+    logits' shape less its last axis; one outside [0, classes) raises IndexError (as
+    TensorFlow's CPU kernel raises), compiled code too."""
+    op = "sparse_softmax_cross_entropy_with_logits"
+    x, z = as_value(logits, op), as_value(labels, op)
+    if z.dtype.kind not in "iu":
+        raise TypeError(f"{op}: labels must be integers, got {z.aval.short()}")
+    if not x.ndim or tuple(z.shape) != tuple(x.shape[:-1]):
+        raise shape_error(f"{op}: labels must have the logits' shape without its last axis, "
+                          f"got {z.aval.short()} and {x.aval.short()}")
+    classes = x.shape[-1]
+    shifted, log_total = _shifted(x, -1)
+    picked = gather(reshape(shifted, (-1, classes)),
+                    checked_indices(reshape(z, (-1,)), classes, op, "raise"), batch_dims=1)
+    return reshape(log_total, z.shape) - reshape(picked, z.shape)
+
+
+def weighted_cross_entropy_with_logits(labels, logits, pos_weight, name=None):
+    """sigmoid_cross_entropy_with_logits with the positive term weighted by pos_weight
+    (tf.nn.weighted_cross_entropy_with_logits), as TensorFlow computes it so that large
+    logits stay finite: (1 - z) x + (1 + (q - 1) z) (log1p(exp(-|x|)) + max(-x, 0))."""
+    op = "weighted_cross_entropy_with_logits"
+    x = as_value(logits, op)
+    z = _labels(labels, x, op)
+    if tuple(z.shape) != tuple(x.shape):
+        raise shape_error(f"{op}: logits and labels must have the same shape, got "
+                          f"{x.aval.short()} and {z.aval.short()}")
+    log_weight = 1 + (pos_weight - 1) * z
+    return (1 - z) * x + log_weight * (log1p(exp(-abs(x))) + relu(-x))
+
+
+def l2_loss(t, name=None):
+    """sum(t ** 2) / 2 of a float tensor (tf.nn.l2_loss)."""
+    x = convert_to_tensor(t)  # a Python float is float32, as TensorFlow makes it
+    if x.dtype.kind != "f":
+        raise TypeError(f"l2_loss: expects a float tensor, got {x.aval.short()}")
+    return reduce_sum(x * x) / 2
+
+
+def bias_add(value, bias, data_format=None, name=None):
+    """value + bias, the 1-D bias along the channels: the last axis, or the second for
+    data_format "NC..." (tf.nn.bias_add)."""
+    x, b = as_value(value, "bias_add"), as_value(bias, "bias_add")
+    channels_first = data_format is not None and data_format.startswith("NC")
+    axis = 1 if channels_first else -1
+    if x.ndim < 2 or b.ndim != 1 or b.shape[0] != x.shape[axis]:
+        raise shape_error(f"bias_add: needs a value of rank 2 or more and a vector bias of "
+                          f"its channels' size, got {x.aval.short()} and {b.aval.short()}")
+    if channels_first:
+        b = reshape(b, (b.shape[0],) + (1,) * (x.ndim - 2))
+    return x + b
 
 
 def _labels(labels, logits, op):
@@ -149,6 +206,12 @@ def leaky_relu(features, alpha=0.2, name=None, *, negative_slope=None):
 def leaky_relu_grad(dy, x, alpha):
     """dy where x > 0, else dy * alpha (TensorFlow's raw_ops.LeakyReluGrad)."""
     return leaky_relu_grad_p.bind(dy, x, alpha=_float32(alpha))
+
+
+def relu6(features, name=None):
+    """min(max(x, 0), 6) (tf.nn.relu6); its gradient is 0 at 0 and at 6, as TensorFlow's
+    (the tie in minimum goes to the 6)."""
+    return minimum(6, relu(as_value(features, "relu6")))
 
 
 def silu(features, beta=1.0, name=None):

@@ -8,7 +8,7 @@ import numpy as np
 from srcxform.aval import broadcast_shapes
 from srcxform.dtypes import promote
 from srcxform.ops import elementwise as ew
-from srcxform.ops import linalg, numpy_dispatch
+from srcxform.ops import creation, linalg, numpy_dispatch
 from srcxform.ops.shape import getitem, transpose
 from srcxform.tensor import Tensor, Value, as_value
 
@@ -170,6 +170,11 @@ class _Operators:
 
     def clip(self, min=None, max=None, out=None, **kwargs):
         return _numpy(np.clip)(self, min, max, out, **kwargs)
+
+    # ----- conversion -----
+    # A nested list holding tensors as one tensor, as TensorFlow packs it: what tensor.py's
+    # conversions call (as_value, constant), below the ops that stack it.
+    _pack = staticmethod(creation.pack)
 
     # ----- NumPy dispatch -----
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):

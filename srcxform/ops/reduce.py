@@ -20,6 +20,7 @@ from srcxform.ops.elementwise import (
     logical_and,
     logical_not,
     logical_or,
+    maximum,
     not_equal,
     sign,
     sqrt,
@@ -78,13 +79,18 @@ def _prod_vjp(g, out, x, *, axis, keepdims):
 
 def _extreme_impl(ufunc, sign):
     def impl(x, axis, keepdims):
-        fill = sign * (np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).max)
+        # The identity, which an empty reduction gives: -inf or the dtype's lowest for max
+        # (an unsigned dtype's is 0, not the negated highest), as TensorFlow's.
+        if x.dtype.kind == "f":
+            fill = sign * np.inf
+        else:
+            fill = np.iinfo(x.dtype).min if sign < 0 else np.iinfo(x.dtype).max
         return ufunc.reduce(x, axis=axis, keepdims=keepdims, initial=fill)
 
     return impl
 
 
-reduce_sum_p = reduction("reduce_sum", np.sum, "acc + x", init=0,
+reduce_sum_p = reduction("reduce_sum", np.sum, "acc + x", init=0, sums=True,
                          vjp=lambda g, out, x, *, axis, keepdims:
                          (_kept(g, x, axis, keepdims),))
 reduce_prod_p = reduction("reduce_prod", np.prod, "acc * x", init=1, vjp=_prod_vjp)
@@ -139,13 +145,23 @@ def _bool_reduce_params(x, axis, keepdims, op):
 
 
 def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
-    """The mean over `axis`; integer inputs give an integer (truncated) mean, as TensorFlow."""
+    """The mean over `axis`. Integer inputs give an integer mean as TensorFlow's: summed in
+    64 bits (a mean of int8 values is one of them), truncated toward zero (-1.5 is -1),
+    and 0 over no elements."""
     x, params = reduce_params(input_tensor, axis, keepdims, "reduce_mean")
-    total = reduce_sum_p.bind(x, **params)
     count = size([x.shape[i] for i in params["axis"]])
     if x.dtype.kind == "f":
-        return total / cast(count, x.dtype)
-    return total // count
+        return reduce_sum_p.bind(x, **params) / cast(count, x.dtype)
+    if x.dtype.kind not in "iu":
+        raise DtypeArgumentError(f"reduce_mean({x.aval.short()}): cannot average a "
+                                 f"{x.dtype.name} value; cast it first")
+    wide = np.dtype(np.uint64 if x.dtype.kind == "u" else np.int64)
+    total = reduce_sum_p.bind(cast(x, wide), **params)
+    count = maximum(cast(count, wide), 1)
+    mean = total // count
+    if wide.kind == "i":  # // rounds down; a negative mean rounds up, toward zero
+        mean = where(logical_and(total < 0, mean * count != total), mean + 1, mean)
+    return cast(mean, x.dtype)
 
 
 def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):

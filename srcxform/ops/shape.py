@@ -180,7 +180,7 @@ gather_p = primitive("gather", "opaque", _gather_impl, _gather_shape,
                      vjp=lambda g, out, x, indices: (scatter_add(g, indices, x.shape[0]), None))
 # gather's transpose: rows of g added into zeros at `indices`.
 scatter_add_p = primitive("scatter_add", "opaque", _scatter_add_impl, _scatter_add_shape,
-                          "arrays.scatter_add(g, indices, size)", raises=True,
+                          "arrays.scatter_add(g, indices, size)", raises=True, sums=True,
                           vjp=lambda g, out, x, indices, *, size:
                           (gather_p.bind(g, indices), None))
 

@@ -1,10 +1,11 @@
 """Special functions for generated code: erf, erfc and lgamma (C's, as Python's math
 module has them), and digamma and the polygamma functions, which Numba has not.
 
-`polygamma(n, x)` is the n-th derivative of digamma (n = 0 is digamma itself). x is
-shifted up by the recurrence psi_n(x) = psi_n(x + 1) - (-1)**n n! / x**(n + 1) until it is
-large, where the asymptotic series converges to float64 precision in eight Bernoulli
-terms; negative x is reflected first for n = 0 and 1. Values at the poles (0, -1, -2, ...)
+`polygamma(n, x)` is the n-th derivative of digamma (n = 0 is digamma itself; n may be
+a float holding an integer, and any other n gives NaN). x is shifted up by the
+recurrence psi_n(x) = psi_n(x + 1) - (-1)**n n! / x**(n + 1) until it is large, where the
+asymptotic series converges to float64 precision in eight Bernoulli terms; negative x is
+reflected first for n = 0 and 1. Values at the poles (0, -1, -2, ...)
 and at infinities are TensorFlow's: NaN for digamma, +inf for odd n. Imported only by
 generated code; eager evaluation uses SciPy's (srcxform.ops.mathfuncs).
 """
@@ -53,10 +54,11 @@ def polygamma_positive(n, t):
 
 @helper
 def polygamma(n, x):
-    """The n-th derivative of digamma at x (float64)."""
+    """The n-th derivative of digamma at x (float64); NaN for an order n that is negative
+    or not an integer, as TensorFlow's."""
     t = float(x)
-    if math.isnan(t):
-        return t
+    if math.isnan(t) or not (n >= 0 and n == math.floor(n)):
+        return math.nan
     if math.isinf(t):
         if t < 0:
             return math.nan

@@ -1,0 +1,193 @@
+"""Structures beyond tuples, lists and dicts: NamedTuples, dataclasses, None (a container
+of no leaves, as in JAX) and types registered with srcxform.register_pytree_node, as
+arguments and results of compiled functions (the warm entry included), as the tape's
+sources, and through an optimizer; gradients come back in the same types."""
+
+import dataclasses
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+
+import srcxform as tf
+from srcxform.tree import tree_flatten, tree_unflatten
+
+
+class Params(NamedTuple):
+    w: np.ndarray
+    b: float
+
+
+class Other(NamedTuple):  # the same fields as Params, another type
+    w: np.ndarray
+    b: float
+
+
+@dataclasses.dataclass
+class Layer:
+    w: np.ndarray
+    b: np.ndarray
+    activation: str = "tanh"
+
+
+@dataclasses.dataclass(frozen=True)
+class Frozen:
+    scale: float
+
+
+@dataclasses.dataclass
+class Pair:
+    x: object
+    y: object
+
+
+class Point:
+    """A type of the user's own, registered below."""
+
+    def __init__(self, x, y, label):
+        self.x, self.y, self.label = x, y, label
+
+
+tf.register_pytree_node(Point, lambda p: ((p.x, p.y), p.label),
+                        lambda label, xy: Point(*xy, label))
+
+
+def affine(p, x):
+    return tf.reduce_sum(p.w * x) + p.b
+
+
+def test_the_issues_reproducer():
+    f = tf.differentiable(lambda p, x: tf.reduce_sum(p.w * x) + p.b)
+    g = f.grad(Params(np.ones(2), 1.0), np.array([2.0, 3.0]))
+    assert isinstance(g, Params)
+    np.testing.assert_array_equal(g.w, [2.0, 3.0])
+    assert g.b == 1.0
+
+
+def test_a_namedtuple_argument_on_the_warm_path():
+    f = tf.differentiable(affine)
+    x = np.array([2.0, 3.0])
+    for k in range(3):  # the second and third calls take the warm entry
+        g = f.grad(Params(np.full(2, float(k)), 1.0), x)
+        assert type(g) is Params
+        np.testing.assert_array_equal(g.w, x)
+    assert f.cache_info().hits == 2
+    g = f.grad(Other(np.ones(2), 1.0), x)  # another type: another kernel, its own type back
+    assert type(g) is Other and f.cache_info().kernels == 2
+    value, g = f.value_and_grad(Params(np.ones(2), 0.5), x)
+    assert value == 5.5 and type(g) is Params
+
+
+def test_a_namedtuple_by_keyword_takes_the_general_path():
+    f = tf.differentiable(affine)
+    for _ in range(2):
+        g = f.grad(Params(np.ones(2), 1.0), x=np.array([2.0, 3.0]))
+        assert type(g) is Params
+        np.testing.assert_array_equal(g.w, [2.0, 3.0])
+
+
+def test_dataclasses_as_arguments_and_results():
+    def forward(layer, scale, x):
+        y = tf.tanh(x @ layer.w + layer.b) * scale.scale
+        return Layer(y, tf.reduce_sum(y), layer.activation)
+
+    def loss(layer, scale, x):
+        return forward(layer, scale, x).b
+
+    layer, scale = Layer(np.full((2, 2), 0.1), np.zeros(2)), Frozen(2.0)
+    x = np.array([[1.0, 2.0]])
+    f = tf.differentiable(loss, wrt=1)
+    for _ in range(2):
+        g_scale = f.grad(layer, scale, x)
+        assert type(g_scale) is Frozen
+    h = np.tanh(x @ layer.w + layer.b)
+    np.testing.assert_allclose(g_scale.scale, h.sum())
+    out = tf.differentiable(forward)(layer, scale, x)  # a static field (a str) comes back
+    assert type(out) is Layer and out.activation == "tanh"
+    np.testing.assert_allclose(out.w.numpy(), 2.0 * h)
+    numbers = Layer(np.full((2, 2), 0.1), np.zeros(2), 1.0)  # all floats: a wrt argument
+    g = tf.grad(lambda layer, x: tf.reduce_sum(x @ layer.w + layer.b) * layer.activation)(
+        numbers, x)
+    assert type(g) is Layer and g.activation == pytest.approx(0.6)
+    np.testing.assert_allclose(g.b, [1.0, 1.0])
+
+
+def test_none_is_an_empty_subtree():
+    def loss(params, x):
+        y = x * params["w"]
+        if params["b"] is not None:
+            y = y + params["b"]
+        return tf.reduce_sum(y * y), {"y": y, "nothing": None}
+
+    f = tf.differentiable(loss, has_aux=True)
+    x = np.array([1.0, 2.0])
+    for _ in range(2):
+        g, aux = f.grad({"w": np.ones(2), "b": None}, x)
+        assert g["b"] is None and aux["nothing"] is None
+        np.testing.assert_array_equal(g["w"], 2 * x * x)
+    g, _ = f.grad({"w": np.ones(2), "b": np.zeros(2)}, x)  # not None: another kernel
+    np.testing.assert_array_equal(g["b"], 2 * x)
+    assert tree_flatten([None, (None,)]) == ([], tree_flatten([None, (None,)])[1])
+
+
+def test_a_registered_type():
+    def loss(p, x):
+        return tf.reduce_sum((p.x * x + p.y) ** 2)
+
+    f = tf.differentiable(loss)
+    x = np.array([1.0, 2.0])
+    for _ in range(2):
+        g = f.grad(Point(np.ones(2), np.zeros(2), "a"), x)
+        assert type(g) is Point and g.label == "a"
+        np.testing.assert_array_equal(g.x, 2 * x * x)
+    g = f.grad(Point(np.ones(2), np.zeros(2), "b"), x)  # other aux data: another kernel
+    assert g.label == "b" and f.cache_info().kernels == 2
+    leaves, tree = tree_flatten(Point(1.0, 2.0, "c"))
+    assert leaves == [1.0, 2.0] and tree_unflatten(tree, [3.0, 4.0]).y == 4.0
+
+
+@pytest.mark.parametrize("sources", [
+    lambda x, y: Params(x, y), lambda x, y: Pair(x, y), lambda x, y: Point(x, y, "p"),
+    lambda x, y: {"x": x, "skip": None, "y": y},
+])
+def test_the_tapes_sources_and_gradients_alike(sources):
+    x, y = tf.Variable([1.0, 2.0]), tf.Variable(3.0)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(x * x) * y
+    grads = tape.gradient(loss, sources(x, y))
+    assert type(grads) is type(sources(x, y))
+    (gx, gy), _ = tree_flatten(grads)
+    np.testing.assert_array_equal(gx.numpy(), [6.0, 12.0])
+    assert float(gy) == 5.0
+
+
+def test_an_optimizer_over_a_namedtuple_of_variables():
+    params = Params(tf.Variable([1.0, 2.0]), tf.Variable(0.5))
+    opt = tf.optimizers.SGD(0.1)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(params.w * params.w) + params.b
+    grads = tape.gradient(loss, params)
+    assert type(grads) is Params
+    opt.apply_gradients(zip(grads, params))
+    np.testing.assert_allclose(params.w.numpy(), [0.8, 1.6])
+    np.testing.assert_allclose(params.b.numpy(), 0.4)
+    # The functional form returns the new values in the same type.
+    new = tf.optimizers.SGD(0.5).apply(Params(np.ones(2), 1.0), Params(np.zeros(2), 0.0))
+    assert type(new) is Params
+    np.testing.assert_allclose(np.asarray(new.w), [-0.5, -0.5])
+
+
+def test_a_compiled_training_step_over_a_namedtuple():
+    @tf.differentiable
+    def step(params, x):
+        with tf.GradientTape() as tape:
+            tape.watch(params)
+            loss = tf.reduce_sum((params.w * x + params.b) ** 2)
+        grads = tape.gradient(loss, params)
+        return Params(params.w - 0.1 * grads.w, params.b - 0.1 * grads.b), loss
+
+    params = Params(np.ones(2), 0.0)
+    for _ in range(3):
+        params, loss = step(params, np.array([1.0, -1.0]))
+        assert type(params) is Params
+    assert float(loss) < 2.0

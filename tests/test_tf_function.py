@@ -1,0 +1,128 @@
+"""srcxform.function (tf.function): a compiled function called with TensorFlow's rules:
+results as the eager function returns them, Python values (floats too) as constants that
+trace again when they change, a training step with a tape and an optimizer inside, the
+decorator with and without arguments, input_signature, methods. One kernel serves every
+array size (the documented difference)."""
+
+import math
+
+import numpy as np
+import pytest
+
+import srcxform as tf
+from srcxform.tf_function import Function
+
+
+def test_the_issues_reproducer_a_training_step():
+    w = tf.Variable(np.ones(3))
+    opt = tf.optimizers.SGD(0.1)
+
+    @tf.function
+    def step(x):
+        with tf.GradientTape() as t:
+            loss = tf.reduce_sum(w * x) ** 2
+        opt.apply_gradients([(t.gradient(loss, w), w)])
+        return loss
+
+    x = np.array([1.0, 2.0, 3.0])
+    want, losses = np.ones(3), []
+    for _ in range(3):
+        losses.append(step(x))
+        want_loss = float(want @ x) ** 2
+        want = want - 0.1 * 2 * float(want @ x) * x
+        np.testing.assert_allclose(float(losses[-1]), want_loss, rtol=1e-12)
+    np.testing.assert_allclose(w.numpy(), want, rtol=1e-12)
+    assert isinstance(losses[0], tf.Tensor) and step.experimental_get_tracing_count() == 1
+    assert opt.iterations.numpy() == 3
+
+
+def scaled_log(x, gamma):
+    return tf.reduce_sum(x) * math.log(gamma)
+
+
+@pytest.mark.parametrize("decorate", [
+    tf.function, tf.function(), tf.function(jit_compile=True),
+    tf.function(reduce_retracing=True, experimental_relax_shapes=True),
+])
+def test_the_decorator_with_and_without_arguments(decorate):
+    f = decorate(scaled_log)
+    assert isinstance(f, Function) and f.python_function is scaled_log
+    got = f(tf.constant([1.0, 2.0]), 2.0)
+    want = scaled_log(tf.constant([1.0, 2.0]), 2.0)
+    assert isinstance(got, tf.Tensor) and got.dtype == want.dtype == tf.float32
+    np.testing.assert_allclose(got.numpy(), want.numpy())
+
+
+def test_python_floats_are_constants_that_trace_again():
+    f = tf.function(scaled_log)
+    x = np.array([1.0, 2.0])
+    for gamma in (2.0, 2.0, 3.0, 2.0):  # math.log of a traced float would raise
+        np.testing.assert_allclose(float(f(x, gamma)), 3 * math.log(gamma))
+    assert f.experimental_get_tracing_count() == 2
+    for n in (3, 5, 9):  # another size: the same kernel (TensorFlow would trace again)
+        f(np.ones(n), 2.0)
+    assert f.experimental_get_tracing_count() == 2
+    g = tf.function(lambda x, gamma: tf.reduce_sum(x) * gamma)
+    for gamma in (2.0, 5.0):  # a NumPy scalar is a traced value, as in TensorFlow
+        assert float(g(np.ones(3), np.float64(gamma))) == 3 * gamma
+    assert g.experimental_get_tracing_count() == 1
+
+
+def test_side_effects_run_when_traced(monkeypatch):
+    monkeypatch.delenv("SRCXFORM_CHECK", raising=False)
+    traced = []
+
+    @tf.function
+    def f(x, n):
+        traced.append(n)
+        return tf.reduce_sum(x) * n
+
+    for n in (1, 1, 2, 2, 1):
+        f(np.ones(2), n)
+    assert traced == [1, 2]
+
+
+def test_input_signature_converts_and_refuses():
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+    def double(x):
+        return x * 2.0
+
+    assert repr(double.input_signature[0]) == \
+        "TensorSpec(shape=(None,), dtype=tf.float32, name=None)"
+    got = double([1.0, 2.0, 3.0])  # a Python list becomes a float32 tensor
+    assert isinstance(got, tf.Tensor) and got.dtype == tf.float32
+    np.testing.assert_array_equal(got.numpy(), [2.0, 4.0, 6.0])
+    np.testing.assert_array_equal(double(x=np.ones(5, np.float32)).numpy(), np.full(5, 2.0))
+    with pytest.raises(TypeError, match=r"float64 and shape \(2,\).*TensorSpec"):
+        double(np.ones(2))
+    with pytest.raises(TypeError, match=r"shape \(2, 2\) does not match"):
+        double(np.ones((2, 2), np.float32))
+
+
+def test_a_method_and_a_gradient_through_it():
+    class Model:
+        def __init__(self, scale):
+            self.w = tf.Variable([scale, 1.0])
+
+        @tf.function
+        def __call__(self, x):
+            return tf.reduce_sum(self.w * x)
+
+    a, b = Model(2.0), Model(3.0)
+    x = tf.constant([1.0, 1.0])
+    assert float(a(x)) == 3.0 and float(b(x)) == 4.0
+    with tf.GradientTape() as tape:  # under a tape the function runs on it, as in TF
+        y = a(x)
+    np.testing.assert_array_equal(tape.gradient(y, a.w).numpy(), [1.0, 1.0])
+
+
+def test_unknown_options_are_refused():
+    with pytest.raises(TypeError, match="jit_compiel"):
+        tf.function(scaled_log, jit_compiel=True)
+
+
+def test_an_array_argument_is_a_tensor_inside_as_in_tensorflow():
+    f = tf.function(lambda x, scale: x * scale)
+    got = f(np.ones(2), 3.0)
+    assert isinstance(got, tf.Tensor) and got.dtype == tf.float64  # eager NumPy: an array
+    np.testing.assert_array_equal(got.numpy(), [3.0, 3.0])
