@@ -1,4 +1,9 @@
-"""Assertions the eager tests share."""
+"""Assertions the eager tests share, and the second user the cache tests run as."""
+
+import os
+import shutil
+import subprocess
+import sys
 
 import numpy as np
 
@@ -25,3 +30,14 @@ def value_and_two_orders(f, x, upstream=None):
             y = f(x)
         g = inner.gradient(y, x, output_gradients=upstream)
     return y, g, outer.gradient(g, x)
+
+
+# The cache's trust tests write and load as a second user where they can: root, with
+# setpriv, and an interpreter whose packages that user can read (a virtual environment in
+# a private folder is not: CI's is made readable for them).
+NOBODY = 65534
+IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+AS_NOBODY = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+CAN_SETPRIV = IS_ROOT and shutil.which("setpriv") is not None and subprocess.run(
+    [*AS_NOBODY, sys.executable, "-c", "import numpy, srcxform"], capture_output=True,
+    timeout=60, check=False).returncode == 0

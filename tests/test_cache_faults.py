@@ -25,16 +25,9 @@ import numpy as np
 import pytest
 
 import srcxform as tf
+from helpers import AS_NOBODY, CAN_SETPRIV, IS_ROOT, NOBODY
 from srcxform import CacheWarning, backend, cachefiles, numba_adapter
 
-NOBODY = 65534
-IS_ROOT = os.geteuid() == 0
-AS_NOBODY = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
-# Whether this process can run Python as `nobody` (root, setpriv, an interpreter nobody
-# can read).
-CAN_SETPRIV = IS_ROOT and shutil.which("setpriv") is not None and subprocess.run(
-    [*AS_NOBODY, sys.executable, "-c", "pass"], capture_output=True, timeout=60,
-    check=False).returncode == 0
 
 # One function per cached artifact, each damaged in its own file: a process checks them all.
 SCRIPT = textwrap.dedent("""

@@ -25,16 +25,9 @@ import numpy as np
 import pytest
 
 import srcxform as tf
+from helpers import AS_NOBODY, CAN_SETPRIV, IS_ROOT, NOBODY
 from srcxform import CacheWarning, cachefiles, numba_adapter
 
-NOBODY = 65534
-IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
-AS_NOBODY = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-             sys.executable]
-# Whether this process can run Python as `nobody` (root, setpriv, an interpreter nobody
-# can read).
-CAN_SETPRIV = IS_ROOT and shutil.which("setpriv") is not None and subprocess.run(
-    [*AS_NOBODY, "-c", "pass"], capture_output=True, timeout=60, check=False).returncode == 0
 
 
 def _other_user(monkeypatch):
@@ -272,7 +265,7 @@ def planted():
 
 
 def _as_nobody(code):
-    subprocess.run([*AS_NOBODY, "-c", code], check=True, timeout=60)
+    subprocess.run([*AS_NOBODY, sys.executable, "-c", code], check=True, timeout=60)
 
 
 def _write_payloads(payloads, how):
