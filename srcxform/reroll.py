@@ -23,6 +23,7 @@ import numpy as np
 
 from srcxform.ops import getitem, reshape, transpose
 from srcxform.ops.shape import getitem_p
+from srcxform.passes import cse
 from srcxform.structured import _at_origin, fori_loop
 from srcxform.tensor import Tensor, as_value
 
@@ -175,8 +176,10 @@ class _Plan:
 
 
 def _same(a, b):
-    """Whether two parameters (or literals) are equal, where == may not say (arrays)."""
+    """Whether two parameters (or literals) are equal as CSE finds equations equal: sizes by
+    their expression, not by this trace's value (comparing values would guard that two
+    sizes stay equal); False where == cannot say (arrays)."""
     try:
-        return bool(a == b) and type(a) is type(b)
+        return bool(cse.equality_key(a) == cse.equality_key(b))
     except (TypeError, ValueError):
         return False
