@@ -17,7 +17,7 @@ import re
 import sys
 import threading
 
-from srcxform import runtime, slow_compile
+from srcxform import runtime, settings, slow_compile
 # Imported for its one effect: each write to the cache then keeps the cache in its limit.
 from srcxform import cachesize  # noqa: F401
 from srcxform.cachefiles import (cache_dir, damaged, read_sealed, stop_writing, write_atomic,
@@ -26,7 +26,7 @@ from srcxform.errors import CompileError, InvalidArgumentError
 
 
 def jit_enabled():
-    return os.environ.get("SRCXFORM_JIT", "1") not in ("0", "false", "no")
+    return settings.switch("SRCXFORM_JIT", default=True)
 
 
 def load(source, func_name, jit=None, parallel=False):

@@ -13,7 +13,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from srcxform import backend, captures, index, numba_adapter, reroll
+from srcxform import backend, captures, index, numba_adapter, reroll, settings
 from srcxform.callconv import Convention, is_static
 from srcxform.codegen import callpath, entry
 from srcxform.codegen import generate as generate_source
@@ -146,12 +146,12 @@ def trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux=False,
             trees.append(tree)
             returns += [_returned(fn, leaf, given, flat) for leaf in result_leaves]
         program = trace.program(flat + [value for _, value in writes])
-    check, dump = os.environ.get("SRCXFORM_CHECK"), os.environ.get("SRCXFORM_DUMP", "")
+    check, dump = settings.switch("SRCXFORM_CHECK"), os.environ.get("SRCXFORM_DUMP", "")
     if check:
         program.check()
     if "ir" in dump:
         print(f"# traced\n{program}\n")
-    program = optimize(program, check=bool(check))
+    program = optimize(program, check=check)
     # A Variable passed as an argument is found by its position at each call; one the
     # function reaches by itself (a global, a closure, self) is the same object always.
     position = {id(leaf): i for i, leaf in enumerate(leaves) if isinstance(leaf, Variable)}

@@ -42,10 +42,10 @@ result), which the relative tolerance alone covers.
 
 import contextlib
 import functools
-import os
 
 import numpy as np
 
+from srcxform import settings
 from srcxform.errors import SrcxformError
 from srcxform.recording import CONTEXT, PERTURBING
 from srcxform.tree import tree_flatten
@@ -65,7 +65,7 @@ class CheckError(SrcxformError, AssertionError):
 
 def enabled(check):
     """Whether a Differentiable created with `check` checks its kernels."""
-    return check or os.environ.get("SRCXFORM_CHECK", "") not in ("", "0")
+    return check or settings.switch("SRCXFORM_CHECK")
 
 
 def first_call(name, compiled, eager, variables):

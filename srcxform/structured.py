@@ -32,11 +32,10 @@ derivative reads the stacks themselves, so under nested tapes every carry is sto
 
 import dataclasses
 import inspect
-import os
 
 import numpy as np
 
-from srcxform import recording
+from srcxform import recording, settings
 from srcxform.aval import Aval
 from srcxform.errors import TracingError, user_line
 from srcxform.ir import Var
@@ -199,7 +198,7 @@ def align(subs_and_outs):
             if c.var not in seen:
                 seen.add(c.var)
                 captures.append(c)
-    check = bool(os.environ.get("SRCXFORM_CHECK"))
+    check = settings.switch("SRCXFORM_CHECK")
     regions = []
     # Verified and optimized as the whole program is, after its trace: deciding nothing
     # for this call's sizes (comparing a size here would record a guard).

@@ -38,7 +38,9 @@ from multiprocessing.connection import Connection
 
 import numpy as np
 
-from srcxform import backend, cachefiles, compile_worker, index, interpret, slow_compile
+from srcxform import (
+    backend, cachefiles, compile_worker, index, interpret, settings, slow_compile,
+)
 from srcxform.cachefiles import cache_dir
 from srcxform.errors import TieredWarning, user_frame_object
 from srcxform.tensor import Tensor, Updating, Value
@@ -48,7 +50,7 @@ def enabled(wait):
     """Whether a Differentiable made with `wait` runs new kernels' first calls on tier 0
     (not once this process writes to the cache no more: the worker would deliver nothing)."""
     return not wait and backend.jit_enabled() and cachefiles.writing() and \
-        os.environ.get("SRCXFORM_TIERED", "1") not in ("0", "false", "no")
+        settings.switch("SRCXFORM_TIERED", default=True)
 
 
 class Job:

@@ -16,7 +16,7 @@ _ROOT = pathlib.Path(__file__).resolve().parent.parent / "srcxform"
 LAYERS = [
     ("leaves", {"srcxform.version", "srcxform.errors", "srcxform.dtypes",
                 "srcxform.recording", "srcxform.tree", "srcxform.tensor_shape",
-                "srcxform.philox"}),
+                "srcxform.philox", "srcxform.settings"}),
     ("values", {"srcxform.dims", "srcxform.aval", "srcxform.tensor"}),
     # The IR, its names, and the runtime package's list of its modules.
     ("ir", {"srcxform.ir", "srcxform.names", "srcxform.runtime"}),

@@ -18,12 +18,13 @@ are, the dispatcher, np.dot) and allocates new outputs each call: slower first a
 calls, the same results.
 
 The switch is read when a kernel is compiled or its entry made, and by runtime/blas.py
-when a process first imports it; this package imports nothing (jit.py imports Numba).
+when a process first imports it; this package imports only the switches' rule (jit.py imports Numba).
 """
 
 import functools
-import os
 import sys
+
+from srcxform import settings
 
 # The Numba versions whose internals this was written against (pyproject.toml's numba
 # range allows these only).
@@ -39,7 +40,7 @@ def enabled():
 
 
 def _switched_on():
-    return os.environ.get("SRCXFORM_NUMBA_INTERNALS", "1") not in ("0", "false", "no")
+    return settings.switch("SRCXFORM_NUMBA_INTERNALS", default=True)
 
 
 def sole_reference_count():
