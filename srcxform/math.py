@@ -1,6 +1,6 @@
 """`srcxform.math`: TensorFlow's tf.math names for srcxform's ops."""
 
-from srcxform.ops import (  # noqa: F401
+from srcxform.ops import (
     abs, acos, acosh, add, asin, asinh, atan, atan2, atanh, ceil, cos, cosh, cumsum, divide,
     divide_no_nan, equal, exp, expm1, floor, floordiv, greater, greater_equal, is_finite, less,
     less_equal, log, log1p, logical_and, logical_not, logical_or, maximum, minimum, multiply,
@@ -8,19 +8,103 @@ from srcxform.ops import (  # noqa: F401
     reduce_mean, reduce_min, reduce_prod, reduce_sum, round, sigmoid, sign, sin, sinh,
     softplus, sqrt, square, subtract, tan, tanh, truediv,
 )
-from srcxform.ops import mod as floormod  # noqa: F401
-from srcxform.ops import mod  # noqa: F401
-from srcxform.ops.cumulative import cumprod  # noqa: F401
-from srcxform.ops.selection import (  # noqa: F401
+from srcxform.ops import mod as floormod
+from srcxform.ops import mod
+from srcxform.ops.cumulative import cumprod
+from srcxform.ops.selection import (
     argmax, argmin, segment_sum, top_k, unsorted_segment_sum,
 )
-from srcxform.ops.mathfuncs import (  # noqa: F401
+from srcxform.ops.mathfuncs import (
     digamma, erf, erfc, lgamma, polygamma, rsqrt, squared_difference, xlogy,
 )
 # Not in tf.math: tf.experimental.numpy's log2, log10 and exp2, computed as it does.
-from srcxform.ops.mathfuncs import exp2, log2, log10  # noqa: F401
-from srcxform.ops.nn import log_sigmoid, softsign  # noqa: F401
-from srcxform.ops.reduce import (  # noqa: F401
+from srcxform.ops.mathfuncs import exp2, log2, log10
+from srcxform.ops.nn import log_sigmoid, softsign
+from srcxform.ops.reduce import (
     reduce_euclidean_norm, reduce_std, reduce_variance,
 )
-from srcxform.ops import reciprocal  # noqa: F401
+from srcxform.ops import reciprocal
+
+__all__ = [
+    "abs",
+    "acos",
+    "acosh",
+    "add",
+    "argmax",
+    "argmin",
+    "asin",
+    "asinh",
+    "atan",
+    "atan2",
+    "atanh",
+    "ceil",
+    "cos",
+    "cosh",
+    "cumprod",
+    "cumsum",
+    "digamma",
+    "divide",
+    "divide_no_nan",
+    "equal",
+    "erf",
+    "erfc",
+    "exp",
+    "exp2",
+    "expm1",
+    "floor",
+    "floordiv",
+    "floormod",
+    "greater",
+    "greater_equal",
+    "is_finite",
+    "less",
+    "less_equal",
+    "lgamma",
+    "log",
+    "log1p",
+    "log2",
+    "log10",
+    "log_sigmoid",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "maximum",
+    "minimum",
+    "mod",
+    "multiply",
+    "negative",
+    "not_equal",
+    "polygamma",
+    "pow",
+    "reciprocal",
+    "reduce_all",
+    "reduce_any",
+    "reduce_euclidean_norm",
+    "reduce_logsumexp",
+    "reduce_max",
+    "reduce_mean",
+    "reduce_min",
+    "reduce_prod",
+    "reduce_std",
+    "reduce_sum",
+    "reduce_variance",
+    "round",
+    "rsqrt",
+    "segment_sum",
+    "sigmoid",
+    "sign",
+    "sin",
+    "sinh",
+    "softplus",
+    "softsign",
+    "sqrt",
+    "square",
+    "squared_difference",
+    "subtract",
+    "tan",
+    "tanh",
+    "top_k",
+    "truediv",
+    "unsorted_segment_sum",
+    "xlogy",
+]

@@ -7,23 +7,23 @@ from srcxform import random as _random
 from srcxform.ops import cast as _cast
 from srcxform.ops import greater_equal as _greater_equal
 from srcxform.tensor import as_value as _as_value
-from srcxform.ops import (  # noqa: F401
+from srcxform.ops import (
     log_softmax, relu, sigmoid, sigmoid_cross_entropy_with_logits, softmax,
     softmax_cross_entropy_with_logits, softplus, tanh,
 )
-from srcxform.ops.nn import (  # noqa: F401
+from srcxform.ops.nn import (
     bias_add, elu, gelu, l2_loss, leaky_relu, relu6, selu, silu, softsign,
     sparse_softmax_cross_entropy_with_logits, swish, weighted_cross_entropy_with_logits,
 )
 # Keras's name (keras.activations.log_sigmoid); TensorFlow's is tf.math.log_sigmoid.
-from srcxform.ops.nn import log_sigmoid  # noqa: F401
-from srcxform.ops.selection import top_k  # noqa: F401  (also tf.math.top_k)
+from srcxform.ops.nn import log_sigmoid
+from srcxform.ops.selection import top_k
 # Convolution, pooling and normalization (ops/conv.py, ops/normalization.py).
-from srcxform.ops.conv import (  # noqa: F401
+from srcxform.ops.conv import (
     avg_pool, avg_pool1d, avg_pool2d, avg_pool3d, conv1d, conv2d, max_pool, max_pool1d,
     max_pool2d, max_pool3d,
 )
-from srcxform.ops.normalization import (  # noqa: F401
+from srcxform.ops.normalization import (
     batch_normalization, l2_normalize, moments,
 )
 
@@ -75,3 +75,14 @@ def _checked_rate(rate, x):
 
 
 experimental = _types.SimpleNamespace(general_dropout=general_dropout)  # tf.nn.experimental
+
+__all__ = [
+    "avg_pool", "avg_pool1d", "avg_pool2d", "avg_pool3d", "batch_normalization", "bias_add",
+    "conv1d", "conv2d", "dropout", "elu", "gelu", "general_dropout", "l2_loss", "l2_normalize",
+    "leaky_relu", "log_sigmoid", "log_softmax", "max_pool", "max_pool1d", "max_pool2d",
+    "max_pool3d", "moments", "relu", "relu6", "selu", "sigmoid",
+    "sigmoid_cross_entropy_with_logits", "silu", "softmax",
+    "softmax_cross_entropy_with_logits", "softplus", "softsign",
+    "sparse_softmax_cross_entropy_with_logits", "swish", "tanh", "top_k",
+    "weighted_cross_entropy_with_logits",
+]

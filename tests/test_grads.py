@@ -121,12 +121,12 @@ def test_relu_and_abs_at_zero():
 
 def test_gradcheck_fixture(gradcheck):
     x = np.linspace(-1.0, 1.0, 6).reshape(2, 3)
-    gradcheck(lambda x, w: srcxform.tanh(x) @ w, x, np.ones((3, 2)), order=2)
+    gradcheck(lambda x, w: srcxform.tanh(x) @ w, (x, np.ones((3, 2))), order=2)
 
 
 def test_gradcheck_fixture_fails_the_test(gradcheck):
     with pytest.raises(pytest.fail.Exception, match="abs err"):
-        gradcheck(_wrong_square, np.array([1.0, 2.0]), compiled=False)
+        gradcheck(_wrong_square, (np.array([1.0, 2.0]),), compiled=False)
 
 
 @srcxform.custom_gradient

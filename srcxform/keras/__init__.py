@@ -1,3 +1,5 @@
 """`srcxform.keras`: Keras's names for srcxform's losses and optimizers."""
 
-from srcxform.keras import losses, optimizers  # noqa: F401
+from srcxform.keras import losses, optimizers
+
+__all__ = ["losses", "optimizers"]

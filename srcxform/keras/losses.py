@@ -154,3 +154,9 @@ def _check_same_shape(y_true, y_pred, op):
 
 def _shape(x):
     return tuple(int(d) for d in x.shape)
+
+__all__ = [
+    "binary_crossentropy", "categorical_crossentropy", "huber", "kl_divergence", "kld",
+    "kullback_leibler_divergence", "mae", "mean_absolute_error", "mean_squared_error", "mse",
+    "sparse_categorical_crossentropy",
+]

@@ -1,5 +1,7 @@
 """`srcxform.keras.optimizers`: Keras's optimizers (srcxform.optimizers)."""
 
-from srcxform.optimizers import (  # noqa: F401
+from srcxform.optimizers import (
     SGD, Adagrad, Adam, AdamW, Nadam, Optimizer, RMSprop,
 )
+
+__all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Nadam", "Optimizer", "RMSprop"]

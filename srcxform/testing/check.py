@@ -51,6 +51,9 @@ def check_grads(f, args, order=1, rtol=1e-5, atol=1e-6, eps=1e-6, compiled=None,
         >>> check_grads(lambda x: srcxform.tanh(x) * x, [np.linspace(-1.0, 1.0, 5)], order=2)
     """
     __tracebackhide__ = True  # pytest shows the table, not this module's frames
+    if not isinstance(args, (tuple, list)):
+        raise TypeError(f"check_grads: args is the tuple of f's arguments, (x,) for one, "
+                        f"not a {type(args).__name__}")
     if compiled is None:
         compiled = hasattr(srcxform, "differentiable")
     flat = _Flat(args, wrt)

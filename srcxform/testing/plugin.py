@@ -9,20 +9,25 @@ import pytest
 
 @pytest.fixture
 def gradcheck():
-    """`gradcheck(f, *args, **options)` runs `srcxform.testing.check_grads(f, args,
-    **options)` and fails the test, with the table of mismatches, when they disagree.
+    """`gradcheck(f, args, **options)`: `srcxform.testing.check_grads(f, args, **options)`,
+    the same arguments, failing the test with the table of mismatches when they disagree.
 
     Example:
         >>> def test_tanh(gradcheck):
-        ...     gradcheck(lambda x: srcxform.tanh(x), np.linspace(-1.0, 1.0, 5), order=2)
+        ...     gradcheck(lambda x: srcxform.tanh(x), (np.linspace(-1.0, 1.0, 5),), order=2)
     """
     from srcxform.testing.check import check_grads
 
-    def run(f, *args, **options):
+    def run(f, args, **options):
         __tracebackhide__ = True
         try:
             check_grads(f, args, **options)
         except AssertionError as err:
-            pytest.fail(str(err), pytrace=False)
+            mismatch = str(err)
+        else:
+            return
+        # Failed outside the except block: inside it, pytest would print the table twice
+        # (the AssertionError, then "during handling of the above exception", the failure).
+        pytest.fail(mismatch, pytrace=False)
 
     return run
