@@ -29,6 +29,7 @@ from srcxform.api import differentiable, grad, hessian, jacobian, value_and_grad
 from srcxform.tf_function import TensorSpec, function  # noqa: F401
 from srcxform import optimizers  # noqa: F401
 from srcxform import keras  # noqa: F401
+from srcxform import testing  # noqa: F401  (check_grads, without an import of its own)
 from srcxform.optimizers import clip_by_global_norm, clip_by_norm  # noqa: F401
 
 newaxis = None  # x[tf.newaxis] inserts an axis, as x[None]
@@ -36,7 +37,7 @@ newaxis = None  # x[tf.newaxis] inserts an axis, as x[None]
 # TensorFlow's namespaces among the package's submodules: dir() lists these and hides the
 # others (the implementation: aval, backend, codegen, ...), which stay importable.
 _NAMESPACES = frozenset(("dtypes", "errors", "keras", "linalg", "math", "nn", "optimizers",
-                         "random"))
+                         "random", "testing"))
 
 
 def __dir__():
