@@ -200,7 +200,7 @@ def test_shape_argument_must_be_integers():
 
 
 def test_boolean_mask_of_another_shape_is_rejected():
-    # x[mask] is tf.boolean_mask (eager only; test_tf_compat2): the mask must fit x.
+    # x[mask] is tf.boolean_mask (eager only; test_tf_dtypes_and_errors): the mask must fit x.
     x = tf.constant([1.0, 2.0])
     with pytest.raises(tf.ShapeError, match="does not match"):
         x[tf.constant([True, False, True])]

@@ -77,8 +77,8 @@ SELECTION = {
     "tensor_scatter_nd_update": rows("tensor_scatter_nd_update"),
     "math.segment_sum": rows("segment_sum"),
     "math.unsorted_segment_sum": rows("unsorted_segment_sum"),
-    "boolean_mask": named("test_tf_compat2::test_boolean_mask_index_is_eager_and_differentiable",
-                          "test_tf_compat2::test_boolean_mask_cannot_be_compiled"),
+    "boolean_mask": named("test_tf_dtypes_and_errors::test_boolean_mask_index_is_eager_and_differentiable",
+                          "test_tf_dtypes_and_errors::test_boolean_mask_cannot_be_compiled"),
 }
 
 LINALG = {
