@@ -211,8 +211,7 @@ def read_sealed(path, parse):
     yet, and, with a CacheWarning, when it is not to be trusted (`untrusted`: checked on
     the file opened, before anything is read), damaged (its checksum does not match) or
     parse fails on it. A CRC-32 catches the damage a cache meets (truncation, a burst of
-    flipped bits, another file's bytes) at twice a SHA-256's speed: 0.1 ms for a large
-    kernel's 220 KB."""
+    flipped bits, another file's bytes) at twice a SHA-256's speed."""
     try:
         with open(path, "rb") as f:
             status = os.fstat(f.fileno())

@@ -10,10 +10,10 @@ ages with it. An entry is as recent as the last use of any of its files: the tim
 read it (cachefiles.read_sealed marks it), else when it was written. Another process may
 remove an entry while this one loads it: each file's loss is then a miss, rebuilt.
 
-Measuring the cache means a look at each of its files (0.1 s for 12,000 files, seconds
-for a full 1 GiB cache), so it is measured only when it may have outgrown its limit.
+Measuring the cache means a look at each of its files (seconds for a full cache), so it
+is measured only when it may have outgrown its limit.
 Each process appends the size of each file it writes to the cache's `ledger` file, and
-reads the ledger's sum after the write (40 us in all); only when that sum passes the
+reads the ledger's sum after the write (a small file, read at once); only when that sum passes the
 limit does it measure the cache and remove entries, down to 90% of the limit (so that
 the next writes have room), and start the ledger again from what remains. The ledger may
 count a file twice (written by two processes), which prunes early, or miss a write

@@ -113,8 +113,8 @@ def scipy_linalg_on_demand():
     """Registers scipy.linalg as a package whose __init__ runs only when something asks it
     for a name. Numba's CPU target imports scipy.linalg.cython_blas and cython_lapack (the
     BLAS and LAPACK it calls), and Python runs the package's __init__ first: all of
-    scipy.linalg and SciPy's array API layer, 0.25-0.5 s of the worker's start, which
-    compiling never uses. The two extension modules then load alone (10 ms)."""
+    scipy.linalg and SciPy's array API layer, much of the worker's start, which compiling
+    never uses. The two extension modules then load alone."""
     import scipy
 
     name = "scipy.linalg"

@@ -95,7 +95,7 @@ def _path(key):
 
 def digest_library():
     """Digests srcxform's source ahead of the first key (tiered.py, in its tier-up thread,
-    when a function is made): 2-3 ms of reading files that a first call need not wait for."""
+    when a function is made): reading files that a first call need not wait for."""
     _library_digest()
 
 

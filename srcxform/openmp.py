@@ -4,10 +4,10 @@ A `parallel=True` kernel runs its `prange` loops on Numba's thread pool, which o
 is GNU OpenMP's (libgomp), and its matrix products on SciPy's OpenBLAS, which has a pool
 of its own. By default libgomp's idle workers spin for a while before they sleep, so
 after each `prange` they hold the cores OpenBLAS's threads need next: a small MLP's
-gradient step took 8 ms in parallel against 1.1 ms serially on 2 cores
-(benchmarks/README.md). With the OpenMP standard's `OMP_WAIT_POLICY=PASSIVE` they sleep
-at once: the step took 0.55 ms. What that costs is a worker's wake-up at each `prange`
-(about 20 µs here), which codegen's PARALLEL_MIN accounts for.
+parallel gradient step took 7 times its serial time on 2 cores (benchmarks/README.md).
+With the OpenMP standard's `OMP_WAIT_POLICY=PASSIVE` they sleep at once, and the parallel
+step beat the serial one. What that costs is a worker's wake-up at each `prange`, which
+codegen's PARALLEL_MIN accounts for.
 
 libgomp reads the setting once, when it is loaded, which Numba does when it first starts
 its pool. So srcxform sets it, in this process's environment, when a parallel function is

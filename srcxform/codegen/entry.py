@@ -281,8 +281,8 @@ def _def_line(name, n_args, keywords):
     class), then positional-only parameters, faster to call than *args; each defaults
     to NO, an object of the caller's (the call gave fewer arguments). NO is of no leaf's
     type: the first test of a missing argument, a type test, sends the call on, with
-    the NOs (the slow path drops them). `**kwargs` (where a keyword can be passed) costs
-    ~30 ns a call: CPython makes its dict at every call and cannot specialize the call."""
+    the NOs (the slow path drops them). `**kwargs` (where a keyword can be passed) would
+    cost at every call: CPython makes its dict and cannot specialize the call."""
     params = "".join(f"a{i}=NO, " for i in range(n_args))
     return f"def {name}(this, {params}/, *more{', **kwargs' if keywords else ''}):\n"
 

@@ -36,9 +36,8 @@ from srcxform.version import __version__
 # The columns an origin comment may fill, its indent included: the user's line is cut.
 _WIDTH = 100
 # The elements below which a parallel loop nest runs serially: a prange wakes Numba's
-# thread pool, whose workers sleep when idle (srcxform/openmp.py), about 20 µs a call on a
-# 2-core machine; W3's gradient ran faster in parallel only from about 6e4 elements
-# (benchmarks/README.md).
+# thread pool, whose workers sleep when idle (srcxform/openmp.py); W3's gradient ran
+# faster in parallel only from about 6e4 elements on 2 cores (benchmarks/README.md).
 PARALLEL_MIN = 65536
 
 

@@ -45,7 +45,7 @@ UFUNCS.update({
     np.log2: mf.log2, np.log10: mf.log10, np.exp2: mf.exp2,  # composites
 })
 # SciPy's special functions are ufuncs too: they dispatch alike, by name in scipy.special,
-# which srcxform does not import (0.3 s); `ufuncs()` adds them once the program has.
+# which srcxform does not import (its import is slow); `ufuncs()` adds them once the program has.
 SCIPY_SPECIAL = {"erf": mf.erf, "erfc": mf.erfc, "xlogy": mf.xlogy, "gammaln": mf.lgamma,
                  "psi": mf.digamma, "expit": ew.sigmoid, "log_expit": nn.log_sigmoid}
 # Computed as the operators: logical on bools, bitwise on integers (np.bitwise_not is

@@ -203,7 +203,7 @@ def chunk_terms(dtype):
     """An uninitialized array of CHUNK elements of `dtype` (a NumPy scalar type): a sum's
     chunk of terms (codegen/lanes.py). Compiled, it is on the calling kernel's stack (the
     overload below is inlined into the kernel, so the kernel's frame holds it), which
-    costs no allocation: np.empty cost about 60 ns a call, a tenth of a small kernel."""
+    costs no allocation: np.empty's would be a tenth of a small kernel's time."""
     return np.empty(CHUNK, dtype)
 
 

@@ -49,8 +49,8 @@ def _kind(name, *arrays):
     if len(dtypes) != 1 or next(iter(dtypes)) not in _KINDS:
         raise TypingError(f"srcxform.runtime.blas.{name} takes float32 or float64 arrays of one "
                           f"dtype, got {', '.join(str(a.dtype) for a in arrays)}")
-    # Imported here, when a product is compiled: numba.np.linalg takes 20-30 ms to import,
-    # too much for every process that loads a kernel.
+    # Imported here, when a product is compiled: numba.np.linalg's import costs more than
+    # loading a kernel does, too much for every process that loads one.
     from numba.np.linalg import ensure_blas
 
     ensure_blas()  # scipy's BLAS must be importable, as for np.dot
