@@ -6,12 +6,31 @@ the same seeded batches, times both, measures how far the two runs' parameters d
 after the eager steps, prints the results and saves the curve of per-epoch mean losses.
 """
 
+import pathlib
 import time
 from typing import NamedTuple
 
 import numpy as np
 
 import srcxform as tf
+
+
+# Where the examples write their plots, whatever folder they are run from.
+OUTPUT = pathlib.Path(__file__).resolve().parent / "output"
+
+
+def add_out_option(parser, filename, what):
+    """The --out option: a PNG in OUTPUT unless the user names another path."""
+    parser.add_argument("--out", default=str(OUTPUT / filename),
+                        help=f"where to save {what} (default: {OUTPUT / filename})")
+
+
+def prepare_out(path):
+    """Makes the folder of `path` and says, before the work starts, where the plot goes."""
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    print(f"the plot will be saved to {path}")
+    return path
 
 
 class Comparison(NamedTuple):

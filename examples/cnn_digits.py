@@ -17,7 +17,7 @@ step against a compiled one, and saves the loss curve as a PNG.
 import argparse
 
 import numpy as np
-from _training import train_twins  # examples/_training.py
+from _training import add_out_option, prepare_out, train_twins  # examples/_training.py
 from mlp_digits import MLP, dense, load_data, one_hot  # examples/mlp_digits.py
 
 import srcxform as tf
@@ -38,8 +38,7 @@ def parse_args(argv=None):
                         help="use only the first N images (after a seeded shuffle)")
     parser.add_argument("--timing-steps", type=int, default=100,
                         help="steps to time eagerly, for the comparison")
-    parser.add_argument("--out", default="cnn_digits_loss.png",
-                        help="where to save the loss curve")
+    add_out_option(parser, "cnn_digits_loss.png", "the loss curve")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     return parser.parse_args(argv)
@@ -81,6 +80,7 @@ class CNN(MLP):
 
 def main(argv=None):
     args = parse_args(argv)
+    prepare_out(args.out)
     X_train, y_train, X_test, y_test = load_data(args.subset, args.seed)
     X_train, X_test = (X.reshape(-1, SIDE, SIDE, 1) for X in (X_train, X_test))  # NHWC
     labels = one_hot(y_train)

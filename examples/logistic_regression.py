@@ -16,7 +16,7 @@ saves the loss curve as a PNG.
 import argparse
 
 import numpy as np
-from _training import train_twins  # examples/_training.py
+from _training import add_out_option, prepare_out, train_twins  # examples/_training.py
 
 import srcxform as tf
 
@@ -30,8 +30,7 @@ def parse_args(argv=None):
                         help="use only the first N samples (after a seeded shuffle)")
     parser.add_argument("--timing-steps", type=int, default=200,
                         help="steps to time eagerly, for the comparison")
-    parser.add_argument("--out", default="logistic_regression_loss.png",
-                        help="where to save the loss curve")
+    add_out_option(parser, "logistic_regression_loss.png", "the loss curve")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     return parser.parse_args(argv)
@@ -80,6 +79,7 @@ class LogisticRegression:
 
 def main(argv=None):
     args = parse_args(argv)
+    prepare_out(args.out)
     X_train, y_train, X_test, y_test = load_data(args.subset, args.seed)
     print(f"breast cancer: {len(X_train)} training and {len(X_test)} test samples, "
           f"{X_train.shape[1]} features")

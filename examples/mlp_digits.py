@@ -16,7 +16,7 @@ step against a compiled one, and saves the loss curve as a PNG.
 import argparse
 
 import numpy as np
-from _training import train_twins  # examples/_training.py
+from _training import add_out_option, prepare_out, train_twins  # examples/_training.py
 
 import srcxform as tf
 
@@ -31,8 +31,7 @@ def parse_args(argv=None):
                         help="use only the first N images (after a seeded shuffle)")
     parser.add_argument("--timing-steps", type=int, default=100,
                         help="steps to time eagerly, for the comparison")
-    parser.add_argument("--out", default="mlp_digits_loss.png",
-                        help="where to save the loss curve")
+    add_out_option(parser, "mlp_digits_loss.png", "the loss curve")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     return parser.parse_args(argv)
@@ -94,6 +93,7 @@ class MLP:
 
 def main(argv=None):
     args = parse_args(argv)
+    prepare_out(args.out)
     X_train, y_train, X_test, y_test = load_data(args.subset, args.seed)
     labels = one_hot(y_train)
     print(f"digits: {len(X_train)} training and {len(X_test)} test images of "

@@ -21,6 +21,7 @@ import time
 import numpy as np
 
 import srcxform as tf
+from _training import add_out_option, prepare_out  # examples/_training.py
 
 NAMES = ("alpha", "beta", "gamma", "delta")
 TRUE_PARAMS = np.array([1.1, 0.4, 0.4, 0.1])
@@ -37,8 +38,7 @@ def parse_args(argv=None):
                         help="RK4 steps between two observations")
     parser.add_argument("--noise", type=float, default=0.3,
                         help="standard deviation of the noise added to the data")
-    parser.add_argument("--out", default="ode_sensitivity_fit.png",
-                        help="where to save the plot of data and fit")
+    add_out_option(parser, "ode_sensitivity_fit.png", "the plot of data and fit")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     return parser.parse_args(argv)
@@ -123,6 +123,7 @@ def save_plot(observations, fitted, times, losses, path):
 
 def main(argv=None):
     args = parse_args(argv)
+    prepare_out(args.out)
     h = 0.1 / args.substeps
     rng = np.random.default_rng(args.seed)
     initial = TRUE_PARAMS * rng.uniform(0.75, 1.25, 4)  # a guess within 25%
