@@ -1,8 +1,12 @@
 """`python -m srcxform cache info|clear|prune`: what srcxform's cache folder holds, how
-big and how old; clear it; prune it to its limit (SRCXFORM_CACHE_MAX; cachesize.py)."""
+big and how old; clear it; prune it to its limit (SRCXFORM_CACHE_MAX; cachesize.py).
+`python -m srcxform docs OUT`: the API reference, built from the public namespaces'
+docstrings by pdoc (the `docs` extra), as HTML in the folder OUT."""
 
 import argparse
 import os
+import pathlib
+import pkgutil
 import time
 
 from srcxform import cachefiles, cachesize
@@ -22,7 +26,12 @@ def main(argv=None):
         description="srcxform's cache folder of compiled kernels: " +
         "; ".join(f"{action}: {text}" for action, text in ACTIONS.items()))
     cache.add_argument("action", choices=ACTIONS)
+    docs = commands.add_parser("docs", help="build the API reference (needs pdoc)")
+    docs.add_argument("out", help="the folder to write its HTML into")
     args = parser.parse_args(argv)
+    if args.command == "docs":
+        print(f"the API reference is in {build_docs(pathlib.Path(args.out))}")
+        return
     root = cachefiles.cache_dir()
     if args.action == "info":
         print(info(root))
@@ -33,6 +42,22 @@ def main(argv=None):
         removed, freed = cachesize.prune(root)
         print(f"removed {removed:,} entries ({_bytes(freed)}); {root} holds "
               f"{_bytes(_size(cachesize.measure(root)))} of its {_bytes(cachesize.limit())}")
+
+
+def build_docs(out):
+    """Writes the API reference of srcxform and its public namespaces (srcxform's
+    `_NAMESPACES`) into the folder `out`, leaving the implementation's modules out; returns
+    the page to open."""
+    import pdoc
+
+    import srcxform
+
+    public = {f"srcxform.{name}" for name in srcxform._NAMESPACES}
+    internal = [f"!{module.name}" for module in pkgutil.iter_modules(srcxform.__path__,
+                                                                     "srcxform.")
+                if module.name not in public]
+    pdoc.pdoc("srcxform", *internal, output_directory=out)
+    return out / "srcxform.html"
 
 
 def info(root):

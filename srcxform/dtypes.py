@@ -22,6 +22,10 @@ uint64 = np.dtype(np.uint64)
 bool_ = np.dtype(np.bool_)
 half, double = float16, float64  # TensorFlow's other names for them
 
+# tf.dtypes's names; the rest of this module is srcxform's own dtype rules.
+__all__ = ["as_dtype", "bool_", "double", "float16", "float32", "float64", "half", "int8",
+           "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+
 # The Python value that stands for a weak operand of each kind in np.result_type.
 _WEAK_STANDIN = {"f": 0.0, "i": 0, "u": 0, "b": False, "c": 0j}
 

@@ -54,6 +54,9 @@ from srcxform.ops import operators as _operators
 _operators.install()
 
 # `from srcxform.ops import *` exports the ops only: the family modules would otherwise
-# shadow TensorFlow's namespaces (`srcxform.nn` is srcxform/nn.py, not ops/nn.py).
+# shadow TensorFlow's namespaces (`srcxform.nn` is srcxform/nn.py, not ops/nn.py), and
+# indexing's and the adjoints' own ops are srcxform's, not TensorFlow's names.
+_INTERNAL = frozenset(("embed", "getitem"))
 __all__ = [name for name, value in list(globals().items())
-           if not name.startswith("_") and not isinstance(value, _types.ModuleType)]
+           if not name.startswith("_") and not isinstance(value, _types.ModuleType)
+           and name not in _INTERNAL]

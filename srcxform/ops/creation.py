@@ -88,10 +88,12 @@ def _first_dtype(value):
 
 
 def zeros(shape, dtype=float32, name=None):
+    """A tensor of `shape` filled with zeros of `dtype` (tf.zeros; float32 unless given)."""
     return Tensor._new(np.zeros(_shape(shape, "zeros"), as_dtype(dtype)))
 
 
 def ones(shape, dtype=float32, name=None):
+    """A tensor of `shape` filled with ones of `dtype` (tf.ones; float32 unless given)."""
     return Tensor._new(np.ones(_shape(shape, "ones"), as_dtype(dtype)))
 
 
@@ -113,10 +115,12 @@ def _like(input, value, dtype):
 
 
 def zeros_like(input, dtype=None, name=None):
+    """Zeros of `input`'s shape and dtype, or of `dtype` (tf.zeros_like)."""
     return _like(input, 0, dtype)
 
 
 def ones_like(input, dtype=None, name=None):
+    """Ones of `input`'s shape and dtype, or of `dtype` (tf.ones_like)."""
     return _like(input, 1, dtype)
 
 

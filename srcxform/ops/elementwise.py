@@ -320,38 +320,47 @@ def minimum(x, y, name=None):
 
 
 def equal(x, y, name=None):
+    """x == y elementwise, broadcast, as bools (tf.math.equal); no gradient."""
     return equal_p.bind(x, y)
 
 
 def not_equal(x, y, name=None):
+    """x != y elementwise, broadcast, as bools (tf.math.not_equal); no gradient."""
     return not_equal_p.bind(x, y)
 
 
 def less(x, y, name=None):
+    """x < y elementwise, broadcast, as bools (tf.math.less); no gradient."""
     return less_p.bind(x, y)
 
 
 def less_equal(x, y, name=None):
+    """x <= y elementwise, broadcast, as bools (tf.math.less_equal); no gradient."""
     return less_equal_p.bind(x, y)
 
 
 def greater(x, y, name=None):
+    """x > y elementwise, broadcast, as bools (tf.math.greater); no gradient."""
     return greater_p.bind(x, y)
 
 
 def greater_equal(x, y, name=None):
+    """x >= y elementwise, broadcast, as bools (tf.math.greater_equal); no gradient."""
     return greater_equal_p.bind(x, y)
 
 
 def logical_and(x, y, name=None):
+    """x and y elementwise, on bools (tf.math.logical_and)."""
     return logical_and_p.bind(x, y)
 
 
 def logical_or(x, y, name=None):
+    """x or y elementwise, on bools (tf.math.logical_or)."""
     return logical_or_p.bind(x, y)
 
 
 def logical_not(x, name=None):
+    """not x elementwise, on bools (tf.math.logical_not)."""
     return logical_not_p.bind(x)
 
 
@@ -361,10 +370,12 @@ def bitwise_and(x, y, name=None):
 
 
 def bitwise_or(x, y, name=None):
+    """x | y on integers, bit by bit (tf.bitwise.bitwise_or)."""
     return bitwise_or_p.bind(x, y)
 
 
 def bitwise_xor(x, y, name=None):
+    """x ^ y on integers, bit by bit (tf.bitwise.bitwise_xor)."""
     return bitwise_xor_p.bind(x, y)
 
 
@@ -374,30 +385,37 @@ def invert(x, name=None):
 
 
 def is_finite(x, name=None):
+    """Whether each element is neither infinite nor NaN, as bools (tf.math.is_finite)."""
     return is_finite_p.bind(x)
 
 
 def negative(x, name=None):
+    """-x elementwise (tf.math.negative)."""
     return negative_p.bind(x)
 
 
 def exp(x, name=None):
+    """e ** x elementwise (tf.math.exp)."""
     return exp_p.bind(x)
 
 
 def log(x, name=None):
+    """The natural logarithm elementwise (tf.math.log): -inf at 0, NaN below it."""
     return log_p.bind(x)
 
 
 def log1p(x, name=None):
+    """log(1 + x) elementwise, exact for small x (tf.math.log1p)."""
     return log1p_p.bind(x)
 
 
 def expm1(x, name=None):
+    """e ** x - 1 elementwise, exact for small x (tf.math.expm1)."""
     return expm1_p.bind(x)
 
 
 def sqrt(x, name=None):
+    """The square root elementwise (tf.math.sqrt): NaN below 0."""
     return sqrt_p.bind(x)
 
 
@@ -412,26 +430,32 @@ def reciprocal_grad(y, dy, name=None):
 
 
 def sin(x, name=None):
+    """The sine elementwise, of radians (tf.math.sin)."""
     return sin_p.bind(x)
 
 
 def cos(x, name=None):
+    """The cosine elementwise, of radians (tf.math.cos)."""
     return cos_p.bind(x)
 
 
 def tan(x, name=None):
+    """The tangent elementwise, of radians (tf.math.tan)."""
     return tan_p.bind(x)
 
 
 def tanh(x, name=None):
+    """The hyperbolic tangent elementwise (tf.math.tanh, tf.nn.tanh)."""
     return tanh_p.bind(x)
 
 
 def sigmoid(x, name=None):
+    """1 / (1 + e ** -x) elementwise (tf.math.sigmoid, tf.nn.sigmoid)."""
     return sigmoid_p.bind(x)
 
 
 def softplus(x, name=None):
+    """log(1 + e ** x) elementwise, without overflow (tf.math.softplus, tf.nn.softplus)."""
     return softplus_p.bind(x)
 
 
@@ -451,14 +475,17 @@ def relu_grad(dy, x, name=None):
 
 
 def abs(x, name=None):
+    """|x| elementwise (tf.math.abs); its gradient is sign(x) times the upstream one."""
     return abs_p.bind(x)
 
 
 def sign(x, name=None):
+    """-1, 0 or 1 by the sign of each element (tf.math.sign); its gradient is zero."""
     return sign_p.bind(x)
 
 
 def floor(x, name=None):
+    """The largest integer not above x, elementwise (tf.math.floor); its gradient is None."""
     return floor_p.bind(x)
 
 

@@ -133,6 +133,7 @@ def erfc(x, name=None):
 
 
 def atan(x, name=None):
+    """The inverse tangent elementwise, in radians (tf.math.atan)."""
     return atan_p.bind(x)
 
 
@@ -142,30 +143,37 @@ def atan2(y, x, name=None):
 
 
 def asin(x, name=None):
+    """The inverse sine elementwise, in radians (tf.math.asin)."""
     return asin_p.bind(x)
 
 
 def acos(x, name=None):
+    """The inverse cosine elementwise, in radians (tf.math.acos)."""
     return acos_p.bind(x)
 
 
 def sinh(x, name=None):
+    """The hyperbolic sine elementwise (tf.math.sinh)."""
     return sinh_p.bind(x)
 
 
 def cosh(x, name=None):
+    """The hyperbolic cosine elementwise (tf.math.cosh)."""
     return cosh_p.bind(x)
 
 
 def asinh(x, name=None):
+    """The inverse hyperbolic sine elementwise (tf.math.asinh)."""
     return asinh_p.bind(x)
 
 
 def acosh(x, name=None):
+    """The inverse hyperbolic cosine elementwise (tf.math.acosh)."""
     return acosh_p.bind(x)
 
 
 def atanh(x, name=None):
+    """The inverse hyperbolic tangent elementwise (tf.math.atanh)."""
     return atanh_p.bind(x)
 
 

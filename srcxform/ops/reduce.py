@@ -110,16 +110,21 @@ def reduce_sum(input_tensor, axis=None, keepdims=False, name=None):
 
 
 def reduce_prod(input_tensor, axis=None, keepdims=False, name=None):
+    """The product of the elements along `axis` (all axes if None), as tf.math.reduce_prod."""
     x, params = reduce_params(input_tensor, axis, keepdims, "reduce_prod")
     return reduce_prod_p.bind(x, **params)
 
 
 def reduce_max(input_tensor, axis=None, keepdims=False, name=None):
+    """The largest element along `axis` (all axes if None), as tf.math.reduce_max; the
+    gradient goes to the maxima, shared equally among ties."""
     x, params = reduce_params(input_tensor, axis, keepdims, "reduce_max")
     return reduce_max_p.bind(x, **params)
 
 
 def reduce_min(input_tensor, axis=None, keepdims=False, name=None):
+    """The smallest element along `axis` (all axes if None), as tf.math.reduce_min; the
+    gradient goes to the minima, shared equally among ties."""
     x, params = reduce_params(input_tensor, axis, keepdims, "reduce_min")
     return reduce_min_p.bind(x, **params)
 
