@@ -41,7 +41,7 @@ def load(source, func_name, jit=None, parallel=False):
     """
     digest = hashlib.sha256(source.encode() + _runtime_digest()).hexdigest()[:16]
     module_name = f"srcxform_generated.{_safe(func_name)}_{digest}"
-    with _LOADING:
+    with LOADING:
         module = sys.modules.get(module_name)
         if module is None:
             path = os.path.join(cache_dir(), f"{_safe(func_name)}_{digest}.py")
@@ -58,7 +58,9 @@ def load(source, func_name, jit=None, parallel=False):
 
 
 _COMPILED = {}
-_LOADING = threading.Lock()
+# Held importing a generated module or Numba's modules, which import one another in
+# cycles: two threads at once could each meet a module the other has half run.
+LOADING = threading.Lock()
 
 
 def _import(module_name, path, source):
@@ -126,7 +128,7 @@ def _runtime_digest():
 
 
 @functools.cache
-def _import_runtime():
+def import_runtime():
     """Imports the runtime modules once, with the first kernel of a process (whose call
     pays Numba's start-up anyway), rather than with whichever later kernel needs one."""
     for name in runtime.MODULES:
@@ -169,7 +171,7 @@ class Compiled:
     def __init__(self, fn, source, parallel=False):
         from srcxform.numba_adapter import jit
 
-        _import_runtime()
+        import_runtime()
         self.source, self.parallel = source, parallel
         self.dispatcher = jit.kernel(fn, parallel)
         self.uncached = False  # made again without Numba's own cache, which failed to write

@@ -100,13 +100,11 @@ def start_numba():
     # Numba's modules import one another in cycles: imported by two threads at once, one
     # can meet a module the other has half run (an ImportError). backend.load imports
     # them under this lock, as a call that compiles here while this runs does.
-    with backend._LOADING:
-        from numba.core.compiler_lock import global_compiler_lock
-        from numba.core.registry import cpu_target
+    with backend.LOADING:
+        from srcxform.numba_adapter import jit
 
-        backend._import_runtime()
-    with global_compiler_lock:  # what a compile or cache load in another thread holds
-        cpu_target.target_context.refresh()
+        backend.import_runtime()
+    jit.refresh_cpu_target()
 
 
 def scipy_linalg_on_demand():
@@ -146,10 +144,11 @@ def _compile(env, source, func_name, parallel, signature):
 def _numba_type(described):
     """The Numba type of an argument tiered._described describes: numba.typeof's."""
     import numba
-    from numba.core.typing.typeof import Purpose
+
+    from srcxform.numba_adapter import jit
 
     if described[0] == "array":
         _, dtype, ndim, layout, readonly = described
         return numba.types.Array(numba.from_dtype(np.dtype(dtype)), ndim, layout,
                                  readonly=readonly)
-    return numba.typeof(described[1], Purpose.argument)
+    return jit.argument_type(described[1])

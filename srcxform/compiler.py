@@ -20,7 +20,8 @@ from srcxform.codegen import generate as generate_source
 from srcxform.codegen.exprs import size_label
 from srcxform.dims import Dim, expr_of, guard_conditions
 from srcxform.errors import source_text
-from srcxform.kernel import Kernel, Spec, kernel_arg
+from srcxform.kernel import Kernel, Spec
+from srcxform.runtime import calls
 from srcxform.names import function_name
 from srcxform.passes.pipeline import optimize
 from srcxform.recording import CONTEXT
@@ -73,15 +74,16 @@ def trace_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel,
         ins = ", ".join(a.aval.short(symbolic=True) for a in program.ins)
         doc = source_text(f"srcxform: {traced.name}({ins}) -> {kernel_form}; "
                           f"{len(program.eqns)} equations", quote='"')
-        source, buffers = generate_source(program, func_name, doc, parallel=parallel)
+        source, buffers = generate_source(program, func_name, doc, parallel=parallel,
+                                          imports=callpath.IMPORTS)
         conv = dataclasses.replace(draft, buffers=tuple(buffers))
         source += "\n\n" + callpath.emit(conv, traced.name, func_name, size_label(program))
         # The warm entry, for positional calls like this one (others get none).
-        entries = () if kwargs else (
-            (kernel_form, entry.emit(conv, consts, probes,
-                                     callpath.entry_name(traced.name, kernel_form), args,
-                                     numba_adapter.sole_reference_count(), keywords)[0]),)
-        source += entry.in_module([text for _, text in entries])
+        emitted = () if kwargs else (
+            entry.emit(conv, consts, probes, callpath.entry_name(traced.name, kernel_form),
+                       args, numba_adapter.sole_reference_count(), keywords),)
+        source += entry.in_module(emitted)
+        entries = tuple((kernel_form, text) for text, _ in emitted)
         if "source" in os.environ.get("SRCXFORM_DUMP", ""):
             print(source)
         spec = Spec(func_name, source, parallel, conv, traced.name, entries)
@@ -121,7 +123,7 @@ def trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux=False,
     traced = [i for i, leaf in enumerate(leaves) if not is_static(leaf, tf_rules)
               and not isinstance(leaf, Variable)]
     with trace:
-        inputs = {i: trace.new_input(kernel_arg(leaves[i]), names[i],
+        inputs = {i: trace.new_input(calls.leaf(leaves[i]), names[i],
                                      "tensor" if tf_rules else _eager_kind(leaves[i]))
                   for i in traced}
         call_leaves = [inputs.get(i, leaf) for i, leaf in enumerate(leaves)]

@@ -307,6 +307,9 @@ def _always(form, op):
         return {">=": const >= 0, "==": const == 0, "!=": const != 0}[op]
     if op == ">=":
         return const >= 0 and all(c > 0 for c in symbols.values())
+    signs = {c > 0 for c in symbols.values()}
+    if op == "!=" and const and signs == {const > 0}:  # n + 1 != 0: never 0, sizes ≥ 0
+        return True
     one_symbol = len(symbols) == 1 and abs(next(iter(symbols.values()))) == 1
     return op == "!=" and one_symbol and abs(const) == 1 and -const * next(
         iter(symbols.values())) == 1  # n - 1 != 0

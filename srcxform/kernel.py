@@ -5,7 +5,8 @@ The module (codegen) holds the kernel, the call path for its form (the general p
 callpath.py) and the warm entries (entry.py), all written from one calling convention
 (callconv.py). A module is shared by every kernel with its text, so its functions read
 the objects that are one kernel's own (captured Variables and arrays, the entries'
-constants and buffers) as globals bound here, per kernel.
+constants and buffers) as globals bound here, per kernel: the names its "bound per
+kernel" block declares (codegen/module.py).
 """
 
 import builtins
@@ -19,7 +20,8 @@ from srcxform import backend, numba_adapter
 from srcxform.callconv import Convention
 from srcxform.codegen import callpath, entry
 from srcxform.dims import evaluate
-from srcxform.recording import CONTEXT, OPEN_ANYWHERE
+from srcxform.runtime import calls
+from srcxform.runtime.calls import NO, leaf
 from srcxform.tensor import Tensor, Updating, Variable
 from srcxform.tree import tree_flatten
 
@@ -32,18 +34,6 @@ class Counter:
 
     def __init__(self):
         self.n = 0
-
-
-def kernel_arg(leaf):
-    """A traced leaf as the kernel receives it: arrays in native byte order, with 0-d ones
-    as scalars."""
-    if isinstance(leaf, (Tensor, Variable)):
-        leaf = leaf._array
-    if isinstance(leaf, (np.ndarray, np.generic)) and not leaf.dtype.isnative:
-        leaf = leaf.astype(leaf.dtype.newbyteorder("="))
-    if isinstance(leaf, np.ndarray) and leaf.ndim == 0:
-        return leaf[()]
-    return leaf
 
 
 @dataclass(frozen=True)
@@ -89,8 +79,8 @@ class Kernel:
 
     def arguments(self, leaves):
         """The kernel's inputs for a call with these leaves (their sizes, for the guards)."""
-        args = [kernel_arg(leaves[i]) for i in self.conv.traced]
-        args += [kernel_arg(_variable(v, leaves)) for v in self.conv.variables]
+        args = [leaf(leaves[i]) for i in self.conv.traced]
+        args += [leaf(_variable(v, leaves)) for v in self.conv.variables]
         return args + self.consts
 
     def variables(self, leaves):
@@ -138,8 +128,7 @@ class Kernel:
         """The generated module's function `name`, reading this kernel's own objects
         (callpath.bindings) and `kernel` as its kernel: the module is shared."""
         module = _module_of(self.fn)
-        namespace = dict(vars(module), leaf=kernel_arg, tensor=Tensor._new, assign=_assign,
-                         **callpath.bindings(self.conv, self.consts))
+        namespace = dict(vars(module), **callpath.bindings(self.conv, self.consts))
         namespace[self.spec.func_name] = kernel
         code = getattr(module, name).__code__
         return types.FunctionType(code, namespace, name)
@@ -161,15 +150,13 @@ class Kernel:
         if isinstance(self.fn, backend.Compiled):
             leaves = tree_flatten(list(args))[0]
             direct = self.fn.direct(self.arguments(leaves) + spare) or self.fn
-        # Its own globals: __builtins__ too, where a Numba kernel that raises looks up the
-        # exception's class (the frame calling it is the entry's).
-        namespace.update(__builtins__=builtins, __srcxform_generated__=True,
-                         fallback=fallback, hits=hits, np=np,
-                         empty=np.empty, asarray=np.asarray, tensor=Tensor._new,
-                         getrefcount=sys.getrefcount, direct=direct, checked=self.fn,
-                         checked_shapes=self.checked,
-                         updating=Updating,
-                         OPEN_ANYWHERE=OPEN_ANYWHERE, CONTEXT=CONTEXT, NO=NO)
+        # Its own globals: the module's imports (runtime/calls.py), what is this kernel's
+        # own, and __builtins__, where a Numba kernel that raises looks up the exception's
+        # class (the frame calling it is the entry's).
+        namespace.update({name: getattr(calls, name) for name in calls.__all__},
+                         __builtins__=builtins, __srcxform_generated__=True,
+                         np=np, fallback=fallback, hits=hits, direct=direct,
+                         checked=self.fn, checked_shapes=self.checked)
         for b, array in enumerate(spare):  # globals: quicker to read than a list's items
             namespace[f"spare{b}"] = array, array.shape
         if dict(self.spec.entries).get(form) == source:  # the module's copy (its usual case)
@@ -194,15 +181,6 @@ def array_shapes(leaves):
     one kernel takes (the rest of a leaf is the kernel's signature)."""
     arrays = (leaf._array if isinstance(leaf, (Tensor, Variable)) else leaf for leaf in leaves)
     return tuple(a.shape for a in arrays if isinstance(a, np.ndarray) and a.ndim)
-
-
-def _assign(variable, value):
-    """A Variable's new value, from the kernel's output (a scalar for rank 0)."""
-    variable._array = np.asarray(value, variable.dtype).reshape(variable.shape)
-
-
-# The default of an entry's parameters: the caller gave fewer arguments (codegen/entry.py).
-NO = object()
 
 
 def _variable(source, leaves):

@@ -121,9 +121,12 @@ def test_no_import_cycle_joins_two_modules():
 
 
 def test_the_runtime_is_imported_only_by_generated_code():
-    """The backend imports srcxform.runtime's modules by name for a first kernel; nothing
-    in srcxform imports one (`import srcxform` never imports Numba's runtime helpers)."""
-    runtime = {m for m in MODULES if m.startswith("srcxform.runtime.")}
+    """The backend imports srcxform.runtime's compiled modules (runtime.MODULES) by name
+    for a first kernel; nothing in srcxform imports one (`import srcxform` never imports
+    Numba's runtime helpers). runtime/calls.py, plain Python, the call path's, is not one."""
+    from srcxform.runtime import MODULES as COMPILED
+
+    runtime = {f"srcxform.runtime.{m}" for m in COMPILED}
     importers = sorted(m for m, imported in GRAPH.items()
                        if imported & runtime and not m.startswith("srcxform.runtime."))
     assert runtime and importers == []
@@ -152,3 +155,29 @@ def test_import_srcxform_loads_neither_numba_nor_scipy():
                                              text=True, check=True).stdout.split()
     assert (loaded, dispatched) == ("[]", "Tensor")
     assert float(erf) == pytest.approx(math.erf(0.5), rel=1e-15)
+
+
+# Numba's extension API, which the runtime's intrinsics and overloads are written in.
+_NUMBA_EXTENSION_API = ("numba.extending", "numba.core.types", "numba.core.cgutils",
+                        "numba.core.errors", "numba.types")
+
+
+def test_only_the_numba_adapter_imports_numba_internals():
+    """Numba's internals (anything of numba.core, numba.np, … beyond its extension API)
+    are imported by srcxform/numba_adapter/ alone, so a Numba upgrade touches one folder."""
+    found = []
+    for module, path in MODULES.items():
+        if module.startswith("srcxform.numba_adapter"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):  # from numba.core import types: numba.core.types
+                names = [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            for name in names:
+                internal = name.startswith("numba.") and not name.startswith(_NUMBA_EXTENSION_API)
+                if internal:
+                    found.append(f"{module}: {name}")
+    assert found == []

@@ -5,9 +5,10 @@ For a kernel `loss__value_and_grad` it writes `loss_value_and_grad(w, x)` (for
 `loss__grad`, `loss_grad(w, x)`), which takes the argument leaves, allocates the arrays
 the kernel fills, calls it, assigns the Variables it assigns and returns the form's
 structure; and `loss_kernel(w, x)` (when the kernel has buffers or captured arrays),
-jitted by `f.kernel()`, which allocates the buffers and returns every output. The names these read
-besides NumPy (the kernel, `leaf`, `tensor`, `assign`, captured objects) are bound per
-kernel by `bindings`: the module is shared by every kernel with the same text.
+jitted by `f.kernel()`, which allocates the buffers and returns every output. They call
+`leaf`, `tensor` and `assign` (runtime/calls.py, imported by the module: IMPORTS); the
+kernel and captured objects they read are bound per kernel by `bindings`: the module is
+shared by every kernel with the same text.
 """
 
 import ast
@@ -24,6 +25,11 @@ from srcxform.tree import DATACLASS, DICT, NAMEDTUPLE, NONE, SEQUENCE, unflatten
 # The globals the call path reads; names made by counting (sizes n<k>, captured objects)
 # are kept apart from the user's names too.
 _GLOBALS = frozenset({"np", "leaf", "tensor", "assign", "tuple"})
+# The import lines of a module with a call path: what it and the warm entries call.
+IMPORTS = ("from srcxform.runtime.calls import (",
+           "    CONTEXT, NO, OPEN_ANYWHERE, asarray, assign, empty, getrefcount, leaf, tensor,",
+           "    updating,",
+           ")")
 _COUNTED = re.compile(r"(n|var|const|fixed|node)\d+")
 # What a returned constant is written as: a literal where its repr is one.
 _LITERALS = (bool, int, float, str, type(None))

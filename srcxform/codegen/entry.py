@@ -12,14 +12,15 @@ writeable), and through Numba's dispatcher otherwise. A call it does not fit goe
 its fallback: the entry made before it, and in the end the slow path.
 
 The entry is written as lines of text, as lower.py writes a kernel's loop headers: it is a
-flat run of guards over names of the writer's own scheme (a<i>, s<k>, k<k>), most of them
-`if test: return fallback(...)` on one line, which an ast printed by astor would split in
-two; it substitutes no templates, where ast keeps a kernel's expressions well formed. What
-it shares with the call path, the result leaves and their structure, is built as ast by
-callpath's functions and printed.
+flat run of guards over names of the writer's own scheme (a<i>, s<k>, k<k>), each
+`if test:` then `return fallback(...)`; it substitutes no templates, where ast keeps a
+kernel's expressions well formed. What it shares with the call path, the result leaves and
+their structure, is built as ast by callpath's functions and printed. In its module, a
+block before it declares the names it reads that are one kernel's own (`in_module`).
 """
 
 import ast
+import builtins
 
 import astor
 import numpy as np
@@ -68,8 +69,9 @@ class _EntryWriter:
         # How a call the entry does not fit goes on to the next entry.
         self.fall_back = f"return fallback({', '.join(f'a{i}' for i in range(n_args))})"
 
-    def fails(self, test):
-        self.checks.append(f"if {test}: {self.fall_back}")
+    def fails(self, test, why=""):
+        """Sends a call for which `test` holds to the fallback (`why`: a comment)."""
+        self.checks += guard(test, self.fall_back, why)
 
     def constant(self, value):
         """The entry's global name for `value`: one name per object (a captured Variable
@@ -101,16 +103,16 @@ class _EntryWriter:
             self.check(name, next(leaves))
             return
         if tree.how == NONE:
-            self.unpack.append(f"if {expr} is not None: {self.fall_back}")
+            self.unpack += guard(f"{expr} is not None", self.fall_back)
             return
         n = len(tree.children)
         if tree.how in (SEQUENCE, DICT) and tree.kind in (tuple, list, dict):
-            self.unpack.append(f"if type({expr}) is not {tree.kind.__name__} or "
-                               f"len({expr}) != {n}: {self.fall_back}")
+            self.unpack += guard(f"type({expr}) is not {tree.kind.__name__} or "
+                                 f"len({expr}) != {n}", self.fall_back)
         else:  # its type, a constant; a NamedTuple's or dataclass's fields come with it
             kind = self.constant(tree.kind)
             length = f" or len({expr}) != {n}" if tree.how == SEQUENCE else ""
-            self.unpack.append(f"if type({expr}) is not {kind}{length}: {self.fall_back}")
+            self.unpack += guard(f"type({expr}) is not {kind}{length}", self.fall_back)
         if tree.how == DICT:
             children = [f"{expr}[{k!r}]" for k in tree.keys]
         elif tree.how == DATACLASS:
@@ -120,8 +122,8 @@ class _EntryWriter:
         else:  # a registered type: its flatten function's children and aux data
             flat, flatten = f"c{len(self.unpack)}", self.constant(flatten_function(tree.kind))
             aux = self.constant(tree.keys)
-            self.unpack += [f"{flat}, {flat}_aux = {flatten}({expr})", f"{flat} = tuple({flat})",
-                            f"if {flat}_aux != {aux} or len({flat}) != {n}: {self.fall_back}"]
+            self.unpack += [f"{flat}, {flat}_aux = {flatten}({expr})", f"{flat} = tuple({flat})"]
+            self.unpack += guard(f"{flat}_aux != {aux} or len({flat}) != {n}", self.fall_back)
             children = [f"{flat}[{k}]" for k in range(n)]
         for child, child_expr in zip(tree.children, children):
             self._unpack(child, child_expr, leaves)
@@ -144,7 +146,8 @@ class _EntryWriter:
             self.fails(" or ".join(tests))
             self.layout(value, array.dtype)
         else:  # the kernel takes its value as a scalar
-            self.fails(" or ".join(tests + [f"{value}.dtype.num != {array.dtype.num}"]))
+            self.fails(" or ".join(tests + [f"{value}.dtype.num != {array.dtype.num}"]),
+                       _dtype_number(array.dtype))
         shape = f"s{len(self.shapes)}"
         self.shapes[value] = shape, array.ndim
         tests = [f"len({shape}) != {array.ndim}"]
@@ -157,9 +160,9 @@ class _EntryWriter:
         # less than the rank and 1-dims tests, a large part of a small warm call.
         last = f"last_{shape}"
         self.last_shapes[last] = array.shape
-        self.checks += [f"if ({shape} := {value}.shape) != {last}:",
-                        f"    if {' or '.join(tests)}: {self.fall_back}",
-                        f"    {last} = {shape}"]
+        self.checks += [f"if ({shape} := {value}.shape) != {last}:"]
+        self.checks += [f"    {line}" for line in guard(" or ".join(tests), self.fall_back)]
+        self.checks.append(f"    {last} = {shape}")
 
     def layout(self, value, dtype, fixed=False):
         """Tests that the array `value` has `dtype` (unless its dtype is `fixed`: a captured
@@ -173,7 +176,10 @@ class _EntryWriter:
             self.checks.append(f"if {test}: run = checked")
             return
         other = f"{value}.dtype.num != {dtype.num} or not {value}.dtype.isnative"
-        self.checks += [f"if {test}:", f"    if {other}: {self.fall_back}", "    run = checked"]
+        self.checks += [f"if {test}:"]
+        self.checks += [f"    {line}" for line in guard(other, self.fall_back,
+                                                        _dtype_number(dtype))]
+        self.checks.append("    run = checked")
 
     def variable(self, source, leaves):
         """The name holding a Variable (a leaf index, or the captured Variable itself),
@@ -195,6 +201,17 @@ class _EntryWriter:
 # between this call's tests cannot pair it with the other array's shape.
 
 
+def guard(test, fall_back, why=""):
+    """The lines sending a call for which `test` holds on: one statement a line."""
+    return [f"if {test}:{f'  # {why}' if why else ''}", f"    {fall_back}"]
+
+
+def _dtype_number(dtype):
+    """The comment naming the dtype a test of `.dtype.num` compares with: NumPy's number
+    for it, tested rather than the dtype's equality, which costs more."""
+    return f"{dtype.num}: {dtype.name}"
+
+
 def _arg_expr(name, leaf):
     """How the kernel receives a leaf held in `name`."""
     if isinstance(leaf, (Tensor, Variable)):
@@ -203,14 +220,40 @@ def _arg_expr(name, leaf):
     return f"{name}[()]" if isinstance(leaf, np.ndarray) and leaf.ndim == 0 else name
 
 
-def in_module(sources):
-    """The entries' sources as a generated module holds them: each is run bound to
-    globals of its own (kernel.py), and NO here only lets the module define them."""
-    if not sources:
+def in_module(entries):
+    """The entries, (source, own globals) pairs from `emit`, as a generated module holds
+    them: each after a block declaring the globals it reads that are one kernel's own,
+    which kernel.py binds for each kernel (constants this text can spell are spelled)."""
+    if not entries:
         return ""
-    return ("\n\n# The warm entries: what a call like the traced one runs. A call they do not fit\n"
-            "# goes on to `fallback`, and in the end to the general path above.\n"
-            "NO = object()\n" + "".join(f"\n\n{source}" for source in sources))
+    text = ("\n\n# The warm entries: what a call like the traced one runs. A call they do not "
+            "fit\n# goes on to `fallback`, and in the end to the general path above.\n")
+    for source, own in entries:
+        declared = [f"{name} = {_spelled(value)}" for name, value in own.items()]
+        text += ("\n# Bound per kernel (kernel.py): the kernel, called straight (direct) and "
+                 "through\n# Numba's dispatcher (checked); the entry made before this one "
+                 "(fallback); a\n# count of the calls taken (hits); the shapes checked "
+                 "against the eager tape\n# (checked_shapes); each output array the "
+                 "entry returned last, with its shape\n# (spare<b>); its constants (k<k>), "
+                 "and the shapes of the last call's arrays.\n"
+                 "direct = checked = fallback = hits = checked_shapes = None\n" +
+                 "".join(f"{line}\n" for line in declared) + f"\n\n{source}")
+    return text
+
+
+def _spelled(value):
+    """A constant as the module's text spells it: a NumPy dtype or type, a builtin type,
+    a shape; anything else (a captured object) is None with a comment saying what."""
+    if isinstance(value, np.dtype):
+        return f"np.dtype({value.name if value.isnative else value.str!r})"
+    if isinstance(value, type) and getattr(builtins, value.__name__, None) is value:
+        return value.__name__
+    if isinstance(value, type) and value.__module__ == "numpy" and \
+            getattr(np, value.__name__, None) is value:
+        return f"np.{value.__name__}"
+    if value is None or isinstance(value, tuple) and all(isinstance(d, int) for d in value):
+        return repr(value)
+    return f"None  # {type(value).__name__}"
 
 
 def emit(conv, consts, probes, name, args, sole, keywords=True, check=False):
@@ -261,10 +304,11 @@ def emit(conv, consts, probes, name, args, sole, keywords=True, check=False):
     body += _prologue(w, len(args), keywords) + (["run = direct"] if run == "run" else [])
     body += _probe_tests(probes, w) + w.checks
     body += [line for _, line in sorted(sizes.items())]
-    body += [f"if {test}: {w.fall_back}" for test in guards]
+    for test in guards:
+        body += guard(test, w.fall_back)
     if check:
         shapes = "".join(f"{shape}, " for shape, ndim in w.shapes.values() if ndim)
-        body.append(f"if ({shapes}) not in checked_shapes: {w.fall_back}")
+        body += guard(f"({shapes}) not in checked_shapes", w.fall_back)
     body += ["hits.n = hits.n + 1"] + allocate  # quicker than +=
     call = f"{run}({', '.join(kernel_args + buffers)})"
     fills_only = len(conv.buffers) == len(conv.outs)  # no output is returned in r
@@ -273,7 +317,7 @@ def emit(conv, consts, probes, name, args, sole, keywords=True, check=False):
     returned = results_ast(conv, results, lambda obj: name_ast(w.constant(obj)))
     body.append("return " + astor.to_source(returned).strip())
     source = _def_line(name, len(args), keywords) + "".join(f"    {line}\n" for line in body)
-    return source, dict(w.constants, **w.last_shapes)
+    return source, dict(w.constants, **w.last_shapes, **dict.fromkeys(kept))
 
 
 def _def_line(name, n_args, keywords):
@@ -317,7 +361,7 @@ def _probe_tests(probes, w):
             test = f"(p := {read}) is not {seen} and (type(p) is not {kind} or p != {seen})"
         else:
             test = f"{read} is not {seen}"
-        lines.append(f"if {test}: {w.fall_back}")
+        lines += guard(test, w.fall_back)
     return lines
 
 
@@ -351,7 +395,8 @@ def _reused_buffers(conv, w, kernel_args, size, sole):
     for b, (shape, dtype) in enumerate(_buffer_shapes(conv, size, shape_names)):
         if sole is not None:
             lines += [f"o{b}, o{b}_shape = spare{b}",
-                      f"if getrefcount(o{b}) != {sole} or o{b}_shape != {shape}:",
+                      (f"if getrefcount(o{b}) != {sole} or o{b}_shape != {shape}:  "
+                      f"# {sole}: held by spare{b}, o{b} and getrefcount alone"),
                       f"    o{b} = empty({shape}{dtype})",
                       f"    spare{b} = o{b}, o{b}.shape"]
             kept.append(f"spare{b}")

@@ -53,7 +53,8 @@ def buffers(low, body, summed, indent):
     names, by index in body."""
     names = {}
     if summed:
-        low.line(indent, "# The sums below add a chunk of terms at a time, in lanes (codegen/lanes.py).")
+        low.note(indent, "The sums below add a chunk of terms at a time, in lanes "
+                 "(codegen/lanes.py).")
     for k in summed:
         target = body[k][1].target
         base = target.id if isinstance(target, ast.Name) else target.value.id

@@ -46,9 +46,9 @@ def _source(node):
 
 
 class _Lowering:
-    def __init__(self, program, parallel=False, namer=None, sizes=None):
-        """namer and sizes are the enclosing function's for a region (a loop body or
-        branch, codegen/control.py), lowered into its statements."""
+    def __init__(self, program, parallel=False, namer=None, sizes=None, notes=None):
+        """namer, sizes and notes are the enclosing function's for a region (a loop body
+        or branch, codegen/control.py), lowered into its statements."""
         self.program = program
         self.nested = namer is not None
         self.parallel = parallel
@@ -60,6 +60,7 @@ class _Lowering:
         self.namer = namer or Namer(program)
         self.sizes = sizes or Sizes(size_label(program))
         self.lines = []  # (indent, text)
+        self.notes = set() if notes is None else notes  # the comments `note` wrote already
         self.last_origin = None
         self.computed = set()  # loop values some nest computed already: more are recomputed
         self.current_section = None  # the last section comment's label
@@ -82,6 +83,12 @@ class _Lowering:
     # ----- output -----
     def line(self, indent, text):
         self.lines.append((indent + self.shift, text))
+
+    def note(self, indent, text):
+        """A comment explaining what follows, written once in a function."""
+        if text not in self.notes:
+            self.notes.add(text)
+            self.line(indent, f"# {text}")
 
     def stmt(self, indent, node, comment=""):
         self.modules |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
@@ -493,16 +500,17 @@ def _independent_outer_loop(group, index):
     return True
 
 
-def generate(program, func_name, doc, parallel=False):
-    """The source of `def func_name(...)` computing program (a module's text), and the
-    positions in program.outs of the outputs it fills rather than returns: arrays the
-    caller passes after the inputs, in that order. The function returns the other outputs
-    as a tuple. With `parallel`, the outer loop of each independent loop nest is a prange
-    (over chunks of it, where its body tests the outer index against slice bounds)."""
+def generate(program, func_name, doc, parallel=False, imports=()):
+    """The source of `def func_name(...)` computing program (a module's text, with the
+    import lines `imports` besides its own), and the positions in program.outs of the
+    outputs it fills rather than returns: arrays the caller passes after the inputs, in
+    that order. The function returns the other outputs as a tuple. With `parallel`, the
+    outer loop of each independent loop nest is a prange (over chunks of it, where its
+    body tests the outer index against slice bounds)."""
     lowering = _Lowering(program, parallel)
     body = lowering.function(func_name, doc)
     verify.check(body)
-    imports = "import numpy as np\n"
+    imports = "import numpy as np\n" + "".join(f"{line}\n" for line in imports)
     if lowering.used_prange:
         imports += "from numba import prange\n"
     if lowering.modules:

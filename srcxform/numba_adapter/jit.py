@@ -282,6 +282,35 @@ def call_numba_helper(builder, symbol, arguments):
                         arguments)
 
 
+# ----- internals used with the gate open or shut: Numba has no public form of them -----
+
+
+def refresh_cpu_target():
+    """Initializes Numba's CPU target (what a first compile or cache load would do), under
+    the lock a compile in another thread holds."""
+    from numba.core.compiler_lock import global_compiler_lock
+    from numba.core.registry import cpu_target
+
+    with global_compiler_lock:
+        cpu_target.target_context.refresh()
+
+
+def argument_type(value):
+    """The Numba type a dispatcher gives `value` as an argument: numba.typeof's."""
+    from numba.core.typing.typeof import Purpose
+
+    return numba.typeof(value, Purpose.argument)
+
+
+def ensure_blas():
+    """Raises, as np.dot compiled does, where SciPy's BLAS cannot be imported. Imported
+    when a product is compiled: numba.np.linalg's import costs more than loading a kernel
+    does, too much for every process that loads one."""
+    from numba.np.linalg import ensure_blas as numba_ensure_blas
+
+    numba_ensure_blas()
+
+
 class _LazyCache:
     """A sealed cache of a function's compiled code, made at its first use."""
 

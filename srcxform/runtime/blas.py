@@ -28,7 +28,7 @@ from numba.core.errors import TypingError
 from numba.extending import intrinsic, lower_builtin, overload, type_callable
 
 from srcxform import numba_adapter
-from srcxform.numba_adapter.jit import call_numba_helper, helper
+from srcxform.numba_adapter.jit import call_numba_helper, ensure_blas, helper
 
 _KINDS = {types.float32: "s", types.float64: "d"}
 # Sizes pass to BLAS as its Fortran int: 32 bits in an LP64 BLAS (an ILP64 one would take
@@ -49,10 +49,6 @@ def _kind(name, *arrays):
     if len(dtypes) != 1 or next(iter(dtypes)) not in _KINDS:
         raise TypingError(f"srcxform.runtime.blas.{name} takes float32 or float64 arrays of one "
                           f"dtype, got {', '.join(str(a.dtype) for a in arrays)}")
-    # Imported here, when a product is compiled: numba.np.linalg's import costs more than
-    # loading a kernel does, too much for every process that loads one.
-    from numba.np.linalg import ensure_blas
-
     ensure_blas()  # scipy's BLAS must be importable, as for np.dot
     return _KINDS[next(iter(dtypes))]
 

@@ -9,7 +9,9 @@ import itertools
 
 import numpy as np
 
-import srcxform
+from srcxform.api import differentiable
+from srcxform.ops import constant, multiply, reduce_sum
+from srcxform.tape import GradientTape
 from srcxform.tensor import Value
 from srcxform.tree import tree_flatten, tree_unflatten
 
@@ -32,12 +34,12 @@ def check_grads(f, args, order=1, rtol=1e-5, atol=1e-6, eps=1e-6, compiled=None,
 
     Args:
         f: a function of the args returning a Tensor (or a list of them).
-        args: the arguments, a sequence.
+        args: the arguments, a tuple (or list): (x,) for one.
         order: 1, or 2 to check second derivatives too.
         rtol, atol: a pair (a, b) agrees when |a - b| <= atol + rtol * max(|a|, |b|).
         eps: the finite-difference step.
-        compiled: also check `srcxform.differentiable(f).grad`; None means whenever
-            srcxform has a compiler.
+        compiled: also check `srcxform.differentiable(f).grad` (the default; None is
+            True).
         seed: seeds the output weight and the second-order direction.
         wrt: the positions of the arguments to differentiate, an int or a tuple (as
             `srcxform.differentiable` takes it); None means every argument.
@@ -55,7 +57,7 @@ def check_grads(f, args, order=1, rtol=1e-5, atol=1e-6, eps=1e-6, compiled=None,
         raise TypeError(f"check_grads: args is the tuple of f's arguments, (x,) for one, "
                         f"not a {type(args).__name__}")
     if compiled is None:
-        compiled = hasattr(srcxform, "differentiable")
+        compiled = True
     flat = _Flat(args, wrt)
     if not flat.wrt:
         raise ValueError("check_grads: no float argument to differentiate")
@@ -135,7 +137,7 @@ class _Loss:
         """The eager tape's gradient wrt the differentiated leaves, as float64 arrays."""
         tensors = _tensors(leaves)
         sources = [tensors[k] for k in self.flat.wrt]
-        with srcxform.GradientTape() as tape:
+        with GradientTape() as tape:
             tape.watch(sources)
             y = self(tensors)
         grads = tape.gradient(y, sources, unconnected_gradients="zero")
@@ -145,13 +147,13 @@ class _Loss:
         """d/dx <gradient(x), direction>, with an outer tape around an inner one."""
         tensors = _tensors(leaves)
         sources = [tensors[k] for k in self.flat.wrt]
-        with srcxform.GradientTape() as outer:
+        with GradientTape() as outer:
             outer.watch(sources)
-            with srcxform.GradientTape() as inner:
+            with GradientTape() as inner:
                 inner.watch(sources)
                 y = self(tensors)
             grads = inner.gradient(y, sources, unconnected_gradients="zero")
-            dot = sum(srcxform.reduce_sum(g * v) for g, v in zip(grads, direction))
+            dot = sum(reduce_sum(g * v) for g, v in zip(grads, direction))
         hvp = outer.gradient(dot, sources, unconnected_gradients="zero")
         return [np.asarray(h, dtype=np.float64) for h in hvp]
 
@@ -171,7 +173,7 @@ class _Loss:
         weighted.__name__ = f"{_name(self.f)}__weighted"
         positions = self.flat.positions
         # wait: the kernel itself is checked, not the eager tape a tiered first call runs.
-        grads = srcxform.differentiable(weighted, wrt=positions, wait=True).grad(
+        grads = differentiable(weighted, wrt=positions, wait=True).grad(
             *self.flat.args(leaves))
         # Each argument's gradient has the argument's structure: leaf k's is its leaf.
         by_leaf = {}
@@ -181,7 +183,7 @@ class _Loss:
 
 
 def _weighted_sum(y, weights):
-    terms = [srcxform.reduce_sum(srcxform.multiply(out, w)) for out, w in zip(_outputs(y), weights)]
+    terms = [reduce_sum(multiply(out, w)) for out, w in zip(_outputs(y), weights)]
     return sum(terms[1:], terms[0])
 
 
@@ -268,7 +270,7 @@ def _as_float64(a):
 
 
 def _tensors(leaves):
-    return [srcxform.constant(a) if _differentiable(a) else a for a in leaves]
+    return [constant(a) if _differentiable(a) else a for a in leaves]
 
 
 def _moved(leaves, wrt, steps, scale):

@@ -1,0 +1,38 @@
+"""What a generated module's Python functions use (the call path and the warm entries,
+codegen/callpath.py and entry.py), imported at the module's top so that the module reads
+no name it does not define. Plain Python: the kernel itself is what Numba compiles."""
+
+import sys
+
+import numpy as np
+
+from srcxform.recording import CONTEXT, OPEN_ANYWHERE
+from srcxform.tensor import Tensor, Updating, Variable
+
+# The entries' helpers, by the short names they are written with.
+empty, asarray, getrefcount = np.empty, np.asarray, sys.getrefcount
+tensor = Tensor._new  # a result the plain call returns as a Tensor
+updating = Updating  # holds the locks of the Variables a call assigns
+
+# The default of an entry's parameters: the caller gave fewer arguments (codegen/entry.py).
+NO = object()
+
+__all__ = ["CONTEXT", "NO", "OPEN_ANYWHERE", "asarray", "assign", "empty", "getrefcount",
+           "leaf", "tensor", "updating"]
+
+
+def leaf(value):
+    """A traced leaf as the kernel receives it: arrays in native byte order, with 0-d ones
+    as scalars."""
+    if isinstance(value, (Tensor, Variable)):
+        value = value._array
+    if isinstance(value, (np.ndarray, np.generic)) and not value.dtype.isnative:
+        value = value.astype(value.dtype.newbyteorder("="))
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return value[()]
+    return value
+
+
+def assign(variable, value):
+    """A Variable's new value, from the kernel's output (a scalar for rank 0)."""
+    variable._array = np.asarray(value, variable.dtype).reshape(variable.shape)
