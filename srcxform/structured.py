@@ -232,7 +232,7 @@ def bind(op, values, params, avals, vjp=None):
             trace.hints[out.var] = "trips"
         elif aval.shape and isinstance(aval.shape[0], Trips):
             trace.hints[out.var] = "stack"
-    if vjp is not None and CONTEXT.tapes:
+    if vjp is not None and (CONTEXT.tapes or CONTEXT.accumulators):
         recording.record_outputs(vjp, values, outs, {})
     return outs
 
@@ -390,7 +390,9 @@ def _bind_loop_results(op, bounds, inits, captures, regions, xs, y_avals, revers
     results even where no tape differentiates the loop."""
     n, m, r = len(inits), len(xs), len(y_avals)
     values = [as_value(v) for v in (*bounds, *inits, *xs, *captures)]
-    watched = recording.watching(values)
+    # A forward accumulator differentiates the loop through its VJP too (forward.py).
+    watched = recording.watching(values) or any(
+        accumulator.follows(values) for accumulator in CONTEXT.accumulators)
     if recompute and watched:
         raise NotImplementedError("the derivative of a checkpointed loop's adjoint: use "
                                   "checkpoint=None for a second derivative")

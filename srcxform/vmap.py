@@ -1,0 +1,218 @@
+"""vmap and tf.vectorized_map: a function mapped over a batch axis, as a loop over lanes.
+
+DESIGN.md's choice: vmap is a loop, not a batching rule. Each lane calls the function on
+its own example, so every primitive batches, and each lane takes its own branch of a
+`cond` and runs its own number of `while` iterations (JAX's vmap runs both branches and
+loops until the slowest lane is done). The lanes' results are stacked along `out_axes`.
+
+Three ways the loop runs:
+- over a compiled function (a Differentiable, or its .grad): one kernel of its own, a
+  compiled loop (map_fn) over the lanes whose body is the function traced once, the trip
+  count the batch size (so a new batch size reuses it);
+- inside a traced function: the same loop, in the enclosing kernel;
+- eagerly otherwise: a Python loop, each lane's results stacked (recorded on tapes).
+Still to do: a prange over the lanes with parallel=True (the loop is sequential).
+"""
+
+import types
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from srcxform import ops
+from srcxform.api import Differentiable, differentiable
+from srcxform.control_flow import map_fn
+from srcxform.tensor import Value
+from srcxform.trace import Tracer
+from srcxform.tree import tree_flatten, tree_unflatten
+
+__all__ = ["vectorized_map", "vmap"]
+
+
+# An axis spec: one axis for every argument (or output), None for none, or one per each.
+Axes = int | None | Sequence[int | None]
+
+
+def vmap(fn: Callable, in_axes: Axes = 0, out_axes: Axes = 0) -> Callable:
+    """fn mapped over a batch axis of its arguments (JAX's vmap).
+
+    in_axes: an int (every argument's axis), None (no argument is mapped), or a tuple
+    with an int or None per positional argument (None: the argument is passed whole to
+    every lane). out_axes: where the lane axis goes in each output leaf: an int, or a
+    tuple with one per element of a tuple output (None there: that output is lane 0's,
+    the same for all lanes).
+
+    Example:
+        >>> per_example = srcxform.vmap(srcxform.grad(loss), in_axes=(None, 0))(w, X)
+    """
+
+    kernels: dict = {}  # over a compiled fn: its one-kernel loop, per in_axes as resolved
+
+    def batched(*args):
+        axes = _argument_axes(in_axes, len(args))
+        if _traced(args):  # map_fn checks the lane counts agree, sizes staying symbolic
+            return _looped(fn, args, axes, out_axes)
+        if _compiled(fn):
+            _lane_count(args, axes)  # checks the mapped axes agree, before tracing
+            if axes not in kernels:
+                kernels[axes] = _loop_kernel(fn, axes, out_axes)
+            return kernels[axes](*args)
+        lanes = _lane_count(args, axes)
+        results = [fn(*[_lane(a, ax, i) for a, ax in zip(args, axes)]) for i in range(lanes)]
+        return _stacked(results, out_axes)
+
+    batched.__name__ = f"vmap_of_{getattr(fn, '__name__', 'f')}"
+    batched.__doc__ = f"{getattr(fn, '__name__', 'f')} mapped over a batch axis (vmap)."
+    return batched
+
+
+def vectorized_map(fn: Callable, elems: Any, fallback_to_while_loop: bool = True,
+                   warn: bool = True) -> Any:
+    """fn applied to each element of `elems` along its first axis, stacked
+    (tf.vectorized_map). elems may be a nested structure: fn gets that structure, each
+    leaf one row. Runs as vmap's loop: fallback_to_while_loop and warn are accepted and
+    have nothing to change."""
+    return vmap(fn, in_axes=0, out_axes=0)(elems)
+
+
+def _traced(args):
+    return any(isinstance(leaf, Tracer) for leaf in tree_flatten(args)[0])
+
+
+def _compiled(fn):
+    """Whether fn is a Differentiable or one of its forms (f.grad)."""
+    owner = fn.__self__ if isinstance(fn, types.MethodType) else fn
+    return isinstance(owner, Differentiable)
+
+
+def _loop_kernel(fn, axes, out_axes):
+    """A Differentiable whose kernel is the loop over lanes, fn traced inside it once."""
+    owner = fn.__self__ if isinstance(fn, types.MethodType) else fn
+
+    def looped(*args):
+        return _looped(fn, args, axes, out_axes)
+
+    looped.__name__ = f"vmap_of_{getattr(owner.fn, '__name__', 'f')}"
+    kernel = differentiable(looped, parallel=owner.parallel, wait=owner.wait,
+                            autograph=False)
+    # A gradient form returns arrays (JAX's convention); the function, what it would.
+    kernel._as_eager = owner._as_eager and fn is owner
+    return kernel
+
+
+def _looped(fn, args, axes, out_axes):
+    """fn over the lanes as map_fn: a compiled loop where the lanes are traced (its trip
+    count the batch size), each lane's results stacked on axis 0, then moved to out_axes."""
+    mapped = [k for k, ax in enumerate(axes) if ax is not None]
+    elems = tuple(_axis_to_front(args[k], axes[k]) for k in mapped)
+
+    def lane(rows):
+        full = list(args)
+        for k, row in zip(mapped, rows):
+            full[k] = row
+        return fn(*full)
+
+    stacked = map_fn(lane, elems)
+    leaves, treedef = tree_flatten(stacked)
+    moved = _output_axes(out_axes, stacked, treedef, len(leaves))
+    return tree_unflatten(treedef, [_front_to_axis(leaf, ax) for leaf, ax in zip(leaves, moved)])
+
+
+def _axis_to_front(arg, ax):
+    leaves, treedef = tree_flatten(arg)
+    moved = []
+    for leaf in leaves:
+        leaf = ops.convert_to_tensor(leaf)
+        ax = ax % leaf.ndim
+        perm = [ax] + [d for d in range(leaf.ndim) if d != ax]
+        moved.append(leaf if ax == 0 else ops.transpose(leaf, perm))
+    return tree_unflatten(treedef, moved)
+
+
+def _front_to_axis(leaf, ax):
+    if ax is None:
+        return leaf[0]
+    ax = ax % leaf.ndim
+    if ax == 0:
+        return leaf
+    perm = list(range(1, ax + 1)) + [0] + list(range(ax + 1, leaf.ndim))
+    return ops.transpose(leaf, perm)
+
+
+def _argument_axes(in_axes, count):
+    if in_axes is None or isinstance(in_axes, int):
+        return (in_axes,) * count
+    axes = tuple(in_axes)
+    if len(axes) != count:
+        raise ValueError(f"vmap: in_axes has {len(axes)} entries for {count} arguments")
+    for ax in axes:
+        if ax is not None and not isinstance(ax, int):
+            raise TypeError(f"vmap: each in_axes entry must be an int or None, got {ax!r}")
+    return axes
+
+
+def _lane_count(args, axes):
+    """The batch size all mapped leaves agree on."""
+    sizes = {}
+    for arg, ax in zip(args, axes):
+        if ax is None:
+            continue
+        for leaf in tree_flatten(arg)[0]:
+            shape = tuple(leaf.shape) if isinstance(leaf, Value) else np.shape(leaf)
+            if not -len(shape) <= ax < len(shape):
+                raise ValueError(f"vmap: in_axes {ax} for an argument of shape {shape}")
+            sizes[shape[ax]] = shape
+    if not sizes:
+        raise ValueError("vmap: no argument is mapped (every in_axes entry is None)")
+    if len(sizes) > 1:
+        raise ValueError(f"vmap: the mapped axes have different sizes: "
+                         f"{sorted(sizes.values())}")
+    return int(next(iter(sizes)))
+
+
+def _lane(arg, ax, i):
+    """Example i of an argument: each leaf indexed at `i` along `ax` (recorded on tapes
+    where the leaf is a tensor)."""
+    if ax is None:
+        return arg
+    leaves, treedef = tree_flatten(arg)
+    return tree_unflatten(treedef, [_take(leaf, ax, i) for leaf in leaves])
+
+
+def _take(leaf, ax, i):
+    if isinstance(leaf, Value):
+        ax = ax % leaf.ndim
+        return ops.getitem(leaf, (slice(None),) * ax + (i,))
+    return np.take(np.asarray(leaf), i, axis=ax)
+
+
+def _stacked(results, out_axes):
+    """The lanes' results stacked, leaf by leaf, along out_axes."""
+    if not results:
+        raise ValueError("vmap: the batch has no examples, so the output's shape is unknown")
+    first, treedef = tree_flatten(results[0])
+    columns = [tree_flatten(r)[0] for r in results]
+    if any(len(c) != len(first) for c in columns):
+        raise ValueError("vmap: the lanes returned different structures")
+    axes = _output_axes(out_axes, results[0], treedef, len(first))
+    return tree_unflatten(treedef, [_stack([c[k] for c in columns], axes[k])
+                                    for k in range(len(first))])
+
+
+def _output_axes(out_axes, first, treedef, count):
+    """One out axis per output leaf."""
+    if out_axes is None or isinstance(out_axes, int):
+        return [out_axes] * count
+    if not isinstance(first, (tuple, list)) or len(first) != len(out_axes):
+        raise ValueError("vmap: a tuple out_axes needs a tuple output of as many elements")
+    return [ax for element, ax in zip(first, out_axes)
+            for _ in tree_flatten(element)[0]]
+
+
+def _stack(leaves, ax):
+    if ax is None:
+        return leaves[0]
+    if all(isinstance(leaf, Value) for leaf in leaves):
+        return ops.stack(leaves, axis=ax)
+    return np.stack([np.asarray(leaf) for leaf in leaves], axis=ax)
