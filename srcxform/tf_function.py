@@ -62,6 +62,7 @@ class Function(api.Differentiable):
     def __init__(self, func, input_signature=None, autograph=True):
         super().__init__(func, wrt=(), autograph=autograph)
         self._tf_rules = True  # a Python float is a constant, an array a tensor
+        self._recipe = (Function, (func, input_signature, autograph))  # for pickling
         self.python_function = func
         self.input_signature = None if input_signature is None else tuple(input_signature)
         self._parameters = inspect.signature(func) if input_signature is not None else None

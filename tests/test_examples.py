@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # each example trains, compiled
+
 
 def _needs_examples_extra():
     for name in ("sklearn", "matplotlib", "tqdm"):
@@ -85,3 +87,16 @@ def test_ode_sensitivity_recovers_the_lotka_volterra_parameters(tmp_path):
     assert fitted.keys() == true.keys(), text
     for name, value in true.items():  # the initial guess is up to 25% off
         assert abs(float(fitted[name]) / value - 1) < 0.05, text
+
+
+def test_dask_logistic_regression_matches_its_dask_array_twin(tmp_path):
+    # A LocalCluster of two worker processes, on 20,001 rows in 5 blocks (one uneven).
+    pytest.importorskip("distributed")
+    text = run_plotting_example("dask_logistic_regression", tmp_path, "--rows", "20001",
+                                "--block-rows", "5000", "--epochs", "4")
+    assert "20001 rows, 20 features (0.00 GiB), in 5 blocks" in text
+    losses = [float(v) for v in re.search(r"srcxform.dask: loss by epoch (.*)", text)
+              .group(1).split()]
+    assert losses[0] > losses[-1] and len(losses) == 4, text
+    difference = re.search(r"two runs' losses: (\S+)", text).group(1)
+    assert float(difference) < 1e-12, text

@@ -1,0 +1,168 @@
+"""srcxform on Dask: the data-parallel gradient of a loss over rows equals the one-process
+gradient on every scheduler, a loss that is not a sum or mean over rows is refused, and
+compiled forms run as Dask tasks (delayed, client.map), through a worker's death too.
+The cluster is the test's own: two worker processes, one thread each."""
+
+import os
+import pickle
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import srcxform as tf
+
+dask = pytest.importorskip("dask")
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+sxdask = pytest.importorskip("srcxform.dask")
+
+ROWS, FEATURES = 25, 3
+UNEVEN = (7, 1, 12, 5)  # uneven blocks, one of a single row
+
+
+def logistic_mean(w, X, y):
+    logits = tf.reduce_sum(X * w, axis=1)
+    return tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(labels=y, logits=logits))
+
+
+def logistic_sum(w, X, y):
+    logits = tf.reduce_sum(X * w, axis=1)
+    return tf.reduce_sum(tf.nn.sigmoid_cross_entropy_with_logits(labels=y, logits=logits))
+
+
+LOSSES = {"mean": logistic_mean, "sum": logistic_sum}
+
+
+def _data(seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(ROWS, FEATURES))
+    y = (rng.random(ROWS) < 0.5).astype(np.float64)
+    return rng.normal(size=FEATURES), X, y
+
+
+@pytest.fixture(scope="module")
+def client():
+    """A LocalCluster of two worker processes, as the test's own."""
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, memory_limit="1GiB") as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client:
+        yield client
+
+
+def _assert_equal_to_one_process(reduce, scheduler):
+    w, X, y = _data()
+    want_value, want_grad = tf.value_and_grad(LOSSES[reduce])(w, X, y)
+    step = sxdask.value_and_grad(LOSSES[reduce], reduce=reduce, scheduler=scheduler)
+    value, grad = step(w, da.from_array(X, chunks=(UNEVEN, 2)), da.from_array(y, chunks=UNEVEN))
+    assert isinstance(value, np.floating | np.ndarray) and isinstance(grad, np.ndarray)
+    np.testing.assert_allclose(value, want_value, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(grad, want_grad, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("reduce", ["mean", "sum"])
+def test_equals_the_one_process_gradient_with_threads(reduce):
+    _assert_equal_to_one_process(reduce, "threads")
+
+
+@pytest.mark.parametrize("reduce", ["mean", "sum"])
+def test_equals_the_one_process_gradient_on_a_cluster(client, reduce):
+    _assert_equal_to_one_process(reduce, client)
+
+
+def test_equals_the_one_process_gradient_with_processes():
+    _assert_equal_to_one_process("mean", "processes")
+
+
+def test_a_loss_that_is_not_a_mean_over_rows_is_refused():
+    def worst_row(w, X, y):
+        return tf.reduce_max(tf.reduce_sum(X * w, axis=1) - y)
+
+    w, X, y = _data()
+    step = sxdask.value_and_grad(worst_row, reduce="mean", scheduler="threads")
+    with pytest.raises(ValueError, match="the loss is not a mean over rows"):
+        step(w, da.from_array(X, chunks=5), da.from_array(y, chunks=5))
+
+
+def test_a_mean_declared_as_a_sum_is_refused():
+    w, X, y = _data()
+    step = sxdask.value_and_grad(logistic_mean, reduce="sum", scheduler="threads")
+    with pytest.raises(ValueError, match="not a sum over rows"):
+        step(w, da.from_array(X, chunks=5), da.from_array(y, chunks=5))
+
+
+def test_other_reductions_and_gradients_wrt_data_are_refused():
+    with pytest.raises(ValueError, match="only a sum or a mean over rows"):
+        sxdask.value_and_grad(logistic_mean, reduce="max")
+    with pytest.raises(TypeError, match="has_aux is not supported"):
+        sxdask.value_and_grad(tf.differentiable(logistic_mean, has_aux=True))
+    w, X, y = _data()
+    step = sxdask.value_and_grad(logistic_mean, wrt=1, scheduler="threads")
+    with pytest.raises(TypeError, match="argument 1 is wrt and a Dask array"):
+        step(w, da.from_array(X, chunks=5), da.from_array(y, chunks=5))
+
+
+def test_parameters_are_one_node_of_the_graph():
+    w, X, y = _data()
+    step = sxdask.value_and_grad(logistic_mean, scheduler="sync")
+    graph = dict(step.delayed(w, da.from_array(X, chunks=5),
+                              da.from_array(y, chunks=5)).__dask_graph__())
+    holding_w = [key for key, task in graph.items() if w.tobytes() in pickle.dumps(task)]
+    assert len(holding_w) == 1
+
+
+def test_delayed_grad_runs_on_the_processes_scheduler():
+    f = tf.differentiable(lambda x: tf.reduce_sum(tf.tanh(x) * x))
+    x = np.array([0.0, 0.5, -1.0])
+    got = dask.delayed(f.grad)(x).compute(scheduler="processes", num_workers=1)
+    np.testing.assert_allclose(got, np.tanh(x) + x * (1 - np.tanh(x) ** 2), rtol=1e-12)
+
+
+def test_client_map_of_value_and_grad(client):
+    f = tf.differentiable(lambda x: tf.reduce_sum(x ** 3))
+    xs = [np.arange(3.0), np.arange(4.0) - 1.0]
+    results = client.gather(client.map(f.value_and_grad, xs))
+    for (value, grad), x in zip(results, xs):
+        assert value == pytest.approx(np.sum(x ** 3), rel=1e-12)
+        np.testing.assert_allclose(grad, 3 * x ** 2, rtol=1e-12)
+
+
+def _misses_of(payload):
+    """On a worker: how many kernels the function it received was compiled or loaded for
+    (the same payload unpickles to the same function in one process)."""
+    return pickle.loads(payload).cache_info().misses
+
+
+def test_a_worker_compiles_once_for_many_tasks(client):
+    f = tf.differentiable(lambda x: tf.reduce_sum(x * x * 0.5))
+    xs = [np.full(3, float(i)) for i in range(8)]
+    results = client.gather(client.map(f.grad, xs))
+    np.testing.assert_allclose(np.stack(results), np.stack(xs), rtol=1e-12)
+    misses = client.run(_misses_of, pickle.dumps(f)).values()
+    assert sum(misses) >= 1 and max(misses) == 1  # per process, not per task
+
+
+def _slowly(block):
+    """The block after a while, as a large data set's rows are read: a worker can die
+    meanwhile."""
+    time.sleep(0.4)
+    return block
+
+
+def test_a_killed_worker_leaves_the_gradient_unchanged(client):
+    w, X, y = _data()
+    want_value, want_grad = tf.value_and_grad(logistic_mean)(w, X, y)
+    step = sxdask.value_and_grad(logistic_mean, scheduler=client)
+    step(w, da.from_array(X, chunks=5), da.from_array(y, chunks=5))  # warm: compiled
+    X_slow = da.map_blocks(_slowly, da.from_array(X, chunks=(5, -1)), dtype=X.dtype)
+    victim = next(iter(client.run(os.getpid).values()))
+    killer = threading.Timer(0.6, os.kill, (victim, signal.SIGKILL))
+    killer.start()
+    value, grad = step(w, X_slow, da.from_array(y, chunks=5))
+    assert killer.finished.is_set()  # killed before the result came
+    killer.join()
+    assert victim not in client.run(os.getpid).values()  # it died: the nanny made another
+    np.testing.assert_allclose(value, want_value, rtol=1e-12)
+    np.testing.assert_allclose(grad, want_grad, rtol=1e-12, atol=1e-15)

@@ -1,0 +1,179 @@
+"""Compiled functions and their forms pickle, with pickle (by reference where the function
+is importable by name, else by value through cloudpickle) and with cloudpickle, and run in
+another process with the right results; a process that receives one compiles it once."""
+
+import multiprocessing
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import srcxform as tf
+
+cloudpickle = pytest.importorskip("cloudpickle")
+
+X = np.array([-0.5, 0.25, 1.5])
+
+
+@tf.differentiable
+def tanh_loss(x):
+    """Importable by name: pickles by reference."""
+    return tf.reduce_sum(tf.tanh(x) * x)
+
+
+def cubic(x):
+    return tf.reduce_sum(x ** 3)
+
+
+def _scaled(scale):
+    """A closure: pickles by value."""
+    return tf.differentiable(lambda x: scale * tf.reduce_sum(x * x))
+
+
+def _two_args(w, b):
+    return tf.reduce_sum(w * w * b)
+
+
+def _with_aux(x):
+    return tf.reduce_sum(x * x), tf.reduce_max(x)
+
+
+def _d_tanh_loss(x):
+    return np.tanh(x) + x * (1 - np.tanh(x) ** 2)
+
+
+_lambda = tf.differentiable(lambda x: tf.reduce_sum(tf.tanh(x) * x))
+
+# name: (the form, its arguments, the expected result)
+FORMS = {
+    "decorated": (tanh_loss, (X,), np.sum(np.tanh(X) * X)),
+    "decorated.grad": (tanh_loss.grad, (X,), _d_tanh_loss(X)),
+    "lambda.grad": (_lambda.grad, (X,), _d_tanh_loss(X)),
+    "lambda.value_and_grad": (_lambda.value_and_grad, (X,),
+                              (np.sum(np.tanh(X) * X), _d_tanh_loss(X))),
+    "closure.grad": (_scaled(3.0).grad, (X,), 6.0 * X),
+    "tf.grad": (tf.grad(cubic), (X,), 3 * X ** 2),
+    "tf.value_and_grad": (tf.value_and_grad(cubic), (X,), (np.sum(X ** 3), 3 * X ** 2)),
+    "tf.jacobian": (tf.jacobian(lambda x: tf.tanh(x)), (X,), np.diag(1 - np.tanh(X) ** 2)),
+    "tf.hessian": (tf.hessian(cubic), (X,), np.diag(6 * X)),
+    "wrt tuple": (tf.differentiable(_two_args, wrt=(0, 1)).grad, (X, 2.0),
+                  (4.0 * X, np.sum(X * X))),
+    "has_aux": (tf.differentiable(_with_aux, has_aux=True).value_and_grad, (X,),
+                ((np.sum(X * X), X.max()), 2 * X)),
+    "tf.function": (tf.function(cubic), (X,), np.sum(X ** 3)),
+}
+
+
+def _assert_tree_close(got, want):
+    if isinstance(want, tuple):
+        assert isinstance(got, tuple) and len(got) == len(want), got
+        for g, w in zip(got, want):
+            _assert_tree_close(g, w)
+    else:
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-12)
+
+
+def _call_pickled(payload, args):
+    """In the child: the form unpickled and called (np.asarray: a Tensor's value)."""
+    result = pickle.loads(payload)(*args)
+    return _as_arrays(result)
+
+
+def _as_arrays(tree):
+    return tuple(map(_as_arrays, tree)) if isinstance(tree, tuple) else np.asarray(tree)
+
+
+@pytest.fixture(scope="module")
+def spawned():
+    """One fresh interpreter (spawn) for every round trip: it imports what it unpickles."""
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        yield pool
+
+
+@pytest.mark.parametrize("dumps", [pickle.dumps, cloudpickle.dumps], ids=["pickle", "cloudpickle"])
+@pytest.mark.parametrize("name", list(FORMS))
+def test_round_trip_runs_in_a_spawned_process(spawned, dumps, name):
+    form, args, want = FORMS[name]
+    _assert_tree_close(spawned.apply(_call_pickled, (dumps(form), args)), want)
+
+
+def test_the_reproducer():
+    f = tf.differentiable(lambda x: tf.reduce_sum(tf.tanh(x) * x))
+    g = pickle.loads(pickle.dumps(f.grad))
+    assert g(np.zeros(3)).tolist() == [0.0, 0.0, 0.0]
+    h = cloudpickle.loads(cloudpickle.dumps(f.value_and_grad))
+    assert float(h(np.zeros(3))[0]) == 0.0
+
+
+def test_importable_function_pickles_by_reference():
+    assert pickle.loads(pickle.dumps(tanh_loss)) is tanh_loss
+    assert pickle.loads(pickle.dumps(tanh_loss.grad)).__self__ is tanh_loss
+    assert b"tanh_loss" in pickle.dumps(tanh_loss) and len(pickle.dumps(tanh_loss)) < 100
+
+
+def test_pickled_state_holds_no_kernel_lock_or_weakref():
+    _lambda.grad(X)  # compiled: it holds a kernel, a lock and weak references
+    payload = pickle.dumps(_lambda.grad)
+    for absent in (b"RLock", b"weakref", b"Kernel", b"Dispatcher"):
+        assert absent not in payload
+
+
+def test_a_process_makes_one_function_of_equal_payloads():
+    payload = cloudpickle.dumps(_scaled(2.0))
+    first, second = pickle.loads(payload), pickle.loads(payload)
+    assert first is second
+    first.grad(X)
+    second.grad(X)
+    assert second.cache_info().misses == 1 and second.cache_info().hits == 1
+
+
+def test_without_cloudpickle_a_lambda_is_refused_by_name(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cloudpickle", None)  # its import raises ImportError
+    with pytest.raises(pickle.PicklingError, match="install cloudpickle to pickle it by value"):
+        pickle.dumps(tf.differentiable(lambda x: tf.reduce_sum(x)))
+    assert pickle.loads(pickle.dumps(tf.grad(cubic)))(X).tolist() == (3 * X ** 2).tolist()
+
+
+def test_options_survive_the_round_trip():
+    f = tf.differentiable(_two_args, wrt=(0, 1), parallel=False, check=True, has_aux=False)
+    g = pickle.loads(pickle.dumps(f))
+    assert (g.wrt, g.check, g.has_aux) == ((0, 1), True, False)
+    jac = pickle.loads(pickle.dumps(tf.jacobian(cubic)))
+    assert isinstance(jac(X), np.ndarray)  # jacobian's arrays, not Tensors
+    assert pickle.loads(pickle.dumps(tf.function(cubic)))._tf_rules
+
+
+@pytest.mark.parametrize("method", ["spawn", "fork"])
+def test_pool_map_of_grad(method):
+    if method not in multiprocessing.get_all_start_methods():
+        pytest.skip(f"no {method} here")
+    batches = [X, 2 * X, X[:2]]
+    with multiprocessing.get_context(method).Pool(2) as pool:
+        results = pool.map(_lambda.grad, batches)
+    for got, x in zip(results, batches):
+        np.testing.assert_allclose(got, _d_tanh_loss(x), rtol=1e-12)
+
+
+_TOKEN = """
+import srcxform as tf
+from dask.base import tokenize
+f = tf.differentiable(lambda x: tf.reduce_sum(x * x), wrt=0)
+print(tokenize(f), tokenize(f.grad), tokenize(tf.differentiable(f.fn, wrt=(0,))))
+"""
+
+
+def test_dask_token_is_the_same_in_every_process(tmp_path):
+    pytest.importorskip("dask")
+    script = tmp_path / "print_tokens.py"  # not token.py: a standard module
+    script.write_text(_TOKEN)
+    runs = []
+    for _ in range(2):
+        run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                             check=False)
+        assert run.returncode == 0, run.stderr
+        runs.append(run.stdout.split())
+    assert runs[0] == runs[1]
+    value, grad, other_options = runs[0]
+    assert len({value, grad, other_options}) == 3
