@@ -183,8 +183,10 @@ class Compiled:
         try:
             with watch:
                 return self.dispatcher(*args)
-        except (IndexError, InvalidArgumentError):
-            raise  # what a kernel checks and raises, as eager raises it (an index, a divisor)
+        except (IndexError, InvalidArgumentError, FloatingPointError):
+            # What a kernel checks and raises, as eager raises it (an index, a divisor, a
+            # NaN under debug_nans).
+            raise
         except OSError as err:  # Numba's own cache (SRCXFORM_NUMBA_INTERNALS=0) failed to
             if self.uncached:    # write: compiled again, in memory
                 raise self.error(err) from err
@@ -208,7 +210,8 @@ class Compiled:
     def error(self, err):
         """What an exception out of the dispatcher means. Generated kernels raise nothing
         but the InvalidArgumentErrors the runtime's checks raise (an index out of range, an
-        integer divisor of 0; NumPy's error model otherwise), so it came from compiling:
+        integer divisor of 0; NumPy's error model otherwise) and debug_nans's
+        FloatingPointError, so it came from compiling:
         typing, lowering, or an attribute Numba does not know."""
         return CompileError(_explain(err, self.source))
 

@@ -37,19 +37,19 @@ def wrt_positions(wrt):
 
 
 def generate_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel, as_eager,
-                    keywords=True, has_aux=False, tf_rules=False):
+                    keywords=True, has_aux=False, tf_rules=False, nan_checks=False):
     """Traces and generates the kernel, not yet compiled (its fn is None), and stores it in
     the index under the key `found` (None: fn is not indexable) unless it captured arrays
     or Variables."""
     kernel, generate = trace_kernel(fn, kernel_form, args, kwargs, leaves, found, wrt=wrt,
                                     parallel=parallel, as_eager=as_eager, keywords=keywords,
-                                    has_aux=has_aux, tf_rules=tf_rules)
+                                    has_aux=has_aux, tf_rules=tf_rules, nan_checks=nan_checks)
     kernel.generated(generate())
     return kernel
 
 
 def trace_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel, as_eager,
-                 keywords=True, has_aux=False, tf_rules=False):
+                 keywords=True, has_aux=False, tf_rules=False, nan_checks=False):
     """Traces fn: the kernel, its module not generated yet (its spec is None: its
     convention lacks only the buffers, which codegen chooses), and a function generating
     it (and storing it in the index, as generate_kernel says) that returns its Spec. A
@@ -73,8 +73,11 @@ def trace_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel,
         func_name = f"{traced.name}__{kernel_form}"
         ins = ", ".join(a.aval.short(symbolic=True) for a in program.ins)
         doc = source_text(f"srcxform: {traced.name}({ins}) -> {kernel_form}; "
-                          f"{len(program.eqns)} equations", quote='"')
+                          f"{len(program.eqns)} equations"
+                          + ("; checked for NaN and inf (debug_nans)" if nan_checks else ""),
+                          quote='"')
         source, buffers = generate_source(program, func_name, doc, parallel=parallel,
+                                          nan_checks=nan_checks,
                                           imports=callpath.IMPORTS)
         conv = dataclasses.replace(draft, buffers=tuple(buffers))
         source += "\n\n" + callpath.emit(conv, traced.name, func_name, size_label(program))

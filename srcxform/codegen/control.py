@@ -52,7 +52,7 @@ def _names(low, eqn, indices, base):
 
 def _lowering(low, program):
     """The lowering of a region into `low`'s function."""
-    return type(low)(program, False, low.namer, low.sizes, low.notes)
+    return type(low)(program, False, low.namer, low.sizes, low.notes, low.nan_checks)
 
 
 def region(low, program, args, indent, sub=None):

@@ -11,6 +11,7 @@ import ast
 from typing import NamedTuple
 
 import astor
+import numpy as np
 
 from srcxform import runtime
 from srcxform.aval import is_one
@@ -27,7 +28,7 @@ from srcxform.codegen.exprs import (
 )
 from srcxform.codegen.placement import place
 from srcxform.dtypes import promote
-from srcxform.errors import cut, user_line
+from srcxform.errors import cut, nan_message, user_line
 from srcxform.ir import Lit, Var
 from srcxform.names import Namer
 from srcxform.codegen.schedule import LoopGroup, schedule
@@ -46,12 +47,16 @@ def _source(node):
 
 
 class _Lowering:
-    def __init__(self, program, parallel=False, namer=None, sizes=None, notes=None):
+    def __init__(self, program, parallel=False, namer=None, sizes=None, notes=None,
+                 nan_checks=False):
         """namer, sizes and notes are the enclosing function's for a region (a loop body
-        or branch, codegen/control.py), lowered into its statements."""
+        or branch, codegen/control.py), lowered into its statements. `nan_checks`: each
+        float value is checked as it is made (debug_nans; see nan_check)."""
         self.program = program
         self.nested = namer is not None
-        self.parallel = parallel
+        self.nan_checks = nan_checks
+        # A prange drops an exception its body raises: checked code runs serially.
+        self.parallel = parallel and not nan_checks
         self.used_prange = False
         self.modules = set()  # srcxform modules the body calls (blas, vecmath): imported
         self.recomputing = None  # the loop nest being emitted
@@ -159,6 +164,66 @@ class _Lowering:
                 self.stmt(1, fill(node, names))
         else:
             self.stmt(1, ast.Assign([ast.Name(out, ast.Store())], fill(template, names)))
+        ins = [(self.whole(a), not a.aval.shape) for n, a in zip(prim.arg_names, eqn.ins)
+               if _may_hold_nan(n, a)]
+        for check in self.nan_check(eqn, (name_ast(out), not eqn.out.aval.shape), ins):
+            self.stmt(1, check)
+
+    # ----- debug_nans: where a value is made, a check that it holds no new NaN or inf -----
+    def nan_check(self, eqn, out, ins):
+        """The `if`s that raise FloatingPointError, naming eqn's op and line, where its
+        value `out` holds a NaN none of `ins` held, or an inf where they were all finite
+        (as eager checks, primitive._check_finite); nothing without nan_checks or for a
+        value that is not float, or of an op that only moves its input's elements (it
+        makes no new value). `out` and each of `ins` is (expression, whether it is a
+        scalar)."""
+        prim = eqn.prim
+        if not self.nan_checks or eqn.out.aval.dtype.kind != "f" or \
+                prim.rearranges or prim.selects or prim.is_broadcast or prim.embeds:
+            return []
+        made_nan = " and ".join([_holds("isnan", *out)] +
+                                [f"not {_holds('isnan', *x)}" for x in ins])
+        made_inf = " and ".join([_holds("isinf", *out)] + [_holds("isfinite", *x) for x in ins])
+        return [_raising(made_nan, eqn, "a NaN"), _raising(made_inf, eqn, "an inf")]
+
+    def element_check(self, e, index, scalar_names, local):
+        """For an elementwise member of a loop nest: the body's statements that flag its
+        element `local` holding a NaN none of its inputs' elements held, or an inf where
+        they were finite, with no branch (which would keep LLVM from vectorizing the
+        loop); the `if`s raising for the flags follow the nest (self.flag_raises)."""
+        if not self.nan_checks or e.out.aval.dtype.kind != "f":
+            return []
+        exprs = [ast.Constant(0) if i is None else name_ast(i) for i in index]
+        ins = [_source(name_ast(scalar_names[a]) if isinstance(a, Var) and a in scalar_names
+                       else self.load_at(a, exprs[len(exprs) - len(a.aval.shape):], None))
+               for n, a in zip(e.prim.arg_names, e.ins) if _may_hold_nan(n, a)]
+        held_nan = " | ".join(f"np.isnan({x})" for x in ins)
+        made_nan = f"np.isnan({local})" + (f" > ({held_nan})" if ins else "")
+        made_inf = " & ".join([f"np.isinf({local})"] + [f"np.isfinite({x})" for x in ins])
+        return [self._flag(e, "a NaN", made_nan), self._flag(e, "an inf", made_inf)]
+
+    def reduction_check(self, e, index, scalar_names, name):
+        """For a reduction in a loop nest: the body's statements that flag a term holding a
+        NaN, or one not finite, and after the nest the test of its result `name` against
+        them (an overflowing sum, inf - inf), as eager tests the whole op."""
+        if not self.nan_checks or e.out.aval.dtype.kind != "f":
+            return []
+        x = _source(self.load(e.ins[0], index, scalar_names, e.out.aval.dtype))
+        held_nan, held_other = self.namer.fresh("held_nan"), self.namer.fresh("held_nonfinite")
+        self.flag_inits += [f"{held_nan} = False", f"{held_other} = False"]
+        result = (name_ast(name), not e.out.aval.shape)
+        self.flag_raises += [_raising(f"{_holds('isnan', *result)} > {held_nan}", e, "a NaN"),
+                             _raising(f"{_holds('isinf', *result)} > {held_other}", e,
+                                      "an inf")]
+        return [_statement(f"{held_nan} |= np.isnan({x})"),
+                _statement(f"{held_other} |= np.isnan({x}) | np.isinf({x})")]
+
+    def _flag(self, e, what, test):
+        """`flag |= test`, the flag set to False before the nest and tested after it."""
+        flag = self.namer.fresh("made_nan" if what == "a NaN" else "made_inf")
+        self.flag_inits.append(f"{flag} = False")
+        self.flag_raises.append(_raising(flag, e, what))
+        return _statement(f"{flag} |= {test}")
 
     # ----- loop groups -----
     def group(self, group):
@@ -176,6 +241,7 @@ class _Lowering:
         body_again, sums_again = (_Recomputing(index), _Recomputing(index)) if looped else \
             (None, None)
         self.nest_raises = False
+        self.flag_inits, self.flag_raises = [], []  # debug_nans's, of this group
         # Float sums along the innermost loop add chunks of stored terms (lanes.py), so
         # the loop that stores them has no sum: its primitives take their vector forms.
         position = lanes.innermost(index)
@@ -195,13 +261,17 @@ class _Lowering:
                 before_stmts, body_stmt = self.reduction(e, name, index,
                                                          {} if split else scalar_names)
                 before += before_stmts
+                checks = self.reduction_check(e, index, {} if split else scalar_names, name)
                 nest += self._recomputed_here()
+                nest += [(None, check) for check in checks]
                 nest.append((e, body_stmt))
                 continue
             local = self.namer.in_loop(e.out) if domain else name
             value = self.elementwise(e, index, scalar_names)
+            checks = self.element_check(e, index, scalar_names, local)
             body += self._recomputed_here()
             body.append((e, ast.Assign([ast.Name(local, ast.Store())], value)))
+            body += [(None, check) for check in checks]
             scalar_names[e.out] = local
             self.computed.add(e.out)
             if domain and e.out in self.placement.arrays:
@@ -210,12 +280,13 @@ class _Lowering:
                 body.append((None, ast.Assign([self._store(name, index)], name_ast(local))))
         if looped:
             self.section(members)
-        for node in before:
+        for node in before + [_statement(text) for text in self.flag_inits]:
             self.stmt(1, node)
         if split:
             self._nest(domain, index, -1, 1, body)
             self.last_origin = None  # the sums' loop is headed by their origins again
             self._nest(domain, index, -1, 1, sums)
+            self._raise_flagged()
             return
         # Numba's prange drops an exception raised in its body (the loop would return
         # garbage), so a nest that checks its operands (integer division), its members'
@@ -223,6 +294,7 @@ class _Lowering:
         outer = self.parallel and not self.nest_raises and _independent_outer_loop(group, index)
         if not outer:
             self._nest(domain, index, -1, 1, body)
+            self._raise_flagged()
             return
         # A prange wakes Numba's thread pool, which costs more than a small nest takes:
         # below PARALLEL_MIN elements the nest runs serially.
@@ -240,6 +312,12 @@ class _Lowering:
         self.shift = 1
         self._nest(domain, index, -1, 1, body)
         self.shift = 0
+
+    def _raise_flagged(self):
+        """After a loop nest: debug_nans's tests of its flags, in program order, so the
+        first op that made a NaN or inf is the one named."""
+        for node in self.flag_raises:
+            self.stmt(1, node)
 
     def _sums_apart(self, members):
         """Whether the group's reductions run in a loop of their own, after the rest: when
@@ -500,14 +578,49 @@ def _independent_outer_loop(group, index):
     return True
 
 
-def generate(program, func_name, doc, parallel=False, imports=()):
+def _may_hold_nan(arg_name, atom):
+    """Whether an input (named arg_name) of an equation may hold a NaN or inf: a float
+    operand, not a condition, and not a finite literal."""
+    if arg_name == "c" or atom.aval.dtype.kind != "f":
+        return False
+    return not (isinstance(atom, Lit) and isinstance(atom.value, (int, float, np.number))
+                and np.isfinite(atom.value))
+
+
+def _statement(text):
+    return ast.parse(text).body[0]
+
+
+def _raising(test, eqn, what):
+    """`if test: raise FloatingPointError(...)`, naming eqn's op and line (debug_nans)."""
+    # user_line has made the user's text safe to quote (errors.source_text).
+    line = user_line(eqn.origin) if eqn.origin else "an unknown line"
+    message = nan_message(eqn.prim.name, what, None, line) if eqn.adjoint else \
+        nan_message(eqn.prim.name, what, line)
+    # On one line: astor would indent a literal's later lines, changing it.
+    raised = ast.Raise(ast.Call(name_ast("FloatingPointError"),
+                                [ast.Constant(message.replace("\n  ", " "))], []), None)
+    return ast.If(ast.parse(test, mode="eval").body, [raised], [])
+
+
+def _holds(test, expr, scalar):
+    """Source of np.<test>(expr) for a scalar; for an array, whether any element is a
+    NaN or inf, or (isfinite) whether all are finite (srcxform.runtime.arrays)."""
+    text = _source(expr)
+    if scalar:
+        return f"np.{test}({text})"
+    return f"arrays.{ {'isnan': 'any_nan', 'isinf': 'any_inf'}.get(test, 'all_finite')}({text})"
+
+
+def generate(program, func_name, doc, parallel=False, imports=(), nan_checks=False):
     """The source of `def func_name(...)` computing program (a module's text, with the
     import lines `imports` besides its own), and the positions in program.outs of the
     outputs it fills rather than returns: arrays the caller passes after the inputs, in
     that order. The function returns the other outputs as a tuple. With `parallel`, the
     outer loop of each independent loop nest is a prange (over chunks of it, where its
-    body tests the outer index against slice bounds)."""
-    lowering = _Lowering(program, parallel)
+    body tests the outer index against slice bounds). With `nan_checks`, each float value
+    is checked as it is made (debug_nans)."""
+    lowering = _Lowering(program, parallel, nan_checks=nan_checks)
     body = lowering.function(func_name, doc)
     verify.check(body)
     imports = "import numpy as np\n" + "".join(f"{line}\n" for line in imports)

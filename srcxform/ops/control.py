@@ -35,7 +35,8 @@ def custom_gradient(f):
             y, grad_fn = f(*inputs, **kwargs)
         y = as_value(y, f.__name__)
         if any(y._id == x._id for x in inputs):
-            y = stop_gradient(y)  # the record needs an output distinct from its inputs
+            with recording.paused():  # no cut: the record below is the gradient
+                y = stop_gradient(y)  # the record needs an output distinct from its inputs
 
         def vjp(g, out, *xs):
             grads = grad_fn(g)
@@ -45,7 +46,7 @@ def custom_gradient(f):
                                  f"{len(grads)} gradients for {len(xs)} inputs")
             return tuple(None if gr is None else as_value(gr) for gr in grads)
 
-        recording.record(vjp, inputs, y, {})
+        recording.record(vjp, inputs, y, {}, "custom_gradient")
         return y
 
     return wrapper

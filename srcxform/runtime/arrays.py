@@ -35,6 +35,36 @@ def grown(stack):
     return bigger
 
 
+# ----- debug_nans's checks of a whole array: one pass, no temporary array -----
+
+
+@helper
+def any_nan(a):
+    """Whether the array holds a NaN."""
+    for v in a.flat:
+        if np.isnan(v):
+            return True
+    return False
+
+
+@helper
+def any_inf(a):
+    """Whether the array holds an inf."""
+    for v in a.flat:
+        if np.isinf(v):
+            return True
+    return False
+
+
+@helper
+def all_finite(a):
+    """Whether every element of the array is finite."""
+    for v in a.flat:
+        if not np.isfinite(v):
+            return False
+    return True
+
+
 @helper
 def check_indices(indices, size, op):
     """Raises IndexError (as eager raises it: also TensorFlow's InvalidArgumentError) if an
