@@ -13,8 +13,8 @@ from srcxform.dtypes import (  # noqa: F401
 )
 from srcxform.crosscheck import CheckError  # noqa: F401
 from srcxform.errors import (  # noqa: F401
-    AutographWarning, CacheWarning, CompileError, ShapeError, SlowCompileWarning, SrcxformError,
-    TracingError,
+    AutographWarning, CacheWarning, CompileError, GradientCutWarning, ShapeError,
+    SlowCompileWarning, SrcxformError, TracingError,
 )
 from srcxform.ops import *
 from srcxform.ops import (  # noqa: F401
@@ -23,25 +23,34 @@ from srcxform.ops import (  # noqa: F401
 from srcxform import linalg, math, nn, random  # noqa: F401
 from srcxform.control_flow import cond, fori_loop, map_fn, scan, while_loop  # noqa: F401
 from srcxform.tape import GradientTape, UnconnectedGradients  # noqa: F401
+from srcxform.nan_checks import debug_nans  # noqa: F401
 from srcxform.tensor import Tensor, Variable  # noqa: F401
 from srcxform.tree import register_pytree_node  # noqa: F401
 from srcxform.api import differentiable, grad, hessian, jacobian, value_and_grad  # noqa: F401
+from srcxform.diagnose import explain  # noqa: F401
+from srcxform.transforms import hvp, jacfwd, jacrev, jvp, linearize  # noqa: F401
+from srcxform.vmap import vectorized_map, vmap  # noqa: F401
+from srcxform import autodiff  # noqa: F401
 from srcxform.tf_function import TensorSpec, function  # noqa: F401
 from srcxform import optimizers  # noqa: F401
 from srcxform import keras  # noqa: F401
 from srcxform import testing  # noqa: F401  (check_grads, without an import of its own)
 from srcxform.optimizers import clip_by_global_norm, clip_by_norm  # noqa: F401
 
+from types import ModuleType as _ModuleType
+
 newaxis = None  # x[tf.newaxis] inserts an axis, as x[None]
 
 # TensorFlow's namespaces among the package's submodules: dir() lists these and hides the
 # others (the implementation: aval, backend, codegen, ...), which stay importable.
-_NAMESPACES = frozenset(("dtypes", "errors", "keras", "linalg", "math", "nn", "optimizers",
-                         "random", "testing"))
+_NAMESPACES = frozenset(("autodiff", "dtypes", "errors", "keras", "linalg", "math", "nn",
+                         "optimizers", "random", "testing"))
+
+# The public names: what `import *`, dir() and the API reference (pdoc) show.
+__all__ = [name for name, value in sorted(globals().items())
+           if not name.startswith("_")
+           and (not isinstance(value, _ModuleType) or name in _NAMESPACES)]
 
 
 def __dir__():
-    from types import ModuleType
-
-    return sorted(name for name, value in globals().items()
-                  if not isinstance(value, ModuleType) or name in _NAMESPACES)
+    return sorted(__all__ + [name for name in globals() if name.startswith("__")])

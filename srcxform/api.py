@@ -4,22 +4,27 @@ A Differentiable holds a kernel per form (value, grad, value_and_grad) and signa
 (array ndim, dtype and which dims are 1, plus static values), made by compiler.py at the
 first call like it or loaded from the on-disk index; a warm call is the kernel's
 generated entry: check the arguments still fit, one kernel call, build the results
-(codegen/entry.py).
+(codegen/entry.py). It pickles as its function and options, never its kernels: a process
+that receives it compiles (or loads) them itself, once.
 """
 
 import functools
+import hashlib
 import inspect
 import os
+import pickle
+import sys
 import threading
 import types
 import weakref
 from collections import namedtuple
 from collections.abc import Callable
+from typing import Any, overload
 
 import numpy as np
 
-from srcxform import (autograph, backend, compiler, crosscheck, index, openmp, structured,
-                      tiered)
+from srcxform import (autograph, backend, compiler, crosscheck, forward, index, nan_checks,
+                      openmp, structured, tiered)
 from srcxform.callconv import FORMS, form_result, is_static
 from srcxform.errors import TracingError
 from srcxform.kernel import NO, Counter, array_shapes
@@ -104,6 +109,8 @@ class Differentiable:
         self.wait = wait
         self.autograph = autograph
         self.has_aux = has_aux
+        # How another process makes f again (pickling): a maker and its arguments.
+        self._recipe = (Differentiable, (fn, wrt, parallel, check, wait, autograph, has_aux))
         self._python = None  # fn as traced: its control flow converted (autograph.py)
         # The plain call returns what the eager function would (Tensors where it makes
         # them); jacobian's, as the gradient forms, NumPy values (JAX's convention).
@@ -118,6 +125,7 @@ class Differentiable:
         self._warm = {form: functools.partial(self._slow, form) for form in FORMS}
         self._chained = set()  # (kernel, form) pairs with an entry in self._warm's chain
         self._hits, self._misses, self._loaded = Counter(), 0, 0
+        _LIVE.add(self)  # its warm entries are dropped when debug_nans changes
         self._bound = weakref.WeakKeyDictionary()
         self._lock = threading.RLock()  # held finding or compiling a kernel, and chaining
         if tiered.enabled(wait):
@@ -147,23 +155,29 @@ class Differentiable:
 
     # f's own class overrides these two with its newest entries (a reference taken
     # before, as srcxform.grad(fn) holds, calls this forwarder and stays on the warm path).
-    def grad(self, *args, **kwargs):
+    def grad(self, *args: Any, **kwargs: Any) -> Any:
         """The gradient at args wrt `wrt`, computed by the kernel."""
         return self._warm["grad"](*args, **kwargs)
 
-    def value_and_grad(self, *args, **kwargs):
+    def value_and_grad(self, *args: Any, **kwargs: Any) -> tuple:
         """(value, gradient) at args, computed by the kernel."""
         return self._warm["value_and_grad"](*args, **kwargs)
 
-    def source(self, *args, **kwargs):
+    def jvp(self, primals: tuple, tangents: tuple) -> tuple:
+        """(f(*primals), its Jacobian-vector product along `tangents`), JAX's jvp:
+        primals and tangents are tuples of positional arguments. Compiled: the forward
+        pass and its tangents are one kernel (forward.py derives each op's JVP)."""
+        return _jvp_form(self)(tuple(primals), tuple(tangents))
+
+    def source(self, *args: Any, **kwargs: Any) -> str:
         """The generated fused forward-and-adjoint source for these arguments, as text."""
         return self._kernel("value_and_grad", args, kwargs)[0].source
 
-    def ir(self, *args, **kwargs):
+    def ir(self, *args: Any, **kwargs: Any) -> str:
         """The printed IR (forward and adjoint, after optimization) for these arguments."""
         return str(self._program(args, kwargs))
 
-    def loop_stacks(self, *args, **kwargs):
+    def loop_stacks(self, *args: Any, **kwargs: Any) -> list:
         """What the gradient's loops store for their adjoints, for these arguments: a
         structured.LoopStacks per loop (its bytes per iteration, its checkpoint)."""
         return structured.loop_stacks(self._program(args, kwargs))
@@ -171,7 +185,7 @@ class Differentiable:
     def _program(self, args, kwargs):
         return self._kernel("value_and_grad", args, kwargs)[0].program
 
-    def kernel(self, *args, **kwargs):
+    def kernel(self, *args: Any, **kwargs: Any) -> Callable:
         """The compiled value-and-gradient for arguments like these, as a Numba function
         you can call from your own `@njit` code.
 
@@ -182,7 +196,7 @@ class Differentiable:
         """
         return self._kernel("value_and_grad", args, kwargs)[0].callable()
 
-    def kernel_signature(self, *args, **kwargs):
+    def kernel_signature(self, *args: Any, **kwargs: Any) -> KernelSignature:
         """KernelSignature(inputs, outputs): what `f.kernel(*args)` takes and returns, in
         order, as names: the arguments' leaves by parameter name (params_w for
         params['w']), each Variable by the name the function knows it by, `value` (with
@@ -191,7 +205,7 @@ class Differentiable:
         conv = self._kernel("value_and_grad", args, kwargs)[0].conv
         return KernelSignature(list(conv.in_names), list(conv.out_names))
 
-    def cache_info(self):
+    def cache_info(self) -> CacheInfo:
         """CacheInfo(hits, misses, kernels, loaded): hits and misses count the calls that
         found a kernel and those that did not (as functools.lru_cache counts); kernels is
         how many kernels f holds, and loaded how many of those came from the on-disk index
@@ -199,7 +213,7 @@ class Differentiable:
         return CacheInfo(self._hits.n, self._misses, sum(len(v) for v in self._kernels.values()),
                          self._loaded)
 
-    def compile(self, *args, **kwargs):
+    def compile(self, *args: Any, **kwargs: Any) -> "Differentiable":
         """Compiles, here and now, the kernels f.grad and f.value_and_grad run for
         arguments like these (f.grad's computes the gradient alone), so that their first
         call runs natively rather than on the eager tape while the kernel compiles in the
@@ -209,6 +223,28 @@ class Differentiable:
             self._kernel(form, args, kwargs)
         return self
 
+    # ----- pickling (processes, Dask) -----
+    def __reduce__(self):
+        """f pickles by reference where its module holds it under its name (the receiving
+        process imports that module's own f), else as what makes it again: its function
+        and options (_shipped), never its kernels, locks or caches, which a receiving
+        process makes itself, once (_received)."""
+        if _importable(self):
+            return self.__qualname__
+        return (_received, (_shipped(self._state()),))
+
+    def __dask_tokenize__(self):
+        """Dask's token for f: the same for the same function and options in every process
+        (the on-disk index's digest of the function, else its pickled form)."""
+        state = make, args, flags = self._state()
+        digest = index.function_digest(self.fn) or hashlib.sha256(_shipped(state)).hexdigest()
+        return ("srcxform", make.__qualname__, digest, repr(args[1:]), flags)
+
+    def _state(self):
+        """What makes f again: the maker, its arguments, and the flags forms set later."""
+        make, args = self._recipe
+        return make, args, (self._as_eager, self._tf_rules)
+
     # ----- compiling and running -----
     def _slow(self, form, *args, **kwargs):
         """The slow path: inline under a tape or a trace; else find or compile the kernel
@@ -217,10 +253,12 @@ class Differentiable:
         while args and args[-1] is NO:
             args = args[:-1]
         tapes = CONTEXT.tapes
-        if CONTEXT.traces or tapes and any(t._recording for t in tapes):
+        if CONTEXT.traces or CONTEXT.accumulators or tapes and any(t._recording for t in tapes):
             return self._inline(form, args, kwargs)
         with backend.gc_paused():  # a first call compiles
-            kernel, leaves = self._kernel(form, args, kwargs, tier0=True)
+            # A checked kernel (debug_nans) is waited for: the first calls' NumPy run
+            # while the worker compiles (tiered) would not check.
+            kernel, leaves = self._kernel(form, args, kwargs, tier0=not nan_checks.enabled())
             if kernel in self._compiling:  # the worker compiles it: this call runs on NumPy
                 return self._tier0(kernel, leaves)
 
@@ -245,6 +283,11 @@ class Differentiable:
             if not kwargs and (kernel, form) not in self._chained:
                 self._chain(kernel, form, args)
         return results
+
+    def _unchain(self):
+        """Drops the warm entries: the next call of each form takes the slow path."""
+        with self._lock:
+            self._drop([])
 
     def _chain(self, kernel, form, args):
         """Puts an entry for calls like `args` to `kernel` in front of the warm path."""
@@ -334,8 +377,10 @@ class Differentiable:
 
     def _find_or_compile(self, kernel_form, args, kwargs, tier0=False):
         leaves, treedef = tree_flatten((args, kwargs))
+        # A kernel checking for NaN and inf (debug_nans) is another kernel, cached apart.
         key = (kernel_form, treedef,
-               tuple(_leaf_key(leaf, self._tf_rules) for leaf in leaves))
+               tuple(_leaf_key(leaf, self._tf_rules) for leaf in leaves),
+               *(("debug_nans",) if nan_checks.enabled() else ()))
         candidates = self._kernels.setdefault(key, [])
         stale = [kernel for kernel in candidates if not kernel.current()]
         if stale:
@@ -367,7 +412,7 @@ class Differentiable:
         tiers on, in the worker (self._compiling), the kernel only traced so far."""
         how = {"wrt": self.wrt, "parallel": self.parallel, "as_eager": self._as_eager,
                "keywords": self._keywords(), "has_aux": self.has_aux,
-               "tf_rules": self._tf_rules}
+               "tf_rules": self._tf_rules, "nan_checks": nan_checks.enabled()}
         if tier0 and tiered.enabled(self.wait):
             tiered.start_worker()  # where it was not started with f, or has died
             # Its module is generated after this call returns (_tier0), in another thread.
@@ -408,6 +453,30 @@ class Differentiable:
 
 
 
+# Each Differentiable's jvp form: a Differentiable of its function's forward mode.
+_JVP_FORMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _jvp_form(f):
+    form = _JVP_FORMS.get(f)
+    if form is None:
+        traced = f._traced_fn()
+
+        def jvp_of(primals, tangents):
+            return forward.jvp(traced, primals, tangents)
+
+        jvp_of.__name__ = f"jvp_of_{getattr(f.fn, '__name__', 'f')}"
+        form = _JVP_FORMS[f] = Differentiable(jvp_of, parallel=f.parallel, wait=f.wait,
+                                              autograph=False)
+        form._as_eager = f._as_eager
+    return form
+
+
+# The Differentiables alive, whose warm entries a change of debug_nans drops.
+_LIVE: weakref.WeakSet = weakref.WeakSet()
+nan_checks.ON_CHANGE.append(lambda: [f._unchain() for f in list(_LIVE)])
+
+
 def _compiled_form(fn):
     """Whether fn is a Differentiable's method (f.grad): its function is srcxform's."""
     return isinstance(fn, types.MethodType) and isinstance(fn.__self__, Differentiable)
@@ -430,11 +499,68 @@ def _as_tensors(args, kwargs, tf_rules=False):
     return tree_unflatten(tree, leaves)
 
 
+def _importable(d):
+    """Whether d's module holds d under d's qualified name (a decorated module-level
+    function), so that pickle can name it. Not in __main__: another process's __main__ is
+    another program (cloudpickle's and Dask's rule)."""
+    module = sys.modules.get(getattr(d, "__module__", None) or "")
+    if module is None or module.__name__ == "__main__":
+        return False
+    found = module
+    for name in d.__qualname__.split("."):
+        found = getattr(found, name, None)
+    return found is d
+
+
+def _shipped(state):
+    """state as bytes: pickled by reference where pickle can name each function in it;
+    else by value with cloudpickle (a lambda, a closure, a function of __main__)."""
+    try:
+        payload = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+        if b"__main__" not in payload:
+            return payload
+    except (pickle.PicklingError, AttributeError, TypeError):
+        pass  # a function pickle cannot name
+    try:
+        import cloudpickle
+    except ImportError:
+        raise pickle.PicklingError(
+            f"srcxform: cannot pickle {state[1][0]!r}: pickle names a function by its module "
+            "and name, and this one has none another process can import (a lambda, a "
+            "closure, a function of __main__); install cloudpickle to pickle it by value, "
+            "or define it at the top level of a module") from None
+    return cloudpickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+@functools.lru_cache(maxsize=256)
+def _received(payload: bytes) -> "Differentiable":
+    """The Differentiable a pickled payload describes: one per process for equal payloads
+    (the LRU holds it), so that a worker traces and compiles it once, however many tasks
+    bring it; its first call may find the kernel in the on-disk cache."""
+    make, args, (as_eager, tf_rules) = pickle.loads(payload)
+    made = make(*args)
+    made._as_eager, made._tf_rules = as_eager, tf_rules
+    return made
+
+
 # ----- public forms -----
 
 
-def differentiable(fn=None, *, wrt=0, parallel=False, check=False, wait=False,
-                   autograph=True, has_aux=False):
+@overload
+def differentiable(fn: Callable, *, wrt: int | tuple = 0, parallel: bool = False,
+                   check: bool = False, wait: bool = False, autograph: bool = True,
+                   has_aux: bool = False) -> Differentiable: ...
+
+
+@overload  # @differentiable(wrt=1): the decorator
+def differentiable(fn: None = None, *, wrt: int | tuple = 0, parallel: bool = False,
+                   check: bool = False, wait: bool = False, autograph: bool = True,
+                   has_aux: bool = False) -> Callable[[Callable], Differentiable]: ...
+
+
+def differentiable(fn: Callable | None = None, *, wrt: int | tuple = 0, parallel: bool = False,
+                   check: bool = False, wait: bool = False, autograph: bool = True,
+                   has_aux: bool = False) -> Differentiable | Callable[[Callable], Differentiable]:
     """Compiles fn with its gradient; use as `@differentiable` or `differentiable(f, wrt=1)`.
 
     With `check` (or SRCXFORM_CHECK=1 in the environment) each kernel's first call with
@@ -478,11 +604,11 @@ def value_and_grad(fn: Callable, wrt: int | tuple = 0, has_aux: bool = False) ->
     return differentiable(fn, wrt=wrt, has_aux=has_aux).value_and_grad
 
 
-def jacobian(fn, wrt=0):
+def jacobian(fn: Callable, wrt: int | tuple = 0) -> Differentiable:
     """The compiled jacobian function of fn: shape out.shape + arg.shape (JAX's jacrev)."""
     # jac closes over fn and plain values: the on-disk index describes it by its cells.
     single = isinstance(wrt, int)
-    positions = (wrt,) if single else tuple(wrt)
+    positions = (wrt,) if isinstance(wrt, int) else tuple(wrt)
 
     def jac(*args):
         with GradientTape(persistent=True, watch_accessed_variables=False) as tape:
@@ -496,10 +622,11 @@ def jacobian(fn, wrt=0):
     jac.__name__ = f"jacobian_of_{getattr(fn, '__name__', 'f')}"
     compiled = differentiable(jac)
     compiled._as_eager = False  # JAX's jacobian returns arrays
+    compiled._recipe = (jacobian, (fn, wrt))  # jac itself pickles only by value
     return compiled
 
 
-def hessian(fn, wrt=0):
+def hessian(fn: Callable, wrt: int | tuple = 0) -> Differentiable:
     """The compiled hessian function of fn: the jacobian of its gradient."""
     return jacobian(grad(fn, wrt=wrt), wrt=wrt)
 

@@ -82,10 +82,25 @@ class TieredWarning(UserWarning):
     not start. The kernel compiles in the calling process instead."""
 
 
+class GradientCutWarning(UserWarning):
+    """A gradient is silently cut: a watched tensor became a NumPy array or a Python number
+    inside a recording tape, or an optimizer was given None gradients. Said once per line
+    of the user's code; `warnings.simplefilter("error", GradientCutWarning)` makes it an
+    error."""
+
+
 class AutographWarning(UserWarning):
     """A function's Python control flow could not be converted into srcxform.cond,
     while_loop and fori_loop (autograph.py): it is traced as written, where an `if`,
     `while` or `for` on a traced value raises TracingError. The message says why."""
+
+
+# tf.errors's names and srcxform's own; the functions below are the implementation's.
+__all__ = ["AutographWarning", "CacheWarning", "CompileError", "DtypeArgumentError",
+           "GradientCutWarning", "IndexArgumentError", "InvalidArgumentError",
+           "LinAlgArgumentError", "ShapeArgumentError", "ShapeError", "SlowCompileWarning",
+           "SrcxformError", "TieredWarning", "TracingAttributeError", "TracingError",
+           "ZeroDivisionArgumentError"]
 
 
 def user_frame():
@@ -98,10 +113,22 @@ def user_frame_object():
     """The innermost Python frame outside srcxform's own modules, or None."""
     frame = sys._getframe(1)
     while frame is not None:
-        if not os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR + os.sep):
+        if not is_own_file(frame.f_code.co_filename):
             return frame
         frame = frame.f_back
     return None
+
+
+_OWN_FILES: dict = {}  # file name -> whether it is one of srcxform's modules
+
+
+def is_own_file(filename):
+    """Whether a code object's file is srcxform's; remembered per name, as a tape asks for
+    the user's line at each op it records (abspath is the slow part)."""
+    own = _OWN_FILES.get(filename)
+    if own is None:
+        own = _OWN_FILES[filename] = os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep)
+    return own
 
 
 def warn_user(message, category):
@@ -111,6 +138,18 @@ def warn_user(message, category):
     while frame is not None and frame is not user:
         level, frame = level + 1, frame.f_back
     warnings.warn(message, category, stacklevel=level)
+
+
+_WARNED_SITES: set = set()  # the (category, file, line)s warn_once_at has warned at
+
+
+def warn_once_at(site, message, category):
+    """warnings.warn, attributed to `site` (the user's (file, line)), once per site and
+    category however often the line runs (a training loop's)."""
+    if site is None or (category, *site) in _WARNED_SITES:
+        return
+    _WARNED_SITES.add((category, *site))
+    warnings.warn_explicit(message, category, *site)
 
 
 def user_line(origin=None):
@@ -154,6 +193,23 @@ def source_text(text, quote=""):
     escaped = "\\" + quote if quote else ""
     return "".join(repr(c)[1:-1] if not c.isprintable() else "\\" + c if c in escaped else c
                    for c in text)
+
+
+_DOUBLE_WHERE = "where(c, f(where(c, x, safe_x)), y)"
+
+
+def nan_message(op, what, line, gradient_of=None, called_at=None):
+    """debug_nans's message: `op` made `what` ("a NaN", "an inf") at `line`, the user's.
+    An op of a gradient names instead the forward line it is the gradient of, and where
+    known (eagerly) the line computing the gradient."""
+    if gradient_of is None:
+        return (f"{op} made {what} at {line}\n  (debug_nans; if a where() masks these "
+                f"elements, their gradient is still NaN: make the input safe first, the "
+                f"double-where pattern: {_DOUBLE_WHERE})")
+    at = f"; computing the gradient at {called_at}" if called_at else ""
+    return (f"{op} made {what} in the gradient of {gradient_of}\n  (debug_nans{at}; a "
+            f"where() whose other branch is NaN or inf has a NaN gradient: use the "
+            f"double-where pattern, {_DOUBLE_WHERE})")
 
 
 def shape_error(message):

@@ -36,12 +36,12 @@ for steps that pass parameters in and out whole).
 """
 
 import contextlib
-import warnings
 
 import numpy as np
 
 from srcxform import ops as _ops
 from srcxform import recording
+from srcxform.errors import GradientCutWarning, user_frame, warn_once_at
 from srcxform.tape import GradientTape
 from srcxform.tensor import Value, Variable
 from srcxform.tree import tree_flatten, tree_unflatten
@@ -65,7 +65,7 @@ class Optimizer:
     again when one changes).
     """
 
-    _HYPERPARAMETERS = ()
+    _HYPERPARAMETERS: tuple[str, ...] = ()
     _SHARED_HYPERPARAMETERS = ("weight_decay", "clipnorm", "clipvalue", "global_clipnorm")
 
     def __init__(self, learning_rate, name, weight_decay=None, clipnorm=None, clipvalue=None,
@@ -203,11 +203,16 @@ class Optimizer:
                 loss = loss()
         elif callable(var_list):
             var_list = var_list()
-        grads = tape.gradient(loss, var_list)
-        self.apply(grads, var_list)
+        leaves = tree_flatten(var_list)[0]
+        grads = tape.gradient(loss, leaves)  # a list: a None gradient keeps its place
+        why = {id(v): _why_none(tape.explain(loss, v))
+               for v, g in zip(leaves, grads) if g is None}
+        self._apply(grads, leaves, why)
         return self._iterations
 
-    def _apply(self, grads, params):
+    def _apply(self, grads, params, why=None):
+        """Updates params by grads; `why`: {id(param): why its gradient is None}, for the
+        warning."""
         params = [p if isinstance(p, Value) else _ops.convert_to_tensor(p) for p in params]
         keys = [_key(p, i) for i, p in enumerate(params)]
         missing = [p for g, p in zip(grads, params) if g is None]
@@ -215,9 +220,12 @@ class Optimizer:
             raise ValueError(f"{self.name}: no gradients provided for any variable: "
                              f"{[_describe(p) for p in params]}")
         if missing:
-            warnings.warn(f"{self.name}: gradients do not exist for "
-                          f"{[_describe(p) for p in missing]} when minimizing the loss; "
-                          "they are not updated", stacklevel=3)
+            reasons = "".join(f"\n  {_describe(p)}: {why[id(p)]}" for p in missing
+                              if why and id(p) in why)
+            warn_once_at(user_frame(), f"{self.name}: gradients do not exist for "
+                         f"{[_describe(p) for p in missing]} when minimizing the loss; "
+                         f"they are not updated{reasons}\n  (tape.explain(loss, variable) "
+                         f"says why a gradient is None)", GradientCutWarning)
         new = list(params)
         with recording.paused():  # updates are not differentiated (TensorFlow's rule)
             # Check every pair before changing anything, so a bad one updates nothing.
@@ -677,6 +685,13 @@ def _key(param, position):
 def _short_name(param):
     name = getattr(param, "name", None)
     return name.split(":")[0] if isinstance(name, str) else "param"
+
+
+def _why_none(explanation):
+    """tape.explain's reason for a None gradient, on one line."""
+    cut = explanation.cut
+    return explanation.kind if cut is None else \
+        f"{explanation.kind}: {cut.detail} at {cut.step.where}"
 
 
 def _describe(param):

@@ -8,9 +8,12 @@ This module holds no gradient logic (that is backprop.py).
 """
 
 import contextlib
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from srcxform.errors import user_frame
 
 
 class Context(threading.local):
@@ -19,6 +22,7 @@ class Context(threading.local):
 
     def __init__(self):
         self.tapes = []  # tapes whose context is open, innermost last
+        self.accumulators = []  # forward accumulators whose context is open (forward.py)
         self.traces = []  # traces now running, innermost last (trace.py pushes them)
         self.open = []  # the tapes and traces now open, both (kept by `enter` and `leave`)
         # (record, cotangent) pairs of the reverse sweeps now running; (None, None) while
@@ -39,6 +43,9 @@ CONTEXT = Context()
 OPEN_ANYWHERE: list = []
 # The `perturb`s set in any thread: an eager op reads CONTEXT.perturb only while one is.
 PERTURBING: list = []
+# Whether eager ops check their results for a NaN or inf they made (debug_nans.py sets
+# it): a module global, so that an op pays one flag test while it is off.
+DEBUG_NANS = os.environ.get("SRCXFORM_DEBUG_NANS", "") not in ("", "0")
 
 
 @dataclass(slots=True)
@@ -54,6 +61,23 @@ class Record:
     out: object
     params: dict
     outs: tuple | None = None
+    op: object = None  # the primitive (or a name) that made it, for tape.explain
+    origin: tuple | None = None  # the user's (file, line) that ran it
+
+
+@dataclass(slots=True)
+class Cut:
+    """An op that took a watched value (or one made from a cut) and that the tape does not
+    differentiate, kept with its line for tape.explain: `kind` says why (see explain.py);
+    `out` is the id of what it made, None where srcxform cannot follow it (a NumPy array).
+    A `through` cut is an op on a cut's output: it links that cut to what it reaches."""
+
+    kind: str
+    op: object
+    inputs: tuple  # ids
+    out: int | None
+    origin: tuple | None
+    detail: str = ""
 
 
 def enter(stack, item):
@@ -69,24 +93,69 @@ def leave(stack, item):
     OPEN_ANYWHERE.remove(item)
 
 
-def record(vjp, inputs, out, params):
-    """Appends the op to every recording tape that watches one of its inputs."""
+def record(vjp, inputs, out, params, op=None):
+    """Appends the op to every recording tape that watches one of its inputs. An op whose
+    output is not float carries no gradient: the tape keeps it as a Cut instead."""
     if out.dtype.kind != "f":
+        if CONTEXT.tapes:
+            kind = "no gradient" if getattr(op, "nondiff", False) else _dtype_kind(out.dtype)
+            cut_by(kind, op, inputs, out, out.dtype.name)
         return
     for tape in CONTEXT.tapes:
         if tape._recording and any(v._id in tape._watched for v in inputs):
-            tape._records.append(Record(vjp, tuple(inputs), out, params))
+            tape._records.append(Record(vjp, tuple(inputs), out, params, None, op,
+                                        user_frame()))
             tape._watched.add(out._id)
+        elif tape._cut_ids and tape._recording:
+            _through(tape, op, inputs, out._id)
+    for accumulator in CONTEXT.accumulators:
+        accumulator.observe(Record(vjp, tuple(inputs), out, params))
 
 
-def record_outputs(vjp, inputs, outs, params):
+def record_outputs(vjp, inputs, outs, params, op=None):
     """`record` for an op of several outputs (see Record.outs)."""
     if not any(out.dtype.kind == "f" for out in outs):
         return
     for tape in CONTEXT.tapes:
         if tape._recording and any(v._id in tape._watched for v in inputs):
-            tape._records.append(Record(vjp, tuple(inputs), outs[0], params, tuple(outs)))
+            tape._records.append(Record(vjp, tuple(inputs), outs[0], params, tuple(outs),
+                                        op, user_frame()))
             tape._watched.update(out._id for out in outs)
+    for accumulator in CONTEXT.accumulators:
+        accumulator.observe(Record(vjp, tuple(inputs), outs[0], params, tuple(outs)))
+
+
+def cut_by(kind, op, inputs, out, detail=""):
+    """An op on `inputs` that no tape differentiates (see Cut): each recording tape that
+    watches one of them, or holds a cut one came from, keeps it. `out`: a value, or None.
+    Returns whether a tape watched an input (a gradient is cut here)."""
+    out_id = None if out is None else out._id
+    kept = False
+    for tape in CONTEXT.tapes:
+        if not tape._recording:
+            continue
+        if any(v._id in tape._watched for v in inputs):
+            tape._cuts.append(Cut(kind, op, tuple(v._id for v in inputs), out_id,
+                                  user_frame(), detail))
+            kept = True
+            if out_id is not None:
+                tape._cut_ids.add(out_id)
+        elif tape._cut_ids and out_id is not None:
+            _through(tape, op, inputs, out_id)
+    return kept
+
+
+def _through(tape, op, inputs, out_id):
+    """Follows a cut's output through an op the tape does not record (it is no longer
+    watched), so that explain can tell which target the cut would have reached."""
+    ids = tuple(v._id for v in inputs)
+    if any(i in tape._cut_ids for i in ids):
+        tape._cuts.append(Cut("through", op, ids, out_id, None))
+        tape._cut_ids.add(out_id)
+
+
+def _dtype_kind(dtype):
+    return "bool dtype" if dtype.kind == "b" else "integer dtype"
 
 
 def watching(inputs):

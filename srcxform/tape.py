@@ -7,12 +7,15 @@ call may ask for, and what shape the answer has.
 import contextlib
 import enum
 import warnings
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
 from srcxform import ops, recording
 from srcxform.aval import size
 from srcxform.backprop import backprop
+from srcxform.explain import Explanation, explain_tape
 from srcxform.tensor import Value, Variable, as_value
 from srcxform.tree import tree_flatten, tree_unflatten
 
@@ -40,6 +43,8 @@ class GradientTape:
         self._watch_accessed = watch_accessed_variables
         self._records = []
         self._watched = set()
+        self._cuts = []  # ops that took a watched value and carry no gradient (explain)
+        self._cut_ids = set()  # the values made from a cut
         self._variables = []
         self._recording = False
         self._entered = False
@@ -57,7 +62,7 @@ class GradientTape:
         return False
 
     # ----- watching -----
-    def watch(self, tensor):
+    def watch(self, tensor: Any) -> None:
         """Watches a value, or every value in a nested list/tuple/dict of them."""
         for leaf in tree_flatten(tensor)[0]:
             if not isinstance(leaf, Value):
@@ -77,12 +82,12 @@ class GradientTape:
             self._watched.add(variable._id)
             self._variables.append(variable)
 
-    def watched_variables(self):
+    def watched_variables(self) -> tuple:
         """The Variables this tape watches, in the order they were first watched."""
         return tuple(self._variables)
 
     @contextlib.contextmanager
-    def stop_recording(self):
+    def stop_recording(self) -> Iterator[None]:
         """Ops run inside this block are not recorded by this tape."""
         if not self._recording:
             raise ValueError("stop_recording: the tape is not recording")
@@ -92,15 +97,18 @@ class GradientTape:
         finally:
             self._recording = True
 
-    def reset(self):
+    def reset(self) -> None:
         """Forgets everything recorded and watched so far."""
         self._records.clear()
         self._watched.clear()
+        self._cuts.clear()
+        self._cut_ids.clear()
         self._variables.clear()
 
     # ----- differentiating -----
-    def gradient(self, target, sources, output_gradients=None,
-                 unconnected_gradients=UnconnectedGradients.NONE):
+    def gradient(self, target: Any, sources: Any, output_gradients: Any = None,
+                 unconnected_gradients: UnconnectedGradients | str = UnconnectedGradients.NONE
+                 ) -> Any:
         """The gradient of target (summed, or weighted by output_gradients) wrt sources.
 
         `sources` may be nested; the result has the same structure.
@@ -139,8 +147,22 @@ class GradientTape:
                               or targets_count and i in seeds])
         return [found.get(i) if s.dtype.kind == "f" else None for s, i in zip(leaves, ids)]
 
-    def jacobian(self, target, sources, unconnected_gradients=UnconnectedGradients.NONE,
-                 parallel_iterations=None, experimental_use_pfor=True):
+    def explain(self, target: Any, source: Any) -> Explanation:
+        """Why d target / d source is what it is, naming the user's lines: the path(s)
+        from source to target, or the cut that makes the gradient None (an unwatched
+        source, an integer cast, stop_gradient, a NumPy conversion, an op with no
+        gradient, an assign; or no connection). Reads the tape only: it may be called
+        before or after `gradient`, on any tape.
+
+        Example:
+            >>> print(tape.explain(loss, w))   # str() is the report; fields for tests
+        """
+        return explain_tape(self, target, source)
+
+    def jacobian(self, target: Any, sources: Any,
+                 unconnected_gradients: UnconnectedGradients | str = UnconnectedGradients.NONE,
+                 parallel_iterations: int | None = None, experimental_use_pfor: bool = True
+                 ) -> Any:
         """d target / d source, shaped target.shape + source.shape, for each source."""
         if not isinstance(target, Value):
             # as_value would make a list of tensors a new constant, unconnected: None.
@@ -156,7 +178,7 @@ class GradientTape:
         # tells which sources it is connected to, as TensorFlow's jacobian tells.
         empty = None if rows else self._gradient_leaves(
             target, leaves, ops.zeros(target.shape, target.dtype))
-        result = []
+        result: list = []
         for j, source in enumerate(leaves):
             shape = tuple(target.shape) + tuple(source.shape)
             if empty is not None and empty[j] is None and not zero:
@@ -165,8 +187,10 @@ class GradientTape:
                 result.append(_stacked([r[j] for r in rows], shape, source, zero))
         return tree_unflatten(treedef, result)
 
-    def batch_jacobian(self, target, source, unconnected_gradients=UnconnectedGradients.NONE,
-                       parallel_iterations=None, experimental_use_pfor=True):
+    def batch_jacobian(self, target: Any, source: Any,
+                       unconnected_gradients: UnconnectedGradients | str = UnconnectedGradients.NONE,
+                       parallel_iterations: int | None = None,
+                       experimental_use_pfor: bool = True) -> Any:
         """Per-example jacobian, shaped [b, *target.shape[1:], *source.shape[1:]]; row i of
         target must depend only on row i of source. Where target does not depend on
         source it is zeros of target's dtype, whatever unconnected_gradients says, as

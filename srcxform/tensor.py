@@ -8,6 +8,8 @@ nothing here computes or differentiates by itself, and this module imports no op
 
 import contextlib
 import itertools
+import os
+import sys
 import threading
 
 import numpy as np
@@ -17,7 +19,8 @@ from srcxform.aval import Aval
 from srcxform.dims import Dim, concrete
 from srcxform.dtypes import (as_dtype, check_convertible, out_of_range, settled,
                              weak_storage)
-from srcxform.errors import ShapeArgumentError, TracingError, user_line
+from srcxform.errors import (GradientCutWarning, ShapeArgumentError, TracingError,
+                             is_own_file, user_line, warn_once_at)
 from srcxform.tensor_shape import TensorShape
 
 _ids = itertools.count(1)
@@ -29,6 +32,7 @@ class Value:
     __slots__ = ()
     __array_priority__ = 100
     _trace = None
+    _id: int  # what tapes know a value by (each subclass's slot)
 
     @property
     def shape(self):
@@ -48,7 +52,8 @@ class Value:
     def __pos__(self):
         return self
 
-    __hash__ = None  # as TensorFlow: == is elementwise, so values are not hashable
+    # As TensorFlow: == is elementwise, so values are not hashable.
+    __hash__ = None  # type: ignore[assignment]
 
     # ----- iteration -----
     def __len__(self):
@@ -111,9 +116,13 @@ class Tensor(Value):
         return array.astype(self.dtype) if self._weak else array.copy()
 
     def __array__(self, dtype=None, copy=None):
+        if recording.OPEN_ANYWHERE and recording.CONTEXT.tapes:
+            _converted(self, "NumPy array")
         return _shared_array(self._array, self.dtype if dtype is None else dtype, copy)
 
     def __float__(self):
+        if recording.OPEN_ANYWHERE and recording.CONTEXT.tapes:
+            _converted(self, "Python float")
         return float(self._scalar("float"))
 
     def __int__(self):
@@ -233,6 +242,8 @@ class Variable(Value):
         return VariablePart._of(part, self, index)
 
     def __array__(self, dtype=None, copy=None):
+        if recording.OPEN_ANYWHERE and recording.CONTEXT.tapes:
+            _converted(self, "NumPy array")
         return _shared_array(self._array, self.dtype if dtype is None else dtype, copy)
 
     def assign(self, value, read_value=True):
@@ -294,11 +305,16 @@ class Variable(Value):
             raise ValueError(f"assign: cannot assign a value of shape {new.shape} to "
                              f"{self.name} of shape {self._array.shape}")
         _check_range(new, self.dtype, f"assign to {self.name}")
+        if recording.CONTEXT.tapes:  # assign is not differentiated: kept for tape.explain
+            recording.cut_by("assign", "assign", [value], self, f"to {self.name}")
         self._array = new.astype(self._array.dtype, copy=True)
         return self
 
     def __float__(self):
-        return float(self._read())
+        value = self._read()
+        if recording.OPEN_ANYWHERE and recording.CONTEXT.tapes:
+            _converted(value, "Python float")
+        return float(value)
 
     def __int__(self):
         return int(self._read())
@@ -367,6 +383,29 @@ class VariablePart(Tensor):
             new[tuple(self._index) if isinstance(self._index, list) else self._index] = \
                 value._array
             return self._variable._assign(new)
+
+
+_NUMPY_DIR = os.path.dirname(np.__file__) + os.sep
+
+
+def _converted(value, what):
+    """A value becomes a NumPy array or a Python number while a tape records: where a tape
+    watches it, its gradient stops here. The tape keeps the cut for explain, and the
+    user's line is warned of once (GradientCutWarning). srcxform's own conversions are
+    none of the user's."""
+    if is_own_file(sys._getframe(2).f_code.co_filename):
+        return
+    if not recording.cut_by("numpy conversion", what, [value], None, what):
+        return
+    frame = sys._getframe(2)
+    while frame is not None and (is_own_file(frame.f_code.co_filename)
+                                 or frame.f_code.co_filename.startswith(_NUMPY_DIR)):
+        frame = frame.f_back  # np.sum([t1, t2]) converts inside NumPy's Python code
+    site = frame and (frame.f_code.co_filename, frame.f_lineno)
+    warn_once_at(site, f"a watched tensor became a {what} inside a recording GradientTape: "
+                 f"its gradient stops here ({user_line(site)}); use srcxform ops on the "
+                 f"tensor instead, or tape.stop_recording() if this is only for display",
+                 GradientCutWarning)
 
 
 def _numpy_text(array, text):

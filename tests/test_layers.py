@@ -22,7 +22,8 @@ LAYERS = [
     ("ir", {"srcxform.ir", "srcxform.names", "srcxform.runtime"}),
     ("primitive", {"srcxform.primitive"}),
     ("ops", {"srcxform.ops", "srcxform.ops."}),
-    ("autodiff", {"srcxform.backprop", "srcxform.tape", "srcxform.trace"}),
+    ("autodiff", {"srcxform.backprop", "srcxform.tape", "srcxform.trace", "srcxform.forward",
+                  "srcxform.explain", "srcxform.nan_checks"}),
     ("passes", {"srcxform.passes", "srcxform.passes."}),
     # Control flow's IR ops: their regions are traced and optimized as whole programs.
     ("structured", {"srcxform.structured", "srcxform.reroll"}),
@@ -36,10 +37,12 @@ LAYERS = [
                   "srcxform.tiered", "srcxform.compile_worker", "srcxform.openmp",
                   "srcxform.interpret"}),
     ("surface", {"srcxform", "srcxform.__main__", "srcxform.api", "srcxform.optimizers",
+                 "srcxform.diagnose",
                  "srcxform.math", "srcxform.linalg", "srcxform.nn", "srcxform.random", "srcxform.control_flow",
                  "srcxform.testing", "srcxform.testing.", "srcxform.keras", "srcxform.keras.",
                  "srcxform.autograph", "srcxform.autograph_analysis", "srcxform.tf_function",
-                 "srcxform.autograph_runtime"}),
+                 "srcxform.autograph_runtime", "srcxform.autodiff", "srcxform.transforms",
+                 "srcxform.vmap", "srcxform.dask"}),
 ]
 
 
