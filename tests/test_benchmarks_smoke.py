@@ -16,6 +16,8 @@ os.environ.setdefault("SRCXFORM_BENCH_NUMBA_CACHE", "1")  # the hand kernels, be
 from benchmarks import hand_numpy as hn
 from benchmarks import peers, threads, workloads
 
+pytestmark = pytest.mark.slow  # every benchmark workload compiled, with its peers
+
 WORKLOADS = workloads.make_workloads(tiny=True)
 SYSTEMS = workloads.systems()
 

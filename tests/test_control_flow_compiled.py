@@ -117,6 +117,7 @@ PARAMS = np.array([1.1, 0.4, 0.4, 0.1])
 Z0 = np.array([10.0, 5.0])
 
 
+@pytest.mark.slow  # 1,000 RK4 steps, as Python too: minutes on two cores
 def test_rk4_lotka_volterra_1000_steps_gradient(compile_mode):
     f = tf.differentiable(rk4_loss, wrt=(0, 1))
     steps, h = np.int64(1000), 0.005

@@ -333,6 +333,7 @@ def _pooled(x, w):
             + tf.reduce_sum(tf.nn.max_pool2d(y, 2, 2, "SAME") ** 3))
 
 
+@pytest.mark.slow  # a second-order kernel of convolutions and pools
 def test_compiled_second_order_as_eager():
     """The gradient of a compiled gradient: patches and fold, each the other's VJP."""
     rng = np.random.default_rng(3)

@@ -20,6 +20,8 @@ from fuzz import (
 
 import srcxform as tf
 
+pytestmark = pytest.mark.slow  # random programs at several sizes: minutes on two cores
+
 FUZZ_SEED, FUZZ_PROGRAMS = 20240611, 30
 
 

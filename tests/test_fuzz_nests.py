@@ -17,6 +17,8 @@ from fuzz_nests import PATHS, NumpyShim, check_reference, data, program_for, run
 
 import srcxform as tf
 
+pytestmark = pytest.mark.slow  # random programs at several sizes: minutes on two cores
+
 # Through every path: Numba compiles three kernels or more a program (5-20 s of CPU
 # uncached). This seed's three draw both loop forms, det, sort and cumsum, and no sort of
 # a matrix (whose kernel is traced again at each size: seconds more).

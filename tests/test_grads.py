@@ -26,9 +26,13 @@ def _check(row, order, compiled):
                 compiled=compiled)
 
 
+# Compiled by Numba, a kernel a row: the slow tier (the quick one checks every row's
+# generated code as Python: test_as_python_equals_eager).
+@pytest.mark.parametrize("compiled", [False, pytest.param(True, marks=pytest.mark.slow)],
+                         ids=["eager", "compiled"])
 @pytest.mark.parametrize("row", DIFF)
-def test_first_order(row):
-    _check(row, 1, COMPILED)
+def test_first_order(row, compiled):
+    _check(row, 1, compiled and COMPILED)
 
 
 @pytest.mark.parametrize("row", [p for p in DIFF if p.values[0].order >= 2])

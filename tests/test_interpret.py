@@ -20,6 +20,7 @@ def interpreted_and_compiled(f, form, *args):
     return tiered.results(kernel, leaves), kernel.run(leaves)
 
 
+@pytest.mark.slow  # every corpus program compiled in each form
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_the_corpus_interpreted_is_the_kernel(case):
     f = tf.differentiable(case.fn, wrt=case.wrt)

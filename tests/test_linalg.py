@@ -308,7 +308,7 @@ def _inputs(rng):
                rng.normal(size=shape))
 
 
-@pytest.mark.parametrize("jit", ["1", "0"])
+@pytest.mark.parametrize("jit", [pytest.param("1", marks=pytest.mark.slow), "0"])
 def test_compiled_as_eager_at_two_sizes(jit, monkeypatch):
     monkeypatch.setenv("SRCXFORM_JIT", jit)
     compiled = tf.differentiable(_linear_algebra)
@@ -329,7 +329,7 @@ def _full_svd(x):
             tf.matmul(v, v, transpose_a=True))
 
 
-@pytest.mark.parametrize("jit", ["1", "0"])
+@pytest.mark.parametrize("jit", [pytest.param("1", marks=pytest.mark.slow), "0"])
 def test_compiled_full_svd_as_eager(jit, monkeypatch):
     """One kernel for three sizes. Where m and n differ by 1 or less the extra columns are
     unique up to their signs (fixed alike eager and compiled); beyond, they are any

@@ -116,7 +116,10 @@ def _reference(update, w0, b0, cw, cb, steps):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+# Compiled: a kernel per optimizer and dtype (test_compiled_step_equals_eager_after_50_steps
+# compiles each optimizer in the quick tier).
+@pytest.mark.parametrize("compiled", [False, pytest.param(True, marks=pytest.mark.slow)],
+                         ids=["eager", "compiled"])
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_update_equals_hand_computed(case, compiled, dtype):
     make, update = CASES[case]

@@ -28,10 +28,15 @@ def test_the_readme_commands_are_the_ones_ci_runs():
             assert step in ci, f"README step {step!r} is not what .ci/run runs"
 
 
+def _run_section(title, folder):
+    """Runs the Python blocks of the README's section `title` as one script; its globals."""
+    script = folder / "section.py"
+    script.write_text("\n".join(_blocks("python", _section(title))))
+    return runpy.run_path(str(script), run_name="__main__")
+
+
 def test_the_tour_runs_and_prints_what_it_says(tmp_path, capsys):
-    script = tmp_path / "tour.py"
-    script.write_text("\n".join(_blocks("python", _section("Tour"))))
-    runpy.run_path(str(script), run_name="__main__")
+    _run_section("Tour", tmp_path)
     printed = capsys.readouterr().out.splitlines()
     assert printed[:2] == ["Result of y: 9.0", "6.0"]
     assert any(line.startswith("def loss") for line in printed[2:])  # loss.source(w, x)
@@ -68,3 +73,24 @@ def test_the_numpy_table_lists_what_dispatches():
     assert [name for name, f in listed.items() if f not in ufuncs() and f not in FUNCTIONS] == []
     missing = [f.__name__ for f in [*ufuncs(), *FUNCTIONS] if f not in listed.values()]
     assert missing == []
+
+
+def test_the_forward_mode_example_runs_and_computes_what_it_says(tmp_path):
+    import numpy as np
+
+    namespace = _run_section("Forward mode, hvp, vmap and Jacobians", tmp_path)
+    np.testing.assert_allclose(namespace["acc"].jvp(namespace["g"]), [6.0, 0.0, 0.0])
+    rosen, x, v = namespace["rosen"], namespace["x"], namespace["v"]
+    tf = namespace["tf"]
+    np.testing.assert_allclose(tf.hvp(rosen)(x, v), tf.hessian(rosen)(x) @ v, rtol=1e-10)
+    X = namespace["X"]
+    np.testing.assert_allclose(namespace["per_example"],
+                               [2 * (X[i].sum() - 1.0) * X[i] for i in range(3)])
+
+
+
+def test_the_layout_names_every_module():
+    layout = _section("Layout")
+    modules = [path for path in (ROOT / "srcxform").rglob("*.py") if path.name != "__init__.py"]
+    missing = sorted(str(path.relative_to(ROOT)) for path in modules if path.name not in layout)
+    assert missing == [], "the README's Layout leaves these out"

@@ -184,6 +184,7 @@ def numpy_style_loss(w, x):
     return s.sum() * 0.5 + m + (f * f).mean() + q.dot(q)
 
 
+@pytest.mark.slow  # one program of every method, compiled
 def test_methods_are_differentiable_eagerly_and_compiled():
     from srcxform.testing import check_grads
 

@@ -309,6 +309,7 @@ def _layout_ops(x):
     return tf.reduce_sum(s * s) / n + tf.reduce_sum(safe)
 
 
+@pytest.mark.slow  # every layout op compiled
 def test_layout_ops_compile_and_differentiate():
     x = np.arange(1.0, 7.0).reshape(2, 3)
     check_grads(_layout_ops, [x], compiled=True)

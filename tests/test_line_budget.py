@@ -1,0 +1,47 @@
+"""Each folder of the package keeps within a budget of lines (tinygrad's sz.py is the
+anchor): growth is a decision, taken by raising a number here in the commit that needs it
+and saying why, not a drift nobody chose. Counted: the non-blank lines of its .py files
+(docstrings and comments too: they are read and kept like code)."""
+
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent / "srcxform"
+
+# Non-blank lines by folder ("." the package's own modules), set near their sizes at
+# 2026-12-02 with a little room.
+BUDGET = {
+    ".": 10000,
+    "codegen": 2150,
+    "keras": 160,
+    "numba_adapter": 380,
+    "ops": 3700,
+    "passes": 200,
+    "runtime": 920,
+    "testing": 290,
+}
+
+
+def _lines_by_folder():
+    found = {}
+    for path in ROOT.rglob("*.py"):
+        parts = path.relative_to(ROOT).parts
+        folder = parts[0] if len(parts) > 1 else "."
+        lines = sum(1 for line in path.read_text().splitlines() if line.strip())
+        found[folder] = found.get(folder, 0) + lines
+    return found
+
+
+LINES = _lines_by_folder()
+
+
+def test_every_folder_has_a_budget():
+    assert set(LINES) == set(BUDGET), "a folder came or went: give it a budget here"
+
+
+@pytest.mark.parametrize("folder", sorted(BUDGET))
+def test_the_folder_keeps_within_its_budget(folder):
+    assert LINES.get(folder, 0) <= BUDGET[folder], (
+        f"srcxform/{folder} has {LINES[folder]} lines, over its budget of {BUDGET[folder]}: "
+        "make room (delete, merge) or raise the budget here and say why in the commit")
