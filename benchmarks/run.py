@@ -789,7 +789,7 @@ def _table_meta(results):
         pools, blas = "threadpoolctl not installed", "threads unknown"
     return {"affinity": threads.affinity(), "threads_at_end": len(threads.tids()),
             "pool_env": {v: os.environ.get(v) for v in threads.POOL_VARS},
-            # srcxform sets it as its parallel functions are made (srcxform/openmp.py),
+            # srcxform sets it as its parallel functions are made (srcxform/jit/openmp.py),
             # before the peers load: every OpenMP runtime loaded later reads it too.
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
             "numba_threads": numba.config.NUMBA_NUM_THREADS, "threadpools": pools,

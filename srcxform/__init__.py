@@ -3,16 +3,16 @@
 The public surface only: re-exports under TensorFlow's names.
 """
 
-from srcxform.version import __version__  # noqa: F401
+from srcxform.core.version import __version__  # noqa: F401
 
 from srcxform import ops  # noqa: F401  (first: the primitives register on import)
-from srcxform.dtypes import bool_ as bool  # noqa: F401
-from srcxform.dtypes import (  # noqa: F401
+from srcxform.core.dtypes import bool_ as bool  # noqa: F401
+from srcxform.core.dtypes import (  # noqa: F401
     double, float16, float32, float64, half, int8, int16, int32, int64, uint8, uint16, uint32,
     uint64,
 )
-from srcxform.crosscheck import CheckError  # noqa: F401
-from srcxform.errors import (  # noqa: F401
+from srcxform.jit.crosscheck import CheckError  # noqa: F401
+from srcxform.core.errors import (  # noqa: F401
     AutographWarning, CacheWarning, CompileError, GradientCutWarning, ShapeError,
     SlowCompileWarning, SrcxformError, TracingError,
 )
@@ -20,12 +20,12 @@ from srcxform.ops import *
 from srcxform.ops import (  # noqa: F401
     abs, cast, constant, convert_to_tensor, custom_gradient, range, round, stop_gradient,
 )
-from srcxform import linalg, math, nn, random  # noqa: F401
+from srcxform import dtypes, errors, linalg, math, nn, random  # noqa: F401
 from srcxform.control_flow import cond, fori_loop, map_fn, scan, while_loop  # noqa: F401
-from srcxform.tape import GradientTape, UnconnectedGradients  # noqa: F401
-from srcxform.nan_checks import debug_nans  # noqa: F401
-from srcxform.tensor import Tensor, Variable  # noqa: F401
-from srcxform.tree import register_pytree_node  # noqa: F401
+from srcxform.ad.tape import GradientTape, UnconnectedGradients  # noqa: F401
+from srcxform.ad.nan_checks import debug_nans  # noqa: F401
+from srcxform.core.tensor import Tensor, Variable  # noqa: F401
+from srcxform.core.tree import register_pytree_node  # noqa: F401
 from srcxform.api import differentiable, grad, hessian, jacobian, value_and_grad  # noqa: F401
 from srcxform.diagnose import explain  # noqa: F401
 from srcxform.transforms import hvp, jacfwd, jacrev, jvp, linearize  # noqa: F401

@@ -9,7 +9,7 @@ import pathlib
 import pkgutil
 import time
 
-from srcxform import cachefiles, cachesize
+from srcxform.numba_adapter import cachefiles, cachesize
 
 ACTIONS = {
     "info": "what the cache holds, how big and how old",

@@ -23,15 +23,17 @@ from typing import Any, overload
 
 import numpy as np
 
-from srcxform import (autograph, backend, compiler, crosscheck, forward, index, nan_checks,
-                      openmp, structured, tiered)
-from srcxform.callconv import FORMS, form_result, is_static
-from srcxform.errors import TracingError
-from srcxform.kernel import NO, Counter, array_shapes
-from srcxform.recording import CONTEXT
-from srcxform.tape import GradientTape
-from srcxform.tensor import Tensor, Updating, Value, Variable
-from srcxform.tree import tree_flatten, tree_unflatten
+from srcxform import autograph
+from srcxform.ad import forward, nan_checks
+from srcxform.jit import backend, compiler, crosscheck, index, openmp, tiered
+from srcxform.passes import structured
+from srcxform.codegen.callconv import FORMS, form_result, is_static
+from srcxform.core.errors import TracingError
+from srcxform.jit.kernel import NO, Counter, array_shapes
+from srcxform.core.recording import CONTEXT
+from srcxform.ad.tape import GradientTape
+from srcxform.core.tensor import Tensor, Updating, Value, Variable
+from srcxform.core.tree import tree_flatten, tree_unflatten
 
 CacheInfo = namedtuple("CacheInfo", "hits misses kernels loaded")
 KernelSignature = namedtuple("KernelSignature", "inputs outputs")
@@ -217,7 +219,7 @@ class Differentiable:
         """Compiles, here and now, the kernels f.grad and f.value_and_grad run for
         arguments like these (f.grad's computes the gradient alone), so that their first
         call runs natively rather than on the eager tape while the kernel compiles in the
-        background (srcxform.tiered). Returns f. `differentiable(..., wait=True)` makes
+        background (srcxform.jit.tiered). Returns f. `differentiable(..., wait=True)` makes
         every first call wait so."""
         for form in ("grad", "value_and_grad"):
             self._kernel(form, args, kwargs)
@@ -567,7 +569,7 @@ def differentiable(fn: Callable | None = None, *, wrt: int | tuple = 0, parallel
     new shapes also runs the eager tape and raises srcxform.CheckError if the two disagree.
 
     A new kernel's first calls run on the eager tape while Numba compiles the kernel in a
-    background process; the first call after it is ready runs it (srcxform.tiered). With
+    background process; the first call after it is ready runs it (srcxform.jit.tiered). With
     `wait` (or SRCXFORM_TIERED=0) first calls wait for the kernel instead; f.compile(*args)
     compiles the gradient forms' kernel ahead of their first call.
 

@@ -1,6 +1,6 @@
 """TensorFlow's `tf.autodiff` namespace: ForwardAccumulator (forward.py), GradientTape."""
 
-from srcxform.forward import ForwardAccumulator
-from srcxform.tape import GradientTape, UnconnectedGradients
+from srcxform.ad.forward import ForwardAccumulator
+from srcxform.ad.tape import GradientTape, UnconnectedGradients
 
 __all__ = ["ForwardAccumulator", "GradientTape", "UnconnectedGradients"]

@@ -40,7 +40,7 @@ import warnings
 import weakref
 
 from srcxform import autograph_runtime
-from srcxform.errors import AutographWarning, warn_user
+from srcxform.core.errors import AutographWarning, warn_user
 from srcxform.autograph_analysis import (
     assigned,
     exposed,

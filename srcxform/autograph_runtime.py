@@ -14,12 +14,12 @@ import os
 import numpy as np
 
 from srcxform.control_flow import cond, named_fori_loop, while_loop
-from srcxform.dims import Dim
-from srcxform.errors import TracingError, user_frame, user_line
+from srcxform.core.dims import Dim
+from srcxform.core.errors import TracingError, user_frame, user_line
 from srcxform.ops import logical_and, logical_not, logical_or
-from srcxform.tensor import Value
-from srcxform.trace import Tracer
-from srcxform.tree import leaf_paths, tree_flatten
+from srcxform.core.tensor import Value
+from srcxform.ad.trace import Tracer
+from srcxform.core.tree import leaf_paths, tree_flatten
 
 # What a converted statement that cannot be compiled should be written as instead.
 _INSTEAD = {

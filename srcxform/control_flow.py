@@ -19,15 +19,15 @@ on the tape regardless.
 
 import math
 
-from srcxform import structured
-from srcxform.aval import Aval
-from srcxform.dims import Dim
-from srcxform.dtypes import as_dtype
+from srcxform.passes import structured
+from srcxform.core.aval import Aval
+from srcxform.core.dims import Dim
+from srcxform.core.dtypes import as_dtype
 from srcxform.ops.creation import convert_to_tensor, zeros
 from srcxform.ops.shape import stack
-from srcxform.tensor import Value, as_value
-from srcxform.trace import Tracer
-from srcxform.tree import leaf_paths, tree_flatten, tree_unflatten
+from srcxform.core.tensor import Value, as_value
+from srcxform.ad.trace import Tracer
+from srcxform.core.tree import leaf_paths, tree_flatten, tree_unflatten
 
 __all__ = ["cond", "fori_loop", "map_fn", "scan", "while_loop"]
 

@@ -14,7 +14,7 @@ import dask.array as da
 import numpy as np
 
 from srcxform.api import Differentiable, differentiable
-from srcxform.tree import tree_flatten, tree_unflatten
+from srcxform.core.tree import tree_flatten, tree_unflatten
 
 REDUCTIONS = ("sum", "mean")
 SPLIT_EVERY = 8  # parts added per task of the tree reduction (dask.array's default)

@@ -1,4 +1,4 @@
-"""srcxform.explain for a function (compiled or not): tape.explain on one eager run of it.
+"""srcxform.ad.explain for a function (compiled or not): tape.explain on one eager run of it.
 
 A compiled gradient is zeros where the tape's is None (SPEC); the eager run's explanation
 names the cut that makes them zeros, with the user's lines. Computes nothing of its own.
@@ -7,9 +7,9 @@ names the cut that makes them zeros, with the user's lines. Computes nothing of 
 from collections.abc import Callable
 
 from srcxform.api import Differentiable, _as_tensors
-from srcxform.explain import Explanation
-from srcxform.tape import GradientTape
-from srcxform.tree import tree_flatten, tree_unflatten
+from srcxform.ad.explain import Explanation
+from srcxform.ad.tape import GradientTape
+from srcxform.core.tree import tree_flatten, tree_unflatten
 
 
 def explain(fn: Callable, *args, wrt: int | tuple = 0, **kwargs):
@@ -19,7 +19,7 @@ def explain(fn: Callable, *args, wrt: int | tuple = 0, **kwargs):
     them for a tuple `wrt`).
 
     Example:
-        >>> print(srcxform.explain(loss, w, x, wrt=0))
+        >>> print(srcxform.ad.explain(loss, w, x, wrt=0))
     """
     python = fn.fn if isinstance(fn, Differentiable) else fn
     args, kwargs = _as_tensors(args, kwargs)

@@ -6,7 +6,7 @@ import types as _types
 from srcxform import random as _random
 from srcxform.ops import cast as _cast
 from srcxform.ops import greater_equal as _greater_equal
-from srcxform.tensor import as_value as _as_value
+from srcxform.core.tensor import as_value as _as_value
 from srcxform.ops import (
     log_softmax, relu, sigmoid, sigmoid_cross_entropy_with_logits, softmax,
     softmax_cross_entropy_with_logits, softplus, tanh,

@@ -40,11 +40,11 @@ import contextlib
 import numpy as np
 
 from srcxform import ops as _ops
-from srcxform import recording
-from srcxform.errors import GradientCutWarning, user_frame, warn_once_at
-from srcxform.tape import GradientTape
-from srcxform.tensor import Value, Variable
-from srcxform.tree import tree_flatten, tree_unflatten
+from srcxform.core import recording
+from srcxform.core.errors import GradientCutWarning, user_frame, warn_once_at
+from srcxform.ad.tape import GradientTape
+from srcxform.core.tensor import Value, Variable
+from srcxform.core.tree import tree_flatten, tree_unflatten
 
 __all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Nadam", "Optimizer", "RMSprop",
            "clip_by_global_norm", "clip_by_norm", "global_norm"]

@@ -14,15 +14,15 @@ import threading
 
 import numpy as np
 
-from srcxform import recording
-from srcxform.aval import size
-from srcxform.dtypes import as_dtype, float32
-from srcxform.errors import TracingError, user_line
+from srcxform.core import recording
+from srcxform.core.aval import size
+from srcxform.core.dtypes import as_dtype, float32
+from srcxform.core.errors import TracingError, user_line
 from srcxform.ops.elementwise import cast
 from srcxform.ops.random import philox_p
 from srcxform.ops.selection import argsort
 from srcxform.ops.shape import gather, reshape, shape_argument
-from srcxform.tensor import Tensor, Variable, as_value
+from srcxform.core.tensor import Tensor, Variable, as_value
 
 __all__ = ["Generator", "get_global_generator", "normal", "set_global_generator", "set_seed",
            "shuffle", "truncated_normal", "uniform"]

@@ -21,9 +21,9 @@ from collections.abc import Callable
 import numpy as np
 
 from srcxform import api
-from srcxform.dtypes import as_dtype, float32
+from srcxform.core.dtypes import as_dtype, float32
 from srcxform.ops import convert_to_tensor
-from srcxform.tensor import Value
+from srcxform.core.tensor import Value
 
 
 class TensorSpec:

@@ -20,14 +20,15 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from srcxform import forward, ops
+from srcxform import ops
+from srcxform.ad import forward
 from srcxform.api import Differentiable, differentiable
-from srcxform.aval import size
-from srcxform.backprop import backprop
+from srcxform.core.aval import size
+from srcxform.ad.backprop import backprop
 from srcxform.control_flow import map_fn
-from srcxform.tape import GradientTape
-from srcxform.tensor import Value, as_value
-from srcxform.tree import tree_flatten, tree_unflatten
+from srcxform.ad.tape import GradientTape
+from srcxform.core.tensor import Value, as_value
+from srcxform.core.tree import tree_flatten, tree_unflatten
 
 __all__ = ["hvp", "jacfwd", "jacrev", "jvp", "linearize"]
 

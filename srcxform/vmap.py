@@ -23,9 +23,9 @@ import numpy as np
 from srcxform import ops
 from srcxform.api import Differentiable, differentiable
 from srcxform.control_flow import map_fn
-from srcxform.tensor import Value
-from srcxform.trace import Tracer
-from srcxform.tree import tree_flatten, tree_unflatten
+from srcxform.core.tensor import Value
+from srcxform.ad.trace import Tracer
+from srcxform.core.tree import tree_flatten, tree_unflatten
 
 __all__ = ["vectorized_map", "vmap"]
 

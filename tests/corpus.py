@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import srcxform as tf
-from srcxform.tree import tree_flatten, tree_unflatten
+from srcxform.core.tree import tree_flatten, tree_unflatten
 
 # ----- data, and the Case record -----
 

@@ -13,7 +13,7 @@ import numpy as np
 
 import srcxform as tf
 from srcxform.ops.shape import FULL, Slice, embed, scatter_add
-from srcxform.primitive import REGISTRY
+from srcxform.core.primitive import REGISTRY
 
 # ----- domains: (rng, shape) -> array -----
 

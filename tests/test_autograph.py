@@ -19,8 +19,8 @@ import pytest
 
 import srcxform as tf
 from srcxform import autograph, autograph_runtime
-from srcxform.tensor import Tensor
-from srcxform.trace import Tracer
+from srcxform.core.tensor import Tensor
+from srcxform.ad.trace import Tracer
 
 SCALE = 2.0
 

@@ -26,7 +26,9 @@ import pytest
 
 import srcxform as tf
 from helpers import AS_NOBODY, CAN_SETPRIV, IS_ROOT, NOBODY
-from srcxform import CacheWarning, backend, cachefiles, numba_adapter
+from srcxform import CacheWarning, numba_adapter
+from srcxform.jit import backend
+from srcxform.numba_adapter import cachefiles
 
 
 # One function per cached artifact, each damaged in its own file: a process checks them all.
@@ -306,6 +308,7 @@ def tmpfs(tmp_path):
     subprocess.run(["umount", str(folder)], check=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("internals", ["1", "0"])  # 0: Numba's own cache, which writes
 def test_a_full_disk_compiles_and_runs_in_memory_with_one_warning(tmp_path, tmpfs, internals):
     env = {"SRCXFORM_NUMBA_INTERNALS": internals}
@@ -362,6 +365,7 @@ def test_every_kind_of_entry_replaced_by_a_folder_heals(filled):
     assert _run(script, env) == {"grads": second["grads"], "warnings": []}
 
 
+@pytest.mark.slow
 def test_numbas_own_files_replaced_by_folders_heal(tmp_path):
     """With Numba's public API only (SRCXFORM_NUMBA_INTERNALS=0), Numba reads its own
     files: a folder in place of one is removed before it looks."""
@@ -407,7 +411,7 @@ def test_a_read_only_install_without_a_home_compiles_and_runs(tmp_path):
     root = Path(tempfile.mkdtemp(prefix="srcxform-install-"))
     try:
         package = root / "site" / "srcxform"
-        shutil.copytree(Path(backend.__file__).parent, package,
+        shutil.copytree(Path(tf.__file__).parent, package,
                         ignore=shutil.ignore_patterns("__pycache__"))
         (root / "filling.py").write_text(FILLING)
         home = root / "home"

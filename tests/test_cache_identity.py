@@ -11,7 +11,7 @@ import textwrap
 import numpy as np
 
 import srcxform as tf
-from srcxform import index
+from srcxform.jit import index
 from srcxform.testing import check_grads
 
 SCALE = 2.0

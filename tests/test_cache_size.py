@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from srcxform import CacheWarning, backend, cachefiles, cachesize
+from srcxform import CacheWarning
+from srcxform.jit import backend
+from srcxform.numba_adapter import cachefiles, cachesize
 
 ROOT = Path(__file__).parents[1]
 
@@ -88,6 +90,7 @@ def test_a_limit_that_is_not_a_size_is_the_default_warned_once(monkeypatch):
     assert cachesize.limit() == 1 << 30
 
 
+@pytest.mark.slow
 def test_the_cache_stays_within_its_limit_with_processes_at_once(tmp_path):
     """Four processes, each making 200 kernels (as plain Python: SRCXFORM_JIT=0), half of
     them a neighbour's too, in a cache limited to about 50 kernels, while a fifth clears
@@ -97,7 +100,7 @@ def test_the_cache_stays_within_its_limit_with_processes_at_once(tmp_path):
     processes = [_start(tmp_path, cache, 100 * p, 100 * p + 200, **limited) for p in range(4)]
     clearer = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import os, time
-        from srcxform import cachefiles, cachesize
+        from srcxform.numba_adapter import cachefiles, cachesize
         cleared = 0
         while cleared < 3 and not os.path.exists({str(done)!r}):
             kernels = [kind for kind, _ in cachesize.measure(cachefiles.cache_dir())
@@ -117,6 +120,7 @@ def test_the_cache_stays_within_its_limit_with_processes_at_once(tmp_path):
     assert len(_kernels(cache)) >= 10  # the recent ones are kept
 
 
+@pytest.mark.slow
 def test_a_cache_of_compiled_kernels_stays_within_its_limit(tmp_path):
     cache = tmp_path / "cache"
     _finished(_start(tmp_path, cache, 1, 4))  # three kernels, and the runtime's helpers

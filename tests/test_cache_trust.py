@@ -26,7 +26,8 @@ import pytest
 
 import srcxform as tf
 from helpers import AS_NOBODY, CAN_SETPRIV, IS_ROOT, NOBODY
-from srcxform import CacheWarning, cachefiles, numba_adapter
+from srcxform import CacheWarning, numba_adapter
+from srcxform.numba_adapter import cachefiles
 
 
 

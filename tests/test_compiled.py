@@ -15,7 +15,7 @@ from corpus import ATOL, CASES, RTOL, assert_trees_close, eager_value_and_grad, 
 
 import srcxform as tf
 from srcxform.testing import check_grads
-from srcxform.tree import tree_flatten
+from srcxform.core.tree import tree_flatten
 
 
 @functools.cache
@@ -101,7 +101,7 @@ def test_interpreted_matches_compiled(case, monkeypatch):
 def test_every_compile_verifies_its_ir(monkeypatch):
     """tests/conftest.py sets SRCXFORM_CHECK, under which a new kernel's IR is verified
     after tracing and after each pass: the switch must reach Program.check."""
-    from srcxform.ir import Program
+    from srcxform.core.ir import Program
 
     checked = []
     verify = Program.check

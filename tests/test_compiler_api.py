@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import srcxform as tf
-from srcxform import backend, numba_adapter
+from srcxform import numba_adapter
+from srcxform.jit import backend
 from srcxform.numba_adapter import jit as numba_jit
 
 

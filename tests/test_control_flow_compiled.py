@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import srcxform as tf
-from srcxform.errors import TracingError
+from srcxform.core.errors import TracingError
 
 
 @pytest.fixture(params=["numba", "python"])
@@ -396,6 +396,7 @@ def three_loops(p, z0, xs, steps, k):
 CHECKPOINTS = [None, 1, 3, 50]  # 3 divides none of the trip counts; 50 exceeds them all
 
 
+@pytest.mark.slow
 def test_checkpointed_loops_give_the_stored_gradients_to_the_bit(compile_mode):
     p, z0 = np.array([0.7, -0.4, 0.3, 0.9]), np.array([1.1, 0.8])
     xs = np.random.default_rng(1).standard_normal((5, 2))
@@ -439,13 +440,14 @@ def drifting_gradient(z0, steps):
     return grad
 
 
+@pytest.mark.slow
 def test_checkpoint_cuts_the_stacks_peak_memory(monkeypatch):
     """Measured with tracemalloc on the generated code run as Python, its allocations
     NumPy's; and as loop_stacks reports it."""
     import tracemalloc
 
     from srcxform.runtime import arrays
-    from srcxform.structured import LoopStacks
+    from srcxform.passes.structured import LoopStacks
 
     monkeypatch.setenv("SRCXFORM_JIT", "0")
     monkeypatch.setattr(arrays, "empty", lambda shape, dtype: np.empty(shape, dtype))

@@ -280,6 +280,7 @@ def _net(x, w):
             + tf.reduce_sum(tf.nn.l2_normalize(y, axis=-1)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jit", ["1", "0"])
 def test_compiled_as_eager_one_kernel_for_two_batch_sizes(jit, monkeypatch):
     monkeypatch.setenv("SRCXFORM_JIT", jit)
@@ -307,6 +308,7 @@ def _pools(seq, vol):
             + tf.reduce_sum(tf.nn.avg_pool(vol, [2, 1, 2], 2, "SAME") ** 2))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jit", ["1", "0"])
 def test_compiled_pool1d_and_pool3d_as_eager_one_kernel_for_two_sizes(jit, monkeypatch):
     monkeypatch.setenv("SRCXFORM_JIT", jit)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import srcxform as tf
-from srcxform.kernel import Kernel
+from srcxform.jit.kernel import Kernel
 
 
 def _loss(w, x):

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import srcxform as tf
-from srcxform.aval import normalize_slice, slice_length
-from srcxform.dims import Dim, Symbols
-from srcxform.recording import CONTEXT
+from srcxform.core.aval import normalize_slice, slice_length
+from srcxform.core.dims import Dim, Symbols
+from srcxform.core.recording import CONTEXT
 
 
 def _sizes(*values):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import srcxform as tf
-from srcxform.errors import GradientCutWarning
+from srcxform.core.errors import GradientCutWarning
 
 
 def _line(marker):

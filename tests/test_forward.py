@@ -1,4 +1,4 @@
-"""Forward mode (srcxform/forward.py, transforms.py): every differentiable primitive's JVP
+"""Forward mode (srcxform/ad/forward.py, transforms.py): every differentiable primitive's JVP
 against central finite differences and against J @ v from the reverse-mode Jacobian,
 table-driven by tests/samples.py; ForwardAccumulator on TensorFlow's guide cases; JAX's
 forms (jvp, linearize, jacfwd, jacrev, hvp) eager and compiled."""
@@ -8,9 +8,9 @@ import pytest
 from samples import COMPOSITES, SAMPLES, function
 
 import srcxform as tf
-from srcxform.forward import ForwardAccumulator, jvp
-from srcxform.primitive import REGISTRY
-from srcxform.tree import tree_flatten
+from srcxform.ad.forward import ForwardAccumulator, jvp
+from srcxform.core.primitive import REGISTRY
+from srcxform.core.tree import tree_flatten
 
 ROWS = [row for name in REGISTRY for row in SAMPLES.get(name, ())]
 DIFF = [pytest.param(r, id=r.id) for r in ROWS if not REGISTRY[r.name].nondiff]

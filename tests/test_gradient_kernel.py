@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import srcxform as tf
+from srcxform.core.tree import tree_flatten, tree_unflatten
 
 
 def rosenbrock(x):
@@ -45,9 +46,9 @@ def eager_grads(fn, wrt, args):
     """The eager tape's gradient of fn wrt each leaf of the wrt arguments, in order."""
     call_args, sources = list(args), []
     for p in (wrt,) if isinstance(wrt, int) else wrt:
-        leaves, tree = tf.tree.tree_flatten(args[p])
+        leaves, tree = tree_flatten(args[p])
         leaves = [tf.constant(np.asarray(leaf, np.float64)) for leaf in leaves]
-        call_args[p] = tf.tree.tree_unflatten(tree, leaves)
+        call_args[p] = tree_unflatten(tree, leaves)
         sources += leaves
     with tf.GradientTape() as tape:
         tape.watch(sources)
@@ -68,8 +69,8 @@ def kernel_text(kernel):
 
 
 def assert_trees_equal(got, want):
-    got_leaves, got_tree = tf.tree.tree_flatten(got)
-    want_leaves, want_tree = tf.tree.tree_flatten(want)
+    got_leaves, got_tree = tree_flatten(got)
+    want_leaves, want_tree = tree_flatten(want)
     assert got_tree == want_tree
     for a, b in zip(got_leaves, want_leaves):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
@@ -82,7 +83,7 @@ def test_grad_is_value_and_grads_gradient_exactly(name, compile_mode):
     grads = f.grad(*args)
     value, same = f.value_and_grad(*args)
     assert_trees_equal(grads, same)
-    got = tf.tree.tree_flatten(grads)[0]
+    got = tree_flatten(grads)[0]
     want = eager_grads(fn, wrt, args)
     assert len(got) == len(want)
     for a, b in zip(got, want):

@@ -7,9 +7,9 @@ import pytest
 from samples import COMPOSITES, SAMPLES, function
 
 import srcxform
-from srcxform.primitive import REGISTRY
+from srcxform.core.primitive import REGISTRY
 from srcxform.testing import check_grads
-from srcxform.tree import tree_flatten
+from srcxform.core.tree import tree_flatten
 
 # Also compare with `srcxform.differentiable(f).grad` (switched on when the compiler lands).
 COMPILED = hasattr(srcxform, "differentiable")

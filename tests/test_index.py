@@ -7,9 +7,10 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 import srcxform as tf
-from srcxform import index
+from srcxform.jit import index
 
 SCALE = 3.0
 WEIGHTS = np.ones(3)
@@ -55,13 +56,15 @@ def test_functions_reading_arrays_or_objects_are_not_indexed():
     assert index.function_digest(tf.differentiable(reads_an_array).grad) is None
 
 
+@pytest.mark.slow
 def test_a_new_process_finds_the_kernel_and_its_entries_without_tracing(tmp_path):
     script = tmp_path / "model.py"
     script.write_text(textwrap.dedent("""
         import sys
         import numpy as np
         import srcxform as tf
-        from srcxform import api, backend
+        from srcxform import api
+        from srcxform.jit import backend
 
         SCALE = float(sys.argv[1])
 

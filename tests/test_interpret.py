@@ -1,5 +1,5 @@
 """Tier 0 (tiered.py) computes a call's results by running the kernel's traced program on
-NumPy (srcxform/interpret.py), not the function: its results must be the kernel's, for
+NumPy (srcxform/jit/interpret.py), not the function: its results must be the kernel's, for
 every program the compiler makes, control flow (stacks, checkpointed segments) included,
 and at sizes other than the traced ones."""
 
@@ -11,7 +11,7 @@ from test_control_flow_compiled import newton_sqrt, three_loops
 from test_random_programs import make_program, programs
 
 import srcxform as tf
-from srcxform import tiered
+from srcxform.jit import tiered
 
 
 def interpreted_and_compiled(f, form, *args):
@@ -73,6 +73,7 @@ def test_variables_are_assigned_once_as_by_the_kernel():
     np.testing.assert_array_equal(v.numpy(), [2.0, 2.0])
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(programs())

@@ -12,39 +12,21 @@ import pytest
 
 _ROOT = pathlib.Path(__file__).resolve().parent.parent / "srcxform"
 
-# The layers, lowest first; a name ending in "." stands for a package's modules.
+# The layers, lowest first: each a set of the package's folders; a module at the top of
+# the package is the surface's. A module's layer is its folder's.
 LAYERS = [
-    ("leaves", {"srcxform.version", "srcxform.errors", "srcxform.dtypes",
-                "srcxform.recording", "srcxform.tree", "srcxform.tensor_shape",
-                "srcxform.philox", "srcxform.settings"}),
-    ("values", {"srcxform.dims", "srcxform.aval", "srcxform.tensor"}),
-    # The IR, its names, and the runtime package's list of its modules.
-    ("ir", {"srcxform.ir", "srcxform.names", "srcxform.runtime"}),
-    ("primitive", {"srcxform.primitive"}),
-    ("ops", {"srcxform.ops", "srcxform.ops."}),
-    ("autodiff", {"srcxform.backprop", "srcxform.tape", "srcxform.trace", "srcxform.forward",
-                  "srcxform.explain", "srcxform.nan_checks"}),
-    ("passes", {"srcxform.passes", "srcxform.passes."}),
-    # Control flow's IR ops: their regions are traced and optimized as whole programs.
-    ("structured", {"srcxform.structured", "srcxform.reroll"}),
-    ("codegen", {"srcxform.callconv", "srcxform.codegen", "srcxform.codegen."}),
-    # What generated code calls, and all that touches Numba's internals.
-    ("runtime", {"srcxform.cachefiles", "srcxform.cachesize", "srcxform.numba_adapter",
-                 "srcxform.numba_adapter.", "srcxform.runtime."}),
-    ("compiler", {"srcxform.backend", "srcxform.index", "srcxform.captures",
-                  "srcxform.slow_compile",
-                  "srcxform.compiler", "srcxform.kernel", "srcxform.crosscheck",
-                  "srcxform.tiered", "srcxform.compile_worker", "srcxform.openmp",
-                  "srcxform.interpret"}),
-    ("surface", {"srcxform", "srcxform.__main__", "srcxform.api", "srcxform.optimizers",
-                 "srcxform.diagnose",
-                 "srcxform.math", "srcxform.linalg", "srcxform.nn", "srcxform.random", "srcxform.control_flow",
-                 "srcxform.testing", "srcxform.testing.", "srcxform.keras", "srcxform.keras.",
-                 "srcxform.autograph", "srcxform.autograph_analysis", "srcxform.tf_function",
-                 "srcxform.autograph_runtime", "srcxform.autodiff", "srcxform.transforms",
-                 "srcxform.vmap", "srcxform.dask"}),
+    ("core", {"core"}),  # values, dtypes, errors, the IR, the Primitive record
+    ("ops", {"ops"}),  # the primitives, declared once
+    ("ad", {"ad"}),  # the tape, tracing, forward mode, explain
+    ("passes", {"passes"}),  # the IR's passes; control flow's IR ops; rows become loops
+    ("codegen", {"codegen"}),  # IR to Python source; the calling convention
+    ("runtime", {"runtime", "numba_adapter"}),  # what generated code calls; Numba's internals
+    ("jit", {"jit"}),  # from a call to a compiled kernel
+    ("surface", {"", "keras", "testing"}),  # the public names
 ]
-
+# The runtime package's own module holds only the list of its modules, which the IR's
+# names keep clear of: a constant of the core's.
+PLACED = {"srcxform.runtime": "core"}
 
 def _modules():
     """Each module's name and path."""
@@ -83,9 +65,17 @@ def _imports(name, path):
 GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
 
 
+def _folder(module):
+    """The package folder a module is in ("" for the package's top)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 or MODULES[module].name == "__init__.py" and \
+        len(parts) == 2 else ""
+
+
 def _layers(module):
-    return [rank for rank, (_, members) in enumerate(LAYERS) if module in members
-            or any(m.endswith(".") and module.startswith(m) for m in members)]
+    folder = PLACED.get(module) or _folder(module)
+    return [rank for rank, (name, folders) in enumerate(LAYERS)
+            if folder in folders or name == folder]
 
 
 def _layer(module):
@@ -93,8 +83,29 @@ def _layer(module):
 
 
 def test_every_module_is_in_one_layer():
-    """A new module is placed in LAYERS by whoever adds it."""
+    """A new folder is placed in LAYERS by whoever adds it."""
     assert [m for m in MODULES if len(_layers(m)) != 1] == []
+
+
+def test_no_chain_of_imports_is_deeper_than_twelve_folders_and_modules():
+    """The import graph with each folder one node (its modules imported together) and the
+    package's top-level modules one each: no chain longer than 12, a newcomer's path from
+    a public name down to the leaves."""
+    nodes = {m: PLACED.get(m) or _folder(m) or m for m in MODULES}
+    folded = {}
+    for module, imported in GRAPH.items():
+        folded.setdefault(nodes[module], set()).update(
+            nodes[m] for m in imported if nodes[m] != nodes[module])
+    memo = {}
+
+    def depth(node):
+        if node not in memo:
+            memo[node] = 0
+            memo[node] = 1 + max((depth(n) for n in folded[node]), default=0)
+        return memo[node]
+
+    deepest = max(folded, key=depth)
+    assert depth(deepest) <= 12, f"{deepest}: {depth(deepest)} levels"
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))

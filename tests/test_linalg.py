@@ -348,6 +348,7 @@ def test_compiled_full_svd_as_eager(jit, monkeypatch):
                                            err_msg=f"output {k} for {shape}")
 
 
+@pytest.mark.slow
 def test_full_svd_gradients_compiled_eager_and_finite_differences():
     check_grads(_full_svd_loss, [M.T.copy()])
     check_grads(_full_svd_loss, [M], order=2, compiled=False)  # wide; second order
@@ -359,6 +360,7 @@ def _loss(a, b, m):
             + tf.reduce_sum(tf.sin(s)) + tf.reduce_sum(tf.sin(u)) + tf.reduce_sum(tf.cos(v)))
 
 
+@pytest.mark.slow
 def test_compiled_gradients_as_eager_at_two_sizes():
     """One kernel for both sizes (tall m both times): its VJPs' sizes are computed."""
     compiled = tf.differentiable(_loss, wrt=(0, 1, 2))

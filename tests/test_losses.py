@@ -138,6 +138,7 @@ def _inputs(n, seed):
             rng.normal(size=(n, 3)) * 3.0, np.arange(n) % 3, probs()]
 
 
+@pytest.mark.slow
 def test_gradients_equal_finite_differences():
     """First order eager, compiled and numeric; second order eager and numeric (Huber's
     and the absolute error's kinks are away from these points)."""

@@ -300,6 +300,7 @@ def test_gradients(np_fn, tf_fn, shapes, domains, diff):
         np.testing.assert_allclose(g.numpy(), fd, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("np_fn, tf_fn, shapes, domains, diff", UFUNCS + FUNCTIONS)
 def test_traced_as_eager(np_fn, tf_fn, shapes, domains, diff, monkeypatch):
     """The NumPy-written function compiled: the generated code, run as Python

@@ -342,7 +342,7 @@ def test_nested_variables(make):
 
 
 def _leaves(tree):
-    from srcxform.tree import tree_flatten
+    from srcxform.core.tree import tree_flatten
 
     return tree_flatten(tree)[0]
 

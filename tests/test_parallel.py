@@ -1,7 +1,7 @@
 """parallel=True: the same results as the serial code, at every size (the chunked prange
 a slice's adjoint gets runs an interior of the index range in 64 chunks, and the edges
 with their bounds tests), serial code without pranges, and idle OpenMP workers that
-sleep (srcxform/openmp.py)."""
+sleep (srcxform/jit/openmp.py)."""
 
 import os
 import re
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import srcxform as tf
-from srcxform import openmp
+from srcxform.jit import openmp
 from srcxform.codegen.lower import PARALLEL_MIN
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -99,6 +99,7 @@ def _flat(result):
     return [value] + (list(grads) if isinstance(grads, (tuple, list)) else [grads])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_parallel_equals_serial_at_every_size(name):
     fn, wrt, make = CASES[name]

@@ -1,6 +1,6 @@
 """srcxform.random and nn.dropout: draws made by the kernel from a carried state.
 
-Eager and compiled draws come from the same Philox source (srcxform/philox.py), so the
+Eager and compiled draws come from the same Philox source (srcxform/core/philox.py), so the
 tests compare them bit for bit; distributions are checked on 1e5 draws.
 """
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import srcxform as tf
-from srcxform import philox
+from srcxform.core import philox
 from srcxform.runtime import philox_jit
 
 Generator = tf.random.Generator
@@ -59,6 +59,7 @@ def _draws(generator):
     return draws
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jit", ["1", "0"])
 def test_compiled_draws_equal_eager_ones_for_two_batch_sizes(jit, monkeypatch):
     monkeypatch.setenv("SRCXFORM_JIT", jit)

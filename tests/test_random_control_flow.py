@@ -221,6 +221,7 @@ def arguments(templates, m, rows, trips, rng):
 # ----- the tests -----
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(PROGRAMS))
 def test_random_control_flow_eager_compiled_and_numeric_agree(seed):
     templates, statements = Generator(seed).program()

@@ -9,12 +9,13 @@ few examples.
 """
 
 import numpy as np
+import pytest
 from corpus import assert_trees_close, eager_value_and_grad
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 import srcxform as tf
-from srcxform.primitive import REGISTRY
+from srcxform.core.primitive import REGISTRY
 from srcxform.testing import check_grads
 
 # Domains: what an op's inputs are squashed into before the op.
@@ -212,6 +213,7 @@ def _shape_of(step, shapes):
     return tuple(apply_step(step, values).shape)
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(programs())

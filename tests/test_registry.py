@@ -11,7 +11,7 @@ import pytest
 from samples import COMPOSITES, SAMPLES, call
 
 import srcxform
-from srcxform.primitive import REGISTRY, Primitive
+from srcxform.core.primitive import REGISTRY, Primitive
 
 KINDS = ("elementwise", "reduction", "structural", "opaque")
 

@@ -1,4 +1,4 @@
-"""Rows computed alike and joined become one loop (srcxform/reroll.py): the kernel's size
+"""Rows computed alike and joined become one loop (srcxform/passes/reroll.py): the kernel's size
 does not grow with the number of rows, and values and gradients are the eager tape's."""
 
 import time
@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import srcxform as tf
-from srcxform import compiler
-from srcxform.dims import guard_conditions
-from srcxform.reroll import MIN_ROWS
+from srcxform.jit import compiler
+from srcxform.core.dims import guard_conditions
+from srcxform.passes.reroll import MIN_ROWS
 
 from objectives import gmm, gmm_inputs, gmm_numpy
 
@@ -51,6 +51,7 @@ def test_a_stack_of_rows_is_one_loop_whatever_the_rows():
     assert len(large.splitlines()) == len(small.splitlines())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jit", ["1", "0"])
 def test_stacked_rows_give_the_tapes_values_and_gradients(jit, monkeypatch):
     monkeypatch.setenv("SRCXFORM_JIT", jit)
@@ -137,6 +138,7 @@ def test_tracing_and_generating_grow_no_faster_than_the_program():
     assert large <= 15 * small, (small, large)
 
 
+@pytest.mark.slow
 def test_a_gaussian_mixture_written_with_python_loops_compiles_as_loops():
     """Our own version of GradBench's GMM objective (tests/objectives.py): its rows and
     its components are stacks of copies, so its kernel is the same size at every n, and

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import srcxform as tf
-from srcxform.errors import IndexArgumentError
+from srcxform.core.errors import IndexArgumentError
 from srcxform.testing import check_grads
 
 nan = np.nan
@@ -279,6 +279,7 @@ def _agree(f, inputs):
             np.testing.assert_array_equal(got.numpy(), want.numpy())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jit", ["1", "0"])
 def test_compiled_as_eager_at_several_sizes(jit, monkeypatch):
     monkeypatch.setenv("SRCXFORM_JIT", jit)
@@ -322,6 +323,7 @@ def test_compiled_gather_with_batch_dims_names_the_index_itself(jit, monkeypatch
             compiled(x, np.array([[0], [bad], [1]]))
 
 
+@pytest.mark.slow
 def test_compiled_gradients_at_several_sizes():
     def loss(x, ids):
         return (tf.reduce_sum(tf.sort(x, axis=0) * np.arange(x.shape[0])[:, None])

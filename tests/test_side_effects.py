@@ -2,7 +2,7 @@
 once per form and new signature in a process, never at a warm call, whatever the cache
 (cold, or a kernel found in the on-disk index), tiering (first calls on NumPy while the
 kernel compiles, or waiting for it) and threads. Tier 0 runs the traced program, not the
-function (srcxform/interpret.py); an indexed kernel's function is traced all the same."""
+function (srcxform/jit/interpret.py); an indexed kernel's function is traced all the same."""
 
 import os
 import subprocess

@@ -1,5 +1,5 @@
 """A compile that takes longer than SRCXFORM_SLOW_COMPILE seconds says so once, naming the
-kernel and its size (srcxform/slow_compile.py)."""
+kernel and its size (srcxform/jit/slow_compile.py)."""
 
 import time
 import warnings
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import srcxform as tf
-from srcxform import slow_compile
+from srcxform.jit import slow_compile
 
 
 def test_a_long_blocking_compile_warns_once_with_the_kernels_size(monkeypatch, tmp_path):

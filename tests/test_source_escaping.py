@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import srcxform as tf
-from srcxform import compiler
-from srcxform.errors import cut, source_text, user_line
-from srcxform.names import identifier
-from srcxform.tree import tree_flatten
+from srcxform.jit import compiler
+from srcxform.core.errors import cut, source_text, user_line
+from srcxform.core.names import identifier
+from srcxform.core.tree import tree_flatten
 
 # Text with what ends a line or a literal in any of Python's readers overrepresented.
 BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029\x00\t\"'\\#"

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import srcxform as tf
-from srcxform.tree import tree_flatten, tree_unflatten
+from srcxform.core.tree import tree_flatten, tree_unflatten
 
 
 class Params(NamedTuple):

@@ -10,7 +10,7 @@ import pytest
 from helpers import assert_tensor_equal as _eq
 
 import srcxform as tf
-from srcxform.errors import InvalidArgumentError, SrcxformError, TracingError
+from srcxform.core.errors import InvalidArgumentError, SrcxformError, TracingError
 from srcxform.testing import check_grads
 
 # ----- dtypes -----

@@ -23,8 +23,10 @@ import numpy as np
 import pytest
 
 import srcxform as tf
-from srcxform import backend, cachefiles, numba_adapter
-from srcxform.trace import Trace
+from srcxform import numba_adapter
+from srcxform.jit import backend
+from srcxform.numba_adapter import cachefiles
+from srcxform.ad.trace import Trace
 
 WAIT = 30  # seconds an Event wait may take before the test fails instead of hanging
 

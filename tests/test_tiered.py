@@ -1,4 +1,4 @@
-"""Tiered execution (srcxform/tiered.py): a new kernel's first calls run its traced
+"""Tiered execution (srcxform/jit/tiered.py): a new kernel's first calls run its traced
 program on NumPy while the compiler worker compiles it into the disk cache; the next call
 after that loads it and runs natively. The suite runs with tiers off (conftest.py); these
 tests turn them on, each with a fresh cache folder (so the worker really compiles) and
@@ -19,8 +19,10 @@ import numpy as np
 import pytest
 
 import srcxform as tf
-from srcxform import CacheWarning, backend, numba_adapter, tiered
-from srcxform.errors import TieredWarning
+from srcxform import CacheWarning, numba_adapter
+from srcxform.jit import backend, tiered
+from srcxform.core.errors import TieredWarning
+from srcxform.core.tree import tree_flatten
 
 ROOT = Path(__file__).parents[1]
 TIMEOUT = 300  # seconds a test waits for the worker: generous, for a loaded machine
@@ -47,8 +49,8 @@ def the_kernel(f):
 
 def leaves_alike(got, want, rtol=1e-12):
     """The same structure, the same types and dtypes leaf by leaf, values within rtol."""
-    got_leaves, got_tree = tf.tree.tree_flatten(got)
-    want_leaves, want_tree = tf.tree.tree_flatten(want)
+    got_leaves, got_tree = tree_flatten(got)
+    want_leaves, want_tree = tree_flatten(want)
     assert got_tree == want_tree
     for a, b in zip(got_leaves, want_leaves):
         assert type(a) is type(b)
@@ -265,7 +267,7 @@ def test_the_worker_finishes_its_job_after_its_process_exits_then_ends(tmp_path)
     script = textwrap.dedent("""
         import numpy as np
         import srcxform as tf
-        from srcxform import tiered
+        from srcxform.jit import tiered
 
         def log_sum(x):
             return tf.reduce_sum(tf.log(x))
@@ -290,7 +292,7 @@ def test_the_worker_starts_with_the_first_tiered_function_and_ends_unused(tmp_pa
     script = textwrap.dedent("""
         import time
         import srcxform as tf
-        from srcxform import tiered
+        from srcxform.jit import tiered
 
         def unused(x):
             return tf.reduce_sum(x)
@@ -333,7 +335,7 @@ def test_the_worker_exits_when_its_parent_is_killed():
     reads no end of it either. It sees its parent gone, and exits."""
     script = textwrap.dedent("""
         import os, signal, time
-        from srcxform import tiered
+        from srcxform.jit import tiered
 
         worker = tiered._Worker()
         pool_worker = os.fork()
@@ -380,7 +382,7 @@ def neg_sum(x):
 
 
 def test_a_module_not_generated_in_the_background_fails_at_the_switch(monkeypatch):
-    from srcxform import compiler
+    from srcxform.jit import compiler
 
     generate = compiler.generate_source
 
@@ -430,7 +432,7 @@ def test_the_workers_scipy_linalg_loads_blas_alone_and_the_rest_on_demand():
         import sys
         import numba
         import numpy as np
-        from srcxform import compile_worker
+        from srcxform.jit import compile_worker
 
         compile_worker.scipy_linalg_on_demand()
         compile_worker.start_numba()
@@ -456,7 +458,7 @@ SHORT_SCRIPT = textwrap.dedent("""
 
     import numpy as np
     import srcxform as tf
-    from srcxform import tiered
+    from srcxform.jit import tiered
 
     def cube_sum(x):
         return tf.reduce_sum(x * x * x)

@@ -297,6 +297,7 @@ def _state(opt, params):
     return [p.numpy() for p in params] + slots + [opt.iterations.numpy()]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make", [
     lambda: tf.optimizers.SGD(),
     lambda: tf.optimizers.SGD(momentum=0.9),

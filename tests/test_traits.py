@@ -13,8 +13,8 @@ from samples import COMPOSITES, SAMPLES, call
 
 import srcxform as tf
 from srcxform import runtime
-from srcxform.errors import InvalidArgumentError
-from srcxform.primitive import REGISTRY, Primitive
+from srcxform.core.errors import InvalidArgumentError
+from srcxform.core.primitive import REGISTRY, Primitive
 
 _X, _Y = np.array([0.25, 1.5, -2.0, 3.0]), np.array([1.0, -0.5, 2.0, 4.0])
 _DECLARED = [(prim, ufunc) for prim in REGISTRY.values() for ufunc in prim.numpy]

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import srcxform as tf
-from srcxform.trace import Tracer
+from srcxform.ad.trace import Tracer
 
 
 def loss(w, xi):

@@ -18,9 +18,9 @@ import astor
 import numpy as np
 
 from srcxform.codegen.exprs import dtype_ast
-from srcxform.dims import render
-from srcxform.names import identifier
-from srcxform.tree import DATACLASS, DICT, NAMEDTUPLE, NONE, SEQUENCE, unflatten_function
+from srcxform.core.dims import render
+from srcxform.core.names import identifier
+from srcxform.core.tree import DATACLASS, DICT, NAMEDTUPLE, NONE, SEQUENCE, unflatten_function
 
 # The globals the call path reads; names made by counting (sizes n<k>, captured objects)
 # are kept apart from the user's names too.

@@ -20,8 +20,8 @@ import astor
 
 from srcxform.codegen.exprs import dtype_ast
 from srcxform.codegen.schedule import LoopGroup
-from srcxform.ir import Var
-from srcxform.structured import COND, FORI, WHILE, results_of
+from srcxform.core.ir import Var
+from srcxform.passes.structured import COND, FORI, WHILE, results_of
 
 _FIRST_ROWS = 16  # a while_loop's stacks start with this many rows, then double
 

@@ -25,12 +25,12 @@ import builtins
 import astor
 import numpy as np
 
-from srcxform.callconv import is_static
+from srcxform.codegen.callconv import is_static
 from srcxform.codegen.callpath import output_leaf, results_ast
 from srcxform.codegen.exprs import name_ast
-from srcxform.dims import render
-from srcxform.tensor import Tensor, Variable
-from srcxform.tree import DATACLASS, DICT, NAMEDTUPLE, NONE, SEQUENCE, flatten_function, \
+from srcxform.core.dims import render
+from srcxform.core.tensor import Tensor, Variable
+from srcxform.core.tree import DATACLASS, DICT, NAMEDTUPLE, NONE, SEQUENCE, flatten_function, \
     tree_flatten
 
 

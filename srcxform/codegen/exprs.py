@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from srcxform.dims import Dim, expr_of, render
+from srcxform.core.dims import Dim, expr_of, render
 
 _NP_NAMES = {"bool": "bool_"}
 _SIZE_OPERATORS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "//": ast.FloorDiv, "%": ast.Mod}

@@ -22,7 +22,7 @@ import ast
 
 from srcxform.runtime import CHUNK
 from srcxform.codegen.exprs import copy_ast, dtype_ast, name_ast
-from srcxform.ir import Eqn
+from srcxform.core.ir import Eqn
 
 
 

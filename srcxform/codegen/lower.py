@@ -14,7 +14,7 @@ import astor
 import numpy as np
 
 from srcxform import runtime
-from srcxform.aval import is_one
+from srcxform.core.aval import is_one
 from srcxform.codegen import chunking, control, lanes, verify
 from srcxform.codegen.exprs import (
     Sizes,
@@ -27,17 +27,17 @@ from srcxform.codegen.exprs import (
     size_label,
 )
 from srcxform.codegen.placement import place
-from srcxform.dtypes import promote
-from srcxform.errors import cut, nan_message, user_line
-from srcxform.ir import Lit, Var
-from srcxform.names import Namer
+from srcxform.core.dtypes import promote
+from srcxform.core.errors import cut, nan_message, user_line
+from srcxform.core.ir import Lit, Var
+from srcxform.core.names import Namer
 from srcxform.codegen.schedule import LoopGroup, schedule
-from srcxform.version import __version__
+from srcxform.core.version import __version__
 
 # The columns an origin comment may fill, its indent included: the user's line is cut.
 _WIDTH = 100
 # The elements below which a parallel loop nest runs serially: a prange wakes Numba's
-# thread pool, whose workers sleep when idle (srcxform/openmp.py); W3's gradient ran
+# thread pool, whose workers sleep when idle (srcxform/jit/openmp.py); W3's gradient ran
 # faster in parallel only from about 6e4 elements on 2 cores (benchmarks/README.md).
 PARALLEL_MIN = 65536
 

@@ -11,7 +11,7 @@ import ast
 import functools
 from dataclasses import dataclass
 
-from srcxform.ir import Var
+from srcxform.core.ir import Var
 from srcxform.codegen.schedule import LoopGroup
 
 _MAX_NODES = 48  # the size of an expression worth recomputing rather than storing

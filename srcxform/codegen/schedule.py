@@ -9,8 +9,8 @@ forward's scalars instead of arrays), and no member reads a reduction of its own
 
 from dataclasses import dataclass, field
 
-from srcxform.dims import expr_of
-from srcxform.ir import Var
+from srcxform.core.dims import expr_of
+from srcxform.core.ir import Var
 
 
 @dataclass(eq=False)

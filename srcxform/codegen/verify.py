@@ -12,7 +12,7 @@ the `if`. A failure is a bug in srcxform, raised with the kernel's line.
 
 import ast
 
-from srcxform.errors import SrcxformError
+from srcxform.core.errors import SrcxformError
 
 
 class ScheduleError(SrcxformError):

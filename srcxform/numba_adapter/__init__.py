@@ -24,7 +24,7 @@ when a process first imports it; this package imports only the switches' rule (j
 import functools
 import sys
 
-from srcxform import settings
+from srcxform.core import settings
 
 # The Numba versions whose internals this was written against (pyproject.toml's numba
 # range allows these only).

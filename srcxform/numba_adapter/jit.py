@@ -43,7 +43,7 @@ import numba
 from numba.core import caching, compiler
 from numba.core.codegen import JITCodeLibrary
 
-from srcxform import cachefiles
+from srcxform.numba_adapter import cachefiles
 from srcxform.numba_adapter import enabled
 
 

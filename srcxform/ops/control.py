@@ -6,11 +6,11 @@ eagerly, under outer tapes, and while tracing, with no primitive of its own.
 
 import functools
 
-from srcxform import recording
-from srcxform.errors import TracingError, user_line
+from srcxform.core import recording
+from srcxform.core.errors import TracingError, user_line
 from srcxform.ops.elementwise import stop_gradient
-from srcxform.tensor import as_value
-from srcxform.tree import tree_flatten
+from srcxform.core.tensor import as_value
+from srcxform.core.tree import tree_flatten
 
 
 def custom_gradient(f):

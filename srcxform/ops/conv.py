@@ -18,16 +18,16 @@ import operator
 
 import numpy as np
 
-from srcxform.aval import Aval
-from srcxform.dtypes import promote
-from srcxform.errors import shape_error
+from srcxform.core.aval import Aval
+from srcxform.core.dtypes import promote
+from srcxform.core.errors import shape_error
 from srcxform.ops.creation import ones_like
 from srcxform.ops.elementwise import cast
 from srcxform.ops.linalg import matmul
 from srcxform.ops.reduce import reduce_max, reduce_mean, reduce_sum
 from srcxform.ops.shape import expand_dims, getitem, reshape, squeeze
-from srcxform.primitive import primitive
-from srcxform.tensor import as_value
+from srcxform.core.primitive import primitive
+from srcxform.core.tensor import as_value
 
 # ----- the window primitives -----
 

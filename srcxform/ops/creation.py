@@ -8,10 +8,10 @@ directly.
 
 import numpy as np
 
-from srcxform.dtypes import as_dtype, float32, promote, settled
+from srcxform.core.dtypes import as_dtype, float32, promote, settled
 from srcxform.ops.elementwise import cast
 from srcxform.ops.shape import broadcast_to, stack
-from srcxform.tensor import Tensor, Value, as_value, holds_value
+from srcxform.core.tensor import Tensor, Value, as_value, holds_value
 
 
 def constant(value, dtype=None, shape=None, name=None):

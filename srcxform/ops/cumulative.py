@@ -5,11 +5,11 @@ import operator
 
 import numpy as np
 
-from srcxform.aval import Aval, normalize_axes
-from srcxform.errors import shape_error
+from srcxform.core.aval import Aval, normalize_axes
+from srcxform.core.errors import shape_error
 from srcxform.ops.elementwise import divide_no_nan
-from srcxform.primitive import primitive
-from srcxform.tensor import as_value
+from srcxform.core.primitive import primitive
+from srcxform.core.tensor import as_value
 
 
 def _cumulative_shape(x, *, axis, exclusive, reverse):

@@ -12,13 +12,13 @@ import operator
 
 import numpy as np
 
-from srcxform.aval import normalize_axes, size
-from srcxform.errors import shape_error
+from srcxform.core.aval import normalize_axes, size
+from srcxform.core.errors import shape_error
 from srcxform.ops.elementwise import where
 from srcxform.ops.linalg import numpy_matmul
 from srcxform.ops.reduce import reduce_sum
 from srcxform.ops.shape import broadcast_to, reshape, transpose
-from srcxform.tensor import as_value
+from srcxform.core.tensor import as_value
 
 # The labels an ellipsis stands for, one per axis counted from the right (so that the
 # axes of operands of different ranks line up, as broadcasting does).

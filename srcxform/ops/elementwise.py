@@ -8,11 +8,11 @@ float32 as float32 where Python's math module would widen it.
 
 import numpy as np
 
-from srcxform.aval import Aval
-from srcxform.dtypes import promote
-from srcxform.errors import DtypeArgumentError, ZeroDivisionArgumentError
-from srcxform.primitive import ZERO, elementwise, primitive
-from srcxform.tensor import as_value
+from srcxform.core.aval import Aval
+from srcxform.core.dtypes import promote
+from srcxform.core.errors import DtypeArgumentError, ZeroDivisionArgumentError
+from srcxform.core.primitive import ZERO, elementwise, primitive
+from srcxform.core.tensor import as_value
 
 # ----- binary arithmetic -----
 
@@ -519,7 +519,7 @@ def where(condition, x=None, y=None, name=None):
 
 def cast(x, dtype, name=None):
     """x converted to dtype; a cast to an integer type carries no gradient (tf.cast)."""
-    from srcxform.dtypes import as_dtype
+    from srcxform.core.dtypes import as_dtype
 
     return cast_p.bind(x, dtype=as_dtype(dtype))
 

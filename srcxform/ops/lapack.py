@@ -18,14 +18,14 @@ from collections import namedtuple
 
 import numpy as np
 
-from srcxform.aval import Aval, broadcast_shapes, dims_equal, normalize_axes
-from srcxform.errors import shape_error
+from srcxform.core.aval import Aval, broadcast_shapes, dims_equal, normalize_axes
+from srcxform.core.errors import shape_error
 from srcxform.ops.elementwise import abs, pow, sqrt, where
 from srcxform.ops.linalg import _swap, matmul
 from srcxform.ops.reduce import reduce_max, reduce_sum
 from srcxform.ops.shape import broadcast_to, expand_dims, reshape, transpose
-from srcxform.primitive import primitive
-from srcxform.tensor import as_value
+from srcxform.core.primitive import primitive
+from srcxform.core.tensor import as_value
 
 _LAPACK_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 

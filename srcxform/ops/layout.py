@@ -11,14 +11,14 @@ import operator
 
 import numpy as np
 
-from srcxform.aval import normalize_axes
-from srcxform.dims import Dim
-from srcxform.aval import size as _size
-from srcxform.dtypes import as_dtype, int32
-from srcxform.errors import shape_error
+from srcxform.core.aval import normalize_axes
+from srcxform.core.dims import Dim
+from srcxform.core.aval import size as _size
+from srcxform.core.dtypes import as_dtype, int32
+from srcxform.core.errors import shape_error
 from srcxform.ops.elementwise import cast, stop_gradient
 from srcxform.ops.shape import broadcast_to, concat, getitem, shape_argument, stack, unchanged
-from srcxform.tensor import Tensor, Value, as_value
+from srcxform.core.tensor import Tensor, Value, as_value
 
 _slice = builtins.slice  # this module's `slice` is TensorFlow's
 

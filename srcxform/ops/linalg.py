@@ -11,14 +11,14 @@ trace and cross. The LAPACK ops are in lapack.py, einsum and tensordot in einsum
 
 import numpy as np
 
-from srcxform.aval import Aval, broadcast_shapes
-from srcxform.dtypes import promote
-from srcxform.errors import shape_error, user_line
+from srcxform.core.aval import Aval, broadcast_shapes
+from srcxform.core.dtypes import promote
+from srcxform.core.errors import shape_error, user_line
 from srcxform.ops.elementwise import cast, where
 from srcxform.ops.reduce import reduce_sum
 from srcxform.ops.shape import expand_dims, getitem, reshape, stack, transpose
-from srcxform.primitive import primitive
-from srcxform.tensor import as_value
+from srcxform.core.primitive import primitive
+from srcxform.core.tensor import as_value
 
 # The dtypes BLAS multiplies, and so the matmul and matvec primitives take.
 _BLAS_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))

@@ -15,8 +15,8 @@ import numpy as np
 from srcxform.ops.elementwise import (
     cast, equal, exp, log, not_equal, pow, reciprocal, sqrt, subtract, where,
 )
-from srcxform.primitive import elementwise
-from srcxform.tensor import as_value
+from srcxform.core.primitive import elementwise
+from srcxform.core.tensor import as_value
 
 _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
 

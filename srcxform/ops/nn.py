@@ -7,9 +7,9 @@ The softmax family subtracts the (gradient-stopped) max or uses softplus, so inp
 
 import numpy as np
 
-from srcxform.aval import Aval, broadcast_shapes
-from srcxform.dtypes import promote
-from srcxform.errors import shape_error
+from srcxform.core.aval import Aval, broadcast_shapes
+from srcxform.core.dtypes import promote
+from srcxform.core.errors import shape_error
 from srcxform.ops.elementwise import (
     abs, cast, exp, expm1, less, log, log1p, minimum, multiply, relu, sigmoid,
     softplus, stop_gradient, tanh, where,
@@ -18,8 +18,8 @@ from srcxform.ops.creation import convert_to_tensor, zeros_like
 from srcxform.ops.mathfuncs import erfc
 from srcxform.ops.reduce import reduce_max, reduce_sum
 from srcxform.ops.shape import checked_indices, gather, reshape
-from srcxform.primitive import primitive
-from srcxform.tensor import as_value
+from srcxform.core.primitive import primitive
+from srcxform.core.tensor import as_value
 
 
 def softmax(logits, axis=-1, name=None):

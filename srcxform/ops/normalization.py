@@ -4,12 +4,12 @@ those of the same formulas). They declare no primitive."""
 
 import numpy as np
 
-from srcxform.aval import normalize_axes
+from srcxform.core.aval import normalize_axes
 from srcxform.ops.elementwise import cast, maximum, stop_gradient
 from srcxform.ops.mathfuncs import rsqrt, squared_difference
 from srcxform.ops.reduce import reduce_mean, reduce_sum
 from srcxform.ops.shape import squeeze
-from srcxform.tensor import as_value
+from srcxform.core.tensor import as_value
 
 
 def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):

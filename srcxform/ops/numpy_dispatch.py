@@ -14,16 +14,16 @@ from collections import namedtuple
 
 import numpy as np
 
-from srcxform.aval import normalize_axes, size
-from srcxform.errors import TracingError
-from srcxform.errors import user_line
+from srcxform.core.aval import normalize_axes, size
+from srcxform.core.errors import TracingError
+from srcxform.core.errors import user_line
 from srcxform.ops import elementwise as ew
 from srcxform.ops import cumulative, lapack, linalg, nn, reduce, selection
 from srcxform.ops import mathfuncs as mf
 from srcxform.ops.creation import ones_like, zeros_like
-from srcxform.primitive import REGISTRY
-from srcxform.tensor import as_value
-from srcxform.tree import tree_flatten
+from srcxform.core.primitive import REGISTRY
+from srcxform.core.tensor import as_value
+from srcxform.core.tree import tree_flatten
 
 # The module: srcxform.ops.shape as an attribute is tf.shape, the function.
 shape_ops = importlib.import_module("srcxform.ops.shape")

@@ -5,12 +5,12 @@ so tensor.py, below the ops, imports none.
 
 import numpy as np
 
-from srcxform.aval import broadcast_shapes
-from srcxform.dtypes import promote
+from srcxform.core.aval import broadcast_shapes
+from srcxform.core.dtypes import promote
 from srcxform.ops import elementwise as ew
 from srcxform.ops import creation, linalg, numpy_dispatch
 from srcxform.ops.shape import getitem, transpose
-from srcxform.tensor import Tensor, Value, as_value
+from srcxform.core.tensor import Tensor, Value, as_value
 
 
 class _Operators:

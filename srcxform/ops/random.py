@@ -3,16 +3,16 @@
 srcxform.random keeps the counter and the key in int64 Variables and advances the counter
 by each draw's size, so that a compiled function reads them as inputs and writes the
 counter back: each call draws anew. Element i of a draw is a function of (key, counter +
-i) alone (srcxform.philox), computed by the same source eagerly (NumPy) and in
+i) alone (srcxform.core.philox), computed by the same source eagerly (NumPy) and in
 kernels (Numba): the two are equal bit for bit. A draw has no gradient: it is a constant
 to the tape, as TensorFlow's random ops are.
 """
 
 import numpy as np
 
-from srcxform import philox
-from srcxform.aval import Aval
-from srcxform.primitive import primitive
+from srcxform.core import philox
+from srcxform.core.aval import Aval
+from srcxform.core.primitive import primitive
 
 # What a draw gives: uniform in [0, 1), standard normal, standard normal within 2 of 0
 # (floats, of the draw's dtype), or uniform non-negative int64s with 63 random bits.

@@ -8,8 +8,8 @@ starting from `init`.
 
 import numpy as np
 
-from srcxform.aval import size
-from srcxform.errors import DtypeArgumentError
+from srcxform.core.aval import size
+from srcxform.core.errors import DtypeArgumentError
 from srcxform.ops.elementwise import (
     cast,
     equal,
@@ -28,8 +28,8 @@ from srcxform.ops.elementwise import (
     where,
 )
 from srcxform.ops.shape import broadcast_to, reshape
-from srcxform.primitive import reduce_params, reduction
-from srcxform.tensor import as_value
+from srcxform.core.primitive import reduce_params, reduction
+from srcxform.core.tensor import as_value
 
 
 def _kept(g, x, axis, keepdims):

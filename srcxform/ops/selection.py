@@ -13,15 +13,15 @@ from collections import namedtuple
 
 import numpy as np
 
-from srcxform.aval import Aval, normalize_axes, size
-from srcxform.dtypes import as_dtype
-from srcxform.errors import IndexArgumentError, TracingError, shape_error, user_line
+from srcxform.core.aval import Aval, normalize_axes, size
+from srcxform.core.dtypes import as_dtype
+from srcxform.core.errors import IndexArgumentError, TracingError, shape_error, user_line
 from srcxform.ops.elementwise import add, cast, equal, less, stop_gradient, where
 from srcxform.ops.shape import (FULL, Slice, _check_indices, broadcast_to, checked_indices,
                                 concat, gather, gather_p, getitem_p, reshape, scatter_add,
                                 transpose)
-from srcxform.primitive import primitive
-from srcxform.tensor import as_value
+from srcxform.core.primitive import primitive
+from srcxform.core.tensor import as_value
 
 # ----- argmax, argmin -----
 

@@ -9,16 +9,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from srcxform.aval import (Aval, as_size, broadcast_shapes, dims_equal, is_one, is_zero,
+from srcxform.core.aval import (Aval, as_size, broadcast_shapes, dims_equal, is_one, is_zero,
                            normalize_axes, normalize_slice, same_dim, same_shape, size,
                            slice_length)
-from srcxform.dims import concrete
-from srcxform.dtypes import promote
-from srcxform.errors import IndexArgumentError, TracingError, shape_error
-from srcxform.errors import user_line
+from srcxform.core.dims import concrete
+from srcxform.core.dtypes import promote
+from srcxform.core.errors import IndexArgumentError, TracingError, shape_error
+from srcxform.core.errors import user_line
 from srcxform.ops.elementwise import add, less, where
-from srcxform.primitive import primitive
-from srcxform.tensor import Value, as_value
+from srcxform.core.primitive import primitive
+from srcxform.core.tensor import Value, as_value
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,8 @@
 """Common-subexpression elimination: equal equations (same primitive, inputs and params)
 compute once. Preserves values; assumes SSA."""
 
-from srcxform.dims import expr_of
-from srcxform.ir import Lit
+from srcxform.core.dims import expr_of
+from srcxform.core.ir import Lit
 from srcxform.passes.rewrite import substitute
 
 

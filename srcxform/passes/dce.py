@@ -1,7 +1,7 @@
 """Dead-code elimination: drops equations whose outputs nothing uses.
 Preserves outputs; assumes no equation has side effects (none does)."""
 
-from srcxform.ir import Var
+from srcxform.core.ir import Var
 
 
 def run(program):

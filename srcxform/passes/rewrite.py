@@ -1,7 +1,7 @@
 """The substitution walk that simplify and CSE share: rename inputs as earlier
 equations were replaced, and let the pass replace, rewrite or keep each equation."""
 
-from srcxform.ir import Eqn, Var
+from srcxform.core.ir import Eqn, Var
 
 
 def substitute(program, replace):

@@ -11,10 +11,10 @@ program is in SSA form.
 
 import numpy as np
 
-from srcxform.aval import Aval, broadcast_shapes, same_shape
-from srcxform.dims import Dim
-from srcxform.dtypes import promote
-from srcxform.ir import Eqn, Lit, Var
+from srcxform.core.aval import Aval, broadcast_shapes, same_shape
+from srcxform.core.dims import Dim
+from srcxform.core.dtypes import promote
+from srcxform.core.ir import Eqn, Lit, Var
 from srcxform.passes.rewrite import substitute
 
 

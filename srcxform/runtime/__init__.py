@@ -9,7 +9,7 @@ MODULES = ("arrays", "blas", "lapack", "philox_jit", "specfun", "vecmath", "wind
 # from the srcxform folder), digested with the runtime's: the Philox algorithm, which
 # philox_jit compiles and eager evaluation runs as it is, and how helpers are compiled
 # (their Numba options).
-COMPILED_SOURCES = ("philox.py", "numba_adapter/jit.py")
+COMPILED_SOURCES = ("core/philox.py", "numba_adapter/jit.py")
 
 # The terms of a sum a compiled loop stores before adding them (codegen/lanes.py): 4 KiB
 # of float64, in L1 beside the loop's operands; arrays.chunk_terms holds them.

@@ -14,7 +14,7 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic, overload
 
-from srcxform.errors import IndexArgumentError, ZeroDivisionArgumentError
+from srcxform.core.errors import IndexArgumentError, ZeroDivisionArgumentError
 from srcxform.numba_adapter.jit import helper
 from srcxform.runtime import CHUNK
 

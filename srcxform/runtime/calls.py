@@ -6,8 +6,8 @@ import sys
 
 import numpy as np
 
-from srcxform.recording import CONTEXT, OPEN_ANYWHERE
-from srcxform.tensor import Tensor, Updating, Variable
+from srcxform.core.recording import CONTEXT, OPEN_ANYWHERE
+from srcxform.core.tensor import Tensor, Updating, Variable
 
 # The entries' helpers, by the short names they are written with.
 empty, asarray, getrefcount = np.empty, np.asarray, sys.getrefcount

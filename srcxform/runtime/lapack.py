@@ -15,7 +15,7 @@ runs. (Numba cannot raise from an `except` block, hence the flag.)
 
 import numpy as np
 
-from srcxform.errors import LinAlgArgumentError
+from srcxform.core.errors import LinAlgArgumentError
 from srcxform.numba_adapter.jit import helper
 
 SINGULAR = "the matrix is singular (not invertible)"

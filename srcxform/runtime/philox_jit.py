@@ -1,4 +1,4 @@
-"""srcxform.philox compiled with Numba: the draws generated code makes.
+"""srcxform.core.philox compiled with Numba: the draws generated code makes.
 
 The same source as eager evaluation runs (see philox's docstring), so compiled draws equal
 eager ones bit for bit. The functions it calls are registered with Numba
@@ -9,7 +9,7 @@ calls them); the entry points are helpers, compiled when first used and cached o
 from numba.extending import register_jitable
 
 from srcxform.numba_adapter.jit import helper
-from srcxform import philox
+from srcxform.core import philox
 
 for _function in philox.INTERNALS:
     register_jitable(_function)

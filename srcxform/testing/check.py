@@ -11,9 +11,9 @@ import numpy as np
 
 from srcxform.api import differentiable
 from srcxform.ops import constant, multiply, reduce_sum
-from srcxform.tape import GradientTape
-from srcxform.tensor import Value
-from srcxform.tree import tree_flatten, tree_unflatten
+from srcxform.ad.tape import GradientTape
+from srcxform.core.tensor import Value
+from srcxform.core.tree import tree_flatten, tree_unflatten
 
 _SHOWN = 10  # rows in the mismatch table
 

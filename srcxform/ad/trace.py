@@ -1,0 +1,366 @@
+"""Tracing: run a Python function on Tracers so that every op appends an IR equation.
+
+Tracers have the Tensor surface (the same `Value` operators), so the same ops, tapes and
+VJPs run on them unchanged. Asking a Tracer for a value only known at run time (bool,
+float, int, len, iteration) raises TracingError at the user's line.
+"""
+
+import itertools
+import sys
+
+import numpy as np
+
+from srcxform.core import dims, recording
+from srcxform.core import tensor as _tensor
+from srcxform.core.aval import Aval
+from srcxform.core.errors import (
+    PACKAGE_DIR,
+    TracingAttributeError,
+    TracingError,
+    user_frame,
+    user_frame_object,
+    user_line,
+)
+from srcxform.core.ir import Eqn, Lit, Program, Var
+from srcxform.core.names import assigned_name
+from srcxform.core.tensor import SizeConstant, Tensor, Value, Variable, as_value
+
+_ids = itertools.count(1)
+
+_BRANCH = ("a traced value's truth is unknown while compiling; use srcxform.where(cond, a, b) "
+           "or pass the value as a static argument")
+_NUMBER = ("a traced value's number is unknown while compiling; keep it a tensor, or pass it "
+           "as a static (Python int) argument")
+_SIZE = ("a traced value's length is not fixed while compiling (a new batch size reuses the "
+         "kernel); use whole-array ops (reduce_sum, matmul, gather) or pass the count as a "
+         "static int argument")
+_ATTRIBUTE = ("no such attribute; srcxform values have TensorFlow's ops (srcxform.<op>(x)), "
+              "the operators and NumPy's array methods (sum, mean, max, reshape, transpose, "
+              "astype, dot, ...); for anything else, compute on the result outside the "
+              "compiled function (np.asarray(result))")
+_IMMUTABLE = ("values are immutable; build a new one: srcxform.where(mask, new, x) replaces "
+              "elements, srcxform.scatter_add adds rows at indices, or change the result "
+              "with NumPy outside the compiled function (np.asarray(result))")
+
+
+class Tracer(Value):
+    """A value being traced: an aval (with symbolic sizes) and its IR variable."""
+
+    # `eager` is what the same value would be in an eager run (see _eager_kind): "tensor"
+    # (what srcxform's functions return), "numpy" or "python" (what NumPy's operators and
+    # functions give on NumPy arrays and Python floats). The compiled call returns that.
+    __slots__ = ("_id", "_trace", "aval", "eager", "var")
+
+    def __init__(self, trace, var, id=None, eager="tensor"):
+        self._trace = trace
+        self.aval = var.aval
+        self.var = var
+        self._id = next(_ids) + (1 << 62) if id is None else id
+        self.eager = eager
+
+    def _fail(self, what, message):
+        raise TracingError(f"{user_line()}\n  {what}: {message}")
+
+    def __bool__(self):  # noqa: PLE0304 - it only raises, as the next three do
+        self._fail("bool() of a traced value", _BRANCH)
+
+    def __float__(self):
+        self._fail("float() of a traced value", _NUMBER)
+
+    def __int__(self):
+        self._fail("int() of a traced value", _NUMBER)
+
+    def __index__(self):  # noqa: PLE0305
+        self._fail("a traced value used as an index or count", _NUMBER)
+
+    def __len__(self):  # noqa: PLE0303
+        self._fail("len() of a traced value", _SIZE)
+
+    def __iter__(self):
+        self._fail("iterating over a traced value", _SIZE)
+
+    def numpy(self):
+        self._fail(".numpy() of a traced value", _NUMBER)
+
+    def __array__(self, dtype=None, copy=None):
+        self._fail("np.asarray() of a traced value", _NUMBER)
+
+    def item(self, *args):
+        self._fail(".item() of a traced value", _NUMBER)
+
+    def __setitem__(self, index, value):
+        self._fail("assigning to an item of a traced value", _IMMUTABLE)
+
+    def __getattr__(self, name):
+        # Reached only for a name the class lacks. Python and NumPy probe private and
+        # special names (__array_interface__): those stay a plain AttributeError.
+        if name.startswith("_"):
+            raise AttributeError(f"'Tracer' object has no attribute {name!r}")
+        raise TracingAttributeError(f"{user_line()}\n  .{name} of a traced value: {_ATTRIBUTE}")
+
+    def __repr__(self):
+        return f"<srcxform.Tracer {self.aval.short()}>"
+
+
+# The NumPy-level surface of Value: on NumPy arrays and Python floats these are NumPy's
+# (or Python's) own operations, whose results are not Tensors.
+_OPERATORS = ("add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv", "floordiv",
+              "rfloordiv", "mod", "rmod", "pow", "rpow", "neg", "pos", "abs", "lt", "le", "gt",
+              "ge", "eq", "ne")
+_NUMPY_LEVEL = ("__matmul__", "__rmatmul__", "__and__", "__or__", "__invert__", "__getitem__",
+                "sum", "mean", "prod", "max", "min", "reshape", "transpose", "flatten",
+                "ravel", "squeeze", "astype", "dot", "clip", "__array_ufunc__",
+                "__array_function__")
+
+
+def _eager_kind(operands, python):
+    """What an eager run gives for a NumPy-level operation on these operands: a Tensor if
+    any operand is one (or stands for one), a Python number from Python numbers alone
+    (`python`: an operator Python floats have), else NumPy's value."""
+    kinds = set()
+    for x in operands:
+        if isinstance(x, Tracer):
+            kinds.add(x.eager)
+        elif isinstance(x, (Tensor, Variable)):
+            kinds.add("tensor")
+        elif isinstance(x, (list, tuple)):
+            kinds.add(_eager_kind(x, python))
+        elif not isinstance(x, (bool, int, float)) or isinstance(x, np.generic):
+            kinds.add("numpy")
+    if "tensor" in kinds:
+        return "tensor"
+    return "numpy" if "numpy" in kinds or not python else "python"
+
+
+def _from_user_code():
+    """Whether the NumPy-level operation was written in the user's code (srcxform's own
+    functions use operators too, and return Tensors)."""
+    filename = sys._getframe(2).f_code.co_filename
+    return not filename.startswith(PACKAGE_DIR)
+
+
+def _tracking(name, python):
+    method = getattr(Value, name)
+
+    def tracked(self, *args, **kwargs):
+        out = method(self, *args, **kwargs)
+        if isinstance(out, Tracer) and _from_user_code():
+            if name == "__array_ufunc__":
+                operands = args[2:]
+            elif name == "__array_function__":
+                operands = args[2]
+            else:
+                operands = (self,) + args
+            out.eager = _eager_kind(operands, python)
+        return out
+
+    tracked.__name__ = name
+    return tracked
+
+
+for _name in _OPERATORS:
+    setattr(Tracer, f"__{_name}__", _tracking(f"__{_name}__", python=True))
+for _name in _NUMPY_LEVEL:
+    setattr(Tracer, _name, _tracking(_name, python=False))
+Tracer.T = property(_tracking("transpose", python=False), doc=Value.T.__doc__)
+
+
+def _variable_name(variable):
+    """The name the user's code knows a Variable by (a local or global bound to it), else
+    the Variable's own name."""
+    frame = user_frame_object()
+    for scope in (frame.f_locals, frame.f_globals) if frame is not None else ():
+        for name, value in scope.items():
+            if value is variable:
+                return name
+    return variable.name.split(":")[0]
+
+
+class Trace:
+    """Collects the equations of one function being traced."""
+
+    def __init__(self, name):
+        self.name = name
+        self.ins, self.eqns, self.consts, self.sizes = [], [], [], []
+        self.hints, self.adjoint_of, self.origins = {}, {}, {}
+        self.variables = {}  # Variable id -> [Variable, input Var or None, current Tracer]
+        self.guards = []
+        self.symbols = dims.Symbols()
+        # This call's value of each integer argument leaf: a gather checks its indices
+        # while tracing when they are one, as it checks constant indices (ops/shape.py).
+        self.integer_inputs = {}
+        # Library state the traced code reported it relied on (capture): (object, attribute
+        # name), or (function, None) for a function it called (captures.py probes them).
+        self.captured = []
+        self.first_reads = {}  # Variable id -> where the trace first read it
+        self.const_vars, self.const_arrays = {}, {}  # id(array) -> Var -> array
+        self.producers = {}  # Var -> the Eqn computing it
+        self.tracers = {}  # Var -> the Tracer made with it, which tapes know by its id
+        # A function computing concat(values, axis) more cheaply, or None where it cannot
+        # (reroll.py's loop over rows computed alike); None: joins are equations.
+        self.joiner = None
+        self._first_new_id = next(_tensor._ids)  # Variables made from now on are new
+
+    # ----- inputs -----
+    def new_input(self, value, name, eager="tensor"):
+        """A Tracer for an argument leaf: arrays get a size symbol for each dim but 1;
+        `eager` is what the leaf is in an eager run (see Tracer)."""
+        if isinstance(value, float) and not isinstance(value, np.floating):
+            aval = Aval((), np.dtype(np.float64), weak=True)
+        else:
+            array = np.asarray(value)
+            shape = tuple(self._size(len(self.ins), axis, d) for axis, d in enumerate(array.shape))
+            aval = Aval(shape, array.dtype)
+        var = Var(aval)
+        self.ins.append(var)
+        self.hints[var] = name
+        if aval.dtype.kind in "iu":
+            self.integer_inputs[var] = array
+        tracer = self.tracers[var] = Tracer(self, var, eager=eager)
+        return tracer
+
+    def _size(self, index, axis, d):
+        if d == 1:
+            return 1
+        self.sizes.append((index, axis))
+        return dims.Dim(d, ("size", len(self.sizes) - 1), self.symbols)
+
+    def encloses(self, trace):
+        """Whether this trace is a region (sub-program) traced inside `trace`, whose
+        values it may read (structured.py's SubTrace)."""
+        return False
+
+    # ----- equations -----
+    def add_eqn(self, prim, values, params, out_aval):
+        out = Var(out_aval)
+        adjoint = recording.CONTEXT.adjoint
+        rec = adjoint[-1][0] if adjoint else None
+        if rec is not None and isinstance(rec.out, Tracer):
+            origin = self.origins.get(rec.out.var)
+        else:
+            origin = user_frame()
+        eqn = Eqn(out, prim, tuple(self._atom(v) for v in values), tuple(sorted(params.items())),
+                  origin, bool(adjoint))
+        self.eqns.append(eqn)
+        self.producers[out] = eqn
+        self.origins[out] = origin
+        tracer = self.tracers[out] = Tracer(self, out)
+        return tracer
+
+    def join(self, values, axis):
+        """A Tracer equal to concat(values, axis) computed another way, or None."""
+        return self.joiner(self, values, axis) if self.joiner else None
+
+    def _atom(self, value):
+        """The IR atom for an op input: a Tracer's var, a scalar literal, or a constant."""
+        if isinstance(value, Tracer):
+            if value._trace is not self:
+                raise TracingError(f"{user_line()}: a value traced by another function is used "
+                                   "here; pass it as an argument instead")
+            return value.var
+        array = value._array
+        if isinstance(value, SizeConstant):
+            return Lit(value.dim, value.aval)
+        if array.ndim == 0:
+            return Lit(array.item(), value.aval)
+        # One input per constant array, however often the function uses it.
+        var = self.const_vars.get(id(array))
+        if var is None:
+            var = self.const_vars[id(array)] = Var(value.aval)
+            self.consts.append((var, array))  # which keeps the array, and so its id
+            self.const_arrays[var] = array
+        return var
+
+    def on_backward(self, rec, cotangent):
+        """Names a cotangent after the value it is the cotangent of (b<name>)."""
+        if isinstance(cotangent, Tracer) and isinstance(rec.out, Tracer):
+            self.adjoint_of.setdefault(cotangent.var, rec.out.var)
+
+    def name_gradient(self, grad, source):
+        """Names a gradient after its source (b<name>)."""
+        if isinstance(grad, Tracer) and isinstance(source, Tracer):
+            self.adjoint_of.setdefault(grad.var, source.var)
+
+    # ----- variables -----
+    def read_variable(self, variable):
+        """The Variable's traced value: an extra input on first read, then the last write."""
+        entry = self.variables.get(variable._id)
+        if entry is None:
+            index = len(self.ins)
+            shape = tuple(self._size(index, axis, d) for axis, d in enumerate(variable.shape))
+            var = Var(Aval(shape, variable.dtype))
+            self.ins.append(var)
+            self.hints[var] = _variable_name(variable)
+            self.first_reads[variable._id] = user_frame()
+            entry = self.variables[variable._id] = [variable, var, Tracer(self, var, variable._id)]
+            self.tracers[var] = entry[2]
+        return entry[2]
+
+    def write_variable(self, variable, value):
+        """Makes later reads see `value`; the value is written back after the call."""
+        self.read_variable(variable)
+        if tuple(value.shape) != tuple(variable.shape):
+            raise ValueError(f"assign: cannot assign a value of shape {value.shape} to "
+                             f"{variable.name} of shape {variable.shape}\n  at {user_line()}")
+        if value.dtype != variable.dtype:
+            from srcxform.ops import cast
+
+            value = cast(value, variable.dtype)
+        if isinstance(value, Tracer):
+            value = Tracer(self, value.var, variable._id)
+        else:
+            value = Tensor._new(value._array, id=variable._id)
+        self.variables[variable._id][2] = value
+
+    def variable_inputs(self):
+        """(Variable, index in ins) for each Variable read or written while tracing."""
+        return [(v, self.ins.index(var)) for v, var, _ in self.variables.values()]
+
+    def created(self, returned=()):
+        """(name, where first read) for each Variable made while tracing that the
+        trace reads, assigns, or returns (among `returned`)."""
+        names = {v._id: self.hints[var] for v, var, _ in self.variables.values()}
+        found = {v._id: v for v, _, _ in self.variables.values()}
+        found.update((v._id, v) for v in returned if isinstance(v, _tensor.Variable))
+        return [(names.get(i, v.name), user_line(self.first_reads.get(i)))
+                for i, v in found.items() if i > self._first_new_id]
+
+    def capture(self, obj, name=None):
+        """Tells the trace that what it computes relies on obj.name staying the object it
+        is now (obj a function, without a name: on what that function reads)."""
+        self.captured.append((obj, name))
+
+    def variable_writes(self):
+        """(Variable, final value) for each Variable assigned while tracing."""
+        return [(v, now) for v, var, now in self.variables.values()
+                if not (isinstance(now, Tracer) and now.var is var)]
+
+    # ----- the result -----
+    def program(self, outs):
+        """The Program with outputs `outs` (Tracers or constants), naming user lines."""
+        # as_value reads a Variable: its value now, as traced, not as it was at the start.
+        out_atoms = [self._atom(as_value(v)) if isinstance(v, Value) else
+                     self._atom(Tensor._new(np.asarray(v))) for v in outs]
+        for i, eqn in enumerate(self.eqns):
+            later = self.eqns[i + 1] if i + 1 < len(self.eqns) else None
+            last_of_line = later is None or later.origin != eqn.origin or later.adjoint
+            if not eqn.adjoint and last_of_line and eqn.out not in self.hints:
+                name = assigned_name(eqn.origin)
+                if name:
+                    self.hints[eqn.out] = name
+        consts = list(self.consts)
+        return Program(self.name, self.ins + [v for v, _ in consts], list(self.eqns),
+                       out_atoms, consts, list(self.sizes), dict(self.hints),
+                       dict(self.adjoint_of))
+
+    def __enter__(self):
+        context = recording.CONTEXT
+        recording.enter(context.traces, self)
+        self._saved_guards, context.guards = context.guards, self.guards
+        return self
+
+    def __exit__(self, *exc):
+        context = recording.CONTEXT
+        recording.leave(context.traces, self)
+        context.guards = self._saved_guards
+        return False

@@ -1,0 +1,331 @@
+"""Sizes that remember where they came from.
+
+While tracing, each input dim that is not 1 is a `Dim`: an int with its concrete size
+(so shape rules run unchanged and report real sizes) and an expression over the input
+sizes (so generated code computes it at run time and a new batch size reuses a kernel).
+A comparison whose answer could differ for other sizes is recorded as a guard; a call
+whose sizes break a guard traces again instead of running wrong code. Two input sizes
+found equal (an elementwise op of x[n0] and y[n1]) become one symbol from then on, so
+their loops fuse; the guard checks each call.
+
+The rule for everything shape-dependent that tracing decides (an index, a slice's bounds,
+a length, a dim broadcasting treats as 1): it is either an expression of the input sizes,
+computed by the kernel at each call, or a guard. Expressions are kept in one canonical
+form (`simplify`), so that `n0 - (n0 - 1)` is the constant 1. A derived size that is 0 or
+1 in this trace becomes that constant under a guard (`make`): code generation treats a
+literal 1 as a broadcast dim and a 0 as empty, which is right only while it stays so.
+Comparisons record guards. A kernel is reused only for sizes that satisfy every guard.
+"""
+
+import operator
+
+from srcxform.core.recording import CONTEXT  # its guards: (expr_a, op, expr_b, result) each
+
+
+class Dim(int):
+    """A size: `int(d)` is this trace's value, `d.expr` computes it from the inputs.
+
+    expr is a nested tuple: ("size", k) is input size symbol k; (op, a, b) applies +, -,
+    *, // to two expressions or ints.
+    """
+
+    def __new__(cls, value, expr, symbols):
+        d = super().__new__(cls, value)
+        d._expr = expr
+        d.symbols = symbols
+        return d
+
+    @property
+    def expr(self):
+        return self.symbols.canonical(self._expr)
+
+    def __repr__(self):
+        return str(concrete(self))
+
+    def __str__(self):
+        text = render(self.expr, lambda k: f"n{self.symbols.label(k)}")
+        return text[1:-1] if text.startswith("(") else text  # n0 - 1, as in a shape
+
+    def __hash__(self):
+        return int.__hash__(self)
+
+    # ----- arithmetic keeps the expression -----
+    def _arith(self, other, op, name, swap=False):
+        if not isinstance(other, int):
+            return NotImplemented
+        a, b = (other, self) if swap else (self, other)
+        expr = simplify(name, expr_of(a), expr_of(b))
+        return make(op(concrete(a), concrete(b)), expr, self.symbols)
+
+    def __add__(self, other):
+        return self._arith(other, operator.add, "+")
+
+    def __radd__(self, other):
+        return self._arith(other, operator.add, "+", swap=True)
+
+    def __sub__(self, other):
+        return self._arith(other, operator.sub, "-")
+
+    def __rsub__(self, other):
+        return self._arith(other, operator.sub, "-", swap=True)
+
+    def __mul__(self, other):
+        return self._arith(other, operator.mul, "*")
+
+    def __rmul__(self, other):
+        return self._arith(other, operator.mul, "*", swap=True)
+
+    def __floordiv__(self, other):
+        return self._arith(other, operator.floordiv, "//")
+
+    def __rfloordiv__(self, other):
+        return self._arith(other, operator.floordiv, "//", swap=True)
+
+    def __mod__(self, other):
+        return self._arith(other, operator.mod, "%")
+
+    def __neg__(self):
+        return 0 - self
+
+    # ----- comparisons are guarded -----
+    def _compare(self, other, op, name):
+        if not isinstance(other, int):
+            return NotImplemented
+        result = op(concrete(self), concrete(other))
+        a, b = expr_of(self), expr_of(other)
+        if a == b:
+            return op(0, 0)
+        _guard(a, name, b, result)
+        equal = result if name == "==" else not result if name == "!=" else False
+        if equal and _is_symbol(a) and _is_symbol(b):
+            self.symbols.unify(a[1], b[1])
+        return result
+
+    def __eq__(self, other):
+        return self._compare(other, operator.eq, "==")
+
+    def __ne__(self, other):
+        return self._compare(other, operator.ne, "!=")
+
+    def __lt__(self, other):
+        return self._compare(other, operator.lt, "<")
+
+    def __le__(self, other):
+        return self._compare(other, operator.le, "<=")
+
+    def __gt__(self, other):
+        return self._compare(other, operator.gt, ">")
+
+    def __ge__(self, other):
+        return self._compare(other, operator.ge, ">=")
+
+    def __bool__(self):
+        return self._compare(0, operator.ne, "!=")
+
+    def __index__(self):
+        # Used as a plain number (range, np.empty, int()): right only for this size.
+        _guard(self.expr, "==", concrete(self), True)
+        return concrete(self)
+
+    __int__ = __index__
+
+
+def _guard(a, op, b, result):
+    """Records that `a op b` was `result` in the trace now running in this thread, if any."""
+    guards = CONTEXT.guards
+    if guards is not None:
+        guards.append((a, op, b, result))
+
+
+def concrete(d):
+    """The concrete size of a Dim (or an int), recording no guard."""
+    return int.__index__(d)
+
+
+class Symbols:
+    """The input size symbols of one trace, with the equalities found between them."""
+
+    def __init__(self):
+        self.parent = {}
+
+    def find(self, k):
+        while self.parent.get(k, k) != k:
+            k = self.parent[k]
+        return k
+
+    def unify(self, a, b):
+        a, b = self.find(a), self.find(b)
+        if a != b:
+            self.parent[max(a, b)] = min(a, b)  # the earlier symbol names both
+
+    def label(self, k):
+        """The number symbol k is shown with (n<label>): symbols found equal to an earlier
+        one are skipped, so that the numbers shown have no gaps."""
+        return k - sum(j < k for j in self.parent)
+
+    def canonical(self, expr):
+        """expr with each symbol replaced by the one naming its class, simplified again
+        (n1 - n0 is 0 once the two are found equal)."""
+        if isinstance(expr, int) or not self.parent:
+            return expr
+        if expr[0] == "size":
+            return ("size", self.find(expr[1]))
+        return simplify(expr[0], self.canonical(expr[1]), self.canonical(expr[2]))
+
+
+def _is_symbol(expr):
+    return isinstance(expr, tuple) and expr[0] == "size"
+
+
+def expr_of(d):
+    return d.expr if isinstance(d, Dim) else int(d)
+
+
+def make(value, expr, symbols):
+    """A Dim for expr, or a plain int when expr is constant. While tracing, a size that is
+    0 or 1 now is that constant under a guard (see the module's rule)."""
+    if isinstance(expr, int):
+        return value
+    if value in (0, 1) and CONTEXT.guards is not None:
+        _guard(expr, "==", value, True)
+        return value
+    return Dim(value, expr, symbols)
+
+
+def simplify(op, a, b):
+    """op applied to two canonical expressions, in canonical form: a linear expression as
+    its terms in symbol order then its constant (`n0 - n1 + 2`), so that equal linear
+    expressions are equal tuples; others fold constants and (x*k)//k."""
+    if isinstance(a, int) and isinstance(b, int):
+        return _apply(op, a, b)
+    form = _linear((op, a, b))
+    if form is not None:
+        return _from_linear(form)
+    if op in ("*", "//") and b == 1 or op == "*" and a == 1:
+        return b if a == 1 else a
+    if op == "*" and (a == 0 or b == 0):
+        return 0
+    if op == "//" and isinstance(a, tuple) and a[0] == "*" and a[2] == b:
+        return a[1]
+    return (op, a, b)
+
+
+_OPERATORS = {"+": operator.add, "-": operator.sub, "*": operator.mul,
+              "//": operator.floordiv, "%": operator.mod}
+
+
+def _apply(op, a, b):
+    """op applied to two ints (a division by zero gives 0: sizes are never divided by 0)."""
+    return 0 if op in ("//", "%") and not b else _OPERATORS[op](a, b)
+
+
+def render(expr, symbol_name):
+    """Python source for an expression; symbol_name(k) names input size symbol k."""
+    if isinstance(expr, int):
+        return str(expr)
+    if expr[0] == "size":
+        return symbol_name(expr[1])
+    return f"({render(expr[1], symbol_name)} {expr[0]} {render(expr[2], symbol_name)})"
+
+
+def evaluate(expr, sizes):
+    """The value of an expression given the input size symbols' values."""
+    if isinstance(expr, int):
+        return expr
+    if expr[0] == "size":
+        return sizes[expr[1]]
+    a, b = evaluate(expr[1], sizes), evaluate(expr[2], sizes)
+    return _apply(expr[0], a, b)
+
+
+# ----- guards -----
+
+_NEGATE = {"==": "!=", "!=": "==", "<": ">=", ">=": "<", "<=": ">", ">": "<="}
+
+
+def guard_conditions(guards):
+    """The trace's guards as conditions `(expr, op)` meaning `expr op 0`, op one of >=, ==
+    and !=, without repeats and without those every call satisfies (sizes are never
+    negative, and an input size that is not 1 stays so: it is in the signature), nor
+    those a stronger one implies: of `linear + c >= 0` for one linear part, only the least
+    c is kept (x[i] for i in range(1000) guards the size of x once, not 1,000 times)."""
+    conditions, seen = [], set()
+    strongest = {}  # the linear part of a `>=` condition -> (its least constant, position)
+    for a, op, b, result in dict.fromkeys(guards):  # a comparison repeats often: once each
+        op = op if result else _NEGATE[op]
+        # Integers: a < b is b - a - 1 >= 0, a > b is a - b - 1 >= 0.
+        left, right, shift = {"<": (b, a, 1), "<=": (b, a, 0), ">": (a, b, 1),
+                              ">=": (a, b, 0)}.get(op, (a, b, 0))
+        difference = simplify("-", simplify("-", left, right), shift)
+        form = _linear(difference)
+        op = ">=" if op in ("<", "<=", ">", ">=") else op
+        if form is not None and _always(form, op):
+            continue
+        condition = (difference, op)  # canonical already (simplify)
+        if condition in seen:
+            continue
+        seen.add(condition)
+        if op == ">=" and form is not None:
+            part = frozenset((k, c) for k, c in form.items() if k is not None)
+            if part in strongest:  # the stronger of the two takes the first one's place
+                constant, position = strongest[part]
+                if form.get(None, 0) < constant:
+                    conditions[position] = condition
+                    strongest[part] = form.get(None, 0), position
+                continue
+            strongest[part] = form.get(None, 0), len(conditions)
+        conditions.append(condition)
+    return conditions
+
+
+def _linear(expr):
+    """{symbol: coefficient, None: constant} for a linear expression, else None."""
+    if isinstance(expr, int):
+        return {None: expr} if expr else {}
+    if expr[0] == "size":
+        return {expr[1]: 1}
+    op, a, b = expr
+    la, lb = _linear(a), _linear(b)
+    if la is None or lb is None:
+        return None
+    if op in "+-":
+        out = dict(la)
+        for k, c in lb.items():
+            out[k] = out.get(k, 0) + (c if op == "+" else -c)
+        return {k: c for k, c in out.items() if c}
+    if op == "*" and (set(la) <= {None} or set(lb) <= {None}):
+        scale, other = (la.get(None, 0), lb) if set(la) <= {None} else (lb.get(None, 0), la)
+        return {k: c * scale for k, c in other.items() if c * scale}
+    return None
+
+
+def _always(form, op):
+    """Whether `form op 0` holds for every size (sizes are ≥ 0; input sizes are not 1)."""
+    const = form.get(None, 0)
+    symbols = {k: c for k, c in form.items() if k is not None}
+    if not symbols:
+        return {">=": const >= 0, "==": const == 0, "!=": const != 0}[op]
+    if op == ">=":
+        return const >= 0 and all(c > 0 for c in symbols.values())
+    signs = {c > 0 for c in symbols.values()}
+    if op == "!=" and const and signs == {const > 0}:  # n + 1 != 0: never 0, sizes ≥ 0
+        return True
+    one_symbol = len(symbols) == 1 and abs(next(iter(symbols.values()))) == 1
+    return op == "!=" and one_symbol and abs(const) == 1 and -const * next(
+        iter(symbols.values())) == 1  # n - 1 != 0
+
+
+def _from_linear(form):
+    """The canonical expression of a linear form: the symbols with positive coefficients in
+    order, then those with negative ones subtracted, the constant last (n0 - n1 + 2)."""
+    const = form.get(None, 0)
+    symbols = sorted(k for k in form if k is not None)
+    terms = [(k, form[k]) for k in symbols if form[k] > 0] + \
+            [(k, form[k]) for k in symbols if form[k] < 0]
+    expr = 0
+    for k, c in terms:
+        term = ("size", k) if abs(c) == 1 else ("*", abs(c), ("size", k))
+        expr = term if expr == 0 and c > 0 else ("+" if c > 0 else "-", expr, term)
+    if const:
+        expr = const if expr == 0 else ("+" if const > 0 else "-", expr, abs(const))
+    return expr

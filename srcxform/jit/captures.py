@@ -1,0 +1,168 @@
+"""What a kernel captured from outside its arguments, and the test, at each call, that it
+has not changed since the trace.
+
+A trace bakes in whatever the function reached without being passed it: the Variables it
+reads (a global, a closure's, an attribute), numbers, arrays and functions. Eagerly, the
+next call reaches them anew, so a kernel is used only while each of them is the object
+(or, for a number or string, the value) the trace saw; otherwise the function is traced
+again. What is tested (a probe each):
+
+- each global name the function's code uses (and the code of every function of the
+  user's it reaches through its globals and closures: helpers, a schedule), in the
+  function's globals dict: the value bound to it;
+- each closure variable of those functions (a cell): its contents;
+- each attribute, named in that code, of an object of the user's they reach directly (a
+  global `model`, `self` of a method): `model.w` rebound to a new Variable;
+- what a library object reports while traced (Trace.capture): an optimizer's learning
+  rate Variable or schedule, and its hyperparameters.
+
+Library modules, classes and functions (srcxform's, NumPy's, the standard ones) are not
+probed; nor is anything further away (`model.layers[0].w`), nor a global reached only
+through `globals()` or `getattr` with a computed name.
+"""
+
+import types
+from dataclasses import dataclass
+
+import numpy as np
+
+from srcxform.jit.index import _library, _names
+
+# Values compared by value, not identity: a global rebound to an equal number is the same.
+SIMPLE = (bool, int, float, complex, str, bytes, type(None))
+
+
+@dataclass(frozen=True, eq=False)
+class Probe:
+    """One captured object: where it is read again (`kind` "global": holder[key], "cell":
+    holder.cell_contents, "attr": getattr(holder, key)) and what the trace saw there."""
+
+    kind: str
+    holder: object
+    key: str | None
+    value: object
+
+    def current(self):
+        """The object found there now (_MISSING where there is none)."""
+        try:
+            if self.kind == "global":
+                return self.holder.get(self.key, _MISSING)
+            if self.kind == "cell":
+                return self.holder.cell_contents
+            return getattr(self.holder, self.key, _MISSING)
+        except ValueError:  # an empty cell
+            return _MISSING
+
+    @property
+    def by_value(self):
+        """Whether an equal object of the same type will do (a number, a string): one seen
+        is compared by value, anything else by identity."""
+        return isinstance(self.value, SIMPLE)
+
+    def holds(self):
+        """Whether the object found there is the one the trace saw."""
+        now = self.current()
+        if now is self.value:
+            return True
+        return self.by_value and type(now) is type(self.value) and now == self.value
+
+    def describe(self):
+        if self.kind == "global":
+            return f"global {self.key!r}"
+        if self.kind == "cell":
+            return "a closure variable"
+        return f"attribute {self.key!r} of {type(self.holder).__name__}"
+
+
+_MISSING = object()
+
+
+def of_function(fn):
+    """The probes for what fn (a function, method or Differentiable) and the functions of
+    the user's it reaches read, as they are now."""
+    found = {}
+    _function(fn, found, set())
+    return list(found.values())
+
+
+def attribute(obj, name):
+    """A probe for obj.name as it is now (a library object's state, reported while traced)."""
+    return Probe("attr", obj, name, getattr(obj, name))
+
+
+def _add(found, probe):
+    found.setdefault((probe.kind, id(probe.holder), probe.key), probe)
+
+
+def _function(fn, found, seen):
+    if id(fn) in seen:
+        return
+    seen.add(id(fn))
+    if isinstance(fn, types.MethodType):
+        _function(fn.__func__, found, seen)
+        _attributes(fn.__self__, fn.__func__, found)
+        return
+    wrapped = getattr(fn, "__wrapped__", None)  # a Differentiable, or a functools.wraps
+    if not isinstance(fn, types.FunctionType):
+        if wrapped is not None:
+            _function(wrapped, found, seen)
+        return
+    if fn.__globals__.get("__srcxform_generated__"):  # a warm entry (codegen/entry.py)
+        return
+    if _library(fn.__globals__.get("__name__") or ""):
+        # Library code is fixed, but one made at run time (jacobian's) holds the user's.
+        for cell in fn.__closure__ or ():
+            value = _contents(cell)
+            if callable(value):
+                _function(value, found, seen)
+        return
+    names = _names(fn.__code__)
+    for name in sorted(names & fn.__globals__.keys()):
+        value = fn.__globals__[name]
+        if not _is_library(value):
+            _add(found, Probe("global", fn.__globals__, name, value))
+            _reached(value, fn, found, seen)
+    for cell in fn.__closure__ or ():
+        value = _contents(cell)
+        # A library module is not rebound, as for globals (autograph's ag__ is one).
+        if value is _MISSING or isinstance(value, types.ModuleType) and _is_library(value):
+            continue
+        _add(found, Probe("cell", cell, None, value))
+        _reached(value, fn, found, seen)
+    if wrapped is not None:
+        _function(wrapped, found, seen)
+
+
+def _contents(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:  # not assigned yet
+        return _MISSING
+
+
+def _reached(value, fn, found, seen):
+    """Follows a value fn reads: a function is read through too, an object of the user's
+    one attribute deep."""
+    if isinstance(value, (types.FunctionType, types.MethodType)) or \
+            hasattr(value, "__wrapped__") and callable(value):
+        _function(value, found, seen)
+    elif not isinstance(value, (type, types.ModuleType) + SIMPLE):
+        _attributes(value, fn, found)
+
+
+def _attributes(obj, fn, found):
+    """Probes for the attributes of obj (an object of the user's) that fn's code names."""
+    if _library(type(obj).__module__ or "") or not hasattr(obj, "__dict__"):
+        return
+    for name in sorted(_names(fn.__code__) & vars(obj).keys()):
+        _add(found, Probe("attr", obj, name, vars(obj)[name]))
+
+
+def _is_library(value):
+    """A module, class or function of srcxform's, NumPy's or the standard library: not
+    probed (they are not rebound in practice, and each probe costs warm call time)."""
+    if isinstance(value, types.ModuleType):
+        return _library(value.__name__)
+    if isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType, np.ufunc)):
+        return _library(getattr(value, "__module__", "") or "")
+    return False

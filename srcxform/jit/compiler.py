@@ -1,0 +1,428 @@
+"""From a function and its arguments to a Kernel: trace the function under a tape,
+optimize the program, generate the kernel with its call path and warm entries into one
+module, and store it in the on-disk index (load_indexed finds it there in a later process).
+Differentiable (api.py) decides when, and where Numba compiles it: in this process or in
+tiered.py's worker.
+"""
+
+import dataclasses
+import inspect
+import os
+import pickle
+from collections import namedtuple
+
+import numpy as np
+
+from srcxform import numba_adapter
+from srcxform.core import settings
+from srcxform.jit import backend, captures, index
+from srcxform.passes import reroll
+from srcxform.codegen.callconv import Convention, is_static
+from srcxform.codegen import callpath, entry
+from srcxform.codegen import generate as generate_source
+from srcxform.codegen.exprs import size_label
+from srcxform.core.dims import Dim, expr_of, guard_conditions
+from srcxform.core.errors import source_text
+from srcxform.jit.kernel import Kernel, Spec
+from srcxform.runtime import calls
+from srcxform.core.names import function_name
+from srcxform.passes.pipeline import optimize
+from srcxform.core.recording import CONTEXT
+from srcxform.ad.tape import GradientTape
+from srcxform.core.tensor import Tensor, Value, Variable, as_value
+from srcxform.ad.trace import Trace, Tracer
+from srcxform.core.tree import leaf_paths, tree_flatten, tree_unflatten
+
+
+def wrt_positions(wrt):
+    """The argument positions a gradient is taken with respect to."""
+    return (wrt,) if isinstance(wrt, int) else tuple(wrt)
+
+
+def generate_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel, as_eager,
+                    keywords=True, has_aux=False, tf_rules=False, nan_checks=False):
+    """Traces and generates the kernel, not yet compiled (its fn is None), and stores it in
+    the index under the key `found` (None: fn is not indexable) unless it captured arrays
+    or Variables."""
+    kernel, generate = trace_kernel(fn, kernel_form, args, kwargs, leaves, found, wrt=wrt,
+                                    parallel=parallel, as_eager=as_eager, keywords=keywords,
+                                    has_aux=has_aux, tf_rules=tf_rules, nan_checks=nan_checks)
+    kernel.generated(generate())
+    return kernel
+
+
+def trace_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel, as_eager,
+                 keywords=True, has_aux=False, tf_rules=False, nan_checks=False):
+    """Traces fn: the kernel, its module not generated yet (its spec is None: its
+    convention lacks only the buffers, which codegen chooses), and a function generating
+    it (and storing it in the index, as generate_kernel says) that returns its Spec. A
+    tiered first call returns before that runs, in another thread (tiered.py)."""
+    traced = trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux, tf_rules)
+    if traced.created:  # allowed once (Keras's build): not when a trace creates again
+        _refuse_created(fn, trace_function(fn, wrt, kernel_form, args, kwargs, leaves,
+                                           has_aux, tf_rules).created)
+    program = traced.program
+    consts = [array for _, array in program.consts]
+    outs = tuple((tuple(expr_of(d) for d in a.aval.shape), a.aval.dtype)
+                 for a in program.outs)
+    draft = Convention(
+        kernel_form, traced.leaves, traced.variables, traced.writes, len(consts),
+        tuple(program.sizes), outs, (), traced.trees, traced.returns, traced.guards,
+        isinstance(wrt, int), as_eager, traced.leaf_names, traced.in_names,
+        traced.out_names, has_aux, tf_rules)
+    probes = captures.of_function(fn) + traced.probes
+
+    def generate():
+        func_name = f"{traced.name}__{kernel_form}"
+        ins = ", ".join(a.aval.short(symbolic=True) for a in program.ins)
+        doc = source_text(f"srcxform: {traced.name}({ins}) -> {kernel_form}; "
+                          f"{len(program.eqns)} equations"
+                          + ("; checked for NaN and inf (debug_nans)" if nan_checks else ""),
+                          quote='"')
+        source, buffers = generate_source(program, func_name, doc, parallel=parallel,
+                                          nan_checks=nan_checks,
+                                          imports=callpath.IMPORTS)
+        conv = dataclasses.replace(draft, buffers=tuple(buffers))
+        source += "\n\n" + callpath.emit(conv, traced.name, func_name, size_label(program))
+        # The warm entry, for positional calls like this one (others get none).
+        emitted = () if kwargs else (
+            entry.emit(conv, consts, probes, callpath.entry_name(traced.name, kernel_form),
+                       args, numba_adapter.sole_reference_count(), keywords),)
+        source += entry.in_module(emitted)
+        entries = tuple((kernel_form, text) for text, _ in emitted)
+        if "source" in os.environ.get("SRCXFORM_DUMP", ""):
+            print(source)
+        spec = Spec(func_name, source, parallel, conv, traced.name, entries)
+        # What a kernel captured (arrays, Variables) is this process's: not indexed; nor
+        # is a result of a type another process cannot import (a class made in a function).
+        if found and not consts and all(isinstance(v, int)
+                                        for v in conv.variables + conv.writes) and \
+                all(how[0] != "const" or isinstance(how[1], captures.SIMPLE)
+                    for how in conv.returns) and _pickles(conv.out_trees):
+            index.store(found, spec)
+        return spec
+
+    return Kernel(None, None, consts, program, probes, conv=draft), generate
+
+
+def load_indexed(fn, found, leaves):
+    """A kernel an earlier process generated under the index key `found`, if its guards
+    admit these arguments (code generation is skipped; Numba's cache has the machine
+    code). The caller traces the function all the same (api.py)."""
+    for spec in index.load(found):
+        kernel = Kernel(spec, None)
+        if not spec.conv.guards or kernel.admits(kernel.arguments(leaves)):
+            compiled = backend.load(spec.source, spec.func_name, parallel=spec.parallel)
+            return Kernel(spec, compiled, probes=captures.of_function(fn))
+    return None
+
+
+def trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux=False,
+                   tf_rules=False):
+    """Traces fn on these arguments and optimizes the program. With `tf_rules`
+    (tf.function's), a Python float argument is static, not a traced float64 scalar, and
+    an array argument is a tensor to the function's code (its ops give Tensors)."""
+    name = function_name(getattr(fn, "__name__", "f"))
+    trace = Trace(name)
+    trace.joiner = reroll.joined
+    names = _leaf_names(fn, args, kwargs)
+    traced = [i for i, leaf in enumerate(leaves) if not is_static(leaf, tf_rules)
+              and not isinstance(leaf, Variable)]
+    with trace:
+        inputs = {i: trace.new_input(calls.leaf(leaves[i]), names[i],
+                                     "tensor" if tf_rules else _eager_kind(leaves[i]))
+                  for i in traced}
+        call_leaves = [inputs.get(i, leaf) for i, leaf in enumerate(leaves)]
+        call_args, call_kwargs = tree_unflatten(tree_flatten((args, kwargs))[1], call_leaves)
+        if kernel_form == "value":
+            out = fn(*call_args, **call_kwargs)
+            results = [out]
+        else:
+            out, grads = traced_value_and_grad(fn, call_args, call_kwargs,
+                                                wrt_positions(wrt), has_aux)
+            # The gradient-only kernel does not return the value (but an aux): the passes
+            # drop what only the value needs (dce.py), such as the sum of a loss's terms.
+            results = [form_value(kernel_form, out, has_aux), grads]
+        writes = trace.variable_writes()
+        flat, trees, returns = [], [], []
+        # What the function returned: its argument leaves themselves (the plain call's
+        # own), values the kernel computes, or values fixed by the trace.
+        given = {id(leaf): i for i, leaf in enumerate(call_leaves) if kernel_form == "value"
+                 or isinstance(leaf, Variable)}
+        for result in results:
+            result_leaves, tree = tree_flatten(result)
+            trees.append(tree)
+            returns += [_returned(fn, leaf, given, flat) for leaf in result_leaves]
+        program = trace.program(flat + [value for _, value in writes])
+    check, dump = settings.switch("SRCXFORM_CHECK"), os.environ.get("SRCXFORM_DUMP", "")
+    if check:
+        program.check()
+    if "ir" in dump:
+        print(f"# traced\n{program}\n")
+    program = optimize(program, check=check)
+    # A Variable passed as an argument is found by its position at each call; one the
+    # function reaches by itself (a global, a closure, self) is the same object always.
+    position = {id(leaf): i for i, leaf in enumerate(leaves) if isinstance(leaf, Variable)}
+    variables = [position.get(id(v), v)
+                 for v, _ in sorted(trace.variable_inputs(), key=lambda p: p[1])]
+    writes = [position.get(id(v), v) for v, _ in writes]
+    returned = [how[1] for how in returns if how[0] == "const"]
+    in_names, out_names = _kernel_names(wrt_positions(wrt), args, names, program, traced, variables,
+                                             writes, trees, returns)
+    return _Traced(name, program, tuple(traced), tuple(variables), tuple(writes),
+                   tuple(trees), tuple(returns), tuple(guard_conditions(trace.guards)),
+                   _probes(trace.captured), trace.created(returned), tuple(names),
+                   in_names, out_names)
+
+
+def _kernel_names(positions, args, names, program, traced, variables, writes, trees, returns):
+    """Names of the kernel's inputs (less captured arrays) and outputs, as
+    kernel_signature gives them: params_w, the Variable's name; value[0], grad
+    params_w, new v."""
+    def variable_name(k, v):
+        if isinstance(v, int):
+            return names[v]
+        return program.hints.get(program.ins[len(traced) + k], v.name) if k is not None \
+            else v.name
+
+    def key(v):  # a leaf index, or the captured Variable itself
+        return v if isinstance(v, int) else id(v)
+
+    read = {key(v): variable_name(k, v) for k, v in enumerate(variables)}
+    inputs = [names[i] for i in traced] + list(read.values())
+    paths = [_path("value", p) for p in leaf_paths(trees[0])]
+    for p, tree in zip(positions, trees[1].children if len(trees) > 1 else ()):
+        start = sum(len(tree_flatten(a)[0]) for a in args[:p])
+        paths += [f"grad {names[start + k]}" for k in range(tree.num_leaves)]
+    outputs = [path for path, how in zip(paths, returns) if how[0] == "out"]
+    outputs += [f"new {read.get(key(v)) or variable_name(None, v)}" for v in writes]
+    return tuple(inputs), tuple(outputs)
+
+
+_Traced = namedtuple("_Traced", "name program leaves variables writes trees returns guards "
+                                "probes created leaf_names in_names out_names")
+
+
+def _probes(captured):
+    """The probes for what library code told a trace it relied on (Trace.capture)."""
+    probes = []
+    for obj, name in captured:
+        probes += [captures.attribute(obj, name)] if name else captures.of_function(obj)
+    return probes
+
+
+def _path(root, keys):
+    """A leaf's path as an expression: value, value[0], params['w']."""
+    return root + "".join(f"[{k!r}]" for k in keys)
+
+
+def _eager_kind(leaf):
+    """What an argument leaf is to the eager function's NumPy-level code (trace.Tracer)."""
+    if isinstance(leaf, (Tensor, Variable)):
+        return "tensor"
+    return "python" if isinstance(leaf, float) and not isinstance(leaf, np.generic) else "numpy"
+
+
+def _returned(fn, leaf, given, flat):
+    """How one leaf of what the traced function returned comes back (Spec.returns); the
+    kernel's outputs are appended to `flat`."""
+    if id(leaf) in given:
+        return ("arg", given[id(leaf)])
+    if isinstance(leaf, Tracer):
+        flat.append(leaf)
+        return ("out", len(flat) - 1, leaf.eager, leaf.aval.weak)
+    if isinstance(leaf, Variable) or is_static(leaf) or isinstance(leaf, (float, complex)):
+        return ("const", leaf)
+    if isinstance(leaf, Dim):  # x.shape[0]: a Python int eagerly, read at each call
+        flat.append(as_value(leaf))
+        return ("out", len(flat) - 1, "python", False)
+    if isinstance(leaf, Tensor) or isinstance(leaf, (np.ndarray, np.generic)) \
+            and leaf.dtype.kind in "biuf":
+        flat.append(leaf)
+        return ("out", len(flat) - 1, "tensor" if isinstance(leaf, Tensor) else "numpy",
+                isinstance(leaf, Tensor) and leaf._weak)
+    name = getattr(fn, "__qualname__", "the function")
+    raise TypeError(f"srcxform.differentiable: {name} returns {_short_repr(leaf)} (of type "
+                    f"{type(leaf).__name__}); a compiled function returns arrays, tensors, "
+                    "Variables and numbers (and strings and None, as fixed values), in "
+                    "tuples, lists and dicts: return it from an uncompiled function that "
+                    "calls this one")
+
+
+def _pickles(value):
+    try:
+        pickle.dumps(value)
+    except Exception:  # noqa: BLE001 - whatever pickle raises, the value does not pickle
+        return False
+    return True
+
+
+def _short_repr(value):
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _refuse_created(fn, created):
+    """Raises where tracing fn again creates Variables again: eagerly each call would
+    make new ones (tf.function raises likewise)."""
+    if not created:
+        return
+    name = getattr(fn, "__qualname__", "the function")
+    lines = "\n".join(f"  {name!r}, first used at {origin}" for name, origin in created)
+    raise ValueError(f"srcxform.differentiable: {name} creates a new Variable at each call, "
+                     f"which a compiled function may not (it would keep the first one):\n"
+                     f"{lines}\nCreate it outside the function and pass it in or close over "
+                     "it, or create it only once (at the first call: `if self.v is None: "
+                     "self.v = tf.Variable(...)`, as Keras layers build their weights)")
+
+
+def form_value(form, out, has_aux):
+    """What a kernel of a gradient form returns beside the gradients, from fn's output:
+    value_and_grad's all of it, grad's nothing (with has_aux, the aux)."""
+    if form == "grad":
+        return out[1] if has_aux else ()
+    return out
+
+
+def traced_value_and_grad(fn, args, kwargs, positions, has_aux=False):
+    """Runs fn under a tape watching the args at `positions`; unconnected gradients are
+    zeros, as JAX gives. Works on Tracers (emitting the adjoint) and on Tensors. Returns
+    fn's output (with has_aux, its pair) and the gradients of the scalar it differentiates."""
+    for p in positions:
+        if p >= len(args):
+            raise TypeError(f"wrt={p}, but the function got {len(args)} positional arguments")
+    _check_wrt(fn, args, positions)
+    sources = []
+    with GradientTape(persistent=False, watch_accessed_variables=False) as tape:
+        for p in positions:
+            leaves, tree = tree_flatten(args[p])
+            leaves = [leaf if isinstance(leaf, Value) else Tensor(np.asarray(leaf))
+                      for leaf in leaves]
+            sources.append((leaves, tree))
+            tape.watch(leaves)
+        call_args = list(args)
+        for p, (leaves, tree) in zip(positions, sources):
+            call_args[p] = tree_unflatten(tree, leaves)
+        out = fn(*call_args, **kwargs)
+    target = _differentiated(fn, out, has_aux, scalar=bool(positions))
+    every = [leaf for leaves, _ in sources for leaf in leaves]
+    found = [g if g is not None else _zeros_like(leaf)
+             for g, leaf in zip(tape._gradient_leaves(target, every, None), every)]  # one sweep
+    if CONTEXT.traces:
+        for g, leaf in zip(found, every):
+            CONTEXT.traces[-1].name_gradient(g, leaf)
+    grads, start = [], 0
+    for leaves, tree in sources:
+        grads.append(tree_unflatten(tree, found[start:start + len(leaves)]))
+        start += len(leaves)
+    return out, grads
+
+
+def _differentiated(fn, out, has_aux, scalar=True):
+    """The output the gradient forms differentiate: fn's (with has_aux, the first of the
+    pair it returns), a scalar float as JAX's grad requires (where a gradient is taken:
+    `scalar`); a TypeError naming it else: never the gradient of a sum the user did not
+    write."""
+    name = getattr(fn, "__qualname__", "the function")
+    if has_aux:
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            raise TypeError(f"{name} is differentiated with has_aux=True, so it must return "
+                            f"a pair (output, aux), but it returned {_described(out)}")
+        out = out[0]
+    shape, dtype = _shape_and_dtype(out)
+    if not scalar or shape == () and dtype is not None and dtype.kind == "f":
+        return out
+    raise TypeError(
+        f"grad and value_and_grad need a scalar float output, as JAX's do (\"Gradient only "
+        f"defined for scalar-output functions\"), but {name} returned {_described(out)}. "
+        "To get other values back beside the gradient, return (output, aux) and pass "
+        "has_aux=True; for the derivatives of each element of a non-scalar output, use "
+        "srcxform.jacobian; for the gradient of its sum, return tf.reduce_sum(...)")
+
+
+def _shape_and_dtype(out):
+    """An output leaf's shape and dtype; (None, None) for anything else (a structure)."""
+    if isinstance(out, bool):
+        return (), np.dtype(bool)
+    if isinstance(out, (int, float)):  # a Python number is a scalar of NumPy's dtype for it
+        return (), np.asarray(out).dtype
+    dtype = getattr(out, "dtype", None)
+    if isinstance(dtype, np.dtype) and not isinstance(out, (tuple, list, dict)):
+        return tuple(getattr(out, "shape", ())), dtype
+    return None, None
+
+
+def _described(out):
+    """What a function returned, for a message: a tuple of 2 values, an output of shape
+    (3,) and dtype float64."""
+    shape, dtype = _shape_and_dtype(out)
+    if dtype is not None:
+        return f"an output of shape {shape} and dtype {dtype.name}"
+    if isinstance(out, (tuple, list, dict)):
+        return f"a {type(out).__name__} of {len(out)} values"
+    return "None" if out is None else f"a {type(out).__name__}"
+
+
+def _check_wrt(fn, args, positions):
+    """Refuses a wrt argument with a leaf that is not a float, as JAX's grad does: the
+    tape gives such a source no gradient, and zeros in its dtype would claim a gradient of
+    0 where the true one need not be (x * x at integer x)."""
+    params = _param_names(fn)
+    for p in positions:
+        for path, leaf in _leaf_paths(args[p], params[p] if p < len(params) else f"arg{p}"):
+            got = _non_float(leaf, path)
+            if got:
+                name = getattr(fn, "__name__", "f")
+                raise TypeError(f"the gradient of {name} wrt argument {p} ({path}): grad "
+                                f"requires real-valued (float) inputs, as JAX's does, but got "
+                                f"{got}")
+
+
+def _non_float(leaf, path):
+    """What a wrt leaf that cannot have a gradient is, and the way out; None for a float."""
+    static = "a static argument (part of the cache key) with no gradient"
+    if isinstance(leaf, bool):
+        return f"a Python bool, {static}; leave it out of wrt"
+    if isinstance(leaf, int):  # a Python int (NumPy's integers are not ints)
+        return (f"a Python int, {static}; pass a float ({float(leaf)!r}) to differentiate "
+                f"it, or leave it out of wrt")
+    if isinstance(leaf, float):
+        return None
+    dtype = getattr(leaf, "dtype", None)
+    if isinstance(dtype, np.dtype):
+        if dtype.kind == "f":
+            return None
+        return f"{dtype.name}; cast it first (np.asarray({path}, np.float64)), or leave it " \
+               "out of wrt"
+    what = "None" if leaf is None else f"a {type(leaf).__name__}"
+    return f"{what}, which has no gradient; leave it out of wrt"
+
+
+def _leaf_paths(value, root):
+    """(path, leaf) for each leaf of an argument, in tree_flatten's order: params['w'][0]."""
+    leaves, tree = tree_flatten(value)
+    return [(_path(root, keys), leaf) for keys, leaf in zip(leaf_paths(tree), leaves)]
+
+
+
+def _zeros_like(leaf):
+    from srcxform.ops import zeros_like
+
+    return zeros_like(leaf)
+
+
+def _param_names(fn):
+    try:
+        return list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return []
+
+
+def _leaf_names(fn, args, kwargs):
+    """A readable name for each argument leaf: the parameter name, with the path into
+    nested structures (params['w'] -> params_w)."""
+    params = _param_names(fn)
+    named = [(params[i] if i < len(params) else f"arg{i}", arg) for i, arg in enumerate(args)]
+    named += [(k, kwargs[k]) for k in sorted(kwargs)]
+    return ["_".join(map(str, (name, *keys)))
+            for name, arg in named for keys in leaf_paths(tree_flatten(arg)[1])]

@@ -1,0 +1,188 @@
+"""One compiled signature at run time: its generated module's functions, bound to what
+this kernel captured.
+
+The module (codegen) holds the kernel, the call path for its form (the general path:
+callpath.py) and the warm entries (entry.py), all written from one calling convention
+(callconv.py). A module is shared by every kernel with its text, so its functions read
+the objects that are one kernel's own (captured Variables and arrays, the entries'
+constants and buffers) as globals bound here, per kernel: the names its "bound per
+kernel" block declares (codegen/module.py).
+"""
+
+import builtins
+import sys
+import types
+from dataclasses import dataclass
+
+import numpy as np
+
+from srcxform import numba_adapter
+from srcxform.jit import backend
+from srcxform.codegen.callconv import Convention
+from srcxform.codegen import callpath, entry
+from srcxform.core.dims import evaluate
+from srcxform.runtime import calls
+from srcxform.runtime.calls import NO, leaf
+from srcxform.core.tensor import Tensor, Updating, Variable
+from srcxform.core.tree import tree_flatten
+
+
+class Counter:
+    """A count the warm path adds to: an attribute of an object with slots is quicker
+    to update than one in an instance's dict."""
+
+    __slots__ = ("n",)
+
+    def __init__(self):
+        self.n = 0
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A compiled signature as plain data (the on-disk index keeps it): the generated
+    module, the kernel's name in it, and its calling convention."""
+
+    func_name: str
+    source: str
+    parallel: bool
+    conv: Convention
+    name: str  # the user function's, which the call path's functions are named for
+    entries: tuple  # (form, source) of the warm entry generated into the module, if any
+
+
+class Kernel:
+    """One compiled signature: the generated module, its kernel, and how to call it."""
+
+    def __init__(self, spec, fn, consts=(), program=None, probes=(), conv=None):
+        self.conv = conv or spec.conv  # without a spec: the trace's draft (no buffers yet)
+        self.fn = fn
+        self.consts = list(consts)  # arrays the trace captured, passed after the leaves
+        self.program = program  # the optimized IR, when this process traced it
+        self.probes = list(probes)  # what the trace captured from outside (captures.py)
+        # The array_shapes of the calls checked against the eager tape (crosscheck.py).
+        self.checked = set()
+        self.spec = self.source = None
+        if spec is not None:
+            self.generated(spec)
+        self.guards = self.conv.guards
+        # The type of each rank-0 output whose value Numba returns as a Python number of
+        # another type (a float for float32); float64's float is as good as np.float64.
+        self.scalar_types = [dtype.type if not shape and dtype != np.float64 else None
+                             for shape, dtype in self.conv.outs]
+        self._call = None  # the call path's function running the form, bound to this kernel
+
+    def generated(self, spec):
+        """Sets the kernel's generated module (compiler.trace_kernel leaves it to later)."""
+        self.conv = spec.conv
+        self.source = spec.source
+        self.buffers = spec.conv.buffers
+        self.spec = spec  # last: tiered calls test it from other threads
+
+    def arguments(self, leaves):
+        """The kernel's inputs for a call with these leaves (their sizes, for the guards)."""
+        args = [leaf(leaves[i]) for i in self.conv.traced]
+        args += [leaf(_variable(v, leaves)) for v in self.conv.variables]
+        return args + self.consts
+
+    def variables(self, leaves):
+        """The Variables a call with these leaves reads or assigns."""
+        found = {id(v): v for v in (_variable(v, leaves)
+                                    for v in self.conv.variables + self.conv.writes)}
+        return list(found.values())
+
+    def current(self):
+        """Whether everything the trace captured from outside is as the trace saw it."""
+        return all(probe.holds() for probe in self.probes)
+
+    def sizes(self, args):
+        return [np.shape(args[i])[axis] for i, axis in self.conv.sizes]
+
+    def admits(self, args):
+        """Whether the sizes of these arguments satisfy every guard of the trace."""
+        sizes = self.sizes(args)
+        holds = {">=": lambda v: v >= 0, "==": lambda v: v == 0, "!=": lambda v: v != 0}
+        return all(holds[op](evaluate(expr, sizes)) for expr, op in self.guards)
+
+    # ----- the general path (any call, keyword arguments too) -----
+    def run(self, leaves):
+        """What the kernel's form returns for a call with these argument leaves: the call
+        path's generated function for it (codegen/callpath.py), run holding the locks of
+        the Variables it assigns (tensor.Updating)."""
+        if self._call is None:
+            self._call = self._bound(callpath.function_name(self.spec.name, self.conv.form),
+                                     self.fn)
+        if not self.conv.writes:
+            return self._call(*leaves)
+        with Updating([_variable(v, leaves) for v in self.conv.writes]):
+            return self._call(*leaves)
+
+    def callable(self):
+        """The kernel taking the leaves and Variable values and returning every output: its
+        constants bound and its output arrays allocated by the generated wrapper, jitted."""
+        fn = getattr(self.fn, "dispatcher", self.fn)
+        if not self.consts and not self.buffers:
+            return fn
+        wrapper = self._bound(callpath.kernel_name(self.spec.name), fn)
+        return backend.jit_function(wrapper) if fn is not self.fn else wrapper
+
+    def _bound(self, name, kernel):
+        """The generated module's function `name`, reading this kernel's own objects
+        (callpath.bindings) and `kernel` as its kernel: the module is shared."""
+        module = _module_of(self.fn)
+        namespace = dict(vars(module), **callpath.bindings(self.conv, self.consts))
+        namespace[self.spec.func_name] = kernel
+        code = getattr(module, name).__code__
+        return types.FunctionType(code, namespace, name)
+
+    # ----- the warm path -----
+    def entry(self, args, fallback, hits, keywords=True, check=False):
+        """A generated entry for positional calls like `args`, a method of the
+        Differentiable named for the kernel's form (which results it returns: "value",
+        "grad" or "value_and_grad"). Calls it does not fit go to fallback(*args, **kwargs); each
+        call it takes counts in `hits` (a Counter); `keywords`: whether the gradient forms
+        take keywords; `check`: whether it passes on calls of shapes not in self.checked
+        (codegen/entry.py)."""
+        form = self.conv.form
+        name = callpath.entry_name(self.spec.name, form)
+        source, namespace = entry.emit(self.conv, self.consts, self.probes, name, args,
+                                       numba_adapter.sole_reference_count(), keywords, check)
+        spare = [np.empty((0,) * len(shape), dtype) for shape, dtype in self._buffer_outs()]
+        direct = self.fn
+        if isinstance(self.fn, backend.Compiled):
+            leaves = tree_flatten(list(args))[0]
+            direct = self.fn.direct(self.arguments(leaves) + spare) or self.fn
+        # Its own globals: the module's imports (runtime/calls.py), what is this kernel's
+        # own, and __builtins__, where a Numba kernel that raises looks up the exception's
+        # class (the frame calling it is the entry's).
+        namespace.update({name: getattr(calls, name) for name in calls.__all__},
+                         __builtins__=builtins, __srcxform_generated__=True,
+                         np=np, fallback=fallback, hits=hits, direct=direct,
+                         checked=self.fn, checked_shapes=self.checked)
+        for b, array in enumerate(spare):  # globals: quicker to read than a list's items
+            namespace[f"spare{b}"] = array, array.shape
+        if dict(self.spec.entries).get(form) == source:  # the module's copy (its usual case)
+            code = getattr(_module_of(self.fn), name).__code__
+            return types.FunctionType(code, namespace, form, (NO,) * len(args))
+        # Calls unlike the traced one, or probes this process added: compiled here.
+        exec(backend.code(source), namespace)  # noqa: S102 - the entry generated above
+        namespace[name].__name__ = form  # as the method is named (index.py describes it so)
+        return namespace[name]
+
+    def _buffer_outs(self):
+        return [self.conv.outs[p] for p in self.buffers]
+
+
+def _module_of(fn):
+    """The generated module a kernel (compiled or not) was defined in."""
+    return sys.modules[getattr(getattr(fn, "dispatcher", None), "py_func", fn).__module__]
+
+
+def array_shapes(leaves):
+    """The shapes of a call's arrays of rank 1 or more, in order: what tells apart the calls
+    one kernel takes (the rest of a leaf is the kernel's signature)."""
+    arrays = (leaf._array if isinstance(leaf, (Tensor, Variable)) else leaf for leaf in leaves)
+    return tuple(a.shape for a in arrays if isinstance(a, np.ndarray) and a.ndim)
+
+
+def _variable(source, leaves):
+    return leaves[source] if isinstance(source, int) else source

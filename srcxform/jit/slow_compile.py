@@ -1,0 +1,49 @@
+"""A compile that takes long says so, once: a program whose kernel takes minutes to compile
+must look neither like a hang nor, with tiered execution's eager calls meanwhile, like a
+slow program that works as it should.
+
+`SRCXFORM_SLOW_COMPILE` is the number of seconds after which a compile still running is
+reported (5 by default; 0 turns the report off).
+"""
+
+import os
+import threading
+import time
+import warnings
+
+from srcxform.core.errors import SlowCompileWarning
+
+
+def _limit():
+    return float(os.environ.get("SRCXFORM_SLOW_COMPILE", "5"))
+
+
+class Watch:
+    """Warns (SlowCompileWarning) if it is not stopped within the limit of a compile of
+    `what`, a kernel whose generated source is `source`."""
+
+    def __init__(self, what, source):
+        self._what, self._lines = what, source.count("\n")
+        self._start = time.monotonic()
+        limit = _limit()
+        self._timer = threading.Timer(limit, self._warn) if limit > 0 else None
+        if self._timer is not None:
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _warn(self):
+        warnings.warn(SlowCompileWarning(
+            f"srcxform: compiling {self._what} has taken "
+            f"{time.monotonic() - self._start:.0f} s so far; its generated source is "
+            f"{self._lines:,} lines (f.source(...) shows it, f.ir(...) its program)"),
+            stacklevel=2)
+
+    def stop(self):
+        if self._timer is not None:
+            self._timer.cancel()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()

@@ -1,0 +1,658 @@
+"""Structured control flow in the IR: equations whose params hold regions (sub-programs),
+for the loops and branches whose trip count or predicate is known only at run time.
+
+    while_loop(*init, *captures; cond, body, checkpoint)
+    fori_loop(lower, upper, *init, *xs, *captures; body, reverse, checkpoint)
+    cond(pred, *operands; true, false)
+
+A region is a Program traced once from the user's function (a SubTrace): its inputs are
+the explicit ones (the loop index, the loop-carried values, a row of each of a
+fori_loop's `xs`) and then its captures, the values of enclosing traces it reads. The
+IR's equations have one output, so a structured equation's output is a token and each of
+its results an `output` equation of the token (DCE and CSE then treat the results as
+they treat any value). A loop's results are its carries, then a fori_loop's stacked
+outputs (a row per iteration: scan's), then, where a tape differentiates it, its trip
+count and a stack per carry of the value at the start of each iteration
+(codegen/control.py stores only the stacks that something reads).
+
+Reverse mode is derived at trace time from the primitives' VJPs. A loop's adjoint is a
+fori_loop over the same rows in the other direction whose body recomputes the forward
+body from the stored values under a tape and runs that tape backwards; the captures'
+cotangents are summed in extra carries. Being a loop itself, it has an adjoint too
+(second order). cond's adjoint is a cond of the branches' adjoints.
+
+With `checkpoint=k` the stacks keep the carries of every k-th iteration only (row s:
+iteration s·k), and the adjoint runs in segments of k iterations, last first: each
+recomputes its carries from its checkpoint with the forward body (its `recompute`
+region, the same arithmetic, so the gradients are the same to the bit), into a segment
+stack of k rows, then runs the adjoint body over them backwards. Peak stack memory is
+ceil(trips / k) + k rows instead of trips, for one more forward pass. A second
+derivative reads the stacks themselves, so under nested tapes every carry is stored.
+"""
+
+import dataclasses
+import inspect
+
+import numpy as np
+
+from srcxform.core import recording, settings
+from srcxform.core.aval import Aval
+from srcxform.core.errors import TracingError, user_line
+from srcxform.core.ir import Var
+from srcxform.passes.pipeline import optimize
+from srcxform.core.recording import CONTEXT
+from srcxform.core.tensor import SizeConstant, Tensor, as_value
+from srcxform.ad.trace import Trace, Tracer
+
+
+_TOKEN = Aval((), np.dtype(np.bool_))
+_INDEX = Aval((), np.dtype(np.int64))
+
+
+class Trips(int):
+    """The leading dim of a loop's stack: the trip count, known when the loop has run."""
+
+    def __str__(self):
+        return "trips"
+
+    __repr__ = __str__
+
+
+class StructuredOp:
+    """An IR operation that runs regions. Not a Primitive: nothing evaluates it eagerly
+    (eager control flow runs as Python) and it has no emit template (codegen/control.py
+    lowers it). It has the attributes the passes read of every primitive."""
+
+    kind = "opaque"
+    structured = True  # codegen/control.py lowers it
+    nondiff = False
+    variadic = True
+    same_aval_is_identity = is_broadcast = rearranges = embeds = expensive = False
+    units = ()
+    template = vector_template = None
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"<structured {self.name}>"
+
+    @property
+    def is_result(self):
+        """Whether this is the `output` op (the IR shows it in its structured equation)."""
+        return self.name == "output"
+
+    def shape(self, *avals, **params):
+        return params["aval"] if self.name == "output" else _TOKEN
+
+    def format_lines(self, eqn, program, namer, width):
+        """The printed form: `x: f64[], y: f64[] = while_loop(x0, y0, a, carries=2, ...):`
+        (the results the program reads), then each region as a nested function."""
+        from srcxform.core.ir import format_atom, format_param, format_program
+
+        results = results_of(program, eqn.out)
+        targets = ", ".join(f"{namer(v)}: {v.aval.short(symbolic=True)}"
+                            for _, v in sorted(results.items())) or "_"
+        ins = [format_atom(a, namer) for a in eqn.ins]
+        ins += [f"{k}={format_param(v)}" for k, v in eqn.params
+                if not hasattr(v, "eqns") and k != "y_avals"]
+        lines = [f"    {targets} = {self.name}({', '.join(ins)}):"]
+        for key, region in eqn.params:
+            if hasattr(region, "eqns"):
+                text = format_program(region.replace(name=key), namer, width - 8)
+                lines += ["        " + line for line in text.split("\n")]
+        return lines
+
+
+def results_of(program, token):
+    """{index: Var} of a structured equation's results that the program computes."""
+    return {e.kwargs["index"]: e.out for e in program.eqns
+            if e.prim is OUTPUT and e.ins[0] is token}
+
+
+WHILE, FORI, COND = (StructuredOp(n) for n in ("while_loop", "fori_loop", "cond"))
+OUTPUT = StructuredOp("output")
+
+
+# ----- tracing regions -----
+
+
+class SubTrace(Trace):
+    """Traces a region inside `parent`: values of enclosing traces it reads (a closure's
+    tracers, constants, Variables) become extra inputs, its captures."""
+
+    def __init__(self, parent, name):
+        super().__init__(name)
+        self.parent = parent
+        self.symbols, self.sizes, self.guards = parent.symbols, parent.sizes, parent.guards
+        self.captured = parent.captured
+        self.joiner = parent.joiner
+        self.captures = []  # the outer values read, in order
+        self.tapes = [tape for tape in CONTEXT.tapes if tape._recording]  # where it runs
+        self._capture_vars = {}  # outer Var -> this region's input Var
+
+    def encloses(self, trace):
+        parent = self.parent
+        while parent is not None:
+            if parent is trace:
+                return True
+            parent = getattr(parent, "parent", None)
+        return False
+
+    def input(self, aval, hint):
+        var = Var(aval)
+        self.ins.append(var)
+        self.hints[var] = hint
+        return Tracer(self, var)
+
+    def _atom(self, value):
+        if isinstance(value, Tracer) and value._trace is not self:
+            if not self.encloses(value._trace):
+                raise TracingError(f"{user_line()}: a value traced by another function or "
+                                   "loop body is used here; pass it as an argument instead")
+            return self._capture(value)
+        if not isinstance(value, (Tracer, SizeConstant)) and value._array.ndim:
+            # A constant array is an input of the outermost trace, captured.
+            var = self.parent._atom(value)
+            return self._capture(Tracer(self.parent, var))
+        return super()._atom(value)
+
+    def _capture(self, outer):
+        inner = self._capture_vars.get(outer.var)
+        if inner is None:
+            inner = self._capture_vars[outer.var] = Var(outer.aval)
+            self.captures.append(outer)
+            hint = outer._trace.hints.get(outer.var)  # the outer name, where it has one
+            if hint:
+                self.hints[inner] = hint
+        return inner
+
+    def read_variable(self, variable):
+        # Read where the loop or branch runs: the tapes recording there watch it, as
+        # eagerly (they are paused while the region is traced).
+        recording.variable_read(variable, self.tapes)
+        return Tracer(self, self._capture(self.parent.read_variable(variable)), variable._id)
+
+    def write_variable(self, variable, value):
+        raise TracingError(f"{user_line()}\n  assigning a Variable inside a compiled loop "
+                           "body or branch: return the new value from it and assign after")
+
+
+def trace_region(name, fn, avals, hints):
+    """Traces fn on fresh inputs of `avals` as a region of the innermost trace, no tape
+    recording it. Returns the SubTrace and fn's result."""
+    sub = SubTrace(CONTEXT.traces[-1], name)
+    with recording.paused(), sub:
+        args = [sub.input(aval, hint) for aval, hint in zip(avals, hints)]
+        result = fn(*args)
+    return sub, result
+
+
+def align(subs_and_outs):
+    """The regions traced by SubTraces (with their outputs), taking the same captures in
+    one order: (regions, captures)."""
+    programs = [sub.program(list(outs)) for sub, outs in subs_and_outs]  # may capture
+    captures, seen = [], set()
+    for sub, _ in subs_and_outs:
+        for c in sub.captures:
+            if c.var not in seen:
+                seen.add(c.var)
+                captures.append(c)
+    check = settings.switch("SRCXFORM_CHECK")
+    regions = []
+    # Verified and optimized as the whole program is, after its trace: deciding nothing
+    # for this call's sizes (comparing a size here would record a guard).
+    saved, CONTEXT.guards = CONTEXT.guards, None
+    try:
+        for (sub, _), program in zip(subs_and_outs, programs):
+            ins = program.ins + [sub._capture_vars.get(c.var) or Var(c.aval) for c in captures]
+            program = program.replace(ins=ins)
+            if check:
+                program.check()
+            # The adjoint evaluates the region again under a tape: its gradient stops stay.
+            regions.append(optimize(program, check=check, keep_gradient_stops=True))
+    finally:
+        CONTEXT.guards = saved
+    return regions, captures
+
+
+# ----- binding -----
+
+
+def bind(op, values, params, avals, vjp=None):
+    """Adds a structured equation and its outputs to the innermost trace; records it on
+    the tapes watching its inputs (vjp as Record.outs describes). Returns the outputs."""
+    trace = CONTEXT.traces[-1]
+    values = [as_value(v) for v in values]
+    token = trace.add_eqn(op, values, params, _TOKEN)
+    outs = [trace.add_eqn(OUTPUT, [token], {"index": k, "aval": aval}, aval)
+            for k, aval in enumerate(avals)]
+    for out, aval in zip(outs, avals):  # the stacks a loop keeps for its adjoint
+        if aval is _INDEX and op is not COND:
+            trace.hints[out.var] = "trips"
+        elif aval.shape and isinstance(aval.shape[0], Trips):
+            trace.hints[out.var] = "stack"
+    if vjp is not None and (CONTEXT.tapes or CONTEXT.accumulators):
+        recording.record_outputs(vjp, values, outs, {})
+    return outs
+
+
+def evaluate(program, args):
+    """Runs a region's equations on values (Tracers), binding each primitive again, so that
+    tapes record them: the forward body recomputed in its adjoint."""
+    env = dict(zip(program.ins, args))
+
+    def read(atom):
+        if isinstance(atom, Var):
+            return env[atom]
+        if hasattr(atom.value, "expr"):  # a size
+            return as_value(atom.value)
+        return Tensor._new(np.asarray(atom.value, atom.aval.dtype), atom.aval.weak)
+
+    for eqn in program.eqns:
+        ins = [read(a) for a in eqn.ins]
+        if eqn.prim is OUTPUT:
+            env[eqn.out] = env[eqn.ins[0]][eqn.kwargs["index"]]
+        elif isinstance(eqn.prim, StructuredOp):
+            env[eqn.out] = _REBIND[eqn.prim](ins, eqn.kwargs)
+        else:
+            env[eqn.out] = _at_origin(eqn.prim.bind(*ins, **eqn.kwargs), eqn.origin)
+    return [read(a) for a in program.outs]
+
+
+def _at_origin(value, origin):
+    """value, its equation (just traced) attributed to the user's line `origin`: the
+    line the recomputed equation came from, not the line that called the compiler."""
+    trace = getattr(value, "_trace", None)
+    if trace is not None and trace.eqns and trace.eqns[-1].out is value.var:
+        trace.eqns[-1] = dataclasses.replace(trace.eqns[-1], origin=origin)
+        trace.origins[value.var] = origin
+    return value
+
+
+# ----- loops -----
+
+
+def carry_avals(values):
+    return [as_value(v).aval for v in values]
+
+
+def _same_shape(a, b):
+    """Whether two shapes are equal; sizes of different inputs found equal are guarded
+    so (dims.py), as an elementwise op of the two would."""
+    return len(a) == len(b) and all(x == y for x, y in zip(a, b))
+
+
+def check_carries(op, names, before, after):
+    """TracingError naming the first loop-carried value whose shape or dtype the body
+    changes."""
+    if len(after) != len(before):
+        raise TracingError(f"{op}: the body returns {len(after)} values for {len(before)} "
+                           f"loop variables\n  at {user_line()}")
+    for name, a, b in zip(names, before, after):
+        b = as_value(b)
+        if not _same_shape(a.shape, b.shape) or a.dtype != b.dtype:
+            raise TracingError(
+                f"{op}: the body changes loop variable {name!r} from {a.short()} to "
+                f"{b.aval.short()}; a loop-carried value keeps its shape and dtype (cast it, "
+                f"or give it its final shape before the loop)\n  at {user_line()}")
+
+
+def while_loop(cond_fn, body_fn, inits, names, checkpoint=None):
+    """The structured while loop over flat loop variables `inits` (values); cond_fn and
+    body_fn take and give flat lists."""
+    avals = carry_avals(inits)
+    cond_sub, pred = trace_region("cond", lambda *c: as_bool(cond_fn(list(c))), avals,
+                                  names)
+    body_sub, outs = trace_region("body", lambda *c: body_fn(list(c)), avals, names)
+    check_carries("while_loop", names, avals, outs)
+    (cond_region, body_region), captures = align([(cond_sub, [pred]), (body_sub, list(outs))])
+    return _bind_loop(WHILE, [], inits, captures, {"cond": cond_region, "body": body_region},
+                      checkpoint=checkpoint)
+
+
+def fori_loop(lower, upper, body_fn, inits, names, xs=(), y_avals=(), checkpoint=None):
+    """The structured fori loop; body_fn(i, flat carries, rows) gives the new carries and
+    the iteration's row of each output of `y_avals` (the stacked outputs' avals), rows
+    being each of `xs`'s row i - lower (scan's elements). `y_avals` may instead be a
+    function of the avals of the rows the traced body gives (map_fn's outputs, which only
+    the body's trace tells)."""
+    avals = carry_avals(inits)
+    row_avals = [Aval(tuple(x.shape[1:]), x.dtype) for x in xs]
+    n, m = len(inits), len(xs)
+
+    def traced(i, *values):
+        carries, rows = body_fn(i, list(values[:n]), list(values[n:]))
+        return list(carries) + list(rows)
+
+    sub, outs = trace_region("body", traced, [_INDEX] + avals + row_avals,
+                             ["i"] + names + [f"row{k}" for k in range(m)])
+    check_carries("fori_loop", names, avals, outs[:n])
+    if callable(y_avals):
+        y_avals = y_avals([as_value(row).aval for row in outs[n:]])
+    (body_region,), captures = align([(sub, list(outs))])
+    bounds = [_as_index(lower), _as_index(upper)]
+    return _bind_loop(FORI, bounds, inits, captures, {"body": body_region}, xs,
+                      tuple(y_avals), checkpoint=checkpoint)
+
+
+def _as_index(bound):
+    value = as_value(bound)
+    if value.dtype.kind not in "iu":
+        raise TypeError(f"fori_loop: a bound must be an integer, got {value.dtype.name}")
+    if value.dtype != np.int64:
+        from srcxform.ops import cast
+
+        value = cast(value, np.int64)
+    return value
+
+
+def as_bool(pred, op="while_loop"):
+    """A predicate as a bool scalar, as Python's truth takes it."""
+    from srcxform.ops import not_equal, reshape
+
+    pred = as_value(pred)
+    if int(np.prod(pred.shape)) != 1:
+        raise ValueError(f"{op}: the predicate has shape {tuple(pred.shape)}; it must be a "
+                         "scalar (use reduce_all or reduce_any)")
+    pred = reshape(pred, ()) if pred.shape != () else pred
+    return pred if pred.dtype == np.bool_ else not_equal(pred, 0)
+
+
+def checked_checkpoint(checkpoint, op):
+    """A loop's `checkpoint` option: None, or a positive Python int."""
+    if checkpoint is None:
+        return None
+    if isinstance(checkpoint, bool) or not isinstance(checkpoint, (int, np.integer)) \
+            or checkpoint < 1:
+        raise ValueError(f"{op}: checkpoint must be a positive int (store every k-th "
+                         f"carry) or None, got {checkpoint!r}")
+    return int(checkpoint)
+
+
+def _bind_loop(op, bounds, inits, captures, regions, xs=(), y_avals=(), reverse=False,
+               checkpoint=None, recompute=()):
+    """Binds a loop (a fori_loop runs i from upper - 1 down with `reverse`): its results
+    are the carries, then the stacked outputs (`y_avals`), then where a tape
+    differentiates it the trip count and the stacks of the carries (the value at the
+    start of each iteration, at row i - lower, or at the iteration's count for a
+    while_loop; with `checkpoint=k` of every k-th iteration only, at row count // k).
+    `recompute`: a checkpointed loop's adjoint's (forward body, counts of its inputs,
+    the inputs, (k, the forward carries whose segment rows the adjoint reads)), as
+    _loop_vjp makes it. Returns the carries and the stacked outputs."""
+    return _bind_loop_results(op, bounds, inits, captures, regions, xs, y_avals, reverse,
+                              checkpoint, recompute, False)[:len(inits) + len(y_avals)]
+
+
+def _bind_loop_results(op, bounds, inits, captures, regions, xs, y_avals, reverse,
+                       checkpoint, recompute, stacked):
+    """_bind_loop, returning every result; with `stacked` the trip count and stacks are
+    results even where no tape differentiates the loop."""
+    n, m, r = len(inits), len(xs), len(y_avals)
+    values = [as_value(v) for v in (*bounds, *inits, *xs, *captures)]
+    # A forward accumulator differentiates the loop through its VJP too (forward.py).
+    watched = recording.watching(values) or any(
+        accumulator.follows(values) for accumulator in CONTEXT.accumulators)
+    if recompute and watched:
+        raise NotImplementedError("the derivative of a checkpointed loop's adjoint: use "
+                                  "checkpoint=None for a second derivative")
+    stacked = stacked or watched
+    if not stacked or recording.tapes_watching(values) > 1:
+        checkpoint = None  # nothing stored, or a second derivative reads every carry
+    avals = carry_avals(values[len(bounds):len(bounds) + n])
+    out_avals = [Aval(a.shape, a.dtype) for a in avals] + list(y_avals)
+    if stacked:
+        out_avals += [_INDEX] + [Aval((Trips(0),) + tuple(a.shape), a.dtype) for a in avals]
+    params = dict(regions, carries=n, stacked=stacked, checkpoint=checkpoint)
+    if op is FORI:
+        params.update(xs=m, y_avals=tuple(y_avals), reverse=reverse)
+    if recompute:
+        region, counts, ins, segment = recompute
+        params.update(recompute=region, recompute_ins=counts, segment=segment)
+        values += [as_value(v) for v in ins]
+    vjp = _loop_vjp(len(bounds), n, m, r, regions["body"], reverse, checkpoint) \
+        if stacked else None
+    return bind(op, values, params, out_avals, vjp)
+
+
+def _rebind_loop(op):
+    def rebind(ins, params):
+        bounds = 2 if op is FORI else 0
+        n, m = params["carries"], params.get("xs", 0)
+        regions = {k: params[k] for k in ("cond", "body") if k in params}
+        recompute = ()
+        if params.get("recompute") is not None:
+            counts = params["recompute_ins"]
+            ins, rest = ins[:len(ins) - sum(counts)], ins[len(ins) - sum(counts):]
+            recompute = (params["recompute"], counts, rest, params["segment"])
+        # Stacks where the equation had them: the region may read them (a tape inside
+        # the enclosing body differentiated this loop), whether or not a tape watches now.
+        return _bind_loop_results(op, ins[:bounds], ins[bounds:bounds + n],
+                                  ins[bounds + n + m:], regions, ins[bounds + n:bounds + n + m],
+                                  params.get("y_avals", ()), params.get("reverse", False),
+                                  params["checkpoint"], recompute, params["stacked"])
+
+    return rebind
+
+
+def _loop_vjp(bounds, n, m, r, body, reverse, checkpoint):
+    """The VJP of a loop: a fori_loop over the same rows in the other direction, reading
+    the stacks of the carries and the rows of the inputs `xs`, of the stacked outputs'
+    cotangents and of the stacks' own (a second derivative reads the stacks); carrying
+    the carries' cotangents and the captures' summed ones; stacking the rows' cotangents.
+    Its body recomputes the loop's body from the stored values under a tape."""
+
+    def vjp(gs, outs, *inputs):
+        from srcxform.ops import zeros_like
+        from srcxform.ad.tape import GradientTape
+
+        lower = inputs[0] if bounds else None
+        inits = inputs[bounds:bounds + n]
+        xs, captures = inputs[bounds + n:bounds + n + m], inputs[bounds + n + m:]
+        ys, trips, stacks = outs[n:n + r], outs[n + r], outs[n + r + 1:]
+        floats = [k for k in range(n) if inits[k].dtype.kind == "f"]
+        x_floats = [k for k in range(m) if xs[k].dtype.kind == "f"]
+        y_floats = [j for j in range(r) if ys[j].dtype.kind == "f"]
+        stack_cts = [k for k in floats if gs[n + r + 1 + k] is not None]
+        sources = [k for k, c in enumerate(captures) if c.dtype.kind == "f"]
+        cts = [gs[k] if gs[k] is not None else zeros_like(outs[k]) for k in floats]
+        accs = [zeros_like(captures[k]) for k in sources]
+        carried = cts + accs
+        rows = [*stacks, *xs,
+                *[gs[n + j] if gs[n + j] is not None else zeros_like(ys[j]) for j in y_floats],
+                *[gs[n + r + 1 + k] for k in stack_cts]]
+
+        def step(j, state):
+            cts_, accs_ = state[:len(cts)], state[len(cts):len(carried)]
+            slices = state[len(carried):len(carried) + n]
+            x_rows = state[len(carried) + n:len(carried) + n + m]
+            gy_rows = state[len(carried) + n + m:len(carried) + n + m + len(y_floats)]
+            gs_rows = state[len(carried) + n + m + len(y_floats):]
+            with GradientTape(persistent=False, watch_accessed_variables=False) as tape:
+                watched = [slices[k] for k in floats] + [x_rows[k] for k in x_floats] + \
+                    [captures[k] for k in sources]
+                tape.watch(watched)
+                index = [lower + j] if bounds else []
+                new = evaluate(body, [*index, *slices, *x_rows, *captures])
+            targets = [new[k] for k in floats] + [new[n + j] for j in y_floats]
+            grads = tape.gradient(targets, watched, output_gradients=cts_ + gy_rows,
+                                  unconnected_gradients="zero")
+            f, xf = len(floats), len(x_floats)
+            new_cts = list(grads[:f])
+            for k, g in zip(stack_cts, gs_rows):  # the stack read this carry's value
+                new_cts[floats.index(k)] = new_cts[floats.index(k)] + g
+            return new_cts + [a + g for a, g in zip(accs_, grads[f + xf:])], \
+                list(grads[f:f + xf])
+
+        row_avals = [Aval(tuple(v.shape[1:]), v.dtype) for v in rows]
+        names = [f"b{k}" for k in floats] + [f"bcapture{k}" for k in sources] + \
+            [f"x{k}" for k in range(n)] + [f"row{k}" for k in range(len(rows) - n)]
+        x_cts = [Aval(tuple(xs[k].shape), xs[k].dtype) for k in x_floats]
+
+        def traced(j, *values):
+            new, x_ct_rows = step(j, list(values))
+            return new + x_ct_rows
+
+        sub, new = trace_region("adjoint", traced, [_INDEX] + carry_avals(carried) +
+                                row_avals, ["j"] + names)
+        (region,), region_captures = align([(sub, list(new))])
+        # Only the rows the adjoint reads are stored (stacks) or passed: drop the rest.
+        read = {a for e in region.eqns for a in e.ins if isinstance(a, Var)} | \
+            {a for a in region.outs if isinstance(a, Var)}
+        first = 1 + len(carried)
+        kept = [k for k in range(len(rows)) if region.ins[first + k] in read]
+        region = region.replace(ins=region.ins[:first] + [region.ins[first + k] for k in kept]
+                                + region.ins[first + len(rows):])
+        zero = as_value(np.int64(0))
+        recompute = ()
+        if checkpoint:
+            # The rows of the kept stacks come from the segment's recomputed carries;
+            # the recomputation reads every stack (checkpoint), the forward xs, and
+            # the forward captures (and the first index).
+            segment_rows = tuple(k for k in kept if k < n)
+            kept = [k for k in kept if k >= n]
+            counts = (bounds // 2, n, m, len(captures))
+            recompute = (body, counts, [*inputs[:bounds // 2], *stacks, *xs, *captures],
+                         (checkpoint, segment_rows))
+        results = _bind_loop(FORI, [zero, trips], carried, region_captures, {"body": region},
+                             [rows[k] for k in kept], tuple(x_cts), reverse=not reverse,
+                             recompute=recompute)
+        cotangents = [None] * len(inputs)
+        for j, k in enumerate(floats):
+            cotangents[bounds + k] = results[j]
+        for j, k in enumerate(sources):
+            cotangents[bounds + n + m + k] = results[len(floats) + j]
+        for j, k in enumerate(x_floats):
+            cotangents[bounds + n + k] = results[len(carried) + j]
+        return cotangents
+
+    return vjp
+
+
+# ----- cond -----
+
+
+def cond(pred, true_fn, false_fn):
+    """The structured cond: true_fn() or false_fn(), each giving a flat list of values of
+    the same shapes and dtypes."""
+    subs = []
+    for name, fn in (("true_fn", true_fn), ("false_fn", false_fn)):
+        sub, outs = trace_region(name, fn, [], [])
+        subs.append((sub, [as_value(o) for o in outs]))  # as_value: a Python number
+    (t_outs, f_outs) = (subs[0][1], subs[1][1])
+    if len(t_outs) != len(f_outs):
+        raise TracingError(f"cond: true_fn returns {len(t_outs)} values, false_fn "
+                           f"{len(f_outs)}\n  at {user_line()}")
+    for k, (a, b) in enumerate(zip(t_outs, f_outs)):
+        if not _same_shape(a.shape, b.shape) or a.dtype != b.dtype:
+            raise TracingError(f"cond: output {k} is {a.aval.short()} from true_fn but "
+                               f"{b.aval.short()} from false_fn; both branches must give the "
+                               f"same shapes and dtypes\n  at {user_line()}")
+    (t_region, f_region), captures = align(subs)
+    return _bind_cond(as_bool(pred, "cond"), t_region, f_region, captures)
+
+
+def _bind_cond(pred, t_region, f_region, captures):
+    avals = [Aval(tuple(a.aval.shape), a.aval.dtype) for a in t_region.outs]
+    return bind(COND, [pred, *captures], {"true": t_region, "false": f_region}, avals,
+                _cond_vjp(t_region, f_region))
+
+
+def _rebind_cond(ins, params):
+    return _bind_cond(ins[0], params["true"], params["false"], ins[1:])
+
+
+def _cond_vjp(t_region, f_region):
+    def vjp(gs, outs, pred, *captures):
+        from srcxform.ops import zeros_like
+        from srcxform.ad.tape import GradientTape
+
+        floats = [k for k, o in enumerate(outs) if o.dtype.kind == "f"]
+        sources = [k for k, c in enumerate(captures) if c.dtype.kind == "f"]
+        cts = [gs[k] if gs[k] is not None else zeros_like(outs[k]) for k in floats]
+
+        def adjoint(region):
+            def fn(*cts_):
+                with GradientTape(persistent=False, watch_accessed_variables=False) as tape:
+                    watched = [captures[k] for k in sources]
+                    tape.watch(watched)
+                    new = evaluate(region, list(captures))
+                return list(tape.gradient([new[k] for k in floats], watched,
+                                          output_gradients=list(cts_),
+                                          unconnected_gradients="zero"))
+            return fn
+
+        subs = []
+        for name, region in (("true", t_region), ("false", f_region)):
+            sub, new = trace_region(f"adjoint_{name}", adjoint(region), carry_avals(cts),
+                                    [f"b{k}" for k in floats])
+            subs.append((sub, new))
+        # The cotangents are the adjoint branches' explicit inputs: a cond passes its
+        # operands to its regions' inputs in order, explicit ones first.
+        (t_adj, f_adj), adj_captures = align(subs)
+        results = _bind_cond(pred, t_adj, f_adj, [*cts, *adj_captures])
+        cotangents = [None] * (1 + len(captures))
+        for j, k in enumerate(sources):
+            cotangents[1 + k] = results[j]
+        return cotangents
+
+    return vjp
+
+
+_REBIND = {WHILE: _rebind_loop(WHILE), FORI: _rebind_loop(FORI), COND: _rebind_cond}
+
+
+# ----- what the loops store -----
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopStacks:
+    """The stacks one differentiated loop keeps for its adjoint: `row_bytes` for each
+    iteration it stores (its stored carries, at the traced sizes), every `checkpoint`-th
+    iteration stored (None: every one)."""
+
+    loop: str
+    row_bytes: int
+    checkpoint: int | None
+
+    @property
+    def bytes_per_iteration(self):
+        """The stacks' bytes per iteration of the loop: a row, or a k-th of one."""
+        return self.row_bytes / (self.checkpoint or 1)
+
+    def peak_bytes(self, trips):
+        """The stacks' bytes at their largest for `trips` iterations: the stored rows, and
+        with a checkpoint the adjoint's segment of k recomputed rows besides (a
+        while_loop's stacks, doubling as they fill, may have up to twice the rows)."""
+        k = self.checkpoint
+        rows = trips if not k else -(-trips // k) + min(k, trips)
+        return rows * self.row_bytes
+
+
+def loop_stacks(program):
+    """A LoopStacks for each loop of `program` (in regions too) that stores carries."""
+    found = []
+    for eqn in program.eqns:
+        for region in (v for k, v in eqn.params if hasattr(v, "eqns") and k != "recompute"):
+            found += loop_stacks(region)
+        if eqn.prim not in (WHILE, FORI) or not eqn.kwargs["stacked"]:
+            continue
+        n, r = eqn.kwargs["carries"], len(eqn.kwargs.get("y_avals", ()))
+        stacks = [v for k, v in results_of(program, eqn.out).items() if k > n + r]
+        row_bytes = sum(int(np.prod([int(d) for d in v.aval.shape[1:]])) * v.aval.dtype.itemsize
+                        for v in stacks)
+        found.append(LoopStacks(eqn.prim.name, row_bytes, eqn.kwargs["checkpoint"]))
+    return found
+
+
+def param_names(fn, count, fallback):
+    """Names for a function's flat parameters: its own where it has as many."""
+    try:
+        names = [p.name for p in inspect.signature(fn).parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        names = []
+    return names if len(names) == count else [f"{fallback}{k}" for k in range(count)]
+
+
+__all__ = ["cond", "fori_loop", "while_loop"]
