@@ -23,6 +23,7 @@ from srcxform.core.errors import (
 )
 from srcxform.core.ir import Eqn, Lit, Program, Var
 from srcxform.core.names import assigned_name
+from srcxform.core.primitive import op_name
 from srcxform.core.tensor import SizeConstant, Tensor, Value, Variable, as_value
 
 _ids = itertools.count(1)
@@ -239,8 +240,9 @@ class Trace:
             origin = self.origins.get(rec.out.var)
         else:
             origin = user_frame()
+        of = op_name(rec.op) if rec is not None and rec.op else None
         eqn = Eqn(out, prim, tuple(self._atom(v) for v in values), tuple(sorted(params.items())),
-                  origin, bool(adjoint))
+                  origin, bool(adjoint), of)
         self.eqns.append(eqn)
         self.producers[out] = eqn
         self.origins[out] = origin

@@ -595,8 +595,8 @@ def _raising(test, eqn, what):
     """`if test: raise FloatingPointError(...)`, naming eqn's op and line (debug_nans)."""
     # user_line has made the user's text safe to quote (errors.source_text).
     line = user_line(eqn.origin) if eqn.origin else "an unknown line"
-    message = nan_message(eqn.prim.name, what, None, line) if eqn.adjoint else \
-        nan_message(eqn.prim.name, what, line)
+    message = nan_message(eqn.prim.name, what, None, line, forward_op=eqn.of) if eqn.adjoint \
+        else nan_message(eqn.prim.name, what, line)
     # On one line: astor would indent a literal's later lines, changing it.
     raised = ast.Raise(ast.Call(name_ast("FloatingPointError"),
                                 [ast.Constant(message.replace("\n  ", " "))], []), None)

@@ -199,16 +199,18 @@ def source_text(text, quote=""):
 _DOUBLE_WHERE = "where(c, f(where(c, x, safe_x)), y)"
 
 
-def nan_message(op, what, line, gradient_of=None, called_at=None):
+def nan_message(op, what, line, gradient_of=None, called_at=None, forward_op=None):
     """debug_nans's message: `op` made `what` ("a NaN", "an inf") at `line`, the user's.
-    An op of a gradient names instead the forward line it is the gradient of, and where
-    known (eagerly) the line computing the gradient."""
+    An op of a gradient names instead the forward line it is the gradient of (and that
+    line's op, `forward_op`, where known), and where known (eagerly) the line computing
+    the gradient."""
     if gradient_of is None:
         return (f"{op} made {what} at {line}\n  (debug_nans; if a where() masks these "
                 f"elements, their gradient is still NaN: make the input safe first, the "
                 f"double-where pattern: {_DOUBLE_WHERE})")
     at = f"; computing the gradient at {called_at}" if called_at else ""
-    return (f"{op} made {what} in the gradient of {gradient_of}\n  (debug_nans{at}; a "
+    of = f"{forward_op} at {gradient_of}" if forward_op else gradient_of
+    return (f"{op} made {what} in the gradient of {of}\n  (debug_nans{at}; a "
             f"where() whose other branch is NaN or inf has a NaN gradient: use the "
             f"double-where pattern, {_DOUBLE_WHERE})")
 

@@ -29,7 +29,8 @@ class Lit:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Eqn:
-    """out = prim(*ins, **params), traced from `origin` (filename, line)."""
+    """out = prim(*ins, **params), traced from `origin` (filename, line); in an adjoint,
+    `of` is the name of the forward op it is (part of) the gradient of, for messages."""
 
     out: Var
     prim: object
@@ -37,13 +38,15 @@ class Eqn:
     params: tuple  # sorted (name, value) pairs: hashable, ordered
     origin: tuple | None = None
     adjoint: bool = False
+    of: str | None = None
 
     @property
     def kwargs(self):
         return dict(self.params)
 
     def with_ins(self, ins):
-        return Eqn(self.out, self.prim, tuple(ins), self.params, self.origin, self.adjoint)
+        return Eqn(self.out, self.prim, tuple(ins), self.params, self.origin, self.adjoint,
+                   self.of)
 
 
 @dataclass(eq=False)

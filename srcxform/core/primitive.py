@@ -215,7 +215,12 @@ def _check_finite(prim, arrays, result):
     if forward is None:
         raise FloatingPointError(nan_message(prim.name, what, user_line()))
     raise FloatingPointError(nan_message(prim.name, what, None, user_line(forward.origin),
-                                         user_line()))
+                                         user_line(), op_name(forward.op)))
+
+
+def op_name(op):
+    """A record's op as a message names it: a primitive's name, or the name it was given."""
+    return getattr(op, "name", op)
 
 
 def _check_python_ints(prim, values):

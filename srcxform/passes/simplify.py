@@ -67,7 +67,7 @@ def _folded(eqn, ins):
 def _hoisted(eqn, ins, producers):
     """An op of scalars that are broadcast: the op once on the scalars, then broadcast."""
     scalar = Var(Aval((), eqn.out.aval.dtype, eqn.out.aval.weak))
-    return [Eqn(scalar, eqn.prim, tuple(ins), eqn.params, eqn.origin, eqn.adjoint),
+    return [Eqn(scalar, eqn.prim, tuple(ins), eqn.params, eqn.origin, eqn.adjoint, eqn.of),
             _broadcast(eqn, scalar, producers)]
 
 
@@ -77,7 +77,7 @@ def _broadcast(eqn, scalar, producers):
     broadcast = next(producers[a].prim for a in eqn.ins
                      if isinstance(a, Var) and _unbroadcast(a, producers) is not a)
     return Eqn(eqn.out, broadcast, (scalar,), (("shape", eqn.out.aval.shape),), eqn.origin,
-               eqn.adjoint)
+               eqn.adjoint, eqn.of)
 
 
 def _unbroadcast(atom, producers):
