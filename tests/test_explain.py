@@ -310,12 +310,17 @@ def test_a_conversion_warns_once_per_line_and_can_be_an_error():
     with tf.GradientTape() as t:
         t.watch(x)
         with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
+            warnings.simplefilter("default")  # Python's own: once per place
             for _ in range(3):
                 np.array(x * 2.0)  # converts
         assert [(w.category, w.lineno) for w in caught] == \
             [(GradientCutWarning, _line("converts"))]
         assert "became a NumPy array" in str(caught[0].message)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")  # a filter of the user's decides
+            for _ in range(3):
+                np.array(x * 3.0)  # converts again
+        assert len(caught) == 3
         with warnings.catch_warnings():
             warnings.simplefilter("error", GradientCutWarning)
             with pytest.raises(GradientCutWarning, match="Python float"):
@@ -431,3 +436,32 @@ def test_an_op_outside_loop_nests_is_checked_whole(kernels_alone):
         assert f"test_explain.py:{_line('c: matmul overflow')}:" in str(info.value)
         X[0, 0] = np.nan  # held by an argument: it only propagates
         assert np.isnan(float(f(np.ones((3, 2)), X)))
+
+
+@pytest.mark.parametrize("value, on", [("1", True), ("false", False), ("off", False),
+                                       ("no", False), ("0", False)])
+def test_the_environment_switch_follows_the_one_rule(value, on):
+    code = ("import srcxform as tf\n"
+            "try:\n    tf.math.log(tf.constant(0.0)); print('off')\n"
+            "except FloatingPointError:\n    print('on')\n")
+    env = dict(os.environ, SRCXFORM_DEBUG_NANS=value)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out == ["on" if on else "off"]
+
+
+def test_a_warning_filtered_away_once_still_obeys_a_later_filter():
+    x = tf.constant([1.0, 2.0])
+
+    def convert():
+        np.array(x * 4.0)
+
+    with tf.GradientTape() as t:
+        t.watch(x)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            convert()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", GradientCutWarning)
+            with pytest.raises(GradientCutWarning):
+                convert()

@@ -240,3 +240,21 @@ def test_special_values_compiled_as_eager(jit, monkeypatch):
         compiled = np.asarray(tf.differentiable(_special)(EDGES))
     np.testing.assert_allclose(compiled, eager, rtol=1e-13, atol=0)
     np.testing.assert_array_equal(np.isnan(compiled), np.isnan(eager))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ["elu", "selu"])
+def test_elu_and_selus_gradient_is_finite_where_exp_would_overflow(name, dtype):
+    """x of 1e3 overflows exp on the branch where() does not select: its gradient must
+    still be the selected side's (TensorFlow's), eager and compiled, not 0 * inf."""
+    fn = getattr(tf.nn, name)
+    x = np.array([1000.0, 100.0, 0.5, -2.0], dtype)
+    scale = 1.0507009873554805 if name == "selu" else 1.0
+    v = tf.Variable(x)
+    with tf.GradientTape() as tape:
+        y = tf.reduce_sum(fn(v))
+    eager = tape.gradient(y, v).numpy()
+    compiled = tf.differentiable(lambda a: tf.reduce_sum(fn(a)), wait=True).grad(x)
+    for got in (eager, compiled):
+        np.testing.assert_allclose(got[:3], scale, rtol=1e-6)
+        assert np.isfinite(got).all()

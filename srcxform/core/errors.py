@@ -141,16 +141,17 @@ def warn_user(message, category):
     warnings.warn(message, category, stacklevel=level)
 
 
-_WARNED_SITES: set = set()  # the (category, file, line)s warn_once_at has warned at
+# The registry of warn_once_at's warnings, as a module's __warningregistry__ is: Python's
+# filters decide from it, and a change of filters (simplefilter("error")) clears it.
+_REGISTRY: dict = {}
 
 
 def warn_once_at(site, message, category):
-    """warnings.warn, attributed to `site` (the user's (file, line)), once per site and
-    category however often the line runs (a training loop's)."""
-    if site is None or (category, *site) in _WARNED_SITES:
-        return
-    _WARNED_SITES.add((category, *site))
-    warnings.warn_explicit(message, category, *site)
+    """warnings.warn, attributed to `site` (the user's (file, line)): once per site, as
+    Python's default filter shows a warning once per place, however often the line runs
+    (a training loop's); a filter of the user's ("error", "always", "ignore") decides."""
+    if site is not None:
+        warnings.warn_explicit(message, category, *site, registry=_REGISTRY)
 
 
 def user_line(origin=None):

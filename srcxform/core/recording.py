@@ -8,11 +8,11 @@ This module holds no gradient logic (that is backprop.py).
 """
 
 import contextlib
-import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from srcxform.core import settings
 from srcxform.core.errors import user_frame
 
 
@@ -45,7 +45,7 @@ OPEN_ANYWHERE: list = []
 PERTURBING: list = []
 # Whether eager ops check their results for a NaN or inf they made (debug_nans.py sets
 # it): a module global, so that an op pays one flag test while it is off.
-DEBUG_NANS = os.environ.get("SRCXFORM_DEBUG_NANS", "") not in ("", "0")
+DEBUG_NANS = settings.switch("SRCXFORM_DEBUG_NANS")
 
 
 @dataclass(slots=True)

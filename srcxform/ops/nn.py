@@ -181,13 +181,15 @@ def elu(features, name=None, *, alpha=1.0):
     """x where x >= 0, else alpha * (exp(x) - 1) (tf.nn.elu; `alpha` is Keras's); its
     gradient at 0 is 1, as TensorFlow's EluGrad."""
     x = as_value(features, "elu")
-    return where(less(x, 0), alpha * expm1(x), x)
+    # expm1 of min(x, 0): the unselected side overflows to inf for a large x, and its
+    # gradient there (0 times inf) would be NaN (the double-where pattern).
+    return where(less(x, 0), alpha * expm1(minimum(x, 0)), x)
 
 
 def selu(features, name=None):
     """scale * elu(x, alpha) with the self-normalizing constants (tf.nn.selu)."""
     x = as_value(features, "selu")
-    return where(less(x, 0), _SELU_SCALE_ALPHA * expm1(x), _SELU_SCALE * x)
+    return where(less(x, 0), _SELU_SCALE_ALPHA * expm1(minimum(x, 0)), _SELU_SCALE * x)
 
 
 def leaky_relu(features, alpha=0.2, name=None, *, negative_slope=None):
