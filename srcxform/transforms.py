@@ -42,9 +42,12 @@ def jvp(fn: Callable, primals: tuple, tangents: tuple) -> tuple:
     primals and tangents are tuples of fn's positional arguments, each tangent shaped
     like its primal. A Differentiable's jvp is its own (f.jvp)."""
     if not isinstance(fn, Differentiable):
-        compiled = _COMPILED.get(fn)
-        if compiled is None:
-            compiled = _COMPILED[fn] = differentiable(fn)
+        try:
+            compiled = _COMPILED.get(fn)
+            if compiled is None:
+                compiled = _COMPILED[fn] = differentiable(fn)
+        except TypeError:  # an unhashable callable (a dataclass instance): kept by no one
+            compiled = differentiable(fn)
         return compiled.jvp(primals, tangents)
     return fn.jvp(primals, tangents)
 
@@ -161,6 +164,10 @@ def hvp(fn: Callable) -> Callable:
             with GradientTape(watch_accessed_variables=False) as tape:
                 tape.watch(x)
                 y = fn(x, *args)
+            if not isinstance(y, Value) or y.shape != ():
+                raise TypeError(f"hvp: {hessian_vector_product.__name__[7:]} must return a "
+                                f"scalar (the Hessian of a scalar function), got "
+                                f"{getattr(y, 'shape', type(y).__name__)}")
             g = tape.gradient(y, x, unconnected_gradients="zero")
         return acc.jvp(g, unconnected_gradients="zero")
 

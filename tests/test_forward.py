@@ -420,3 +420,44 @@ def test_a_compiled_function_called_under_an_accumulator_is_followed():
     with tf.autodiff.ForwardAccumulator(xt, tf.constant([1.0, 1.0], tf.float64)) as acc:
         y = compiled(xt)
     assert float(acc.jvp(y)) == pytest.approx(np.cos(x).sum(), rel=1e-14)
+
+
+def _scan_loss(x):
+    rows = tf.scan(lambda a, e: a * e, x, initializer=tf.constant(0.5, tf.float64))
+    return tf.reduce_sum(rows ** 2)
+
+
+def test_forward_over_a_compiled_scans_stack_raises_rather_than_read_past_it():
+    """Forward over reverse through a compiled scan would make arrays shaped as the loop's
+    stack, which code generation cannot size: a clear error, never a wrong hvp (it gave
+    [52.5, 21, 11] for [52.5, 31, 20] before). The eager accumulator is right."""
+    x, v = np.array([1.0, 2.0, 3.0]), np.ones(3)
+    want = tf.hessian(_scan_loss)(x) @ v
+    with pytest.raises(tf.TracingError, match="compiled loop's stacked rows"):
+        tf.hvp(_scan_loss)(x, v)
+    primal = tf.constant(x)
+    with tf.autodiff.ForwardAccumulator(primal, tf.constant(v)) as acc:
+        with tf.GradientTape() as tape:
+            tape.watch(primal)
+            y = _scan_loss(primal)
+        g = tape.gradient(y, primal)
+    np.testing.assert_allclose(acc.jvp(g), want, rtol=1e-12)
+
+
+def test_hvp_of_a_non_scalar_function_raises():
+    with pytest.raises(TypeError, match="must return a scalar"):
+        tf.hvp(lambda a: a ** 3)(np.array([0.5, 1.5]), np.ones(2))
+
+
+def test_jvp_takes_an_unhashable_callable():
+    from dataclasses import dataclass
+
+    @dataclass
+    class Model:  # a dataclass with eq defines no hash
+        k: float
+
+        def __call__(self, x):
+            return tf.reduce_sum(x * x * self.k)
+
+    value, tangent = tf.jvp(Model(2.0), (np.ones(2),), (np.ones(2),))
+    assert (float(value), float(tangent)) == (4.0, 8.0)

@@ -19,6 +19,7 @@ Comparisons record guards. A kernel is reused only for sizes that satisfy every 
 
 import operator
 
+from srcxform.core.errors import TracingError, user_line
 from srcxform.core.recording import CONTEXT  # its guards: (expr_a, op, expr_b, result) each
 
 
@@ -135,6 +136,19 @@ def _guard(a, op, b, result):
     guards = CONTEXT.guards
     if guards is not None:
         guards.append((a, op, b, result))
+
+
+def check_sized(shape, op, origin=None):
+    """Raises TracingError where `shape` holds a dim no array can be made with yet: the
+    leading dim of a compiled loop's stack (passes/structured.py's Trips), known once the
+    loop has run. An array made to it would be sized 0 and read past its end."""
+    if any(isinstance(d, int) and type(d) is not int and not isinstance(d, (Dim, bool))
+           for d in shape):
+        raise TracingError(f"{op}: an array shaped as a compiled loop's stacked rows cannot "
+                           "be made while tracing (its size is the loop's trip count); this "
+                           "arises in forward mode (jvp, hvp, jacfwd) through a compiled "
+                           "scan or while_loop, which is not supported yet: run it eagerly, "
+                           f"or use reverse mode (hessian, jacrev). At {user_line(origin)}")
 
 
 def concrete(d):

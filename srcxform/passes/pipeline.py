@@ -5,6 +5,7 @@
 
 import os
 
+from srcxform.core.dims import check_sized
 from srcxform.passes import cse, dce, simplify
 
 PASSES = (simplify, cse, dce)
@@ -28,4 +29,18 @@ def optimize(program, check=False, keep_gradient_stops=False):
                     program.check()
                 if dump:
                     print(f"# after {p.__name__.rsplit('.', 1)[-1]}\n{program}\n")
+    _check_sized(program)
     return program
+
+
+def _check_sized(program):
+    """Raises where an equation other than a compiled loop's own takes or makes an array
+    shaped as a loop's stack, whose leading dim is known only once the loop has run: code
+    generation would size it 0 and read past its end (forward mode through a compiled
+    scan or while_loop makes such equations)."""
+    for eqn in program.eqns:
+        if getattr(eqn.prim, "structured", False):
+            continue
+        for var in (eqn.out, *eqn.ins):
+            shape = getattr(getattr(var, "aval", None), "shape", ())
+            check_sized(shape, eqn.prim.name, eqn.origin)
