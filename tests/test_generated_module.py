@@ -6,8 +6,10 @@ import ast
 import builtins
 import importlib.util
 import pathlib
+from typing import NamedTuple
 
 import numpy as np
+import pytest
 
 import srcxform as tf
 
@@ -38,9 +40,27 @@ def test_a_generated_file_imported_by_path_computes_the_gradient():
     np.testing.assert_allclose(got_grad, grads, rtol=1e-12)
 
 
-def test_a_generated_module_reads_only_names_it_defines():
-    x, w = np.ones(3), np.ones(3)
-    tree = ast.parse(_module_file(loss, x, w).read_text())
+class Params(NamedTuple):
+    w: np.ndarray
+    b: float
+
+
+TABLE = np.arange(3.0)  # captured by `captures`
+SCALE = tf.Variable(2.0, dtype=tf.float64)
+
+
+@tf.differentiable(wait=True, has_aux=True)
+def captures(p, x):
+    """Reads a captured array and a Variable, takes and returns a NamedTuple."""
+    return tf.reduce_sum(p.w * x * TABLE) * SCALE + p.b, p
+
+
+@pytest.mark.parametrize("f, args", [
+    (loss, (np.ones(3), np.ones(3))),
+    (captures, (Params(np.ones(3), 1.0), np.ones(3))),
+], ids=["plain", "captures"])
+def test_a_generated_module_reads_only_names_it_defines(f, args):
+    tree = ast.parse(_module_file(f, *args).read_text())
     defined = set(dir(builtins))
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):

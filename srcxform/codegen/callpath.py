@@ -12,6 +12,7 @@ shared by every kernel with the same text.
 """
 
 import ast
+import builtins
 import re
 
 import astor
@@ -49,13 +50,35 @@ def entry_name(name, form):
     return f"{name}_{form}_entry"
 
 
-def emit(conv, name, kernel, size_label):
+def emit(conv, consts, name, kernel, size_label):
     """The source of the call-path functions of a kernel named `kernel`, for the user
-    function `name`; size symbol k is n<size_label(k)>, as in the kernel."""
+    function `name`; size symbol k is n<size_label(k)>, as in the kernel. A block before
+    them declares what they read that is one kernel's own (bindings: `consts`, the
+    arrays the trace captured, and more)."""
     functions = [_form_function(conv, name, kernel, size_label)]
     if conv.form == "value_and_grad" and (conv.consts or conv.buffers):
         functions.append(_kernel_function(conv, name, kernel, size_label))
-    return "\n\n\n".join(astor.to_source(f).rstrip("\n") for f in functions) + "\n"
+    bound = bindings(conv, consts)
+    block = ("# Bound per kernel (kernel.py): what the trace captured (arrays, Variables) and\n"
+             "# the objects the results are made with.\n" +
+             "".join(f"{k} = {spelled(v)}\n" for k, v in bound.items()) + "\n\n"
+             if bound else "")
+    return block + "\n\n\n".join(astor.to_source(f).rstrip("\n") for f in functions) + "\n"
+
+
+def spelled(value):
+    """A constant as the module's text spells it: a NumPy dtype or type, a builtin type,
+    a shape; anything else (a captured object) is None with a comment saying what."""
+    if isinstance(value, np.dtype):
+        return f"np.dtype({value.name if value.isnative else value.str!r})"
+    if isinstance(value, type) and getattr(builtins, value.__name__, None) is value:
+        return value.__name__
+    if isinstance(value, type) and value.__module__ == "numpy" and \
+            getattr(np, value.__name__, None) is value:
+        return f"np.{value.__name__}"
+    if value is None or isinstance(value, tuple) and all(isinstance(d, int) for d in value):
+        return repr(value)
+    return f"None  # {type(value).__name__}"
 
 
 def bindings(conv, consts):

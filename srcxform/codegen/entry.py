@@ -20,13 +20,12 @@ block before it declares the names it reads that are one kernel's own (`in_modul
 """
 
 import ast
-import builtins
 
 import astor
 import numpy as np
 
 from srcxform.codegen.callconv import is_static
-from srcxform.codegen.callpath import output_leaf, results_ast
+from srcxform.codegen.callpath import output_leaf, results_ast, spelled
 from srcxform.codegen.exprs import name_ast
 from srcxform.core.dims import render
 from srcxform.core.tensor import Tensor, Variable
@@ -229,7 +228,7 @@ def in_module(entries):
     text = ("\n\n# The warm entries: what a call like the traced one runs. A call they do not "
             "fit\n# goes on to `fallback`, and in the end to the general path above.\n")
     for source, own in entries:
-        declared = [f"{name} = {_spelled(value)}" for name, value in own.items()]
+        declared = [f"{name} = {spelled(value)}" for name, value in own.items()]
         text += ("\n# Bound per kernel (kernel.py): the kernel, called straight (direct) and "
                  "through\n# Numba's dispatcher (checked); the entry made before this one "
                  "(fallback); a\n# count of the calls taken (hits); the shapes checked "
@@ -239,21 +238,6 @@ def in_module(entries):
                  "direct = checked = fallback = hits = checked_shapes = None\n" +
                  "".join(f"{line}\n" for line in declared) + f"\n\n{source}")
     return text
-
-
-def _spelled(value):
-    """A constant as the module's text spells it: a NumPy dtype or type, a builtin type,
-    a shape; anything else (a captured object) is None with a comment saying what."""
-    if isinstance(value, np.dtype):
-        return f"np.dtype({value.name if value.isnative else value.str!r})"
-    if isinstance(value, type) and getattr(builtins, value.__name__, None) is value:
-        return value.__name__
-    if isinstance(value, type) and value.__module__ == "numpy" and \
-            getattr(np, value.__name__, None) is value:
-        return f"np.{value.__name__}"
-    if value is None or isinstance(value, tuple) and all(isinstance(d, int) for d in value):
-        return repr(value)
-    return f"None  # {type(value).__name__}"
 
 
 def emit(conv, consts, probes, name, args, sole, keywords=True, check=False):

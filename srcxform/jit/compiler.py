@@ -83,7 +83,8 @@ def trace_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel,
                                           nan_checks=nan_checks,
                                           imports=callpath.IMPORTS)
         conv = dataclasses.replace(draft, buffers=tuple(buffers))
-        source += "\n\n" + callpath.emit(conv, traced.name, func_name, size_label(program))
+        source += "\n\n" + callpath.emit(conv, consts, traced.name, func_name,
+                                              size_label(program))
         # The warm entry, for positional calls like this one (others get none).
         emitted = () if kwargs else (
             entry.emit(conv, consts, probes, callpath.entry_name(traced.name, kernel_form),
