@@ -128,6 +128,33 @@ def test_rebinding_a_global_variable_or_number_traces_again():
     assert (info.misses, info.kernels) == (3, 1)
 
 
+class _Scaled:
+    """A callable model whose attribute its methods read: rebinding it must retrace."""
+
+    def __init__(self, k):
+        self.k = k
+
+    def __call__(self, x):
+        return tf.reduce_sum(x * self.k)
+
+    def loss(self, x):
+        return tf.reduce_sum(x * self.k)
+
+
+def test_an_attribute_read_through_a_callable_or_a_called_method_traces_again():
+    """A callable instance, and a method a closure calls on an object, read obj.k: both
+    are probed at each call, as a bound method's self is (an adversarial find: these
+    kept k's first value)."""
+    model, x = _Scaled(2.0), np.array([1.0, 2.0])
+    forms = [tf.grad(model), tf.grad(lambda x: model.loss(x) ** 2), tf.grad(model.loss)]
+    before = [f(x) for f in forms]
+    model.k = 5.0
+    after = [f(x) for f in forms]
+    for got, want in zip(before + after, [[2.0, 2.0], [24.0, 24.0], [2.0, 2.0],
+                                          [5.0, 5.0], [150.0, 150.0], [5.0, 5.0]]):
+        np.testing.assert_allclose(got, want, rtol=1e-14)
+
+
 def _lr_step(w, opt):
     def step(x):
         with tf.GradientTape() as tape:

@@ -12,7 +12,9 @@ again. What is tested (a probe each):
   function's globals dict: the value bound to it;
 - each closure variable of those functions (a cell): its contents;
 - each attribute, named in that code, of an object of the user's they reach directly (a
-  global `model`, `self` of a method): `model.w` rebound to a new Variable;
+  global `model`, `self` of a method): `model.w` rebound to a new Variable; and what the
+  object's own methods that code names read of it (`model.loss(x)`, a callable `model`'s
+  `__call__`), as for a method's `self`;
 - what a library object reports while traced (Trace.capture): an optimizer's learning
   rate Variable or schedule, and its hyperparameters.
 
@@ -106,6 +108,8 @@ def _function(fn, found, seen):
     if not isinstance(fn, types.FunctionType):
         if wrapped is not None:
             _function(wrapped, found, seen)
+        elif callable(fn) and not isinstance(fn, type):  # an instance of the user's: its __call__
+            _method(fn, "__call__", found, seen)
         return
     if fn.__globals__.get("__srcxform_generated__"):  # a warm entry (codegen/entry.py)
         return
@@ -148,6 +152,17 @@ def _reached(value, fn, found, seen):
         _function(value, found, seen)
     elif not isinstance(value, (type, types.ModuleType) + SIMPLE):
         _attributes(value, fn, found)
+        for name in sorted(_names(fn.__code__)):  # obj.loss(x): what loss reads of obj too
+            _method(value, name, found, seen)
+
+
+def _method(obj, name, found, seen):
+    """Follows the method `name` of obj's class (the user's), when it is one, as a bound
+    method is followed: its code, and the attributes of obj it names."""
+    method = getattr(type(obj), name, None)
+    if isinstance(method, types.FunctionType) and not _library(type(obj).__module__ or ""):
+        _function(method, found, seen)
+        _attributes(obj, method, found)
 
 
 def _attributes(obj, fn, found):
