@@ -8,7 +8,6 @@ directly.
 
 import numpy as np
 
-from srcxform.core.dims import check_sized
 from srcxform.core.dtypes import as_dtype, float32, promote, settled
 from srcxform.ops.elementwise import cast
 from srcxform.ops.shape import broadcast_to, stack
@@ -161,8 +160,6 @@ def _result_dtype(values):
 
 def _shape(shape, op):
     """A shape argument (int, sequence or tensor of ints) as a tuple of ints."""
-    if isinstance(shape, tuple):
-        check_sized(shape, op)
     if isinstance(shape, Value):
         shape = shape.numpy()
     dims = np.reshape(np.asarray(shape), -1)

@@ -12,7 +12,7 @@ import numpy as np
 from srcxform.core.aval import (Aval, as_size, broadcast_shapes, dims_equal, is_one, is_zero,
                            normalize_axes, normalize_slice, same_dim, same_shape, size,
                            slice_length)
-from srcxform.core.dims import check_sized, concrete
+from srcxform.core.dims import concrete
 from srcxform.core.dtypes import promote
 from srcxform.core.errors import IndexArgumentError, TracingError, shape_error
 from srcxform.core.errors import user_line
@@ -308,7 +308,6 @@ def broadcast_to(input, shape, name=None):
     """input broadcast to `shape` by NumPy's rules (tf.broadcast_to)."""
     x = as_value(input, "broadcast_to")
     shape = shape_argument(shape, "broadcast_to")
-    check_sized(shape, "broadcast_to")
     return unchanged(x) if same_shape(shape, x.shape) else broadcast_to_p.bind(x, shape=shape)
 
 
