@@ -1,4 +1,4 @@
-"""Plain Python if/while/for converted (autograph.py): Python-valued conditions run as
+"""Plain Python if/while/for converted (srcxform/autograph): Python-valued conditions run as
 written; traced ones run through cond/while_loop/fori_loop, whose results must be what the
 Python statements compute.
 
@@ -18,7 +18,9 @@ import numpy as np
 import pytest
 
 import srcxform as tf
-from srcxform import autograph, autograph_runtime
+from srcxform import autograph
+from srcxform.autograph import rewrite
+from srcxform.autograph import runtime as autograph_runtime
 from srcxform.core.tensor import Tensor
 from srcxform.ad.trace import Tracer
 
@@ -310,8 +312,8 @@ def test_a_failing_rewrite_warns_and_traces_the_function_as_written(monkeypatch)
             x = x * 2.0
         return x
 
-    monkeypatch.setattr(autograph._Converter, "function", fail)
-    with pytest.warns(autograph.AutographWarning, match="a construct the rewriting"):
+    monkeypatch.setattr(rewrite._Converter, "function", fail)
+    with pytest.warns(tf.AutographWarning, match="a construct the rewriting"):
         assert autograph.convert(counted) is counted
 
 

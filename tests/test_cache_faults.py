@@ -25,46 +25,13 @@ import numpy as np
 import pytest
 
 import srcxform as tf
+from cache_scripts import (GRADS, assert_each_named_once, assert_expected, checkout_env,
+                           run_json, sealed_file)
 from helpers import AS_NOBODY, CAN_SETPRIV, IS_ROOT, NOBODY
 from srcxform import CacheWarning, numba_adapter
 from srcxform.jit import backend
 from srcxform.numba_adapter import cachefiles
 
-
-# One function per cached artifact, each damaged in its own file: a process checks them all.
-SCRIPT = textwrap.dedent("""
-    import json, warnings
-    import numpy as np
-    import srcxform as tf
-
-    def f_py(w, x):
-        return tf.reduce_sum(tf.tanh(x * w))
-
-    def f_code(w, x):
-        return tf.reduce_sum(tf.sin(x * w))
-
-    def f_nbi(w, x):
-        return tf.reduce_sum(tf.exp(x * w))
-
-    def f_nbc(w, x):
-        return tf.reduce_sum(tf.cos(x * w))
-
-    def f_pkl(w, x):
-        return tf.reduce_sum((x * w) ** 3)
-
-    w, x = np.array([0.5, -1.0, 2.0]), np.array([1.0, 2.0, 3.0])
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        grads = {f.__name__: tf.differentiable(f).grad(w, x).tolist()
-                 for f in (f_py, f_code, f_nbi, f_nbc, f_pkl)}
-    print(json.dumps({"grads": grads, "warnings": [
-        (w.category.__name__, str(w.message)) for w in caught]}))
-    """)
-
-W, X = np.array([0.5, -1.0, 2.0]), np.array([1.0, 2.0, 3.0])
-EXPECTED = {"f_py": X * (1 - np.tanh(X * W) ** 2), "f_code": X * np.cos(X * W),
-            "f_nbi": X * np.exp(X * W), "f_nbc": -X * np.sin(X * W),
-            "f_pkl": 3 * X * (X * W) ** 2}
 
 CORRUPTIONS = {
     "empty": lambda data: b"",
@@ -76,42 +43,24 @@ CORRUPTIONS = {
 }
 
 
-def _run(script, env):
-    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
-                          text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.splitlines()[-1])
-
-
-def _sealed(folder, accept, parse):
-    """The one sealed file in folder whose payload `accept`s."""
-    found = [p for p in Path(folder).iterdir() if accept(cachefiles.read_sealed(str(p), parse))]
-    assert len(found) == 1, found
-    return found[0]
-
-
 @pytest.fixture(scope="module")
 def filled(tmp_path_factory):
     """A cache a first process filled, and each function's damaged artifact's first bytes."""
     root = tmp_path_factory.mktemp("faults")
     cache = root / "cache"
     script = root / "script.py"
-    script.write_text(SCRIPT)
-    # The checkout's srcxform, not whichever the environment installed.
-    path = os.pathsep.join(filter(None, [str(Path(__file__).parents[1]),
-                                         os.environ.get("PYTHONPATH")]))
-    env = dict(os.environ, SRCXFORM_CACHE_DIR=str(cache), PYTHONPATH=path)
-    first = _run(script, env)
+    script.write_text(GRADS)
+    env = checkout_env(cache)
+    first = run_json(script, env)
     assert first["warnings"] == []
-    for name, grad in first["grads"].items():
-        np.testing.assert_allclose(grad, EXPECTED[name], rtol=1e-12)
+    assert_expected(first["grads"])
     numba_files = cache / "__pycache__"
     code_of = next(cache.glob("f_code__*.py"))
     artifacts = [
         next(cache.glob("f_py__*.py")),
-        _sealed(cache / "code", lambda c: c.co_filename == str(code_of), marshal.loads),
+        sealed_file(cache / "code", lambda c: c.co_filename == str(code_of), marshal.loads),
         *numba_files.glob("sx1-f_nbi__*.nbi"), *numba_files.glob("sx1-f_nbc__*.nbc"),
-        _sealed(cache / "index", lambda specs: specs[0].func_name.startswith("f_pkl"),
+        sealed_file(cache / "index", lambda specs: specs[0].func_name.startswith("f_pkl"),
                 pickle.loads),
     ]
     assert len(artifacts) == 5
@@ -125,17 +74,10 @@ def test_a_damaged_cache_file_is_rebuilt_with_one_warning(filled, corruption):
     script, env, artifacts = filled
     for path, data in artifacts.items():
         path.write_bytes(CORRUPTIONS[corruption](data))
-    second = _run(script, env)
-    for name, grad in second["grads"].items():
-        np.testing.assert_allclose(grad, EXPECTED[name], rtol=1e-12)
-    messages = second["warnings"]
-    assert all(category == "CacheWarning" for category, _ in messages), messages
-    # One warning for each damaged file, naming it.
-    assert sorted(path for path in map(str, artifacts)
-                  for _, message in messages if path in message) == \
-        sorted(map(str, artifacts)), messages
-    assert len(messages) == len(artifacts)
-    third = _run(script, env)
+    second = run_json(script, env)
+    assert_expected(second["grads"])
+    assert_each_named_once(second["warnings"], artifacts)
+    third = run_json(script, env)
     assert third == {"grads": second["grads"], "warnings": []}  # healed
 
 
@@ -249,13 +191,8 @@ def _fill(tmp_path, cache, n, argv=(), as_user=(), env=(), **popen):
     (checked) and warnings."""
     script = tmp_path / "filling.py"
     script.write_text(FILLING)
-    path = os.pathsep.join(filter(None, [str(Path(__file__).parents[1]),
-                                         os.environ.get("PYTHONPATH")]))
-    env = dict(os.environ, SRCXFORM_CACHE_DIR=str(cache), PYTHONPATH=path, **dict(env))
-    done = subprocess.run([*as_user, sys.executable, str(script), str(n), *argv], env=env,
-                          capture_output=True, text=True, timeout=600, check=False, **popen)
-    assert done.returncode == 0, done.stderr
-    out = json.loads(done.stdout.splitlines()[-1])
+    out = run_json(script, checkout_env(cache, **dict(env)), n, *argv, as_user=as_user,
+                   timeout=600, **popen)
     for got, want in zip(out["grads"], _filling_expected(n), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-12)
     return out["warnings"]
@@ -353,16 +290,11 @@ def test_every_kind_of_entry_replaced_by_a_folder_heals(filled):
     script, env, artifacts = filled
     for path in artifacts:
         _folder_in_place_of(path)
-    second = _run(script, env)
-    for name, grad in second["grads"].items():
-        np.testing.assert_allclose(grad, EXPECTED[name], rtol=1e-12)
-    messages = second["warnings"]
-    assert all(category == "CacheWarning" for category, _ in messages), messages
-    assert sorted(path for path in map(str, artifacts)
-                  for _, message in messages if path in message) == \
-        sorted(map(str, artifacts)), messages
+    second = run_json(script, env)
+    assert_expected(second["grads"])
+    assert_each_named_once(second["warnings"], artifacts)
     assert all(path.is_file() for path in artifacts)  # replaced
-    assert _run(script, env) == {"grads": second["grads"], "warnings": []}
+    assert run_json(script, env) == {"grads": second["grads"], "warnings": []}
 
 
 @pytest.mark.slow
@@ -370,23 +302,19 @@ def test_numbas_own_files_replaced_by_folders_heal(tmp_path):
     """With Numba's public API only (SRCXFORM_NUMBA_INTERNALS=0), Numba reads its own
     files: a folder in place of one is removed before it looks."""
     script = tmp_path / "script.py"
-    script.write_text(SCRIPT)
-    path = os.pathsep.join(filter(None, [str(Path(__file__).parents[1]),
-                                         os.environ.get("PYTHONPATH")]))
-    env = dict(os.environ, SRCXFORM_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=path,
-               SRCXFORM_NUMBA_INTERNALS="0")
-    first = _run(script, env)
+    script.write_text(GRADS)
+    env = checkout_env(tmp_path / "cache", SRCXFORM_NUMBA_INTERNALS="0")
+    first = run_json(script, env, "f_nbi", "f_nbc")
     numba_files = [*(tmp_path / "cache" / "__pycache__").glob("f_nbi__*.nbi"),
                    *(tmp_path / "cache" / "__pycache__").glob("f_nbc__*.nbc")]
     assert len(numba_files) == 2
     for path in numba_files:
         _folder_in_place_of(path)
-    second = _run(script, env)
+    second = run_json(script, env, "f_nbi", "f_nbc")
     assert second["grads"] == first["grads"]
-    assert sorted(path for path in map(str, numba_files)
-                  for _, message in second["warnings"] if path in message) == \
-        sorted(map(str, numba_files)), second["warnings"]
-    assert _run(script, env) == {"grads": first["grads"], "warnings": []}
+    assert_each_named_once(second["warnings"], numba_files)
+    assert run_json(script, env, "f_nbi", "f_nbc") == {"grads": first["grads"],
+                                                       "warnings": []}
 
 
 @pytest.mark.parametrize("content", [[1, 2], {"func_name": "f"}, "text", [None]])
@@ -394,12 +322,11 @@ def test_a_sealed_index_entry_of_other_content_is_a_miss_that_heals(filled, cont
     script, env, artifacts = filled
     (entry,) = [path for path in artifacts if path.suffix == ".pkl"]
     cachefiles.write_sealed(str(entry), pickle.dumps(content))
-    second = _run(script, env)
-    for name, grad in second["grads"].items():
-        np.testing.assert_allclose(grad, EXPECTED[name], rtol=1e-12)
+    second = run_json(script, env)
+    assert_expected(second["grads"])
     assert [(category, str(entry) in message) for category, message in second["warnings"]] \
         == [("CacheWarning", True)]
-    assert _run(script, env) == {"grads": second["grads"], "warnings": []}
+    assert run_json(script, env) == {"grads": second["grads"], "warnings": []}
 
 
 @pytest.mark.skipif(IS_ROOT and not CAN_SETPRIV,

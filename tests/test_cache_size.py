@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from cache_scripts import checkout_env
 from srcxform import CacheWarning
 from srcxform.jit import backend
 from srcxform.numba_adapter import cachefiles, cachesize
@@ -42,16 +43,11 @@ COMPILING = textwrap.dedent("""
     """)
 
 
-def _env(cache, **more):
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    return dict(os.environ, SRCXFORM_CACHE_DIR=str(cache), PYTHONPATH=path, **more)
-
-
 def _start(tmp_path, cache, first, last, **env):
     script = tmp_path / "compiling.py"
     script.write_text(COMPILING)
     return subprocess.Popen([sys.executable, str(script), str(first), str(last)],
-                            env=_env(cache, **env), stdout=subprocess.PIPE,
+                            env=checkout_env(cache, **env), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
 
@@ -109,7 +105,7 @@ def test_the_cache_stays_within_its_limit_with_processes_at_once(tmp_path):
                 cachesize.clear()
                 cleared += 1
             time.sleep(0.1)
-        """)], env=_env(cache))
+        """)], env=checkout_env(cache))
     for process in processes:
         _finished(process)
     done.touch()
@@ -186,7 +182,7 @@ def test_a_cache_that_outgrows_its_limit_is_pruned_below_it(tmp_path, monkeypatc
 
 def _command(cache, *args, **env):
     done = subprocess.run([sys.executable, "-m", "srcxform", "cache", *args],
-                          env=_env(cache, **env), capture_output=True, text=True, timeout=300,
+                          env=checkout_env(cache, **env), capture_output=True, text=True, timeout=300,
                           check=False)
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
@@ -212,7 +208,7 @@ def test_the_cache_command_reports_prunes_and_clears(tmp_path, monkeypatch):
 
 def test_the_cache_command_explains_itself(tmp_path):
     done = subprocess.run([sys.executable, "-m", "srcxform", "cache", "frobnicate"],
-                          env=_env(tmp_path), capture_output=True, text=True, timeout=300,
+                          env=checkout_env(tmp_path), capture_output=True, text=True, timeout=300,
                           check=False)
     assert done.returncode == 2 and "info" in done.stderr and "prune" in done.stderr
 

@@ -8,7 +8,6 @@ Another user is real where the test runs as root (chown, and setpriv to write as
 `nobody`), and stood in for by cachefiles.current_user otherwise.
 """
 
-import json
 import marshal
 import os
 import pickle
@@ -25,6 +24,8 @@ import numpy as np
 import pytest
 
 import srcxform as tf
+from cache_scripts import (GRADS, assert_each_named_once, assert_expected, checkout_env,
+                           run_json, sealed_file)
 from helpers import AS_NOBODY, CAN_SETPRIV, IS_ROOT, NOBODY
 from srcxform import CacheWarning, numba_adapter
 from srcxform.numba_adapter import cachefiles
@@ -170,36 +171,9 @@ def test_a_file_writable_by_others_is_not_loaded(tmp_path, mode):
 
 # ----- planted payloads, end to end -----
 
-# One function per kind of artifact srcxform loads: a marshalled module, an index entry
-# (a pickle), Numba's index and data files (pickles).
-SCRIPT = textwrap.dedent("""
-    import json, warnings
-    import numpy as np
-    import srcxform as tf
-
-    def f_code(w, x):
-        return tf.reduce_sum(tf.sin(x * w))
-
-    def f_nbi(w, x):
-        return tf.reduce_sum(tf.exp(x * w))
-
-    def f_nbc(w, x):
-        return tf.reduce_sum(tf.cos(x * w))
-
-    def f_pkl(w, x):
-        return tf.reduce_sum((x * w) ** 3)
-
-    w, x = np.array([0.5, -1.0, 2.0]), np.array([1.0, 2.0, 3.0])
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        grads = {f.__name__: tf.differentiable(f).grad(w, x).tolist()
-                 for f in (f_code, f_nbi, f_nbc, f_pkl)}
-    print(json.dumps({"grads": grads, "warnings": [
-        (w.category.__name__, str(w.message)) for w in caught]}))
-    """)
-W, X = np.array([0.5, -1.0, 2.0]), np.array([1.0, 2.0, 3.0])
-EXPECTED = {"f_code": X * np.cos(X * W), "f_nbi": X * np.exp(X * W),
-            "f_nbc": -X * np.sin(X * W), "f_pkl": 3 * X * (X * W) ** 2}
+# The artifacts a payload is planted in: a marshalled module, an index entry (a pickle),
+# Numba's index and data files (pickles).
+FUNCTIONS = ("f_code", "f_nbi", "f_nbc", "f_pkl")
 
 
 class _Opens:
@@ -212,19 +186,6 @@ class _Opens:
         return open, (self.path, "w")
 
 
-def _run(script, env):
-    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
-                          text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.splitlines()[-1])
-
-
-def _sealed(folder, accept, parse):
-    found = [p for p in Path(folder).iterdir() if accept(cachefiles.read_sealed(str(p), parse))]
-    assert len(found) == 1, found
-    return found[0]
-
-
 @pytest.fixture
 def planted():
     """A cache a first process filled, in a folder another user can reach, and for each
@@ -235,22 +196,19 @@ def planted():
     cache, markers = root / "cache", root / "markers"
     markers.mkdir()
     script = root / "script.py"
-    script.write_text(SCRIPT)
-    path = os.pathsep.join(filter(None, [str(Path(__file__).parents[1]),
-                                         os.environ.get("PYTHONPATH")]))
-    env = {k: v for k, v in os.environ.items() if k != "SRCXFORM_CACHE_TRUST"}
-    env.update(SRCXFORM_CACHE_DIR=str(cache), PYTHONPATH=path)
-    first = _run(script, env)
+    script.write_text(GRADS)
+    env = checkout_env(cache)
+    first = run_json(script, env, *FUNCTIONS)
     assert first["warnings"] == []
     os.chmod(cache, 0o755)  # another user may reach the files (not write in the folder)
     numba_files = cache / "__pycache__"
     code_of = next(cache.glob("f_code__*.py"))
     artifacts = {
-        "code": _sealed(cache / "code", lambda c: c.co_filename == str(code_of),
+        "code": sealed_file(cache / "code", lambda c: c.co_filename == str(code_of),
                         marshal.loads),
         "nbi": next(numba_files.glob("sx1-f_nbi__*.nbi")),
         "nbc": next(numba_files.glob("sx1-f_nbc__*.nbc")),
-        "pkl": _sealed(cache / "index", lambda specs: specs[0].func_name.startswith("f_pkl"),
+        "pkl": sealed_file(cache / "index", lambda specs: specs[0].func_name.startswith("f_pkl"),
                        pickle.loads),
     }
     for folder in {p.parent for p in artifacts.values()}:
@@ -316,22 +274,17 @@ def _write_payloads(payloads, how):
 def test_a_planted_payload_with_a_valid_checksum_is_never_loaded(planted, how):
     script, env, markers, payloads = planted
     _write_payloads(payloads, how)
-    second = _run(script, env)
+    second = run_json(script, env, *FUNCTIONS)
     assert sorted(os.listdir(markers)) == []  # no payload ran
-    for name, grad in second["grads"].items():
-        np.testing.assert_allclose(grad, EXPECTED[name], rtol=1e-12)
+    assert_expected(second["grads"])
     messages = second["warnings"]
-    assert all(category == "CacheWarning" for category, _ in messages), messages
     if how == "planted in a folder open to everyone":  # the folder is refused, once
-        assert len(messages) == 1, messages
+        assert [category for category, _ in messages] == ["CacheWarning"], messages
         assert env["SRCXFORM_CACHE_DIR"] in messages[0][1] and "writable by" in \
             messages[0][1], messages
     else:  # each file is refused, once, and rebuilt
-        assert sorted(path for path in map(str, payloads)
-                      for _, message in messages if path in message) == \
-            sorted(map(str, payloads)), messages
-        assert len(messages) == len(payloads)
-        assert _run(script, env) == {"grads": second["grads"], "warnings": []}
+        assert_each_named_once(messages, payloads)
+        assert run_json(script, env, *FUNCTIONS) == {"grads": second["grads"], "warnings": []}
 
 
 def test_without_numba_internals_numba_reads_no_untrusted_file(tmp_path):
@@ -339,19 +292,15 @@ def test_without_numba_internals_numba_reads_no_untrusted_file(tmp_path):
     kernel's that is not to be trusted is removed before Numba looks (one warning)."""
     cache, marker = tmp_path / "cache", tmp_path / "marker"
     script = tmp_path / "script.py"
-    script.write_text(SCRIPT)
-    path = os.pathsep.join(filter(None, [str(Path(__file__).parents[1]),
-                                         os.environ.get("PYTHONPATH")]))
-    env = {k: v for k, v in os.environ.items() if k != "SRCXFORM_CACHE_TRUST"}
-    env.update(SRCXFORM_CACHE_DIR=str(cache), PYTHONPATH=path, SRCXFORM_NUMBA_INTERNALS="0")
-    assert _run(script, env)["warnings"] == []
+    script.write_text(GRADS)
+    env = checkout_env(cache, SRCXFORM_NUMBA_INTERNALS="0")
+    assert run_json(script, env, "f_nbi")["warnings"] == []
     index = next((cache / "__pycache__").glob("f_nbi__*.nbi"))  # Numba's own name
     index.write_bytes(pickle.dumps(_Opens(str(marker))))
     index.chmod(0o666)
-    second = _run(script, env)
+    second = run_json(script, env, "f_nbi")
     assert not marker.exists()
-    for name, grad in second["grads"].items():
-        np.testing.assert_allclose(grad, EXPECTED[name], rtol=1e-12)
+    assert_expected(second["grads"])
     assert [(category, str(index) in message and "writable by" in message)
             for category, message in second["warnings"]] == [("CacheWarning", True)]
-    assert _run(script, env) == {"grads": second["grads"], "warnings": []}
+    assert run_json(script, env, "f_nbi") == {"grads": second["grads"], "warnings": []}

@@ -22,7 +22,7 @@ LAYERS = [
     ("codegen", {"codegen"}),  # IR to Python source; the calling convention
     ("runtime", {"runtime", "numba_adapter"}),  # what generated code calls; Numba's internals
     ("jit", {"jit"}),  # from a call to a compiled kernel
-    ("surface", {"", "keras", "testing"}),  # the public names
+    ("surface", {"", "autograph", "keras", "testing"}),  # the public names
 ]
 # The runtime package's own module holds only the list of its modules, which the IR's
 # names keep clear of: a constant of the core's.

@@ -12,8 +12,9 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "srcxform"
 # Non-blank lines by folder ("." the package's own modules), set near their sizes at
 # 2026-12-02 with a little room.
 BUDGET = {
-    ".": 3500,  # the surface: the public names and their namespaces
+    ".": 2750,  # the surface: the public names and their namespaces
     "ad": 1200,
+    "autograph": 850,
     "codegen": 2250,
     "core": 2150,
     "jit": 1950,

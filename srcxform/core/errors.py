@@ -92,7 +92,7 @@ class GradientCutWarning(UserWarning):
 
 class AutographWarning(UserWarning):
     """A function's Python control flow could not be converted into srcxform.cond,
-    while_loop and fori_loop (autograph.py): it is traced as written, where an `if`,
+    while_loop and fori_loop (srcxform/autograph): it is traced as written, where an `if`,
     `while` or `for` on a traced value raises TracingError. The message says why."""
 
 

@@ -5,8 +5,8 @@ as TensorFlow's autograph does) so that each decides when it runs: a condition o
 that is a Python value (or a concrete tensor) runs the user's statement as it was, so
 static conditions branch and static loops unroll while tracing, exactly as before; a
 traced one runs the statement through srcxform.cond, while_loop or fori_loop
-(autograph_runtime.py), its branches and body made functions of the variables they
-assign that are read later (autograph_analysis.py). A statement holding what such a
+(runtime.py), its branches and body made functions of the variables they
+assign that are read later (analysis.py). A statement holding what such a
 function cannot run (return, break, continue, an in-place change) raises TracingError at
 that line when its condition is traced, and runs as Python otherwise.
 
@@ -39,9 +39,9 @@ import types
 import warnings
 import weakref
 
-from srcxform import autograph_runtime
+from srcxform.autograph import runtime as autograph_runtime
 from srcxform.core.errors import AutographWarning, warn_user
-from srcxform.autograph_analysis import (
+from srcxform.autograph.analysis import (
     assigned,
     exposed,
     local_nodes,

@@ -1,4 +1,4 @@
-"""The static analysis autograph.py rewrites by: which names a block of statements may
+"""The static analysis rewrite.py rewrites by: which names a block of statements may
 assign, which it surely assigns, which it reads before assigning, and what in it a branch
 or loop on a traced value cannot run (return, break, in-place changes).
 

@@ -1,4 +1,4 @@
-"""What the functions autograph.py converts call (as `ag__`): a statement whose condition or
+"""What the functions rewrite.py converts call (as `ag__`): a statement whose condition or
 range is a Python value (or a concrete tensor) runs as the Python it was; one whose
 condition is traced runs through srcxform.cond, while_loop or fori_loop, its branches and
 body as functions of the variables they assign (their state).
