@@ -465,3 +465,250 @@ def test_a_warning_filtered_away_once_still_obeys_a_later_filter():
             warnings.simplefilter("error", GradientCutWarning)
             with pytest.raises(GradientCutWarning):
                 convert()
+
+
+# ----- explain: the adversarial pass's cases -----
+
+
+def _aux_output(w, x):
+    return tf.reduce_sum(x * 2.0), tf.reduce_sum(w * x)  # aux uses w
+
+
+def _string_aux(w):
+    return tf.reduce_sum(w * 3.0), "a note"
+
+
+def test_has_aux_explains_only_the_differentiated_output():
+    w, x = np.ones(2), np.ones(2)
+    f = tf.differentiable(_aux_output, has_aux=True)
+    assert tf.explain(f, w, x, wrt=0).kind == "not connected"
+    assert tf.explain(_aux_output, w, x, wrt=0, has_aux=True).kind == "not connected"
+    assert tf.explain(tf.differentiable(_string_aux, has_aux=True), w).kind == "connected"
+    with pytest.raises(TypeError, match="must return a pair"):
+        tf.explain(lambda w: tf.reduce_sum(w), w, has_aux=True)
+
+
+def test_a_where_condition_before_the_real_cut_is_not_named():
+    x = tf.Variable([1.0, -1.0])
+    with tf.GradientTape() as t:
+        y = tf.where(x > 0.0, x, 0.0)
+        z = tf.reduce_sum(tf.round(y))  # the real cut
+    why = t.explain(z, x)
+    assert (why.kind, why.op, why.line) == ("no gradient", "round", _line("the real cut"))
+    assert [(c.step.op, c.reaches_target, c.as_operand) for c in why.cuts] == \
+        [("round", True, False), ("greater", False, True)]
+
+
+def test_a_where_condition_alone_is_named_as_an_operand():
+    x, w = tf.Variable([1.0, -1.0]), tf.Variable([2.0, 3.0])
+    with tf.GradientTape() as t:
+        y = tf.reduce_sum(tf.where(x > 0.0, w, 0.0))  # condition only
+    why = t.explain(y, x)
+    assert t.gradient(y, x) is None
+    assert (why.kind, why.op, why.line, why.cut.as_operand) == \
+        ("no gradient", "greater", _line("condition only"), True)
+    assert "only as an operand" in str(why)
+
+
+@pytest.mark.parametrize("update, op, detail", [
+    (lambda v, a: v.assign_add(a * 2.0), "assign_add", "assign_add to v:0"),
+    (lambda v, a: v.assign_sub(a * 2.0), "assign_sub", "assign_sub to v:0"),
+    (lambda v, a: v[1:].assign(a[1:] * 2.0), "assign", "assign to v:0[...]"),
+])
+def test_updates_of_a_variable_are_assign_cuts(update, op, detail):
+    a = tf.constant([1.0, 2.0])
+    v = tf.Variable([0.0, 0.0], name="v")
+    with tf.GradientTape(persistent=True) as t:
+        t.watch(a)
+        update(v, a)
+        y = tf.reduce_sum(v * 3.0)
+    assert t.gradient(y, a) is None  # as TensorFlow: an update is not differentiated
+    why = t.explain(y, a)
+    assert (why.kind, why.op, why.line, why.cut.detail) == \
+        ("assign", op, update.__code__.co_firstlineno, detail)
+    np.testing.assert_allclose(v.numpy(), [2.0, 4.0] if op == "assign_add" else
+                               [-2.0, -4.0] if op == "assign_sub" else [0.0, 4.0])
+
+
+def test_a_structure_of_sources_gets_a_structure_of_explanations():
+    a, b, c = tf.Variable(1.0), tf.Variable(2.0), tf.Variable(3.0)
+    with tf.GradientTape() as t:
+        y = a * tf.round(b)
+    why = t.explain(y, {"ab": [a, b], "c": (c,)})
+    assert [e.kind for e in why["ab"]] == ["connected", "no gradient"]
+    assert isinstance(why["c"], tuple) and why["c"][0].kind == "unwatched"
+
+
+def test_a_chain_of_thousands_of_ops_is_explained_without_recursion():
+    x = tf.Variable(1.0)
+    with tf.GradientTape() as t:
+        y = x
+        for _ in range(3000):
+            y = y * 1.0  # long chain
+    why = t.explain(y, x)
+    assert (why.kind, why.path_count) == ("connected", 1)
+    assert [(s.op, s.line) for s in why.paths[0]] == [("multiply x3000", _line("long chain"))]
+
+
+@tf.custom_gradient
+def _second_gets_none(x, y):
+    return x * y, lambda g: (g * y, None)
+
+
+def test_a_custom_gradient_returning_none_is_a_cut_of_its_own():
+    a, b = tf.Variable(1.0), tf.Variable(2.0)
+    with tf.GradientTape(persistent=True) as t:
+        z = _second_gets_none(a, b) * 3.0  # custom call
+    assert t.gradient(z, a).numpy() == 6.0 and t.gradient(z, b) is None
+    why = t.explain(z, b)
+    assert (why.kind, why.op, why.line) == \
+        ("custom_gradient returned None", "custom_gradient", _line("custom call"))
+    assert "input 2" in why.cut.detail
+    assert t.explain(z, a).kind == "connected"
+
+
+@pytest.mark.parametrize("x, fn", [
+    ([np.inf, 1.0], lambda a: tf.where(a < 10.0, 2.0 * a, 0.0)),  # finite derivative
+    ([0.0, -1.0, 4.0], lambda x: tf.sqrt(tf.where(x > 0.0, x, 1.0))),  # the safe sqrt
+    ([0.0, 1.0], lambda x: tf.where(x >= 0.0, tf.sqrt(x), 0.0)),  # inf where selected
+])
+def test_no_where_trap_where_the_gradient_has_no_nan_from_it(x, fn):
+    x = tf.constant(x)
+    with tf.GradientTape() as t:
+        t.watch(x)
+        y = tf.reduce_sum(fn(x))
+    assert t.explain(y, x).where_traps == ()
+
+
+def test_a_where_trap_of_a_derivative_made_infinite_upstream():
+    x = tf.constant([4.0, 0.0])
+    with tf.GradientTape() as t:
+        t.watch(x)
+        r = tf.sqrt(x)
+        y = tf.reduce_sum(tf.where(x > 0.0, 1.0 / r, 0.0))  # trap
+    assert np.isnan(t.gradient(y, x).numpy()[1])
+    assert [s.line for s in t.explain(y, x).where_traps] == [_line("trap")]
+
+
+def test_a_list_given_to_numpy_is_cut_at_the_users_line():
+    x = tf.Variable([1.0, 2.0])
+    with tf.GradientTape() as t, warnings.catch_warnings():
+        warnings.simplefilter("ignore", GradientCutWarning)
+        y = tf.constant(np.sum([x * 1.0, x * 2.0])) * 1.0  # numpy list
+    why = t.explain(y, x)
+    assert (why.kind, why.file, why.line) == \
+        ("numpy conversion", "test_explain.py", _line("numpy list"))
+    assert len(why.cuts) == 1  # two conversions of one line, said once
+
+
+@pytest.mark.parametrize("convert, what", [
+    (int, "Python int"), (float, "Python float"), (lambda t: t.item(), "Python scalar"),
+    (lambda t: t.numpy(), "NumPy value"),
+])
+def test_conversions_to_python_values_are_named_and_warned_of_once(convert, what):
+    x = tf.Variable(1.5)
+    with tf.GradientTape() as t:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")
+            for _ in range(3):
+                c = convert(x * 2.0)  # converted
+        y = tf.constant(float(c)) * 1.0
+    # A method converts in the row's lambda, the user's line.
+    site = _line("converted") if convert in (int, float) else convert.__code__.co_firstlineno
+    if what == "NumPy value":  # t.numpy(): a deliberate read (logging), kept, not warned of
+        assert caught == []
+    else:
+        assert [(w.category, w.lineno) for w in caught] == [(GradientCutWarning, site)]
+        assert f"became a {what}" in str(caught[0].message)
+    why = t.explain(y, x)
+    assert (why.kind, why.op, why.line) == ("numpy conversion", what, site)
+
+
+def test_numpy_of_a_variable_is_a_conversion_not_unwatched():
+    v = tf.Variable([1.0, 2.0])
+    with tf.GradientTape() as t, pytest.warns(GradientCutWarning):
+        y = tf.reduce_sum(tf.constant(np.array(v)))  # array of v
+    assert t.gradient(y, v) is None
+    why = t.explain(y, v)
+    assert (why.kind, why.op, why.line) == ("numpy conversion", "NumPy array",
+                                            _line("array of v"))
+
+
+def _python_branch(a, b):
+    if tf.reduce_sum(a) > 0:  # python if
+        return tf.reduce_sum(a * 2.0)
+    return tf.reduce_sum(b * 3.0)
+
+
+def test_a_branch_not_taken_is_named_at_its_condition():
+    x, w = tf.Variable(1.0), tf.Variable(2.0)
+    with tf.GradientTape() as t:
+        y = tf.cond(x > 0.0, lambda: x * 2.0, lambda: w * 3.0)  # cond
+    why = t.explain(y, w)
+    assert (why.kind, why.op, why.line) == ("branch not taken", "cond", _line("cond"))
+    assert "false_fn" in why.cut.detail
+    why = tf.explain(_python_branch, np.ones(2), np.ones(2), wrt=(0, 1))
+    assert [e.kind for e in why] == ["connected", "branch not taken"]
+    assert (why[1].op, why[1].line) == ("if", _line("python if"))
+    f = tf.function(_python_branch)
+    with tf.GradientTape() as t:
+        t.watch([x, w])
+        y = f(x, w)
+    assert t.explain(y, w).kind == "branch not taken"
+    with tf.GradientTape() as t:
+        t.watch(x)
+        y = x * 2.0 if tf.reduce_sum(x) < 0.0 else x * w  # both ways connected
+    why = t.explain(y, x)
+    assert why.kind == "connected" and "branch not taken" not in [c.kind for c in why.cuts]
+
+
+@pytest.mark.parametrize("fn, x, op", [
+    (tf.nn.relu, [-1.0, -2.0], "relu"),
+    (lambda x: x * 0.0, [1.0, 2.0], "multiply"),
+    (lambda x: tf.where(x > 5.0, x, 0.0), [1.0, 2.0], "where"),
+    (lambda x: tf.maximum(x, 3.0), [1.0, 2.0], "maximum"),
+    (lambda x: tf.minimum(x, -3.0), [1.0, 2.0], "minimum"),
+    (lambda x: tf.sign(x) * x * 0.0 + tf.sign(x), [1.0, -2.0], "sign"),
+    (lambda x: tf.clip_by_value(x, 5.0, 6.0), [1.0, 2.0], None),
+])
+def test_a_zero_gradient_names_the_ops_with_a_zero_derivative(fn, x, op):
+    x = tf.Variable(x)
+    with tf.GradientTape() as t:
+        y = tf.reduce_sum(fn(x))  # zero
+    np.testing.assert_array_equal(t.gradient(y, x).numpy(), 0.0)
+    why = t.explain(y, x)
+    assert (why.kind, why.line, why.file) == ("zero", _line("zero"), "test_explain.py") \
+        or why.line == fn.__code__.co_firstlineno
+    assert why.kind == "zero" and why.zeros
+    if op is not None:
+        assert op in [s.op for s in why.zeros]
+    assert "zero (connected by" in str(why)
+
+
+def test_a_partly_zero_gradient_is_connected():
+    x = tf.Variable([-1.0, 2.0])
+    with tf.GradientTape() as t:
+        y = tf.reduce_sum(tf.nn.relu(x))
+    why = t.explain(y, x)
+    assert (why.kind, why.zeros, why.line) == ("connected", (), None)
+
+
+def test_a_zero_from_elements_cut_by_two_ops():
+    x = tf.Variable([-1.0, 2.0])
+    with tf.GradientTape() as t:
+        y = tf.reduce_sum(tf.where(x > 0.0, 0.0, tf.nn.relu(x)))  # two
+    why = t.explain(y, x)
+    assert why.kind == "zero"
+    assert [s.op for s in why.zeros] == ["relu", "where"]
+
+
+def test_explain_runs_quietly_under_debug_nans_and_inside_the_tape():
+    tf.debug_nans(True)
+    x = tf.constant([1.0, 0.0])
+    with tf.GradientTape() as t:
+        t.watch(x)
+        y = tf.reduce_sum(tf.where(x > 0.0, tf.math.log(tf.maximum(x, 1.0)), 0.0))
+        records = len(t._records)
+        why = t.explain(y, x)
+        assert len(t._records) == records  # explain's VJPs were not recorded
+    assert why.kind == "connected"

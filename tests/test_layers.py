@@ -22,6 +22,7 @@ LAYERS = [
     ("codegen", {"codegen"}),  # IR to Python source; the calling convention
     ("runtime", {"runtime", "numba_adapter"}),  # what generated code calls; Numba's internals
     ("jit", {"jit"}),  # from a call to a compiled kernel
+    ("cuda", {"cuda"}),  # the CUDA target: codegen's schedule as CUDA kernels (numba-cuda)
     ("surface", {"", "autograph", "keras", "testing"}),  # the public names
 ]
 # The runtime package's own module holds only the list of its modules, which the IR's
@@ -173,7 +174,7 @@ def test_import_srcxform_loads_neither_numba_nor_scipy():
 
 # Numba's extension API, which the runtime's intrinsics and overloads are written in.
 _NUMBA_EXTENSION_API = ("numba.extending", "numba.core.types", "numba.core.cgutils",
-                        "numba.core.errors", "numba.types")
+                        "numba.core.errors", "numba.types", "numba.cuda")
 
 
 def test_only_the_numba_adapter_imports_numba_internals():

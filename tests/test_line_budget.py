@@ -13,10 +13,11 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "srcxform"
 # 2026-12-02 with a little room.
 BUDGET = {
     ".": 2750,  # the surface: the public names and their namespaces
-    "ad": 1200,
+    "ad": 1380,  # +180: explain's zero, trap and custom_gradient probes; the eager NaN rule
     "autograph": 850,
-    "codegen": 2250,
-    "core": 2150,
+    "codegen": 2380,  # +130: nancheck.py, checks that cost 1.2x a gradient, not 3.2x
+    "core": 2200,  # +50: branches.py, the branch not taken (explain)
+    "cuda": 650,  # the CUDA target (issue 35): its first slice, 590 lines
     "jit": 1950,
     "keras": 160,
     "numba_adapter": 780,

@@ -1,16 +1,36 @@
 """debug_nans: FloatingPointError at the first op that makes a NaN or an inf.
 
-Eager ops check their own results (primitive.py's `_check_finite`, behind one flag test
-of recording.DEBUG_NANS). A compiled function compiles a kernel of its own with the
-checks generated into it (codegen/lower.py's nan_check), cached apart from the plain one
-(api.py keys kernels by the flag); this module only keeps the flag.
+Owns the flag and the rule, which eager ops (here, through recording.NAN_CHECK) and
+compiled kernels (codegen/nancheck.py generates the same tests into a kernel of its own,
+cached apart by api.py) both follow:
+
+- An op *makes* a NaN where an element of its result is NaN and none of the input
+  elements it was computed from is; an inf where they were all finite. Elementwise ops
+  are judged element by element (a broadcast input's element meets each element it
+  broadcasts to), reductions by each result element and the terms reduced into it, other
+  ops (matmul, a call) as a whole. Ops that only move elements (reshape, getitem,
+  broadcast_to) make nothing.
+- A NaN or inf an input held can be *lost*: compared (`x == nan` is False), or turned
+  finite (`exp(-inf)`, `1 / inf`) by a result element that is not a copy of one of its
+  inputs' elements (where, maximum and clip copy one). The value that lost it, and every
+  value computed from it, is *tainted*: an op with a tainted input makes nothing, for its
+  NaN may be the lost one (reduce_max's gradient at a NaN divides 0 matches by 0).
 """
 
+import numpy as np
+
 from srcxform.core import recording
+from srcxform.core.errors import nan_message, user_line
+from srcxform.core.primitive import op_name
 
 # Called with no arguments when the flag changes: api.py drops the compiled functions'
 # warm entries, each bound to a kernel made with or without the checks.
 ON_CHANGE: list = []
+
+# The ids (never reused) of the eager tensors made tainted while the checks were on. Kept
+# to a bound: the oldest half is forgotten, which can only make a check stricter.
+_TAINTED: set = set()
+_TAINTED_MAX = 1 << 16
 
 
 class _DebugNans:
@@ -30,9 +50,9 @@ class _DebugNans:
 
 def debug_nans(enable: bool = True) -> _DebugNans:
     """Turns NaN and inf checks on (or off): an op, eager or compiled, forward or in a
-    gradient, whose result holds a NaN or inf that none of its inputs held raises
-    FloatingPointError naming the user's file:line, the op, and for a gradient op the
-    forward line it is the gradient of. Also on with SRCXFORM_DEBUG_NANS=1.
+    gradient, that makes a NaN or inf none of its inputs held raises FloatingPointError
+    naming the user's file:line, the op, and for a gradient op the forward line it is the
+    gradient of. Also on with SRCXFORM_DEBUG_NANS=1. The rule: this module's docstring.
 
     Example:
         >>> srcxform.debug_nans(True)          # on from here
@@ -54,3 +74,97 @@ def _set(enable):
     if changed:
         for listener in ON_CHANGE:
             listener()
+
+
+def moves_only(prim):
+    """Whether the op only moves or copies its input's elements: it makes nothing."""
+    return prim.rearranges or prim.selects or prim.is_broadcast or prim.embeds
+
+
+# ----- the eager check -----
+
+
+def check(prim, values, arrays, params, out):
+    """After an eager op made `out` from `values` (their arrays as the op met them): raises
+    FloatingPointError if it made a NaN or an inf, else marks `out` tainted where it lost
+    one or read a tainted value (the module's rule)."""
+    if any(getattr(v, "_id", None) in _TAINTED for v in values):
+        _taint(out)
+        return
+    if moves_only(prim):
+        return
+    result = out._array
+    floats = [a for a in arrays if a.dtype.kind == "f"]
+    if prim.kind == "elementwise":
+        made_nan, made_inf, lost = _elementwise(floats, result)
+    elif prim.kind == "reduction" and floats:
+        made_nan, made_inf, lost = _reduction(floats[0], result, params["axis"],
+                                              params["keepdims"])
+    else:
+        made_nan, made_inf, lost = _whole(floats, result)
+    if made_nan or made_inf:
+        _raise(prim, "a NaN" if made_nan else "an inf")
+    if lost:
+        _taint(out)
+
+
+def _elementwise(floats, result):
+    """(made a NaN, made an inf, lost one), element by element."""
+    ins = [np.broadcast_to(a, result.shape) for a in floats]
+    if result.dtype.kind != "f":  # a comparison loses the NaNs it reads
+        return False, False, any(np.isnan(a).any() for a in ins)
+    held_nan = np.zeros(result.shape, bool)
+    finite = np.ones(result.shape, bool)
+    copied = np.zeros(result.shape, bool)
+    for a in ins:
+        held_nan |= np.isnan(a)
+        finite &= np.isfinite(a)
+        copied |= result == a
+    return (bool((np.isnan(result) & ~held_nan).any()),
+            bool((np.isinf(result) & finite).any()),
+            bool((np.isfinite(result) & ~finite & ~copied).any()))
+
+
+def _reduction(x, result, axis, keepdims):
+    """(made a NaN, made an inf, lost one), by each result element and its terms."""
+    if result.dtype.kind != "f":
+        return False, False, bool(np.isnan(x).any())
+    held_nan = np.isnan(x).any(axis=axis, keepdims=keepdims)
+    finite = np.isfinite(x).all(axis=axis, keepdims=keepdims)
+    each = result if keepdims else np.expand_dims(result, axis)
+    copied = (x == each).any(axis=axis, keepdims=keepdims)
+    return (bool((np.isnan(result) & ~held_nan).any()),
+            bool((np.isinf(result) & finite).any()),
+            bool((np.isfinite(result) & ~finite & ~copied).any()))
+
+
+def _whole(floats, result):
+    """(made a NaN, made an inf, lost one) of an op judged as a whole."""
+    held_nan = any(np.isnan(a).any() for a in floats)
+    finite = all(np.isfinite(a).all() for a in floats)
+    if result.dtype.kind != "f":
+        return False, False, held_nan
+    return (bool(np.isnan(result).any()) and not held_nan,
+            bool(np.isinf(result).any()) and finite,
+            not finite and bool(np.isfinite(result).any()))
+
+
+def _taint(out):
+    if len(_TAINTED) >= _TAINTED_MAX:
+        for old in sorted(_TAINTED)[:_TAINTED_MAX // 2]:
+            _TAINTED.discard(old)
+    _TAINTED.add(out._id)
+
+
+def _raise(prim, what):
+    """FloatingPointError naming the op and the user's line; for an op of a reverse sweep,
+    the forward op and line it is the gradient of."""
+    forward = next((rec for rec, _ in reversed(recording.CONTEXT.adjoint) if rec is not None),
+                   None)
+    if forward is None:
+        raise FloatingPointError(nan_message(prim.name, what, user_line()))
+    raise FloatingPointError(nan_message(prim.name, what, None, user_line(forward.origin),
+                                         user_line(), op_name(forward.op)))
+
+
+recording.NAN_CHECK = check

@@ -16,7 +16,7 @@ from srcxform import ops
 from srcxform.core import recording
 from srcxform.core.aval import size
 from srcxform.ad.backprop import backprop
-from srcxform.ad.explain import Explanation, explain_tape
+from srcxform.ad.explain import explain_tape
 from srcxform.core.tensor import Value, Variable, as_value
 from srcxform.core.tree import tree_flatten, tree_unflatten
 
@@ -148,12 +148,15 @@ class GradientTape:
                               or targets_count and i in seeds])
         return [found.get(i) if s.dtype.kind == "f" else None for s, i in zip(leaves, ids)]
 
-    def explain(self, target: Any, source: Any) -> Explanation:
+    def explain(self, target: Any, source: Any) -> Any:
         """Why d target / d source is what it is, naming the user's lines: the path(s)
-        from source to target, or the cut that makes the gradient None (an unwatched
-        source, an integer cast, stop_gradient, a NumPy conversion, an op with no
-        gradient, an assign; or no connection). Reads the tape only: it may be called
-        before or after `gradient`, on any tape.
+        from source to target (and where the gradient is 0, the ops with a zero
+        derivative there), or the cut that makes the gradient None (an unwatched source,
+        an integer cast, stop_gradient, a NumPy conversion, an op with no gradient, a
+        custom_gradient that returns None, an assign, a branch not taken; or no
+        connection). `source` may be nested, as in `gradient`: the result is an
+        Explanation per leaf, in its structure. Reads the tape (and runs its recorded
+        gradients, quietly): it may be called before or after `gradient`, on any tape.
 
         Example:
             >>> print(tape.explain(loss, w))   # str() is the report; fields for tests

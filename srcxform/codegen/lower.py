@@ -11,11 +11,10 @@ import ast
 from typing import NamedTuple
 
 import astor
-import numpy as np
 
 from srcxform import runtime
 from srcxform.core.aval import is_one
-from srcxform.codegen import chunking, control, lanes, verify
+from srcxform.codegen import chunking, control, lanes, nancheck, verify
 from srcxform.codegen.exprs import (
     Sizes,
     dtype_ast,
@@ -28,7 +27,7 @@ from srcxform.codegen.exprs import (
 )
 from srcxform.codegen.placement import place
 from srcxform.core.dtypes import promote
-from srcxform.core.errors import cut, nan_message, user_line
+from srcxform.core.errors import cut, user_line
 from srcxform.core.ir import Lit, Var
 from srcxform.core.names import Namer
 from srcxform.codegen.schedule import LoopGroup, schedule
@@ -51,10 +50,12 @@ class _Lowering:
                  nan_checks=False):
         """namer, sizes and notes are the enclosing function's for a region (a loop body
         or branch, codegen/control.py), lowered into its statements. `nan_checks`: each
-        float value is checked as it is made (debug_nans; see nan_check)."""
+        value is checked as it is made (debug_nans; codegen/nancheck.py)."""
         self.program = program
         self.nested = namer is not None
         self.nan_checks = nan_checks
+        self.taints = {}  # debug_nans: each value's taint, as source (nancheck.taint_of)
+        self.nan_checked = set()  # debug_nans: the values a nest's scan checks
         # A prange drops an exception its body raises: checked code runs serially.
         self.parallel = parallel and not nan_checks
         self.used_prange = False
@@ -164,66 +165,8 @@ class _Lowering:
                 self.stmt(1, fill(node, names))
         else:
             self.stmt(1, ast.Assign([ast.Name(out, ast.Store())], fill(template, names)))
-        ins = [(self.whole(a), not a.aval.shape) for n, a in zip(prim.arg_names, eqn.ins)
-               if _may_hold_nan(n, a)]
-        for check in self.nan_check(eqn, (name_ast(out), not eqn.out.aval.shape), ins):
-            self.stmt(1, check)
-
-    # ----- debug_nans: where a value is made, a check that it holds no new NaN or inf -----
-    def nan_check(self, eqn, out, ins):
-        """The `if`s that raise FloatingPointError, naming eqn's op and line, where its
-        value `out` holds a NaN none of `ins` held, or an inf where they were all finite
-        (as eager checks, primitive._check_finite); nothing without nan_checks or for a
-        value that is not float, or of an op that only moves its input's elements (it
-        makes no new value). `out` and each of `ins` is (expression, whether it is a
-        scalar)."""
-        prim = eqn.prim
-        if not self.nan_checks or eqn.out.aval.dtype.kind != "f" or \
-                prim.rearranges or prim.selects or prim.is_broadcast or prim.embeds:
-            return []
-        made_nan = " and ".join([_holds("isnan", *out)] +
-                                [f"not {_holds('isnan', *x)}" for x in ins])
-        made_inf = " and ".join([_holds("isinf", *out)] + [_holds("isfinite", *x) for x in ins])
-        return [_raising(made_nan, eqn, "a NaN"), _raising(made_inf, eqn, "an inf")]
-
-    def element_check(self, e, index, scalar_names, local):
-        """For an elementwise member of a loop nest: the body's statements that flag its
-        element `local` holding a NaN none of its inputs' elements held, or an inf where
-        they were finite, with no branch (which would keep LLVM from vectorizing the
-        loop); the `if`s raising for the flags follow the nest (self.flag_raises)."""
-        if not self.nan_checks or e.out.aval.dtype.kind != "f":
-            return []
-        exprs = [ast.Constant(0) if i is None else name_ast(i) for i in index]
-        ins = [_source(name_ast(scalar_names[a]) if isinstance(a, Var) and a in scalar_names
-                       else self.load_at(a, exprs[len(exprs) - len(a.aval.shape):], None))
-               for n, a in zip(e.prim.arg_names, e.ins) if _may_hold_nan(n, a)]
-        held_nan = " | ".join(f"np.isnan({x})" for x in ins)
-        made_nan = f"np.isnan({local})" + (f" > ({held_nan})" if ins else "")
-        made_inf = " & ".join([f"np.isinf({local})"] + [f"np.isfinite({x})" for x in ins])
-        return [self._flag(e, "a NaN", made_nan), self._flag(e, "an inf", made_inf)]
-
-    def reduction_check(self, e, index, scalar_names, name):
-        """For a reduction in a loop nest: the body's statements that flag a term holding a
-        NaN, or one not finite, and after the nest the test of its result `name` against
-        them (an overflowing sum, inf - inf), as eager tests the whole op."""
-        if not self.nan_checks or e.out.aval.dtype.kind != "f":
-            return []
-        x = _source(self.load(e.ins[0], index, scalar_names, e.out.aval.dtype))
-        held_nan, held_other = self.namer.fresh("held_nan"), self.namer.fresh("held_nonfinite")
-        self.flag_inits += [f"{held_nan} = False", f"{held_other} = False"]
-        result = (name_ast(name), not e.out.aval.shape)
-        self.flag_raises += [_raising(f"{_holds('isnan', *result)} > {held_nan}", e, "a NaN"),
-                             _raising(f"{_holds('isinf', *result)} > {held_other}", e,
-                                      "an inf")]
-        return [_statement(f"{held_nan} |= np.isnan({x})"),
-                _statement(f"{held_other} |= np.isnan({x}) | np.isinf({x})")]
-
-    def _flag(self, e, what, test):
-        """`flag |= test`, the flag set to False before the nest and tested after it."""
-        flag = self.namer.fresh("made_nan" if what == "a NaN" else "made_inf")
-        self.flag_inits.append(f"{flag} = False")
-        self.flag_raises.append(_raising(flag, e, what))
-        return _statement(f"{flag} |= {test}")
+        if self.nan_checks:
+            nancheck.whole(self, eqn, out, [(a, _source(self.whole(a))) for a in eqn.ins])
 
     # ----- loop groups -----
     def group(self, group):
@@ -241,7 +184,7 @@ class _Lowering:
         body_again, sums_again = (_Recomputing(index), _Recomputing(index)) if looped else \
             (None, None)
         self.nest_raises = False
-        self.flag_inits, self.flag_raises = [], []  # debug_nans's, of this group
+        scan = nancheck.Scan(self, domain, index) if self.nan_checks else None
         # Float sums along the innermost loop add chunks of stored terms (lanes.py), so
         # the loop that stores them has no sum: its primitives take their vector forms.
         position = lanes.innermost(index)
@@ -261,17 +204,22 @@ class _Lowering:
                 before_stmts, body_stmt = self.reduction(e, name, index,
                                                          {} if split else scalar_names)
                 before += before_stmts
-                checks = self.reduction_check(e, index, {} if split else scalar_names, name)
-                nest += self._recomputed_here()
-                nest += [(None, check) for check in checks]
+                again = self._recomputed_here()
+                nest += again
                 nest.append((e, body_stmt))
+                if scan:
+                    scan.copy(again)
+                    scan.reduction(e, name, _source(self.term), _source(self.acc))
                 continue
             local = self.namer.in_loop(e.out) if domain else name
             value = self.elementwise(e, index, scalar_names)
-            checks = self.element_check(e, index, scalar_names, local)
-            body += self._recomputed_here()
-            body.append((e, ast.Assign([ast.Name(local, ast.Store())], value)))
-            body += [(None, check) for check in checks]
+            if scan:
+                self.nan_scan(scan, e, local, _index_exprs(index), scalar_names)
+            again = self._recomputed_here()
+            assign = (e, ast.Assign([ast.Name(local, ast.Store())], value))
+            body += again + [assign]
+            if scan:
+                scan.copy(again + [assign])
             scalar_names[e.out] = local
             self.computed.add(e.out)
             if domain and e.out in self.placement.arrays:
@@ -280,13 +228,17 @@ class _Lowering:
                 body.append((None, ast.Assign([self._store(name, index)], name_ast(local))))
         if looped:
             self.section(members)
-        for node in before + [_statement(text) for text in self.flag_inits]:
+        if scan:
+            body += scan.probe()
+            before += [_statement(text) for text in scan.inits()]
+        for node in before:
             self.stmt(1, node)
         if split:
             self._nest(domain, index, -1, 1, body)
             self.last_origin = None  # the sums' loop is headed by their origins again
             self._nest(domain, index, -1, 1, sums)
-            self._raise_flagged()
+            if scan:
+                scan.finish()
             return
         # Numba's prange drops an exception raised in its body (the loop would return
         # garbage), so a nest that checks its operands (integer division), its members'
@@ -294,7 +246,8 @@ class _Lowering:
         outer = self.parallel and not self.nest_raises and _independent_outer_loop(group, index)
         if not outer:
             self._nest(domain, index, -1, 1, body)
-            self._raise_flagged()
+            if scan:
+                scan.finish()
             return
         # A prange wakes Numba's thread pool, which costs more than a small nest takes:
         # below PARALLEL_MIN elements the nest runs serially.
@@ -312,12 +265,6 @@ class _Lowering:
         self.shift = 1
         self._nest(domain, index, -1, 1, body)
         self.shift = 0
-
-    def _raise_flagged(self):
-        """After a loop nest: debug_nans's tests of its flags, in program order, so the
-        first op that made a NaN or inf is the one named."""
-        for node in self.flag_raises:
-            self.stmt(1, node)
 
     def _sums_apart(self, members):
         """Whether the group's reductions run in a loop of their own, after the rest: when
@@ -487,6 +434,24 @@ class _Lowering:
             prim.template_for(in_avals, e.out.aval, e.kwargs)
         return fill(template, names, literal_dtype=compute)
 
+    def nan_scan(self, scan, e, local, exprs, scalar_names):
+        """debug_nans: tells `scan` of the elementwise e, its element `local` at the index
+        `exprs`, each input as (its arg name, its atom, the source of its element); first
+        of each value recomputed inline for it that no nest checked."""
+        ins = []
+        for n, a in zip(e.prim.arg_names, e.ins):
+            at = exprs[len(exprs) - len(a.aval.shape):]
+            named = isinstance(a, Var) and a in scalar_names
+            x = _source(name_ast(scalar_names[a]) if named else self.load_at(a, at, None))
+            producer = self.producers.get(a)
+            if not named and a in self.placement.recomputed and a not in self.nan_checked \
+                    and producer.prim.kind == "elementwise":
+                self.nan_checked.add(a)
+                self.nan_scan(scan, producer, f"({x})", at, {})
+            ins.append((n, a, x))
+        self.nan_checked.add(e.out)
+        scan.element(e, local, ins)
+
     def reduction(self, e, name, index, scalar_names):
         x = e.ins[0]
         dtype = e.out.aval.dtype
@@ -505,8 +470,8 @@ class _Lowering:
                 self.allocate(name, e.out.aval.shape, dtype)]
             before.append(ast.Assign([ast.Subscript(name_ast(name), ast.Slice(), ast.Store())],
                                      init))
-        value = fill(e.prim.template, {"acc": acc, "x": self.load(x, index, scalar_names, dtype)},
-                     literal_dtype=dtype)
+        self.term, self.acc = self.load(x, index, scalar_names, dtype), acc  # (nancheck)
+        value = fill(e.prim.template, {"acc": acc, "x": self.term}, literal_dtype=dtype)
         target = ast.Name(name, ast.Store()) if not e.out.aval.shape else \
             ast.Subscript(acc.value, acc.slice, ast.Store())
         if isinstance(value, ast.BinOp) and ast.dump(value.left) == ast.dump(acc):
@@ -578,38 +543,12 @@ def _independent_outer_loop(group, index):
     return True
 
 
-def _may_hold_nan(arg_name, atom):
-    """Whether an input (named arg_name) of an equation may hold a NaN or inf: a float
-    operand, not a condition, and not a finite literal."""
-    if arg_name == "c" or atom.aval.dtype.kind != "f":
-        return False
-    return not (isinstance(atom, Lit) and isinstance(atom.value, (int, float, np.number))
-                and np.isfinite(atom.value))
+def _index_exprs(index):
+    return [ast.Constant(0) if i is None else name_ast(i) for i in index]
 
 
 def _statement(text):
     return ast.parse(text).body[0]
-
-
-def _raising(test, eqn, what):
-    """`if test: raise FloatingPointError(...)`, naming eqn's op and line (debug_nans)."""
-    # user_line has made the user's text safe to quote (errors.source_text).
-    line = user_line(eqn.origin) if eqn.origin else "an unknown line"
-    message = nan_message(eqn.prim.name, what, None, line, forward_op=eqn.of) if eqn.adjoint \
-        else nan_message(eqn.prim.name, what, line)
-    # On one line: astor would indent a literal's later lines, changing it.
-    raised = ast.Raise(ast.Call(name_ast("FloatingPointError"),
-                                [ast.Constant(message.replace("\n  ", " "))], []), None)
-    return ast.If(ast.parse(test, mode="eval").body, [raised], [])
-
-
-def _holds(test, expr, scalar):
-    """Source of np.<test>(expr) for a scalar; for an array, whether any element is a
-    NaN or inf, or (isfinite) whether all are finite (srcxform.runtime.arrays)."""
-    text = _source(expr)
-    if scalar:
-        return f"np.{test}({text})"
-    return f"arrays.{ {'isnan': 'any_nan', 'isinf': 'any_inf'}.get(test, 'all_finite')}({text})"
 
 
 def generate(program, func_name, doc, parallel=False, imports=(), nan_checks=False):

@@ -18,7 +18,7 @@ from srcxform.core.aval import Aval, broadcast_shapes, normalize_axes
 from srcxform.core.dims import Dim
 from srcxform.core.dtypes import out_of_range, promote
 from srcxform.core.errors import (
-    DtypeArgumentError, LinAlgArgumentError, ShapeArgumentError, nan_message, user_line,
+    DtypeArgumentError, LinAlgArgumentError, ShapeArgumentError, user_line,
 )
 from srcxform.core.names import TEMPLATE_GLOBALS
 from srcxform.core.tensor import SizeConstant, Tensor, as_value
@@ -193,29 +193,10 @@ class Primitive:
             result = result.astype(out_aval.dtype)
         if recording.PERTURBING and recording.CONTEXT.perturb is not None:
             result = recording.CONTEXT.perturb(self, arrays, params, result)
-        if recording.DEBUG_NANS:
-            _check_finite(self, arrays, result)
-        return Tensor._new(result, out_aval.weak)
-
-
-def _check_finite(prim, arrays, result):
-    """With debug_nans on: FloatingPointError where the op made a NaN (or an inf) that none
-    of its inputs held, one that merely passes through being no fault of this op. An op of
-    a reverse sweep names the forward line it is the gradient of."""
-    if result.dtype.kind != "f" or np.isfinite(result).all():
-        return
-    floats = [a for a in arrays if a.dtype.kind == "f"]
-    made_nan = np.isnan(result).any() and not any(np.isnan(a).any() for a in floats)
-    made_inf = np.isinf(result).any() and not any((~np.isfinite(a)).any() for a in floats)
-    if not (made_nan or made_inf):
-        return
-    what = "a NaN" if made_nan else "an inf"
-    forward = next((rec for rec, _ in reversed(recording.CONTEXT.adjoint) if rec is not None),
-                   None)
-    if forward is None:
-        raise FloatingPointError(nan_message(prim.name, what, user_line()))
-    raise FloatingPointError(nan_message(prim.name, what, None, user_line(forward.origin),
-                                         user_line(), op_name(forward.op)))
+        out = Tensor._new(result, out_aval.weak)
+        if recording.DEBUG_NANS:  # ad/nan_checks.py's rule
+            recording.NAN_CHECK(self, values, arrays, params, out)
+        return out
 
 
 def op_name(op):

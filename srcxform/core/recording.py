@@ -46,6 +46,8 @@ PERTURBING: list = []
 # Whether eager ops check their results for a NaN or inf they made (debug_nans.py sets
 # it): a module global, so that an op pays one flag test while it is off.
 DEBUG_NANS = settings.switch("SRCXFORM_DEBUG_NANS")
+# The eager check, NAN_CHECK(prim, values, arrays, params, out): ad/nan_checks.py's.
+NAN_CHECK = None
 
 
 @dataclass(slots=True)
@@ -125,10 +127,12 @@ def record_outputs(vjp, inputs, outs, params, op=None):
         accumulator.observe(Record(vjp, tuple(inputs), outs[0], params, tuple(outs)))
 
 
-def cut_by(kind, op, inputs, out, detail=""):
+def cut_by(kind, op, inputs, out, detail="", origin=None):
     """An op on `inputs` that no tape differentiates (see Cut): each recording tape that
-    watches one of them, or holds a cut one came from, keeps it. `out`: a value, or None.
-    Returns whether a tape watched an input (a gradient is cut here)."""
+    watches one of them, or holds a cut one came from, keeps it. `out`: a value, or None;
+    `origin`: the user's (file, line) where the innermost frame outside srcxform is not
+    (NumPy's own code converting a list). Returns whether a tape watched an input (a
+    gradient is cut here)."""
     out_id = None if out is None else out._id
     kept = False
     for tape in CONTEXT.tapes:
@@ -136,7 +140,7 @@ def cut_by(kind, op, inputs, out, detail=""):
             continue
         if any(v._id in tape._watched for v in inputs):
             tape._cuts.append(Cut(kind, op, tuple(v._id for v in inputs), out_id,
-                                  user_frame(), detail))
+                                  origin or user_frame(), detail))
             kept = True
             if out_id is not None:
                 tape._cut_ids.add(out_id)

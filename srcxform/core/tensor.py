@@ -14,7 +14,7 @@ import threading
 
 import numpy as np
 
-from srcxform.core import recording
+from srcxform.core import branches, recording
 from srcxform.core.aval import Aval
 from srcxform.core.dims import Dim, concrete
 from srcxform.core.dtypes import (as_dtype, check_convertible, out_of_range, settled,
@@ -67,6 +67,8 @@ class Value:
 
     def item(self, *args):
         """The element as a Python scalar (NumPy's item; eager only)."""
+        if recording.OPEN_ANYWHERE and recording.CONTEXT.tapes:
+            _converted(self, "Python scalar")
         return np.asarray(self).item(*args)
 
 
@@ -110,6 +112,8 @@ class Tensor(Value):
     def numpy(self):
         """A copy of the value as a NumPy array (a NumPy scalar for a 0-d tensor), as
         TensorFlow's: changing it cannot change the Tensor."""
+        if recording.OPEN_ANYWHERE and recording.CONTEXT.tapes:
+            _converted(self, "NumPy value", warn=False)
         array = self._array
         if array.ndim == 0:
             return (array.astype(self.dtype) if self._weak else array)[()]
@@ -126,6 +130,8 @@ class Tensor(Value):
         return float(self._scalar("float"))
 
     def __int__(self):
+        if recording.OPEN_ANYWHERE and recording.CONTEXT.tapes:
+            _converted(self, "Python int")
         return int(self._scalar("int"))
 
     def __index__(self):
@@ -138,7 +144,11 @@ class Tensor(Value):
             # NumPy's and TensorFlow's type for an ambiguous truth.
             raise ValueError(f"bool() of a tensor of shape {self.shape}: only one element "
                              "has a truth value; use reduce_any/reduce_all or index it")
-        return bool(self._array.reshape(()).item())
+        truth = bool(self._array.reshape(()).item())
+        if recording.OPEN_ANYWHERE and recording.CONTEXT.tapes:  # for tape.explain
+            branches.not_taken(truth, lambda v: isinstance(v, Value),
+                               is_own_file(sys._getframe(1).f_code.co_filename))
+        return truth
 
     def _scalar(self, what):
         # A number only from a scalar, as NumPy 2 and TensorFlow: float() of a 1-element
@@ -231,6 +241,8 @@ class Variable(Value):
     value = read_value
 
     def numpy(self):
+        if recording.OPEN_ANYWHERE and recording.CONTEXT.tapes:
+            _converted(self, "NumPy value", warn=False)
         return self._array[()] if self._array.ndim == 0 else self._array.copy()
 
     def __getitem__(self, index):
@@ -254,14 +266,18 @@ class Variable(Value):
 
     def assign_add(self, delta, read_value=True):
         """Adds delta to the value, atomically (not differentiated, as in TensorFlow)."""
-        with recording.paused(), self._update_lock():
-            return self._assign(self._read() + self._update(delta, "assign_add"))
+        with self._update_lock():
+            delta = _assigned(self._update(delta, "assign_add"), "assign_add", self)
+            with recording.paused():
+                return self._assign(self._read() + delta)
 
     def assign_sub(self, delta, read_value=True):
         """Subtracts delta from the value, atomically (not differentiated, as in
         TensorFlow)."""
-        with recording.paused(), self._update_lock():
-            return self._assign(self._read() - self._update(delta, "assign_sub"))
+        with self._update_lock():
+            delta = _assigned(self._update(delta, "assign_sub"), "assign_sub", self)
+            with recording.paused():
+                return self._assign(self._read() - delta)
 
     def _update(self, value, op):
         """An update's argument as TensorFlow takes it, convert_to_tensor(value,
@@ -305,8 +321,7 @@ class Variable(Value):
             raise ValueError(f"assign: cannot assign a value of shape {new.shape} to "
                              f"{self.name} of shape {self._array.shape}")
         _check_range(new, self.dtype, f"assign to {self.name}")
-        if recording.CONTEXT.tapes:  # assign is not differentiated: kept for tape.explain
-            recording.cut_by("assign", "assign", [value], self, f"to {self.name}")
+        _assigned(value, "assign", self)
         self._array = new.astype(self._array.dtype, copy=True)
         return self
 
@@ -317,7 +332,10 @@ class Variable(Value):
         return float(value)
 
     def __int__(self):
-        return int(self._read())
+        value = self._read()
+        if recording.OPEN_ANYWHERE and recording.CONTEXT.tapes:
+            _converted(value, "Python int")
+        return int(value)
 
     def __bool__(self):
         return bool(self._read())
@@ -377,6 +395,7 @@ class VariablePart(Tensor):
         what = f"assign to {self._variable.name}"
         check_convertible(value.dtype, self.dtype, what)
         _check_range(value._array, self.dtype, what)
+        _assigned(value, "assign", self._variable, "[...]")
         with self._variable._lock:  # the rest of the value is as it is now
             new = self._variable.numpy()
             # A list is a tuple of indices, as getitem reads it (x[[0, 1]] is x[0, 1]).
@@ -388,20 +407,31 @@ class VariablePart(Tensor):
 _NUMPY_DIR = os.path.dirname(np.__file__) + os.sep
 
 
-def _converted(value, what):
+def _assigned(value, op, variable, part=""):
+    """An update of `variable` from `value` while a tape records: not differentiated (as in
+    TensorFlow), so the tape keeps it as a cut for explain. Returns the value."""
+    if recording.CONTEXT.tapes and not recording.CONTEXT.traces:
+        recording.cut_by("assign", op, [value], variable, f"to {variable.name}{part}")
+    return value
+
+
+def _converted(value, what, warn=True):
     """A value becomes a NumPy array or a Python number while a tape records: where a tape
-    watches it, its gradient stops here. The tape keeps the cut for explain, and the
-    user's line is warned of once (GradientCutWarning). srcxform's own conversions are
-    none of the user's."""
+    watches it, its gradient stops here. The tape keeps the cut for explain, at the
+    user's line, which is warned of once (GradientCutWarning) unless `warn` is False:
+    `t.numpy()` is a deliberate read, what logging code calls. srcxform's own conversions
+    are none of the user's. A Variable converted is read, as TensorFlow reads it."""
     if is_own_file(sys._getframe(2).f_code.co_filename):
-        return
-    if not recording.cut_by("numpy conversion", what, [value], None, what):
         return
     frame = sys._getframe(2)
     while frame is not None and (is_own_file(frame.f_code.co_filename)
                                  or frame.f_code.co_filename.startswith(_NUMPY_DIR)):
         frame = frame.f_back  # np.sum([t1, t2]) converts inside NumPy's Python code
     site = frame and (frame.f_code.co_filename, frame.f_lineno)
+    if isinstance(value, Variable):
+        recording.variable_read(value)
+    if not recording.cut_by("numpy conversion", what, [value], None, what, site) or not warn:
+        return
     warn_once_at(site, f"a watched tensor became a {what} inside a recording GradientTape: "
                  f"its gradient stops here ({user_line(site)}); use srcxform ops on the "
                  f"tensor instead, or tape.stop_recording() if this is only for display",

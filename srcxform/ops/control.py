@@ -10,7 +10,6 @@ from srcxform.core import recording
 from srcxform.core.errors import TracingError, user_line
 from srcxform.ops.elementwise import stop_gradient
 from srcxform.core.tensor import as_value
-from srcxform.core.tree import tree_flatten
 
 
 def custom_gradient(f):
@@ -40,7 +39,8 @@ def custom_gradient(f):
 
         def vjp(g, out, *xs):
             grads = grad_fn(g)
-            grads = tree_flatten(grads)[0] if isinstance(grads, (list, tuple)) else [grads]
+            # One per input, None where an input has none (flattening would drop it).
+            grads = list(grads) if isinstance(grads, (list, tuple)) else [grads]
             if len(grads) != len(xs):
                 raise ValueError(f"custom_gradient: {f.__name__}'s gradient function returned "
                                  f"{len(grads)} gradients for {len(xs)} inputs")

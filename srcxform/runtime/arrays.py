@@ -35,34 +35,59 @@ def grown(stack):
     return bigger
 
 
-# ----- debug_nans's checks of a whole array: one pass, no temporary array -----
+# ----- debug_nans's checks of a whole array: one pass, no temporary array, no branch -----
+# (A loop that returns at the first hit is not vectorized: five times slower on a clean
+# array, the case that matters.)
 
 
 @helper
 def any_nan(a):
     """Whether the array holds a NaN."""
+    found = False
     for v in a.flat:
-        if np.isnan(v):
-            return True
-    return False
+        found |= np.isnan(v)
+    return found
 
 
 @helper
 def any_inf(a):
     """Whether the array holds an inf."""
+    found = False
     for v in a.flat:
-        if np.isinf(v):
-            return True
-    return False
+        found |= np.isinf(v)
+    return found
 
 
 @helper
 def all_finite(a):
     """Whether every element of the array is finite."""
+    finite = True
     for v in a.flat:
-        if not np.isfinite(v):
-            return False
-    return True
+        finite &= np.isfinite(v)
+    return finite
+
+
+@helper
+def any_finite(a):
+    """Whether the array holds a finite element."""
+    found = False
+    for v in a.flat:
+        found |= np.isfinite(v)
+    return found
+
+
+@helper
+def reduced_verdicts(result, held_nan, terms_finite, copied):
+    """debug_nans's verdicts on a reduction that keeps axes, from flags per result element
+    (whether its terms held a NaN, were all finite, held a copy of it): whether it made a
+    NaN, made an inf, lost one (ad/nan_checks.py's rule)."""
+    made_nan = made_inf = lost = False
+    for k in range(result.size):
+        r = result.flat[k]
+        made_nan |= np.isnan(r) and not held_nan.flat[k]
+        made_inf |= np.isinf(r) and terms_finite.flat[k]
+        lost |= np.isfinite(r) and not terms_finite.flat[k] and not copied.flat[k]
+    return made_nan, made_inf, lost
 
 
 @helper

@@ -1,0 +1,196 @@
+"""A function and its gradient compiled for a GPU: traced, differentiated and optimized as
+the CPU kernel is (jit/compiler.py), then lowered to CUDA kernels (lower.py) and run
+through numba-cuda, one compiled module per signature.
+
+Arguments: NumPy arrays (each copied to the device at every call: one host-to-device
+transfer of its bytes), arrays with __cuda_array_interface__ (CuPy, PyTorch, numba's own;
+used where they are, no copy), Python floats and NumPy scalars (8 bytes each), static
+ints, strings and None, in tuples, lists and dicts. Results: device arrays when any
+argument was one, else NumPy arrays (copied back); a scalar result is copied back as a
+NumPy scalar either way. Variables are refused.
+"""
+
+import sys
+import threading
+
+import numpy as np
+
+from srcxform.core.dims import evaluate
+from srcxform.core.errors import CompileError, source_text
+from srcxform.core.tensor import Tensor, Variable
+from srcxform.core.tree import tree_flatten, tree_unflatten
+from srcxform.cuda.lower import generate
+from srcxform.jit import backend, compiler
+
+FORMS = ("value", "grad", "value_and_grad")
+
+
+class CudaDifferentiable:
+    """fn compiled to CUDA kernels: `f(*args)`, `f.grad(*args)`, `f.value_and_grad(*args)`
+    as srcxform.differentiable's, and `f.source(*args)`, the generated CUDA module."""
+
+    def __init__(self, fn, wrt=0, has_aux=False, traced_fn=None):
+        self.fn, self.wrt, self.has_aux = fn, wrt, has_aux
+        self._traced_fn = traced_fn or fn  # as tracing runs it (autograph's, where given)
+        self._kernels = {}  # signature key: [_Kernel, ...], one per set of guards
+        self._lock = threading.RLock()
+
+    def __call__(self, *args, **kwargs):
+        return self._run("value", args, kwargs)
+
+    def grad(self, *args, **kwargs):
+        return self._run("grad", args, kwargs)
+
+    def value_and_grad(self, *args, **kwargs):
+        return self._run("value_and_grad", args, kwargs)
+
+    def source(self, *args, form="value_and_grad", **kwargs):
+        """The generated CUDA module (kernels and host driver) for these arguments."""
+        return self._kernel(form, args, kwargs)[0].source
+
+    def ptx(self, *args, form="value_and_grad", cc=(8, 0), **kwargs):
+        """{kernel name: its PTX} for these arguments, compiled for compute capability `cc`
+        with no GPU needed (numba-cuda's compile_ptx, which needs NVVM: the packages
+        nvidia-nvvm and nvidia-cuda-nvrtc). Not under the simulator, which compiles
+        nothing. What a real GPU would compile, checked where there is none."""
+        from numba import cuda
+
+        kernel = self._kernel(form, args, kwargs)[0]
+        module = sys.modules[kernel.driver.__module__]
+        found = {}
+        for name, types in kernel.signatures.items():
+            fn = getattr(module, name).py_func
+            found[name] = cuda.compile_ptx(fn, f"({', '.join(types)},)", cc=cc)[0]
+        return found
+
+    def _run(self, form, args, kwargs):
+        kernel, leaves = self._kernel(form, args, kwargs)
+        return kernel.run(leaves)
+
+    def _kernel(self, form, args, kwargs):
+        leaves, treedef = tree_flatten((args, kwargs))
+        key = (form, treedef, tuple(_leaf_key(leaf) for leaf in leaves))
+        with self._lock:
+            candidates = self._kernels.setdefault(key, [])
+            for kernel in candidates:
+                if kernel.admits(leaves):
+                    return kernel, leaves
+            kernel = _Kernel(self._traced_fn, self.wrt, self.has_aux, form, args, kwargs,
+                             leaves)
+            candidates.append(kernel)
+            return kernel, leaves
+
+
+class _Kernel:
+    """One signature: its traced program, its generated module and its driver."""
+
+    def __init__(self, fn, wrt, has_aux, form, args, kwargs, leaves):
+        stand_ins = [_stand_in(leaf) for leaf in leaves]
+        call_args, call_kwargs = tree_unflatten(tree_flatten((args, kwargs))[1], stand_ins)
+        traced = compiler.trace_function(fn, wrt, form, call_args, call_kwargs, stand_ins,
+                                         has_aux)
+        if traced.variables or traced.writes:
+            raise TypeError(f"srcxform.cuda: {traced.name} reads or assigns Variables, which "
+                            "the CUDA target does not take yet: pass their values as arrays")
+        self.form, self.traced, self.program = form, traced, traced.program
+        self.single, self.has_aux = isinstance(wrt, int), has_aux
+        func_name = f"{traced.name}__{form}_cuda"
+        ins = ", ".join(a.aval.short(symbolic=True) for a in self.program.ins)
+        doc = source_text(f"srcxform: {traced.name}({ins}) -> {form} on CUDA; "
+                          f"{len(self.program.eqns)} equations", quote='"')
+        self.source, self.signatures = generate(self.program, func_name, doc)
+        self.driver = backend.load(self.source, func_name, jit=False)
+        self.consts = None  # the captured arrays, on the device at the first call
+
+    def admits(self, leaves):
+        """Whether these arguments' sizes satisfy the trace's guards."""
+        if not self.traced.guards:
+            return True
+        shapes = [np.shape(leaves[i]) for i in self.traced.leaves]
+        shapes += [np.shape(a) for _, a in self.program.consts]
+        sizes = [shapes[i][axis] for i, axis in self.program.sizes]
+        holds = {">=": lambda v: v >= 0, "==": lambda v: v == 0, "!=": lambda v: v != 0}
+        return all(holds[op](evaluate(expr, sizes)) for expr, op in self.traced.guards)
+
+    def run(self, leaves):
+        from numba.core.errors import NumbaError
+
+        from srcxform.cuda import launch
+
+        ins = self.program.ins
+        args = [launch.to_device(_array(leaves[i]), var.aval.dtype)
+                for i, var in zip(self.traced.leaves, ins)]
+        if self.consts is None:
+            self.consts = [launch.to_device(a, a.dtype) for _, a in self.program.consts]
+        try:
+            outs = self.driver(*args, *self.consts)
+        except NumbaError as err:
+            raise CompileError(f"srcxform.cuda: numba-cuda could not compile a kernel of "
+                               f"{self.traced.name} (see f.source(..., device='cuda')): "
+                               f"{err}") from err
+        device = any(_on_device(leaves[i]) for i in self.traced.leaves)
+        return self._structured([self._returned(how, outs, leaves, device)
+                                 for how in self.traced.returns])
+
+    def _returned(self, how, outs, leaves, device):
+        """One result leaf: an argument, a value the trace fixed, or a kernel output (a
+        scalar's 1-element array copied back as a NumPy scalar)."""
+        if how[0] == "arg":
+            return leaves[how[1]]
+        if how[0] == "const":
+            return how[1]
+        out = outs[how[1]]
+        if not self.program.outs[how[1]].aval.shape:
+            return out.copy_to_host()[0]
+        return out if device else out.copy_to_host()
+
+    def _structured(self, results):
+        """The results in the structures the function returned, as the CPU kernel's."""
+        trees = self.traced.trees
+        n = trees[0].num_leaves
+        value = tree_unflatten(trees[0], results[:n])
+        if self.form == "value":
+            return value
+        grads = tree_unflatten(trees[1], results[n:])
+        grads = grads[0] if self.single else tuple(grads)
+        if self.form == "grad":
+            return (grads, value) if self.has_aux else grads
+        return value, grads
+
+
+def _array(leaf):
+    return leaf._array if isinstance(leaf, (Tensor, Variable)) else leaf
+
+
+def _on_device(leaf):
+    """Whether an argument leaf is a device array (numba-cuda is asked only of a value
+    that is not one of the host's)."""
+    if isinstance(leaf, (np.ndarray, np.generic, Tensor, Variable, int, float, str)) or \
+            leaf is None:
+        return False
+    from srcxform.cuda import launch
+
+    return launch.on_device(leaf)
+
+
+def _stand_in(leaf):
+    """What tracing sees of a device array: a NumPy array of its shape and dtype that
+    holds one element (zero strides), so no data crosses to the host."""
+    if not _on_device(leaf):
+        return leaf
+    return np.lib.stride_tricks.as_strided(np.zeros(1, np.dtype(leaf.dtype)), leaf.shape,
+                                           (0,) * len(leaf.shape))
+
+
+def _leaf_key(leaf):
+    """The part of the cache key one argument leaf gives: as the CPU kernel's (api.py),
+    a device array's as a NumPy array's of its shape and dtype."""
+    leaf = _array(leaf)
+    if isinstance(leaf, np.ndarray) or _on_device(leaf):
+        shape, dtype = tuple(leaf.shape), np.dtype(leaf.dtype)
+        return (len(shape), dtype.char, tuple(d == 1 for d in shape))
+    if isinstance(leaf, np.generic):
+        return ("scalar", leaf.dtype.char)
+    if isinstance(leaf, float):
+        return "float"
+    return ("static", type(leaf), leaf)

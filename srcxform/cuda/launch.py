@@ -1,0 +1,129 @@
+"""What the generated CUDA driver calls on the host: launch sizes, device allocation and
+filling, views, and the ops that are one kernel of their own here (matmul).
+
+Imports numba.cuda (the real target, or its simulator under NUMBA_ENABLE_CUDASIM=1):
+only generated modules and srcxform/cuda/compiled.py import this module, so
+`import srcxform` never loads numba-cuda.
+"""
+
+import numpy as np
+from numba import cuda
+
+# Threads per block: a multiple of the warp (32); 256 is the usual first choice, to be
+# tuned by measurement on a real GPU (none has been measured).
+THREADS = 256
+# Blocks at most per launch: a grid-stride loop covers any size with a bounded grid.
+MAX_BLOCKS = 4096
+
+
+def grid(n):
+    """(blocks, threads) for a grid-stride loop over n elements: no more threads than
+    elements rounded up to a warp (the simulator runs each thread as a Python thread)."""
+    threads = min(THREADS, max(32, -(-n // 32) * 32))
+    return max(1, min(MAX_BLOCKS, -(-n // threads))), threads
+
+
+@cuda.jit
+def _fill(flat, value):
+    for k in range(cuda.grid(1), flat.shape[0], cuda.gridsize(1)):
+        flat[k] = value
+
+
+def full(shape, value, dtype):
+    """A new device array of `shape` filled with `value` on the device (no host copy)."""
+    out = cuda.device_array(shape, dtype)
+    flat = out.reshape(max(1, out.size)) if out.size else None
+    if flat is not None:
+        _fill[grid(out.size)](flat, out.dtype.type(value))
+    return out
+
+
+def empty(shape, dtype):
+    return cuda.device_array(shape, dtype)
+
+
+def to_device(value, dtype):
+    """A traced argument on the device: an array with __cuda_array_interface__ as it is (no
+    copy), a NumPy array copied to the device once, a number as a 1-element array (the
+    kernels read scalars from device memory)."""
+    if cuda.cudadrv.devicearray.is_cuda_ndarray(value):  # numba's own, the simulator's too
+        return value
+    if hasattr(value, "__cuda_array_interface__"):
+        return cuda.as_cuda_array(value)
+    array = np.asarray(value, dtype)
+    return cuda.to_device(np.ascontiguousarray(array.reshape(1) if array.ndim == 0 else array))
+
+
+def on_device(value):
+    """Whether an argument already lives on the device: numba's device arrays (the
+    simulator's too, which have no __cuda_array_interface__) and other libraries'."""
+    return hasattr(value, "__cuda_array_interface__") or \
+        cuda.cudadrv.devicearray.is_cuda_ndarray(value)
+
+
+def reshape(x, shape):
+    """x reshaped on the device: a view of a contiguous array, else a contiguous copy
+    (made by a kernel) reshaped."""
+    if not x.is_c_contiguous():
+        x = _contiguous(x)
+    return x.reshape(tuple(int(d) for d in shape))
+
+
+@cuda.jit
+def _copy_2d(x, out):
+    for k in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+        out[k // out.shape[1], k % out.shape[1]] = x[k // out.shape[1], k % out.shape[1]]
+
+
+def _contiguous(x):
+    if x.ndim != 2:
+        raise NotImplementedError(f"srcxform.cuda: a reshape of a non-contiguous "
+                                  f"{x.ndim}-d device array needs a copy not written yet")
+    out = cuda.device_array(x.shape, x.dtype)
+    _copy_2d[grid(out.size)](x, out)
+    return out
+
+
+@cuda.jit
+def _matmul(x, y, out):
+    """A thread per output element, each a dot product of a row and a column: the simple
+    kernel, not cuBLAS (to be chosen by measurement on a real GPU)."""
+    n, m = out.shape
+    for k in range(cuda.grid(1), n * m, cuda.gridsize(1)):
+        i, j = k // m, k % m
+        acc = x[i, 0] * y[0, j]
+        for p in range(1, x.shape[1]):
+            acc += x[i, p] * y[p, j]
+        out[i, j] = acc
+
+
+def matmul(x, y):
+    """x @ y for 2-d device arrays."""
+    dtype = np.result_type(x.dtype, y.dtype)
+    if x.shape[1] == 0:  # a sum of no terms
+        return full((x.shape[0], y.shape[1]), 0, dtype)
+    out = cuda.device_array((x.shape[0], y.shape[1]), dtype)
+    if out.size:
+        _matmul[grid(out.size)](x, y, out)
+    return out
+
+
+@cuda.jit
+def _matvec(x, v, out):
+    """A thread per output element: a row of x times v."""
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        acc = x[i, 0] * v[0]
+        for p in range(1, x.shape[1]):
+            acc += x[i, p] * v[p]
+        out[i] = acc
+
+
+def matvec(x, v):
+    """x @ v for a 2-d and a 1-d device array."""
+    dtype = np.result_type(x.dtype, v.dtype)
+    if x.shape[1] == 0:
+        return full((x.shape[0],), 0, dtype)
+    out = cuda.device_array((x.shape[0],), dtype)
+    if out.size:
+        _matvec[grid(out.size)](x, v, out)
+    return out

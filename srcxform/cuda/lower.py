@@ -1,0 +1,364 @@
+"""CUDA lowering: the CPU kernel's fusion schedule, placement and loop bodies
+(codegen/lower.py, whose lowering this extends), emitted as one CUDA kernel per loop nest
+and a host driver that launches them in program order.
+
+A loop nest becomes a kernel with a thread per element of its domain: a grid-stride loop
+over the flattened domain, each thread recovering its loop indices. A reduction adds
+into its output by atomics: a sum to a scalar first accumulates in a register over the
+thread's elements, so the atomics are one per thread, not one per element; a reduction
+that keeps axes adds each element atomically (several threads share an output element,
+and an atomic needs no second kernel). Values one kernel makes and another reads are
+device arrays; a scalar is a 1-element array. The driver runs the views (getitem,
+reshape, transpose) on device arrays and calls launch.py for matmul; anything else that
+is not elementwise, a loop on traced values among it, is refused, naming the op and the
+user's line. Knows no primitive by name: the ops lowered outside loops are a table keyed
+by primitive, the reductions told apart by their templates.
+"""
+
+import ast
+
+from srcxform.codegen.exprs import fill, name_ast, param_ast, reduction_init
+from srcxform.codegen.lower import _Lowering, _Recomputing, _source
+from srcxform.core.aval import is_one
+from srcxform.core.errors import CompileError, user_line
+from srcxform.core.ir import Lit, Var
+from srcxform.core.version import __version__
+from srcxform.codegen.schedule import LoopGroup
+from srcxform.ops.linalg import matmul_p, matvec_p
+from srcxform.ops.shape import getitem_p, reshape_p, transpose_p
+
+# NumPy calls of the templates that CUDA kernels do not compile, and their math module
+# equivalents (numba-cuda compiles math.* to libdevice, float32 as float32).
+_AS_MATH = {"exp": "exp", "expm1": "expm1", "log1p": "log1p", "sqrt": "sqrt", "sin": "sin",
+            "cos": "cos", "tan": "tan", "sinh": "sinh", "cosh": "cosh", "arcsin": "asin",
+            "arccos": "acos", "arctan": "atan", "arctan2": "atan2", "arcsinh": "asinh",
+            "arccosh": "acosh", "arctanh": "atanh", "fmod": "fmod", "isfinite": "isfinite",
+            "isinf": "isinf", "erf": "erf", "erfc": "erfc", "lgamma": "lgamma"}
+# NumPy names that CUDA kernels compile as they are: dtype constructors, constants and
+# the ufuncs checked by compiling to PTX (tests/test_cuda_sim.py).
+_KEPT = {"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
+         "uint32", "uint64", "bool_", "inf", "nan", "pi", "e", "maximum", "minimum",
+         "isnan", "log", "tanh"}
+# What a reduction's template combines with, and the atomic that does it.
+_ATOMICS = {ast.Add: "add", "maximum": "max", "minimum": "min"}
+_ATOMIC_DTYPES = {"float32", "float64", "int32", "int64", "uint32", "uint64"}
+_KERNEL_GLOBALS = {"np", "math", "cuda", "range", "abs", "max", "min"}
+
+
+class UnsupportedOnCuda(CompileError, NotImplementedError):
+    """An op of the traced function that the CUDA target does not lower (yet)."""
+
+
+def refuse(eqn, what):
+    line = user_line(eqn.origin) if eqn.origin else "an unknown line"
+    part = "the gradient of " if eqn.adjoint else ""
+    raise UnsupportedOnCuda(
+        f"srcxform.cuda: {eqn.prim.name} ({part}{line}) {what}; the CUDA target lowers "
+        "elementwise ops, sum/max/min reductions, getitem, reshape, transpose and 2-d "
+        "matmul and matvec so far. Run this function on the CPU (srcxform.differentiable(f)).")
+
+
+class CudaLowering(_Lowering):
+    """A program as CUDA kernels (`kernels`, their source) and a host driver (`lines`)."""
+
+    def __init__(self, program):
+        super().__init__(program)
+        self.buffers, self.buffer_vars = [], set()  # the driver allocates every output
+        self.kernels = []
+        self.signatures = {}  # kernel name: its parameters' Numba types, as text
+        self.stored = self._scalars_read_elsewhere()
+
+    def _scalars_read_elsewhere(self):
+        """Scalars that loop nests make and something outside their nest reads: in
+        1-element device arrays, where the CPU kernel keeps them in locals."""
+        group_of = {e.out: item for item in self.items if isinstance(item, LoopGroup)
+                    for e in item.eqns}
+        found = {a for a in self.program.outs if isinstance(a, Var) and a in group_of}
+        for eqn in self.program.eqns:
+            found |= {a for a in eqn.ins if isinstance(a, Var) and a in group_of
+                      and group_of.get(eqn.out) is not group_of[a]}
+        return {v for v in found if not v.aval.shape}
+
+    # ----- loads: a scalar another kernel made is element 0 of its array -----
+    def load_at(self, atom, exprs, dtype):
+        if isinstance(atom, Var) and not atom.aval.shape and atom not in self.virtual:
+            return ast.Subscript(name_ast(self.namer(atom)), ast.Constant(0), ast.Load())
+        return super().load_at(atom, exprs, dtype)
+
+    def expression(self, e, exprs, scalar_names):
+        value = super().expression(e, exprs, scalar_names)
+        return _for_cuda(e, value)
+
+    # ----- loop nests -----
+    def group(self, group):
+        members = self._live(group)
+        if not members:  # every value is recomputed where it is read
+            return
+        domain = group.domain
+        index = [None if is_one(d) else f"i{p}" for p, d in enumerate(domain)]
+        self.recomputing = _Recomputing(index)
+        host, body, before, after, scalar_names = [], [], [], [], {}
+        for e in members:
+            name = self.namer(e.out)
+            if e.prim.kind == "reduction":
+                reduced = self.atomic_reduction(e, name, index, scalar_names)
+                host.append(reduced.allocation)
+                before += reduced.before
+                body += self._recomputed_here() + [(e, reduced.body)]
+                after += [(e, node) for node in reduced.after]
+                continue
+            local = self.namer.in_loop(e.out)
+            value = self.elementwise(e, index, scalar_names)
+            body += self._recomputed_here()
+            body.append((e, ast.Assign([ast.Name(local, ast.Store())], value)))
+            scalar_names[e.out] = local
+            self.computed.add(e.out)
+            if e.out in self.placement.arrays or e.out in self.stored:
+                host.append(self.allocate(name, domain or (1,), e.out.aval.dtype))
+                store = self._store(name, index) if domain else \
+                    ast.Subscript(name_ast(name), ast.Constant(0), ast.Store())
+                body.append((None, ast.Assign([store], name_ast(local))))
+        self.section(members)
+        for node in host:
+            self.stmt(1, node)
+        self.launch(members, domain, index, before, body, after)
+
+    def atomic_reduction(self, e, name, index, scalar_names):
+        """A reduction's allocation (on the host: its output filled with the reduction's
+        start), and its statements in the kernel: before the loop, in it, after it."""
+        combine = _atomic_of(e)
+        dtype = e.out.aval.dtype
+        init = reduction_init(e.prim.init, dtype)
+        shape = e.out.aval.shape or (1,)
+        allocation = ast.Assign([ast.Name(name, ast.Store())], ast.Call(
+            _attr("launch", "full"), [self.sizes.tuple(shape), init, _attr("np", dtype.name)], []))
+        x = self.load(e.ins[0], index, scalar_names, dtype)
+        if not e.out.aval.shape:  # a register per thread, one atomic per thread
+            acc = self.namer.fresh(f"{name}_acc")
+            combined = fill(e.prim.template, {"acc": name_ast(acc), "x": x},
+                            literal_dtype=dtype)
+            step = ast.AugAssign(ast.Name(acc, ast.Store()), combined.op, combined.right) \
+                if isinstance(combined, ast.BinOp) else \
+                ast.Assign([ast.Name(acc, ast.Store())], combined)
+            finish = _atomic(combine, name, ast.Constant(0), name_ast(acc))
+            return _Reduced(allocation, [ast.Assign([ast.Name(acc, ast.Store())], init)], step,
+                            [finish])
+        axis, keepdims = e.kwargs["axis"], e.kwargs["keepdims"]
+        kept = [ast.Constant(0) if a in axis or i is None else name_ast(i)
+                for a, i in enumerate(index) if keepdims or a not in axis]
+        at = ast.Tuple(kept, ast.Load()) if len(kept) > 1 else kept[0]
+        return _Reduced(allocation, [], _atomic(combine, name, at, x), [])
+
+    def launch(self, members, domain, index, before, body, after):
+        """Emits the kernel of a loop nest and its launch in the driver."""
+        kernel = f"{self.func_name}_k{len(self.kernels)}"
+        looped = [p for p, i in enumerate(index) if i]
+        extents = [self._paren(self.sizes.source(domain[p])) for p in looped]
+        count = " * ".join(extents) or "1"
+        driver, self.lines = self.lines, []
+        origin, self.last_origin = self.last_origin, None
+        self.line(1, f'"""Loop nest {len(self.kernels)}: {_what(members, domain)}."""')
+        for node in before:
+            self.stmt(1, node)
+        self.line(1, f"for flat in range(cuda.grid(1), {count}, cuda.gridsize(1)):")
+        for k, p in enumerate(looped):
+            inner = " * ".join(extents[k + 1:])
+            value = f"flat // ({inner})" if len(extents) - k > 2 else \
+                f"flat // {inner}" if inner else "flat"
+            self.line(2, f"{index[p]} = {value}" + (f" % {extents[k]}" if k else ""))
+        for e, node in body:
+            self.body_statement(2, e, node)
+        for e, node in after:
+            self.body_statement(1, e, node)
+        lines, self.lines, self.last_origin = self.lines, driver, origin
+        params = _free_names(lines)
+        self.signatures[kernel] = self._types(params)
+        self.kernels.append("\n".join(["@cuda.jit", f"def {kernel}({', '.join(params)}):"]
+                                      + ["    " * i + t for i, t in lines]))
+        self.line(1, f"{kernel}[launch.grid({count})]({', '.join(params)})")
+
+    def _types(self, params):
+        """The Numba types of a kernel's parameters: arrays of any layout (a view may be
+        strided), a scalar value as a 1-element array, a size as int64."""
+        values = {self.namer(v): v for v in self.program.ins}
+        values.update({self.namer(e.out): e.out for e in self.program.eqns})
+        types = []
+        for name in params:
+            var = values.get(name)
+            if var is None:  # a size
+                types.append("int64")
+                continue
+            dims = ", ".join([":"] * max(1, len(var.aval.shape)))
+            types.append(f"{_numba_dtype(var.aval.dtype)}[{dims}]")
+        return tuple(types)
+
+    @staticmethod
+    def _paren(text):
+        """A size's source as an operand of * // %: parenthesized unless it is one name,
+        one number or already parenthesized."""
+        bare = text.isidentifier() or text.isdigit() or \
+            text.startswith("(") and text.endswith(")") and text.count("(") == 1
+        return text if bare else f"({text})"
+
+    def allocate(self, name, shape, dtype):
+        return ast.Assign([ast.Name(name, ast.Store())], ast.Call(
+            _attr("launch", "empty"), [self.sizes.tuple(shape), _attr("np", dtype.name)], []))
+
+    # ----- equations outside loop nests: on the host, on device arrays -----
+    def eqn(self, eqn):
+        if eqn.out in self.virtual:
+            return
+        if getattr(eqn.prim, "structured", False):
+            refuse(eqn, "is control flow on traced values (a loop or branch), which needs "
+                        "the CPU kernel's stacks")
+        host = _HOST.get(eqn.prim)
+        if host is None:
+            refuse(eqn, "has no CUDA lowering")
+        self.header(eqn, 1)
+        value = host(self, eqn)
+        self.stmt(1, ast.Assign([ast.Name(self.namer(eqn.out), ast.Store())], value))
+
+    # ----- the module -----
+    def function(self, func_name, doc):
+        self.func_name = func_name
+        self.statements()
+        outs = [self.whole(a) for a in self.program.outs]
+        args = ", ".join(self.namer(v) for v in self.program.ins)
+        text = [f"def {func_name}({args}):", f'    """{doc}"""']
+        for k in sorted(self.sizes.used):
+            index, axis = self.program.sizes[k]
+            text.append(f"    {self.sizes.name(k)} = {self.namer(self.program.ins[index])}"
+                        f".shape[{axis}]")
+        text += ["    " * i + t for i, t in self.lines]
+        text.append("    return " + _source(ast.Tuple(outs, ast.Load())).strip())
+        return "\n\n\n".join(self.kernels + ["\n".join(text)]) + "\n"
+
+    def whole(self, atom):
+        if isinstance(atom, Lit):  # an output the trace fixed: a 1-element array too
+            return ast.Call(_attr("launch", "full"), [ast.Tuple([ast.Constant(1)], ast.Load()),
+                            self.lit(atom), _attr("np", atom.aval.dtype.name)], [])
+        return super().whole(atom)
+
+
+class _Reduced:
+    def __init__(self, allocation, before, body, after):
+        self.allocation, self.before, self.body, self.after = allocation, before, body, after
+
+
+def _getitem(low, eqn):
+    return _source_of(low, eqn)
+
+
+def _reshape(low, eqn):
+    shape = low.sizes.tuple(eqn.out.aval.shape)
+    return ast.Call(_attr("launch", "reshape"), [low.whole(eqn.ins[0]), shape], [])
+
+
+def _transpose(low, eqn):
+    if tuple(eqn.kwargs["perm"]) != (1, 0):
+        refuse(eqn, f"with perm={eqn.kwargs['perm']} (only a 2-d transpose is lowered)")
+    return ast.Attribute(low.whole(eqn.ins[0]), "T", ast.Load())
+
+
+def _product(helper, ranks):
+    """A matrix product on the device by launch.<helper> (a thread per output element)
+    for operands of `ranks`; others (batched) are refused."""
+    def emit(low, eqn):
+        if tuple(len(a.aval.shape) for a in eqn.ins) != ranks:
+            shapes = " @ ".join(a.aval.short() for a in eqn.ins)
+            refuse(eqn, f"of {shapes} (only 2-d @ 2-d and 2-d @ 1-d are lowered)")
+        return ast.Call(_attr("launch", helper), [low.whole(a) for a in eqn.ins], [])
+    return emit
+
+
+def _source_of(low, eqn):
+    """The CPU template of a view (x[1:]), which device arrays take as NumPy's do."""
+    names = {k: param_ast(v, low.sizes) for k, v in eqn.params}
+    names.update(zip(eqn.prim.arg_names, [low.whole(a) for a in eqn.ins]))
+    return fill(eqn.prim.template_for([a.aval for a in eqn.ins], eqn.out.aval, eqn.kwargs),
+                names)
+
+
+_HOST = {getitem_p: _getitem, reshape_p: _reshape, transpose_p: _transpose,
+         matmul_p: _product("matmul", (2, 2)), matvec_p: _product("matvec", (2, 1))}
+
+
+def _attr(module, name):
+    return ast.Attribute(name_ast(module), name, ast.Load())
+
+
+def _atomic_of(e):
+    """The atomic combining a reduction's elements: from its template (acc + x,
+    np.maximum(acc, x)), for the dtypes CUDA's atomics take."""
+    t = e.prim.template
+    key = type(t.op) if isinstance(t, ast.BinOp) else \
+        getattr(t.func, "attr", None) if isinstance(t, ast.Call) else None
+    if key not in _ATOMICS:
+        refuse(e, "has no atomic to combine its elements with (sum, max and min do)")
+    if e.out.aval.dtype.name not in _ATOMIC_DTYPES:
+        refuse(e, f"of {e.out.aval.dtype.name} (CUDA's atomics take "
+                  f"{', '.join(sorted(_ATOMIC_DTYPES))})")
+    return _ATOMICS[key]
+
+
+def _atomic(combine, name, at, value):
+    return ast.Expr(ast.Call(ast.Attribute(_attr("cuda", "atomic"), combine, ast.Load()),
+                             [name_ast(name), at, value], []))
+
+
+def _for_cuda(e, node):
+    """An elementwise value's expression with the NumPy calls CUDA kernels do not compile
+    replaced (np.exp by math.exp, np.abs by abs); one that is left is refused."""
+    for sub in ast.walk(node):
+        if not isinstance(sub, ast.Call) or not isinstance(sub.func, ast.Attribute):
+            continue
+        module = getattr(sub.func.value, "id", None)
+        attr = sub.func.attr
+        if module in ("np", "specfun") and attr in _AS_MATH:
+            sub.func = _attr("math", _AS_MATH[attr])
+        elif module == "np" and attr in ("abs", "absolute"):
+            sub.func = name_ast("abs")
+        elif module != "math" and not (module == "np" and attr in _KEPT):
+            refuse(e, f"calls {module}.{attr}, which CUDA kernels do not compile")
+    return node
+
+
+def _numba_dtype(dtype):
+    return "boolean" if dtype.kind == "b" else dtype.name
+
+
+def _free_names(lines):
+    """A kernel's parameters: the names its body reads and does not assign, in order of
+    first use."""
+    tree = ast.parse("\n".join("    " * (i - 1) + t for i, t in lines if i >= 1))
+    stored = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
+              and isinstance(n.ctx, ast.Store)}
+    loads = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Name)
+                    and isinstance(n.ctx, ast.Load)), key=lambda n: (n.lineno, n.col_offset))
+    found = []
+    for n in loads:
+        if n.id not in stored and n.id not in _KERNEL_GLOBALS and n.id not in found:
+            found.append(n.id)
+    return found
+
+
+def _what(members, domain):
+    kinds = {e.adjoint for e in members}
+    part = "forward and adjoint" if len(kinds) == 2 else "adjoint" if True in kinds else \
+        "forward"
+    dtype = members[-1].out.aval.dtype
+    shape = ", ".join(str(d) for d in domain)
+    where = f"a thread per element of [{shape}]" if domain else "one thread"
+    return f"{part}, {where} ({dtype.name})"
+
+
+def generate(program, func_name, doc):
+    """The source of a module holding the program's CUDA kernels and `func_name`, the host
+    driver that takes the program's inputs as device arrays (scalars as 1-element arrays)
+    and returns its outputs so; and each kernel's parameter types ({name: (type, ...)})."""
+    lowering = CudaLowering(program)
+    body = lowering.function(func_name, doc)
+    header = f'"""Generated by srcxform {__version__} for CUDA; edits are overwritten."""\n\n'
+    imports = "import math\n\nimport numpy as np\nfrom numba import cuda\n\n" \
+              "from srcxform.cuda import launch\n\n\n"
+    return header + imports + body, lowering.signatures
