@@ -12,6 +12,10 @@ compiled kernel per block, and the same gradient written in dask.array. Also mea
 cost of one more task (an epoch of many tiny blocks) and the bandwidth between two
 workers, the parameters of the model in benchmarks/README.md. Not a timed test: run it on
 an idle machine.
+
+Each worker is one process of one thread, and every thread pool in it is pinned to one
+thread (OpenMP, OpenBLAS, MKL, Numba: PINNED below); the run checks that in each worker
+and prints the counts, with the machine's load average before and after each size.
 """
 
 import argparse
@@ -27,6 +31,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 import dask_logistic_regression as example  # examples/ is not a package: on the path above
 
 
+# One thread per worker for every library that could start more (read at their import).
+PINNED = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+          "NUMBA_NUM_THREADS": "1"}
+
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -37,14 +46,21 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-def seconds_per_epoch(value_and_grad, features, epochs, warm_up=2):
-    """The median time of a gradient-descent epoch, the first `warm_up` set aside: each
-    worker compiles at its first block."""
-    settings = argparse.Namespace(features=features, epochs=epochs + warm_up,
-                                  learning_rate=2.0)
-    _, seconds = example.descend(value_and_grad, np.zeros(features), 0.0, settings,
-                                 lambda epochs: epochs)
-    return statistics.median(seconds[warm_up:])
+def seconds_per_epoch(value_and_grad, features, epochs, client, warm_up=2):
+    """The median time of a gradient-descent epoch, after `warm_up` epochs (each worker
+    compiles at its first block), and the CPU seconds an epoch took in all the workers
+    together: the work (and the workers' own event loops), which a loaded machine's
+    waiting does not inflate as it does the wall time."""
+    def descend(count):
+        settings = argparse.Namespace(features=features, epochs=count, learning_rate=2.0)
+        return example.descend(value_and_grad, np.zeros(features), 0.0, settings,
+                               lambda epochs: epochs)[1]
+
+    descend(warm_up)
+    cpu = sum(client.run(time.process_time).values())
+    seconds = descend(epochs)
+    cpu = sum(client.run(time.process_time).values()) - cpu
+    return statistics.median(seconds), cpu / epochs
 
 
 def task_overhead(step, features, blocks=200):
@@ -72,6 +88,25 @@ def bandwidth(client, megabytes=64):
     return megabytes * 2**20 / (time.perf_counter() - start)
 
 
+def thread_counts():
+    """On a worker: the threads each of its pools may use (threadpoolctl's view of
+    OpenBLAS, MKL and OpenMP, and Numba's), and the pinning variables it was started with."""
+    import numba
+    from threadpoolctl import threadpool_info
+
+    counts = {pool["internal_api"]: pool["num_threads"] for pool in threadpool_info()}
+    counts["numba"] = numba.get_num_threads()
+    return counts, {name: os.environ.get(name) for name in PINNED}
+
+
+def check_pinned(client):
+    """The workers' thread counts, printed; an error if any pool may use more than one."""
+    for worker, (counts, environ) in client.run(thread_counts).items():
+        print(f"{worker}: threads {counts}, {environ}")
+        if any(n != 1 for n in counts.values()) or environ != PINNED:
+            raise RuntimeError(f"{worker} is not pinned to one thread: {counts}, {environ}")
+
+
 def measure(workers, args):
     """One cluster size's row of the table."""
     import dask
@@ -79,20 +114,27 @@ def measure(workers, args):
 
     import srcxform.dask
 
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as client:
+    load_before = os.getloadavg()[0]
+    # No profiler: its thread samples every worker's stack each 10 ms, CPU time that is
+    # not the work's (the workers take this process's config).
+    with dask.config.set({"distributed.worker.profile.enabled": False}), \
+            LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                         dashboard_address=None, env=PINNED) as cluster, \
+            Client(cluster) as client:
+        check_pinned(client)
         X, y = dask.persist(*example.lazy_data(args.rows, args.features,
                                                -(-args.rows // args.blocks), seed=0))
         step = srcxform.dask.value_and_grad(example.loss, reduce="mean", wrt=(0, 1))
         row = {"workers": workers,
                "srcxform": seconds_per_epoch(lambda w, b: step(w, b, X, y), args.features,
-                                             args.epochs),
+                                             args.epochs, client),
                "dask.array": seconds_per_epoch(
                    lambda w, b: example.numpy_value_and_grad(w, b, X, y), args.features,
-                   args.epochs),
+                   args.epochs, client),
                "task": task_overhead(step, args.features)}
         if workers > 1:
             row["bandwidth"] = bandwidth(client)
+        row["load"] = (load_before, os.getloadavg()[0])
         return row
 
 
@@ -101,22 +143,29 @@ def main(argv=None):
     # The workers (which inherit it) compile at a kernel's first call, in the warm-up
     # epochs, rather than running the epochs after them on the eager tape meanwhile.
     os.environ.setdefault("SRCXFORM_TIERED", "0")
+    print(f"{os.cpu_count()} cores; {PINNED}")
     rows = [measure(int(w), args) for w in args.workers.split(",")]
     print(f"{args.rows} rows x {args.features} features (float64), {args.blocks} blocks, "
-          "persisted; median seconds per epoch (one full-batch step)\n")
-    print("| workers | srcxform.dask | dask.array (NumPy) | one more task | worker-to-worker |")
-    print("| ---: | ---: | ---: | ---: | ---: |")
+          "persisted; per epoch (one full-batch step): median wall time, and CPU time of "
+          "all workers together\n")
+    print("| workers | srcxform.dask | its workers' CPU | dask.array (NumPy) | its workers' "
+          "CPU | one more task | worker-to-worker | load average (1 min) before, after |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for row in rows:
         rate = f"{row['bandwidth'] / 2**20:.0f} MiB/s" if "bandwidth" in row else "-"
-        print(f"| {row['workers']} | {1000 * row['srcxform']:.0f} ms | "
-              f"{1000 * row['dask.array']:.0f} ms | {1000 * row['task']:.1f} ms | {rate} |")
+        times = " | ".join(f"{1000 * row[name][0]:.0f} ms | {1000 * row[name][1]:.0f} ms"
+                           for name in ("srcxform", "dask.array"))
+        print(f"| {row['workers']} | {times} | {1000 * row['task']:.1f} ms | {rate} | "
+              f"{row['load'][0]:.1f}, {row['load'][1]:.1f} |")
     if len(rows) > 1:
         first, last = rows[0], rows[-1]
         ratio = last["workers"] / first["workers"]
         for name in ("srcxform", "dask.array"):
-            efficiency = first[name] / last[name] / ratio
+            efficiency = first[name][0] / last[name][0] / ratio
+            work = last[name][1] / first[name][1]
             print(f"\n{name}: scaling efficiency {first['workers']} -> {last['workers']} "
-                  f"workers: {100 * efficiency:.0f}%")
+                  f"workers: {100 * efficiency:.0f}% (wall); the workers' CPU per epoch "
+                  f"x{work:.2f}")
 
 
 if __name__ == "__main__":

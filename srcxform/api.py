@@ -27,47 +27,17 @@ from srcxform import autograph
 from srcxform.ad import forward, nan_checks
 from srcxform.jit import backend, compiler, crosscheck, index, openmp, tiered
 from srcxform.passes import structured
-from srcxform.codegen.callconv import FORMS, form_result, is_static
+from srcxform.codegen.callconv import FORMS, form_result
+from srcxform.core import signature
 from srcxform.core.errors import TracingError
 from srcxform.jit.kernel import NO, Counter, array_shapes
 from srcxform.core.recording import CONTEXT
 from srcxform.ad.tape import GradientTape
-from srcxform.core.tensor import Tensor, Updating, Value, Variable
+from srcxform.core.tensor import Tensor, Updating, Value
 from srcxform.core.tree import tree_flatten, tree_unflatten
 
 CacheInfo = namedtuple("CacheInfo", "hits misses kernels loaded")
 KernelSignature = namedtuple("KernelSignature", "inputs outputs")
-
-# The dtypes a kernel computes in (by NumPy's type character; a big-endian array has its
-# native dtype's character and is converted by kernel_arg). float16, longdouble and
-# complex values are refused by name.
-_COMPILED_DTYPES = set(np.typecodes["AllInteger"] + "fd?")
-
-
-def _leaf_key(leaf, tf_rules=False):
-    """The part of the cache key one argument leaf contributes. A Tensor's differs from
-    its array's: the plain call returns Tensors where eager code on it makes them; and a
-    Variable's from a Tensor's: the kernel reads and assigns a Variable, not a leaf.
-    With `tf_rules` (tf.function's), a Python float's is its value."""
-    if isinstance(leaf, (Tensor, Variable)):
-        kind = "variable" if isinstance(leaf, Variable) else "tensor"
-        return (kind, _leaf_key(leaf._array))
-    if isinstance(leaf, (np.ndarray, np.generic)) and leaf.dtype.char not in _COMPILED_DTYPES:
-        raise TypeError(f"srcxform.differentiable compiles float32, float64, integer and "
-                        f"bool values, not {leaf.dtype.name}: cast it first "
-                        "(x.astype(np.float32)), or run the function eagerly under a "
-                        "GradientTape")
-    if isinstance(leaf, np.ndarray):
-        return (leaf.ndim, leaf.dtype.char, tuple(d == 1 for d in leaf.shape))
-    if isinstance(leaf, np.generic):
-        return ("scalar", leaf.dtype.char)
-    if isinstance(leaf, float) and not tf_rules:
-        return "float"
-    if is_static(leaf, tf_rules):
-        return ("static", type(leaf), leaf)
-    raise TypeError(f"srcxform.differentiable: cannot pass a {type(leaf).__name__} "
-                    "(arrays, tensors, Variables, floats, and static ints, bools, strings "
-                    "and None are accepted, in tuples, lists and dicts)")
 
 
 class Differentiable:
@@ -380,8 +350,7 @@ class Differentiable:
     def _find_or_compile(self, kernel_form, args, kwargs, tier0=False):
         leaves, treedef = tree_flatten((args, kwargs))
         # A kernel checking for NaN and inf (debug_nans) is another kernel, cached apart.
-        key = (kernel_form, treedef,
-               tuple(_leaf_key(leaf, self._tf_rules) for leaf in leaves),
+        key = (kernel_form, treedef, signature.key(leaves, self._tf_rules),
                *(("debug_nans",) if nan_checks.enabled() else ()))
         candidates = self._kernels.setdefault(key, [])
         stale = [kernel for kernel in candidates if not kernel.current()]
@@ -494,10 +463,10 @@ def _as_tensors(args, kwargs, tf_rules=False):
     """args and kwargs with each leaf a trace would make a Tracer as a Tensor instead, as
     the function meets its arguments when traced (a Python float is a weak float64)."""
     leaves, tree = tree_flatten((args, kwargs))
-    leaves = [leaf if is_static(leaf, tf_rules) or isinstance(leaf, Value)
-              else Tensor._new(np.asarray(leaf), weak=isinstance(leaf, float)
-                               and not isinstance(leaf, np.floating))
-              for leaf in leaves]
+    rules = [signature.rule_of(leaf, tf_rules) for leaf in leaves]
+    leaves = [Tensor._new(np.asarray(leaf), weak=rule.eager == "python")
+              if rule.traced and not isinstance(leaf, Value) else leaf
+              for leaf, rule in zip(leaves, rules)]
     return tree_unflatten(tree, leaves)
 
 
@@ -506,10 +475,11 @@ def _importable(d):
     function), so that pickle can name it. Not in __main__: another process's __main__ is
     another program (cloudpickle's and Dask's rule)."""
     module = sys.modules.get(getattr(d, "__module__", None) or "")
-    if module is None or module.__name__ == "__main__":
+    qualname = getattr(d, "__qualname__", None)  # a partial's or an instance's has none
+    if module is None or module.__name__ == "__main__" or qualname is None:
         return False
     found = module
-    for name in d.__qualname__.split("."):
+    for name in qualname.split("."):
         found = getattr(found, name, None)
     return found is d
 
@@ -539,9 +509,10 @@ def _received(payload: bytes) -> "Differentiable":
     """The Differentiable a pickled payload describes: one per process for equal payloads
     (the LRU holds it), so that a worker traces and compiles it once, however many tasks
     bring it; its first call may find the kernel in the on-disk cache."""
-    make, args, (as_eager, tf_rules) = pickle.loads(payload)
+    make, args, flags = pickle.loads(payload)
     made = make(*args)
-    made._as_eager, made._tf_rules = as_eager, tf_rules
+    if flags is not None:  # a Differentiable's (vmap's forms have none)
+        made._as_eager, made._tf_rules = flags
     return made
 
 

@@ -3,25 +3,31 @@
 A loss that is a sum or a mean over rows splits into the same loss on each block of rows:
 one task per block runs f's compiled kernel, and a tree of tasks adds the blocks' parts up
 (weighted by rows for a mean). Only the blocks travel as Dask chunks; the other arguments
-(the parameters) are put into the graph once per call, not once per block. Dask is
-imported here only: `pip install srcxform[dask]`.
+(the parameters) are put into the graph once per call, not once per block, or, when large
+and a distributed Client runs the graph, scattered to every worker once per call.
+`train_step` adds one optimizer update of Variables on the client: a data-parallel
+training loop. Dask is imported here only: `pip install srcxform[dask]`.
 """
 
 from collections.abc import Callable
+from typing import Any
 
 import dask
 import dask.array as da
 import numpy as np
+from dask.base import get_scheduler
 
 from srcxform.api import Differentiable, differentiable
+from srcxform.core.tensor import Variable
 from srcxform.core.tree import tree_flatten, tree_unflatten
 
 REDUCTIONS = ("sum", "mean")
 SPLIT_EVERY = 8  # parts added per task of the tree reduction (dask.array's default)
+SCATTER_BYTES = 2**20  # shared arguments larger than this are scattered, not in the graph
 
 
 def value_and_grad(fn: Callable, reduce: str = "mean", wrt: int | tuple = 0,
-                   scheduler: str | None = None) -> Callable:
+                   scheduler: Any = None, scatter_bytes: int = SCATTER_BYTES) -> Callable:
     """The data-parallel (value, gradient) function of a loss over rows.
 
     `fn(*args)` is the loss of the rows it is given: their sum (`reduce="sum"`) or their
@@ -31,7 +37,10 @@ def value_and_grad(fn: Callable, reduce: str = "mean", wrt: int | tuple = 0,
     argument is the same for all blocks. The result is the loss of all the rows and its
     gradient wrt `wrt`, as NumPy values, equal to `srcxform.value_and_grad(fn)` on the
     whole arrays (to float rounding). `scheduler` is passed to `dask.compute` (the
-    default: Dask's current one: threads, processes, or a distributed Client).
+    default: Dask's current one: threads, processes, or a distributed Client). When that
+    is a distributed Client and the other arguments take more than `scatter_bytes`, they
+    are sent to every worker once per call (`client.scatter(..., broadcast=True)`) and
+    the graph holds their future instead of them.
 
     Example:
         >>> step = srcxform.dask.value_and_grad(loss, reduce="mean")
@@ -43,26 +52,74 @@ def value_and_grad(fn: Callable, reduce: str = "mean", wrt: int | tuple = 0,
             "or a mean over rows splits into the blocks' own losses added up; a loss that "
             "needs all rows at once (a max, a median, a normalization over the batch) "
             "does not, and has no data-parallel gradient here")
-    return DataParallel(fn, reduce, wrt, scheduler)
+    return DataParallel(fn, reduce, wrt, scheduler, scatter_bytes)
 
 
-def grad(fn: Callable, reduce: str = "mean", wrt: int | tuple = 0,
-         scheduler: str | None = None) -> Callable:
+def grad(fn: Callable, reduce: str = "mean", wrt: int | tuple = 0, scheduler: Any = None,
+         scatter_bytes: int = SCATTER_BYTES) -> Callable:
     """The data-parallel gradient function of a loss over rows (see value_and_grad)."""
-    both = value_and_grad(fn, reduce, wrt, scheduler)
+    both = value_and_grad(fn, reduce, wrt, scheduler, scatter_bytes)
     return lambda *args: both(*args)[1]
+
+
+def train_step(loss_fn: Callable, optimizer: Any, variables: Any, reduce: str = "mean",
+               scheduler: Any = None, scatter_bytes: int = SCATTER_BYTES) -> Callable:
+    """A data-parallel training step: `step(*data)` updates `variables` once and returns
+    the loss of all the rows before the update.
+
+    `loss_fn(params, *data)` is the loss of the rows it is given (their `reduce`, as in
+    value_and_grad), `params` having the structure of `variables` (a Variable, or a list,
+    tuple or dict of them, nested) with their current values as NumPy arrays. Each step
+    computes the gradient wrt `params` block by block on the workers, adds the blocks'
+    gradients up in a tree (weighted by rows for a mean), and applies ONE update here with
+    `optimizer` (a `srcxform.optimizers` or `srcxform.keras.optimizers` optimizer, whose
+    state stays in this process). The Variables end as the single-process loop leaves
+    them, to float rounding::
+
+        with tf.GradientTape() as tape:
+            loss = loss_fn(variables, X, y)
+        optimizer.apply(tape.gradient(loss, variables), variables)
+
+    Example:
+        >>> params = {"w": tf.Variable(np.zeros(20)), "b": tf.Variable(0.0)}
+        >>> step = srcxform.dask.train_step(loss, tf.optimizers.Adam(0.01), params)
+        >>> for epoch in range(10):
+        ...     loss_value = step(X, y)            # X, y: dask arrays chunked by rows
+    """
+    leaves, treedef = tree_flatten(variables)
+    if not leaves or not all(isinstance(v, Variable) for v in leaves):
+        raise TypeError(f"srcxform.dask.train_step: `variables` must be a Variable or a "
+                        f"structure of Variables (updated in place each step), got "
+                        f"{sorted({type(v).__name__ for v in leaves})}")
+    if not callable(getattr(optimizer, "apply", None)):
+        raise TypeError(f"srcxform.dask.train_step: `optimizer` must be a "
+                        f"srcxform.optimizers optimizer, got a {type(optimizer).__name__}")
+    if isinstance(loss_fn, Differentiable) and loss_fn.wrt not in (0, (0,)):
+        raise TypeError(f"srcxform.dask.train_step: the loss is differentiated wrt "
+                        f"{loss_fn.wrt!r}; a training step needs wrt=0, its parameters")
+    gradient = value_and_grad(loss_fn, reduce, 0, scheduler, scatter_bytes)
+
+    def step(*data):
+        """The loss of all the rows of data; the Variables take one optimizer step."""
+        params = tree_unflatten(treedef, [v.numpy() for v in leaves])
+        value, grads = gradient(params, *data)
+        optimizer.apply(grads, variables)
+        return value
+
+    return step
 
 
 class DataParallel:
     """A loss over rows, its value and gradient computed block by block (value_and_grad)."""
 
-    def __init__(self, fn, reduce, wrt, scheduler):
+    def __init__(self, fn, reduce, wrt, scheduler, scatter_bytes=SCATTER_BYTES):
         self.fn = fn if isinstance(fn, Differentiable) else differentiable(fn, wrt=wrt)
         if self.fn.has_aux:
             raise TypeError("srcxform.dask.value_and_grad: has_aux is not supported: an "
                             "aux value of each block has no sum over blocks to return")
         self.reduce = reduce
         self.scheduler = scheduler
+        self.scatter_bytes = scatter_bytes
         self._checked = False  # whether the loss was seen to add up over rows
 
     def __call__(self, *args):
@@ -77,11 +134,31 @@ class DataParallel:
         if not self._checked:
             _check_adds_up(self.fn, args, data, self.reduce, self.scheduler)
             self._checked = True
-        # The non-data arguments are one node of the graph, which each block task reads.
-        shared = dask.delayed(_split(args, data)[0], pure=True)
+        shared = _shared_node(_split(args, data)[0], self.scheduler, self.scatter_bytes)
         parts = [dask.delayed(_block_part)(self.fn, self.reduce, data, shared, block)
                  for block in zip(*blocks)]
         return dask.delayed(_finished)(_tree_sum(parts), self.reduce)
+
+
+def _shared_node(shared, scheduler, scatter_bytes):
+    """The non-data arguments as one node, which each block task reads: in the graph, or,
+    when larger than scatter_bytes and a distributed Client runs it, a future of them
+    already on every worker (sent once, directly, rather than through the scheduler)."""
+    client = _distributed_client(scheduler)
+    size = sum(np.asarray(leaf).nbytes for leaf in tree_flatten(shared)[0])
+    if client is not None and size > scatter_bytes:
+        return client.scatter([shared], broadcast=True)[0]  # the list as one object
+    return dask.delayed(shared, pure=True)
+
+
+def _distributed_client(scheduler):
+    """The distributed Client that dask.compute(scheduler=scheduler) runs on, or None."""
+    try:
+        from distributed import Client
+    except ImportError:
+        return None
+    found = getattr(get_scheduler(scheduler=scheduler), "__self__", None)  # a Client's get
+    return found if isinstance(found, Client) else None
 
 
 def _finished(total, reduce):

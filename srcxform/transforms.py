@@ -86,56 +86,83 @@ def _tangent_or_zeros(found, out):
 
 def jacfwd(fn: Callable, wrt: int = 0) -> Callable:
     """The compiled Jacobian of fn wrt argument `wrt` by forward mode (JAX's jacfwd):
-    shape out.shape + arg.shape. The primal runs once, recorded; a loop over the input's
-    elements pushes one basis tangent at a time through the records (one kernel, whose
-    loop runs for every input size)."""
+    shape out.shape + arg.shape for each output leaf, in the output's structure (a tuple
+    of Jacobians for a tuple output). The primal runs once, recorded; a loop over the
+    input's elements pushes one basis tangent at a time through the records (one kernel,
+    whose loop runs for every input size). Float inputs and outputs only (TypeError)."""
 
     def jac(*args):
-        x, out, records = _recorded(fn, args, wrt)
+        x, outs, out_def, records = _recorded(fn, args, wrt, "jacfwd")
 
         def column(e):
             found = forward.linearized_tangents(records, {x._id: ops.reshape(e, x.shape)})
-            return _tangent_or_zeros(found, out)
+            return [_tangent_or_zeros(found, out) for out in outs]
 
-        columns = map_fn(column, _identity_like(x))  # [x.size, *out.shape]
-        flat = ops.transpose(ops.reshape(columns, (size(x.shape), -1)))
-        return ops.reshape(flat, tuple(out.shape) + tuple(x.shape))
+        if size(x.shape) == 0:  # no basis vector to push (a guard where sizes are traced)
+            return tree_unflatten(out_def, [ops.zeros(tuple(out.shape) + tuple(x.shape),
+                                                      out.dtype) for out in outs])
+        columns = map_fn(column, _identity_like(x))  # per output: [x.size, *out.shape]
+        return tree_unflatten(out_def, [_transposed(c, out, x) for c, out in zip(columns, outs)])
 
     jac.__name__ = f"jacfwd_of_{getattr(fn, '__name__', 'f')}"
-    return _compiled_jacobian(jac)
+    return _compiled_jacobian(jac, (jacfwd, (fn, wrt)))
+
+
+def _transposed(columns, out, x):
+    """jacfwd's columns [x.size, *out.shape] as the Jacobian out.shape + x.shape (sizes
+    given, not -1: an empty input has no size to infer the other from)."""
+    flat = ops.transpose(ops.reshape(columns, (size(x.shape), size(out.shape))))
+    return ops.reshape(flat, tuple(out.shape) + tuple(x.shape))
 
 
 def jacrev(fn: Callable, wrt: int = 0) -> Callable:
     """The compiled Jacobian of fn wrt argument `wrt` by reverse mode (JAX's jacrev):
-    shape out.shape + arg.shape. The primal runs once, recorded; a loop over the output's
-    elements runs the reverse walk once for each (one kernel for every output size)."""
+    shape out.shape + arg.shape for each output leaf, in the output's structure. The
+    primal runs once, recorded; a loop over each output's elements runs the reverse walk
+    once for each (one kernel for every output size). Float inputs and outputs only."""
 
     def jac(*args):
-        x, out, records = _recorded(fn, args, wrt)
-
-        def row(e):
-            seeds = {out._id: ops.reshape(e, out.shape)}
-            found = backprop(records, seeds, [x._id]).get(x._id)
-            return ops.zeros_like(x) if found is None else found
-
-        rows = map_fn(row, _identity_like(out))  # [out.size, *x.shape]
-        return ops.reshape(rows, tuple(out.shape) + tuple(x.shape))
+        x, outs, out_def, records = _recorded(fn, args, wrt, "jacrev")
+        return tree_unflatten(out_def, [_rows(out, x, records) for out in outs])
 
     jac.__name__ = f"jacrev_of_{getattr(fn, '__name__', 'f')}"
-    return _compiled_jacobian(jac)
+    return _compiled_jacobian(jac, (jacrev, (fn, wrt)))
 
 
-def _recorded(fn, args, wrt):
-    """fn(*args) recorded on a tape watching argument `wrt`: (that argument, the output,
-    the records)."""
+def _rows(out, x, records):
+    """The Jacobian of one output wrt x by a loop of reverse walks, one per element."""
+
+    def row(e):
+        seeds = {out._id: ops.reshape(e, out.shape)}
+        found = backprop(records, seeds, [x._id]).get(x._id)
+        return ops.zeros_like(x) if found is None else found
+
+    rows = map_fn(row, _identity_like(out))  # [out.size, *x.shape]
+    return ops.reshape(rows, tuple(out.shape) + tuple(x.shape))
+
+
+def _recorded(fn, args, wrt, form):
+    """fn(*args) recorded on a tape watching argument `wrt`: (that argument, the output's
+    leaves, its structure, the records). Both must be floats, as JAX's jacobians need."""
     x = forward._as_input(args[wrt])
     if not isinstance(x, Value) or x.dtype.kind != "f":
-        raise TypeError(f"jacobian: argument {wrt} must be a float array, got "
-                        f"{type(args[wrt]).__name__}")
+        got = x.dtype.name if isinstance(x, Value) else type(args[wrt]).__name__
+        raise TypeError(f"{form}: argument {wrt} must be one float array (a Jacobian is "
+                        f"with respect to real values, as JAX's {form} requires), got {got}")
     with GradientTape(persistent=True, watch_accessed_variables=False) as tape:
         tape.watch(x)
-        out = as_value(fn(*args[:wrt], x, *args[wrt + 1:]), "jacobian")
-    return x, out, list(tape._records)
+        out = fn(*args[:wrt], x, *args[wrt + 1:])
+    leaves, out_def = tree_flatten(out)
+    outs = [as_value(leaf, form) for leaf in leaves]
+    for k, leaf in enumerate(outs):
+        if leaf.dtype.kind != "f":
+            where = f"output {k}" if len(outs) > 1 else "its output"
+            raise TypeError(
+                f"{form}: {getattr(fn, '__qualname__', 'the function')} gives {where} of "
+                f"dtype {leaf.dtype.name} (shape {tuple(leaf.shape)}); a Jacobian needs "
+                f"float outputs, as JAX's {form} does: cast it (tf.cast(y, tf.float64)) "
+                "or return it from a function you do not differentiate")
+    return x, outs, out_def, list(tape._records)
 
 
 def _identity_like(value):
@@ -147,9 +174,12 @@ def _identity_like(value):
     return ops.cast(same, value.dtype)
 
 
-def _compiled_jacobian(jac):
+def _compiled_jacobian(jac, recipe):
+    """jac compiled, returning arrays (JAX's jacobians are, as srcxform.jacobian's);
+    pickled as `recipe` makes it, (maker, arguments): jac pickles only by value."""
     compiled = differentiable(jac, autograph=False)
-    compiled._as_eager = False  # JAX's jacobians are arrays, as srcxform.jacobian's
+    compiled._as_eager = False
+    compiled._recipe = recipe
     return compiled
 
 
@@ -172,6 +202,4 @@ def hvp(fn: Callable) -> Callable:
         return acc.jvp(g, unconnected_gradients="zero")
 
     hessian_vector_product.__name__ = f"hvp_of_{getattr(fn, '__name__', 'f')}"
-    compiled = differentiable(hessian_vector_product, autograph=False)
-    compiled._as_eager = False
-    return compiled
+    return _compiled_jacobian(hessian_vector_product, (hvp, (fn,)))

@@ -14,6 +14,7 @@ Three ways the loop runs:
 Still to do: a prange over the lanes with parallel=True (the loop is sequential).
 """
 
+import functools
 import types
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -23,48 +24,77 @@ import numpy as np
 from srcxform import ops
 from srcxform.api import Differentiable, differentiable
 from srcxform.control_flow import map_fn
+from srcxform.core.errors import TracingError
+from srcxform.passes.structured import AssignInRegion
 from srcxform.core.tensor import Value
 from srcxform.ad.trace import Tracer
 from srcxform.core.tree import tree_flatten, tree_unflatten
 
-__all__ = ["vectorized_map", "vmap"]
+__all__ = ["Vmapped", "vectorized_map", "vmap"]
 
 
 # An axis spec: one axis for every argument (or output), None for none, or one per each.
 Axes = int | None | Sequence[int | None]
 
 
-def vmap(fn: Callable, in_axes: Axes = 0, out_axes: Axes = 0) -> Callable:
+def vmap(fn: Callable, in_axes: Axes = 0, out_axes: Axes = 0) -> "Vmapped":
     """fn mapped over a batch axis of its arguments (JAX's vmap).
 
-    in_axes: an int (every argument's axis), None (no argument is mapped), or a tuple
-    with an int or None per positional argument (None: the argument is passed whole to
-    every lane). out_axes: where the lane axis goes in each output leaf: an int, or a
-    tuple with one per element of a tuple output (None there: that output is lane 0's,
-    the same for all lanes).
+    in_axes: an int (every positional argument's axis), None (no positional argument is
+    mapped), or a tuple with an int or None per positional argument (None: the argument
+    is passed whole to every lane). Keyword arguments are always mapped over axis 0
+    (JAX's rule): pass an unmapped value positionally with None in in_axes, or close over
+    it. out_axes: where the lane axis goes in each output leaf: an int, or a tuple with
+    one per element of a tuple output (None there: that output is lane 0's, the same for
+    all lanes).
+
+    The lanes are independent (JAX's rule): a compiled function that assigns a Variable
+    cannot be mapped (TracingError); return the new value and assign after the map.
+    The result pickles (by reference, or as vmap of its function and axes).
 
     Example:
         >>> per_example = srcxform.vmap(srcxform.grad(loss), in_axes=(None, 0))(w, X)
     """
+    return Vmapped(fn, in_axes, out_axes)
 
-    kernels: dict = {}  # over a compiled fn: its one-kernel loop, per in_axes as resolved
 
-    def batched(*args):
-        axes = _argument_axes(in_axes, len(args))
-        if _traced(args):  # map_fn checks the lane counts agree, sizes staying symbolic
-            return _looped(fn, args, axes, out_axes)
+class Vmapped:
+    """A function mapped over a batch axis: what vmap returns. See `vmap`."""
+
+    # Pickled and tokenized for Dask as a Differentiable is (api.py): by reference where
+    # its module holds it by name, else as what makes it again, vmap of its function and
+    # axes, never its kernels (a process that receives it compiles them once).
+    __reduce__ = Differentiable.__reduce__
+    __dask_tokenize__ = Differentiable.__dask_tokenize__
+
+    def __init__(self, fn, in_axes, out_axes):
+        for name in functools.WRAPPER_ASSIGNMENTS:  # JAX's vmap wraps fn so
+            if hasattr(fn, name):
+                setattr(self, name, getattr(fn, name))
+        self.fn, self.in_axes, self.out_axes = fn, in_axes, out_axes
+        self._kernels: dict = {}  # over a compiled fn: its loop kernel, per axes resolved
+
+    def __repr__(self):
+        return f"<srcxform.vmap of {self.fn!r}>"
+
+    def _state(self):
+        """What makes it again (api.py's pickling): no flags, as a Differentiable has."""
+        return vmap, (self.fn, self.in_axes, self.out_axes), None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """fn on each lane of the arguments, the results stacked along out_axes."""
+        axes = _argument_axes(self.in_axes, len(args))
+        fn, out_axes = self.fn, self.out_axes
+        if _traced((args, kwargs)):  # map_fn checks the lane counts, sizes kept symbolic
+            return _looped(fn, args, kwargs, axes, out_axes)
+        lanes = _lane_count(args, kwargs, axes)  # checks the mapped axes agree
         if _compiled(fn):
-            _lane_count(args, axes)  # checks the mapped axes agree, before tracing
-            if axes not in kernels:
-                kernels[axes] = _loop_kernel(fn, axes, out_axes)
-            return kernels[axes](*args)
-        lanes = _lane_count(args, axes)
-        results = [fn(*[_lane(a, ax, i) for a, ax in zip(args, axes)]) for i in range(lanes)]
+            if axes not in self._kernels:
+                self._kernels[axes] = _loop_kernel(fn, axes, out_axes)
+            return self._kernels[axes](*args, **kwargs)
+        results = [fn(*[_lane(a, ax, i) for a, ax in zip(args, axes)],
+                      **_lane(kwargs, 0, i)) for i in range(lanes)]
         return _stacked(results, out_axes)
-
-    batched.__name__ = f"vmap_of_{getattr(fn, '__name__', 'f')}"
-    batched.__doc__ = f"{getattr(fn, '__name__', 'f')} mapped over a batch axis (vmap)."
-    return batched
 
 
 def vectorized_map(fn: Callable, elems: Any, fallback_to_while_loop: bool = True,
@@ -90,8 +120,8 @@ def _loop_kernel(fn, axes, out_axes):
     """A Differentiable whose kernel is the loop over lanes, fn traced inside it once."""
     owner = fn.__self__ if isinstance(fn, types.MethodType) else fn
 
-    def looped(*args):
-        return _looped(fn, args, axes, out_axes)
+    def looped(*args, **kwargs):
+        return _looped(fn, args, kwargs, axes, out_axes)
 
     looped.__name__ = f"vmap_of_{getattr(owner.fn, '__name__', 'f')}"
     kernel = differentiable(looped, parallel=owner.parallel, wait=owner.wait,
@@ -101,22 +131,37 @@ def _loop_kernel(fn, axes, out_axes):
     return kernel
 
 
-def _looped(fn, args, axes, out_axes):
+def _looped(fn, args, kwargs, axes, out_axes):
     """fn over the lanes as map_fn: a compiled loop where the lanes are traced (its trip
-    count the batch size), each lane's results stacked on axis 0, then moved to out_axes."""
+    count the batch size), each lane's results stacked on axis 0, then moved to out_axes.
+    The keyword arguments are mapped over axis 0."""
     mapped = [k for k, ax in enumerate(axes) if ax is not None]
-    elems = tuple(_axis_to_front(args[k], axes[k]) for k in mapped)
+    elems = tuple(_axis_to_front(args[k], axes[k]) for k in mapped) + (kwargs,)
 
     def lane(rows):
         full = list(args)
         for k, row in zip(mapped, rows):
             full[k] = row
-        return fn(*full)
+        try:
+            return fn(*full, **rows[-1])
+        except AssignInRegion as error:
+            raise TracingError(
+                f"{error.where}\n  vmap: {_name(fn)} assigns Variable "
+                f"{error.variable!r} in each lane; the lanes of a vmap are independent "
+                "(JAX forbids side effects under vmap; tf.vectorized_map cannot vectorize "
+                "an assign), so which lane's value it should keep has no answer: return "
+                "the new value from the function (it comes back with a batch axis) and "
+                "assign after the vmap, e.g. v.assign(reduce_mean(values, 0))") from None
 
     stacked = map_fn(lane, elems)
     leaves, treedef = tree_flatten(stacked)
     moved = _output_axes(out_axes, stacked, treedef, len(leaves))
     return tree_unflatten(treedef, [_front_to_axis(leaf, ax) for leaf, ax in zip(leaves, moved)])
+
+
+def _name(fn):
+    owner = fn.__self__ if isinstance(fn, types.MethodType) else fn
+    return getattr(getattr(owner, "fn", owner), "__qualname__", "the function")
 
 
 def _axis_to_front(arg, ax):
@@ -152,16 +197,19 @@ def _argument_axes(in_axes, count):
     return axes
 
 
-def _lane_count(args, axes):
-    """The batch size all mapped leaves agree on."""
+def _lane_count(args, kwargs, axes):
+    """The batch size all mapped leaves agree on (the keyword arguments' on axis 0)."""
     sizes = {}
-    for arg, ax in zip(args, axes):
+    named = [(f"argument {k}", arg, ax) for k, (arg, ax) in enumerate(zip(args, axes))]
+    named += [(f"keyword argument {key!r} (mapped over axis 0, JAX's rule for keywords)",
+               kwarg, 0) for key, kwarg in kwargs.items()]
+    for what, arg, ax in named:
         if ax is None:
             continue
         for leaf in tree_flatten(arg)[0]:
             shape = tuple(leaf.shape) if isinstance(leaf, Value) else np.shape(leaf)
             if not -len(shape) <= ax < len(shape):
-                raise ValueError(f"vmap: in_axes {ax} for an argument of shape {shape}")
+                raise ValueError(f"vmap: in_axes {ax} for {what}, of shape {shape}")
             sizes[shape[ax]] = shape
     if not sizes:
         raise ValueError("vmap: no argument is mapped (every in_axes entry is None)")

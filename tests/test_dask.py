@@ -1,7 +1,9 @@
 """srcxform on Dask: the data-parallel gradient of a loss over rows equals the one-process
-gradient on every scheduler, a loss that is not a sum or mean over rows is refused, and
-compiled forms run as Dask tasks (delayed, client.map), through a worker's death too.
-The cluster is the test's own: two worker processes, one thread each."""
+gradient on every scheduler, a data-parallel training step leaves the parameters where the
+one-process loop does, a loss that is not a sum or mean over rows is refused, large
+parameters are scattered rather than put in the graph, and compiled forms run as Dask
+tasks (delayed, client.map), through a worker's death too. The cluster is the test's own:
+two worker processes, one thread each."""
 
 import os
 import pickle
@@ -111,6 +113,112 @@ def test_parameters_are_one_node_of_the_graph():
                               da.from_array(y, chunks=5)).__dask_graph__())
     holding_w = [key for key, task in graph.items() if w.tobytes() in pickle.dumps(task)]
     assert len(holding_w) == 1
+
+
+def _block_tasks_arguments(delayed):
+    """The arguments of each block's task in a Delayed's graph."""
+    graph = dict(delayed.__dask_graph__())
+    return [task.args for key, task in graph.items() if str(key).startswith("_block_part")]
+
+
+def test_large_parameters_are_scattered_to_every_worker_once(client):
+    w, X, y = _data()
+    step = sxdask.value_and_grad(logistic_mean, scheduler=client, scatter_bytes=w.nbytes - 1)
+    data = da.from_array(X, chunks=(UNEVEN, 2)), da.from_array(y, chunks=UNEVEN)
+    delayed = step.delayed(w, *data)
+    graph = dict(delayed.__dask_graph__())
+    assert not [key for key, task in graph.items() if w.tobytes() in pickle.dumps(task)]
+    futures = {arg for args in _block_tasks_arguments(delayed) for arg in args
+               if isinstance(arg, distributed.Future)}
+    assert len(futures) == 1  # one future, read by every block's task
+    future = futures.pop()
+    np.testing.assert_array_equal(future.result()[0], w)
+    assert len(client.who_has(future)[future.key]) == 2  # broadcast: on both workers
+    want_value, want_grad = tf.value_and_grad(logistic_mean)(w, X, y)
+    value, grad = step(w, *data)
+    np.testing.assert_allclose(value, want_value, rtol=1e-12)
+    np.testing.assert_allclose(grad, want_grad, rtol=1e-12, atol=1e-15)
+
+
+def test_small_parameters_stay_in_the_graph_on_a_cluster(client):
+    w, X, y = _data()
+    step = sxdask.value_and_grad(logistic_mean, scheduler=client, scatter_bytes=w.nbytes)
+    delayed = step.delayed(w, da.from_array(X, chunks=5), da.from_array(y, chunks=5))
+    assert not [arg for args in _block_tasks_arguments(delayed) for arg in args
+                if isinstance(arg, distributed.Future)]
+    graph = dict(delayed.__dask_graph__())
+    assert len([key for key, task in graph.items() if w.tobytes() in pickle.dumps(task)]) == 1
+
+
+# ----- the training step: gradients reduced, then one update -----
+
+def mlp_loss(params, X, y, reduce):
+    """A one-hidden-layer perceptron's logistic loss: the mean or sum over rows."""
+    hidden = tf.tanh(X @ params["hidden"]["w"] + params["hidden"]["b"])
+    logits = tf.reduce_sum(hidden * params["output"], axis=1)
+    losses = tf.nn.sigmoid_cross_entropy_with_logits(labels=y, logits=logits)
+    return tf.reduce_mean(losses) if reduce == "mean" else tf.reduce_sum(losses)
+
+
+def _mlp_variables(seed=1, hidden=4):
+    rng = np.random.default_rng(seed)
+    return {"hidden": {"w": tf.Variable(rng.normal(size=(FEATURES, hidden))),
+                       "b": tf.Variable(np.zeros(hidden))},
+            "output": tf.Variable(rng.normal(size=hidden))}
+
+
+OPTIMIZERS = {"mean": lambda: tf.optimizers.Adam(learning_rate=0.1),
+              "sum": lambda: tf.optimizers.SGD(learning_rate=0.01, momentum=0.9)}
+
+
+def _leaves(params):
+    return [params["hidden"]["w"], params["hidden"]["b"], params["output"]]
+
+
+def _one_process_loop(reduce, X, y, steps):
+    """The parameters and losses of the loop on the whole data, tape and optimizer."""
+    variables, optimizer, losses = _mlp_variables(), OPTIMIZERS[reduce](), []
+    for _ in range(steps):
+        with tf.GradientTape() as tape:
+            loss = mlp_loss(variables, X, y, reduce)
+        optimizer.apply(tape.gradient(loss, variables), variables)
+        losses.append(float(loss))
+    return variables, losses
+
+
+def _assert_trains_as_one_process(reduce, scheduler, steps=4):
+    _, X, y = _data()
+    want_variables, want_losses = _one_process_loop(reduce, X, y, steps)
+    variables = _mlp_variables()
+    step = sxdask.train_step(lambda p, X, y: mlp_loss(p, X, y, reduce), OPTIMIZERS[reduce](),
+                             variables, reduce=reduce, scheduler=scheduler)
+    data = da.from_array(X, chunks=(UNEVEN, 2)), da.from_array(y, chunks=UNEVEN)
+    losses = [step(*data) for _ in range(steps)]
+    np.testing.assert_allclose(losses, want_losses, rtol=1e-12)
+    assert want_losses[-1] < want_losses[0]  # it trains: the comparison is not of zeros
+    for variable, expected in zip(_leaves(variables), _leaves(want_variables)):
+        np.testing.assert_allclose(variable.numpy(), expected.numpy(), rtol=1e-12,
+                                   atol=1e-14)
+
+
+@pytest.mark.parametrize("reduce", ["mean", "sum"])
+def test_a_training_step_updates_as_the_one_process_loop_with_threads(reduce):
+    _assert_trains_as_one_process(reduce, "threads")
+
+
+def test_a_training_step_updates_as_the_one_process_loop_on_a_cluster(client):
+    _assert_trains_as_one_process("mean", client)
+
+
+def test_a_training_step_needs_variables_and_an_optimizer():
+    optimizer = tf.optimizers.SGD(0.1)
+    with pytest.raises(TypeError, match="must be a Variable or a structure of Variables"):
+        sxdask.train_step(logistic_mean, optimizer, [tf.Variable(np.zeros(3)), np.zeros(2)])
+    with pytest.raises(TypeError, match="must be a srcxform.optimizers optimizer"):
+        sxdask.train_step(logistic_mean, "adam", tf.Variable(np.zeros(3)))
+    with pytest.raises(TypeError, match=r"differentiated wrt \(0, 1\); a training step"):
+        sxdask.train_step(tf.differentiable(logistic_mean, wrt=(0, 1)), optimizer,
+                          tf.Variable(np.zeros(3)))
 
 
 def test_delayed_grad_runs_on_the_processes_scheduler():

@@ -100,3 +100,15 @@ def test_dask_logistic_regression_matches_its_dask_array_twin(tmp_path):
     assert losses[0] > losses[-1] and len(losses) == 4, text
     difference = re.search(r"two runs' losses: (\S+)", text).group(1)
     assert float(difference) < 1e-12, text
+
+
+def test_dask_mlp_trains_as_the_one_process_loop(tmp_path):
+    # Two worker processes, 6,001 rows in 7 blocks (the last of one row), 3 steps an epoch.
+    pytest.importorskip("distributed")
+    text = run_plotting_example("dask_mlp", tmp_path, "--rows", "6001", "--block-rows",
+                                "1000", "--blocks-per-step", "3", "--epochs", "3", "--check")
+    assert "6001 rows, 10 features, 3 classes (0.00 GiB), in 7 blocks" in text
+    losses = [float(v) for v in re.search(r"mean loss by epoch: (.*)", text).group(1).split()]
+    assert len(losses) == 3 and losses[-1] < 0.8 * losses[0], text
+    difference = re.search(r"one-process loop's parameters: (\S+)", text).group(1)
+    assert float(difference) < 1e-12, text

@@ -277,6 +277,16 @@ def test_hvp_on_rosenbrock_equals_the_hessian_times_v(native):
     assert ROSEN_HVP.cache_info().kernels == 1  # one kernel for both sizes
 
 
+def test_the_hvp_kernel_recomputes_rather_than_stores(monkeypatch):
+    """hvp costs about a gradient: one loop, no temporary array between loops (two stored
+    arrays of n - 1 made it 20 times a gradient call at n = 1e6)."""
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+    x, v = np.linspace(-1, 1, 5), np.ones(5)
+    source = tf.hvp(rosen)._kernel("value", (x, v), {})[0].source
+    kernel = source.split("def hvp_of_rosen__value")[1].split("\ndef ")[0]
+    assert kernel.count("for i0 in") == 1 and "empty(" not in kernel
+
+
 def test_jvp_and_differentiable_jvp(native):
     x, v = np.array([1., 2., 3.]), np.array([0.5, -1., 2.])
     value, tangent = tf.jvp(rosen, (x,), (v,))
@@ -427,21 +437,107 @@ def _scan_loss(x):
     return tf.reduce_sum(rows ** 2)
 
 
-def test_forward_over_a_compiled_scans_stack_raises_rather_than_read_past_it():
-    """Forward over reverse through a compiled scan would make arrays shaped as the loop's
-    stack, which code generation cannot size: a clear error, never a wrong hvp (it gave
-    [52.5, 21, 11] for [52.5, 31, 20] before). The eager accumulator is right."""
-    x, v = np.array([1.0, 2.0, 3.0]), np.ones(3)
-    want = tf.hessian(_scan_loss)(x) @ v
-    with pytest.raises(tf.TracingError, match="compiled loop's stacked rows"):
-        tf.hvp(_scan_loss)(x, v)
+def scan_sines(x):
+    rows = tf.scan(lambda a, e: a * e + tf.sin(a), x, initializer=tf.constant(0.5, tf.float64))
+    return tf.reduce_sum(rows ** 2)
+
+
+def grows_until(x):
+    """A data-dependent while: its trip count depends on x; its stacks are read."""
+    def body(i, s):
+        return i + 1.0, s * 1.5 + tf.sin(s) * x
+
+    _, s = tf.while_loop(lambda i, s: tf.reduce_sum(s) < 5.0, body, (x[0] * 0.0, x))
+    return tf.reduce_sum(s ** 3)
+
+
+def fori_sines_loss(x):
+    return tf.reduce_sum(fori_sines(x) ** 2)
+
+
+def while_in_scan(x):
+    """A while_loop in a scan's body: tangents of stacks inside a loop's body."""
+    def outer(a, e):
+        def inner(c, s):
+            return c + 1.0, tf.sin(s) * e + s
+
+        return tf.while_loop(lambda c, s: c < 2.0, inner, (e * 0.0, a))[1] * e
+
+    return tf.reduce_sum(tf.scan(outer, x, initializer=x[1]) ** 2)
+
+
+def summed_sines(x):
+    """A carry that starts with no tangent (a constant) and gets one from x."""
+    trips = tf.cast(x[0] * 0 + 3, tf.int32)
+    total = tf.fori_loop(0, trips, lambda i, t: t + tf.sin(x[i] * t + x[i]),
+                         tf.constant(0.0, tf.float64))
+    return total ** 2
+
+
+LOOP_LOSSES = [_scan_loss, scan_sines, grows_until, fori_sines_loss, while_in_scan,
+               summed_sines]
+
+
+def _eager_hvp(f, x, v):
+    """Forward over reverse on the eager tape: a ForwardAccumulator around a tape."""
     primal = tf.constant(x)
     with tf.autodiff.ForwardAccumulator(primal, tf.constant(v)) as acc:
         with tf.GradientTape() as tape:
             tape.watch(primal)
-            y = _scan_loss(primal)
+            y = f(primal)
         g = tape.gradient(y, primal)
-    np.testing.assert_allclose(acc.jvp(g), want, rtol=1e-12)
+    return acc.jvp(g).numpy()
+
+
+def _check_second_order_through_loops(f, x, v):
+    """hvp, jvp of grad and jacfwd of grad (each compiled) against the eager accumulator
+    and central differences of the compiled gradient."""
+    want = _eager_hvp(f, x, v)
+    gradient, eps = tf.grad(f), 1e-6
+    numeric = (np.asarray(gradient(x + eps * v)) - np.asarray(gradient(x - eps * v))) / (2 * eps)
+    np.testing.assert_allclose(want, numeric, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(tf.hvp(f)(x, v), want, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(np.asarray(tf.jvp(gradient, (x,), (v,))[1]), want, rtol=1e-12,
+                               atol=1e-14)
+    np.testing.assert_allclose(tf.jacfwd(gradient)(x) @ v, want, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("f", LOOP_LOSSES)
+def test_forward_over_reverse_through_a_compiled_loops_stacks(f, monkeypatch):
+    """The reverse loop reads the forward loop's stacks; forward mode through it reads
+    their tangents, stacked by the forward loop's JVP (a loop whose carries carry the
+    tangents). It raised TracingError before (it had given a wrong hvp before that).
+    Run as Python (JIT=0); Numba under bounds checks below."""
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+    _check_second_order_through_loops(f, np.array([0.3, 0.2, 0.4]), np.array([1., -0.5, 0.25]))
+
+
+@pytest.mark.slow
+def test_forward_over_reverse_through_loops_compiled_with_bounds_checks(monkeypatch):
+    """Numba kernels compiled with bounds checks: a tangent stack sized wrong would read
+    past its end and raise IndexError."""
+    import numba
+
+    monkeypatch.setattr(numba.config, "BOUNDSCHECK", 1)
+    monkeypatch.setenv("SRCXFORM_TIERED", "0")
+    for f in (scan_sines, grows_until):
+        _check_second_order_through_loops(f, np.array([0.3, 0.2, 0.4]),
+                                          np.array([1., -0.5, 0.25]))
+
+
+def _directional(x):
+    """The derivative of grows_until along a fixed direction, by the eager jvp (traced
+    inside a compiled function, it is a loop carrying tangents)."""
+    return jvp(grows_until, (x,), (np.array([1., -0.5, 0.25]),))[1]
+
+
+def test_reverse_over_forward_and_forward_over_forward_through_a_loop(monkeypatch):
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+    x, v = np.array([0.3, 0.2, 0.4]), np.array([1., -0.5, 0.25])
+    want = _eager_hvp(grows_until, x, v)
+    np.testing.assert_allclose(tf.grad(_directional)(x), want, rtol=1e-12)
+    second = tf.jvp(_directional, (x,), (v,))[1]
+    np.testing.assert_allclose(float(second), want @ v, rtol=1e-12)
 
 
 def test_hvp_of_a_non_scalar_function_raises():
@@ -461,3 +557,69 @@ def test_jvp_takes_an_unhashable_callable():
 
     value, tangent = tf.jvp(Model(2.0), (np.ones(2),), (np.ones(2),))
     assert (float(value), float(tangent)) == (4.0, 8.0)
+
+
+# ----- jacobians: empty inputs, integer outputs, structured outputs, pickling -----
+
+
+def moments(x):
+    return tf.stack([tf.reduce_sum(x), tf.reduce_sum(x * x)])
+
+
+@pytest.mark.parametrize("jacobian", [tf.jacfwd, tf.jacrev])
+def test_the_jacobian_of_an_empty_input_is_empty(jacobian, monkeypatch):
+    """JAX's result: shape out.shape + (0,), zeros; the kernel for non-empty inputs is
+    still right after it."""
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+    compiled = jacobian(moments)
+    empty = compiled(np.zeros(0))
+    assert empty.shape == (2, 0) and empty.dtype == np.float64
+    x = np.array([1., 2., 3.])
+    np.testing.assert_allclose(compiled(x), [np.ones(3), 2 * x])
+
+
+def as_integers(x):
+    return x, tf.cast(x * 10.0, tf.int32)
+
+
+@pytest.mark.parametrize("jacobian", [tf.jacfwd, tf.jacrev])
+def test_the_jacobian_of_an_integer_output_raises_naming_its_dtype(jacobian, monkeypatch):
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+    name = jacobian.__name__
+    with pytest.raises(TypeError, match=rf"{name}: as_integers gives output 1 of dtype int32 "
+                                        r"\(shape \(2,\)\); a Jacobian needs float outputs"):
+        jacobian(as_integers)(np.ones(2))
+    with pytest.raises(TypeError, match=rf"{name}: argument 0 must be one float array.*int64"):
+        jacobian(moments)(np.ones(2, np.int64))
+
+
+def pair(x):
+    return {"scaled": x * x[::-1], "total": tf.reduce_sum(tf.sin(x))}, tf.exp(x[0])
+
+
+@pytest.mark.parametrize("jacobian", [tf.jacfwd, tf.jacrev])
+def test_the_jacobian_of_a_structured_output_has_its_structure(jacobian, monkeypatch):
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+    x = np.array([0.5, -1.0, 2.0])
+    got = jacobian(pair)(x)
+    assert isinstance(got, tuple) and set(got[0]) == {"scaled", "total"}
+    flipped = np.eye(3)[::-1]
+    np.testing.assert_allclose(got[0]["scaled"], np.diag(x[::-1]) + x[:, None] * flipped)
+    np.testing.assert_allclose(got[0]["total"], np.cos(x))
+    np.testing.assert_allclose(got[1], [np.exp(x[0]), 0., 0.])
+
+
+@pytest.mark.parametrize("form", [tf.jacfwd, tf.jacrev, tf.hvp])
+def test_jacobian_forms_pickle_with_plain_pickle(form, monkeypatch):
+    """Pickled as what makes them again (the form and the importable function), never
+    through cloudpickle."""
+    import pickle
+
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+    compiled = form(rosen)
+    payload = pickle.dumps(compiled)
+    assert b"cloudpickle" not in payload
+    again = pickle.loads(payload)
+    x = np.array([1., 2., 3.])
+    args = (x, np.ones(3)) if form is tf.hvp else (x,)
+    np.testing.assert_allclose(again(*args), compiled(*args), rtol=1e-15)

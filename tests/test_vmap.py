@@ -148,3 +148,97 @@ def test_vmap_of_a_compiled_while_runs_each_lanes_trip_count():
         want.append((x, n))
     np.testing.assert_allclose(values, [w[0] for w in want], rtol=1e-15)
     np.testing.assert_array_equal(trips, [w[1] for w in want])
+
+
+# ----- pickling, Dask tokens, Variables, keyword arguments -----
+
+
+def scaled_square(x, scale=1.0):
+    return tf.reduce_sum(x * x) * scale
+
+
+SCALED_SQUARE = tf.differentiable(scaled_square, wait=True)
+
+
+@pytest.mark.parametrize("form", ["function", "differentiable", "grad", "partial"])
+def test_vmap_pickles_with_plain_pickle_when_its_function_is_importable(form, monkeypatch):
+    """By reference to its function: pickle (no cloudpickle) names it; a process gets one
+    object for equal payloads, so it compiles the loop kernel once."""
+    import functools
+    import pickle
+
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+    fn = {"function": scaled_square, "differentiable": SCALED_SQUARE,
+          "grad": SCALED_SQUARE.grad,
+          "partial": functools.partial(scaled_square, scale=1.0)}[form]  # no __qualname__
+    batched = tf.vmap(fn)
+    payload = pickle.dumps(batched)
+    assert b"cloudpickle" not in payload
+    again = pickle.loads(payload)
+    assert again is pickle.loads(pickle.dumps(batched))
+    X = np.arange(6.).reshape(3, 2)
+    want = 2 * X if form == "grad" else (X * X).sum(axis=1)
+    np.testing.assert_allclose(np.asarray(again(X)), want)
+
+
+def test_vmap_of_a_lambda_pickles_by_value():
+    import pickle
+
+    cloudpickle = pytest.importorskip("cloudpickle")
+    batched = tf.vmap(lambda x: tf.reduce_sum(x) * 3.0)
+    again = pickle.loads(cloudpickle.dumps(batched))
+    np.testing.assert_allclose(again(tf.constant(np.ones((2, 3)))).numpy(), [9., 9.])
+    again = pickle.loads(pickle.dumps(batched))  # pickle itself ships it through cloudpickle
+    np.testing.assert_allclose(again(tf.constant(np.ones((2, 3)))).numpy(), [9., 9.])
+
+
+def test_the_dask_token_of_a_vmap_is_stable_across_calls(monkeypatch):
+    from dask.base import tokenize
+
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+    batched = tf.vmap(tf.differentiable(scaled_square, wait=True))
+    before = tokenize(batched)
+    batched(np.ones((2, 3)))
+    assert tokenize(batched) == before
+    assert tokenize(tf.vmap(SCALED_SQUARE)) == tokenize(tf.vmap(SCALED_SQUARE))
+    assert tokenize(tf.vmap(SCALED_SQUARE, in_axes=1)) != tokenize(tf.vmap(SCALED_SQUARE))
+
+
+COUNTER = tf.Variable(0.0, dtype=tf.float64, name="counter")
+
+
+def counts(x):
+    COUNTER.assign(tf.reduce_sum(x))
+    return x * 2.0
+
+
+def test_a_variable_assigned_in_a_compiled_lane_is_refused_with_the_reason(monkeypatch):
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+    reason = r"test_vmap.py:\d+.*\n  vmap: counts assigns Variable 'counter:0' in each lane; the " \
+             r"lanes of a vmap are independent.*assign after the vmap"
+    with pytest.raises(tf.TracingError, match=reason):
+        tf.vmap(tf.differentiable(counts, wait=True))(np.ones((2, 3)))
+
+    @tf.differentiable(wait=True)
+    def outer(X):
+        return tf.reduce_sum(tf.vmap(counts)(X))
+
+    with pytest.raises(tf.TracingError, match=reason):
+        outer(np.ones((2, 3)))
+    assert float(COUNTER) == 0.0
+
+
+def test_keyword_arguments_are_mapped_over_axis_0(monkeypatch):
+    """JAX's rule: in_axes covers the positional arguments; keywords are mapped on axis 0."""
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+    X, scales = np.arange(6.).reshape(3, 2), np.array([1., 2., 3.])
+    want = (X * X).sum(axis=1) * scales
+    eager = tf.vmap(scaled_square)(tf.constant(X), scale=tf.constant(scales))
+    np.testing.assert_allclose(eager.numpy(), want)
+    np.testing.assert_allclose(np.asarray(tf.vmap(SCALED_SQUARE)(X, scale=scales)), want)
+    per_example = tf.vmap(SCALED_SQUARE.grad, in_axes=0)(X, scale=scales)
+    np.testing.assert_allclose(per_example, 2 * X * scales[:, None])
+    with pytest.raises(ValueError, match=r"keyword argument 'scale' \(mapped over axis 0"):
+        tf.vmap(scaled_square)(X, scale=2.0)
+    with pytest.raises(ValueError, match="different sizes"):
+        tf.vmap(SCALED_SQUARE)(X, scale=np.ones(4))

@@ -11,7 +11,8 @@ through the reverse walk that exists already; it gives a JVP to every differenti
 primitive with no second rule to keep in step with the first (DESIGN.md's one
 declaration). The price is cost: a JVP runs the VJP and its transpose, about three times
 the ops of a hand-written rule (eagerly; in a compiled function the simplifier removes
-the placeholder and most of the scaffolding).
+the placeholder and most of the scaffolding). A compiled loop has a JVP of its own
+(structured.LoopRule: its tangents ride along its carries), which its record offers.
 
 Since the JVP's operations are ordinary recorded ops, they compose: an outer tape
 records them (reverse over forward), an outer accumulator propagates through an inner
@@ -26,7 +27,6 @@ from typing import Any
 from srcxform import ops
 from srcxform.core import recording
 from srcxform.ad.backprop import unbroadcast
-from srcxform.core.dims import Dim
 from srcxform.core.primitive import ZERO
 from srcxform.core.recording import Record
 from srcxform.ad.tape import GradientTape, UnconnectedGradients, _unconnected_is_zero
@@ -43,6 +43,9 @@ def jvp_of_record(rec: Record, tangents: list) -> list:
     tangent (not a float, or not reached by any input's tangent)."""
     if rec.vjp is None or all(t is None for t in tangents):
         return [None] * len(rec.outs or (rec.out,))
+    own = getattr(rec.vjp, "jvp", None)
+    if own is not None:  # a compiled loop's (structured.LoopRule)
+        return own(tangents, rec.outs, rec.inputs)
     outs = list(rec.outs or (rec.out,))
     placeholders = [_placeholder(out) if out.dtype.kind == "f" else None for out in outs]
     with GradientTape(watch_accessed_variables=False) as tape:
@@ -58,12 +61,8 @@ def jvp_of_record(rec: Record, tangents: list) -> list:
 
 def _placeholder(out):
     """A cotangent shaped as `out` to transpose the VJP at: zeros (any value would do,
-    the VJP being linear in it). A compiled loop's stack has a leading dim known only
-    once the loop has run (an int subclass the trace cannot size new zeros by, and the
-    simplifier would fold `stack * 0` to such zeros), so there it is the stack itself."""
-    if all(type(d) is int or isinstance(d, Dim) for d in out.shape):
-        return ops.zeros_like(out)
-    return ops.stop_gradient(out)
+    the VJP being linear in it)."""
+    return ops.zeros_like(out)
 
 
 def _pairing(inputs, cotangents, tangents):

@@ -17,17 +17,6 @@ FORMS = ("value", "grad", "value_and_grad")
 # Each form has a kernel of its own (api.py keys them apart). The gradient-only kernel
 # returns no value, so what only the value needs (the loss's own sum, say) is dead code.
 
-_STATIC = (bool, int, str, type(None))
-
-
-def is_static(leaf, floats=False):
-    """Whether an argument leaf is static: part of the cache key, fixed in the trace (a
-    Python bool, int, str or None, and with `floats` a Python float, as tf.function has
-    them; NumPy's scalars are values)."""
-    return isinstance(leaf, _STATIC) and not isinstance(leaf, np.generic) or \
-        floats and isinstance(leaf, float) and not isinstance(leaf, np.generic)
-
-
 @dataclass(frozen=True)
 class Convention:
     """How a kernel is called, as plain data (the on-disk index keeps it)."""
@@ -48,12 +37,12 @@ class Convention:
     # The value's treedef (an empty tuple's for a gradient-only kernel), then (gradient
     # forms) the gradients' tuple.
     out_trees: tuple
-    # How each leaf of the results comes back: ("out", j, eager, weak) is output j, which
-    # the plain call returns as the eager run would have it (eager "tensor": a Tensor,
-    # weak or not; "numpy": NumPy's array or scalar; "python": the Python number), the
-    # gradient forms as NumPy values; ("arg", i) is argument leaf i itself (the function
-    # returned it, or a Variable argument); ("const", value) a value fixed by the trace
-    # (a string, None, a Python number, a captured Variable).
+    # How each leaf of the results comes back (result_leaves reads it): ("out", j, eager,
+    # weak) is output j, which the plain call returns as the eager run would have it
+    # (eager "tensor": a Tensor, weak or not; "numpy": NumPy's array or scalar; "python":
+    # the Python number), the gradient forms as NumPy values; ("arg", i) is argument leaf
+    # i itself (the function returned it, or a Variable argument); ("const", value) a
+    # value fixed by the trace (a string, None, a Python number, a captured Variable).
     returns: tuple
     guards: tuple  # (expr, op): conditions on the sizes the trace relied on
     single: bool  # the gradient is wrt one argument: its structure, not a tuple of them
@@ -67,8 +56,8 @@ class Convention:
     # The gradient forms' function returns (output, aux): grad gives (gradient, aux), its
     # kernel returning the aux as its value.
     has_aux: bool = False
-    # tf.function's rules: a Python float argument is static (is_static's `floats`), an
-    # array a tensor.
+    # tf.function's rules (core/signature.py's TF_RULES): a Python float argument is
+    # static, an array a tensor.
     tf_rules: bool = False
 
     @property
@@ -80,6 +69,27 @@ class Convention:
         """Whether calls of this form return results as the eager function does (else as
         NumPy values, JAX's convention)."""
         return self.form == "value" and self.eager_value
+
+    def result_leaves(self, make):
+        """An object per leaf of the results, as `returns` says, made by `make` (values at
+        tier 0, tiered.py; expressions in generated code, callpath.py): arg(i), const(k,
+        value) and out(j) (as the kernel returns it: an array, for rank 0 a Python
+        number); asarray(x, dtype), tensor(x, weak) and scalar(x, dtype) convert x."""
+        plain, leaves = self.plain(), []
+        for k, how in enumerate(self.returns):
+            if how[0] != "out":
+                leaves.append(make.arg(how[1]) if how[0] == "arg" else make.const(k, how[1]))
+                continue
+            _, j, eager, weak = how
+            shape, dtype = self.outs[j]
+            x = make.out(j)
+            if plain and eager == "tensor":
+                leaves.append(make.tensor(x if shape else make.asarray(x, dtype), weak))
+            elif plain and eager == "python" or shape or not plain and dtype == np.float64:
+                leaves.append(x)
+            else:
+                leaves.append(make.scalar(x, dtype))
+        return leaves
 
     def results(self, leaves, build=None):
         """What a call of this form returns, from an object per leaf of the results

@@ -68,7 +68,8 @@ def emit(conv, consts, name, kernel, size_label):
 
 def spelled(value):
     """A constant as the module's text spells it: a NumPy dtype or type, a builtin type,
-    a shape; anything else (a captured object) is None with a comment saying what."""
+    a shape or a dict's keys (a tuple of str and int, repr'd); anything else (a captured
+    object) is None with a comment saying what."""
     if isinstance(value, np.dtype):
         return f"np.dtype({value.name if value.isnative else value.str!r})"
     if isinstance(value, type) and getattr(builtins, value.__name__, None) is value:
@@ -76,7 +77,7 @@ def spelled(value):
     if isinstance(value, type) and value.__module__ == "numpy" and \
             getattr(np, value.__name__, None) is value:
         return f"np.{value.__name__}"
-    if value is None or isinstance(value, tuple) and all(isinstance(d, int) for d in value):
+    if value is None or isinstance(value, tuple) and all(type(d) in (int, str) for d in value):
         return repr(value)
     return f"None  # {type(value).__name__}"
 
@@ -194,8 +195,7 @@ def _form_function(conv, name, kernel, size_label):
     first_write = len(conv.outs) - len(conv.writes)
     for k, v in enumerate(conv.writes):
         statements.append(_parse(f"assign({variable(v)}, {body.outs[first_write + k]})"))
-    leaves = [_returned(conv, k, how, params, body.outs, conv.plain())
-              for k, how in enumerate(conv.returns)]
+    leaves = conv.result_leaves(ResultExprs(params, body.outs))
     statements.append(ast.Return(results_ast(conv, leaves, _NodeNames())))
     doc = f"What {name}{'' if form == 'value' else '.' + form}(...) returns, for arguments " \
           "like the traced ones."
@@ -214,30 +214,35 @@ def _kernel_function(conv, name, kernel, size_label):
     return _function(kernel_name(name), params, doc, body.statements + [ret])
 
 
-def _returned(conv, k, how, params, outs, plain):
-    """The expression for result leaf k (Convention.returns)."""
-    if how[0] == "arg":
-        return ast.Name(params[how[1]], ast.Load())
-    if how[0] == "const":
-        return ast.Constant(how[1]) if _literal(how[1]) else ast.Name(f"fixed{k}", ast.Load())
-    out = ast.Name(outs[how[1]], ast.Load())
-    return output_leaf(conv, how, out, plain, dtype_ast, _parse("np.asarray").value)
+class ResultExprs:
+    """Convention.result_leaves' maker of expressions, from the names of the argument
+    leaves and the outputs' expressions (the warm entry's, entry.py, names constants its
+    own way)."""
 
+    def __init__(self, params, outs):
+        self.params, self.outs = params, outs
 
-def output_leaf(conv, how, out, plain, spell, asarray):
-    """A result leaf that is a kernel output, `how` = ("out", j, eager, weak)
-    (Convention.returns), as an expression of `out`, the output's expression: the plain
-    call's as the eager run has it, the gradient forms' as NumPy values. `spell(t)` is an
-    expression naming a NumPy dtype or scalar type t, `asarray` one naming np.asarray.
-    The call path and the warm entries (entry.py) both write result leaves with it."""
-    _, j, eager, weak = how
-    shape, dtype = conv.outs[j]
-    if plain and eager == "tensor":
-        array = out if shape else ast.Call(asarray, [out, spell(dtype)], [])
-        return ast.Call(ast.Name("tensor", ast.Load()), [array, ast.Constant(weak)], [])
-    if plain and eager == "python" or shape or not plain and dtype == np.float64:
-        return out  # Numba returns a float64 scalar as a Python float: as good
-    return ast.Call(spell(dtype.type), [out], [])
+    def arg(self, i):
+        return ast.Name(self.params[i], ast.Load())
+
+    def const(self, k, value):
+        return ast.Constant(value) if _literal(value) else ast.Name(f"fixed{k}", ast.Load())
+
+    def out(self, j):
+        return ast.parse(self.outs[j], mode="eval").body
+
+    def spell(self, t):
+        """An expression naming a NumPy dtype or scalar type."""
+        return dtype_ast(t)
+
+    def asarray(self, x, dtype):
+        return ast.Call(_parse("np.asarray").value, [x, self.spell(dtype)], [])
+
+    def tensor(self, x, weak):
+        return ast.Call(ast.Name("tensor", ast.Load()), [x, ast.Constant(weak)], [])
+
+    def scalar(self, x, dtype):
+        return ast.Call(self.spell(dtype.type), [x], [])
 
 
 def results_ast(conv, leaves, name):

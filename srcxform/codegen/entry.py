@@ -2,7 +2,8 @@
 like one call's, that a warm call runs instead of the general path.
 
 It checks that what the trace captured from outside is unchanged (captures.py) and that
-the arguments still fit the signature (types, ranks, dtypes, which dims are 1, guards),
+the arguments still fit the signature (their kinds' tests, which core/signature.py writes
+from the rules that key the slow path's cache, and the trace's guards on sizes),
 unpacks them, finds the output arrays the kernel fills (those it returned last call when
 nothing else holds them, else new ones), makes the one kernel call (holding the locks of
 the Variables it assigns) and shapes the results as the calling convention says
@@ -24,13 +25,11 @@ import ast
 import astor
 import numpy as np
 
-from srcxform.codegen.callconv import is_static
-from srcxform.codegen.callpath import output_leaf, results_ast, spelled
+from srcxform.codegen.callpath import ResultExprs, results_ast, spelled
 from srcxform.codegen.exprs import name_ast
 from srcxform.core.dims import render
-from srcxform.core.tensor import Tensor, Variable
-from srcxform.core.tree import DATACLASS, DICT, NAMEDTUPLE, NONE, SEQUENCE, flatten_function, \
-    tree_flatten
+from srcxform.core.signature import ArgumentTests, failing, guard, kernel_expr
+from srcxform.core.tree import tree_flatten
 
 
 def _buffer_shapes(conv, size, shape_names):
@@ -51,134 +50,9 @@ def _output_exprs(conv, buffers):
     return [filled[p] if p in filled else f"r[{next(returned)}]" for p in range(len(conv.outs))]
 
 
-class _EntryWriter:
-    """Builds the source of one entry function. Every name it binds is made by a scheme
-    of its own (a<i>, x<k>, s<k>, size<k>, k<k> …): the user's names reach an entry only as the
-    dict keys it writes as literals, so none can clash with them."""
-
-    def __init__(self, n_args, static_floats=False):
-        self.static_floats = static_floats  # Python floats are static (tf.function's)
-        self.unpack, self.checks, self.names, self.constants = [], [], [], {}
-        self._constant_names = {}  # id of each constant: its name
-        # Each leaf array's shape tuple, by the array's name: (the tuple's name, its rank).
-        self.shapes = {}
-        # The globals holding the shape each leaf array had at the last call that passed
-        # its tests (an equal shape passes them again), with their first values.
-        self.last_shapes = {}
-        # How a call the entry does not fit goes on to the next entry.
-        self.fall_back = f"return fallback({', '.join(f'a{i}' for i in range(n_args))})"
-
-    def fails(self, test, why=""):
-        """Sends a call for which `test` holds to the fallback (`why`: a comment)."""
-        self.checks += guard(test, self.fall_back, why)
-
-    def constant(self, value):
-        """The entry's global name for `value`: one name per object (a captured Variable
-        read and assigned, a type or dtype several leaves share). A dtype is NumPy's own
-        instance of it, so that an entry's text is the same whether its kernel was traced
-        in this process or its Spec unpickled from the index (the text is the key of the
-        entry's cached bytecode)."""
-        if isinstance(value, np.dtype) and value.isnative:
-            value = np.dtype(value.str)
-        name = self._constant_names.get(id(value))
-        if name is None:
-            name = self._constant_names[id(value)] = f"k{len(self.constants)}"
-            self.constants[name] = value
-        return name
-
-    def leaves(self, value, expr):
-        """Unpacks the leaves of an argument like `value` found at `expr`, in the order
-        tree_flatten visits them, checking the containers on the way."""
-        leaves, tree = tree_flatten(value)
-        self._unpack(tree, expr, iter(leaves))
-
-    def _unpack(self, tree, expr, leaves):
-        if tree.kind is None:
-            name = expr
-            if not expr.isidentifier():
-                name = f"x{len(self.names)}"
-                self.unpack.append(f"{name} = {expr}")
-            self.names.append(name)
-            self.check(name, next(leaves))
-            return
-        if tree.how == NONE:
-            self.unpack += guard(f"{expr} is not None", self.fall_back)
-            return
-        n = len(tree.children)
-        if tree.how in (SEQUENCE, DICT) and tree.kind in (tuple, list, dict):
-            self.unpack += guard(f"type({expr}) is not {tree.kind.__name__} or "
-                                 f"len({expr}) != {n}", self.fall_back)
-        else:  # its type, a constant; a NamedTuple's or dataclass's fields come with it
-            kind = self.constant(tree.kind)
-            length = f" or len({expr}) != {n}" if tree.how == SEQUENCE else ""
-            self.unpack += guard(f"type({expr}) is not {kind}{length}", self.fall_back)
-        if tree.how == DICT:
-            children = [f"{expr}[{k!r}]" for k in tree.keys]
-        elif tree.how == DATACLASS:
-            children = [f"{expr}.{k}" for k in tree.keys]
-        elif tree.how in (SEQUENCE, NAMEDTUPLE):
-            children = [f"{expr}[{k}]" for k in range(n)]
-        else:  # a registered type: its flatten function's children and aux data
-            flat, flatten = f"c{len(self.unpack)}", self.constant(flatten_function(tree.kind))
-            aux = self.constant(tree.keys)
-            self.unpack += [f"{flat}, {flat}_aux = {flatten}({expr})", f"{flat} = tuple({flat})"]
-            self.unpack += guard(f"{flat}_aux != {aux} or len({flat}) != {n}", self.fall_back)
-            children = [f"{flat}[{k}]" for k in range(n)]
-        for child, child_expr in zip(tree.children, children):
-            self._unpack(child, child_expr, leaves)
-
-    def check(self, name, leaf):
-        """The tests that a later leaf has the kind, dtype, rank and 1-dims this one had."""
-        if is_static(leaf, self.static_floats):
-            self.fails(f"type({name}) is not {self.constant(type(leaf))} or "
-                       f"{name} != {self.constant(leaf)}")
-            return
-        array = leaf._array if isinstance(leaf, (Tensor, Variable)) else leaf
-        tests = [f"type({name}) is not {self.constant(type(leaf))}"]
-        if isinstance(leaf, Tensor):
-            tests.append(f"{name}._weak")
-        if not (isinstance(array, np.ndarray) or isinstance(leaf, (Tensor, Variable))):
-            self.fails(" or ".join(tests))
-            return
-        value = f"{name}._array" if isinstance(leaf, (Tensor, Variable)) else name
-        if array.ndim:
-            self.fails(" or ".join(tests))
-            self.layout(value, array.dtype)
-        else:  # the kernel takes its value as a scalar
-            self.fails(" or ".join(tests + [f"{value}.dtype.num != {array.dtype.num}"]),
-                       _dtype_number(array.dtype))
-        shape = f"s{len(self.shapes)}"
-        self.shapes[value] = shape, array.ndim
-        tests = [f"len({shape}) != {array.ndim}"]
-        ones = [d == 1 for d in array.shape]
-        if any(ones):  # which dims are 1 is part of the signature
-            tests += [f"{shape}[{a}] {'!=' if one else '=='} 1" for a, one in enumerate(ones)]
-        elif ones:
-            tests.append(f"1 in {shape}")
-        # Tested only when it differs from the last call's: one tuple comparison costs
-        # less than the rank and 1-dims tests, a large part of a small warm call.
-        last = f"last_{shape}"
-        self.last_shapes[last] = array.shape
-        self.checks += [f"if ({shape} := {value}.shape) != {last}:"]
-        self.checks += [f"    {line}" for line in guard(" or ".join(tests), self.fall_back)]
-        self.checks.append(f"    {last} = {shape}")
-
-    def layout(self, value, dtype, fixed=False):
-        """Tests that the array `value` has `dtype` (unless its dtype is `fixed`: a captured
-        array's or Variable's cannot change) in native byte order (the slow path converts
-        one that is not, which Numba cannot type); and unless it is C-contiguous, aligned
-        and writeable with the very dtype object NumPy uses natively, the kernel is run
-        through `checked` (Numba's dispatcher), not `direct`."""
-        native = self.constant(np.dtype(dtype.type))
-        test = f"{value}.dtype is not {native} or not {value}.flags.carray"
-        if fixed:
-            self.checks.append(f"if {test}: run = checked")
-            return
-        other = f"{value}.dtype.num != {dtype.num} or not {value}.dtype.isnative"
-        self.checks += [f"if {test}:"]
-        self.checks += [f"    {line}" for line in guard(other, self.fall_back,
-                                                        _dtype_number(dtype))]
-        self.checks.append("    run = checked")
+class _EntryWriter(ArgumentTests):
+    """Builds the source of one entry function: the tests of its arguments
+    (core/signature.py), and what the kernel's call reads of them."""
 
     def variable(self, source, leaves):
         """The name holding a Variable (a leaf index, or the captured Variable itself),
@@ -198,25 +72,6 @@ class _EntryWriter:
 # rather than allocating: nobody can see the difference. The pair is the array and its
 # shape, read and replaced at once: a call in another thread that replaces the array
 # between this call's tests cannot pair it with the other array's shape.
-
-
-def guard(test, fall_back, why=""):
-    """The lines sending a call for which `test` holds on: one statement a line."""
-    return [f"if {test}:{f'  # {why}' if why else ''}", f"    {fall_back}"]
-
-
-def _dtype_number(dtype):
-    """The comment naming the dtype a test of `.dtype.num` compares with: NumPy's number
-    for it, tested rather than the dtype's equality, which costs more."""
-    return f"{dtype.num}: {dtype.name}"
-
-
-def _arg_expr(name, leaf):
-    """How the kernel receives a leaf held in `name`."""
-    if isinstance(leaf, (Tensor, Variable)):
-        name = f"{name}._array"
-        leaf = leaf._array
-    return f"{name}[()]" if isinstance(leaf, np.ndarray) and leaf.ndim == 0 else name
 
 
 def in_module(entries):
@@ -255,14 +110,12 @@ def emit(conv, consts, probes, name, args, sole, keywords=True, check=False):
     `checked_shapes` (kernel.array_shapes's tuples) goes on to the fallback, and in the
     end to the slow path, which checks it against the eager tape (crosscheck.py)."""
     keywords = keywords or conv.form == "value"  # no wrt: a value takes what the function takes
-    w = _EntryWriter(len(args), conv.tf_rules)
-    for i, arg in enumerate(args):
-        w.leaves(arg, f"a{i}")
+    w = _EntryWriter(args, conv.tf_rules)
     leaves = tree_flatten(list(args))[0]
-    kernel_args = [_arg_expr(w.names[i], leaves[i]) for i in conv.traced]
+    kernel_args = [kernel_expr(w.names[i], leaves[i]) for i in conv.traced]
     for source in conv.variables:
         v, variable = w.variable(source, leaves)
-        kernel_args.append(f"{v}._array" if variable.ndim else f"{v}._array[()]")
+        kernel_args.append(kernel_expr(v, variable))
         if variable.ndim and not isinstance(source, int):  # a leaf's is tested with it
             w.layout(f"{v}._array", variable.dtype, fixed=True)
     for c in consts:
@@ -275,11 +128,10 @@ def emit(conv, consts, probes, name, args, sole, keywords=True, check=False):
         sizes[k] = f"size{k} = {w.size(kernel_args[index], axis)}"
         return f"size{k}"
 
-    fails = {">=": "<", "==": "!=", "!=": "=="}
-    guards = [f"{render(expr, size)} {fails[op]} 0" for expr, op in conv.guards]
+    guards = failing(conv.guards, size)
     allocate, buffers, kept = _reused_buffers(conv, w, kernel_args, size, sole)
     outputs = _output_exprs(conv, buffers)
-    results = _returned(conv, w, outputs, plain=conv.plain())
+    results = conv.result_leaves(_ResultExprs(w, outputs))
     assigned = kept + list(w.last_shapes)
     body = [f"global {', '.join(assigned)}"] if assigned else []
     # `run` is the kernel a layout test may send the call through Numba's dispatcher by;
@@ -349,20 +201,22 @@ def _probe_tests(probes, w):
     return lines
 
 
-def _returned(conv, w, outputs, plain):
-    """An expression per leaf of the results (Convention.returns), as the call path writes
-    them (callpath.output_leaf), with dtypes and types as the entry's constants."""
-    exprs = []
-    for how in conv.returns:
-        if how[0] == "arg":
-            exprs.append(name_ast(w.names[how[1]]))
-        elif how[0] == "const":
-            exprs.append(name_ast(w.constant(how[1])))
-        else:
-            out = ast.parse(outputs[how[1]], mode="eval").body
-            exprs.append(output_leaf(conv, how, out, plain, lambda t: name_ast(w.constant(t)),
-                                     name_ast("asarray")))
-    return exprs
+class _ResultExprs(ResultExprs):
+    """Result leaves as the call path writes them, with the entry's constants for fixed
+    values, dtypes and types."""
+
+    def __init__(self, w, outputs):
+        super().__init__(w.names, outputs)
+        self.w = w
+
+    def const(self, k, value):
+        return name_ast(self.w.constant(value))
+
+    def spell(self, t):
+        return name_ast(self.w.constant(t))
+
+    def asarray(self, x, dtype):
+        return ast.Call(name_ast("asarray"), [x, self.spell(dtype)], [])
 
 
 def _reused_buffers(conv, w, kernel_args, size, sole):

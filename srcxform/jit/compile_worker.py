@@ -142,7 +142,7 @@ def _compile(env, source, func_name, parallel, signature):
 
 
 def _numba_type(described):
-    """The Numba type of an argument tiered._described describes: numba.typeof's."""
+    """The Numba type of an argument signature.described describes: numba.typeof's."""
     import numba
 
     from srcxform.numba_adapter import jit

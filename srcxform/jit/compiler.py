@@ -14,17 +14,16 @@ from collections import namedtuple
 import numpy as np
 
 from srcxform import numba_adapter
-from srcxform.core import settings
+from srcxform.core import settings, signature
 from srcxform.jit import backend, captures, index
 from srcxform.passes import reroll
-from srcxform.codegen.callconv import Convention, is_static
+from srcxform.codegen.callconv import Convention
 from srcxform.codegen import callpath, entry
 from srcxform.codegen import generate as generate_source
 from srcxform.codegen.exprs import size_label
 from srcxform.core.dims import Dim, expr_of, guard_conditions
 from srcxform.core.errors import source_text
 from srcxform.jit.kernel import Kernel, Spec
-from srcxform.runtime import calls
 from srcxform.core.names import function_name
 from srcxform.passes.pipeline import optimize
 from srcxform.core.recording import CONTEXT
@@ -127,11 +126,11 @@ def trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux=False,
     trace = Trace(name)
     trace.joiner = reroll.joined
     names = _leaf_names(fn, args, kwargs)
-    traced = [i for i, leaf in enumerate(leaves) if not is_static(leaf, tf_rules)
-              and not isinstance(leaf, Variable)]
+    rules = [signature.rule_of(leaf, tf_rules) for leaf in leaves]
+    traced = [i for i, rule in enumerate(rules) if rule.traced]
     with trace:
-        inputs = {i: trace.new_input(calls.leaf(leaves[i]), names[i],
-                                     "tensor" if tf_rules else _eager_kind(leaves[i]))
+        inputs = {i: trace.new_input(signature.kernel_value(leaves[i]), names[i],
+                                     rules[i].eager)
                   for i in traced}
         call_leaves = [inputs.get(i, leaf) for i, leaf in enumerate(leaves)]
         call_args, call_kwargs = tree_unflatten(tree_flatten((args, kwargs))[1], call_leaves)
@@ -217,11 +216,9 @@ def _path(root, keys):
     return root + "".join(f"[{k!r}]" for k in keys)
 
 
-def _eager_kind(leaf):
-    """What an argument leaf is to the eager function's NumPy-level code (trace.Tracer)."""
-    if isinstance(leaf, (Tensor, Variable)):
-        return "tensor"
-    return "python" if isinstance(leaf, float) and not isinstance(leaf, np.generic) else "numpy"
+# A returned bool, int, str or None (not NumPy's str_) is a value the trace fixes, as a
+# returned Python float is.
+_FIXED = (bool, int, str, type(None))
 
 
 def _returned(fn, leaf, given, flat):
@@ -232,7 +229,8 @@ def _returned(fn, leaf, given, flat):
     if isinstance(leaf, Tracer):
         flat.append(leaf)
         return ("out", len(flat) - 1, leaf.eager, leaf.aval.weak)
-    if isinstance(leaf, Variable) or is_static(leaf) or isinstance(leaf, (float, complex)):
+    if isinstance(leaf, (Variable, float, complex)) or \
+            isinstance(leaf, _FIXED) and not isinstance(leaf, np.generic):
         return ("const", leaf)
     if isinstance(leaf, Dim):  # x.shape[0]: a Python int eagerly, read at each call
         flat.append(as_value(leaf))

@@ -20,9 +20,9 @@ from srcxform import numba_adapter
 from srcxform.jit import backend
 from srcxform.codegen.callconv import Convention
 from srcxform.codegen import callpath, entry
-from srcxform.core.dims import evaluate
+from srcxform.core import signature
 from srcxform.runtime import calls
-from srcxform.runtime.calls import NO, leaf
+from srcxform.runtime.calls import NO
 from srcxform.core.tensor import Tensor, Updating, Variable
 from srcxform.core.tree import tree_flatten
 
@@ -80,8 +80,8 @@ class Kernel:
 
     def arguments(self, leaves):
         """The kernel's inputs for a call with these leaves (their sizes, for the guards)."""
-        args = [leaf(leaves[i]) for i in self.conv.traced]
-        args += [leaf(_variable(v, leaves)) for v in self.conv.variables]
+        args = [signature.kernel_value(leaves[i]) for i in self.conv.traced]
+        args += [signature.kernel_value(_variable(v, leaves)) for v in self.conv.variables]
         return args + self.consts
 
     def variables(self, leaves):
@@ -99,9 +99,7 @@ class Kernel:
 
     def admits(self, args):
         """Whether the sizes of these arguments satisfy every guard of the trace."""
-        sizes = self.sizes(args)
-        holds = {">=": lambda v: v >= 0, "==": lambda v: v == 0, "!=": lambda v: v != 0}
-        return all(holds[op](evaluate(expr, sizes)) for expr, op in self.guards)
+        return signature.admits(self.guards, self.sizes(args))
 
     # ----- the general path (any call, keyword arguments too) -----
     def run(self, leaves):

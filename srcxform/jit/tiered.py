@@ -38,7 +38,7 @@ from multiprocessing.connection import Connection
 
 import numpy as np
 
-from srcxform.core import settings
+from srcxform.core import settings, signature
 from srcxform.jit import backend, compile_worker, index, interpret, slow_compile
 from srcxform.numba_adapter import cachefiles
 from srcxform.numba_adapter.cachefiles import cache_dir
@@ -96,7 +96,7 @@ def compile_later(kernel, generate, leaves):
     """A Job for `kernel`, traced but not generated (compiler.trace_kernel's kernel and
     function generating it), compiling in the worker for calls with these argument
     leaves once it is handed off."""
-    arguments = [_described(a) for a in kernel.arguments(leaves)]
+    arguments = [signature.described(a) for a in kernel.arguments(leaves)]
     # What the worker's compile depends on in the environment: the cache folder (read
     # now: tests and users change it), Numba's and srcxform's switches.
     env = {k: v for k, v in os.environ.items() if k.startswith(("SRCXFORM_", "NUMBA_"))}
@@ -204,16 +204,6 @@ def warn_lost(job, name):
                   stacklevel=level)
 
 
-def _described(arg):
-    """A kernel argument as the worker types it: an array by the parts of its Numba type
-    (numba.typeof's: dtype, ndim, layout, read-only), a scalar as itself (it is small)."""
-    if isinstance(arg, np.ndarray):
-        flags = arg.flags
-        layout = "C" if flags.c_contiguous else "F" if flags.f_contiguous else "A"
-        return ("array", arg.dtype.str, arg.ndim, layout, not flags.writeable)
-    return ("value", arg)
-
-
 # ----- tier 0: the traced program's results, as the kernel's call path returns them -----
 
 
@@ -221,34 +211,37 @@ def results(kernel, leaves):
     """What a call of the kernel's form returns while it compiles: its traced program run
     on NumPy (interpret.py), not the function, whose Python ran once, when traced. The
     Variables it assigns are updated as the kernel's call updates them (holding their
-    locks), and its outputs converted leaf by leaf as the kernel's generated call path
-    converts them (callpath._returned)."""
+    locks), and its results made as the kernel's generated call path makes them
+    (Convention.result_leaves)."""
     conv = kernel.conv
     written = [leaves[v] if isinstance(v, int) else v for v in conv.writes]
     with Updating(written):
         outputs = interpret.run(kernel.program, kernel.arguments(leaves))
         for variable, value in zip(written, outputs[len(outputs) - len(written):]):
             variable._array = np.asarray(value, variable.dtype).reshape(variable.shape)
-    plain = conv.plain()
-    return conv.results([_returned(conv, how, outputs[how[1]] if how[0] == "out" else None,
-                                   leaves, plain) for how in conv.returns])
+    return conv.results(conv.result_leaves(_Values(conv, leaves, outputs)))
 
 
-def _returned(conv, how, x, leaves, plain):
-    if how[0] == "arg":
-        return leaves[how[1]]
-    if how[0] == "const":
-        return how[1]
-    _, j, eager, weak = how
-    shape, dtype = conv.outs[j]
-    array = np.asarray(x._array if isinstance(x, Value) else x, dtype)
-    if plain and eager == "tensor":
-        return Tensor._new(array, weak)
-    if shape:
-        return array
-    if plain and eager == "python":
-        return array.item()
-    return float(array) if not plain and dtype == np.float64 else dtype.type(array)
+class _Values:
+    """Convention.result_leaves' maker of values: the call's argument leaves, and the
+    traced program's outputs made what the kernel returns (an array; for rank 0 a
+    Python number)."""
+
+    asarray, tensor = staticmethod(np.asarray), staticmethod(Tensor._new)
+
+    def __init__(self, conv, leaves, outputs):
+        self.conv, self.arg, self.outputs = conv, leaves.__getitem__, outputs
+
+    def const(self, k, value):
+        return value
+
+    def out(self, j):
+        x = self.outputs[j]
+        array = np.asarray(x._array if isinstance(x, Value) else x, self.conv.outs[j][1])
+        return array if array.ndim else array.item()
+
+    def scalar(self, x, dtype):
+        return dtype.type(x)
 
 
 # ----- the worker -----

@@ -36,8 +36,8 @@ def optimize(program, check=False, keep_gradient_stops=False):
 def _check_sized(program):
     """Raises where an equation other than a compiled loop's own takes or makes an array
     shaped as a loop's stack, whose leading dim is known only once the loop has run: code
-    generation would size it 0 and read past its end (forward mode through a compiled
-    scan or while_loop makes such equations)."""
+    generation would size it 0 and read past its end. Nothing is known to make one (a
+    loop's tangents, which did, are a loop's now: structured.LoopRule); a guard."""
     for eqn in program.eqns:
         if getattr(eqn.prim, "structured", False):
             continue

@@ -174,8 +174,16 @@ class SubTrace(Trace):
         return Tracer(self, self._capture(self.parent.read_variable(variable)), variable._id)
 
     def write_variable(self, variable, value):
-        raise TracingError(f"{user_line()}\n  assigning a Variable inside a compiled loop "
-                           "body or branch: return the new value from it and assign after")
+        raise AssignInRegion(user_line(), variable.name)
+
+
+class AssignInRegion(TracingError):
+    """A Variable assigned inside a compiled loop body or branch (vmap names its own)."""
+
+    def __init__(self, where, variable):
+        super().__init__(f"{where}\n  assigning a Variable inside a compiled loop body or "
+                         f"branch ({variable}): return the new value from it and assign after")
+        self.where, self.variable = where, variable
 
 
 def trace_region(name, fn, avals, hints):
@@ -388,9 +396,9 @@ def _bind_loop_results(op, bounds, inits, captures, regions, xs, y_avals, revers
                        checkpoint, recompute, stacked):
     """_bind_loop, returning every result; with `stacked` the trip count and stacks are
     results even where no tape differentiates the loop."""
-    n, m, r = len(inits), len(xs), len(y_avals)
+    n, m = len(inits), len(xs)
     values = [as_value(v) for v in (*bounds, *inits, *xs, *captures)]
-    # A forward accumulator differentiates the loop through its VJP too (forward.py).
+    # A forward accumulator differentiates the loop too (LoopRule.jvp).
     watched = recording.watching(values) or any(
         accumulator.follows(values) for accumulator in CONTEXT.accumulators)
     if recompute and watched:
@@ -410,8 +418,8 @@ def _bind_loop_results(op, bounds, inits, captures, regions, xs, y_avals, revers
         region, counts, ins, segment = recompute
         params.update(recompute=region, recompute_ins=counts, segment=segment)
         values += [as_value(v) for v in ins]
-    vjp = _loop_vjp(len(bounds), n, m, r, regions["body"], reverse, checkpoint) \
-        if stacked else None
+    vjp = LoopRule(op, len(bounds), n, m, regions, tuple(y_avals), reverse, checkpoint,
+                   bool(recompute)) if stacked else None
     return bind(op, values, params, out_avals, vjp)
 
 
@@ -527,6 +535,126 @@ def _loop_vjp(bounds, n, m, r, body, reverse, checkpoint):
         return cotangents
 
     return vjp
+
+
+class LoopRule:
+    """A loop's derivatives: called, its VJP (_loop_vjp); `jvp`, its JVP (_loop_jvp). A
+    loop has a JVP of its own where every other op's is its VJP transposed (forward.py):
+    transposed, a loop's VJP would make the tangents of its stacks by equations outside
+    any loop, shaped as a stack whose rows only the loop counts."""
+
+    def __init__(self, op, bounds, n, m, regions, y_avals, reverse, checkpoint, recompute):
+        self.vjp = _loop_vjp(bounds, n, m, len(y_avals), regions["body"], reverse,
+                             checkpoint)
+        self.op, self.bounds, self.n, self.m, self.regions = op, bounds, n, m, regions
+        self.y_avals, self.reverse, self.checkpoint = y_avals, reverse, checkpoint
+        self.recompute = recompute
+
+    def __call__(self, gs, outs, *inputs):
+        return self.vjp(gs, outs, *inputs)
+
+    def jvp(self, tangents, outs, inputs):
+        """The tangents of the loop's results given its inputs' (None: zero)."""
+        if self.recompute:
+            raise NotImplementedError("forward mode through a checkpointed loop's adjoint: "
+                                      "use checkpoint=None for a second derivative")
+        return _loop_jvp(self, tangents, outs, inputs)
+
+
+def _loop_jvp(rule, tangents, outs, inputs):
+    """Forward mode through a loop: a loop of the same kind, bounds and direction whose
+    carries are the loop's and the tangents of those a tangent reaches (tangents ride
+    along the carry), whose rows are the loop's and their tangents, and whose body runs
+    the loop's under a ForwardAccumulator. Its stacks of the tangent carries are the
+    tangents of the loop's stacks (what a reverse loop reads). It computes the primal
+    again, by the same arithmetic: the loop's results are not read from it."""
+    from srcxform.ops import zeros_like
+
+    b, n, m, r = rule.bounds, rule.n, rule.m, len(rule.y_avals)
+    inits, xs, captures = inputs[b:b + n], inputs[b + n:b + n + m], inputs[b + n + m:]
+
+    def seeded(start, count):
+        return [k for k in range(count) if tangents[start + k] is not None
+                and inputs[start + k].dtype.kind == "f"]
+
+    x_seeded, c_seeded = seeded(b + n, m), seeded(b + n + m, len(captures))
+    active, y_active = _reached(rule, seeded(b, n), x_seeded, c_seeded, inits)
+    if not active and not y_active:
+        return [None] * len(outs)
+    t_inits = [zeros_like(inits[k]) if tangents[b + k] is None else tangents[b + k]
+               for k in active]
+    t_xs = [tangents[b + n + k] for k in x_seeded]
+    t_captures = [tangents[b + n + m + k] for k in c_seeded]
+
+    def step(index, values, rows):
+        """The body's carries and rows, then their tangents'."""
+        from srcxform.ad.forward import ForwardAccumulator
+
+        carries, x_rows = values[:n], rows[:m]
+        primals = [carries[k] for k in active] + [x_rows[k] for k in x_seeded] + \
+            [captures[k] for k in c_seeded]
+        with ForwardAccumulator(primals, [*values[n:], *rows[m:], *t_captures]) as acc:
+            new = evaluate(rule.regions["body"], [*index, *carries, *x_rows, *captures])
+        return [*new[:n], *(acc.jvp(new[k], "zero") for k in active)], \
+            [*new[n:], *(acc.jvp(new[n + j], "zero") for j in y_active)]
+
+    avals = carry_avals([*inits, *t_inits])
+    names = [f"c{k}" for k in range(n)] + [f"t{k}" for k in active]
+    if rule.op is FORI:
+        row_avals = [Aval(tuple(x.shape[1:]), x.dtype) for x in (*xs, *t_xs)]
+
+        def body_fn(i, *values):
+            carries, rows = step([i], values[:len(avals)], values[len(avals):])
+            return carries + rows
+
+        sub, new = trace_region("body", body_fn, [_INDEX] + avals + row_avals,
+                                ["i"] + names + [f"row{k}" for k in range(len(row_avals))])
+        (body,), region_captures = align([(sub, new)])
+        regions = {"body": body}
+    else:
+        cond_sub, pred = trace_region("cond", lambda *c: as_bool(evaluate(
+            rule.regions["cond"], [*c[:n], *captures])[0]), avals, names)
+        body_sub, new = trace_region("body", lambda *c: step([], c, [])[0], avals, names)
+        (cond, body), region_captures = align([(cond_sub, [pred]), (body_sub, new)])
+        regions = {"cond": cond, "body": body}
+    y_avals = (*rule.y_avals, *(rule.y_avals[j] for j in y_active))
+    stacked = len(outs) > n + r
+    results = _bind_loop_results(rule.op, inputs[:b], [*inits, *t_inits], region_captures,
+                                 regions, [*xs, *t_xs], y_avals, rule.reverse,
+                                 rule.checkpoint, (), stacked)
+    found = [None] * len(outs)
+    a = len(active)
+    stacks = n + a + len(y_avals) + 1 + n  # where the tangent stacks start
+    for j, k in enumerate(active):
+        found[k] = results[n + j]
+        if stacked:
+            found[n + r + 1 + k] = results[stacks + j]
+    for j, k in enumerate(y_active):
+        found[n + k] = results[n + a + r + j]
+    return found
+
+
+def _reached(rule, carries, rows, captures, inits):
+    """The float carries and stacked outputs of the loop that a tangent reaches from the
+    carries, rows and captures that have one: what its body computes from them, to a
+    fixed point over iterations (a carry reached in one has a tangent in the next)."""
+    body, n, m = rule.regions["body"], rule.n, rule.m
+    first = 1 if rule.op is FORI else 0
+    floats = [k for k in range(n) if inits[k].dtype.kind == "f"]
+    active = set(carries) & set(floats)
+    while True:
+        live = {body.ins[first + k] for k in active} | \
+            {body.ins[first + n + k] for k in rows} | \
+            {body.ins[first + n + m + k] for k in captures}
+        for eqn in body.eqns:
+            if any(isinstance(a, Var) and a in live for a in eqn.ins):
+                live.add(eqn.out)
+        reached = [isinstance(out, Var) and out in live for out in body.outs]
+        grown = active | {k for k in floats if reached[k]}
+        if grown == active:
+            return sorted(active), [j for j, y in enumerate(rule.y_avals)
+                                    if y.dtype.kind == "f" and reached[n + j]]
+        active = grown
 
 
 # ----- cond -----

@@ -7,7 +7,8 @@ import sys
 import numpy as np
 
 from srcxform.core.recording import CONTEXT, OPEN_ANYWHERE
-from srcxform.core.tensor import Tensor, Updating, Variable
+from srcxform.core.signature import kernel_value as leaf  # a traced leaf as the kernel takes it
+from srcxform.core.tensor import Tensor, Updating
 
 # The entries' helpers, by the short names they are written with.
 empty, asarray, getrefcount = np.empty, np.asarray, sys.getrefcount
@@ -19,18 +20,6 @@ NO = object()
 
 __all__ = ["CONTEXT", "NO", "OPEN_ANYWHERE", "asarray", "assign", "empty", "getrefcount",
            "leaf", "tensor", "updating"]
-
-
-def leaf(value):
-    """A traced leaf as the kernel receives it: arrays in native byte order, with 0-d ones
-    as scalars."""
-    if isinstance(value, (Tensor, Variable)):
-        value = value._array
-    if isinstance(value, (np.ndarray, np.generic)) and not value.dtype.isnative:
-        value = value.astype(value.dtype.newbyteorder("="))
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        return value[()]
-    return value
 
 
 def assign(variable, value):
