@@ -8,8 +8,9 @@ Each measurement runs in a new process pinned to one core, srcxform with a fresh
 folder: the first call blocks (`wait=True`: trace, passes, codegen and Numba's compile,
 Numba's start-up included), as JAX's first call of `jit(grad(f))` compiles; then the
 median of warm calls. Cases: the unrolled pattern `reduce_sum(stack([x[i] - mu for i in
-range(n)]) ** 2)` (mu 5 x 2, x n x 2) and our Gaussian mixture (tests/objectives.py, d = 2,
-k = 5, GradBench's sizes).
+range(n)]) ** 2)` (mu 5 x 2, x n x 2), an unrolled chain of adds (`s = s + x[i] * w[i]`
+for i < n, x and w n x 4, then `reduce_sum(s ** 2)`) and our Gaussian mixture
+(tests/objectives.py, d = 2, k = 5, GradBench's sizes).
 """
 
 import argparse
@@ -27,7 +28,8 @@ import numpy as np
 
 _ROOT = Path(__file__).resolve().parents[1]
 CASES = {"rows-10": ("rows", 10), "rows-100": ("rows", 100), "rows-1000": ("rows", 1000),
-         "gmm-100": ("gmm", 100), "gmm-1000": ("gmm", 1000)}
+         "chain-10": ("chain", 10), "chain-30": ("chain", 30), "chain-100": ("chain", 100),
+         "chain-300": ("chain", 300), "gmm-100": ("gmm", 100), "gmm-1000": ("gmm", 1000)}
 SYSTEMS = ("srcxform", "jax")
 
 
@@ -38,6 +40,9 @@ def _inputs(kind, n):
     if kind == "rows":
         rng = np.random.default_rng(0)
         return [rng.normal(size=(n, 2)), rng.normal(size=(5, 2))], 1
+    if kind == "chain":
+        rng = np.random.default_rng(0)
+        return [rng.normal(size=(n, 4)), rng.normal(size=(n, 4))], 2
     inputs = gmm_inputs(2, 5, n)
     return [inputs[a] for a in ("alpha", "mu", "q", "l", "x")], 4
 
@@ -47,7 +52,19 @@ def _function(kind, n, tf):
 
     if kind == "rows":
         return lambda x, mu: tf.reduce_sum(tf.stack([x[i] - mu for i in range(n)]) ** 2)
+    if kind == "chain":
+        return _chain(n, tf)
     return lambda alpha, mu, q, l, x: gmm(tf, alpha, mu, q, l, x)
+
+
+def _chain(n, tf):
+    def chain(x, w):
+        s = x[0] * w[0]
+        for i in range(1, n):
+            s = s + x[i] * w[i]
+        return tf.reduce_sum(s ** 2)
+
+    return chain
 
 
 def _jax_tf(jnp):

@@ -158,3 +158,20 @@ def test_a_compiled_function_with_matrix_products_matches_the_eager_tape():
     eager_value, eager_grads = eager_value_and_grad(_model, args, wrt)
     np.testing.assert_allclose(value, eager_value, rtol=1e-12)
     assert_trees_close(grads, eager_grads, 1e-12, 1e-12, "compiled vs eager")
+
+
+@pytest.mark.slow
+def test_every_blas_the_rates_benchmark_times_gives_numpys_product():
+    """benchmarks/blas_rates.py binds NumPy's OpenBLAS (64-bit sizes) and PyTorch's MKL
+    (Fortran, column-major) by address: each binding gives NumPy's product at a shape
+    where a swapped size or transposition would not."""
+    from benchmarks import blas_rates
+
+    a, b = _normal(5, 3), _normal(3, 7, seed=1)
+    products = blas_rates._products()
+    assert {"srcxform (SciPy's OpenBLAS)", "NumPy's OpenBLAS"} <= set(products)
+    for name, product in products.items():
+        out = np.full((5, 7), np.nan)
+        got = product(a, b, out)
+        np.testing.assert_allclose(out if got is None else got, a @ b, rtol=1e-12,
+                                   err_msg=name)

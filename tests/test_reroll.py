@@ -1,5 +1,6 @@
-"""Rows computed alike and joined become one loop (srcxform/passes/reroll.py): the kernel's size
-does not grow with the number of rows, and values and gradients are the eager tape's."""
+"""Rows computed alike and joined, or added up in a chain, become one loop
+(srcxform/passes/reroll.py): the kernel's size does not grow with the number of rows, and
+values and gradients are the eager tape's (a chain's sum bit for bit the unrolled one's)."""
 
 import time
 
@@ -9,7 +10,8 @@ import pytest
 import srcxform as tf
 from srcxform.jit import compiler
 from srcxform.core.dims import guard_conditions
-from srcxform.passes.reroll import MIN_ROWS
+from srcxform.passes import reroll
+from srcxform.passes.reroll import MIN_ROWS, MIN_TERMS
 
 from objectives import gmm, gmm_inputs, gmm_numpy
 
@@ -120,22 +122,182 @@ def test_a_row_index_guards_the_size_once():
     assert guard_conditions(guards) == [(("-", a, 100), ">=")]
 
 
-def _trace_and_generate(n):
-    x, mu = np.ones((n, 2)), np.ones((5, 2))
+def _chain_of(n, term=lambda x, w, i: x[i] * w[i]):
+    def f(x, w):
+        s = x[0] * w[0]
+        for i in range(1, n):
+            s = s + term(x, w, i)
+        return tf.reduce_sum(s ** 2)
+    return f
+
+
+def _trace_and_generate(fn, n):
+    x, w = np.ones((n, 2)), np.ones((max(n, 5), 2))
     start = time.perf_counter()
-    compiler.generate_kernel(_rows_of(n), "grad", (x, mu), {}, [x, mu], None, wrt=0,
+    compiler.generate_kernel(fn(n), "grad", (x, w), {}, [x, w], None, wrt=0,
                              parallel=False, as_eager=False)
     return time.perf_counter() - start
 
 
-def test_tracing_and_generating_grow_no_faster_than_the_program():
+@pytest.mark.parametrize("fn", [_rows_of, _chain_of], ids=["stacked rows", "add chain"])
+def test_tracing_and_generating_grow_no_faster_than_the_program(fn):
     """The compiler-scaling issue's guard, without Numba: trace, passes and codegen at
     n = 100 rows take at most 15 times their time at n = 10 (the best of three, so a busy
     machine's pause is not counted)."""
-    _trace_and_generate(10)  # imports and first-use costs
-    small = min(_trace_and_generate(10) for _ in range(3))
-    large = min(_trace_and_generate(100) for _ in range(3))
+    _trace_and_generate(fn, 10)  # imports and first-use costs
+    small = min(_trace_and_generate(fn, 10) for _ in range(3))
+    large = min(_trace_and_generate(fn, 100) for _ in range(3))
     assert large <= 15 * small, (small, large)
+
+
+def _has_loop(compiled, args):
+    """Whether compiled's program has a loop equation (its comments quote the user's lines,
+    this one among them)."""
+    lines = compiled.ir(*args).splitlines()
+    return any("= fori_loop(" in line for line in lines if not line.lstrip().startswith("#"))
+
+
+def _unrolled_and_folded(fn, args, monkeypatch):
+    """fn's compiled value and gradients with add chains folded into loops, and without."""
+    folded = tf.differentiable(fn, wrt=(0, 1), wait=True)
+    got = folded.value_and_grad(*args)
+    monkeypatch.setattr(reroll.Folder, "__call__", lambda *_: None)
+    unrolled = tf.differentiable(fn, wrt=(0, 1), wait=True)
+    want = unrolled.value_and_grad(*args)
+    monkeypatch.undo()
+    return folded, got, unrolled, want
+
+
+def test_an_add_chain_is_one_loop_whatever_its_length():
+    args = np.ones((4 * MIN_TERMS + 3, 2)), np.ones((4 * MIN_TERMS + 7, 2))
+    sources = [tf.differentiable(_chain_of(n), wrt=(0, 1)).source(*args)
+               for n in (MIN_TERMS + 2, 4 * MIN_TERMS)]
+    assert len(sources[0].splitlines()) == len(sources[1].splitlines())
+    assert _has_loop(tf.differentiable(_chain_of(N), wrt=(0, 1)), args)
+
+
+N = MIN_TERMS + 4  # a chain that folds: its last 5 terms make the loop longer
+
+
+def _args():
+    return RNG.normal(size=(N + 3, 2)), RNG.normal(size=(2 * N, 2))
+
+
+def _sum_of_rows(x, w):  # Python's sum: 0 + x[2] + x[3] + ...
+    return tf.reduce_sum(sum(x[i] for i in range(2, N + 2)) * w[0])
+
+
+def _strided_terms(x, w):  # a transcendental, a constant, rows at two strides
+    return _chain_of(N, lambda x, w, i: tf.tanh(x[i] * w[2 * i]) * np.arange(2.0))(x, w)
+
+
+@pytest.mark.parametrize("jit", ["0", pytest.param("1", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("fn", [_chain_of(N), _sum_of_rows, _strided_terms])
+def test_a_folded_chain_gives_the_unrolled_sum_bit_for_bit_and_the_tapes_gradient(
+        fn, jit, monkeypatch):
+    monkeypatch.setenv("SRCXFORM_JIT", jit)
+    args = _args()
+    folded, got, unrolled, want = _unrolled_and_folded(fn, args, monkeypatch)
+    assert _has_loop(folded, args) and not _has_loop(unrolled, args)
+    assert got[0] == want[0]
+    for g, w in zip(got[1], want[1]):
+        np.testing.assert_array_equal(g, w)
+    value, grads = _eager(fn, args)
+    np.testing.assert_allclose(got[0], value, rtol=1e-12)
+    for g, w in zip(got[1], grads):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-13)
+
+
+def test_adds_that_are_not_a_chain_of_copies_stay_adds(monkeypatch):
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+
+    def recurrence(x, w):
+        s = x[0]
+        for i in range(1, N):
+            s = s + s * x[i] * w[i]
+        return tf.reduce_sum(s)
+
+    def different_terms(x, w):
+        return _chain_of(N, lambda x, w, i: x[i] * w[i] if i % 2 else x[i] - w[i])(x, w)
+
+    def not_evenly_spaced(x, w):
+        return _chain_of(N, lambda x, w, i: x[i * i % N] * w[i])(x, w)
+
+    def broadcast_terms(x, w):  # scalar terms added to a row: the add broadcasts
+        s = x[0]
+        for i in range(1, N):
+            s = s + x[i, 0] * w[i, 0]
+        return tf.reduce_sum(s)
+
+    def too_few(x, w):
+        return _chain_of(MIN_TERMS)(x, w)
+
+    args = _args()
+    for fn in (recurrence, different_terms, not_evenly_spaced, broadcast_terms, too_few):
+        compiled = tf.differentiable(fn, wrt=(0, 1))
+        assert not _has_loop(compiled, args), fn.__name__
+        value, grads = compiled.value_and_grad(*args)
+        want, want_grads = _eager(fn, args)
+        np.testing.assert_allclose(value, want, rtol=1e-12, err_msg=fn.__name__)
+        for g, w in zip(grads, want_grads):
+            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-13, err_msg=fn.__name__)
+
+
+def test_a_chain_that_becomes_alike_later_is_folded_from_there(monkeypatch):
+    """Its first terms differ; the sum before the first of MIN_TERMS copies is the loop's
+    start, and the value is still the unrolled chain's."""
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+
+    def late(x, w):
+        return _chain_of(N + 3, lambda x, w, i: x[i] - w[i] if i < 3 else x[i] * w[i])(x, w)
+
+    args = _args()
+    folded, got, _, want = _unrolled_and_folded(late, args, monkeypatch)
+    assert _has_loop(folded, args)
+    assert got[0] == want[0]
+    for g, w in zip(got[1], want[1]):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_a_chain_whose_sum_is_read_as_it_grows_goes_on_as_adds(monkeypatch):
+    """Velocity and position: each partial sum of v is read by x's term, so v's loop is
+    not made longer at every add (each longer loop would stay, n loops of up to n rows)."""
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+
+    def motion(a, dt):
+        v, x = a[0] * dt[0], a[0] * dt[0]
+        for i in range(1, N + 3):
+            v = v + a[i] * dt[0]
+            x = x + v * dt[0]
+        return tf.reduce_sum(x ** 2)
+
+    args = (RNG.normal(size=(N + 3, 2)), RNG.normal(size=(1, 2)))
+    folded, got, _, want = _unrolled_and_folded(motion, args, monkeypatch)
+    program = folded.ir(*args).split("---- adjoint ----")[0]
+    assert program.count("= fori_loop(") == 1
+    assert got[0] == want[0]
+    for g, w in zip(got[1], want[1]):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_partial_sums_stacked_after_the_chain_read_its_adds(monkeypatch):
+    """A cumulative sum: the partial sums of loops other than the latest are read as adds,
+    so one loop stays, not one per partial sum; the values are the unrolled chain's."""
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+
+    def cumulative(x, w):
+        s, sums = x[0], []
+        for i in range(1, N):
+            s = s + x[i] * w[i]
+            sums.append(s)
+        return tf.reduce_sum(tf.stack(sums) ** 2)
+
+    args = _args()
+    folded, got, _, want = _unrolled_and_folded(cumulative, args, monkeypatch)
+    assert folded.ir(*args).split("---- adjoint ----")[0].count("= fori_loop(") == 1
+    assert got[0] == want[0]
+    for g, w in zip(got[1], want[1]):
+        np.testing.assert_array_equal(g, w)
 
 
 @pytest.mark.slow

@@ -200,6 +200,9 @@ class Trace:
         # A function computing concat(values, axis) more cheaply, or None where it cannot
         # (reroll.py's loop over rows computed alike); None: joins are equations.
         self.joiner = None
+        # A function computing x + y more cheaply, or None where it cannot (reroll.py's
+        # loop summing a chain's terms computed alike); None: adds are equations.
+        self.folder = None
         self._first_new_id = next(_tensor._ids)  # Variables made from now on are new
 
     # ----- inputs -----
@@ -252,6 +255,10 @@ class Trace:
     def join(self, values, axis):
         """A Tracer equal to concat(values, axis) computed another way, or None."""
         return self.joiner(self, values, axis) if self.joiner else None
+
+    def fold_add(self, x, y):
+        """A Tracer equal to x + y computed another way, or None."""
+        return self.folder(self, x, y) if self.folder else None
 
     def _atom(self, value):
         """The IR atom for an op input: a Tracer's var, a scalar literal, or a constant."""

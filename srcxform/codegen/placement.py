@@ -17,8 +17,10 @@ from srcxform.codegen.schedule import LoopGroup
 # The size of an expression worth recomputing rather than storing, in AST nodes of its
 # inline form. A stored value costs a fresh array each call, written and read back: for
 # hvp on Rosenbrock (n = 1e6) two such arrays made it 16 ms against 0.9 ms recomputed
-# (48 stored them); a gradient's own kernels are as fast or faster at 128.
-_MAX_NODES = 128
+# (48 stored them), so a value read by at most two ops is recomputed up to 128 nodes. A
+# value read by more is inlined into each: at 128 an unrolled chain's shared 2 * s was
+# copied into 20 reads, and its kernel took Numba 60% longer to compile.
+_MAX_NODES, _MAX_NODES_FEW_READS = 48, 128
 
 
 @dataclass
@@ -52,7 +54,8 @@ def place(program, items):
                 and all(a not in group_of or a in recomputed or a in reduced
                         or not a.aval.shape for a in inputs)):
             size[v] = _nodes(eqn.prim.template) + sum(size.get(a, 0) for a in inputs)
-            if size[v] <= _MAX_NODES:
+            limit = _MAX_NODES_FEW_READS if len(consumers.get(v, ())) <= 2 else _MAX_NODES
+            if size[v] <= limit:
                 recomputed.add(v)
     arrays = set()
     for v, group in group_of.items():

@@ -152,6 +152,9 @@ class Primitive:
         elif trace is not None and context.traces and context.traces[-1].encloses(trace):
             trace = context.traces[-1]  # a loop body or branch reading an outer value
         if trace is not None:
+            folder = getattr(trace, "folder", None)
+            if folder is not None:  # a sum of a chain of adds may be read another way
+                values = folder.reading(values)
             out = trace.add_eqn(self, values, params, out_aval)
         else:
             out = self.eager(values, params, out_aval)

@@ -124,7 +124,7 @@ def trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux=False,
     an array argument is a tensor to the function's code (its ops give Tensors)."""
     name = function_name(getattr(fn, "__name__", "f"))
     trace = Trace(name)
-    trace.joiner = reroll.joined
+    trace.joiner, trace.folder = reroll.joined, reroll.Folder()
     names = _leaf_names(fn, args, kwargs)
     rules = [signature.rule_of(leaf, tf_rules) for leaf in leaves]
     traced = [i for i, rule in enumerate(rules) if rule.traced]

@@ -250,7 +250,9 @@ cast_p = primitive("cast", "elementwise", lambda x, dtype: x.astype(dtype), _cas
 
 def add(x, y, name=None):
     """x + y elementwise, with NumPy broadcasting (tf.math.add)."""
-    return add_p.bind(x, y)
+    trace = getattr(x, "_trace", None)
+    folded = trace.fold_add(x, y) if trace is not None else None
+    return add_p.bind(x, y) if folded is None else folded
 
 
 def subtract(x, y, name=None):

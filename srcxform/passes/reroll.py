@@ -12,24 +12,53 @@ values read from outside the copies, and in each copy's place of a row read, x[i
 same x at i = start + step * copy. The loop computes every element with the same
 operations as the copies, so the join's value is bit for bit the same. The copies stay in
 the program, where the passes drop them unless something else reads them.
+
+A chain of adds of terms computed alike (`s = s + x[i] * w[i]` in a loop, or `sum()` of
+rows) becomes a loop the same way, its carry the sum (Folder): when a chain reaches
+MIN_TERMS such terms, their sum is a loop from the value before them; each later term that
+is the next copy makes the loop one row longer, a new loop equation of the same size. The
+loop adds the terms in the chain's order, so the sum is bit for bit the chain's. Each
+loop's sum is also computed as an add to the chain's adds: an equation reading a sum of
+a loop that is not the chain's latest (a list of partial sums, stacked after the chain)
+reads that add instead (`Folder.reading`), so the passes drop every loop but the latest.
+A chain whose latest sum is read before its next add (`v = v + a[i]; x = x + v`) goes on
+as adds from there.
 """
 
+import dataclasses
 from dataclasses import dataclass
 
 from srcxform.core import recording
-from srcxform.core.aval import Aval
+from srcxform.core.aval import Aval, same_shape
 from srcxform.core.ir import Lit, Var
 import numpy as np
 
 from srcxform.ops import getitem, reshape, transpose
+from srcxform.ops.elementwise import add_p
 from srcxform.ops.shape import getitem_p
 from srcxform.passes import cse
-from srcxform.passes.structured import _at_origin, fori_loop
+from srcxform.passes.structured import (
+    _INDEX,
+    FORI,
+    _at_origin,
+    _bind_loop,
+    align,
+    fori_loop,
+    trace_region,
+)
 from srcxform.core.tensor import Tensor, as_value
 
 # Fewer copies than this are joined as they are: their code is small, and a loop's
 # setup would cost more than it saves.
 MIN_ROWS = 4
+# Shorter chains of adds stay adds: measured on `s = s + x[i] * w[i]`, the kernel with a
+# loop takes longer to compile (Numba) than the unrolled chain's below about 30 terms
+# (4.4 s against 1.4 s at 10 terms, 3.9 s against 4.1 s at 30, 4.0 s against 30 s at 100).
+MIN_TERMS = 32
+# The most nodes an add's term is matched through (its equations and the values they
+# read): a term that reads a long history (a recurrence) is given up on at once, so
+# every add of a long chain costs the same, and the match's recursion stays shallow.
+MAX_TERM_NODES = 96
 
 
 @dataclass(frozen=True)
@@ -60,20 +89,18 @@ def joined(trace, values, axis):
     not such copies (see the module's docstring)."""
     context = recording.CONTEXT
     if len(values) < MIN_ROWS or context.adjoint or context.traces[-1] is not trace \
-            or any(v._trace is not trace or v.aval != values[0].aval for v in values):
+            or any(v._trace is not trace or not _same_aval(v.aval, values[0].aval) for v in values):
         return None
     plan = _Plan(trace, len(values))
     root = plan.node(tuple(v.var for v in values))
     if root is None or not plan.sources:
         return None
-    rows = [getitem(trace.tracers[x], (slice(start, start + step * (plan.k - 1) + 1, step),))
-            for x, start, step in plan.sources]
     one = values[0].aval
 
     def body(i, carries, rows_now):
         return [], [plan.replay(root, rows_now)]
 
-    ys, = fori_loop(0, plan.k, body, [], [], rows,
+    ys, = fori_loop(0, plan.k, body, [], [], _rows(trace, plan.sources, plan.k),
                     [Aval((plan.k,) + tuple(one.shape), one.dtype, one.weak)])
     # ys holds the copies along a new first axis: move it to `axis` and merge.
     perm = tuple(range(1, axis + 1)) + (0,) + tuple(range(axis + 1, len(one.shape) + 1))
@@ -81,11 +108,174 @@ def joined(trace, values, axis):
     return reshape(transpose(ys, perm) if axis else ys, shape)
 
 
-class _Plan:
-    """The copies' common equations, found from their results back to their rows."""
+def _rows(trace, sources, k):
+    """Each source's k rows the copies read, as the loop's rows (x[start::step][:k])."""
+    return [getitem(trace.tracers[x], (slice(start, start + step * (k - 1) + 1, step),))
+            for x, start, step in sources]
 
-    def __init__(self, trace, k):
-        self.trace, self.k = trace, k
+
+class _Body:
+    """A chain's loop body, traced once: each longer loop binds it again; and the sum of
+    the chain's latest loop."""
+
+    region = captures = latest = None
+
+
+@dataclass(frozen=True)
+class _Fold:
+    """A loop that sums a chain's terms: base + term(0) + ... + term(k - 1)."""
+
+    base: object  # the chain's value before its first rerolled term (a Tracer)
+    plan: object  # the _Plan that matched its last term (with the first ones, or the one before)
+    root: object  # the plan's node of a term
+    sources: tuple  # (source Var, start, step) of the terms' rows, copy 0 at start
+    k: int
+    last: Var  # the last term's Var
+    body: _Body  # shared by the chain's folds
+    plain: object = None  # the same sum as an add to the chain's, a Tracer
+
+
+def _same_aval(a, b):
+    """Whether two values have one aval at every size: traced sizes are compared by
+    expression, so a decision to fold (an optimization) records no guard on the sizes."""
+    return a.dtype == b.dtype and a.weak == b.weak and same_shape(a.shape, b.shape)
+
+
+class Folder:
+    """A trace's chains of adds of terms computed alike, summed by loops (see the
+    module's docstring); called for every `x + y` of the trace's own values."""
+
+    def __init__(self):
+        self.folds = {}  # the Var of a loop's sum -> its _Fold
+        self.read = set()  # sums of chains read as they grew: they go on as adds
+
+    def __call__(self, trace, x, y):
+        """x + y as a loop over the terms added before, or None (then an equation)."""
+        context = recording.CONTEXT
+        if context.adjoint or not context.traces or context.traces[-1] is not trace \
+                or getattr(x, "_trace", None) is not trace \
+                or getattr(y, "_trace", None) is not trace or not _same_aval(x.aval, y.aval):
+            return None
+        if self._was_read(trace, x.var):
+            return None
+        fold = self.folds.get(x.var)
+        fold = self._longer(trace, fold, x, y) if fold else self._first(trace, x, y)
+        if fold is None:
+            return None
+        x_plain = self.folds[x.var].plain if x.var in self.folds else x
+        out = _sum_loop(trace, fold)
+        self.folds[out.var] = dataclasses.replace(fold, plain=add_p.bind(x_plain, y))
+        fold.body.latest = out.var
+        return out
+
+    def reading(self, values):
+        """The values an equation reads, each sum of a chain's loop but its latest as an
+        add to the chain's adds: the passes drop every loop nothing reads (a list of the
+        partial sums, stacked after the chain, would keep n loops of up to n rows). The
+        latest loop, once read, is the chain's last: it goes on as adds."""
+        if not self.folds:
+            return values
+        read = list(values)
+        for j, value in enumerate(values):
+            fold = self.folds.get(getattr(value, "var", None))
+            if fold is None:
+                continue
+            if fold.body.latest is value.var:
+                self.read.add(value.var)
+            else:
+                read[j] = fold.plain
+        return read
+
+    @staticmethod
+    def _first(trace, x, y):
+        """The fold of x + y where x ends a chain of adds of MIN_TERMS - 1 terms computed
+        alike, y the next: the terms' rows are their copy number's."""
+        terms, atom = [y.var], x.var
+        while len(terms) < MIN_TERMS:
+            eqn = trace.producers.get(atom)
+            if eqn is None or eqn.prim is not add_p or not all(
+                    isinstance(a, Var) and _same_aval(a.aval, x.aval) for a in eqn.ins):
+                return None
+            atom = eqn.ins[0]
+            terms.append(eqn.ins[1])
+        terms.reverse()
+        plan = _Plan(trace, len(terms), MAX_TERM_NODES)
+        root = plan.node(tuple(terms))
+        if root is None or not plan.sources or atom not in trace.tracers:
+            return None
+        return _Fold(trace.tracers[atom], plan, root, tuple(plan.sources), len(terms),
+                     terms[-1], _Body())
+
+    def _was_read(self, trace, var):
+        """Whether var is the sum of a chain read as it grew (`v = v + a[i]; x = x + v`):
+        a loop's sum read before the next add (`reading`), or an add to such a sum."""
+        if var in self.read:
+            return True
+        eqn = trace.producers.get(var)
+        if eqn is not None and eqn.prim is add_p and isinstance(eqn.ins[0], Var) \
+                and eqn.ins[0] in self.read:
+            self.read.add(var)
+            return True
+        return False
+
+    @staticmethod
+    def _longer(trace, fold, x, y):
+        """fold one term longer where y is its next copy: the plan of (its last term, y)
+        is the fold's, and reads each source one row on."""
+        plan = _Plan(trace, 2, MAX_TERM_NODES)
+        root = plan.node((fold.last, y.var))
+        k = fold.k
+        if root is None or len(plan.sources) != len(fold.sources) or any(
+                (source, start, step) != (first, start0 + step0 * (k - 1), step0)
+                for (source, start, step), (first, start0, step0)
+                in zip(plan.sources, fold.sources)) \
+                or not _alike(plan.shape(root), fold.plan.shape(fold.root),
+                              trace.const_arrays):
+            return None
+        return dataclasses.replace(fold, k=k + 1, last=y.var)
+
+
+def _sum_loop(trace, fold):
+    """fori_loop(0, k) adding the term of each iteration's rows to the sum so far, from
+    fold.base; its body traced at the chain's first fold only (tracing it again at every
+    add would be most of the chain's tracing time)."""
+    rows = _rows(trace, fold.sources, fold.k)
+    body = fold.body
+    if body.region is None:
+        def term(i, total, *rows_now):
+            return [add_p.bind(total, fold.plan.replay(fold.root, rows_now))]
+
+        avals = [_INDEX, fold.base.aval] + [Aval(tuple(r.shape[1:]), r.dtype) for r in rows]
+        hints = ["i", "partial"] + [f"row{j}" for j in range(len(rows))]
+        (body.region,), body.captures = align([trace_region("body", term, avals, hints)])
+    bounds = [np.int64(0), np.int64(fold.k)]
+    out, = _bind_loop(FORI, bounds, [fold.base], body.captures, {"body": body.region}, rows)
+    return out
+
+
+def _alike(shape_a, shape_b, consts):
+    """Whether two plans' shapes (_Plan.shape) are the same equations on the same
+    values: outside values the same Var, equal literals or equal constants."""
+    return len(shape_a) == len(shape_b) and all(
+        _same_outside(a[1], b[1], consts) if a[0] == b[0] == "outside" else _same(a, b)
+        for a, b in zip(shape_a, shape_b))
+
+
+def _same_outside(a, b, consts):
+    if a is b or isinstance(a, Lit) and isinstance(b, Lit) and _same(a, b):
+        return True
+    if not (isinstance(a, Var) and isinstance(b, Var)):
+        return False
+    c, d = consts.get(a), consts.get(b)
+    return c is not None and d is not None and c.dtype == d.dtype and np.array_equal(c, d)
+
+
+class _Plan:
+    """The copies' common equations, found from their results back to their rows;
+    through at most `budget` nodes (None: no limit)."""
+
+    def __init__(self, trace, k, budget=None):
+        self.trace, self.k, self.budget = trace, k, budget
         self.producers = trace.producers
         self.sources = []  # (source Var, start, step)
         self.nodes = {}
@@ -94,14 +284,39 @@ class _Plan:
         """The plan for one value of every copy (atoms: its k atoms), or None."""
         key = tuple(map(id, atoms))
         if key not in self.nodes:
+            if self.budget is not None:
+                self.budget -= 1
+                if self.budget < 0:
+                    return None
             self.nodes[key] = self._match(atoms)
         return self.nodes[key]
+
+    def shape(self, root):
+        """The plan from root as a list, each node once, in the order a walk from root
+        meets them: ("outside", its atom), ("row", the source's position, the rest of
+        the index), or ("apply", primitive, parameters, the positions of its inputs)."""
+        order, shape = {}, []
+
+        def visit(node):
+            if id(node) not in order:
+                if isinstance(node, _Apply):
+                    ins = tuple(visit(n) for n in node.ins)
+                    shape.append(("apply", node.eqn.prim.name, node.eqn.params, ins))
+                elif isinstance(node, _Row):
+                    shape.append(("row", node.source, node.rest))
+                else:
+                    shape.append(("outside", node.atom))
+                order[id(node)] = len(shape) - 1
+            return order[id(node)]
+
+        visit(root)
+        return shape
 
     def _match(self, atoms):
         first = atoms[0]
         if all(a is first for a in atoms) or all(
-                isinstance(a, Lit) and a.aval == first.aval and _same(a.value, first.value)
-                for a in atoms):
+                isinstance(a, Lit) and _same_aval(a.aval, first.aval)
+                and _same(a.value, first.value) for a in atoms):
             return _Outside(first) if isinstance(first, Lit) or first in self.trace.tracers \
                 or self._const(first) is not None else None
         arrays = [self._const(a) if isinstance(a, Var) else None for a in atoms]
