@@ -160,5 +160,6 @@ def test_a_value_read_by_many_ops_is_not_copied_into_each(monkeypatch):
     assert source.count("t0[i1] * t1[i1]") <= 2, source
     value, (gx, gw) = tf.differentiable(_chain_of_ten_rows, wrt=(0, 1)).value_and_grad(x, w)
     s = (x * w).sum(axis=0)
+    assert float(value) == pytest.approx(float(s @ s), rel=1e-12)
     np.testing.assert_allclose(gx, 2 * s * w, rtol=1e-12)
     np.testing.assert_allclose(gw, 2 * s * x, rtol=1e-12)

@@ -47,7 +47,7 @@ PERTURBING: list = []
 # it): a module global, so that an op pays one flag test while it is off.
 DEBUG_NANS = settings.switch("SRCXFORM_DEBUG_NANS")
 # The eager check, NAN_CHECK(prim, values, arrays, params, out): ad/nan_checks.py's.
-NAN_CHECK = None
+NAN_CHECK: Callable | None = None
 
 
 @dataclass(slots=True)
