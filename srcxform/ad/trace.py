@@ -206,15 +206,16 @@ class Trace:
         self._first_new_id = next(_tensor._ids)  # Variables made from now on are new
 
     # ----- inputs -----
-    def new_input(self, value, name, eager="tensor"):
+    def new_input(self, value, name, eager="tensor", weak=False):
         """A Tracer for an argument leaf: arrays get a size symbol for each dim but 1;
-        `eager` is what the leaf is in an eager run (see Tracer)."""
+        `eager` is what the leaf is in an eager run (see Tracer); `weak`: a weak Tensor's
+        (its dtype gives way to the other operand's, as in TensorFlow)."""
         if isinstance(value, float) and not isinstance(value, np.floating):
             aval = Aval((), np.dtype(np.float64), weak=True)
         else:
             array = np.asarray(value)
             shape = tuple(self._size(len(self.ins), axis, d) for axis, d in enumerate(array.shape))
-            aval = Aval(shape, array.dtype)
+            aval = Aval(shape, array.dtype, weak=weak)
         var = Var(aval)
         self.ins.append(var)
         self.hints[var] = name

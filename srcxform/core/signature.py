@@ -93,12 +93,14 @@ class _Array:
     def key(self, leaf):
         array = leaf._array if self.wrapper else leaf
         key = (array.ndim, _compiled(array.dtype), tuple(d == 1 for d in array.shape))
+        if getattr(leaf, "_weak", False):  # traced weak: it takes the other operand's dtype
+            return ("weak " + self.tag, key)
         return (self.tag, key) if self.wrapper else key
 
     def write_tests(self, w, name, leaf):
         tests = f"type({name}) is not {w.constant(type(leaf))}"
-        if self.wrapper is Tensor:  # the trace took it as a strong Tensor
-            tests += f" or {name}._weak"
+        if self.wrapper is Tensor:  # a weak Tensor and a strong one are keyed apart
+            tests += f" or not {name}._weak" if leaf._weak else f" or {name}._weak"
         value, array = (f"{name}._array", leaf._array) if self.wrapper else (name, leaf)
         if array.ndim:
             w.fails(tests)

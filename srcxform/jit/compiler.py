@@ -130,7 +130,7 @@ def trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux=False,
     traced = [i for i, rule in enumerate(rules) if rule.traced]
     with trace:
         inputs = {i: trace.new_input(signature.kernel_value(leaves[i]), names[i],
-                                     rules[i].eager)
+                                     rules[i].eager, getattr(leaves[i], "_weak", False))
                   for i in traced}
         call_leaves = [inputs.get(i, leaf) for i, leaf in enumerate(leaves)]
         call_args, call_kwargs = tree_unflatten(tree_flatten((args, kwargs))[1], call_leaves)
