@@ -323,3 +323,36 @@ def test_a_gaussian_mixture_written_with_python_loops_compiles_as_loops():
     # range(n) made n copies, so each n is traced apart, but the kernel is no longer.
     assert len(sources[0].splitlines()) == len(sources[1].splitlines())
     assert "fori_loop" in compiled.ir(*args)
+
+
+def _gradient_wrt_a_partial_sum(x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        s = x[0] * 0.0
+        for i in range(MIN_TERMS + 8):
+            s = s + x[i] * x[i]
+            if i == MIN_TERMS + 5:
+                middle = s
+        loss = tf.reduce_sum(s * s) + tf.reduce_sum(middle * 3.0)
+    return tape.gradient(loss, middle)
+
+
+def _gradient_wrt_a_stacked_row(x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        rows = [tf.sin(x[i]) for i in range(MIN_ROWS + 2)]
+        loss = tf.reduce_sum(tf.stack(rows) ** 2)
+    return tape.gradient(loss, rows[2])
+
+
+@pytest.mark.parametrize("fn", [_gradient_wrt_a_partial_sum, _gradient_wrt_a_stacked_row])
+def test_a_tape_inside_asking_for_a_value_a_loop_went_around_traces_without_loops(
+        fn, monkeypatch):
+    """A folded chain's partial sums and a join's rows are computed apart from the loop
+    that replaced them (its equal, not its function): a gradient wrt one traces the
+    function again without rerolling (it was zeros, or None)."""
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+    x = np.random.default_rng(0).normal(size=(MIN_TERMS + 8, 3))
+    want = fn(tf.constant(x)).numpy()
+    assert np.abs(want).min() > 0
+    np.testing.assert_allclose(tf.differentiable(fn)(x), want, rtol=1e-12)

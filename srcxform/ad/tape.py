@@ -17,6 +17,7 @@ from srcxform.core import recording
 from srcxform.core.aval import size
 from srcxform.ad.backprop import backprop
 from srcxform.ad.explain import explain_tape
+from srcxform.ad.trace import Rerolled
 from srcxform.core.tensor import Value, Variable, as_value
 from srcxform.core.tree import tree_flatten, tree_unflatten
 
@@ -134,6 +135,11 @@ class GradientTape:
         targets = tree_flatten(target)[0]
         weights = (tree_flatten(output_gradients)[0] if output_gradients is not None
                    else [None] * len(targets))
+        for s in leaves:  # an intermediate a reroll went around: no path leads to it
+            trace = getattr(s, "_trace", None)  # (a gradient the compiler takes never is)
+            if trace is not None and trace.rerolled and s.var not in trace.ins \
+                    and not recording.CONTEXT.adjoint:
+                raise Rerolled
         ids = [_source_id(s) for s in leaves]
         seeds = {}
         with recording.adjoint():

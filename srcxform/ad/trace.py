@@ -177,6 +177,12 @@ def _variable_name(variable):
     return variable.name.split(":")[0]
 
 
+class Rerolled(Exception):
+    """A gradient inside a trace asked for a value computed before a reroll (reroll.py)
+    replaced its part of the program by a loop reading the rows directly: the loop is the
+    value's equal, not its function, so the trace is made again without rerolling."""
+
+
 class Trace:
     """Collects the equations of one function being traced."""
 
@@ -203,6 +209,7 @@ class Trace:
         # A function computing x + y more cheaply, or None where it cannot (reroll.py's
         # loop summing a chain's terms computed alike); None: adds are equations.
         self.folder = None
+        self.rerolled = False  # whether a joiner or folder replaced equations by a loop
         self._first_new_id = next(_tensor._ids)  # Variables made from now on are new
 
     # ----- inputs -----

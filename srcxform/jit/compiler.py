@@ -29,7 +29,7 @@ from srcxform.passes.pipeline import optimize
 from srcxform.core.recording import CONTEXT
 from srcxform.ad.tape import GradientTape
 from srcxform.core.tensor import Tensor, Value, Variable, as_value
-from srcxform.ad.trace import Trace, Tracer
+from srcxform.ad.trace import Rerolled, Trace, Tracer
 from srcxform.core.tree import leaf_paths, tree_flatten, tree_unflatten
 
 
@@ -122,9 +122,20 @@ def trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux=False,
     """Traces fn on these arguments and optimizes the program. With `tf_rules`
     (tf.function's), a Python float argument is static, not a traced float64 scalar, and
     an array argument is a tensor to the function's code (its ops give Tensors)."""
+    try:
+        return _trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux,
+                               tf_rules, rerolls=True)
+    except Rerolled:  # a tape in fn differentiates wrt a value a loop went around
+        return _trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux,
+                               tf_rules, rerolls=False)
+
+
+def _trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux, tf_rules,
+                    rerolls):
     name = function_name(getattr(fn, "__name__", "f"))
     trace = Trace(name)
-    trace.joiner, trace.folder = reroll.joined, reroll.Folder()
+    if rerolls:
+        trace.joiner, trace.folder = reroll.joined, reroll.Folder()
     names = _leaf_names(fn, args, kwargs)
     rules = [signature.rule_of(leaf, tf_rules) for leaf in leaves]
     traced = [i for i, rule in enumerate(rules) if rule.traced]

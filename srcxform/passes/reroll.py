@@ -105,6 +105,7 @@ def joined(trace, values, axis):
     # ys holds the copies along a new first axis: move it to `axis` and merge.
     perm = tuple(range(1, axis + 1)) + (0,) + tuple(range(axis + 1, len(one.shape) + 1))
     shape = tuple(d * plan.k if a == axis else d for a, d in enumerate(one.shape))
+    trace.rerolled = True
     return reshape(transpose(ys, perm) if axis else ys, shape)
 
 
@@ -166,6 +167,7 @@ class Folder:
         out = _sum_loop(trace, fold)
         self.folds[out.var] = dataclasses.replace(fold, plain=add_p.bind(x_plain, y))
         fold.body.latest = out.var
+        trace.rerolled = True
         return out
 
     def reading(self, values):
