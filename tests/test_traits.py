@@ -34,7 +34,7 @@ def test_a_declared_ufunc_on_tensors_computes_what_numpy_does(prim, ufunc):
     np.testing.assert_array_equal(got.numpy(), want)
 
 
-@pytest.mark.parametrize("prim", [p for p in REGISTRY.values() if p.vector_emit],
+@pytest.mark.parametrize("prim", [p for p in REGISTRY.values() if p.codegen.vector_emit],
                          ids=lambda p: p.name)
 def test_a_vector_form_computes_what_the_libm_form_does(prim):
     from srcxform.runtime import vecmath
@@ -43,7 +43,7 @@ def test_a_vector_form_computes_what_the_libm_form_does(prim):
         return eval(emit, {"np": np, "vecmath": vecmath, "x": x})
 
     for x in np.linspace(-30.0, 30.0, 61):
-        np.testing.assert_allclose(form(prim.vector_emit, x), form(prim.emit, x), rtol=1e-14)
+        np.testing.assert_allclose(form(prim.codegen.vector_emit, x), form(prim.emit, x), rtol=1e-14)
 
 
 # ----- raises -----

@@ -76,11 +76,6 @@ def _set(enable):
             listener()
 
 
-def moves_only(prim):
-    """Whether the op only moves or copies its input's elements: it makes nothing."""
-    return prim.rearranges or prim.selects or prim.is_broadcast or prim.embeds
-
-
 # ----- the eager check -----
 
 
@@ -91,7 +86,7 @@ def check(prim, values, arrays, params, out):
     if any(getattr(v, "_id", None) in _TAINTED for v in values):
         _taint(out)
         return
-    if moves_only(prim):
+    if prim.algebra.moves_only:
         return
     result = out._array
     floats = [a for a in arrays if a.dtype.kind == "f"]

@@ -27,11 +27,6 @@ def _statement(text):
     return ast.parse(text).body[0]
 
 
-def moves_only(prim):
-    """Whether the op only moves or copies its input's elements: it makes nothing."""
-    return prim.rearranges or prim.selects or prim.is_broadcast or prim.embeds
-
-
 def may_hold_nan(arg_name, atom):
     """Whether an input (named arg_name) of an equation may hold a NaN or inf: a float
     operand, not a condition, and not a finite literal."""
@@ -93,7 +88,7 @@ def whole(low, eqn, out, ins):
     """After an op outside loop nests made `out` (source) from `ins` ((atom, source)
     pairs): its tests, each input and the result tested whole (runtime/arrays.py's
     one-pass helpers on arrays), past one pass over each where all are finite."""
-    if moves_only(eqn.prim):
+    if eqn.prim.algebra.moves_only:
         return
     floats = [(a, x) for n, (a, x) in zip(eqn.prim.arg_names, ins) if may_hold_nan(n, a)]
     held_nan = " or ".join(_holds("isnan", a, x) for a, x in floats) or "False"
@@ -161,7 +156,7 @@ class Scan:
     def element(self, eqn, local, ins):
         """An elementwise member, its element `local`, its inputs' elements `ins` ((arg
         name, atom, source) triples, each read as the template reads it)."""
-        if moves_only(eqn.prim):
+        if eqn.prim.algebra.moves_only:
             self.members.append((eqn, None, None, None))
             return
         floats = [x for n, a, x in ins if may_hold_nan(n, a)]

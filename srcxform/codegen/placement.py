@@ -39,7 +39,7 @@ def place(program, items):
         for a in eqn.ins:
             if isinstance(a, Var):
                 consumers.setdefault(a, []).append(eqn)
-    virtual = {eqn.out for eqn in program.eqns if eqn.prim.embeds and eqn.out not in outputs
+    virtual = {eqn.out for eqn in program.eqns if eqn.prim.algebra.embeds and eqn.out not in outputs
                and all(getattr(i, "step", None) in (None, 1) for i in eqn.kwargs["index"])
                and all(c.out in group_of for c in consumers.get(eqn.out, ()))}
     # A reduction's result read by another loop is always stored, so a value computed
@@ -50,7 +50,7 @@ def place(program, items):
         v = eqn.out
         inputs = [a for a in eqn.ins if isinstance(a, Var)]
         if (v in group_of and eqn.prim.kind == "elementwise" and v.aval.shape
-                and v not in outputs and not eqn.prim.expensive
+                and v not in outputs and not eqn.prim.codegen.expensive
                 and all(a not in group_of or a in recomputed or a in reduced
                         or not a.aval.shape for a in inputs)):
             size[v] = _nodes(eqn.prim.template) + sum(size.get(a, 0) for a in inputs)

@@ -38,6 +38,57 @@ class _Zero:
 ZERO = _Zero()
 
 
+@dataclass(frozen=True)
+class Algebra:
+    """What the passes may assume of a primitive's values beyond its impl: the simplifier
+    (units, identities, broadcasts), placement and the NaN checks (ops that only move
+    elements), crosscheck's rounding bound (sums). The defaults assume nothing."""
+
+    # (literal, position) pairs where a literal operand leaves the other operand
+    # unchanged (x * 1).
+    units: tuple = ()
+    # Whether an output with its input's aval is that input (a cast to the same dtype).
+    same_aval_is_identity: bool = False
+    is_broadcast: bool = False  # only broadcasts its input (broadcast_to)
+    rearranges: bool = False  # only moves or selects its input's elements (reshape)
+    embeds: bool = False  # zeros of params["shape"] with the input at params["index"]
+    selects: bool = False  # its input at params["index"] (a static index: getitem)
+    # Each output element a sum of its inputs' elements or their products (reduce_sum,
+    # matmul): linear in each input, so that the op applied to the inputs' magnitudes gives
+    # the terms' magnitudes, and applied to ones their number (a check's rounding bound,
+    # crosscheck.py).
+    sums: bool = False
+
+    @property
+    def moves_only(self):
+        """Whether the op only moves or copies its input's elements: it makes nothing."""
+        return self.rearranges or self.selects or self.is_broadcast or self.embeds
+
+
+@dataclass(frozen=True)
+class Codegen:
+    """What code generation needs to know of a primitive beyond its `emit` template. The
+    defaults: `emit` fits every equation and every loop, is cheap to recompute, and
+    raises nothing."""
+
+    # emit_for(*in_avals, out_aval, **params): an emit template for that equation where
+    # a simpler form than `emit` fits it (a reshape that only drops dims of 1 is an
+    # index), or None for `emit`.
+    emit_for: Callable | None = None
+    # The template for loops LLVM vectorizes (srcxform.runtime.vecmath's polynomials),
+    # where `emit` (libm's functions, faster in a loop that does not vectorize) serves
+    # the others.
+    vector_emit: str | None = None
+    # A transcendental function, whose value a loop stores rather than another loop
+    # recomputes it where it reads it.
+    expensive: bool = False
+    # Whether the emitted code checks its operands and raises an InvalidArgumentError as
+    # eager does (an index out of bounds, an integer divisor of 0): True, or a function of
+    # the equation as emit_for takes it. Code generation keeps such code out of a prange,
+    # which would drop the exception.
+    raises: bool | Callable = False
+
+
 @dataclass(eq=False)
 class Primitive:
     """One operation, declared once.
@@ -50,6 +101,9 @@ class Primitive:
     gradient), ZERO, or a function of no arguments that makes the cotangent, which the
     reverse walk calls only where that input needs one (pow's exponent, mostly a constant,
     costs a log and two selects).
+
+    What the passes may assume of its values is its `algebra`; what code generation needs
+    beyond `emit`, its `codegen` (see Algebra and Codegen).
     """
 
     name: str
@@ -62,42 +116,13 @@ class Primitive:
     nondiff: bool = False
     init: float | None = None
     variadic: bool = False
-    # Algebra the simplifier may use: (literal, position) pairs where a literal operand
-    # leaves the other operand unchanged (x * 1), and whether an output with its input's
-    # aval is that input (a cast to the same dtype).
-    units: tuple = ()
-    same_aval_is_identity: bool = False
-    is_broadcast: bool = False  # only broadcasts its input (broadcast_to)
-    rearranges: bool = False  # only moves or selects its input's elements (reshape)
-    embeds: bool = False  # zeros of params["shape"] with the input at params["index"]
-    selects: bool = False  # its input at params["index"] (a static index: getitem)
-    # Each output element a sum of its inputs' elements or their products (reduce_sum,
-    # matmul): linear in each input, so that the op applied to the inputs' magnitudes gives
-    # the terms' magnitudes, and applied to ones their number (a check's rounding bound,
-    # crosscheck.py).
-    sums: bool = False
-    # emit_for(*in_avals, out_aval, **params): an emit template for that equation where
-    # a simpler form than `emit` fits it (a reshape that only drops dims of 1 is an
-    # index), or None for `emit`.
-    emit_for: Callable | None = None
     # A nondiff op is still recorded, with no VJP, so ops on its output are recorded too
     # (TensorFlow's floor, whose gradient is None); `unrecorded` ones are not
     # (TensorFlow's NotDifferentiable ops: stop_gradient).
     unrecorded: bool = False
-    # What code generation and NumPy dispatch need to know of one op: `expensive`, a
-    # transcendental function, whose value a loop stores rather than another loop
-    # recomputes it where it reads it; `vector_emit`, the template for loops LLVM
-    # vectorizes (srcxform.runtime.vecmath's polynomials), where `emit` (libm's
-    # functions, faster in a loop that does not vectorize) serves the others; `numpy`,
-    # the NumPy ufuncs that compute this op, which NumPy dispatch binds it for.
-    expensive: bool = False
-    vector_emit: str | None = None
-    numpy: tuple = ()
-    # Whether the emitted code checks its operands and raises an InvalidArgumentError as
-    # eager does (an index out of bounds, an integer divisor of 0): True, or a function of
-    # the equation as emit_for takes it. Codegen keeps such code out of a prange, which
-    # would drop the exception.
-    raises: bool | Callable = False
+    numpy: tuple = ()  # NumPy ufuncs that compute this op: NumPy dispatch binds it for them
+    algebra: Algebra = Algebra()
+    codegen: Codegen = Codegen()
     param_names: tuple = field(init=False)
     template: ast.AST = field(init=False, repr=False)
     vector_template: ast.AST | None = field(init=False, repr=False)
@@ -112,20 +137,21 @@ class Primitive:
             if p.kind is p.KEYWORD_ONLY)
         self.template = _parse_template(self.name, self.emit,
                                         self.arg_names + self.param_names)
-        self.vector_template = self.vector_emit and _parse_template(
-            self.name, self.vector_emit, self.arg_names + self.param_names)
+        self.vector_template = self.codegen.vector_emit and _parse_template(
+            self.name, self.codegen.vector_emit, self.arg_names + self.param_names)
         REGISTRY[self.name] = self
 
     def __repr__(self):
         return f"<primitive {self.name}>"
 
     def template_for(self, in_avals, out_aval, params):
-        """The parsed emit template for one equation (see emit_for). An opaque op's
+        """The parsed emit template for one equation (see Codegen.emit_for). An opaque op's
         expression gives an array (a runtime helper's result); where the output has rank
         0 it is taken as its one element, `[()]`: generated code keeps rank-0 values as
         scalars, and an elementwise op on the result (a conditional expression) needs one.
         An emit_for form of rank 0 gives its scalar itself (argmax's)."""
-        emit = self.emit_for and self.emit_for(*in_avals, out_aval, **params)
+        emit_for = self.codegen.emit_for
+        emit = emit_for and emit_for(*in_avals, out_aval, **params)
         if emit:
             return _parse_template(self.name, emit, self.arg_names + self.param_names)
         if self.kind == "opaque" and not out_aval.shape and "\n" not in self.emit:
@@ -134,10 +160,9 @@ class Primitive:
         return self.template
 
     def may_raise(self, in_avals, out_aval, params):
-        """Whether one equation's emitted code may raise (see raises)."""
-        if callable(self.raises):
-            return bool(self.raises(*in_avals, out_aval, **params))
-        return self.raises
+        """Whether one equation's emitted code may raise (see Codegen.raises)."""
+        raises = self.codegen.raises
+        return bool(raises(*in_avals, out_aval, **params)) if callable(raises) else raises
 
     def bind(self, *args, **params):
         """Applies the primitive: traced if any input is a Tracer, else computed eagerly;
@@ -281,8 +306,9 @@ def elementwise(name, impl, emit, vjp=None, nondiff=False, out_dtype=None, kinds
     or a function of the operands' common dtype; a result of another kind than the
     operands' (int / int is float64) is strong, as TensorFlow's, even from weak operands.
     `kinds` (a key of _KIND_NAMES) are the dtype kinds the operands may have, as
-    TensorFlow's kernel for the op takes (None: any). `expensive`, `vector_emit`, `numpy`
-    and `raises`: see Primitive; `emit_for` is as for primitive().
+    TensorFlow's kernel for the op takes (None: any). `units` and
+    `same_aval_is_identity`: see Algebra; `emit_for`, `vector_emit`, `expensive` and
+    `raises`: see Codegen; `unrecorded` and `numpy`: see Primitive.
     """
     arg_names = tuple(args.split()) if args else _arg_names(vjp, 2)[0]
 
@@ -309,14 +335,15 @@ def elementwise(name, impl, emit, vjp=None, nondiff=False, out_dtype=None, kinds
         return Aval(out_shape, result, weak and result.kind == dtype.kind)
 
     return Primitive(name, "elementwise", impl, shape, vjp, emit, arg_names, nondiff,
-                     units=units, same_aval_is_identity=same_aval_is_identity,
-                     unrecorded=unrecorded, expensive=expensive, vector_emit=vector_emit,
-                     numpy=numpy, emit_for=emit_for, raises=raises)
+                     unrecorded=unrecorded, numpy=numpy,
+                     algebra=Algebra(units=units, same_aval_is_identity=same_aval_is_identity),
+                     codegen=Codegen(emit_for=emit_for, vector_emit=vector_emit,
+                                     expensive=expensive, raises=raises))
 
 
 def reduction(name, impl, emit, init, vjp=None, nondiff=False, sums=False):
     """Declares a reduction over `axis` (a sorted tuple) with `keepdims`. `sums`: see
-    Primitive."""
+    Algebra."""
 
     def shape(x, *, axis, keepdims):
         if x.dtype == np.bool_:
@@ -328,20 +355,20 @@ def reduction(name, impl, emit, init, vjp=None, nondiff=False, sums=False):
         return Aval(out, x.dtype)
 
     return Primitive(name, "reduction", impl, shape, vjp, emit, ("x",), nondiff, init,
-                     sums=sums)
+                     algebra=Algebra(sums=sums))
 
 
 def primitive(name, kind, impl, shape, emit, vjp=None, nondiff=False,
               same_aval_is_identity=False, is_broadcast=False, rearranges=False,
               embeds=False, selects=False, emit_for=None, raises=False, sums=False):
     """Declares a primitive with its own shape rule `shape(*avals, **params)`; the inputs
-    are named by the shape rule's positional parameters. `raises` and `sums`: see
-    Primitive."""
+    are named by the shape rule's positional parameters. `emit_for` and `raises`: see
+    Codegen; the others after `nondiff`: see Algebra."""
     arg_names, variadic = _arg_names(shape, 0)
+    algebra = Algebra(same_aval_is_identity=same_aval_is_identity, is_broadcast=is_broadcast,
+                      rearranges=rearranges, embeds=embeds, selects=selects, sums=sums)
     return Primitive(name, kind, impl, shape, vjp, emit, arg_names, nondiff, variadic=variadic,
-                     same_aval_is_identity=same_aval_is_identity, is_broadcast=is_broadcast,
-                     rearranges=rearranges, embeds=embeds, selects=selects, emit_for=emit_for,
-                     raises=raises, sums=sums)
+                     algebra=algebra, codegen=Codegen(emit_for=emit_for, raises=raises))
 
 
 def reduce_params(x, axis, keepdims, op):

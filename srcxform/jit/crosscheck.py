@@ -173,10 +173,10 @@ def _perturbed(rng, prim, arrays, params, result):
     """An eager op's float result moved by a normal random multiple of its rounding error
     bound, elementwise, where the op rounds otherwise in compiled code (see the module's
     docstring); else the result."""
-    if result.dtype.kind != "f" or not (prim.sums or prim.expensive):
+    if result.dtype.kind != "f" or not (prim.algebra.sums or prim.codegen.expensive):
         return result
     u = np.finfo(result.dtype).eps / 2
-    if prim.sums:
+    if prim.algebra.sums:
         floats = [a.dtype.kind == "f" for a in arrays]
         with np.errstate(all="ignore"):
             magnitude = np.abs(prim.impl(*[np.abs(a) if f else a

@@ -342,7 +342,7 @@ class _Plan:
         """A row read: the same source at indices start + step * copy on its first axis."""
         head = eqns[0]
         source = head.ins[0]
-        if not head.prim.selects or any(e.ins[0] is not source for e in eqns) \
+        if not head.prim.algebra.selects or any(e.ins[0] is not source for e in eqns) \
                 or source not in self.trace.tracers:
             return None
         firsts = [e.kwargs["index"][0] for e in eqns]

@@ -24,22 +24,22 @@ def _same(a, b):
 
 def _replacement(eqn, producers, keep_gradient_stops):
     out = eqn.out.aval
-    identity = eqn.prim.same_aval_is_identity and not (keep_gradient_stops
+    identity = eqn.prim.algebra.same_aval_is_identity and not (keep_gradient_stops
                                                        and eqn.prim.unrecorded)
     if identity and _same(eqn.ins[0].aval, out):
         return eqn.ins[0]
-    if eqn.prim.same_aval_is_identity and isinstance(eqn.ins[0], Lit) and not out.shape:
+    if eqn.prim.algebra.same_aval_is_identity and isinstance(eqn.ins[0], Lit) and not out.shape:
         value = eqn.ins[0].value  # a cast of a literal (a size too: n0 as float64)
         return Lit(value if isinstance(value, Dim) else np.asarray(value, out.dtype).item(), out)
-    for literal, pos in eqn.prim.units:
+    for literal, pos in eqn.prim.algebra.units:
         atom, other = eqn.ins[pos], eqn.ins[1 - pos]
         if isinstance(atom, Lit) and atom.value == literal and _same(other.aval, out):
             return other
-    if eqn.prim.rearranges:
+    if eqn.prim.algebra.rearranges:
         scalar = _unbroadcast(eqn.ins[0], producers)
         return _broadcast(eqn, scalar, producers) \
             if scalar is not eqn.ins[0] and not scalar.aval.shape else None
-    if eqn.prim.kind != "elementwise" or eqn.prim.is_broadcast:
+    if eqn.prim.kind != "elementwise" or eqn.prim.algebra.is_broadcast:
         return None
     ins = [_unbroadcast(a, producers) for a in eqn.ins]
     if all(isinstance(a, Lit) and not isinstance(a.value, Dim) for a in ins) and not out.shape:
@@ -82,7 +82,7 @@ def _broadcast(eqn, scalar, producers):
 
 def _unbroadcast(atom, producers):
     eqn = producers.get(atom) if isinstance(atom, Var) else None
-    return eqn.ins[0] if eqn is not None and eqn.prim.is_broadcast else atom
+    return eqn.ins[0] if eqn is not None and eqn.prim.algebra.is_broadcast else atom
 
 
 

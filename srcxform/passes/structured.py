@@ -39,6 +39,7 @@ from srcxform.core import recording, settings
 from srcxform.core.aval import Aval
 from srcxform.core.errors import TracingError, user_line
 from srcxform.core.ir import Var
+from srcxform.core.primitive import Algebra, Codegen
 from srcxform.passes.pipeline import optimize
 from srcxform.core.recording import CONTEXT
 from srcxform.core.tensor import SizeConstant, Tensor, as_value
@@ -67,8 +68,7 @@ class StructuredOp:
     structured = True  # codegen/control.py lowers it
     nondiff = False
     variadic = True
-    same_aval_is_identity = is_broadcast = rearranges = embeds = expensive = False
-    units = ()
+    algebra, codegen = Algebra(), Codegen()  # nothing to assume: the defaults
     template = vector_template = None
 
     def __init__(self, name):
