@@ -195,3 +195,39 @@ def test_a_checked_kernel_probes_once_and_scans_only_where_it_must():
     forward = source.split("# ---- adjoint ----")[0]
     assert "nonfinite" not in forward.split("if not np.isfinite")[0]
     assert source.count("np.isnan(bx_i - bx_i)") == 1
+
+
+# ----- checked kernels with nothing to probe, or an op outside every loop nest -----
+
+def _constant_gradient(x):
+    return tf.reduce_sum(x * 2.0)
+
+
+def _one_by_one_product(y, x):
+    return tf.reduce_sum(tf.matmul(y, x))
+
+
+def _unused_first_argument(x, y):
+    return tf.reduce_sum(tf.abs(y))
+
+
+@pytest.mark.parametrize("jit", ["0", "1"])
+@pytest.mark.parametrize("fn, args, grads", [
+    (_constant_gradient, (np.array([1.0, 2.0]),), [[2.0, 2.0]]),
+    (_one_by_one_product, (np.ones((1, 2)), np.ones((2, 1))), [[[1.0, 1.0]], [[1.0], [1.0]]]),
+    (_unused_first_argument, (np.ones(3), np.array([1.0, -2.0, 3.0])),
+     [[0.0, 0.0, 0.0], [1.0, -1.0, 1.0]]),
+], ids=["constant gradient", "1x1 product", "unused argument"])
+def test_checked_kernels_compile_where_a_nest_has_nothing_to_probe(fn, args, grads, jit,
+                                                                   monkeypatch):
+    """A nest whose values cannot become NaN wrote `if :` (a SyntaxError); an op outside
+    every nest used runtime/arrays.py without importing it (a CompileError)."""
+    monkeypatch.setenv("SRCXFORM_JIT", jit)
+    f = tf.differentiable(fn, wrt=tuple(range(len(args))), wait=True)
+    with tf.debug_nans(True):
+        value, got = f.value_and_grad(*args)
+        assert float(value) == float(f(*args)) == float(fn(*map(tf.constant, args)))
+        for g, want in zip(got, grads):
+            np.testing.assert_array_equal(g, want)
+        for g, want in zip(f.grad(*args), grads):
+            np.testing.assert_array_equal(g, want)

@@ -90,6 +90,7 @@ def whole(low, eqn, out, ins):
     one-pass helpers on arrays), past one pass over each where all are finite."""
     if eqn.prim.algebra.moves_only:
         return
+    low.modules.add("arrays")  # written as text (low.line), which imports nothing itself
     floats = [(a, x) for n, (a, x) in zip(eqn.prim.arg_names, ins) if may_hold_nan(n, a)]
     held_nan = " or ".join(_holds("isnan", a, x) for a, x in floats) or "False"
     finite = " and ".join(_holds("isfinite", a, x) for a, x in floats) or "True"
@@ -253,7 +254,8 @@ class Scan:
         low = self.low
         tests = [self.probe_flag] * bool(self.probed) + [
             f"not {_holds('isfinite', e.out, name)}" for e, name in self.results]
-        if self.body:
+        if self.body and tests:  # no test: nothing the nest makes can be NaN or inf
+            low.modules.add("arrays")
             low.line(1, f"if {' or '.join(tests)}:")
             for text in self.cold_inits:
                 low.line(2, text)
