@@ -230,3 +230,16 @@ def test_signed_zeros_of_maximum_minimum_relu_and_mod_are_tensorflows():
                                (tf.maximum(x, y), tf.nn.relu(x), x % y)):
         np.testing.assert_array_equal(np.asarray(compiled), eager.numpy())
         assert _signs(compiled) == _signs(eager)
+
+
+def test_a_range_over_a_traced_bound_raises_a_tracing_error_naming_the_line():
+    def summed(x):
+        s = tf.zeros_like(x[0])
+        for i in tf.range(tf.shape(x)[0]):  # traced bound
+            s = s + x[i]
+        return tf.reduce_sum(s * s)
+
+    x = np.arange(6.0).reshape(3, 2)
+    assert float(summed(tf.constant(x))) == 117.0  # eager: a concrete bound
+    with pytest.raises(tf.TracingError, match=r"traced bound[\s\S]*range: a bound is a traced"):
+        tf.differentiable(summed, wait=True)(x)

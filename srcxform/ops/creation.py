@@ -9,6 +9,7 @@ directly.
 import numpy as np
 
 from srcxform.core.dtypes import as_dtype, float32, promote, settled
+from srcxform.core.errors import TracingError, user_line
 from srcxform.ops.elementwise import cast
 from srcxform.ops.shape import broadcast_to, stack
 from srcxform.core.tensor import Tensor, Value, as_value, holds_value
@@ -129,6 +130,10 @@ def range(start, limit=None, delta=1, dtype=None, name=None):
     if limit is None:
         start, limit = 0, start
     values = [as_value(v, "range") for v in (start, limit, delta)]
+    if any(v._trace is not None for v in values):
+        raise TracingError(f"{user_line()}\n  range: a bound is a traced tensor, so the "
+                           "length would be known only at run time; use Python's range "
+                           "with sizes as ints (range(x.shape[0])), or srcxform.fori_loop")
     dtype = as_dtype(dtype) or _result_dtype(values)
     return Tensor._new(np.arange(*[v._array for v in values], dtype=dtype))
 
