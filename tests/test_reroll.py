@@ -356,3 +356,26 @@ def test_a_tape_inside_asking_for_a_value_a_loop_went_around_traces_without_loop
     want = fn(tf.constant(x)).numpy()
     assert np.abs(want).min() > 0
     np.testing.assert_allclose(tf.differentiable(fn)(x), want, rtol=1e-12)
+
+
+def _signed_zeros(x):
+    return 1.0 / (x * 0.0), 1.0 / (x * -0.0)
+
+
+def _chain_of_signed_zeros(x):
+    s = x[0] * 0.0
+    for i in range(MIN_TERMS + 2):  # -0.0 in the first terms, 0.0 after
+        s = s + x[i] * (-0.0 if i < MIN_TERMS else 0.0)
+    return 1.0 / s
+
+
+@pytest.mark.parametrize("fn", [_signed_zeros, _chain_of_signed_zeros])
+def test_zeros_of_two_signs_are_two_constants(fn, monkeypatch):
+    """-0.0 == 0.0, but 1 / -0.0 is -inf: CSE and the fold's matching tell them apart."""
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+    x = np.ones((MIN_TERMS + 2, 3))
+    with np.errstate(divide="ignore"):
+        want, got = fn(tf.constant(x)), tf.differentiable(fn)(x)
+    want, got = (v if isinstance(v, tuple) else (v,) for v in (want, got))
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)

@@ -269,7 +269,7 @@ def _same_outside(a, b, consts):
     if not (isinstance(a, Var) and isinstance(b, Var)):
         return False
     c, d = consts.get(a), consts.get(b)
-    return c is not None and d is not None and c.dtype == d.dtype and np.array_equal(c, d)
+    return c is not None and d is not None and cse.same_array(c, d)
 
 
 class _Plan:
@@ -323,7 +323,7 @@ class _Plan:
                 or self._const(first) is not None else None
         arrays = [self._const(a) if isinstance(a, Var) else None for a in atoms]
         if arrays[0] is not None and all(  # a constant each copy made anew, alike
-                b is not None and b.dtype == arrays[0].dtype and np.array_equal(b, arrays[0])
+                b is not None and cse.same_array(b, arrays[0])
                 for b in arrays):
             return _Outside(first)
         eqns = [self.producers.get(a) if isinstance(a, Var) else None for a in atoms]
