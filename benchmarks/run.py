@@ -47,6 +47,9 @@ FULL = {"rounds": 21, "slow_rounds": 5, "block_ms": 10.0, "warm_calls": 3,
         "cold": ["W1", "W2", "W3-1e3", "W4", "W5", "W6", "W9"], "reps": 9}
 QUICK = {"rounds": 7, "slow_rounds": 3, "block_ms": 4.0, "warm_calls": 1,
          "cold": ["W1", "W5"], "reps": 1}
+# CI's speed guard (benchmarks/guard.py): the quick sizes, with more and longer blocks,
+# as its verdict must hold on a shared machine.
+GUARD = {**QUICK, "rounds": 15, "block_ms": 10.0}
 # A system whose one call takes longer than this (PyTorch and TensorFlow eager on W7's
 # 1,000 steps: seconds) is timed in the first slow_rounds rounds only, or one workload
 # would take most of an hour; its row records how many rounds it ran.
@@ -818,13 +821,14 @@ def _parser():
     parser.add_argument("--table", choices=TABLES, help=argparse.SUPPRESS)
     parser.add_argument("--json", help=argparse.SUPPRESS)
     parser.add_argument("--extras", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--guard", action="store_true", help=argparse.SUPPRESS)
     return parser
 
 
 def run_table(args):
     """Measures one table in this process (a new one: its libraries not yet imported) and
     writes it to args.json."""
-    config = QUICK if args.quick else FULL
+    config = GUARD if args.guard else QUICK if args.quick else FULL
     started = NS()
     if args.table == threads.SERIAL:
         core = max(os.sched_getaffinity(0)) if args.core is None else args.core
