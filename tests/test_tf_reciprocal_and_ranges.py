@@ -232,14 +232,31 @@ def test_signed_zeros_of_maximum_minimum_relu_and_mod_are_tensorflows():
         assert _signs(compiled) == _signs(eager)
 
 
-def test_a_range_over_a_traced_bound_raises_a_tracing_error_naming_the_line():
-    def summed(x):
-        s = tf.zeros_like(x[0])
-        for i in tf.range(tf.shape(x)[0]):  # traced bound
-            s = s + x[i]
-        return tf.reduce_sum(s * s)
+def _summed_rows(x):
+    s = tf.zeros_like(x[0])
+    for i in tf.range(tf.shape(x)[0]):  # a traced bound: one loop for every size
+        s = s + x[i] * tf.cast(i + 1, x.dtype)
+    return tf.reduce_sum(s * s)
 
+
+def _summed_static(x):
+    s = tf.zeros_like(x[0])
+    for i in tf.range(1, 3):  # Python ints: its steps are scalar int32 tensors, as in TF
+        assert isinstance(i, tf.Tensor) and i.dtype == tf.int32
+        s = s + x[i]
+    return tf.reduce_sum(s)
+
+
+def test_a_for_over_tf_range_of_a_traced_bound_compiles_to_one_loop():
+    f = tf.differentiable(_summed_rows, wait=True)
+    for rows in (3, 5):
+        x = np.arange(2.0 * rows).reshape(rows, 2)
+        weights = np.arange(1.0, rows + 1)[:, None]
+        s = (x * weights).sum(axis=0)
+        value, grad = f.value_and_grad(x)
+        assert float(value) == float(_summed_rows(tf.constant(x))) == (s * s).sum()
+        np.testing.assert_array_equal(grad, 2 * s * weights)
+    assert "for " in f.source(x)  # a loop in the kernel, not rows unrolled
+    g = tf.differentiable(_summed_static, wait=True)
     x = np.arange(6.0).reshape(3, 2)
-    assert float(summed(tf.constant(x))) == 117.0  # eager: a concrete bound
-    with pytest.raises(tf.TracingError, match=r"traced bound[\s\S]*range: a bound is a traced"):
-        tf.differentiable(summed, wait=True)(x)
+    assert float(g(x)) == float(_summed_static(tf.constant(x))) == 2 + 3 + 4 + 5

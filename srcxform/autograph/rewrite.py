@@ -384,7 +384,7 @@ class _Converter:
                          self.block(node.orelse, defined, loops))
         traced = refused or self.traced_for(node, rng, defined, loops) + \
             self.block(node.orelse, defined, loops)
-        start = _call("for_range", ast.Constant(not refused), _name("range"),
+        start = _call("for_range", ast.Constant(not refused), copy.deepcopy(node.iter.func),
                       *map(copy.deepcopy, _range_args(node.iter)))
         return _located([ast.Assign([_name(rng, True)], start),
                          ast.If(_call("is_traced", _name(rng)), traced, [static])], node)
@@ -452,9 +452,12 @@ def _logical(test):
 
 
 def _range_args(iterable):
-    """The arguments of a `range(...)` call (positional, one to three), else None."""
-    if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and \
-            iterable.func.id == "range" and 1 <= len(iterable.args) <= 3 and \
-            not iterable.keywords and not any(isinstance(a, ast.Starred) for a in iterable.args):
+    """The arguments of a `range(...)` or `tf.range(...)` call (positional, one to
+    three), else None. Which range the name or attribute is, the runtime decides."""
+    func = getattr(iterable, "func", None)
+    named_range = isinstance(func, ast.Name) and func.id == "range" or \
+        isinstance(func, ast.Attribute) and func.attr == "range"
+    if named_range and 1 <= len(iterable.args) <= 3 and not iterable.keywords and \
+            not any(isinstance(a, ast.Starred) for a in iterable.args):
         return iterable.args
     return None

@@ -17,6 +17,7 @@ from srcxform.control_flow import cond, named_fori_loop, while_loop
 from srcxform.core.dims import Dim
 from srcxform.core.errors import TracingError, user_frame, user_line
 from srcxform.ops import logical_and, logical_not, logical_or
+from srcxform.ops import range as tf_range
 from srcxform.core.tensor import Value
 from srcxform.ad.trace import Tracer
 from srcxform.core.tree import leaf_paths, tree_flatten
@@ -146,15 +147,15 @@ def unconvertible(kind, lineno, statement):
 
 
 def for_range(convertible, range_fn, *args):
-    """What a `for ... in range(...)` loop iterates: a range when its bounds are Python
-    ints, a TracedRange (fori_loop) when one is traced or a size read from a shape (one
+    """What a `for ... in range(...)` (or `tf.range(...)`) loop iterates: the range itself
+    when its bounds are Python ints, a TracedRange (fori_loop) when one is traced or a size read from a shape (one
     kernel for every size), unless the body cannot be converted: then a size still
     unrolls, as it did, and a traced bound raises."""
-    if range_fn is not builtins.range:  # the name was rebound: not Python's range
+    if range_fn is not builtins.range and range_fn is not tf_range:  # another `range`
         return range_fn(*args)
     traced = any(traced_value(a) for a in args)
     if not traced and not (convertible and any(isinstance(a, Dim) for a in args)):
-        return range(*args)
+        return range_fn(*args)  # tf.range's steps are scalar tensors, as in TF
     start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
     if not isinstance(step, int) or isinstance(step, Dim) or step == 0:
         raise TracingError(f"{user_line()}\n  range() over a traced bound needs a nonzero "
