@@ -1,6 +1,6 @@
 """Gradients of every primitive and composite op, first and second order, against central
-finite differences (and the compiler, when COMPILED), and each row's generated code run
-as Python (SRCXFORM_JIT=0) against eager, driven by tests/samples.py."""
+finite differences (and, in the slow tier, the compiled kernel's), and each row's generated
+code run as Python (SRCXFORM_JIT=0) against eager, driven by tests/samples.py."""
 
 import numpy as np
 import pytest
@@ -10,9 +10,6 @@ import srcxform
 from srcxform.core.primitive import REGISTRY
 from srcxform.testing import check_grads
 from srcxform.core.tree import tree_flatten
-
-# Also compare with `srcxform.differentiable(f).grad` (switched on when the compiler lands).
-COMPILED = hasattr(srcxform, "differentiable")
 
 ROWS = [row for name in REGISTRY for row in SAMPLES.get(name, ())]
 DIFF = [pytest.param(r, id=r.id) for r in ROWS if not REGISTRY[r.name].nondiff]
@@ -32,7 +29,7 @@ def _check(row, order, compiled):
                          ids=["eager", "compiled"])
 @pytest.mark.parametrize("row", DIFF)
 def test_first_order(row, compiled):
-    _check(row, 1, compiled and COMPILED)
+    _check(row, 1, compiled)
 
 
 @pytest.mark.parametrize("row", [p for p in DIFF if p.values[0].order >= 2])
