@@ -122,11 +122,12 @@ def test_a_row_index_guards_the_size_once():
     assert guard_conditions(guards) == [(("-", a, 100), ">=")]
 
 
-def _chain_of(n, term=lambda x, w, i: x[i] * w[i]):
+def _chain_of(n, term=lambda x, w, i: x[i] * w[i], link=lambda s, t, i: s + t,
+              first=lambda x, w: x[0] * w[0]):
     def f(x, w):
-        s = x[0] * w[0]
+        s = first(x, w)
         for i in range(1, n):
-            s = s + term(x, w, i)
+            s = link(s, term(x, w, i), i)
         return tf.reduce_sum(s ** 2)
     return f
 
@@ -191,8 +192,29 @@ def _strided_terms(x, w):  # a transcendental, a constant, rows at two strides
     return _chain_of(N, lambda x, w, i: tf.tanh(x[i] * w[2 * i]) * np.arange(2.0))(x, w)
 
 
+def _link_chain(link, term=lambda x, w, i: x[i] * w[i], first=lambda x, w: x[0] * w[0]):
+    return _chain_of(N, term, lambda s, t, i: link(s, t), first)
+
+
+# Chains written every way a loop over rows writes them: the running sum on the right, by
+# subtraction (either side), and terms that broadcast against it.
+LINKS = {
+    "running_on_the_right": _link_chain(lambda s, t: t + s),
+    "subtracted_terms": _link_chain(lambda s, t: s - t),
+    "running_subtracted": _link_chain(lambda s, t: t - s),  # alternating signs: rounds as unrolled
+    "scalar_terms": _link_chain(lambda s, t: s + t, lambda x, w, i: x[i, 0] * w[i, 1]),
+    "running_subtracted_from_scalars": _link_chain(lambda s, t: t - s, lambda x, w, i: tf.sin(x[i, 1])),
+    "rows_added_to_a_matrix": _link_chain(lambda s, t: s + t,
+                                          lambda x, w, i: x[i] * w[2 * i],
+                                          lambda x, w: tf.reshape(w[:2], (2, 2)) * 1.0),
+    # The first link broadcasts the scalar it starts from: the loop starts after it.
+    "from_a_scalar": _link_chain(lambda s, t: s + t, first=lambda x, w: x[0, 0] * w[0, 0]),
+}
+
+
 @pytest.mark.parametrize("jit", ["0", pytest.param("1", marks=pytest.mark.slow)])
-@pytest.mark.parametrize("fn", [_chain_of(N), _sum_of_rows, _strided_terms])
+@pytest.mark.parametrize("fn", [_chain_of(N), _sum_of_rows, _strided_terms] + list(LINKS.values()),
+                         ids=["chain", "sum", "strided"] + list(LINKS))
 def test_a_folded_chain_gives_the_unrolled_sum_bit_for_bit_and_the_tapes_gradient(
         fn, jit, monkeypatch):
     monkeypatch.setenv("SRCXFORM_JIT", jit)
@@ -223,17 +245,20 @@ def test_adds_that_are_not_a_chain_of_copies_stay_adds(monkeypatch):
     def not_evenly_spaced(x, w):
         return _chain_of(N, lambda x, w, i: x[i * i % N] * w[i])(x, w)
 
-    def broadcast_terms(x, w):  # scalar terms added to a row: the add broadcasts
-        s = x[0]
-        for i in range(1, N):
-            s = s + x[i, 0] * w[i, 0]
-        return tf.reduce_sum(s)
+    def adds_and_subtracts(x, w):  # a loop's body is one op: + and - cannot alternate
+        return _chain_of(N, lambda x, w, i: x[i] * w[i], lambda s, t, i: s + t if i % 2
+                         else s - t)(x, w)
+
+    def sides_alternate(x, w):
+        return _chain_of(N, lambda x, w, i: x[i] * w[i], lambda s, t, i: s + t if i % 2
+                         else t + s)(x, w)
 
     def too_few(x, w):
         return _chain_of(MIN_TERMS)(x, w)
 
     args = _args()
-    for fn in (recurrence, different_terms, not_evenly_spaced, broadcast_terms, too_few):
+    for fn in (recurrence, different_terms, not_evenly_spaced, adds_and_subtracts,
+               sides_alternate, too_few):
         compiled = tf.differentiable(fn, wrt=(0, 1))
         assert not _has_loop(compiled, args), fn.__name__
         value, grads = compiled.value_and_grad(*args)
@@ -325,16 +350,20 @@ def test_a_gaussian_mixture_written_with_python_loops_compiles_as_loops():
     assert "fori_loop" in compiled.ir(*args)
 
 
-def _gradient_wrt_a_partial_sum(x):
+def _gradient_wrt_a_partial_sum(x, link=lambda s, t: s + t):
     with tf.GradientTape() as tape:
         tape.watch(x)
         s = x[0] * 0.0
         for i in range(MIN_TERMS + 8):
-            s = s + x[i] * x[i]
+            s = link(s, x[i] * x[i])
             if i == MIN_TERMS + 5:
                 middle = s
         loss = tf.reduce_sum(s * s) + tf.reduce_sum(middle * 3.0)
     return tape.gradient(loss, middle)
+
+
+def _gradient_wrt_a_partial_difference(x):
+    return _gradient_wrt_a_partial_sum(x, lambda s, t: t - s)
 
 
 def _gradient_wrt_a_stacked_row(x):
@@ -345,7 +374,8 @@ def _gradient_wrt_a_stacked_row(x):
     return tape.gradient(loss, rows[2])
 
 
-@pytest.mark.parametrize("fn", [_gradient_wrt_a_partial_sum, _gradient_wrt_a_stacked_row])
+@pytest.mark.parametrize("fn", [_gradient_wrt_a_partial_sum, _gradient_wrt_a_partial_difference,
+                                _gradient_wrt_a_stacked_row])
 def test_a_tape_inside_asking_for_a_value_a_loop_went_around_traces_without_loops(
         fn, monkeypatch):
     """A folded chain's partial sums and a join's rows are computed apart from the loop
@@ -379,3 +409,22 @@ def test_zeros_of_two_signs_are_two_constants(fn, monkeypatch):
     want, got = (v if isinstance(v, tuple) else (v,) for v in (want, got))
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
+
+
+def test_gradbench_gmm_as_its_tensorflow_tool_writes_it_is_rerolled_and_right(monkeypatch):
+    """GradBench's gmm written as its TensorFlow tool writes it (benchmarks/gradbench_gmm.py):
+    its rows and factors are loops, and its value and gradients are NumPy's and the tape's."""
+    from benchmarks.gradbench_gmm import NAMES, inputs, objective
+
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+    given = inputs(2, 5, 12, seed=3)
+    args = [given[a] for a in NAMES]
+    compiled = tf.differentiable(lambda *a: objective(tf, *a), wrt=(0, 1, 2, 3))
+    assert _has_loop(compiled, args)
+    value, grads = compiled.value_and_grad(*args)
+    np.testing.assert_allclose(value, -gmm_numpy(**given), rtol=1e-12)
+    x = tf.constant(given["x"])
+    want, want_grads = _eager(lambda *p: objective(tf, *p, x), args[:4])
+    np.testing.assert_allclose(value, want, rtol=1e-12)
+    for g, w in zip(grads, want_grads):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)

@@ -257,7 +257,10 @@ def add(x, y, name=None):
 
 def subtract(x, y, name=None):
     """x - y elementwise (tf.math.subtract)."""
-    return subtract_p.bind(x, y)
+    trace = getattr(x, "_trace", None)
+    folder = getattr(trace, "folder", None)  # a chain of subtractions (reroll.py)
+    folded = folder(trace, x, y, subtract_p) if folder is not None else None
+    return subtract_p.bind(x, y) if folded is None else folded
 
 
 def multiply(x, y, name=None):

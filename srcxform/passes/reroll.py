@@ -23,6 +23,11 @@ a loop that is not the chain's latest (a list of partial sums, stacked after the
 reads that add instead (`Folder.reading`), so the passes drop every loop but the latest.
 A chain whose latest sum is read before its next add (`v = v + a[i]; x = x + v`) goes on
 as adds from there.
+
+Every link of a chain is one op, the sum so far on one side: `s + t`, `t + s`, `s - t` or
+`t - s` (bound alike by the loop's body: the rounding is the unrolled one's); a term may
+broadcast where the link keeps the sum's aval (the loop's carry). Links mixing + and -
+are no chain: one op's body cannot alternate them, and reassociating changes rounding.
 """
 
 import dataclasses
@@ -34,7 +39,7 @@ from srcxform.core.ir import Lit, Var
 import numpy as np
 
 from srcxform.ops import getitem, reshape, transpose
-from srcxform.ops.elementwise import add_p
+from srcxform.ops.elementwise import add_p, subtract_p
 from srcxform.ops.shape import getitem_p
 from srcxform.passes import cse
 from srcxform.passes.structured import (
@@ -133,7 +138,13 @@ class _Fold:
     k: int
     last: Var  # the last term's Var
     body: _Body  # shared by the chain's folds
+    link: tuple  # (op, side): each link is op(running, term) (side 0) or op(term, running)
     plain: object = None  # the same sum as an add to the chain's, a Tracer
+
+    def bind(self, running, term):
+        """One link of the chain, its operands in the chain's order."""
+        op, side = self.link
+        return op.bind(running, term) if side == 0 else op.bind(term, running)
 
 
 def _same_aval(a, b):
@@ -144,31 +155,39 @@ def _same_aval(a, b):
 
 class Folder:
     """A trace's chains of adds of terms computed alike, summed by loops (see the
-    module's docstring); called for every `x + y` of the trace's own values."""
+    module's docstring); called for every `x + y` and `x - y` of the trace's own values."""
 
     def __init__(self):
         self.folds = {}  # the Var of a loop's sum -> its _Fold
         self.read = set()  # sums of chains read as they grew: they go on as adds
 
-    def __call__(self, trace, x, y):
-        """x + y as a loop over the terms added before, or None (then an equation)."""
+    def __call__(self, trace, x, y, op=add_p):
+        """op(x, y) as a loop over the chain's terms before, or None (then an equation)."""
         context = recording.CONTEXT
         if context.adjoint or not context.traces or context.traces[-1] is not trace \
-                or getattr(x, "_trace", None) is not trace \
-                or getattr(y, "_trace", None) is not trace or not _same_aval(x.aval, y.aval):
+                or not all(getattr(v, "_trace", None) is trace for v in (x, y)):
             return None
-        if self._was_read(trace, x.var):
-            return None
-        fold = self.folds.get(x.var)
-        fold = self._longer(trace, fold, x, y) if fold else self._first(trace, x, y)
+        fold = self._fold(trace, x, y, op)
         if fold is None:
             return None
-        x_plain = self.folds[x.var].plain if x.var in self.folds else x
+        running, term = (x, y) if fold.link[1] == 0 else (y, x)
+        plain = self.folds[running.var].plain if running.var in self.folds else running
         out = _sum_loop(trace, fold)
-        self.folds[out.var] = dataclasses.replace(fold, plain=add_p.bind(x_plain, y))
+        self.folds[out.var] = dataclasses.replace(fold, plain=fold.bind(plain, term))
         fold.body.latest = out.var
         trace.rerolled = True
         return out
+
+    def _fold(self, trace, x, y, op):
+        """The fold of op(x, y), the sum so far either side: one made longer, or a new one."""
+        sides = [(side, r, t) for side, r, t in ((0, x, y), (1, y, x))
+                 if _keeps_aval(op, r, t) and not self._was_read(trace, r.var)]
+        for side, running, term in sides:
+            fold = self.folds.get(running.var)
+            if fold is not None and fold.link == (op, side):
+                return self._longer(trace, fold, term)
+        firsts = (self._first(trace, running, term, (op, side)) for side, running, term in sides)
+        return next(filter(None, firsts), None)
 
     def reading(self, values):
         """The values an equation reads, each sum of a chain's loop but its latest as an
@@ -189,43 +208,44 @@ class Folder:
         return read
 
     @staticmethod
-    def _first(trace, x, y):
-        """The fold of x + y where x ends a chain of adds of MIN_TERMS - 1 terms computed
-        alike, y the next: the terms' rows are their copy number's."""
-        terms, atom = [y.var], x.var
+    def _first(trace, running, term, link):
+        """The fold of link (op, side) of running, which ends a chain of MIN_TERMS - 1 such
+        links of terms computed alike, and term: the terms' rows are their copy number's."""
+        op, side = link
+        terms, atom = [term.var], running.var
         while len(terms) < MIN_TERMS:
             eqn = trace.producers.get(atom)
-            if eqn is None or eqn.prim is not add_p or not all(
-                    isinstance(a, Var) and _same_aval(a.aval, x.aval) for a in eqn.ins):
+            ins = eqn.ins if eqn is not None and eqn.prim is op else (None, None)
+            before, next_term = ins[side], ins[1 - side]
+            if not (isinstance(before, Var) and _same_aval(before.aval, running.aval)
+                    and isinstance(next_term, Var) and _same_aval(next_term.aval, term.aval)):
                 return None
-            atom = eqn.ins[0]
-            terms.append(eqn.ins[1])
+            atom = before
+            terms.append(next_term)
         terms.reverse()
         plan = _Plan(trace, len(terms), MAX_TERM_NODES)
         root = plan.node(tuple(terms))
         if root is None or not plan.sources or atom not in trace.tracers:
             return None
         return _Fold(trace.tracers[atom], plan, root, tuple(plan.sources), len(terms),
-                     terms[-1], _Body())
+                     terms[-1], _Body(), link)
 
     def _was_read(self, trace, var):
         """Whether var is the sum of a chain read as it grew (`v = v + a[i]; x = x + v`):
         a loop's sum read before the next add (`reading`), or an add to such a sum."""
-        if var in self.read:
-            return True
         eqn = trace.producers.get(var)
-        if eqn is not None and eqn.prim is add_p and isinstance(eqn.ins[0], Var) \
-                and eqn.ins[0] in self.read:
+        if var in self.read or eqn is not None and eqn.prim in (add_p, subtract_p) \
+                and any(isinstance(a, Var) and a in self.read for a in eqn.ins):
             self.read.add(var)
             return True
         return False
 
     @staticmethod
-    def _longer(trace, fold, x, y):
-        """fold one term longer where y is its next copy: the plan of (its last term, y)
-        is the fold's, and reads each source one row on."""
+    def _longer(trace, fold, term):
+        """fold one term longer where term is its next copy: the plan of (its last term,
+        term) is the fold's, and reads each source one row on."""
         plan = _Plan(trace, 2, MAX_TERM_NODES)
-        root = plan.node((fold.last, y.var))
+        root = plan.node((fold.last, term.var))
         k = fold.k
         if root is None or len(plan.sources) != len(fold.sources) or any(
                 (source, start, step) != (first, start0 + step0 * (k - 1), step0)
@@ -234,7 +254,16 @@ class Folder:
                 or not _alike(plan.shape(root), fold.plan.shape(fold.root),
                               trace.const_arrays):
             return None
-        return dataclasses.replace(fold, k=k + 1, last=y.var)
+        return dataclasses.replace(fold, k=k + 1, last=term.var)
+
+
+def _keeps_aval(op, running, term):
+    """Whether op(running, term) keeps running's aval (a term may broadcast): the carry's."""
+    try:
+        out = op.shape(running.aval, term.aval)
+    except (TypeError, ValueError):
+        return False
+    return _same_aval(out, running.aval)
 
 
 def _sum_loop(trace, fold):
@@ -245,7 +274,7 @@ def _sum_loop(trace, fold):
     body = fold.body
     if body.region is None:
         def term(i, total, *rows_now):
-            return [add_p.bind(total, fold.plan.replay(fold.root, rows_now))]
+            return [fold.bind(total, fold.plan.replay(fold.root, rows_now))]
 
         avals = [_INDEX, fold.base.aval] + [Aval(tuple(r.shape[1:]), r.dtype) for r in rows]
         hints = ["i", "partial"] + [f"row{j}" for j in range(len(rows))]
