@@ -1,33 +1,53 @@
-"""Forward mode, hvp and vmap against JAX (issue 32's table), warm calls.
+"""Forward mode, hvp and vmap against JAX and torch.func (issue 32's table), warm calls.
 
-    python -m benchmarks.forward                 every case, a markdown table
-    python -m benchmarks.forward --only hvp      one case (jacobian, hvp, per-example)
+    python -m benchmarks.forward                  every case, a markdown table
+    python -m benchmarks.forward --only jacobian  one case (jacobian, hvp, per-example)
+    taskset -c 1 python -m benchmarks.forward --only jacobian --serial
 
-Cases: the Jacobian of a 100 -> 100 map (jacfwd and jacrev); hvp on Rosenbrock with
-n = 1e6 against one gradient call; per-example gradients of logistic regression (1,000
-examples x 50 features) by vmap(grad). srcxform's first call compiles and waits
-(`SRCXFORM_TIERED=0`); the times are the median of warm calls, in this process (not
-pinned: a quick look, not the pinned peers run of benchmarks/run.py).
+Cases: the Jacobian of a 100 -> 100 map, tanh(W @ x) (jacfwd, jacrev, and srcxform.jacobian,
+which picks the smaller side), against JAX jit(jacfwd/jacrev) and torch.func's eager
+jacfwd/jacrev; hvp on Rosenbrock with n = 1e6 against one gradient call; per-example
+gradients of logistic regression (1,000 examples x 50 features) by vmap(grad).
+srcxform's first call compiles and waits (`SRCXFORM_TIERED=0`); the times are the median
+of warm calls, in this process. `--serial` pins the process to the first core it may run
+on and asks every pool for one thread (before NumPy or a peer starts one); the table then
+says how many threads ran in each system's timed calls (benchmarks/threads.py's meter).
 """
 
 import argparse
 import os
 import statistics
+import sys
 import time
 from types import SimpleNamespace
 
-import numpy as np
+from benchmarks import threads  # imports no NumPy: nothing may start a pool before pinning
+
+SERIAL = "--serial" in sys.argv[1:]
+if SERIAL:
+    threads.limit_pools(1)
+    threads.pin({threads.affinity()[0]})
+
+import numpy as np  # after the pools are limited
 
 os.environ.setdefault("SRCXFORM_TIERED", "0")  # first calls wait for their kernel
+METERS: dict = {}  # label -> the threads that ran in its timed calls (CpuMeter)
 
 
-def _median_seconds(fn, repeat):
-    fn()  # the first call compiles
-    times = []
+def _median_seconds(fn, repeat, label=None):
+    """The median of `repeat` warm calls (the first compiles); with a label, the threads
+    that ran in them are kept in METERS."""
+    fn()
+    times, meter = [], threads.CpuMeter()
     for _ in range(repeat):
-        start = time.perf_counter()
+        before = threads.snapshot()
+        start = time.perf_counter_ns()
         fn()
-        times.append(time.perf_counter() - start)
+        elapsed = time.perf_counter_ns() - start
+        meter.add(before, threads.snapshot(), elapsed)
+        times.append(elapsed / 1e9)
+    if label:
+        METERS[label] = meter
     return statistics.median(times)
 
 
@@ -41,22 +61,43 @@ def _jax():
     return jax, jnp
 
 
-def _map100(tf):
-    return lambda x: tf.tanh(x * x[::-1]) + tf.reduce_sum(x) * 0.01
+def _torch():
+    try:
+        import torch
+        import torch.func
+    except ImportError:
+        return None
+    if SERIAL:
+        torch.set_num_threads(1)
+        torch.set_num_interop_threads(1)
+    return torch
 
 
-def jacobian_case(tf, jax):
+def jacobian_case(tf, jax, torch=None):
     x = np.linspace(-1, 1, 100)
-    fwd, rev = tf.jacfwd(_map100(tf)), tf.jacrev(_map100(tf))
-    rows = {"jacfwd 100->100": _median_seconds(lambda: fwd(x), 5),
-            "jacrev 100->100": _median_seconds(lambda: rev(x), 5)}
+    w = np.random.default_rng(0).standard_normal((100, 100)) / 10
+
+    def f(x):
+        return tf.tanh(tf.linalg.matvec(w, x))
+
+    forms = {"jacfwd 100->100": tf.jacfwd(f), "jacrev 100->100": tf.jacrev(f),
+             "jacobian 100->100 (srcxform.jacobian picks)": tf.jacobian(f)}
+    rows = {label: _median_seconds(lambda j=j: j(x), 200, ("srcxform", label))
+            for label, j in forms.items()}
     peers = {}
     if jax:
         jx, jnp = jax
-        f = _map100(SimpleNamespace(tanh=jnp.tanh, reduce_sum=jnp.sum))
-        fwd, rev = jx.jit(jx.jacfwd(f)), jx.jit(jx.jacrev(f))
-        peers = {"jacfwd 100->100": _median_seconds(lambda: fwd(x).block_until_ready(), 20),
-                 "jacrev 100->100": _median_seconds(lambda: rev(x).block_until_ready(), 20)}
+        for label, form in (("jacfwd 100->100", jx.jacfwd), ("jacrev 100->100", jx.jacrev)):
+            jitted = jx.jit(form(lambda x: jnp.tanh(w @ x)))
+            peers.setdefault("JAX", {})[label] = _median_seconds(
+                lambda j=jitted: j(x).block_until_ready(), 200, ("JAX", label))
+    if torch:
+        wt, xt = torch.from_numpy(w), torch.from_numpy(x)
+        for label, form in (("jacfwd 100->100", torch.func.jacfwd),
+                            ("jacrev 100->100", torch.func.jacrev)):
+            jac = form(lambda x: torch.tanh(wt @ x))
+            peers.setdefault("torch.func", {})[label] = _median_seconds(
+                lambda j=jac: j(xt), 200, ("torch.func", label))
     return rows, peers
 
 
@@ -64,7 +105,7 @@ def _rosen(tf):
     return lambda x: tf.reduce_sum(100. * (x[1:] - x[:-1] ** 2) ** 2 + (1. - x[:-1]) ** 2)
 
 
-def hvp_case(tf, jax):
+def hvp_case(tf, jax, torch=None):
     rng = np.random.default_rng(0)
     x, v = rng.standard_normal(10 ** 6), rng.standard_normal(10 ** 6)
     hvp, grad = tf.hvp(_rosen(tf)), tf.grad(_rosen(tf))
@@ -76,10 +117,10 @@ def hvp_case(tf, jax):
         f = _rosen(SimpleNamespace(reduce_sum=jnp.sum))
         jhvp = jx.jit(lambda x, v: jx.jvp(jx.grad(f), (x,), (v,))[1])
         jgrad = jx.jit(jx.grad(f))
-        peers = {"hvp rosenbrock 1e6": _median_seconds(
+        peers = {"JAX": {"hvp rosenbrock 1e6": _median_seconds(
                      lambda: jhvp(x, v).block_until_ready(), 10),
                  "grad rosenbrock 1e6 (one call)": _median_seconds(
-                     lambda: jgrad(x).block_until_ready(), 10)}
+                     lambda: jgrad(x).block_until_ready(), 10)}}
     return rows, peers
 
 
@@ -90,7 +131,7 @@ def _logistic(tf, log1p_exp):
     return loss
 
 
-def per_example_case(tf, jax):
+def per_example_case(tf, jax, torch=None):
     rng = np.random.default_rng(0)
     X, y, w = rng.standard_normal((1000, 50)), (rng.random(1000) < 0.5) * 1.0, np.zeros(50)
     loss = _logistic(tf, tf.nn.softplus)
@@ -101,30 +142,45 @@ def per_example_case(tf, jax):
         jx, jnp = jax
         jloss = _logistic(SimpleNamespace(reduce_sum=jnp.sum), jx.nn.softplus)
         jper = jx.jit(jx.vmap(jx.grad(jloss), in_axes=(None, 0, 0)))
-        peers = {"per-example grads 1000x50": _median_seconds(
-            lambda: jper(w, X, y).block_until_ready(), 20)}
+        peers = {"JAX": {"per-example grads 1000x50": _median_seconds(
+            lambda: jper(w, X, y).block_until_ready(), 20)}}
     return rows, peers
 
 
 CASES = {"jacobian": jacobian_case, "hvp": hvp_case, "per-example": per_example_case}
 
 
+PEERS = ("JAX", "torch.func")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", choices=sorted(CASES))
+    parser.add_argument("--serial", action="store_true",
+                        help="one core, one thread a pool (read before NumPy is imported)")
     args = parser.parse_args()
     import srcxform as tf
 
-    jax = _jax()
-    print("| case | srcxform (ms) | JAX jit (ms) |\n| --- | ---: | ---: |")
+    jax, torch = _jax(), _torch()
+    print("| case | srcxform (ms) | JAX jit (ms) | torch.func (ms) |"
+          + (" threads ran (srcxform/JAX/torch) |" if SERIAL else "")
+          + "\n| --- | ---: | ---: | ---: |" + (" :---: |" if SERIAL else ""))
     for name, case in CASES.items():
         if args.only and name != args.only:
             continue
-        rows, peers = case(tf, jax)
+        rows, peers = case(tf, jax, torch)
         for label, seconds in rows.items():
-            peer = peers.get(label)
-            shown = f"{peer * 1e3:.3f}" if peer is not None else "n/a"
-            print(f"| {label} | {seconds * 1e3:.3f} | {shown} |", flush=True)
+            shown = [peers.get(peer, {}).get(label) for peer in PEERS]
+            cells = [f"{t * 1e3:.3f}" if t is not None else "n/a" for t in shown]
+            ran = "/".join(str(METERS[(system, label)].threads())
+                           if (system, label) in METERS else "-"
+                           for system in ("srcxform",) + PEERS)
+            print(f"| {label} | {seconds * 1e3:.3f} | " + " | ".join(cells) + " |"
+                  + (f" {ran} |" if SERIAL else ""), flush=True)
+    if SERIAL:
+        print(f"\npinned to cores {threads.affinity()}; torch threads "
+              f"{torch.get_num_threads() if torch else '-'}; numba threads "
+              f"{__import__('numba').get_num_threads()}")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import types
 import weakref
 from collections import namedtuple
 from collections.abc import Callable
-from typing import Any, overload
+from typing import Any, Literal, Protocol, overload, runtime_checkable
 
 import numpy as np
 
@@ -28,7 +28,7 @@ from srcxform.ad import forward, nan_checks
 from srcxform.jit import backend, compiler, crosscheck, index, openmp, tiered
 from srcxform.passes import structured
 from srcxform.codegen.callconv import FORMS, form_result
-from srcxform.core import signature
+from srcxform.core import settings, signature
 from srcxform.core.errors import TracingError
 from srcxform.jit.kernel import NO, Counter, array_shapes
 from srcxform.core.recording import CONTEXT
@@ -37,7 +37,20 @@ from srcxform.core.tensor import Tensor, Updating, Value
 from srcxform.core.tree import tree_flatten, tree_unflatten
 
 CacheInfo = namedtuple("CacheInfo", "hits misses kernels loaded")
+# The method of a Differentiable's own class that runs each form's newest entry (_chain).
+_METHODS = {"value": "__call__", "grad": "grad", "value_and_grad": "value_and_grad"}
 KernelSignature = namedtuple("KernelSignature", "inputs outputs")
+
+
+@runtime_checkable
+class Compiled(Protocol):
+    """What `differentiable` gives on every device: a Differentiable (the CPU) or a
+    srcxform.cuda.CudaDifferentiable. The CPU's has more (jvp, ir, kernel, compile)."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+    def grad(self, *args: Any, **kwargs: Any) -> Any: ...
+    def value_and_grad(self, *args: Any, **kwargs: Any) -> tuple: ...
+    def source(self, *args: Any, **kwargs: Any) -> str: ...
 
 
 class Differentiable:
@@ -52,11 +65,12 @@ class Differentiable:
 
     def __new__(cls, *args, **kwargs):
         """A Differentiable is made an instance of a class of its own, which holds the
-        newest entry of each form as its methods grad and value_and_grad (until there is
-        one, Differentiable's forwarders to it). CPython 3.11 finds `f.grad` for a call
-        quickly on f's class, by a cache it checks against the class's version; an
-        attribute of the instance, read to be called, it looks up anew at every call
-        (30 ns, an eighth of a small warm call). Made here, not by assigning __class__
+        newest entry of each form as its methods grad, value_and_grad and __call__ (until
+        there is one, Differentiable's forwarders to it). CPython 3.11 finds `f.grad` for a
+        call quickly on f's class, by a cache it checks against the class's version, and
+        makes no bound method; an attribute of the instance, read to be called, it looks
+        up anew at every call (30 to 50 ns, a fifth of a small warm call: a bound method
+        kept per instance would cost so). Made here, not by assigning __class__
         later: that would move the instance's attributes into a dict, which defeats the
         cache too."""
         own = type(cls.__name__, (cls,), {"__module__": cls.__module__,
@@ -125,8 +139,9 @@ class Differentiable:
         """The function's value at args, computed by its kernel."""
         return self._warm["value"](*args, **kwargs)
 
-    # f's own class overrides these two with its newest entries (a reference taken
-    # before, as srcxform.grad(fn) holds, calls this forwarder and stays on the warm path).
+    # f's own class overrides these three with its newest entries (_chain; a reference
+    # taken before, as srcxform.grad(fn) holds, calls the forwarder and stays on the warm
+    # path).
     def grad(self, *args: Any, **kwargs: Any) -> Any:
         """The gradient at args wrt `wrt`, computed by the kernel."""
         return self._warm["grad"](*args, **kwargs)
@@ -141,8 +156,13 @@ class Differentiable:
         pass and its tangents are one kernel (forward.py derives each op's JVP)."""
         return _jvp_form(self)(tuple(primals), tuple(tangents))
 
-    def source(self, *args: Any, **kwargs: Any) -> str:
-        """The generated fused forward-and-adjoint source for these arguments, as text."""
+    def source(self, *args: Any, device: str = "cpu", **kwargs: Any) -> str:
+        """The generated fused forward-and-adjoint source for these arguments, as text;
+        with device="cuda", the CUDA module (kernels and host driver) of srcxform.cuda."""
+        if settings.device(device) == "cuda":
+            from srcxform import cuda
+
+            return cuda.differentiable(self).source(*args, **kwargs)
         return self._kernel("value_and_grad", args, kwargs)[0].source
 
     def ir(self, *args: Any, **kwargs: Any) -> str:
@@ -272,8 +292,11 @@ class Differentiable:
             # The name CPython's errors give a call the entry refuses (a keyword).
             head.__qualname__ = f"{getattr(self.fn, '__qualname__', 'f')}.{form}"
             self._warm[form] = types.MethodType(head, self)
-            if form != "value":  # f.grad is the head itself, one call less than a forwarder
-                setattr(type(self), form, head)
+            # f.grad is the head itself, one call less than a forwarder; f(...) too, unless
+            # f's class calls more than the entry (tf.function conforms the arguments).
+            method = _METHODS[form]
+            if method != "__call__" or type(self).__base__.__call__ is Differentiable.__call__:
+                setattr(type(self), method, head)
 
     def _inline(self, form, args, kwargs):
         """Runs the Python function itself, for a caller that is tracing (composition:
@@ -407,8 +430,8 @@ class Differentiable:
         self._chained.clear()
         for form in FORMS:
             self._warm[form] = functools.partial(self._slow, form)
-            if form in vars(type(self)):
-                delattr(type(self), form)  # back to Differentiable's forwarder
+            if _METHODS[form] in vars(type(self)):
+                delattr(type(self), _METHODS[form])  # back to Differentiable's forwarder
 
     def _index_key(self, key):
         """The on-disk index's key for a signature, or None if fn is not indexable. The
@@ -522,18 +545,33 @@ def _received(payload: bytes) -> "Differentiable":
 @overload
 def differentiable(fn: Callable, *, wrt: int | tuple = 0, parallel: bool = False,
                    check: bool = False, wait: bool = False, autograph: bool = True,
-                   has_aux: bool = False) -> Differentiable: ...
+                   has_aux: bool = False, device: Literal["cpu"] | None = None
+                   ) -> Differentiable: ...
 
 
 @overload  # @differentiable(wrt=1): the decorator
 def differentiable(fn: None = None, *, wrt: int | tuple = 0, parallel: bool = False,
                    check: bool = False, wait: bool = False, autograph: bool = True,
-                   has_aux: bool = False) -> Callable[[Callable], Differentiable]: ...
+                   has_aux: bool = False, device: Literal["cpu"] | None = None
+                   ) -> Callable[[Callable], Differentiable]: ...
+
+
+@overload  # device="cuda", or a device chosen at run time: what every device gives
+def differentiable(fn: Callable, *, wrt: int | tuple = 0, parallel: bool = False,
+                   check: bool = False, wait: bool = False, autograph: bool = True,
+                   has_aux: bool = False, device: str) -> Compiled: ...
+
+
+@overload
+def differentiable(fn: None = None, *, wrt: int | tuple = 0, parallel: bool = False,
+                   check: bool = False, wait: bool = False, autograph: bool = True,
+                   has_aux: bool = False, device: str) -> Callable[[Callable], Compiled]: ...
 
 
 def differentiable(fn: Callable | None = None, *, wrt: int | tuple = 0, parallel: bool = False,
                    check: bool = False, wait: bool = False, autograph: bool = True,
-                   has_aux: bool = False) -> Differentiable | Callable[[Callable], Differentiable]:
+                   has_aux: bool = False, device: str | None = None
+                   ) -> Compiled | Callable[[Callable], Compiled]:
     """Compiles fn with its gradient; use as `@differentiable` or `differentiable(f, wrt=1)`.
 
     With `check` (or SRCXFORM_CHECK=1 in the environment) each kernel's first call with
@@ -552,17 +590,38 @@ def differentiable(fn: Callable | None = None, *, wrt: int | tuple = 0, parallel
     the function returns (output, aux), f.grad gives (gradient, aux) and
     f.value_and_grad ((value, aux), gradient), the aux as values with no gradient.
 
+    `device="cuda"` (or SRCXFORM_DEVICE=cuda where device is not given) compiles it to
+    CUDA kernels instead (srcxform.cuda: f(...), f.grad, f.value_and_grad, f.source); the
+    default is "cpu". The static type of a call that names no device is Differentiable,
+    the CPU's: code meant for SRCXFORM_DEVICE=cuda uses only what `Compiled` has.
+
     Example:
         >>> @srcxform.differentiable
         ... def loss(w, x):
         ...     return srcxform.reduce_sum(srcxform.tanh(x * w))
         >>> loss.grad(np.ones(3), np.arange(3.0))
     """
+    on_cuda = settings.device(device) == "cuda"
+    if on_cuda and (parallel or check):
+        raise ValueError("differentiable: parallel and check are options of the CPU kernel, "
+                         "not of device='cuda'")
     if fn is None:
-        return lambda f: Differentiable(f, wrt, parallel, check, wait, autograph, has_aux)
+        return lambda f: differentiable(f, wrt=wrt, parallel=parallel, check=check, wait=wait,
+                                        autograph=autograph, has_aux=has_aux, device=device)
     if isinstance(wrt, bool) or not isinstance(wrt, (int, tuple, list)):
         raise TypeError(f"differentiable: wrt must be an int or a tuple of ints, got {wrt!r}")
+    if on_cuda:
+        return _on_cuda(fn, wrt, autograph, has_aux)
     return Differentiable(fn, wrt, parallel, check, wait, autograph, has_aux)
+
+
+def _on_cuda(fn, wrt, converts, has_aux):
+    """fn compiled to CUDA kernels (srcxform.cuda, imported at the first such call), its
+    control flow converted as the CPU kernel's is."""
+    from srcxform import cuda
+
+    return cuda.differentiable(fn, wrt=wrt, has_aux=has_aux,
+                               convert=autograph.convert if converts else None)
 
 
 def grad(fn: Callable, wrt: int | tuple = 0, has_aux: bool = False) -> Callable:
@@ -578,7 +637,10 @@ def value_and_grad(fn: Callable, wrt: int | tuple = 0, has_aux: bool = False) ->
 
 
 def jacobian(fn: Callable, wrt: int | tuple = 0) -> Differentiable:
-    """The compiled jacobian function of fn: shape out.shape + arg.shape (JAX's jacrev)."""
+    """The compiled jacobian function of fn: shape out.shape + arg.shape (a tuple of them
+    for a tuple wrt). One kernel: tape.jacobian's loop over the output's rows (jacrev) or,
+    where the arguments have fewer elements than the output, over their columns (jacfwd),
+    as JAX's jacobians choose."""
     # jac closes over fn and plain values: the on-disk index describes it by its cells.
     single = isinstance(wrt, int)
     positions = (wrt,) if isinstance(wrt, int) else tuple(wrt)
@@ -593,15 +655,10 @@ def jacobian(fn: Callable, wrt: int | tuple = 0) -> Differentiable:
         return result[0] if single else tuple(result)
 
     jac.__name__ = f"jacobian_of_{getattr(fn, '__name__', 'f')}"
-    compiled = differentiable(jac)
+    compiled = differentiable(jac, device="cpu")  # whatever SRCXFORM_DEVICE says
     compiled._as_eager = False  # JAX's jacobian returns arrays
     compiled._recipe = (jacobian, (fn, wrt))  # jac itself pickles only by value
     return compiled
 
 
-def hessian(fn: Callable, wrt: int | tuple = 0) -> Differentiable:
-    """The compiled hessian function of fn: the jacobian of its gradient."""
-    return jacobian(grad(fn, wrt=wrt), wrt=wrt)
-
-
-__all__ = ["TracingError", "differentiable", "grad", "hessian", "jacobian", "value_and_grad"]
+__all__ = ["TracingError", "differentiable", "grad", "jacobian", "value_and_grad"]

@@ -113,7 +113,7 @@ class DataParallel:
     """A loss over rows, its value and gradient computed block by block (value_and_grad)."""
 
     def __init__(self, fn, reduce, wrt, scheduler, scatter_bytes=SCATTER_BYTES):
-        self.fn = fn if isinstance(fn, Differentiable) else differentiable(fn, wrt=wrt)
+        self.fn = fn if isinstance(fn, Differentiable) else differentiable(fn, wrt=wrt, device="cpu")
         if self.fn.has_aux:
             raise TypeError("srcxform.dask.value_and_grad: has_aux is not supported: an "
                             "aux value of each block has no sum over blocks to return")

@@ -1,18 +1,21 @@
-"""JAX's forward-mode forms: jvp, linearize, jacfwd, jacrev and hvp.
+"""JAX's forward-mode forms: jvp, linearize, jacfwd, jacrev, hessian and hvp.
 
 All rest on forward.py's JVPs (each op's, derived from its VJP) and on backprop.py's
-reverse walk. `jvp`, `jacfwd`, `jacrev` and `hvp` compile, as srcxform.grad does: the
-forward pass and its tangents are traced into one kernel per signature (`differentiable`).
+reverse walk. `jvp`, `jacfwd`, `jacrev`, `hessian` and `hvp` compile, as srcxform.grad
+does: the forward pass and its tangents are traced into one kernel per signature
+(`differentiable`).
 `linearize` runs eagerly: it records the primal pass once on a tape and pushes each
 tangent it is given through the records, never running the primal again.
 
 jacfwd and jacrev record the primal once, then loop over an identity matrix computed from
 the argument (or output), pushing one basis vector a trip through the records: a compiled
-loop whose trip count is the size, so one small kernel serves every size (srcxform.jacobian
-and tape.jacobian unroll one reverse walk per row, and compile once per size).
+loop whose trip count is the size, so one small kernel serves every size (jacobians.py;
+srcxform.jacobian and tape.jacobian in a compiled function are the same loops, over the
+smaller side). `hessian` is jacfwd of the gradient (forward over reverse, as JAX's).
 
-Where JAX differs: jacfwd's basis vectors go through a loop, one at a time (JAX pushes
-them all at once, as a batch axis); `hvp` is forward over reverse, and takes the point
+Where JAX differs: the basis vectors go through a loop, one at a time (JAX pushes them
+all at once, as a batch axis, so a matrix-vector product a trip is one matrix product
+there); `hvp` is forward over reverse, and takes the point
 and the vector as two arguments, as JAX's autodiff cookbook writes it.
 """
 
@@ -20,17 +23,15 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from srcxform import ops
+from srcxform import jacobians, ops
 from srcxform.ad import forward
 from srcxform.api import Differentiable, differentiable
 from srcxform.core.aval import size
-from srcxform.ad.backprop import backprop
-from srcxform.control_flow import map_fn
 from srcxform.ad.tape import GradientTape
 from srcxform.core.tensor import Value, as_value
 from srcxform.core.tree import tree_flatten, tree_unflatten
 
-__all__ = ["hvp", "jacfwd", "jacrev", "jvp", "linearize"]
+__all__ = ["hessian", "hvp", "jacfwd", "jacrev", "jvp", "linearize"]
 
 # Each plain function's compiled jvp form, made once, as srcxform.grad(f) would be kept.
 _COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -45,9 +46,9 @@ def jvp(fn: Callable, primals: tuple, tangents: tuple) -> tuple:
         try:
             compiled = _COMPILED.get(fn)
             if compiled is None:
-                compiled = _COMPILED[fn] = differentiable(fn)
+                compiled = _COMPILED[fn] = differentiable(fn, device="cpu")
         except TypeError:  # an unhashable callable (a dataclass instance): kept by no one
-            compiled = differentiable(fn)
+            compiled = differentiable(fn, device="cpu")
         return compiled.jvp(primals, tangents)
     return fn.jvp(primals, tangents)
 
@@ -84,74 +85,106 @@ def _tangent_or_zeros(found, out):
     return ops.zeros_like(out) if tangent is None else tangent
 
 
-def jacfwd(fn: Callable, wrt: int = 0) -> Callable:
+def jacfwd(fn: Callable, wrt: int | tuple = 0) -> Callable:
     """The compiled Jacobian of fn wrt argument `wrt` by forward mode (JAX's jacfwd):
     shape out.shape + arg.shape for each output leaf, in the output's structure (a tuple
-    of Jacobians for a tuple output). The primal runs once, recorded; a loop over the
-    input's elements pushes one basis tangent at a time through the records (one kernel,
-    whose loop runs for every input size). Float inputs and outputs only (TypeError)."""
+    of Jacobians for a tuple output). A tuple wrt gives, in place of each output leaf's
+    Jacobian, a tuple of them, one per argument (JAX's argnums tuple). The primal runs
+    once, recorded; a loop over each argument's elements pushes one basis tangent a trip
+    through the records (jacobians.columns: one kernel, whose loop runs for every input
+    size). Float inputs and outputs only (TypeError)."""
 
     def jac(*args):
-        x, outs, out_def, records = _recorded(fn, args, wrt, "jacfwd")
-
-        def column(e):
-            found = forward.linearized_tangents(records, {x._id: ops.reshape(e, x.shape)})
-            return [_tangent_or_zeros(found, out) for out in outs]
-
-        if size(x.shape) == 0:  # no basis vector to push (a guard where sizes are traced)
-            return tree_unflatten(out_def, [ops.zeros(tuple(out.shape) + tuple(x.shape),
-                                                      out.dtype) for out in outs])
-        columns = map_fn(column, _identity_like(x))  # per output: [x.size, *out.shape]
-        return tree_unflatten(out_def, [_transposed(c, out, x) for c, out in zip(columns, outs)])
+        xs, outs, out_def, records = _recorded(fn, args, wrt, "jacfwd")
+        per_arg = [_columns(records, x, outs) for x in xs]
+        return _assembled(wrt, out_def, [list(js) for js in zip(*per_arg)], xs, outs)
 
     jac.__name__ = f"jacfwd_of_{getattr(fn, '__name__', 'f')}"
     return _compiled_jacobian(jac, (jacfwd, (fn, wrt)))
 
 
-def _transposed(columns, out, x):
-    """jacfwd's columns [x.size, *out.shape] as the Jacobian out.shape + x.shape (sizes
-    given, not -1: an empty input has no size to infer the other from)."""
-    flat = ops.transpose(ops.reshape(columns, (size(x.shape), size(out.shape))))
-    return ops.reshape(flat, tuple(out.shape) + tuple(x.shape))
-
-
-def jacrev(fn: Callable, wrt: int = 0) -> Callable:
+def jacrev(fn: Callable, wrt: int | tuple = 0) -> Callable:
     """The compiled Jacobian of fn wrt argument `wrt` by reverse mode (JAX's jacrev):
-    shape out.shape + arg.shape for each output leaf, in the output's structure. The
-    primal runs once, recorded; a loop over each output's elements runs the reverse walk
-    once for each (one kernel for every output size). Float inputs and outputs only."""
+    shape out.shape + arg.shape for each output leaf, in the output's structure; a tuple
+    wrt gives a tuple per output leaf, as jacfwd's. The primal runs once, recorded; a loop
+    over each output's elements runs the reverse walk once a trip, to every argument at
+    once (jacobians.rows: one kernel for every output size). Float inputs and outputs
+    only."""
 
     def jac(*args):
-        x, outs, out_def, records = _recorded(fn, args, wrt, "jacrev")
-        return tree_unflatten(out_def, [_rows(out, x, records) for out in outs])
+        xs, outs, out_def, records = _recorded(fn, args, wrt, "jacrev")
+        per_out = [_rows(records, out, xs) for out in outs]
+        return _assembled(wrt, out_def, per_out, xs, outs)
 
     jac.__name__ = f"jacrev_of_{getattr(fn, '__name__', 'f')}"
     return _compiled_jacobian(jac, (jacrev, (fn, wrt)))
 
 
-def _rows(out, x, records):
-    """The Jacobian of one output wrt x by a loop of reverse walks, one per element."""
+def hessian(fn: Callable, wrt: int | tuple = 0) -> Callable:
+    """The compiled Hessian of fn (a scalar function) wrt argument `wrt`, forward over
+    reverse as JAX's hessian is: jacfwd of the gradient, so its loop pushes one basis
+    tangent a trip through the gradient's records (about two gradients a column). Shape
+    arg.shape + arg.shape; a tuple wrt gives a tuple of tuples, H[i][j] the second
+    derivative wrt arguments wrt[i] and wrt[j] (JAX's argnums tuple)."""
+    positions = (wrt,) if isinstance(wrt, int) else tuple(wrt)
 
-    def row(e):
-        seeds = {out._id: ops.reshape(e, out.shape)}
-        found = backprop(records, seeds, [x._id]).get(x._id)
-        return ops.zeros_like(x) if found is None else found
+    def gradient(*args):  # jacfwd passes the arguments `wrt` as tensors
+        sources = [args[p] for p in positions]
+        with GradientTape(watch_accessed_variables=False) as tape:
+            tape.watch(sources)
+            y = fn(*args)
+        if not isinstance(y, Value) or y.shape != ():
+            raise TypeError(f"hessian: {getattr(fn, '__qualname__', 'the function')} must "
+                            f"return a scalar (the Hessian of a scalar function, as JAX's "
+                            f"hessian needs), got {getattr(y, 'shape', type(y).__name__)}")
+        grads = tape.gradient(y, sources, unconnected_gradients="zero")
+        return grads[0] if isinstance(wrt, int) else tuple(grads)
 
-    rows = map_fn(row, _identity_like(out))  # [out.size, *x.shape]
-    return ops.reshape(rows, tuple(out.shape) + tuple(x.shape))
+    gradient.__name__ = f"gradient_of_{getattr(fn, '__name__', 'f')}"
+    compiled = jacfwd(gradient, wrt)
+    compiled._recipe = (hessian, (fn, wrt))
+    return compiled
+
+
+def _columns(records, x, outs):
+    """jacobians.columns, or None (zeros) for each output where x has no elements: no
+    basis vector to push (a guard where sizes are traced)."""
+    return jacobians.columns(records, x, outs) if size(x.shape) else [None] * len(outs)
+
+
+def _rows(records, out, xs):
+    """jacobians.rows, or None (zeros) for each argument where out has no elements."""
+    return jacobians.rows(records, out, xs) if size(out.shape) else [None] * len(xs)
+
+
+def _assembled(wrt, out_def, per_out, xs, outs):
+    """Per output leaf, its Jacobians per argument (None: zeros) in the output's
+    structure: one per leaf for an int wrt, a tuple of them for a tuple wrt."""
+    leaves = []
+    for out, js in zip(outs, per_out):
+        js = [ops.zeros(tuple(out.shape) + tuple(x.shape), out.dtype) if j is None else j
+              for j, x in zip(js, xs)]
+        leaves.append(js[0] if isinstance(wrt, int) else tuple(js))
+    return tree_unflatten(out_def, leaves)
 
 
 def _recorded(fn, args, wrt, form):
-    """fn(*args) recorded on a tape watching argument `wrt`: (that argument, the output's
-    leaves, its structure, the records). Both must be floats, as JAX's jacobians need."""
-    x = forward._as_input(args[wrt])
-    if not isinstance(x, Value) or x.dtype.kind != "f":
-        got = x.dtype.name if isinstance(x, Value) else type(args[wrt]).__name__
-        raise TypeError(f"{form}: argument {wrt} must be one float array (a Jacobian is "
-                        f"with respect to real values, as JAX's {form} requires), got {got}")
+    """fn(*args) recorded on a tape watching the arguments `wrt` (an int or a tuple):
+    (those arguments, the output's leaves, its structure, the records). Both must be
+    floats, as JAX's jacobians need."""
+    positions = (wrt,) if isinstance(wrt, int) else tuple(wrt)
+    full = list(args)
+    for p in positions:
+        full[p] = forward._as_input(args[p])
+        if not isinstance(full[p], Value) or full[p].dtype.kind != "f":
+            got = full[p].dtype.name if isinstance(full[p], Value) else type(args[p]).__name__
+            raise TypeError(f"{form}: argument {p} must be one float array (a Jacobian is "
+                            f"with respect to real values, as JAX's {form} requires), got "
+                            f"{got}")
+    xs = [full[p] for p in positions]
     with GradientTape(persistent=True, watch_accessed_variables=False) as tape:
-        tape.watch(x)
-        out = fn(*args[:wrt], x, *args[wrt + 1:])
+        tape.watch(xs)
+        out = fn(*full)
     leaves, out_def = tree_flatten(out)
     outs = [as_value(leaf, form) for leaf in leaves]
     for k, leaf in enumerate(outs):
@@ -162,22 +195,13 @@ def _recorded(fn, args, wrt, form):
                 f"dtype {leaf.dtype.name} (shape {tuple(leaf.shape)}); a Jacobian needs "
                 f"float outputs, as JAX's {form} does: cast it (tf.cast(y, tf.float64)) "
                 "or return it from a function you do not differentiate")
-    return x, outs, out_def, list(tape._records)
-
-
-def _identity_like(value):
-    """The identity matrix of value's size, in its dtype, computed from value rather than
-    made a constant: a compiled loop over its rows then keeps the size symbolic, so one
-    kernel serves every size (a constant would unroll the loop into the code)."""
-    count = ops.cumsum(ops.ones_like(ops.reshape(value, (-1,)), dtype="int64"))
-    same = ops.equal(ops.expand_dims(count, 1), ops.expand_dims(count, 0))
-    return ops.cast(same, value.dtype)
+    return xs, outs, out_def, list(tape._records)
 
 
 def _compiled_jacobian(jac, recipe):
     """jac compiled, returning arrays (JAX's jacobians are, as srcxform.jacobian's);
     pickled as `recipe` makes it, (maker, arguments): jac pickles only by value."""
-    compiled = differentiable(jac, autograph=False)
+    compiled = differentiable(jac, autograph=False, device="cpu")
     compiled._as_eager = False
     compiled._recipe = recipe
     return compiled

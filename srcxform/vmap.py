@@ -125,7 +125,7 @@ def _loop_kernel(fn, axes, out_axes):
 
     looped.__name__ = f"vmap_of_{getattr(owner.fn, '__name__', 'f')}"
     kernel = differentiable(looped, parallel=owner.parallel, wait=owner.wait,
-                            autograph=False)
+                            autograph=False, device="cpu")
     # A gradient form returns arrays (JAX's convention); the function, what it would.
     kernel._as_eager = owner._as_eager and fn is owner
     return kernel

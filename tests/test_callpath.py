@@ -1,6 +1,9 @@
 """The call path generated into each kernel's module from its calling convention: the
 general path and f.kernel() (codegen/callpath.py), and the warm entries (codegen/entry.py)."""
 
+import dis
+import re
+
 import numpy as np
 import pytest
 
@@ -31,7 +34,10 @@ def test_the_source_shows_the_kernel_and_the_plain_value_and_gradient_function()
     both = source[source.index("def loss_value_and_grad(w, x):"):].split("\n\n\n")[0]
     # It allocates the gradient, calls the kernel and returns the value and the gradient.
     assert "grad_w = np.empty((n0,))" in both
-    assert "value, = loss__value_and_grad(w, x, grad_w)" in both
+    # The kernel returns its one output (the value) bare, not in a tuple.
+    assert "value = loss__value_and_grad(w, x, grad_w)" in both
+    kernel = source[:source.index("def loss_value_and_grad(w, x):")]
+    assert re.search(r"\n    return \w+\n", kernel) and "return (" not in kernel
     assert both.rstrip().endswith("return value, grad_w")
     assert "def loss_grad(" not in source  # f.grad runs a kernel of its own
 
@@ -90,6 +96,58 @@ def test_the_entries_are_methods_of_a_class_of_the_functions_own():
     assert early(3.0) == 27.0 and f.grad(1.5) == 6.75
     assert f.cache_info().hits == hits + 2  # both ran the entry
     assert other.grad(2.0) == 12.0  # f's entry is f's alone
+
+
+SCALE = 2.0
+
+
+def _scale_by_global(x):
+    return SCALE * x * x
+
+
+def test_a_call_of_f_runs_the_value_entry_as_its_class_call(monkeypatch):
+    """f(...) is the newest value entry as f's class's __call__, with no forwarder before
+    it; when what the trace captured changes, the entries are dropped and __call__ is
+    Differentiable's forwarder again until a call makes the next entry."""
+    f = tf.differentiable(_scale_by_global, wait=True)
+    assert f(3.0) == 18.0 and f.grad(3.0) == 12.0  # the slow path: they make the entries
+    own = vars(type(f))
+    assert own["__call__"].__code__.co_name == "scale_by_global_value_entry"
+    assert own["grad"].__code__.co_name == "scale_by_global_grad_entry"
+    hits = f.cache_info().hits
+    assert f(2.0) == 8.0 and f(1.0) == 2.0 and f.cache_info().hits == hits + 2
+    monkeypatch.setattr(__import__(__name__), "SCALE", 3.0)
+    assert f(2.0) == 12.0  # the entry's probe fails: the slow path retraces
+    assert own["__call__"].__code__.co_name == "scale_by_global_value_entry"
+    assert "grad" not in own and f.grad(2.0) == 12.0  # dropped, then made anew
+    f._unchain()
+    assert "__call__" not in own and "grad" not in own and f(1.0) == 3.0
+
+
+def _scaled(x, k=2.0):
+    return k * x * x
+
+
+@pytest.mark.parametrize("x, kind", [(2.0, float), (np.float64(2.0), float),
+                                     (np.float32(2.0), np.float32)])
+def test_a_kernel_of_one_output_returns_it_bare_and_the_forms_agree_on_its_type(x, kind):
+    """A kernel whose one output it does not fill returns it bare, not in a 1-tuple (Numba
+    boxes no tuple): the warm entry returns what the general path (a keyword call)
+    returns, with its type, and the gradient is exact."""
+    f = tf.differentiable(_scaled, wait=True)
+    f.grad(x, 3.0)  # the slow path: it makes the entry
+    warm, general = f.grad(x, 3.0), f.grad(x, k=3.0)
+    assert warm == general == 12.0 and type(warm) is type(general)
+    assert type(warm) is kind  # as before the kernel returned it bare
+    assert f.grad.__code__.co_name == "scaled_grad_entry"
+    ops = list(dis.get_instructions(f.grad))
+    after_r = [[op.opname for op in ops[k + 1:k + 3]] for k, op in enumerate(ops)
+               if op.opname == "LOAD_FAST" and op.argval == "r"]
+    assert after_r and all("BINARY_SUBSCR" not in after for after in after_r)  # no r[0]
+    value, eager = f(x, 3.0), f(x, k=3.0)
+    assert type(value) is type(eager) and np.asarray(value) == np.asarray(eager) == 12.0
+    kernel = f.kernel(x, 3.0)  # one output each for value and gradient: a tuple
+    assert kernel(x, 3.0) == (12.0, 12.0)
 
 
 def test_a_call_with_fewer_arguments_reaches_the_entry_made_for_it(monkeypatch):

@@ -1,7 +1,9 @@
 """The CUDA target on a real GPU, at the workloads' full sizes: the checks of
-test_cuda_sim.py (the CPU kernel's values and gradients, device arrays in and out, one
-kernel for two sizes), run in a child process without the simulator. Skipped where
-numba-cuda is missing or finds no GPU.
+test_cuda_sim.py (the CPU kernel's values and gradients through the device keyword and
+SRCXFORM_DEVICE, device arrays in and out, one kernel for two sizes, intermediates kept
+between calls and apart per thread, two threads at once, an example's training step),
+run in a child process without the simulator. Skipped where numba-cuda is missing or
+finds no GPU.
 """
 
 import importlib.util
@@ -11,7 +13,8 @@ import sys
 
 import pytest
 
-from test_cuda_sim import ROOT, check_against_cpu, run_child
+from test_cuda_sim import (ROOT, check_against_cpu, check_buffers, check_threads,
+                           check_training_step, run_child)
 
 
 def _gpu_present():
@@ -40,3 +43,15 @@ def test_the_workloads_give_the_cpu_kernels_values_and_gradients_at_full_size(on
 def test_a_device_array_stays_on_the_device_and_a_new_size_reuses_the_kernel(on_gpu):
     assert on_gpu["W3 device"][0]
     assert on_gpu["W3 kernels"] == 1
+
+
+def test_intermediates_are_kept_between_calls_and_a_result_never_is(on_gpu):
+    check_buffers(on_gpu, tiny=False)
+
+
+def test_two_threads_at_once_use_intermediates_of_their_own(on_gpu):
+    check_threads(on_gpu, tiny=False)
+
+
+def test_an_examples_training_step_assigns_its_variables_as_on_the_cpu(on_gpu):
+    check_training_step(on_gpu)

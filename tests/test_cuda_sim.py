@@ -2,9 +2,10 @@
 
 numba.cuda picks the simulator or the real target when a process first imports it
 (NUMBA_ENABLE_CUDASIM), so the CUDA side of each check runs in a child process: one for
-all the workloads (one trace and compile each), at their tiny sizes, which returns its
-results for this process to compare with the CPU kernel's. Lowering and its refusals need
-no numba.cuda and run here. Skipped where numba-cuda is not installed.
+all the workloads (one trace and compile each, through srcxform.differentiable's device
+keyword or SRCXFORM_DEVICE in turn), at their tiny sizes, and an example's training step,
+which returns its results for this process to compare with the CPU kernel's. Lowering and
+its refusals need no numba.cuda and run here. Skipped where numba-cuda is not installed.
 """
 
 import importlib.util
@@ -13,6 +14,7 @@ import pathlib
 import pickle
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -26,6 +28,7 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("numba_cuda") is None,
                                 reason="numba-cuda is not installed (srcxform[cuda])")
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.append(str(ROOT / "examples"))
 LOWERED = ["W1", "W2", "W3", "W4", "W5", "W6", "W9"]  # W7 and W8 loop on traced values
 
 
@@ -52,24 +55,94 @@ def _leaves(result):
     return [np.asarray(leaf) for leaf in tree_flatten(result)[0]]
 
 
+def _public(fn, wrt, k):
+    """fn on CUDA through the public entry: the device keyword (k even) or the
+    environment switch (k odd)."""
+    if k % 2 == 0:
+        return srcxform.differentiable(fn, wrt=wrt, device="cuda")
+    os.environ["SRCXFORM_DEVICE"] = "cuda"
+    try:
+        return srcxform.differentiable(fn, wrt=wrt)
+    finally:
+        del os.environ["SRCXFORM_DEVICE"]
+
+
 def _on_cuda(tiny):
-    """In the child: each lowered workload's value and gradient on CUDA, as leaves; W3's
-    gradient from a device array (where it stays), and at a second size; how many kernels
-    W3's function compiled for the two sizes."""
+    """In the child: each lowered workload's value and gradient on CUDA, as leaves, and
+    the type the entry gave; W3's gradient from a device array (where it stays), and at a
+    second size, and how many kernels its function compiled for the two; W5's kept
+    buffers, its results from device arrays, and from two threads at once; the training
+    step's."""
     from numba import cuda
 
     cases, found = _cases(tiny), {}
-    for name in LOWERED:
+    for k, name in enumerate(LOWERED):
         fn, args, wrt = cases[name]
-        found[name] = _leaves(sc.differentiable(fn, wrt=wrt).value_and_grad(*args))
+        f = _public(fn, wrt, k)
+        found[name] = _leaves(f.value_and_grad(*args))
+        found[f"{name} type"] = type(f).__name__
     fn, (x,), _ = cases["W3"]
-    f = sc.differentiable(fn)
+    f = srcxform.differentiable(fn, device="cuda")
     on_device = f.grad(cuda.to_device(x))
     found["W3 device"] = (cuda.cudadrv.devicearray.is_cuda_ndarray(on_device),
                           on_device.copy_to_host())
     found["W3 longer"] = _leaves(f.grad(np.concatenate([x, x[:3]])))
     found["W3 kernels"] = sum(len(k) for k in f._kernels.values())
+    found.update(_w5_buffers(cases["W5"]))
+    found["step"] = _training_steps(device="cuda")
     return found
+
+
+def _w5_buffers(case):
+    """W5 on CUDA: its intermediates kept from one call to the next (how many, and
+    whether the second call used the same arrays); its gradients from device arrays,
+    the first call's as it returned them and as they are after a second call on other
+    data; its gradients from two threads, and how many sets of intermediates they used."""
+    from numba import config, cuda
+
+    fn, (params, X, Y), _ = case
+    f = srcxform.differentiable(fn, device="cuda")
+    f.grad(params, X, Y)
+    (kernel,) = [k for ks in f._kernels.values() for k in ks]
+    kept = dict(kernel.local.buffers.kept)
+    f.grad(params, X, Y)
+    same = all(kernel.local.buffers.kept[site] is a for site, a in kept.items())
+    first = f.grad(params, cuda.to_device(X), Y)
+    returned = [g.copy_to_host() for g in tree_flatten(first)[0]]
+    f.grad(params, cuda.to_device(2 * X), Y)
+    results, used = {}, []
+
+    def run(scale):
+        results[scale] = _leaves(f.grad(params, scale * X, Y))
+        used.append(kernel.local.buffers)  # held: no other takes its id
+
+    # On a GPU the threads run at once. The simulator runs them in turn: while a kernel
+    # runs it swaps the `cuda` of the kernel's module for a fake, which another thread's
+    # launch would find.
+    threads = [threading.Thread(target=run, args=(s,)) for s in (3.0, 4.0)]
+    for t in threads:
+        t.start()
+        if config.ENABLE_CUDASIM:
+            t.join()
+    for t in threads:
+        t.join()
+    after = [g.copy_to_host() for g in tree_flatten(first)[0]]
+    return {"W5 kept": (len(kept), same), "W5 device": (returned, after),
+            "W5 threads": (results, len({id(b) for b in used}))}
+
+
+def _training_steps(device):
+    """Two steps of examples/mlp_digits.py's training step (Adam, its Variables read and
+    assigned) compiled for `device`: the losses, then the model's and optimizer's
+    Variables."""
+    import mlp_digits
+
+    rng = np.random.default_rng(0)
+    X, labels = rng.normal(size=(6, 5)), mlp_digits.one_hot(rng.integers(0, 3, 6), 3)
+    model = mlp_digits.MLP(5, 4, 3, 0.01, seed=0)
+    step = srcxform.differentiable(model.train_step, device=device, wait=True)
+    losses = [float(step(X, labels)) for _ in range(2)]
+    return losses, [v.numpy() for v in model.variables + model.optimizer.variables]
 
 
 def _ptx():
@@ -103,6 +176,7 @@ def run_child(what, simulator, tiny=True):
     simulator."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
     env.pop("NUMBA_ENABLE_CUDASIM", None)
+    env.pop("SRCXFORM_DEVICE", None)
     if simulator:
         env["NUMBA_ENABLE_CUDASIM"] = "1"
     call = f"t._on_cuda(tiny={tiny!r})" if what == "_on_cuda" else f"t.{what}()"
@@ -120,6 +194,7 @@ def check_against_cpu(found, tiny):
     for name in LOWERED:
         fn, args, wrt = cases[name]
         want = _leaves(srcxform.differentiable(fn, wrt=wrt).value_and_grad(*args))
+        assert found[f"{name} type"] == "CudaDifferentiable", name
         assert len(found[name]) == len(want), name
         for got, expected in zip(found[name], want):
             np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12, err_msg=name)
@@ -153,6 +228,54 @@ def test_a_new_size_runs_the_same_kernel(simulated):
     assert simulated["W3 kernels"] == 1
 
 
+def check_buffers(found, tiny):
+    """W5's intermediates were kept between calls, and no result was one of them."""
+    count, same = found["W5 kept"]
+    assert count > 0 and same
+    returned, after = found["W5 device"]
+    fn, (params, X, Y), _ = _cases(tiny)["W5"]
+    want = _leaves(srcxform.differentiable(fn).grad(params, X, Y))
+    for got, later, expected in zip(returned, after, want):
+        np.testing.assert_array_equal(later, got)  # a second call wrote none of them
+        np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12)
+
+
+def check_threads(found, tiny):
+    """Two threads' calls each had intermediates of their own and the CPU's results."""
+    results, sets = found["W5 threads"]
+    fn, (params, X, Y), _ = _cases(tiny)["W5"]
+    assert sets == 2
+    for scale, got in results.items():
+        want = _leaves(srcxform.differentiable(fn).grad(params, scale * X, Y))
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-12)
+
+
+def check_training_step(found):
+    """The training step's losses and Variables are the CPU kernel's."""
+    losses, variables = found["step"]
+    want_losses, want_variables = _training_steps(device="cpu")
+    np.testing.assert_allclose(losses, want_losses, rtol=1e-12)
+    assert len(variables) == len(want_variables) > 4  # the model's and Adam's
+    for got, want in zip(variables, want_variables):
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.slow
+def test_intermediates_are_kept_between_calls_and_a_result_never_is(simulated):
+    check_buffers(simulated, tiny=True)
+
+
+@pytest.mark.slow
+def test_two_threads_use_intermediates_of_their_own(simulated):
+    check_threads(simulated, tiny=True)
+
+
+@pytest.mark.slow
+def test_an_examples_training_step_assigns_its_variables_as_on_the_cpu(simulated):
+    check_training_step(simulated)
+
+
 @pytest.mark.slow
 def test_every_kernel_compiles_to_ptx_for_a_real_gpu():
     """What the simulator cannot say: numba-cuda types and compiles each kernel for the
@@ -163,7 +286,52 @@ def test_every_kernel_compiles_to_ptx_for_a_real_gpu():
     assert {name: found[name] > 0 for name in LOWERED} == {name: True for name in LOWERED}
 
 
-# ----- lowering, here: no numba.cuda needed -----
+# ----- the entry and lowering, here: no numba.cuda needed -----
+
+def test_the_device_keyword_the_switch_and_source_give_the_cuda_module(monkeypatch):
+    fn, args, wrt = _cases()["W4"]
+    want = sc.differentiable(fn, wrt=wrt).source(*args)
+    assert "@cuda.jit" in want
+    assert srcxform.differentiable(fn, wrt=wrt).source(*args, device="cuda") == want
+    assert srcxform.differentiable(fn, wrt=wrt, device="cuda").source(*args) == want
+    monkeypatch.setenv("SRCXFORM_DEVICE", "CUDA")
+    assert srcxform.differentiable(wrt=wrt)(fn).source(*args) == want  # the decorator
+    assert isinstance(srcxform.differentiable(fn, device="cpu"), srcxform.api.Differentiable)
+
+
+class Model:
+    scale = 3.0
+
+    @srcxform.differentiable(device="cuda")
+    def loss(self, x):
+        return tf.reduce_sum(self.scale * x * x)
+
+
+def test_a_decorated_method_is_compiled_for_each_instance():
+    first, second = Model(), Model()
+    second.scale = 5.0
+    assert first.loss is first.loss and first.loss is not second.loss
+    assert "np.float64(5.0)" in second.loss.source(np.ones(3))
+
+
+def test_every_device_gives_what_compiled_promises():
+    for device in ("cpu", "cuda"):
+        assert isinstance(srcxform.differentiable(product_of, device=device),
+                          srcxform.api.Compiled)
+
+
+def test_an_unknown_device_or_a_cpu_option_is_refused_naming_the_choices(monkeypatch):
+    with pytest.raises(ValueError, match="device='tpu' is not a device; the choices are "
+                                         "'cpu', 'cuda'"):
+        srcxform.differentiable(product_of, device="tpu")
+    with pytest.raises(ValueError, match="device='gpu' is not a device"):
+        srcxform.differentiable(product_of).source(np.ones(3), device="gpu")
+    with pytest.raises(ValueError, match="parallel and check are options of the CPU kernel"):
+        srcxform.differentiable(product_of, device="cuda", parallel=True)
+    monkeypatch.setenv("SRCXFORM_DEVICE", "metal")
+    with pytest.raises(ValueError, match="SRCXFORM_DEVICE='metal' is not a device"):
+        srcxform.differentiable(product_of)
+
 
 def test_a_loop_nest_is_a_kernel_with_a_thread_per_element_and_origin_comments():
     fn, args, _ = _cases()["W3"]
@@ -175,12 +343,34 @@ def test_a_loop_nest_is_a_kernel_with_a_thread_per_element_and_origin_comments()
     assert "# grad of workloads.py:" in source and "# ---- adjoint ----" in source
 
 
+def test_one_thread_steps_run_first_in_each_thread_of_the_next_kernel():
+    fn, args, wrt = _cases()["W4"]
+    source = sc.differentiable(fn, wrt=wrt).source(*args)
+    assert source.count("@cuda.jit") == 2 and "one thread" not in source
+    # the mean's scale and the loss, computed by each thread, stored by thread 0 only
+    assert "t7_i = -t6_i\n    if cuda.grid(1) == 0:\n        t5[0] = t5_i\n" in source
+    assert "t8_i = t7_i * y[i0]" in source  # read as the thread's own, not from t7[0]
+    # after a sum to a scalar, which all threads must finish, a step keeps its own launch
+    fn, args, wrt = _cases()["W2"]
+    assert "seed_sum__value_and_grad_cuda_k1[launch.grid(1)](t5, bz)" in \
+        sc.differentiable(fn, wrt=wrt).source(*args)
+
+
 def test_a_reduction_that_keeps_an_axis_adds_atomically_at_its_kept_index():
     fn, args, _ = _cases()["W5"]
     source = sc.source(fn, *args)
     assert "cuda.atomic.max(t3, (i0, 0), logits_i)" in source  # the softmax's row max
     assert "cuda.atomic.add(t21, (0, i1), t20_i)" in source  # the bias gradient
-    assert "t0 = launch.matmul(X, params_0)" in source
+
+
+def test_intermediates_come_from_the_kernels_buffers_and_results_are_new_arrays():
+    fn, args, _ = _cases()["W5"]
+    source = sc.source(fn, *args)
+    assert "t0 = launch.matmul(X, params_0, buffers.empty('t0', (n3, n1), np.float64))" \
+        in source
+    assert "bparams_0 = launch.matmul(t28, t26, launch.empty((n0, n1), np.float64))" in source
+    # a view of it is returned (bparams_3 = launch.reshape(t21, (n2,))): a new array
+    assert "t21 = launch.full((1, n2), np.float64(0.0), np.float64)" in source
 
 
 @pytest.mark.parametrize("name, op", [("W7", "fori_loop"), ("W8", "while_loop")])
@@ -188,7 +378,7 @@ def test_a_loop_on_traced_values_is_refused_naming_the_op_and_line(name, op):
     fn, args, wrt = _cases()[name]
     with pytest.raises(sc.UnsupportedOnCuda, match=rf"{op} \(workloads\.py:\d+: .*\) is "
                                                    "control flow on traced values"):
-        sc.differentiable(fn, wrt=wrt).source(*args)
+        srcxform.differentiable(fn, wrt=wrt, device="cuda").source(*args)
 
 
 def product_of(x):
@@ -199,10 +389,29 @@ def cumulative(x):
     return tf.reduce_sum(tf.math.cumsum(x))
 
 
+def branching(x):
+    s = tf.reduce_sum(x)
+    if s > 0:
+        s = s * 2.0
+    return s
+
+
 @pytest.mark.parametrize("fn, message", [
     (product_of, r"reduce_prod \(test_cuda_sim\.py:\d+: return tf\.reduce_prod\(x \* x\)\) has"),
     (cumulative, r"cumsum \(test_cuda_sim\.py:\d+: .*\) has no CUDA lowering"),
+    (branching, r"cond \(test_cuda_sim\.py:\d+: if s > 0:\) is control flow on traced"),
 ])
 def test_an_op_the_target_does_not_lower_is_refused_naming_it(fn, message):
     with pytest.raises(sc.UnsupportedOnCuda, match=message):
-        sc.differentiable(fn).source(np.ones(4))
+        srcxform.differentiable(fn, device="cuda").source(np.ones(4))
+
+
+def test_the_cnn_examples_step_is_refused_naming_its_convolution():
+    import cnn_digits
+
+    rng = np.random.default_rng(0)
+    X, labels = rng.normal(size=(4, 8, 8, 1)), np.eye(10)[rng.integers(0, 10, 4)]
+    model = cnn_digits.CNN(2, 0.01, 1e-4, 0.1, seed=0)
+    with pytest.raises(sc.UnsupportedOnCuda, match=r"patches \(cnn_digits\.py:\d+: h = "
+                                                   r"tf\.nn\.relu\(tf\.nn\.conv2d"):
+        srcxform.differentiable(model.train_step, device="cuda").source(X, labels)

@@ -7,7 +7,7 @@ call may ask for, and what shape the answer has.
 import contextlib
 import enum
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -17,9 +17,16 @@ from srcxform.core import recording
 from srcxform.core.aval import size
 from srcxform.ad.backprop import backprop
 from srcxform.ad.explain import explain_tape
-from srcxform.ad.trace import Rerolled
+from srcxform.ad.trace import Rerolled, Tracer
 from srcxform.core.tensor import Value, Variable, as_value
 from srcxform.core.tree import tree_flatten, tree_unflatten
+
+
+# Inside a compiled function, jacobian and batch_jacobian are one loop in the kernel, over
+# the target's rows or the sources' columns: LOOPED_JACOBIANS(records, target, leaves,
+# watched, batch) gives each leaf's Jacobian. srcxform/jacobians.py's: the loop is control
+# flow's, a layer above this one.
+LOOPED_JACOBIANS: Callable | None = None
 
 
 class UnconnectedGradients(enum.Enum):
@@ -135,11 +142,7 @@ class GradientTape:
         targets = tree_flatten(target)[0]
         weights = (tree_flatten(output_gradients)[0] if output_gradients is not None
                    else [None] * len(targets))
-        for s in leaves:  # an intermediate a reroll went around: no path leads to it
-            trace = getattr(s, "_trace", None)  # (a gradient the compiler takes never is)
-            if trace is not None and trace.rerolled and s.var not in trace.ins \
-                    and not recording.CONTEXT.adjoint:
-                raise Rerolled
+        _check_not_rerolled(leaves)
         ids = [_source_id(s) for s in leaves]
         seeds = {}
         with recording.adjoint():
@@ -182,6 +185,11 @@ class GradientTape:
         zero = _unconnected_is_zero(unconnected_gradients)
         target = self._read_target(target, "jacobian")
         leaves, treedef = tree_flatten(sources)
+        if _traced_rows(target):
+            found = self._looped_jacobian(target, leaves, 0)
+            return tree_unflatten(treedef, [
+                ops.zeros(tuple(target.shape) + tuple(s.shape), s.dtype) if j is None and zero
+                else j for s, j in zip(leaves, found)])
         rows = [self._gradient_leaves(target, leaves, weight)
                 for weight in _one_hots(target.shape, target.shape, target.dtype)]
         # A target with no elements has no rows: a gradient of it (weighted by nothing)
@@ -216,12 +224,23 @@ class GradientTape:
             raise ValueError(f"batch_jacobian: target of shape {target.shape} and source of "
                              f"shape {source.shape} differ in their first (batch) dimension")
         inner = tuple(target.shape[1:])
+        if _traced_rows(target):
+            found = self._looped_jacobian(target, [source], 1)[0]
+            shape = tuple(target.shape) + tuple(source.shape[1:])
+            return ops.zeros(shape, target.dtype) if found is None else found
         rows = [self._gradient_leaves(target, [source], weight)[0]
                 for weight in _one_hots(inner, target.shape, target.dtype)]
         shape = target.shape[:1] + inner + tuple(source.shape[1:])
         if rows and rows[0] is None:
             return ops.zeros(shape, target.dtype)
         return _stacked(rows, shape, source, False, axis=1)
+
+    def _looped_jacobian(self, target, leaves, batch):
+        """Inside a compiled function, each leaf's Jacobian as one loop in the kernel
+        (LOOPED_JACOBIANS), None where unconnected or unwatched."""
+        _check_not_rerolled(leaves)
+        watched = [s for s in leaves if _source_id(s) in self._watched and s.dtype.kind == "f"]
+        return LOOPED_JACOBIANS(list(self._records), target, leaves, watched, batch)
 
     def _read_target(self, target, what):
         """A jacobian's target as a value. TensorFlow reads it with the tape recording, so
@@ -240,6 +259,20 @@ class GradientTape:
                                "compute one set of gradients (or jacobians); create it with "
                                "persistent=True to call it again")
         self._used = True
+
+
+def _check_not_rerolled(leaves):
+    for s in leaves:  # an intermediate a reroll went around: no path leads to it
+        trace = getattr(s, "_trace", None)  # (a gradient the compiler takes never is)
+        if trace is not None and trace.rerolled and s.var not in trace.ins \
+                and not recording.CONTEXT.adjoint:
+            raise Rerolled
+
+
+def _traced_rows(target):
+    """Whether a jacobian of target is taken inside a compiled function (then one loop in
+    the kernel rather than a reverse walk unrolled per row) and has rows to loop over."""
+    return isinstance(target, Tracer) and size(target.shape) > 0
 
 
 def _source_id(source):

@@ -4,11 +4,12 @@
 For a kernel `loss__value_and_grad` it writes `loss_value_and_grad(w, x)` (for
 `loss__grad`, `loss_grad(w, x)`), which takes the argument leaves, allocates the arrays
 the kernel fills, calls it, assigns the Variables it assigns and returns the form's
-structure; and `loss_kernel(w, x)` (when the kernel has buffers or captured arrays),
-jitted by `f.kernel()`, which allocates the buffers and returns every output. They call
-`leaf`, `tensor` and `assign` (runtime/calls.py, imported by the module: IMPORTS); the
-kernel and captured objects they read are bound per kernel by `bindings`: the module is
-shared by every kernel with the same text.
+structure; and `loss_kernel(w, x)` (when the kernel has buffers or captured arrays, or
+returns its one output bare), jitted by `f.kernel()`, which allocates the buffers and
+returns every output, as a tuple. They call `leaf`, `tensor` and `assign`
+(runtime/calls.py, imported by the module: IMPORTS); the kernel and captured objects they
+read are bound per kernel by `bindings`: the module is shared by every kernel with the
+same text.
 """
 
 import ast
@@ -50,13 +51,19 @@ def entry_name(name, form):
     return f"{name}_{form}_entry"
 
 
+def returns_one(conv):
+    """Whether the kernel returns one output as itself rather than a tuple of them (what
+    it returns is each output it does not fill; lower.py writes the return)."""
+    return len(conv.outs) - len(conv.buffers) == 1
+
+
 def emit(conv, consts, name, kernel, size_label):
     """The source of the call-path functions of a kernel named `kernel`, for the user
     function `name`; size symbol k is n<size_label(k)>, as in the kernel. A block before
     them declares what they read that is one kernel's own (bindings: `consts`, the
     arrays the trace captured, and more)."""
     functions = [_form_function(conv, name, kernel, size_label)]
-    if conv.form == "value_and_grad" and (conv.consts or conv.buffers):
+    if conv.form == "value_and_grad" and (conv.consts or conv.buffers or returns_one(conv)):
         functions.append(_kernel_function(conv, name, kernel, size_label))
     bound = bindings(conv, consts)
     block = ("# Bound per kernel (kernel.py): what the trace captured (arrays, Variables) and\n"
@@ -167,7 +174,8 @@ class _Body:
         self.statements += [used[k] for k in sorted(used)] + allocations
         call = f"{kernel}({', '.join(list(inputs) + [outs[p] for p in conv.buffers])})"
         returned = [outs[p] for p in range(len(outs)) if p not in conv.buffers]
-        targets = "".join(f"{r}, " for r in returned).rstrip(" ")
+        # One output comes back bare (returns_one), more as a tuple to unpack.
+        targets = returned[0] if len(returned) == 1 else "".join(f"{r}, " for r in returned)
         self.statements.append(_parse(f"{targets} = {call}" if returned else call))
         self.outs = outs
 

@@ -25,7 +25,7 @@ import ast
 import astor
 import numpy as np
 
-from srcxform.codegen.callpath import ResultExprs, results_ast, spelled
+from srcxform.codegen.callpath import ResultExprs, results_ast, returns_one, spelled
 from srcxform.codegen.exprs import name_ast
 from srcxform.core.dims import render
 from srcxform.core.signature import ArgumentTests, failing, guard, kernel_expr
@@ -44,10 +44,11 @@ def _buffer_shapes(conv, size, shape_names):
 
 
 def _output_exprs(conv, buffers):
-    """An expression per kernel output: a buffer's name, or the kernel's result r[j]."""
+    """An expression per kernel output: a buffer's name, or the kernel's result: r[j] of
+    its tuple, or r itself where it returns one output bare (callpath.returns_one)."""
     filled = dict(zip(conv.buffers, buffers))
-    returned = iter(range(len(conv.outs)))
-    return [filled[p] if p in filled else f"r[{next(returned)}]" for p in range(len(conv.outs))]
+    returned = iter(["r"] if returns_one(conv) else [f"r[{j}]" for j in range(len(conv.outs))])
+    return [filled[p] if p in filled else next(returned) for p in range(len(conv.outs))]
 
 
 class _EntryWriter(ArgumentTests):

@@ -489,7 +489,8 @@ class _Lowering:
     def function(self, func_name, doc):
         self.statements()
         outs = [self.whole(a) for p, a in enumerate(self.program.outs) if p not in self.buffers]
-        ret = ast.Tuple(outs, ast.Load())
+        # One output is returned as itself: Numba boxes no tuple (callpath.returns_one).
+        ret = outs[0] if len(outs) == 1 else ast.Tuple(outs, ast.Load())
         params = list(self.program.ins) + [self.program.outs[p] for p in self.buffers]
         args = ", ".join(self.namer(v) for v in params)
         if self.buffers:

@@ -5,27 +5,31 @@ simulator, NUMBA_ENABLE_CUDASIM=1, runs them on the CPU for tests).
 Importing this package loads neither Numba nor numba-cuda: a first call does.
 """
 
+from collections.abc import Callable
+
 from srcxform.cuda.compiled import CudaDifferentiable
 from srcxform.cuda.lower import UnsupportedOnCuda
 
 
-def differentiable(fn, *, wrt=0, has_aux=False):
-    """fn and its gradient compiled to CUDA kernels.
+def differentiable(fn: Callable, *, wrt: int | tuple = 0, has_aux: bool = False,
+                   convert: Callable | None = None) -> CudaDifferentiable:
+    """fn and its gradient compiled to CUDA kernels; `srcxform.differentiable(fn,
+    device="cuda")` is this with fn's control flow converted (autograph's `convert`).
 
     Args:
-        fn: the function, or a srcxform.differentiable of it (its wrt and has_aux are
-            taken then).
+        fn: the function, or a srcxform.differentiable of it (its wrt, has_aux and
+            conversion are taken then).
         wrt: the argument positions the gradient is taken with respect to.
         has_aux: whether fn returns (output, aux).
 
     Example:
-        >>> f = srcxform.cuda.differentiable(lambda x: tf.reduce_sum(tf.tanh(x)))
+        >>> f = srcxform.differentiable(lambda x: tf.reduce_sum(tf.tanh(x)), device="cuda")
         >>> value, grad = f.value_and_grad(np.ones(3))  # doctest: +SKIP
         >>> print(f.source(np.ones(3)))  # doctest: +SKIP
     """
     if hasattr(fn, "_traced_fn") and hasattr(fn, "wrt"):  # a srcxform.differentiable
-        return CudaDifferentiable(fn.fn, fn.wrt, fn.has_aux, traced_fn=fn._traced_fn())
-    return CudaDifferentiable(fn, wrt, has_aux)
+        return CudaDifferentiable(fn.fn, fn.wrt, fn.has_aux, lambda _: fn._traced_fn())
+    return CudaDifferentiable(fn, wrt, has_aux, convert)
 
 
 def source(fn, *args, **kwargs):

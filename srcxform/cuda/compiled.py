@@ -7,17 +7,21 @@ transfer of its bytes), arrays with __cuda_array_interface__ (CuPy, PyTorch, num
 used where they are, no copy), Python floats and NumPy scalars (8 bytes each), static
 ints, strings and None, in tuples, lists and dicts. Results: device arrays when any
 argument was one, else NumPy arrays (copied back); a scalar result is copied back as a
-NumPy scalar either way. Variables are refused.
+NumPy scalar either way. Variables (arguments or captured: a model's, an optimizer's) are
+copied to the device at each call, and those assigned copied back.
 """
 
 import sys
 import threading
+import weakref
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from srcxform.core.dims import evaluate
 from srcxform.core.errors import CompileError, source_text
-from srcxform.core.tensor import Tensor, Variable
+from srcxform.core.tensor import Tensor, Updating, Variable
 from srcxform.core.tree import tree_flatten, tree_unflatten
 from srcxform.cuda.lower import generate
 from srcxform.jit import backend, compiler
@@ -29,22 +33,39 @@ class CudaDifferentiable:
     """fn compiled to CUDA kernels: `f(*args)`, `f.grad(*args)`, `f.value_and_grad(*args)`
     as srcxform.differentiable's, and `f.source(*args)`, the generated CUDA module."""
 
-    def __init__(self, fn, wrt=0, has_aux=False, traced_fn=None):
+    def __init__(self, fn: Callable, wrt: int | tuple = 0, has_aux: bool = False,
+                 convert: Callable | None = None):
+        """`convert(fn)`: fn as tracing runs it (autograph's), made at the first call."""
         self.fn, self.wrt, self.has_aux = fn, wrt, has_aux
-        self._traced_fn = traced_fn or fn  # as tracing runs it (autograph's, where given)
+        self._convert, self._python = convert, None
         self._kernels = {}  # signature key: [_Kernel, ...], one per set of guards
         self._lock = threading.RLock()
+        self._bound = weakref.WeakKeyDictionary()
 
-    def __call__(self, *args, **kwargs):
+    def __get__(self, obj, objtype=None):
+        """A method decorated in a class body: each instance gets its own compiled method
+        (the instance is not an argument a kernel could take), as on the CPU."""
+        if obj is None:
+            return self
+        bound = self._bound.get(obj)
+        if bound is None:
+            bound = self._bound[obj] = CudaDifferentiable(
+                self.fn.__get__(obj, objtype), self.wrt, self.has_aux, self._convert)
+        return bound
+
+    def __repr__(self):
+        return f"<srcxform.differentiable {getattr(self.fn, '__qualname__', self.fn)} on CUDA>"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._run("value", args, kwargs)
 
-    def grad(self, *args, **kwargs):
+    def grad(self, *args: Any, **kwargs: Any) -> Any:
         return self._run("grad", args, kwargs)
 
-    def value_and_grad(self, *args, **kwargs):
+    def value_and_grad(self, *args: Any, **kwargs: Any) -> tuple:
         return self._run("value_and_grad", args, kwargs)
 
-    def source(self, *args, form="value_and_grad", **kwargs):
+    def source(self, *args: Any, form: str = "value_and_grad", **kwargs: Any) -> str:
         """The generated CUDA module (kernels and host driver) for these arguments."""
         return self._kernel(form, args, kwargs)[0].source
 
@@ -75,8 +96,9 @@ class CudaDifferentiable:
             for kernel in candidates:
                 if kernel.admits(leaves):
                     return kernel, leaves
-            kernel = _Kernel(self._traced_fn, self.wrt, self.has_aux, form, args, kwargs,
-                             leaves)
+            if self._python is None:
+                self._python = self._convert(self.fn) if self._convert else self.fn
+            kernel = _Kernel(self._python, self.wrt, self.has_aux, form, args, kwargs, leaves)
             candidates.append(kernel)
             return kernel, leaves
 
@@ -89,9 +111,6 @@ class _Kernel:
         call_args, call_kwargs = tree_unflatten(tree_flatten((args, kwargs))[1], stand_ins)
         traced = compiler.trace_function(fn, wrt, form, call_args, call_kwargs, stand_ins,
                                          has_aux)
-        if traced.variables or traced.writes:
-            raise TypeError(f"srcxform.cuda: {traced.name} reads or assigns Variables, which "
-                            "the CUDA target does not take yet: pass their values as arrays")
         self.form, self.traced, self.program = form, traced, traced.program
         self.single, self.has_aux = isinstance(wrt, int), has_aux
         func_name = f"{traced.name}__{form}_cuda"
@@ -101,36 +120,57 @@ class _Kernel:
         self.source, self.signatures = generate(self.program, func_name, doc)
         self.driver = backend.load(self.source, func_name, jit=False)
         self.consts = None  # the captured arrays, on the device at the first call
+        self.local = threading.local()  # each thread's launch.Buffers
 
     def admits(self, leaves):
         """Whether these arguments' sizes satisfy the trace's guards."""
         if not self.traced.guards:
             return True
-        shapes = [np.shape(leaves[i]) for i in self.traced.leaves]
+        shapes = [np.shape(_array(value)) for value in self.inputs(leaves)]
         shapes += [np.shape(a) for _, a in self.program.consts]
         sizes = [shapes[i][axis] for i, axis in self.program.sizes]
         holds = {">=": lambda v: v >= 0, "==": lambda v: v == 0, "!=": lambda v: v != 0}
         return all(holds[op](evaluate(expr, sizes)) for expr, op in self.traced.guards)
 
+    def inputs(self, leaves):
+        """The traced argument leaves, then the Variables the function reads."""
+        return [leaves[i] for i in self.traced.leaves] + \
+            [leaves[v] if isinstance(v, int) else v for v in self.traced.variables]
+
     def run(self, leaves):
+        """The form's results; the Variables the function assigns take their new values
+        (copied to the host: a Variable lives there), each locked as on the CPU."""
         from numba.core.errors import NumbaError
 
         from srcxform.cuda import launch
 
-        ins = self.program.ins
-        args = [launch.to_device(_array(leaves[i]), var.aval.dtype)
-                for i, var in zip(self.traced.leaves, ins)]
+        args = [launch.to_device(_array(value), var.aval.dtype)
+                for value, var in zip(self.inputs(leaves), self.program.ins)]
         if self.consts is None:
             self.consts = [launch.to_device(a, a.dtype) for _, a in self.program.consts]
-        try:
-            outs = self.driver(*args, *self.consts)
-        except NumbaError as err:
-            raise CompileError(f"srcxform.cuda: numba-cuda could not compile a kernel of "
-                               f"{self.traced.name} (see f.source(..., device='cuda')): "
-                               f"{err}") from err
+        writes = [leaves[v] if isinstance(v, int) else v for v in self.traced.writes]
+        with Updating(writes):
+            try:
+                outs = self.driver(*args, *self.consts, self.buffers())
+            except NumbaError as err:
+                raise CompileError(f"srcxform.cuda: numba-cuda could not compile a kernel of "
+                                   f"{self.traced.name} (see f.source(..., device='cuda')): "
+                                   f"{err}") from err
+            for variable, new in zip(writes, outs[len(outs) - len(writes):]):
+                variable.assign(new.copy_to_host().reshape(variable.shape))
         device = any(_on_device(leaves[i]) for i in self.traced.leaves)
         return self._structured([self._returned(how, outs, leaves, device)
                                  for how in self.traced.returns])
+
+    def buffers(self):
+        """This thread's intermediate device arrays: a call at once in another thread
+        must not write them (a lock would serialize the calls instead)."""
+        found = getattr(self.local, "buffers", None)
+        if found is None:
+            from srcxform.cuda import launch
+
+            found = self.local.buffers = launch.Buffers()
+        return found
 
     def _returned(self, how, outs, leaves, device):
         """One result leaf: an argument, a value the trace fixed, or a kernel output (a

@@ -31,15 +31,37 @@ def _fill(flat, value):
 
 def full(shape, value, dtype):
     """A new device array of `shape` filled with `value` on the device (no host copy)."""
-    out = cuda.device_array(shape, dtype)
-    flat = out.reshape(max(1, out.size)) if out.size else None
-    if flat is not None:
-        _fill[grid(out.size)](flat, out.dtype.type(value))
+    return _filled(cuda.device_array(shape, dtype), value)
+
+
+def _filled(out, value):
+    if out.size:
+        _fill[grid(out.size)](out.reshape(out.size), out.dtype.type(value))
     return out
 
 
 def empty(shape, dtype):
     return cuda.device_array(shape, dtype)
+
+
+class Buffers:
+    """A kernel's intermediate device arrays, kept from one call to the next: each
+    allocation site's latest, reused while its shape and dtype stay the same (a new batch
+    size replaces it). Never for what a call returns. One per thread (compiled.py): two
+    calls at once need their own; calls in turn on one stream run in order."""
+
+    def __init__(self):
+        self.kept = {}  # site (the value's name): its device array
+
+    def empty(self, site, shape, dtype):
+        shape = tuple(int(d) for d in shape)
+        found = self.kept.get(site)
+        if found is None or found.shape != shape or found.dtype != np.dtype(dtype):
+            found = self.kept[site] = cuda.device_array(shape, dtype)
+        return found
+
+    def full(self, site, shape, value, dtype):
+        return _filled(self.empty(site, shape, dtype), value)
 
 
 def to_device(value, dtype):
@@ -97,12 +119,10 @@ def _matmul(x, y, out):
         out[i, j] = acc
 
 
-def matmul(x, y):
-    """x @ y for 2-d device arrays."""
-    dtype = np.result_type(x.dtype, y.dtype)
+def matmul(x, y, out):
+    """out = x @ y for 2-d device arrays."""
     if x.shape[1] == 0:  # a sum of no terms
-        return full((x.shape[0], y.shape[1]), 0, dtype)
-    out = cuda.device_array((x.shape[0], y.shape[1]), dtype)
+        return _filled(out, 0)
     if out.size:
         _matmul[grid(out.size)](x, y, out)
     return out
@@ -118,12 +138,10 @@ def _matvec(x, v, out):
         out[i] = acc
 
 
-def matvec(x, v):
-    """x @ v for a 2-d and a 1-d device array."""
-    dtype = np.result_type(x.dtype, v.dtype)
+def matvec(x, v, out):
+    """out = x @ v for a 2-d and a 1-d device array."""
     if x.shape[1] == 0:
-        return full((x.shape[0],), 0, dtype)
-    out = cuda.device_array((x.shape[0],), dtype)
+        return _filled(out, 0)
     if out.size:
         _matvec[grid(out.size)](x, v, out)
     return out

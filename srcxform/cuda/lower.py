@@ -8,7 +8,9 @@ into its output by atomics: a sum to a scalar first accumulates in a register ov
 thread's elements, so the atomics are one per thread, not one per element; a reduction
 that keeps axes adds each element atomically (several threads share an output element,
 and an atomic needs no second kernel). Values one kernel makes and another reads are
-device arrays; a scalar is a 1-element array. The driver runs the views (getitem,
+device arrays (the driver's `buffers`, kept between calls, but for what a call returns);
+a scalar is a 1-element array. Scalar steps between two nests run at the start of the
+second's kernel, in each thread, rather than in a one-thread launch of their own. The driver runs the views (getitem,
 reshape, transpose) on device arrays and calls launch.py for matmul; anything else that
 is not elementwise, a loop on traced values among it, is refused, naming the op and the
 user's line. Knows no primitive by name: the ops lowered outside loops are a table keyed
@@ -16,6 +18,7 @@ by primitive, the reductions told apart by their templates.
 """
 
 import ast
+import itertools
 
 from srcxform.codegen.exprs import fill, name_ast, param_ast, reduction_init
 from srcxform.codegen.lower import _Lowering, _Recomputing, _source
@@ -55,7 +58,7 @@ def refuse(eqn, what):
     raise UnsupportedOnCuda(
         f"srcxform.cuda: {eqn.prim.name} ({part}{line}) {what}; the CUDA target lowers "
         "elementwise ops, sum/max/min reductions, getitem, reshape, transpose and 2-d "
-        "matmul and matvec so far. Run this function on the CPU (srcxform.differentiable(f)).")
+        "matmul and matvec so far. Run this function on the CPU (device='cpu').")
 
 
 class CudaLowering(_Lowering):
@@ -67,6 +70,10 @@ class CudaLowering(_Lowering):
         self.kernels = []
         self.signatures = {}  # kernel name: its parameters' Numba types, as text
         self.stored = self._scalars_read_elsewhere()
+        self.returned = _returned(program)
+        self.pending = None  # a one-thread nest that the next nest's kernel runs first
+        self.folded = {}  # its values: their locals there
+        self.in_kernel = False  # whether the lines emitted are a kernel's
 
     def _scalars_read_elsewhere(self):
         """Scalars that loop nests make and something outside their nest reads: in
@@ -81,6 +88,8 @@ class CudaLowering(_Lowering):
 
     # ----- loads: a scalar another kernel made is element 0 of its array -----
     def load_at(self, atom, exprs, dtype):
+        if atom in self.folded:
+            return name_ast(self.folded[atom])
         if isinstance(atom, Var) and not atom.aval.shape and atom not in self.virtual:
             return ast.Subscript(name_ast(self.namer(atom)), ast.Constant(0), ast.Load())
         return super().load_at(atom, exprs, dtype)
@@ -90,6 +99,23 @@ class CudaLowering(_Lowering):
         return _for_cuda(e, value)
 
     # ----- loop nests -----
+    def statements(self):
+        """As the CPU kernel's, but a one-thread nest with no reduction, followed by a nest
+        with a loop, runs in that nest's kernel: each thread computes its scalars before
+        its loop (a few flops, where a launch costs microseconds)."""
+        for item, after in itertools.pairwise(self.items + [None]):
+            if not isinstance(item, LoopGroup):
+                self.eqn(item)
+            elif self._foldable(item, after):
+                self.pending = item
+            else:
+                self.group(item)
+
+    def _foldable(self, group, after):
+        return not group.domain and isinstance(after, LoopGroup) and \
+            not all(is_one(d) for d in after.domain) and self._live(after) and \
+            all(e.prim.kind != "reduction" for e in group.eqns)
+
     def group(self, group):
         members = self._live(group)
         if not members:  # every value is recomputed where it is read
@@ -98,6 +124,7 @@ class CudaLowering(_Lowering):
         index = [None if is_one(d) else f"i{p}" for p, d in enumerate(domain)]
         self.recomputing = _Recomputing(index)
         host, body, before, after, scalar_names = [], [], [], [], {}
+        prologue, steps = self._prologue(group, host)
         for e in members:
             name = self.namer(e.out)
             if e.prim.kind == "reduction":
@@ -114,14 +141,40 @@ class CudaLowering(_Lowering):
             scalar_names[e.out] = local
             self.computed.add(e.out)
             if e.out in self.placement.arrays or e.out in self.stored:
-                host.append(self.allocate(name, domain or (1,), e.out.aval.dtype))
+                host.append(self.allocation(e.out, domain or (1,)))
                 store = self._store(name, index) if domain else \
                     ast.Subscript(name_ast(name), ast.Constant(0), ast.Store())
                 body.append((None, ast.Assign([store], name_ast(local))))
-        self.section(members)
+        self.section(steps + members)
         for node in host:
             self.stmt(1, node)
-        self.launch(members, domain, index, before, body, after)
+        self.launch(steps + members, domain, index, prologue + before, body, after,
+                    bool(steps))
+        self.folded = {}
+
+    def _prologue(self, group, host):
+        """The pending one-thread nest's statements, to run first in every thread of
+        `group`'s kernel, its values locals there; thread 0 stores those that other
+        nests read."""
+        pending, self.pending = self.pending, None
+        if pending is None:
+            return [], []
+        statements, stores, steps = [], [], self._live(pending)
+        for e in steps:
+            local = self.folded[e.out] = self.namer.in_loop(e.out)
+            value = self.elementwise(e, [], {})
+            statements += self._recomputed_here() + [(e, ast.Assign([ast.Name(
+                local, ast.Store())], value))]
+            self.computed.add(e.out)
+            # Stored as without the fold: a later nest may recompute a value that reads it.
+            if e.out in self.stored:
+                host.append(self.allocation(e.out, (1,)))
+                stores.append(ast.Assign([ast.Subscript(name_ast(self.namer(e.out)),
+                                          ast.Constant(0), ast.Store())], name_ast(local)))
+        if stores:
+            statements.append((None, ast.If(ast.parse("cuda.grid(1) == 0", mode="eval").body,
+                                            stores, [])))
+        return statements, steps
 
     def atomic_reduction(self, e, name, index, scalar_names):
         """A reduction's allocation (on the host: its output filled with the reduction's
@@ -129,9 +182,7 @@ class CudaLowering(_Lowering):
         combine = _atomic_of(e)
         dtype = e.out.aval.dtype
         init = reduction_init(e.prim.init, dtype)
-        shape = e.out.aval.shape or (1,)
-        allocation = ast.Assign([ast.Name(name, ast.Store())], ast.Call(
-            _attr("launch", "full"), [self.sizes.tuple(shape), init, _attr("np", dtype.name)], []))
+        allocation = self.allocation(e.out, e.out.aval.shape or (1,), init)
         x = self.load(e.ins[0], index, scalar_names, dtype)
         if not e.out.aval.shape:  # a register per thread, one atomic per thread
             acc = self.namer.fresh(f"{name}_acc")
@@ -141,15 +192,19 @@ class CudaLowering(_Lowering):
                 if isinstance(combined, ast.BinOp) else \
                 ast.Assign([ast.Name(acc, ast.Store())], combined)
             finish = _atomic(combine, name, ast.Constant(0), name_ast(acc))
-            return _Reduced(allocation, [ast.Assign([ast.Name(acc, ast.Store())], init)], step,
-                            [finish])
+            return _Reduced(allocation, [(None, ast.Assign([ast.Name(acc, ast.Store())], init))],
+                            step, [finish])
         axis, keepdims = e.kwargs["axis"], e.kwargs["keepdims"]
         kept = [ast.Constant(0) if a in axis or i is None else name_ast(i)
                 for a, i in enumerate(index) if keepdims or a not in axis]
         at = ast.Tuple(kept, ast.Load()) if len(kept) > 1 else kept[0]
         return _Reduced(allocation, [], _atomic(combine, name, at, x), [])
 
-    def launch(self, members, domain, index, before, body, after):
+    def section(self, eqns):
+        if not self.in_kernel:  # a kernel's statements are in the driver's section
+            super().section(eqns)
+
+    def launch(self, members, domain, index, before, body, after, steps=False):
         """Emits the kernel of a loop nest and its launch in the driver."""
         kernel = f"{self.func_name}_k{len(self.kernels)}"
         looped = [p for p, i in enumerate(index) if i]
@@ -157,9 +212,10 @@ class CudaLowering(_Lowering):
         count = " * ".join(extents) or "1"
         driver, self.lines = self.lines, []
         origin, self.last_origin = self.last_origin, None
-        self.line(1, f'"""Loop nest {len(self.kernels)}: {_what(members, domain)}."""')
-        for node in before:
-            self.stmt(1, node)
+        self.line(1, f'"""Loop nest {len(self.kernels)}: {_what(members, domain, steps)}."""')
+        self.in_kernel = True
+        for e, node in before:
+            self.body_statement(1, e, node)
         self.line(1, f"for flat in range(cuda.grid(1), {count}, cuda.gridsize(1)):")
         for k, p in enumerate(looped):
             inner = " * ".join(extents[k + 1:])
@@ -171,6 +227,7 @@ class CudaLowering(_Lowering):
         for e, node in after:
             self.body_statement(1, e, node)
         lines, self.lines, self.last_origin = self.lines, driver, origin
+        self.in_kernel = False
         params = _free_names(lines)
         self.signatures[kernel] = self._types(params)
         self.kernels.append("\n".join(["@cuda.jit", f"def {kernel}({', '.join(params)}):"]
@@ -200,9 +257,20 @@ class CudaLowering(_Lowering):
             text.startswith("(") and text.endswith(")") and text.count("(") == 1
         return text if bare else f"({text})"
 
-    def allocate(self, name, shape, dtype):
-        return ast.Assign([ast.Name(name, ast.Store())], ast.Call(
-            _attr("launch", "empty"), [self.sizes.tuple(shape), _attr("np", dtype.name)], []))
+    def allocation(self, var, shape, init=None):
+        """`name = <a device array for var>`, filled with `init` where given."""
+        return ast.Assign([ast.Name(self.namer(var), ast.Store())],
+                          self.new_array(var, shape, init))
+
+    def new_array(self, var, shape, init=None):
+        """A new device array for a value the call returns (or a view of one returns);
+        else the kernel's own, kept between calls (launch.Buffers, named by its site)."""
+        how = "empty" if init is None else "full"
+        args = [self.sizes.tuple(shape), *([init] if init is not None else []),
+                _attr("np", var.aval.dtype.name)]
+        if var in self.returned:
+            return ast.Call(_attr("launch", how), args, [])
+        return ast.Call(_attr("buffers", how), [ast.Constant(self.namer(var)), *args], [])
 
     # ----- equations outside loop nests: on the host, on device arrays -----
     def eqn(self, eqn):
@@ -223,7 +291,7 @@ class CudaLowering(_Lowering):
         self.func_name = func_name
         self.statements()
         outs = [self.whole(a) for a in self.program.outs]
-        args = ", ".join(self.namer(v) for v in self.program.ins)
+        args = ", ".join([self.namer(v) for v in self.program.ins] + ["buffers"])
         text = [f"def {func_name}({args}):", f'    """{doc}"""']
         for k in sorted(self.sizes.used):
             index, axis = self.program.sizes[k]
@@ -267,7 +335,8 @@ def _product(helper, ranks):
         if tuple(len(a.aval.shape) for a in eqn.ins) != ranks:
             shapes = " @ ".join(a.aval.short() for a in eqn.ins)
             refuse(eqn, f"of {shapes} (only 2-d @ 2-d and 2-d @ 1-d are lowered)")
-        return ast.Call(_attr("launch", helper), [low.whole(a) for a in eqn.ins], [])
+        out = low.new_array(eqn.out, eqn.out.aval.shape)
+        return ast.Call(_attr("launch", helper), [low.whole(a) for a in eqn.ins] + [out], [])
     return emit
 
 
@@ -279,8 +348,19 @@ def _source_of(low, eqn):
                 names)
 
 
+_VIEWS = (getitem_p, reshape_p, transpose_p)
 _HOST = {getitem_p: _getitem, reshape_p: _reshape, transpose_p: _transpose,
          matmul_p: _product("matmul", (2, 2)), matvec_p: _product("matvec", (2, 1))}
+
+
+def _returned(program):
+    """The values whose device arrays a call returns: the outputs, and what a view among
+    them (getitem, reshape, transpose) is a view of."""
+    found = {a for a in program.outs if isinstance(a, Var)}
+    for eqn in reversed(program.eqns):
+        if eqn.out in found and eqn.prim in _VIEWS:
+            found.update(a for a in eqn.ins if isinstance(a, Var))
+    return found
 
 
 def _attr(module, name):
@@ -342,13 +422,15 @@ def _free_names(lines):
     return found
 
 
-def _what(members, domain):
+def _what(members, domain, steps):
     kinds = {e.adjoint for e in members}
     part = "forward and adjoint" if len(kinds) == 2 else "adjoint" if True in kinds else \
         "forward"
     dtype = members[-1].out.aval.dtype
     shape = ", ".join(str(d) for d in domain)
     where = f"a thread per element of [{shape}]" if domain else "one thread"
+    if steps:
+        where += ", each first computing the one-thread steps before it"
     return f"{part}, {where} ({dtype.name})"
 
 

@@ -118,8 +118,8 @@ class Kernel:
         """The kernel taking the leaves and Variable values and returning every output: its
         constants bound and its output arrays allocated by the generated wrapper, jitted."""
         fn = getattr(self.fn, "dispatcher", self.fn)
-        if not self.consts and not self.buffers:
-            return fn
+        if not self.consts and not self.buffers and not callpath.returns_one(self.conv):
+            return fn  # it returns every output, as a tuple
         wrapper = self._bound(callpath.kernel_name(self.spec.name), fn)
         return backend.jit_function(wrapper) if fn is not self.fn else wrapper
 

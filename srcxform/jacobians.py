@@ -1,0 +1,98 @@
+"""Jacobians from recorded ops as one compiled loop: over the output's rows (a reverse walk
+each) or over the input's columns (a forward push each), whichever side is smaller.
+
+The loop runs over an identity matrix computed from the value it spans (not a constant),
+so its trip count is that value's size: one kernel serves every size, and the loop body is
+one reverse walk (or one forward push) whatever the size. transforms.py's jacfwd, jacrev
+and hessian are these loops, and so are GradientTape.jacobian and batch_jacobian inside a
+compiled function (through tape.LOOPED_JACOBIANS, which this module sets). `batch` is how
+many leading axes the output and input share as a batch (batch_jacobian's 1): the basis
+then spans the other axes, broadcast along the batch."""
+
+from srcxform import ops
+from srcxform.ad import forward, tape
+from srcxform.ad.backprop import backprop
+from srcxform.control_flow import map_fn
+from srcxform.core.aval import size
+from srcxform.core.tensor import Value
+
+
+def smaller_side(records: list, target: Value, leaves: list, watched: list,
+                 batch: int = 0) -> list:
+    """Each leaf's Jacobian, None for a leaf not in `watched`: one loop over target's rows,
+    or, where the watched sources have fewer elements, one over each one's columns (JAX's
+    choice of jacfwd or jacrev). GradientTape's jacobians in a compiled function."""
+    if not watched:
+        return [None] * len(leaves)
+    sizes = [size(s.shape[batch:]) for s in watched]
+    if min(sizes) > 0 and sum(sizes) < size(target.shape[batch:]):
+        found = [columns(records, s, [target], batch)[0] for s in watched]
+    else:
+        found = rows(records, target, watched, batch)
+    by_source = {id(s): j for s, j in zip(watched, found)}
+    return [by_source.get(id(s)) for s in leaves]
+
+
+def rows(records: list, target: Value, sources: list, batch: int = 0) -> list:
+    """d target / d source for each source by a loop of reverse walks, one per element of
+    target (past its batch axes): each shaped target.shape + source.shape[batch:], None
+    where target does not depend on that source."""
+    connected = set()
+
+    def row(e):
+        seed = ops.broadcast_to(ops.reshape(e, target.shape[batch:]), target.shape)
+        found = backprop(records, {target._id: seed}, [s._id for s in sources])
+        connected.update(k for k, s in enumerate(sources) if found.get(s._id) is not None)
+        return [ops.zeros_like(s) if found.get(s._id) is None else found[s._id]
+                for s in sources]
+
+    stacked = map_fn(row, basis(target, batch))  # each [m, *batch, *source]
+    return [_jacobian(j, target, s, batch, first=True) if k in connected else None
+            for k, (j, s) in enumerate(zip(stacked, sources))]
+
+
+def columns(records: list, source: Value, targets: list, batch: int = 0) -> list:
+    """d target / d source for each target by a loop of forward pushes, one per element of
+    source (past its batch axes): each shaped target.shape + source.shape[batch:], None
+    where that target does not depend on source."""
+    connected = set()
+
+    def column(e):
+        seed = ops.broadcast_to(ops.reshape(e, source.shape[batch:]), source.shape)
+        found = forward.linearized_tangents(records, {source._id: seed})
+        connected.update(k for k, t in enumerate(targets) if found.get(t._id) is not None)
+        return [ops.zeros_like(t) if found.get(t._id) is None else found[t._id]
+                for t in targets]
+
+    stacked = map_fn(column, basis(source, batch))  # each [k, *batch, *target]
+    return [_jacobian(j, t, source, batch, first=False) if k in connected else None
+            for k, (j, t) in enumerate(zip(stacked, targets))]
+
+
+def _jacobian(stacked, target, source, batch, first):
+    """A loop's stack as the Jacobian target.shape + source.shape[batch:]: the loop's axis
+    moved behind the batch axes (rows: it spans target) or to the end (columns: source),
+    then split into the shape it spans (sizes given: an empty side has none to infer)."""
+    ndim = len(stacked.shape)
+    axes = list(range(1, ndim))
+    perm = axes[:batch] + [0] + axes[batch:] if first else axes + [0]
+    if perm != list(range(ndim)):
+        stacked = ops.transpose(stacked, perm)
+    return ops.reshape(stacked, tuple(target.shape) + tuple(source.shape[batch:]))
+
+
+def basis(value: Value, batch: int = 0):
+    """The identity matrix of the size of value's axes past `batch`, in value's dtype: a
+    loop over its rows pushes one basis vector a trip. It is computed from value, never
+    a constant, so the loop's trip count is value's size (one kernel for every size) and
+    the kernel captures no array (the on-disk index keeps only kernels that capture
+    none): its ones are `v == v or v != v`, true for NaN too, where ones_like of a static
+    shape would fold to a constant and the loop would unroll."""
+    spanned = ops.reshape(value[(0,) * batch] if batch else value, (-1,))
+    ones = ops.logical_or(ops.equal(spanned, spanned), ops.not_equal(spanned, spanned))
+    count = ops.cumsum(ops.cast(ones, "int64"))
+    same = ops.equal(ops.expand_dims(count, 1), ops.expand_dims(count, 0))
+    return ops.cast(same, value.dtype)
+
+
+tape.LOOPED_JACOBIANS = smaller_side

@@ -1,0 +1,242 @@
+"""Jacobians as one compiled loop (srcxform/jacobians.py): srcxform.jacobian, hessian, and
+GradientTape.jacobian and batch_jacobian inside a compiled function loop over the output's
+rows or the input's columns, whichever side is smaller, in one kernel; tuple `wrt` gives a
+tuple per argument, as JAX's argnums. Values against the eager tape's per-row Jacobian and
+central differences. Kernels run as Python (SRCXFORM_JIT=0) except where marked."""
+
+import numpy as np
+import pytest
+
+import srcxform as tf
+from srcxform import jacobians
+
+
+@pytest.fixture(autouse=True)
+def python_kernels(monkeypatch):
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+
+
+def central_jacobian(fn, x, eps=1e-6):
+    """d fn / d x by central differences: shape fn(x).shape + x.shape."""
+    columns = []
+    for k in range(x.size):
+        step = np.zeros(x.size)
+        step[k] = eps
+        step = step.reshape(x.shape)
+        columns.append((np.asarray(fn(x + step)) - np.asarray(fn(x - step))) / (2 * eps))
+    out = np.stack(columns, axis=-1)
+    return out.reshape(out.shape[:-1] + x.shape)
+
+
+def eager_jacobian(fn, *args):
+    """The eager tape's Jacobian of fn wrt each argument (one reverse walk per row)."""
+    xs = [tf.constant(a) for a in args]
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(xs)
+        out = fn(*xs)
+    return [j.numpy() for j in tape.jacobian(out, xs, unconnected_gradients="zero")]
+
+
+def widening(x):  # n -> n * n: fewer inputs than outputs, so columns (forward)
+    return tf.reshape(tf.sin(x)[:, None] * x[None, :], (-1,))
+
+
+def narrowing(x):  # n -> 2: fewer outputs, so rows (reverse)
+    return tf.stack([tf.reduce_sum(tf.tanh(x) * x[::-1]), tf.reduce_prod(x)])
+
+
+def loops_taken(monkeypatch):
+    """The jacobians.py loops taken, by name, each time a Jacobian is traced (or run
+    eagerly: a first call is checked against the eager function)."""
+    taken = []
+
+    def counted(name):
+        loop = getattr(jacobians, name)
+
+        def counting(*args, **kwargs):
+            taken.append(name)
+            return loop(*args, **kwargs)
+        return counting
+
+    for name in ("rows", "columns"):
+        monkeypatch.setattr(jacobians, name, counted(name))
+    return taken
+
+
+@pytest.mark.parametrize("fn, side", [(widening, "columns"), (narrowing, "rows")])
+def test_jacobian_loops_over_the_smaller_side_in_one_kernel(fn, side, monkeypatch):
+    """One kernel for sizes 3 and 4, one loop in it whose body is one push (the trip count
+    is the size), equal to the eager tape and to central differences."""
+    taken = loops_taken(monkeypatch)
+    compiled = tf.jacobian(fn)
+    for n in (3, 4):
+        x = np.linspace(-0.9, 1.1, n)
+        got = compiled(x)
+        np.testing.assert_allclose(got, eager_jacobian(fn, x)[0], rtol=1e-13, atol=1e-15)
+        np.testing.assert_allclose(got, central_jacobian(fn, x), rtol=1e-7, atol=1e-9)
+    assert set(taken) == {side} and compiled.cache_info().kernels == 1
+    source = compiled._kernel("value", (x,), {})[0].source
+    kernel = source.split("def jacobian_of_")[1].split("\ndef ")[0]
+    assert kernel.count("for it in range(") == 1, kernel
+
+
+def test_the_kernel_is_one_call_per_jacobian(monkeypatch):
+    """srcxform.jacobian of a 5 -> 5 map: one kernel call a Jacobian, not one a row, and a
+    loop over rows rather than five reverse walks unrolled (five matmuls)."""
+    w = np.random.default_rng(0).standard_normal((5, 5))
+
+    def mapped(x):
+        return tf.tanh(tf.linalg.matvec(w, x))
+
+    compiled, x = tf.jacobian(mapped), np.linspace(-1, 1, 5)
+    compiled(x)
+    before = compiled.cache_info().hits
+    np.testing.assert_allclose(compiled(x), (1 - np.tanh(w @ x) ** 2)[:, None] * w, rtol=1e-13)
+    assert compiled.cache_info().hits - before == 1
+    source = compiled._kernel("value", (x,), {})[0].source
+    kernel = source.split("def jacobian_of_mapped__value")[1].split("\ndef ")[0]
+    assert kernel.count("for it in range(") == 1 and kernel.count("matmul(") == 2, kernel
+
+
+def pair_map(x, y):
+    return tf.concat([tf.sin(x) * y[0], x * tf.reduce_sum(y * y)], axis=0)
+
+
+@pytest.mark.parametrize("form", [tf.jacfwd, tf.jacrev, tf.jacobian])
+def test_tuple_wrt_gives_a_jacobian_per_argument(form):
+    x, y = np.array([0.3, -0.7]), np.array([1.5, 0.5, -2.0])
+    jx, jy = form(pair_map, wrt=(0, 1))(x, y)
+    want_x, want_y = eager_jacobian(pair_map, x, y)
+    assert jx.shape == (4, 2) and jy.shape == (4, 3)
+    np.testing.assert_allclose(jx, want_x, rtol=1e-13)
+    np.testing.assert_allclose(jy, want_y, rtol=1e-13)
+    (only_y,) = form(pair_map, wrt=(1,))(x, y)
+    np.testing.assert_allclose(only_y, want_y, rtol=1e-13)
+
+
+@pytest.mark.parametrize("form", [tf.jacfwd, tf.jacrev])
+def test_tuple_wrt_of_a_tuple_output_nests_arguments_inside_outputs(form):
+    """JAX's layout: the output's structure outside, a tuple over the arguments inside."""
+    def two(x, y):
+        return x * y, tf.reduce_sum(x)
+
+    x, y = np.array([1., 2.]), np.array([3., 4.])
+    (a_x, a_y), (b_x, b_y) = form(two, wrt=(0, 1))(x, y)
+    np.testing.assert_allclose(a_x, np.diag(y))
+    np.testing.assert_allclose(a_y, np.diag(x))
+    np.testing.assert_allclose(b_x, [1., 1.])
+    np.testing.assert_allclose(b_y, [0., 0.])
+
+
+def rosen(x):
+    return tf.reduce_sum(100. * (x[1:] - x[:-1] ** 2) ** 2 + (1. - x[:-1]) ** 2)
+
+
+def rosen_hessian(x):
+    n = len(x)
+    h = np.zeros((n, n))
+    for i in range(n - 1):
+        h[i, i] += 1200 * x[i] ** 2 - 400 * x[i + 1] + 2
+        h[i + 1, i + 1] += 200
+        h[i, i + 1] = h[i + 1, i] = -400 * x[i]
+    return h
+
+
+def test_hessian_is_forward_over_reverse_and_equals_rosenbrocks(monkeypatch):
+    """A loop of forward pushes (columns) through the gradient's records, one kernel for
+    two sizes, equal to the analytic Hessian."""
+    taken = loops_taken(monkeypatch)
+    hessian = tf.hessian(rosen)
+    rng = np.random.default_rng(2)
+    for n in (4, 6):
+        x = rng.standard_normal(n)
+        np.testing.assert_allclose(hessian(x), rosen_hessian(x), rtol=1e-12, atol=1e-12)
+    assert set(taken) == {"columns"} and hessian.cache_info().kernels == 1
+
+
+def test_hessian_of_a_tuple_wrt_is_a_tuple_of_tuples():
+    def f(x, y):
+        return tf.reduce_sum(tf.sin(x) * y[0] ** 2) + tf.reduce_sum(y ** 3)
+
+    x, y = np.array([0.2, -0.4, 1.0]), np.array([1.5, -0.5])
+    (hxx, hxy), (hyx, hyy) = tf.hessian(f, wrt=(0, 1))(x, y)
+    assert [h.shape for h in (hxx, hxy, hyx, hyy)] == [(3, 3), (3, 2), (2, 3), (2, 2)]
+    np.testing.assert_allclose(hxx, np.diag(-np.sin(x) * y[0] ** 2), rtol=1e-13)
+    np.testing.assert_allclose(hxy, np.stack([2 * y[0] * np.cos(x), 0 * x], 1), rtol=1e-13)
+    np.testing.assert_allclose(hyx, hxy.T, rtol=1e-13)
+    np.testing.assert_allclose(hyy, np.diag(6 * y) + [[2 * np.sin(x).sum(), 0], [0, 0]],
+                               rtol=1e-13)
+    with pytest.raises(TypeError, match=r"hessian: .*widening must return a scalar .*"
+                                        r"got \(9,\)"):
+        tf.hessian(widening)(x)
+
+
+@pytest.mark.parametrize("fn, side", [(widening, "columns"), (narrowing, "rows")])
+def test_tape_jacobian_in_a_compiled_function_is_one_loop(fn, side, monkeypatch):
+    """tape.jacobian inside a compiled function: one loop (not a reverse walk per row),
+    a source the target does not reach is zeros (unconnected_gradients="zero") or None."""
+    taken, unconnected = loops_taken(monkeypatch), []
+
+    @tf.differentiable
+    def jacobian_of(x, z):
+        with tf.GradientTape(persistent=True) as tape:
+            tape.watch([x, z])
+            y = fn(x)
+        unconnected.append(tape.jacobian(y, [x, z])[1])
+        return tape.jacobian(y, [x, z], unconnected_gradients="zero")
+
+    x = np.linspace(-0.9, 1.1, 3)
+    jx, jz = map(np.asarray, jacobian_of(x, np.ones(2)))
+    np.testing.assert_allclose(jx, eager_jacobian(fn, x)[0], rtol=1e-13, atol=1e-15)
+    assert jz.shape == jx.shape[:1] + (2,) and not jz.any()
+    assert set(unconnected) == {None} and set(taken) == {side}
+
+
+def per_example(x):  # row i of the output from row i of x only
+    return tf.concat([tf.sin(x) * x[:, ::-1], tf.reduce_sum(x * x, axis=1, keepdims=True)], 1)
+
+
+def per_example_narrow(x):
+    return tf.reduce_sum(tf.tanh(x), axis=1, keepdims=True) * x[:, :1]
+
+
+@pytest.mark.parametrize("fn, side", [(per_example, "columns"),
+                                      (per_example_narrow, "rows")])
+def test_batch_jacobian_in_a_compiled_function_is_one_loop(fn, side, monkeypatch):
+    """One loop over an example's rows or columns, each trip all examples at once; equal
+    to the eager batch_jacobian."""
+    taken = loops_taken(monkeypatch)
+
+    @tf.differentiable
+    def batch_jacobian_of(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = fn(x)
+        return tape.batch_jacobian(y, x)
+
+    x = np.random.default_rng(3).standard_normal((4, 3))
+    xt = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(xt)
+        y = fn(xt)
+    want = tape.batch_jacobian(y, xt).numpy()
+    got = np.asarray(batch_jacobian_of(x))
+    assert got.shape == want.shape == (4, y.shape[1], 3)
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
+    assert set(taken) == {side}
+
+
+def test_jacobian_of_a_100_map_compiles_natively(monkeypatch):
+    """Numba: the 100 -> 100 map of benchmarks/forward.py, one loop, equal to the
+    analytic Jacobian."""
+    monkeypatch.setenv("SRCXFORM_JIT", "1")
+    monkeypatch.setenv("SRCXFORM_TIERED", "0")
+    w = np.random.default_rng(4).standard_normal((100, 100)) / 10
+
+    def mapped(x):
+        return tf.tanh(tf.linalg.matvec(w, x))
+
+    x = np.linspace(-1, 1, 100)
+    want = (1 - np.tanh(w @ x) ** 2)[:, None] * w
+    for form in (tf.jacobian, tf.jacfwd):
+        np.testing.assert_allclose(form(mapped)(x), want, rtol=1e-12, atol=1e-14)
