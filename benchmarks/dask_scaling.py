@@ -8,7 +8,11 @@ An epoch is one full-batch step of examples/dask_logistic_regression.py: the dat
 persisted in the workers' memory first (so that the time is the gradient's, not the
 generation of rows), then each system's first two epochs (each worker compiles) are set
 aside and the median of the others reported. Both systems run the same algorithm: srcxform.dask's
-compiled kernel per block, and the same gradient written in dask.array. Also measured: the
+compiled kernel per block, and the same gradient written in dask.array. When dask-ml is
+installed, its LogisticRegression (unpenalized: the same loss) is fitted on the same data by
+each solver, `--dask-ml-iter` steps at most, after a fit of one step (imports on the
+workers): its time per solver step, the fit's time over its steps, a step being what
+the example's STEPS says (an lbfgs step is one pass, as an epoch). Also measured: the
 cost of one more task (an epoch of many tiny blocks) and the bandwidth between two
 workers, the parameters of the model in benchmarks/README.md. Not a timed test: run it on
 an idle machine.
@@ -43,6 +47,9 @@ def parse_args(argv=None):
     parser.add_argument("--blocks", type=int, default=8)
     parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--workers", default="1,2", help="cluster sizes to time")
+    parser.add_argument("--dask-ml-iter", type=int, default=10,
+                        help="max_iter of each dask-ml fit timed")
+    parser.add_argument("--no-dask-ml", action="store_true", help="leave dask-ml's rows out")
     return parser.parse_args(argv)
 
 
@@ -57,10 +64,23 @@ def seconds_per_epoch(value_and_grad, features, epochs, client, warm_up=2):
                                lambda epochs: epochs)[1]
 
     descend(warm_up)
-    cpu = sum(client.run(time.process_time).values())
+    cpu = workers_cpu(client)
     seconds = descend(epochs)
-    cpu = sum(client.run(time.process_time).values()) - cpu
-    return statistics.median(seconds), cpu / epochs
+    return statistics.median(seconds), (workers_cpu(client) - cpu) / epochs
+
+
+def seconds_per_solver_step(X, y, solver, max_iter, client):
+    """dask-ml's fit by `solver`: the seconds per step (the fit's wall time over its steps),
+    its workers' CPU seconds per step, and its steps; after a warm-up fit of one step."""
+    example.fit_dask_ml(X, y, solver, max_iter=1)
+    cpu = workers_cpu(client)
+    _, steps, seconds = example.fit_dask_ml(X, y, solver, max_iter)
+    return seconds / steps, (workers_cpu(client) - cpu) / steps, steps
+
+
+def workers_cpu(client):
+    """The CPU seconds all the workers have used so far."""
+    return sum(client.run(time.process_time).values())
 
 
 def task_overhead(step, features, blocks=200):
@@ -107,7 +127,7 @@ def check_pinned(client):
             raise RuntimeError(f"{worker} is not pinned to one thread: {counts}, {environ}")
 
 
-def measure(workers, args):
+def measure(workers, args, solvers):
     """One cluster size's row of the table."""
     import dask
     from distributed import Client, LocalCluster
@@ -116,10 +136,15 @@ def measure(workers, args):
 
     load_before = os.getloadavg()[0]
     # No profiler: its thread samples every worker's stack each 10 ms, CPU time that is
-    # not the work's (the workers take this process's config).
-    with dask.config.set({"distributed.worker.profile.enabled": False}), \
+    # not the work's (the workers take this process's config). PINNED is set before each
+    # worker is spawned, not after (env=): a spawned worker imports this module again, and
+    # with it dask.array, which imports Numba where pydata/sparse is installed (dask-ml
+    # brings it), before variables set after the spawn could reach Numba.
+    spawn_environ = {**dask.config.get("distributed.nanny.pre-spawn-environ"), **PINNED}
+    with dask.config.set({"distributed.worker.profile.enabled": False,
+                          "distributed.nanny.pre-spawn-environ": spawn_environ}), \
             LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                         dashboard_address=None, env=PINNED) as cluster, \
+                         dashboard_address=None) as cluster, \
             Client(cluster) as client:
         check_pinned(client)
         X, y = dask.persist(*example.lazy_data(args.rows, args.features,
@@ -132,6 +157,10 @@ def measure(workers, args):
                    lambda w, b: example.numpy_value_and_grad(w, b, X, y), args.features,
                    args.epochs, client),
                "task": task_overhead(step, args.features)}
+        for solver in solvers:
+            row[solver] = seconds_per_solver_step(X, y, solver, args.dask_ml_iter, client)
+        if solvers:  # again: the fits loaded libraries (SciPy's) whose pools must be pinned
+            check_pinned(client)
         if workers > 1:
             row["bandwidth"] = bandwidth(client)
         row["load"] = (load_before, os.getloadavg()[0])
@@ -144,7 +173,8 @@ def main(argv=None):
     # epochs, rather than running the epochs after them on the eager tape meanwhile.
     os.environ.setdefault("SRCXFORM_TIERED", "0")
     print(f"{os.cpu_count()} cores; {PINNED}")
-    rows = [measure(int(w), args) for w in args.workers.split(",")]
+    solvers = example.dask_ml_solvers(not args.no_dask_ml)
+    rows = [measure(int(w), args, solvers) for w in args.workers.split(",")]
     print(f"{args.rows} rows x {args.features} features (float64), {args.blocks} blocks, "
           "persisted; per epoch (one full-batch step): median wall time, and CPU time of "
           "all workers together\n")
@@ -157,15 +187,32 @@ def main(argv=None):
                            for name in ("srcxform", "dask.array"))
         print(f"| {row['workers']} | {times} | {1000 * row['task']:.1f} ms | {rate} | "
               f"{row['load'][0]:.1f}, {row['load'][1]:.1f} |")
+    print_dask_ml_table(rows, solvers, args.dask_ml_iter)
     if len(rows) > 1:
         first, last = rows[0], rows[-1]
         ratio = last["workers"] / first["workers"]
-        for name in ("srcxform", "dask.array"):
+        for name in ("srcxform", "dask.array", *solvers):
             efficiency = first[name][0] / last[name][0] / ratio
             work = last[name][1] / first[name][1]
-            print(f"\n{name}: scaling efficiency {first['workers']} -> {last['workers']} "
-                  f"workers: {100 * efficiency:.0f}% (wall); the workers' CPU per epoch "
+            label, unit = (f"dask-ml {name}", "step") if name in solvers else (name, "epoch")
+            print(f"\n{label}: scaling efficiency {first['workers']} -> {last['workers']} "
+                  f"workers: {100 * efficiency:.0f}% (wall); the workers' CPU per {unit} "
                   f"x{work:.2f}")
+
+
+def print_dask_ml_table(rows, solvers, max_iter):
+    """dask-ml's rows: per solver step, wall time and the workers' CPU, by cluster size."""
+    if not solvers:
+        return
+    print(f"\ndask-ml LogisticRegression (C=inf: the same loss), max_iter={max_iter}; per "
+          "solver step (the fit's wall time over its steps) and the workers' CPU per step\n")
+    print("| workers | solver | steps | per step | its workers' CPU | a step |")
+    print("| ---: | --- | ---: | ---: | ---: | --- |")
+    for row in rows:
+        for solver in solvers:
+            wall, cpu, steps = row[solver]
+            print(f"| {row['workers']} | {solver} | {steps} | {1000 * wall:.0f} ms | "
+                  f"{1000 * cpu:.0f} ms | {example.STEPS[solver]} |")
 
 
 if __name__ == "__main__":

@@ -17,38 +17,28 @@ With --check it also runs the same steps in one process on the whole (computed) 
 with a GradientTape and its own Adam, and prints how far the two runs' parameters differ.
 """
 
-import argparse
 import time
 
 import dask
 import dask.array as da
 import numpy as np
-from _training import add_out_option, prepare_out  # examples/_training.py
+from _dask_options import dask_parser  # examples/_dask_options.py
+from _training import prepare_out  # examples/_training.py
 
 import srcxform as tf
 import srcxform.dask
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", type=int, default=2_000_000)
-    parser.add_argument("--features", type=int, default=10)
+    parser = dask_parser(__doc__.split("\n\n")[0], rows=2_000_000, features=10,
+                         block_rows=100_000, per="step", epochs=5, learning_rate=0.01,
+                         plot=("dask_mlp_loss.png", "the loss curve"))
     parser.add_argument("--classes", type=int, default=3)
     parser.add_argument("--hidden", type=int, default=32)
-    parser.add_argument("--block-rows", type=int, default=100_000,
-                        help="rows per block: one task each, per step")
     parser.add_argument("--blocks-per-step", type=int, default=2,
                         help="blocks in one step's mini-batch")
-    parser.add_argument("--epochs", type=int, default=5)
-    parser.add_argument("--learning-rate", type=float, default=0.01)
-    parser.add_argument("--workers", type=int, default=2, help="worker processes")
-    parser.add_argument("--persist", action="store_true",
-                        help="keep the blocks in the workers' memory (when they fit)")
     parser.add_argument("--check", action="store_true",
                         help="compare with the one-process loop (computes the whole data)")
-    add_out_option(parser, "dask_mlp_loss.png", "the loss curve")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     return parser.parse_args(argv)
 
 

@@ -93,13 +93,33 @@ def test_dask_logistic_regression_matches_its_dask_array_twin(tmp_path):
     # A LocalCluster of two worker processes, on 20,001 rows in 5 blocks (one uneven).
     pytest.importorskip("distributed")
     text = run_plotting_example("dask_logistic_regression", tmp_path, "--rows", "20001",
-                                "--block-rows", "5000", "--epochs", "4")
+                                "--block-rows", "5000", "--epochs", "4", "--no-dask-ml")
     assert "20001 rows, 20 features (0.00 GiB), in 5 blocks" in text
     losses = [float(v) for v in re.search(r"srcxform.dask: loss by epoch (.*)", text)
               .group(1).split()]
     assert losses[0] > losses[-1] and len(losses) == 4, text
     difference = re.search(r"two runs' losses: (\S+)", text).group(1)
     assert float(difference) < 1e-12, text
+
+
+def test_dask_logistic_regression_reaches_dask_mls_loss(tmp_path):
+    # 30 steps at rate 16 take the descent to 1e-8 of the minimum at 4,001 rows; dask-ml's
+    # lbfgs reaches it in 10 iterations, if its loss is ours (its default L2 penalty, C=1,
+    # would leave its fit 2.7e-5 above); gradient_descent and admm stop short of it.
+    pytest.importorskip("distributed")
+    pytest.importorskip("dask_ml")
+    text = run_plotting_example("dask_logistic_regression", tmp_path, "--rows", "4001",
+                                "--block-rows", "1000", "--epochs", "30", "--learning-rate",
+                                "16", "--dask-ml-max-iter", "10")
+    ours = float(re.search(r"srcxform.dask: .* final loss (\S+)", text).group(1))
+    steps = {solver: int(n) for solver, n in re.findall(r"dask-ml (\w+): (\d+) steps in", text)}
+    # Neither iterative solver converges in 10 iterations here; lbfgs evaluates at least
+    # once an iteration.
+    assert steps["gradient_descent"] == steps["admm"] == 10 <= steps["lbfgs"], text
+    final = {solver: float(loss) for solver, loss in
+             re.findall(r"dask-ml (\w+): .* final loss (\S+),", text)}
+    assert abs(final["lbfgs"] - ours) < 1e-7, text
+    assert all(0 <= final[solver] - ours < 1e-3 for solver in ("gradient_descent", "admm")), text
 
 
 def test_dask_mlp_trains_as_the_one_process_loop(tmp_path):
