@@ -247,6 +247,11 @@ class Differentiable:
         tapes = CONTEXT.tapes
         if CONTEXT.traces or CONTEXT.accumulators or tapes and any(t._recording for t in tapes):
             return self._inline(form, args, kwargs)
+        if form == "grad" and nan_checks.enabled():
+            # The gradient's kernel drops forward values the gradient does not read, and
+            # their checks with them: the value's kernel checks every op, as the tape does.
+            value, grad = self._slow("value_and_grad", *args, **kwargs)
+            return (grad, value[1]) if self.has_aux else grad
         with backend.gc_paused():  # a first call compiles
             # A checked kernel (debug_nans) is waited for: the first calls' NumPy run
             # while the worker compiles (tiered) would not check.

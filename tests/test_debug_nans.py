@@ -3,6 +3,8 @@ inf element by element (reductions by result element), and a NaN or inf that an 
 held, even one lost on the way (compared, or turned finite), is never blamed on a later op,
 forward or in the gradient."""
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -83,6 +85,8 @@ _TABLE = [
     (_row_sums, [[INF, -INF], [1.0, 1.0]], "reduce_sum made a NaN"),
     (tf.reduce_max, [NAN, 1.0, INF], "ok"),
     (_broadcast_sum, [[INF, -INF]], "add made a NaN"),  # inf + -inf where they broadcast
+    # where() copies its literal 1 in place of the inf: it loses nothing, log(0) is blamed
+    (lambda x: tf.math.log(tf.where(x > 0.0, 1, x) - 1.0), [INF, 2.0], "log made an inf"),
 ]
 
 
@@ -231,3 +235,156 @@ def test_checked_kernels_compile_where_a_nest_has_nothing_to_probe(fn, args, gra
             np.testing.assert_array_equal(g, want)
         for g, want in zip(f.grad(*args), grads):
             np.testing.assert_array_equal(g, want)
+
+
+# ----- the op named: the first in program order, and only values that reach a result -----
+
+
+@pytest.fixture
+def _plain_python(monkeypatch):
+    """Kernels as plain Python (SRCXFORM_JIT=0): the same generated checks, without
+    Numba's compile of each form (minutes on two cores)."""
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+
+
+def _named(call):
+    """'ok', or the error's op, what it made, forward/adjoint and line, without the hint:
+    '<op> made a NaN [in the gradient of <op>] at <file>:<line>: <source>'."""
+    try:
+        call()
+    except FloatingPointError as err:
+        return str(err).split("\n")[0].split(" (debug_nans")[0].rstrip()
+    return "ok"
+
+
+def _eager_named(fn, args):
+    """(the forward's verdict, the tape's gradient's verdict), eagerly."""
+    tensors = [tf.constant(a) for a in args]
+
+    def gradient():
+        with tf.GradientTape() as tape:
+            tape.watch(tensors)
+            y = fn(*tensors)
+        tape.gradient(y, tensors)
+
+    return _named(lambda: fn(*tensors)), _named(gradient)
+
+
+def _compiled_named(fn, args):
+    """(f's verdict, value_and_grad's verdict), compiled."""
+    f = tf.differentiable(fn, wrt=tuple(range(len(args))), wait=True)
+    return _named(lambda: f(*args)), _named(lambda: f.value_and_grad(*args))
+
+
+def _sum_before_product(x, z):
+    v0 = z + x
+    v1 = v0 + v0  # overflows first
+    v2 = v1 * tf.reduce_prod(v0, axis=0, keepdims=True)  # its nest is scheduled first
+    return tf.reduce_sum(v2)
+
+
+def _two_gradients(x, z):
+    v0 = z * tf.reduce_prod(x, axis=0, keepdims=True)
+    v1 = v0 * tf.reduce_prod(v0, axis=0, keepdims=True)  # second in the reverse sweep
+    return tf.reduce_max(v1 * x)  # its gradient: 0 * inf, first in the reverse sweep
+
+
+def _half(x):
+    v = 0.5 * x  # d/d(0.5) = x * 1.9 overflows at x = 1e308; nobody asks for it
+    return tf.reduce_sum(v * 1.9)
+
+
+def _inf_products(a, b):
+    return tf.reduce_sum(tf.matmul(a, b))  # inf * 1 + -inf * 1: BLAS may give -inf
+
+
+def _over_zero(x):
+    return tf.reduce_sum(x / 0.0)  # its gradient 1 / 0.0: a constant a kernel does not fold
+
+
+def _at(fn, head, text):
+    """The verdict `head` at fn's line holding `text`, as _named gives it."""
+    lines, first = inspect.getsourcelines(fn)
+    number = first + next(k for k, line in enumerate(lines) if text in line)
+    return f"{head} at test_debug_nans.py:{number}: {lines[number - first].strip()}"
+
+
+@pytest.mark.parametrize("fn, args, forward, gradient", [
+    # A kernel runs the reduce_prod's nest before the add's: the add is named, as eagerly.
+    (_sum_before_product, ([[1.0, -2.0], [1.0, 1.0]], [[1e308, 1.0], [1.0, 1.0]]),
+     ("add made an inf", "v1 = v0 + v0"), None),
+    # Two adjoint ops: the one the reverse sweep meets first (the later line's gradient).
+    (_two_gradients, ([[2.0, 0.5], [-1.0, INF]], [[1.0, 2.0], [3.0, -1.0]]), "ok",
+     ("multiply made a NaN in the gradient of multiply", "v1 * x")),
+    # A VJP computes a literal operand's cotangent too: it is not judged.
+    (_half, ([1e308],), "ok", "ok"),
+    # A matmul of non-finite inputs is judged as a whole: not blamed (loop and BLAS differ).
+    (_inf_products, ([[INF, -INF]], [[1.0], [1.0]]), "ok", "ok"),
+    (_inf_products, ([[1e200, 1.0]], [[1e200], [1.0]]), ("matmul made an inf", "matmul"),
+     None),
+    (_over_zero, ([NAN, NAN],), "ok", ("divide made an inf in the gradient of divide", "/")),
+], ids=["forward order", "adjoint order", "literal's cotangent", "matmul of infs",
+        "matmul overflow", "a constant inf"])
+@pytest.mark.usefixtures("_plain_python")
+def test_eager_and_compiled_name_the_same_op_and_line(fn, args, forward, gradient):
+    """Forward before adjoint, each in program order (a kernel's schedule differs), and
+    only values that reach a result: eagerly and compiled alike. None: as the forward."""
+    want = tuple(v if v == "ok" else _at(fn, *v) for v in (forward, gradient or forward))
+    args = [np.array(a, np.float64) for a in args]
+    with tf.debug_nans(True):
+        assert _eager_named(fn, args) == want
+        assert _compiled_named(fn, args) == want
+
+
+def _product(x):
+    return tf.reduce_prod(x)
+
+
+@pytest.mark.parametrize("x, want", [
+    ([3.0, 1.0, INF], [INF, INF, 3.0]),  # 0 * inf in a branch where() does not take
+    ([0.0, 2.0], [2.0, 0.0]),  # 0 * inf of a sign: in no branch taken either
+    ([0.0, 0.0, 2.0], [0.0, 0.0, 0.0]),
+    ([-INF, 2.0], [2.0, -INF]),
+])
+@pytest.mark.usefixtures("_plain_python")
+def test_the_product_gradient_judges_only_the_branch_it_takes(x, want):
+    """reduce_prod's VJP sets zeros and infs apart with where(): its branches not taken
+    make no NaN for debug_nans to blame, eagerly or compiled."""
+    x = np.array(x)
+    with tf.debug_nans(True):
+        eager, compiled = _gradients(_product, x)[2:]
+    np.testing.assert_array_equal(eager, want)
+    np.testing.assert_array_equal(compiled, want)
+
+
+def _unused_log(x):
+    tf.math.log(x - 5.0)  # computed eagerly; a kernel computes nothing nobody reads
+    return tf.reduce_sum(x)
+
+
+@pytest.mark.usefixtures("_plain_python")
+def test_an_unused_value_is_checked_eagerly_only():
+    """The README's rule: a kernel checks the values its results are computed from."""
+    x = np.array([1.0, 2.0])
+    with tf.debug_nans(True):
+        assert _eager_named(_unused_log, [x]) == (_at(_unused_log, "log made a NaN", "math.log"),) * 2
+        assert _compiled_named(_unused_log, [x]) == ("ok", "ok")
+
+
+def _matmul_then_sum(x, b, w):  # the product overflows: 1e308 + 1e308
+    h = x + b
+    m = tf.matmul(h, w)
+    return tf.reduce_sum(m)
+
+
+def test_grad_names_a_forward_op_its_own_kernel_would_drop(_plain_python):
+    # The gradient's kernel does not compute m (its gradient is w's rows), so it could
+    # only name an op of the gradient; with the checks on, f.grad runs value_and_grad's.
+    args = (np.ones((2, 3)), np.zeros(3), np.array([[1e308], [1e308], [-1e308]]))
+    line = inspect.getsourcelines(_matmul_then_sum)[1] + 2
+    want = f"matmul made an inf at test_debug_nans.py:{line}: m = tf.matmul(h, w)"
+    f = tf.differentiable(_matmul_then_sum, wrt=(0, 1, 2), wait=True)
+    with tf.debug_nans(True):
+        assert _eager_named(_matmul_then_sum, args) == (want, want)
+        assert _named(lambda: f.grad(*args)) == want
+    np.testing.assert_array_equal(f.grad(*args)[0], np.tile(args[2].T, (2, 1)))  # ones @ w.T

@@ -6,6 +6,7 @@ shape and dtype, and accumulates them with `+`. Knows no primitive by name.
 """
 
 from srcxform import ops
+from srcxform.ad.nan_checks import Holding
 from srcxform.core import recording
 from srcxform.core.aval import same_shape
 from srcxform.core.primitive import ZERO
@@ -33,18 +34,25 @@ def backprop(records, seeds, sources):
         if g is None:
             continue
         with recording.adjoint(rec, g if rec.outs is None else None):
-            cotangents = rec.vjp(g, out, *rec.inputs, **rec.params)
-            for x, ct in zip(rec.inputs, cotangents):
-                if ct is None or x._id not in live or x.dtype.kind != "f":
-                    continue
-                if ct is ZERO:
-                    ct = ops.zeros_like(x)
-                elif callable(ct):  # made only where it is needed (Primitive.vjp)
-                    ct = ct()
+            # debug_nans judges only the cotangents used, as a compiled kernel computes only
+            # those: not a literal operand's, which a VJP computes too.
+            with Holding() as holding:
+                cotangents = rec.vjp(g, out, *rec.inputs, **rec.params)
+                used = [(x, _made(ct, x)) for x, ct in zip(rec.inputs, cotangents)
+                        if ct is not None and x._id in live and x.dtype.kind == "f"]
+                holding.judge([ct for _, ct in used])
+            for x, ct in used:
                 ct = unbroadcast(ct, x)
                 prev = grads.get(x._id)
                 grads[x._id] = ct if prev is None else prev + ct
     return {k: grads[k] for k in sources if k in grads}
+
+
+def _made(ct, x):
+    """The cotangent `ct` of x as a value."""
+    if ct is ZERO:
+        return ops.zeros_like(x)
+    return ct() if callable(ct) else ct  # a function: made only where it is needed
 
 
 def unbroadcast(ct, x):

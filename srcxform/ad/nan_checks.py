@@ -8,14 +8,16 @@ cached apart by api.py) both follow:
   elements it was computed from is; an inf where they were all finite. Elementwise ops
   are judged element by element (a broadcast input's element meets each element it
   broadcasts to), reductions by each result element and the terms reduced into it, other
-  ops (matmul, a call) as a whole. Ops that only move elements (reshape, getitem,
-  broadcast_to) make nothing.
+  ops (matmul, a call) as a whole, and only where all their inputs are finite. Ops that
+  only move elements (reshape, getitem, broadcast_to) make nothing.
 - A NaN or inf an input held can be *lost*: compared (`x == nan` is False), or turned
   finite (`exp(-inf)`, `1 / inf`) by a result element that is not a copy of one of its
   inputs' elements (where, maximum and clip copy one). The value that lost it, and every
   value computed from it, is *tainted*: an op with a tainted input makes nothing, for its
   NaN may be the lost one (reduce_max's gradient at a NaN divides 0 matches by 0).
 """
+
+import itertools
 
 import numpy as np
 
@@ -31,6 +33,12 @@ ON_CHANGE: list = []
 # to a bound: the oldest half is forgotten, which can only make a check stricter.
 _TAINTED: set = set()
 _TAINTED_MAX = 1 << 16
+
+# In a VJP (Holding), errors are held: {id of a value made NaN or inf, or computed from one:
+# (when made, the error)}. A VJP gives every input's cotangent; only those the walk uses are
+# judged: one nobody asked for (a literal's), which a kernel drops, raises nothing.
+_HELD: dict = {}
+_MADE = itertools.count()
 
 
 class _DebugNans:
@@ -83,6 +91,10 @@ def check(prim, values, arrays, params, out):
     """After an eager op made `out` from `values` (their arrays as the op met them): raises
     FloatingPointError if it made a NaN or an inf, else marks `out` tainted where it lost
     one or read a tainted value (the module's rule)."""
+    held = _HELD and [_HELD[v._id] for v in values if getattr(v, "_id", None) in _HELD]
+    if held:  # its NaN or inf is the held one's
+        _HELD[out._id] = min(held)
+        return
     if any(getattr(v, "_id", None) in _TAINTED for v in values):
         _taint(out)
         return
@@ -98,7 +110,7 @@ def check(prim, values, arrays, params, out):
     else:
         made_nan, made_inf, lost = _whole(floats, result)
     if made_nan or made_inf:
-        _raise(prim, "a NaN" if made_nan else "an inf")
+        _raise(prim, "a NaN" if made_nan else "an inf", out)
     if lost:
         _taint(out)
 
@@ -134,12 +146,12 @@ def _reduction(x, result, axis, keepdims):
 
 
 def _whole(floats, result):
-    """(made a NaN, made an inf, lost one) of an op judged as a whole."""
-    held_nan = any(np.isnan(a).any() for a in floats)
+    """(made a NaN, made an inf, lost one) of an op judged as a whole: only from finite
+    inputs (where an inf goes is the implementation's: BLAS gives -inf for inf - inf)."""
     finite = all(np.isfinite(a).all() for a in floats)
     if result.dtype.kind != "f":
-        return False, False, held_nan
-    return (bool(np.isnan(result).any()) and not held_nan,
+        return False, False, any(np.isnan(a).any() for a in floats)
+    return (bool(np.isnan(result).any()) and finite,
             bool(np.isinf(result).any()) and finite,
             not finite and bool(np.isfinite(result).any()))
 
@@ -151,15 +163,41 @@ def _taint(out):
     _TAINTED.add(out._id)
 
 
-def _raise(prim, what):
+def _raise(prim, what, out):
     """FloatingPointError naming the op and the user's line; for an op of a reverse sweep,
-    the forward op and line it is the gradient of."""
+    the forward op and line it is the gradient of; held for `out` inside a VJP."""
     forward = next((rec for rec, _ in reversed(recording.CONTEXT.adjoint) if rec is not None),
                    None)
     if forward is None:
         raise FloatingPointError(nan_message(prim.name, what, user_line()))
-    raise FloatingPointError(nan_message(prim.name, what, None, user_line(forward.origin),
-                                         user_line(), op_name(forward.op)))
+    error = FloatingPointError(nan_message(prim.name, what, None, user_line(forward.origin),
+                                           user_line(), op_name(forward.op)))
+    if not Holding.depth:
+        raise error
+    _HELD[out._id] = (next(_MADE), error)
+
+
+class Holding:
+    """Around a VJP (backprop.py): its ops' errors are held, raised by `judge`."""
+
+    depth = 0  # Holdings entered and not left (a VJP may run a reverse walk of its own)
+
+    def __enter__(self):
+        Holding.depth += 1
+        return self
+
+    def __exit__(self, *exc_info):
+        Holding.depth -= 1
+        if not Holding.depth:
+            _HELD.clear()
+        return False
+
+    @staticmethod
+    def judge(cotangents):
+        """Raises the first error made among those held for `cotangents`."""
+        held = [_HELD[ct._id] for ct in cotangents if getattr(ct, "_id", None) in _HELD]
+        if held:
+            raise min(held)[1]
 
 
 recording.NAN_CHECK = check

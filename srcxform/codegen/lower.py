@@ -56,6 +56,7 @@ class _Lowering:
         self.nan_checks = nan_checks
         self.taints = {}  # debug_nans: each value's taint, as source (nancheck.taint_of)
         self.nan_checked = set()  # debug_nans: the values a nest's scan checks
+        self.nan_raises = []  # debug_nans: verdicts to raise, in program order (nancheck)
         # A prange drops an exception its body raises: checked code runs serially.
         self.parallel = parallel and not nan_checks
         self.used_prange = False
@@ -142,6 +143,8 @@ class _Lowering:
             return
         prim = eqn.prim
         if getattr(prim, "structured", False):  # a loop or branch (codegen/control.py)
+            if self.nan_checks:  # before its body can raise
+                nancheck.raise_in_order(self)
             control.lower(self, eqn)
             return
         out = self.namer(eqn.out)
@@ -485,6 +488,8 @@ class _Lowering:
                 self.group(item)
             else:
                 self.eqn(item)
+        if self.nan_checks:
+            nancheck.raise_in_order(self)
 
     def function(self, func_name, doc):
         self.statements()

@@ -3,10 +3,12 @@
 A loop nest pays for a cheap probe only: one flag, set without a branch where a value it
 makes or reads is not finite (`v - v` is NaN exactly then). Only where the probe is set
 does a second, cold copy of the nest run the rule's per-element tests (made a NaN, made
-an inf, lost one). After it, in program order, each value's tests raise, naming its line,
-unless an input is tainted; a value's taint is a bool local, carried from value to value
-(ops that only move elements pass their input's on). Outside loop nests (matmul, a call)
-an op is tested whole. Knows no primitive by name.
+an inf, lost one). After it, each value's verdict is set unless an input is tainted; a
+value's taint is a bool local, carried from value to value (ops that only move elements
+pass their input's on). Outside loop nests (matmul, a call) an op is tested whole, blamed
+only where its inputs are all finite. The verdicts raise, naming the line, at the end (or
+before a loop or branch) in program order, as eagerly: not in the schedule's. Knows no
+primitive by name.
 """
 
 import ast
@@ -73,12 +75,23 @@ def _verdicts(low, eqn, made_nan, made_inf, lost, indent):
     guard = f" and not ({inputs})" if inputs else ""
     for flag, what in ((made_nan, "a NaN"), (made_inf, "an inf")):
         if flag:
-            low.stmt(indent, _raising(f"{flag}{guard}", eqn, what))
+            low.nan_raises.append((eqn, f"{flag}{guard}", what))
     if lost and inputs:
         low.taints[eqn.out] = low.namer.fresh("tainted")
         low.line(indent, f"{low.taints[eqn.out]} = {inputs} or {lost}")
     else:
         low.taints[eqn.out] = lost or inputs or ""
+
+
+def raise_in_order(low):
+    """The raises of the verdicts emitted since the last call, in program order (the
+    eager order: forward before adjoint), not the schedule's: an adjoint nest scheduled
+    before a forward op must not be the one named. Each verdict is a flag set once, so
+    testing it later tests the same thing."""
+    position = {e.out: k for k, e in enumerate(low.program.eqns)}
+    for eqn, test, what in sorted(low.nan_raises, key=lambda r: position.get(r[0].out, -1)):
+        low.stmt(1, _raising(test, eqn, what))
+    low.nan_raises = []
 
 
 # ----- outside loop nests: an op tested whole -----
@@ -92,7 +105,6 @@ def whole(low, eqn, out, ins):
         return
     low.modules.add("arrays")  # written as text (low.line), which imports nothing itself
     floats = [(a, x) for n, (a, x) in zip(eqn.prim.arg_names, ins) if may_hold_nan(n, a)]
-    held_nan = " or ".join(_holds("isnan", a, x) for a, x in floats) or "False"
     finite = " and ".join(_holds("isfinite", a, x) for a, x in floats) or "True"
     float_out = eqn.out.aval.dtype.kind == "f"
     flags = [low.namer.fresh(k) for k in ("made_nan", "made_inf", "lost")[2 - 2 * float_out:]]
@@ -100,11 +112,12 @@ def whole(low, eqn, out, ins):
     gate = f"{_holds('isfinite', eqn.out, out)} and {finite}" if float_out else finite
     low.line(1, f"if not ({gate}):")
     if not float_out:
+        held_nan = " or ".join(_holds("isnan", a, x) for a, x in floats) or "False"
         low.line(2, f"{flags[0]} = {held_nan}")
         _verdicts(low, eqn, None, None, flags[0], 1)
         return
     made_nan, made_inf, lost = flags
-    low.line(2, f"{made_nan} = {_holds('isnan', eqn.out, out)} and not ({held_nan})")
+    low.line(2, f"{made_nan} = {_holds('isnan', eqn.out, out)} and {finite}")
     low.line(2, f"{made_inf} = {_holds('isinf', eqn.out, out)} and {finite}")
     low.line(2, f"{lost} = not ({finite}) and {_holds('any_finite', eqn.out, out)}")
     _verdicts(low, eqn, made_nan, made_inf, lost, 1)
@@ -174,7 +187,10 @@ class Scan:
         lost = self._flags("lost")[0] if floats else None
         held_nan = " | ".join(f"np.isnan({x})" for x in floats)
         finite = " & ".join(f"np.isfinite({x})" for x in floats)
-        copies = "".join(f" & ({local} != {x})" for n, a, x in ins if a.aval.dtype.kind == "f")
+        # A literal is copied too (where(c, 1, x) copies 1 at an inf: it loses nothing),
+        # as eagerly, where it is a float array whatever its Python type.
+        copies = "".join(f" & ({local} != {x})" for n, a, x in ins
+                         if n != "c" and (a.aval.dtype.kind == "f" or isinstance(a, Lit)))
         self.pending += [(None, _statement(text)) for text in (
             f"{made_nan} |= np.isnan({local})" + (f" > ({held_nan})" if floats else ""),
             f"{made_inf} |= np.isinf({local})" + (f" & {finite}" if floats else ""))]

@@ -64,11 +64,14 @@ def _prod_vjp(g, out, x, *, axis, keepdims):
     zeros = reduce_sum(cast(is_zero, x.dtype), axis=axis, keepdims=True)
     infs = reduce_sum(cast(is_inf, x.dtype), axis=axis, keepdims=True)
     # At a zero, the other zeros' product: 1 if none, the other one, else 0 to first order.
-    other_zeros = where(equal(zeros, 1), 1, where(equal(zeros, 2), sum_zeros - x, 0))
+    # 1 too where the group has no zero: the branch is not taken there, and 0 * inf there
+    # would be a NaN that debug_nans blames.
+    other_zeros = where(greater(zeros, 1), where(equal(zeros, 2), sum_zeros - x, 0), 1)
     # At an inf (or NaN), the other ones' product: 1 if none, NaN if one is NaN, else an
     # inf of their signs' product. A constant, and 1 elsewhere: where() gives the branch
-    # it does not take a zero cotangent, and zero times inf would be NaN.
-    other_signs = signs * where(is_nan, 1, sign(x))
+    # it does not take a zero cotangent, and zero times inf would be NaN. The signs are
+    # +-1 everywhere (sign(x) only at an inf), so the inf below is never 0 * inf.
+    other_signs = signs * where(is_inf, where(is_nan, 1, sign(x)), 1)
     other_infs = stop_gradient(where(logical_and(is_inf, infs > 1), where(
         nans - cast(is_nan, x.dtype) > 0, np.nan, other_signs * np.inf), 1))
     others = where(is_zero, prod_plain * other_zeros * prod_infs,

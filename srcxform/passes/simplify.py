@@ -61,6 +61,9 @@ def _folded(eqn, ins):
               for n, a in zip(eqn.prim.arg_names, ins)]
     with np.errstate(all="ignore"):
         result = np.asarray(eqn.prim.impl(*values, **eqn.kwargs), eqn.out.aval.dtype)
+    finite = all(np.isfinite(v) for v in values if v.dtype.kind == "f")
+    if finite and result.dtype.kind == "f" and not np.isfinite(result):
+        return None  # a NaN or inf of finite literals (1 / 0.0) stays: debug_nans names it
     return Lit(result.item(), eqn.out.aval)
 
 
