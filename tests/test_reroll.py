@@ -428,3 +428,31 @@ def test_gradbench_gmm_as_its_tensorflow_tool_writes_it_is_rerolled_and_right(mo
     np.testing.assert_allclose(value, want, rtol=1e-12)
     for g, w in zip(grads, want_grads):
         np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+
+
+@tf.custom_gradient
+def _half_gradient(v):
+    return v * v, lambda dy: dy * 0.5  # deliberately not d(v * v)/dv
+
+
+def _custom_chain(x, w):
+    s = x[0] * 0.0
+    for i in range(MIN_TERMS + 1):
+        s = s + _half_gradient(x[i]) * w[i]
+    return tf.reduce_sum(s)
+
+
+def _custom_rows(x, w):
+    return tf.reduce_sum(tf.stack([_half_gradient(x[i]) for i in range(MIN_ROWS + 1)])
+                         * w[:MIN_ROWS + 1])
+
+
+@pytest.mark.parametrize("fn", [_custom_chain, _custom_rows], ids=["add chain", "stack"])
+def test_a_custom_gradient_is_never_rerolled(fn, monkeypatch):
+    # A loop's body would replay v * v's equations and differentiate them: 2v, not the
+    # custom 0.5 the tape gives.
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+    compiled = _agree(fn, [(MIN_TERMS + 1, 3), (MIN_TERMS + 1, 3)])
+    args = (np.ones((MIN_TERMS + 1, 3)), np.ones((MIN_TERMS + 1, 3)))
+    np.testing.assert_array_equal(compiled.grad(*args)[0][:MIN_ROWS + 1], 0.5)
+    assert not _has_loop(compiled, args)

@@ -260,3 +260,23 @@ def test_a_for_over_tf_range_of_a_traced_bound_compiles_to_one_loop():
     g = tf.differentiable(_summed_static, wait=True)
     x = np.arange(6.0).reshape(3, 2)
     assert float(g(x)) == float(_summed_static(tf.constant(x))) == 2 + 3 + 4 + 5
+
+
+def _indexed_by_a_traced_row(x):
+    k = tf.constant(0)  # int32: tf.range's index is int32, compiled as eagerly
+    s = tf.zeros((), x.dtype)
+    for i in tf.range(tf.shape(x)[0]):
+        k = k + i
+        s = s + x[i, 1] * tf.cast(i, x.dtype)  # a traced index beside an int
+    return s * tf.cast(k, x.dtype)
+
+
+def test_a_tf_range_index_is_int32_and_indexes_beside_ints(monkeypatch):
+    monkeypatch.setenv("SRCXFORM_JIT", "0")  # the generated code as Python: no compile
+    x = np.arange(8.0).reshape(4, 2)
+    rows = np.arange(4.0)
+    want = (x[:, 1] * rows).sum() * rows.sum()
+    assert float(_indexed_by_a_traced_row(tf.constant(x))) == want
+    value, grad = tf.differentiable(_indexed_by_a_traced_row, wait=True).value_and_grad(x)
+    assert float(value) == want
+    np.testing.assert_array_equal(grad, np.stack([0 * rows, rows * rows.sum()], axis=1))

@@ -210,6 +210,9 @@ class Trace:
         # loop summing a chain's terms computed alike); None: adds are equations.
         self.folder = None
         self.rerolled = False  # whether a joiner or folder replaced equations by a loop
+        # Vars a custom_gradient made: their gradient is its function's, not their
+        # equations', so reroll.py never replays them in a loop's body.
+        self.custom_gradients = set()
         self._first_new_id = next(_tensor._ids)  # Variables made from now on are new
 
     # ----- inputs -----

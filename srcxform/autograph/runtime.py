@@ -16,7 +16,7 @@ import numpy as np
 from srcxform.control_flow import cond, named_fori_loop, while_loop
 from srcxform.core.dims import Dim
 from srcxform.core.errors import TracingError, user_frame, user_line
-from srcxform.ops import logical_and, logical_not, logical_or
+from srcxform.ops import cast, logical_and, logical_not, logical_or
 from srcxform.ops import range as tf_range
 from srcxform.core.tensor import Value
 from srcxform.ad.trace import Tracer
@@ -69,10 +69,15 @@ for _name in ("bool", "float", "int", "index", "len", "iter", "array", "call", "
 
 
 class TracedRange:
-    """range(start, stop, step) with a traced or symbolic bound: fori_loop runs it."""
+    """range(start, stop, step) with a traced or symbolic bound: fori_loop runs it. Its
+    index is the loop's own (an int; a traced int64 compiled), or of `dtype` (tf.range's
+    int32, as in TF)."""
 
-    def __init__(self, start, stop, step):
-        self.start, self.stop, self.step = start, stop, step
+    def __init__(self, start, stop, step, dtype=None):
+        self.start, self.stop, self.step, self.dtype = start, stop, step, dtype
+
+    def index(self, i):
+        return i if self.dtype is None else cast(i, self.dtype)
 
 
 def traced_value(value):
@@ -160,7 +165,7 @@ def for_range(convertible, range_fn, *args):
     if not isinstance(step, int) or isinstance(step, Dim) or step == 0:
         raise TracingError(f"{user_line()}\n  range() over a traced bound needs a nonzero "
                            "Python int step")
-    return TracedRange(start, stop, step)
+    return TracedRange(start, stop, step, "int32" if range_fn is tf_range else None)
 
 
 def if_stmt(pred, true_fn, false_fn, values, names, sure_true, sure_false):
@@ -238,7 +243,7 @@ def for_stmt(rng, body_fn, values, names, target):
     kept = [names[k] for k in carried]
 
     def body(k, state_dict):
-        out = body_fn(start + k * step if step != 1 else k,
+        out = body_fn(rng.index(start + k * step if step != 1 else k),
                       *state.full([state_dict[name] for name in kept]))
         _check_tensors(out, carried, names, where, "the for loop")
         return {name: out[j] for name, j in zip(kept, carried)}
@@ -256,8 +261,8 @@ def for_stmt(rng, body_fn, values, names, target):
 def _python_loop(rng, body_fn, values, index):
     """The loop run as Python, one iteration at a time, as it was before conversion."""
     for i in range(rng.start, rng.stop, rng.step):
-        values = body_fn(i, *values)
-        index = i
+        values = body_fn(rng.index(i), *values)
+        index = rng.index(i)
     return (*values, index)
 
 

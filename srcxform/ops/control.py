@@ -47,6 +47,9 @@ def custom_gradient(f):
             return tuple(None if gr is None else as_value(gr) for gr in grads)
 
         recording.record(vjp, inputs, y, {}, "custom_gradient")
+        trace = getattr(y, "_trace", None)
+        if trace is not None:
+            trace.custom_gradients.add(y.var)
         return y
 
     return wrapper

@@ -452,10 +452,17 @@ def _is_array_index(item):
 
 def _advanced_getitem(x, items, arrays):
     rest = [i for i, item in enumerate(items) if i not in arrays and item != slice(None)]
+    indices = as_value(items[arrays[0]], "getitem") if len(arrays) == 1 else None
+    if rest and indices is not None and indices.ndim == 0 and indices.dtype.kind in "iu" \
+            and not any(item is None or item is Ellipsis for item in items):
+        # x[i, 0] with i traced (a loop's index): take i's axis first, then the rest
+        k = arrays[0]
+        return getitem(gather(x, indices, axis=k), items[:k] + items[k + 1:])
     if len(arrays) != 1 or rest:
-        raise TypeError("getitem: srcxform supports one integer-array index among full "
-                        "slices (x[idx], x[:, idx]); use srcxform.gather or srcxform.where")
-    indices = as_value(items[arrays[0]], "getitem")
+        raise TypeError(f"{user_line()}\n  getitem: srcxform supports one integer-array "
+                        "index among full slices (x[idx], x[:, idx]), or a traced integer "
+                        "among ints and slices (x[i, 0]); use srcxform.gather or "
+                        "srcxform.where")
     if indices.dtype.kind == "b":
         return boolean_mask(x, indices, axis=arrays[0])
     return gather(x, indices, axis=arrays[0])

@@ -356,8 +356,8 @@ class _Plan:
                 for b in arrays):
             return _Outside(first)
         eqns = [self.producers.get(a) if isinstance(a, Var) else None for a in atoms]
-        if any(e is None for e in eqns):
-            return None
+        if any(e is None for e in eqns) or any(a in self.trace.custom_gradients for a in atoms):
+            return None  # (a custom_gradient's gradient is not its equations')
         head = eqns[0]
         if getattr(head.prim, "structured", False) or any(
                 e.prim is not head.prim or len(e.ins) != len(head.ins) for e in eqns):
