@@ -1,12 +1,31 @@
 """Objectives written as TensorFlow users write them: Python loops over rows, unrolled
 while tracing, with many small slices, stacks and products. Our own versions of the
 shapes of GradBench's (ADBench's) Gaussian mixture objective, for the compiler-scaling
-tests and benchmarks; `gmm_numpy` is the same mathematics in NumPy, the reference."""
+tests and benchmarks; `gmm_numpy` is the same mathematics in NumPy, the reference. And
+Rosenbrock's function with its Hessian in closed form, for the second-order tests."""
 
 import math
 
 import numpy as np
 from scipy.special import logsumexp, multigammaln
+
+import srcxform
+
+
+def rosen(x):
+    """Rosenbrock's function of a vector: the sum over consecutive pairs (W3)."""
+    return srcxform.reduce_sum(100. * (x[1:] - x[:-1] ** 2) ** 2 + (1. - x[:-1]) ** 2)
+
+
+def rosen_hessian(x):
+    """rosen's Hessian at x, in closed form."""
+    n = len(x)
+    h = np.zeros((n, n))
+    for i in range(n - 1):
+        h[i, i] += 1200 * x[i] ** 2 - 400 * x[i + 1] + 2
+        h[i + 1, i + 1] += 200
+        h[i, i + 1] = h[i + 1, i] = -400 * x[i]
+    return h
 
 
 def gmm_inputs(d, k, n, seed=0):

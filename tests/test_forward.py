@@ -6,6 +6,7 @@ forms (jvp, linearize, jacfwd, jacrev, hvp) eager and compiled."""
 import numpy as np
 import pytest
 from samples import COMPOSITES, SAMPLES, function
+from objectives import rosen, rosen_hessian
 
 import srcxform as tf
 from srcxform.ad.forward import ForwardAccumulator, jvp
@@ -249,20 +250,6 @@ def test_eager_control_flow():
 def native(monkeypatch):
     """First calls wait for the Numba kernel instead of running eagerly meanwhile."""
     monkeypatch.setenv("SRCXFORM_TIERED", "0")
-
-
-def rosen(x):
-    return tf.reduce_sum(100. * (x[1:] - x[:-1] ** 2) ** 2 + (1. - x[:-1]) ** 2)
-
-
-def rosen_hessian(x):
-    n = len(x)
-    h = np.zeros((n, n))
-    for i in range(n - 1):
-        h[i, i] += 1200 * x[i] ** 2 - 400 * x[i + 1] + 2
-        h[i + 1, i + 1] += 200
-        h[i, i + 1] = h[i + 1, i] = -400 * x[i]
-    return h
 
 
 ROSEN_HVP = tf.hvp(rosen)

@@ -6,6 +6,7 @@ central differences. Kernels run as Python (SRCXFORM_JIT=0) except where marked.
 
 import numpy as np
 import pytest
+from objectives import rosen, rosen_hessian
 
 import srcxform as tf
 from srcxform import jacobians
@@ -126,20 +127,6 @@ def test_tuple_wrt_of_a_tuple_output_nests_arguments_inside_outputs(form):
     np.testing.assert_allclose(a_y, np.diag(x))
     np.testing.assert_allclose(b_x, [1., 1.])
     np.testing.assert_allclose(b_y, [0., 0.])
-
-
-def rosen(x):
-    return tf.reduce_sum(100. * (x[1:] - x[:-1] ** 2) ** 2 + (1. - x[:-1]) ** 2)
-
-
-def rosen_hessian(x):
-    n = len(x)
-    h = np.zeros((n, n))
-    for i in range(n - 1):
-        h[i, i] += 1200 * x[i] ** 2 - 400 * x[i + 1] + 2
-        h[i + 1, i + 1] += 200
-        h[i, i + 1] = h[i + 1, i] = -400 * x[i]
-    return h
 
 
 def test_hessian_is_forward_over_reverse_and_equals_rosenbrocks(monkeypatch):
