@@ -85,7 +85,7 @@ def _tangent_or_zeros(found, out):
     return ops.zeros_like(out) if tangent is None else tangent
 
 
-def jacfwd(fn: Callable, wrt: int | tuple = 0) -> Callable:
+def jacfwd(fn: Callable, wrt: int | tuple = 0) -> Differentiable:
     """The compiled Jacobian of fn wrt argument `wrt` by forward mode (JAX's jacfwd):
     shape out.shape + arg.shape for each output leaf, in the output's structure (a tuple
     of Jacobians for a tuple output). A tuple wrt gives, in place of each output leaf's
@@ -103,7 +103,7 @@ def jacfwd(fn: Callable, wrt: int | tuple = 0) -> Callable:
     return _compiled_jacobian(jac, (jacfwd, (fn, wrt)))
 
 
-def jacrev(fn: Callable, wrt: int | tuple = 0) -> Callable:
+def jacrev(fn: Callable, wrt: int | tuple = 0) -> Differentiable:
     """The compiled Jacobian of fn wrt argument `wrt` by reverse mode (JAX's jacrev):
     shape out.shape + arg.shape for each output leaf, in the output's structure; a tuple
     wrt gives a tuple per output leaf, as jacfwd's. The primal runs once, recorded; a loop
@@ -120,7 +120,7 @@ def jacrev(fn: Callable, wrt: int | tuple = 0) -> Callable:
     return _compiled_jacobian(jac, (jacrev, (fn, wrt)))
 
 
-def hessian(fn: Callable, wrt: int | tuple = 0) -> Callable:
+def hessian(fn: Callable, wrt: int | tuple = 0) -> Differentiable:
     """The compiled Hessian of fn (a scalar function) wrt argument `wrt`, forward over
     reverse as JAX's hessian is: jacfwd of the gradient, so its loop pushes one basis
     tangent a trip through the gradient's records (about two gradients a column). Shape
@@ -198,7 +198,7 @@ def _recorded(fn, args, wrt, form):
     return xs, outs, out_def, list(tape._records)
 
 
-def _compiled_jacobian(jac, recipe):
+def _compiled_jacobian(jac, recipe) -> Differentiable:
     """jac compiled, returning arrays (JAX's jacobians are, as srcxform.jacobian's);
     pickled as `recipe` makes it, (maker, arguments): jac pickles only by value."""
     compiled = differentiable(jac, autograph=False, device="cpu")
