@@ -37,16 +37,8 @@ def rows(records: list, target: Value, sources: list, batch: int = 0) -> list:
     """d target / d source for each source by a loop of reverse walks, one per element of
     target (past its batch axes): each shaped target.shape + source.shape[batch:], None
     where target does not depend on that source."""
-    connected = set()
-
-    def row(e):
-        seed = ops.broadcast_to(ops.reshape(e, target.shape[batch:]), target.shape)
-        found = backprop(records, {target._id: seed}, [s._id for s in sources])
-        connected.update(k for k, s in enumerate(sources) if found.get(s._id) is not None)
-        return [ops.zeros_like(s) if found.get(s._id) is None else found[s._id]
-                for s in sources]
-
-    stacked = map_fn(row, basis(target, batch))  # each [m, *batch, *source]
+    stacked, connected = _loop(target, sources, batch, lambda seeds, ids: backprop(
+        records, seeds, ids))  # each [m, *batch, *source]
     return [_jacobian(j, target, s, batch, first=True) if k in connected else None
             for k, (j, s) in enumerate(zip(stacked, sources))]
 
@@ -55,18 +47,27 @@ def columns(records: list, source: Value, targets: list, batch: int = 0) -> list
     """d target / d source for each target by a loop of forward pushes, one per element of
     source (past its batch axes): each shaped target.shape + source.shape[batch:], None
     where that target does not depend on source."""
-    connected = set()
-
-    def column(e):
-        seed = ops.broadcast_to(ops.reshape(e, source.shape[batch:]), source.shape)
-        found = forward.linearized_tangents(records, {source._id: seed})
-        connected.update(k for k, t in enumerate(targets) if found.get(t._id) is not None)
-        return [ops.zeros_like(t) if found.get(t._id) is None else found[t._id]
-                for t in targets]
-
-    stacked = map_fn(column, basis(source, batch))  # each [k, *batch, *target]
+    stacked, connected = _loop(source, targets, batch, lambda seeds, ids: (
+        forward.linearized_tangents(records, seeds)))  # each [k, *batch, *target]
     return [_jacobian(j, t, source, batch, first=False) if k in connected else None
             for k, (j, t) in enumerate(zip(stacked, targets))]
+
+
+def _loop(seeded, reached, batch, walk):
+    """A loop over `seeded`'s basis: each trip seeds it with one basis vector (broadcast
+    along the batch) and walks (`walk(seeds, ids)`: {id: value}) to the values `reached`,
+    zeros where a walk does not reach one. Returns their stacks and the positions of the
+    values some trip reached (the others' Jacobians are None)."""
+    connected = set()
+
+    def trip(e):
+        seed = ops.broadcast_to(ops.reshape(e, seeded.shape[batch:]), seeded.shape)
+        found = walk({seeded._id: seed}, [v._id for v in reached])
+        connected.update(k for k, v in enumerate(reached) if found.get(v._id) is not None)
+        return [ops.zeros_like(v) if found.get(v._id) is None else found[v._id]
+                for v in reached]
+
+    return map_fn(trip, basis(seeded, batch)), connected
 
 
 def _jacobian(stacked, target, source, batch, first):
