@@ -242,3 +242,36 @@ def test_keyword_arguments_are_mapped_over_axis_0(monkeypatch):
         tf.vmap(scaled_square)(X, scale=2.0)
     with pytest.raises(ValueError, match="different sizes"):
         tf.vmap(SCALED_SQUARE)(X, scale=np.ones(4))
+
+
+def _branchy_lane(x, w):
+    y = tf.reduce_sum(tf.tanh(x * w))
+    halved = tf.while_loop(lambda v: v > 0.1, lambda v: [v * 0.5], [tf.abs(y) + 1.0])[0]
+    return tf.cond(y > 0, lambda: y * 2.0 + halved, lambda: y - 1.0)
+
+
+def _gathering_lane(x, rows):
+    return tf.reduce_sum(tf.gather(x, rows) ** 2)  # checks its indices: it may raise
+
+
+def _lane_loop_source(fn, *args, in_axes):
+    looped = tf.vmap(tf.differentiable(fn, parallel=True, wait=True).grad, in_axes=in_axes)
+    looped(*args)
+    (loop,) = looped._kernels.values()
+    (kernel,), = loop._kernels.values()
+    return kernel.spec.source
+
+
+@pytest.mark.parametrize("jit", ["0", pytest.param("1", marks=pytest.mark.slow)])
+def test_lanes_of_a_parallel_function_run_on_threads_unless_a_lane_may_raise(
+        jit, monkeypatch):
+    monkeypatch.setenv("SRCXFORM_JIT", jit)
+    X, w = np.random.default_rng(3).normal(size=(9, 5)), np.linspace(-1, 1, 5)
+    serial = tf.vmap(tf.differentiable(_branchy_lane, wait=True).grad, in_axes=(0, None))
+    threaded = tf.vmap(tf.differentiable(_branchy_lane, parallel=True, wait=True).grad,
+                       in_axes=(0, None))
+    np.testing.assert_array_equal(threaded(X, w), serial(X, w))
+    assert "in prange(" in _lane_loop_source(_branchy_lane, X, w, in_axes=(0, None))
+    # a prange would drop the IndexError of a lane's bad index: those lanes run in order
+    source = _lane_loop_source(_gathering_lane, X, np.array([0, 4]), in_axes=(0, None))
+    assert "prange" not in source

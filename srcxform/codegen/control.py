@@ -203,6 +203,11 @@ def _fori(low, eqn):
     if eqn.kwargs["reverse"]:
         stop = "-1" if from_zero else f"{lower} - 1"
         low.line(1, f"for {index} in range({upper} - 1, {stop}, -1):")
+    elif low.parallel and not n and not _may_raise(eqn.kwargs["body"]):
+        # Trips that share nothing (vmap's lanes: no carry, each writes its own rows) run
+        # on Numba's threads; a prange drops an exception, so only a body that cannot raise.
+        low.line(1, f"for {index} in prange({lower}, {upper}):")
+        low.used_prange = True
     else:
         low.line(1, f"for {index} in range({lower}, {upper}):")
     row = index if from_zero else f"{index} - {lower}"
@@ -214,6 +219,17 @@ def _fori(low, eqn):
     for c, y in ys:  # before the swap, which rebinds the spare buffers' names
         low.line(2, f"{y}[{row}] = {outs[c]}")
     _swap(low, 2, carry, outs[:n], spares)
+
+
+def _may_raise(program):
+    """Whether a region's code, its own regions' too, may raise (Codegen.raises)."""
+    for e in program.eqns:
+        if getattr(e.prim, "structured", False):
+            if any(_may_raise(region) for _, region in e.params if hasattr(region, "eqns")):
+                return True
+        elif e.prim.may_raise([a.aval for a in e.ins], e.out.aval, e.kwargs):
+            return True
+    return False
 
 
 def _segmented(low, eqn):
