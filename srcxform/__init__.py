@@ -26,9 +26,9 @@ from srcxform.ad.tape import GradientTape, UnconnectedGradients  # noqa: F401
 from srcxform.ad.nan_checks import debug_nans  # noqa: F401
 from srcxform.core.tensor import Tensor, Variable  # noqa: F401
 from srcxform.core.tree import register_pytree_node  # noqa: F401
-from srcxform.api import differentiable, grad, jacobian, value_and_grad  # noqa: F401
+from srcxform.api import differentiable, grad, value_and_grad  # noqa: F401
 from srcxform.diagnose import explain  # noqa: F401
-from srcxform.transforms import hessian, hvp, jacfwd, jacrev, jvp, linearize  # noqa: F401
+from srcxform.transforms import hessian, hvp, jacfwd, jacobian, jacrev, jvp, linearize  # noqa: F401
 from srcxform.vmap import vectorized_map, vmap  # noqa: F401
 from srcxform import autodiff  # noqa: F401
 from srcxform.tf_function import TensorSpec, function  # noqa: F401

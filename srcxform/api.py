@@ -32,7 +32,6 @@ from srcxform.core import settings, signature
 from srcxform.core.errors import TracingError
 from srcxform.jit.kernel import NO, Counter, array_shapes
 from srcxform.core.recording import CONTEXT
-from srcxform.ad.tape import GradientTape
 from srcxform.core.tensor import Tensor, Updating, Value
 from srcxform.core.tree import tree_flatten, tree_unflatten
 
@@ -641,29 +640,4 @@ def value_and_grad(fn: Callable, wrt: int | tuple = 0, has_aux: bool = False) ->
     return differentiable(fn, wrt=wrt, has_aux=has_aux).value_and_grad
 
 
-def jacobian(fn: Callable, wrt: int | tuple = 0) -> Differentiable:
-    """The compiled jacobian function of fn: shape out.shape + arg.shape (a tuple of them
-    for a tuple wrt). One kernel: tape.jacobian's loop over the output's rows (jacrev) or,
-    where the arguments have fewer elements than the output, over their columns (jacfwd),
-    as JAX's jacobians choose."""
-    # jac closes over fn and plain values: the on-disk index describes it by its cells.
-    single = isinstance(wrt, int)
-    positions = (wrt,) if isinstance(wrt, int) else tuple(wrt)
-
-    def jac(*args):
-        with GradientTape(persistent=True, watch_accessed_variables=False) as tape:
-            sources = [args[p] for p in positions]
-            for s in sources:
-                tape.watch(s)
-            out = fn(*args)
-        result = tape.jacobian(out, sources, unconnected_gradients="zero")
-        return result[0] if single else tuple(result)
-
-    jac.__name__ = f"jacobian_of_{getattr(fn, '__name__', 'f')}"
-    compiled = differentiable(jac, device="cpu")  # whatever SRCXFORM_DEVICE says
-    compiled._as_eager = False  # JAX's jacobian returns arrays
-    compiled._recipe = (jacobian, (fn, wrt))  # jac itself pickles only by value
-    return compiled
-
-
-__all__ = ["TracingError", "differentiable", "grad", "jacobian", "value_and_grad"]
+__all__ = ["TracingError", "differentiable", "grad", "value_and_grad"]

@@ -94,8 +94,8 @@ def jacfwd(fn: Callable, wrt: int | tuple = 0) -> Differentiable:
     through the records (jacobians.columns: one kernel, whose loop runs for every input
     size). Float inputs and outputs only (TypeError)."""
 
-    def jac(*args):
-        xs, outs, out_def, records = _recorded(fn, args, wrt, "jacfwd")
+    def jac(*args, **kwargs):
+        xs, outs, out_def, records = _recorded(fn, args, kwargs, wrt, "jacfwd")
         per_arg = [_columns(records, x, outs) for x in xs]
         return _assembled(wrt, out_def, [list(js) for js in zip(*per_arg)], xs, outs)
 
@@ -111,13 +111,32 @@ def jacrev(fn: Callable, wrt: int | tuple = 0) -> Differentiable:
     once (jacobians.rows: one kernel for every output size). Float inputs and outputs
     only."""
 
-    def jac(*args):
-        xs, outs, out_def, records = _recorded(fn, args, wrt, "jacrev")
+    def jac(*args, **kwargs):
+        xs, outs, out_def, records = _recorded(fn, args, kwargs, wrt, "jacrev")
         per_out = [_rows(records, out, xs) for out in outs]
         return _assembled(wrt, out_def, per_out, xs, outs)
 
     jac.__name__ = f"jacrev_of_{getattr(fn, '__name__', 'f')}"
     return _compiled_jacobian(jac, (jacrev, (fn, wrt)))
+
+
+def jacobian(fn: Callable, wrt: int | tuple = 0) -> Differentiable:
+    """The compiled Jacobian of fn: jacfwd's or jacrev's, whichever loops over the smaller
+    side (the arguments' elements or the outputs'), as JAX's jacobians choose; in the
+    output's structure, a tuple per argument for a tuple wrt. Float inputs and outputs
+    only (TypeError)."""
+
+    def jac(*args, **kwargs):
+        xs, outs, out_def, records = _recorded(fn, args, kwargs, wrt, "jacobian")
+        if sum(size(x.shape) for x in xs) < sum(size(out.shape) for out in outs):
+            per_arg = [_columns(records, x, outs) for x in xs]
+            per_out = [list(js) for js in zip(*per_arg)]
+        else:
+            per_out = [_rows(records, out, xs) for out in outs]
+        return _assembled(wrt, out_def, per_out, xs, outs)
+
+    jac.__name__ = f"jacobian_of_{getattr(fn, '__name__', 'f')}"
+    return _compiled_jacobian(jac, (jacobian, (fn, wrt)))
 
 
 def hessian(fn: Callable, wrt: int | tuple = 0) -> Differentiable:
@@ -168,11 +187,15 @@ def _assembled(wrt, out_def, per_out, xs, outs):
     return tree_unflatten(out_def, leaves)
 
 
-def _recorded(fn, args, wrt, form):
-    """fn(*args) recorded on a tape watching the arguments `wrt` (an int or a tuple):
-    (those arguments, the output's leaves, its structure, the records). Both must be
-    floats, as JAX's jacobians need."""
+def _recorded(fn, args, kwargs, wrt, form):
+    """fn(*args, **kwargs) recorded on a tape watching the arguments `wrt` (an int or a
+    tuple): (those arguments, the output's leaves, its structure, the records). Both must
+    be floats, as JAX's jacobians need."""
     positions = (wrt,) if isinstance(wrt, int) else tuple(wrt)
+    if max(positions, default=-1) >= len(args):
+        raise TypeError(f"{form}: {getattr(fn, '__qualname__', 'the function')} is "
+                        f"differentiated wrt argument {max(positions)} (wrt={wrt!r}), but "
+                        f"the call passed {len(args)} positional argument(s)")
     full = list(args)
     for p in positions:
         full[p] = forward._as_input(args[p])
@@ -184,7 +207,7 @@ def _recorded(fn, args, wrt, form):
     xs = [full[p] for p in positions]
     with GradientTape(persistent=True, watch_accessed_variables=False) as tape:
         tape.watch(xs)
-        out = fn(*full)
+        out = fn(*full, **kwargs)
     leaves, out_def = tree_flatten(out)
     outs = [as_value(leaf, form) for leaf in leaves]
     for k, leaf in enumerate(outs):

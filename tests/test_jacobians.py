@@ -227,3 +227,28 @@ def test_jacobian_of_a_100_map_compiles_natively(monkeypatch):
     want = (1 - np.tanh(w @ x) ** 2)[:, None] * w
     for form in (tf.jacobian, tf.jacfwd):
         np.testing.assert_allclose(form(mapped)(x), want, rtol=1e-12, atol=1e-14)
+
+
+def _scaled_sine(x, scale=1.0):
+    return tf.sin(x) * scale
+
+
+def test_jacobian_takes_any_output_structure_and_keywords_as_jacrev_does():
+    x = np.array([0.5, 1.0])
+    doubled, sine = tf.jacobian(lambda v: (v * 2.0, tf.sin(v)))(x)
+    np.testing.assert_array_equal(doubled, 2 * np.eye(2))
+    np.testing.assert_array_equal(sine, np.diag(np.cos(x)))
+    for form in (tf.jacobian, tf.jacfwd, tf.jacrev):
+        np.testing.assert_allclose(form(_scaled_sine)(x, scale=3.0), np.diag(3 * np.cos(x)),
+                                   rtol=1e-15)
+
+
+@pytest.mark.parametrize("form", [tf.jacobian, tf.jacfwd, tf.jacrev])
+def test_jacobian_forms_refuse_integers_and_missing_arguments_naming_them(form):
+    name = form.__name__
+    with pytest.raises(TypeError, match=f"{name}: argument 0 must be one float array.*int64"):
+        form(lambda v: v * 2)(np.arange(3))
+    with pytest.raises(TypeError, match=f"{name}: .*gives its output of dtype int64"):
+        form(lambda v: tf.cast(v, "int64"))(np.arange(3.0))
+    with pytest.raises(TypeError, match=f"{name}: .* wrt argument 2 .* passed 2 positional"):
+        form(lambda v, w: v * w, wrt=2)(np.ones(2), np.ones(2))
