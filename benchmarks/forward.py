@@ -7,7 +7,9 @@
 Cases: the Jacobian of a 100 -> 100 map, tanh(W @ x) (jacfwd, jacrev, and srcxform.jacobian,
 which picks the smaller side), against JAX jit(jacfwd/jacrev) and torch.func's eager
 jacfwd/jacrev; hvp on Rosenbrock with n = 1e6 against one gradient call; per-example
-gradients of logistic regression (1,000 examples x 50 features) by vmap(grad).
+gradients of logistic regression (1,000 examples x 50 features) by vmap(grad), and by
+vmap of a parallel=True function's grad (its loop over examples a prange), against JAX's
+jit(vmap(grad)) and torch.func's vmap(grad).
 srcxform's first call compiles and waits (`SRCXFORM_TIERED=0`); the times are the median
 of warm calls, in this process. `--serial` pins the process to the first core it may run
 on and asks every pool for one thread (before NumPy or a peer starts one); the table then
@@ -135,15 +137,26 @@ def per_example_case(tf, jax, torch=None):
     rng = np.random.default_rng(0)
     X, y, w = rng.standard_normal((1000, 50)), (rng.random(1000) < 0.5) * 1.0, np.zeros(50)
     loss = _logistic(tf, tf.nn.softplus)
+    label, threaded = "per-example grads 1000x50", "per-example grads, parallel=True"
     per = tf.vmap(tf.grad(loss), in_axes=(None, 0, 0))
-    rows = {"per-example grads 1000x50": _median_seconds(lambda: per(w, X, y), 5)}
+    # parallel=True: the loop over examples is a prange (every core; one when --serial)
+    on_threads = tf.vmap(tf.differentiable(loss, parallel=True).grad, in_axes=(None, 0, 0))
+    rows = {label: _median_seconds(lambda: per(w, X, y), 50, ("srcxform", label)),
+            threaded: _median_seconds(lambda: on_threads(w, X, y), 50, ("srcxform", threaded))}
     peers = {}
     if jax:
         jx, jnp = jax
         jloss = _logistic(SimpleNamespace(reduce_sum=jnp.sum), jx.nn.softplus)
         jper = jx.jit(jx.vmap(jx.grad(jloss), in_axes=(None, 0, 0)))
-        peers = {"JAX": {"per-example grads 1000x50": _median_seconds(
-            lambda: jper(w, X, y).block_until_ready(), 20)}}
+        peers["JAX"] = {label: _median_seconds(lambda: jper(w, X, y).block_until_ready(), 20,
+                                               ("JAX", label))}
+    if torch:
+        tloss = _logistic(SimpleNamespace(reduce_sum=torch.sum),
+                          torch.nn.functional.softplus)
+        tper = torch.func.vmap(torch.func.grad(tloss), in_dims=(None, 0, 0))
+        wt, Xt, yt = (torch.from_numpy(a) for a in (w, X, y))
+        peers["torch.func"] = {label: _median_seconds(lambda: tper(wt, Xt, yt), 20,
+                                                      ("torch.func", label))}
     return rows, peers
 
 
