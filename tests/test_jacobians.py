@@ -213,6 +213,7 @@ def test_batch_jacobian_in_a_compiled_function_is_one_loop(fn, side, monkeypatch
     assert set(taken) == {side}
 
 
+@pytest.mark.slow  # two Numba compiles
 def test_jacobian_of_a_100_map_compiles_natively(monkeypatch):
     """Numba: the 100 -> 100 map of benchmarks/forward.py, one loop, equal to the
     analytic Jacobian."""

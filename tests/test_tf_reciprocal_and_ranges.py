@@ -247,7 +247,9 @@ def _summed_static(x):
     return tf.reduce_sum(s)
 
 
-def test_a_for_over_tf_range_of_a_traced_bound_compiles_to_one_loop():
+@pytest.mark.parametrize("jit", ["0", pytest.param("1", marks=pytest.mark.slow)])
+def test_a_for_over_tf_range_of_a_traced_bound_compiles_to_one_loop(jit, monkeypatch):
+    monkeypatch.setenv("SRCXFORM_JIT", jit)  # "0": the generated code run as Python
     f = tf.differentiable(_summed_rows, wait=True)
     for rows in (3, 5):
         x = np.arange(2.0 * rows).reshape(rows, 2)
