@@ -219,15 +219,14 @@ def _rank(cut):
 
 @contextlib.contextmanager
 def _quietly():
-    """Recorded VJPs run for explain: no tape records them, no NaN check raises (a where
-    trap's 0/0 is what is looked for), NumPy says nothing of it."""
-    nans = recording.DEBUG_NANS
-    recording.DEBUG_NANS = False
+    """Recorded VJPs run for explain: no tape records them, no NaN check raises in this
+    thread, others' go on (a where trap's 0/0 is what is looked for), NumPy says nothing."""
+    recording.CONTEXT.nans_quiet = True
     try:
         with recording.paused(), np.errstate(all="ignore"):
             yield
     finally:
-        recording.DEBUG_NANS = nans
+        recording.CONTEXT.nans_quiet = False
 
 
 class _Graph:

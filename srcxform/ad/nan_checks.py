@@ -34,10 +34,8 @@ ON_CHANGE: list = []
 _TAINTED: set = set()
 _TAINTED_MAX = 1 << 16
 
-# In a VJP (Holding), errors are held: {id of a value made NaN or inf, or computed from one:
-# (when made, the error)}. A VJP gives every input's cotangent; only those the walk uses are
-# judged: one nobody asked for (a literal's), which a kernel drops, raises nothing.
-_HELD: dict = {}
+# In a VJP (Holding), errors are held in this thread's CONTEXT.held, {id of a value made NaN
+# or inf, or from one: (when made, error)}: a cotangent the walk drops (a literal's) raises none.
 _MADE = itertools.count()
 
 
@@ -73,7 +71,7 @@ def debug_nans(enable: bool = True) -> _DebugNans:
 
 
 def enabled() -> bool:
-    return recording.DEBUG_NANS
+    return recording.DEBUG_NANS and not recording.CONTEXT.nans_quiet
 
 
 def _set(enable):
@@ -91,9 +89,12 @@ def check(prim, values, arrays, params, out):
     """After an eager op made `out` from `values` (their arrays as the op met them): raises
     FloatingPointError if it made a NaN or an inf, else marks `out` tainted where it lost
     one or read a tainted value (the module's rule)."""
-    held = _HELD and [_HELD[v._id] for v in values if getattr(v, "_id", None) in _HELD]
-    if held:  # its NaN or inf is the held one's
-        _HELD[out._id] = min(held)
+    held = recording.CONTEXT.held
+    if recording.CONTEXT.nans_quiet:  # explain's probe runs in this thread
+        return
+    inherited = held and [held[v._id] for v in values if getattr(v, "_id", None) in held]
+    if inherited:  # its NaN or inf is the held one's
+        held[out._id] = min(inherited)
         return
     if any(getattr(v, "_id", None) in _TAINTED for v in values):
         _taint(out)
@@ -172,30 +173,29 @@ def _raise(prim, what, out):
         raise FloatingPointError(nan_message(prim.name, what, user_line()))
     error = FloatingPointError(nan_message(prim.name, what, None, user_line(forward.origin),
                                            user_line(), op_name(forward.op)))
-    if not Holding.depth:
+    if not recording.CONTEXT.holding:
         raise error
-    _HELD[out._id] = (next(_MADE), error)
+    recording.CONTEXT.held[out._id] = (next(_MADE), error)
 
 
 class Holding:
-    """Around a VJP (backprop.py): its ops' errors are held, raised by `judge`."""
-
-    depth = 0  # Holdings entered and not left (a VJP may run a reverse walk of its own)
+    """Around a VJP (backprop.py), nested in this thread's CONTEXT.holding: errors held."""
 
     def __enter__(self):
-        Holding.depth += 1
+        recording.CONTEXT.holding += 1
         return self
 
     def __exit__(self, *exc_info):
-        Holding.depth -= 1
-        if not Holding.depth:
-            _HELD.clear()
+        recording.CONTEXT.holding -= 1
+        if not recording.CONTEXT.holding:
+            recording.CONTEXT.held.clear()
         return False
 
     @staticmethod
     def judge(cotangents):
         """Raises the first error made among those held for `cotangents`."""
-        held = [_HELD[ct._id] for ct in cotangents if getattr(ct, "_id", None) in _HELD]
+        held = recording.CONTEXT.held
+        held = [held[ct._id] for ct in cotangents if getattr(ct, "_id", None) in held]
         if held:
             raise min(held)[1]
 

@@ -32,6 +32,12 @@ class Context(threading.local):
         # While a check reruns the eager tape with rounding noise (crosscheck.py): what
         # moves each eager op's result, perturb(prim, arrays, params, result).
         self.perturb = None
+        # debug_nans (ad/nan_checks.py), this thread's: how many VJPs now run with their
+        # ops' errors held (Holding), the errors held, and whether explain's probe turned
+        # the checks off here (the flag DEBUG_NANS stays as other threads see it).
+        self.holding = 0
+        self.held = {}
+        self.nans_quiet = False
 
 
 CONTEXT = Context()
