@@ -173,7 +173,7 @@ def _while(low, eqn):
     for c, stack in stacks:
         low.line(indent, f"if {row} == {stack}.shape[0]:")
         low.line(indent + 1, f"{stack} = arrays.grown({stack})")
-        low.line(indent, f"{stack}[{row}] = {carry[c]}")
+        low.line(indent, f"arrays.put({stack}, {row}, {carry[c]})")
     _swap(low, 2, carry, region(low, eqn.kwargs["body"], carry + captures, 2, body), spares)
     if counted:
         low.line(2, f"{trips} += 1")
@@ -213,11 +213,11 @@ def _fori(low, eqn):
     row = index if from_zero else f"{index} - {lower}"
     indent, at = _store(low, 2, stacks, row, k)
     for c, stack in stacks:
-        low.line(indent, f"{stack}[{at}] = {carry[c]}")
+        low.line(indent, f"arrays.put({stack}, {at}, {carry[c]})")
     outs = region(low, eqn.kwargs["body"],
                   [index] + carry + [f"{x}[{row}]" for x in xs] + captures, 2, body)
     for c, y in ys:  # before the swap, which rebinds the spare buffers' names
-        low.line(2, f"{y}[{row}] = {outs[c]}")
+        low.line(2, f"arrays.put({y}, {row}, {outs[c]})")
     _swap(low, 2, carry, outs[:n], spares)
 
 
@@ -275,7 +275,7 @@ def _segmented(low, eqn):
     index = low.namer.fresh("it")
     low.line(2, f"for {index} in range({start}, {stop}):")
     for name, value in zip(segments, state):
-        low.line(3, f"{name}[{index} - {start}] = {value}")
+        low.line(3, f"arrays.put({name}, {index} - {start}, {value})")
     first = [f"{f_lower[0]} + {index}"] if has_index else []
     outs = region(low, forward, first + state + [f"{x}[{index}]" for x in f_xs] + f_captures, 3)
     _assign(low, 3, state, outs[:fc])
@@ -285,7 +285,7 @@ def _segmented(low, eqn):
     outs = region(low, eqn.kwargs["body"], [index] + carry + stored +
                   [f"{x}[{index}]" for x in xs] + captures, 3, body)
     for c, y in ys:
-        low.line(3, f"{y}[{index}] = {outs[c]}")
+        low.line(3, f"arrays.put({y}, {index}, {outs[c]})")
     _swap(low, 3, carry, outs[:n], spares)
 
 

@@ -19,10 +19,55 @@ from srcxform.numba_adapter.jit import helper
 from srcxform.runtime import CHUNK
 
 
-@helper
 def empty(shape, dtype):
     """np.empty(shape, dtype): shape a tuple of sizes, dtype a NumPy scalar type."""
     return np.empty(shape, dtype)
+
+
+@overload(empty, inline="always")
+def _empty(shape, dtype):
+    # Overloads are typed with literal sizes made plain first, so `(100, n0)` and `(5, n0)`
+    # share one compiled allocation; a jitted function called with them directly would be
+    # compiled anew for each literal size (a tenth of a second each, new in every program).
+    def impl(shape, dtype):
+        return _allocate(shape, dtype)
+
+    return impl
+
+
+@helper
+def _allocate(shape, dtype):
+    return np.empty(shape, dtype)
+
+
+def put(stack, row, value):
+    """stack[row] = value, where value has stack[row]'s shape (the trace checked it)."""
+    stack[row] = value
+
+
+@overload(put, inline="always")
+def _put(stack, row, value):
+    # Compiled, an array is copied element by element: Numba's own assignment of an array
+    # to a slice compiles a formatted error message, seconds in every new process.
+    if not isinstance(value, types.Array):
+        def assign(stack, row, value):
+            stack[row] = value
+
+        return assign
+    if value.ndim == 0:
+        def assign_element(stack, row, value):
+            stack[row] = value[()]
+
+        return assign_element
+
+    def copy(stack, row, value):
+        view = stack[row]
+        if view.shape != value.shape:
+            raise ValueError("arrays.put: the row and the value differ in shape")
+        for index in np.ndindex(value.shape):
+            view[index] = value[index]
+
+    return copy
 
 
 @helper
