@@ -186,8 +186,8 @@ class CudaLowering(_Lowering):
         x = self.load(e.ins[0], index, scalar_names, dtype)
         if not e.out.aval.shape:  # a register per thread, one atomic per thread
             acc = self.namer.fresh(f"{name}_acc")
-            combined = fill(e.prim.template, {"acc": name_ast(acc), "x": x},
-                            literal_dtype=dtype)
+            combined = _for_cuda(e, fill(e.prim.template, {"acc": name_ast(acc), "x": x},
+                                         literal_dtype=dtype))
             step = ast.AugAssign(ast.Name(acc, ast.Store()), combined.op, combined.right) \
                 if isinstance(combined, ast.BinOp) else \
                 ast.Assign([ast.Name(acc, ast.Store())], combined)
@@ -398,6 +398,8 @@ def _for_cuda(e, node):
             sub.func = _attr("math", _AS_MATH[attr])
         elif module == "np" and attr in ("abs", "absolute"):
             sub.func = name_ast("abs")
+        elif module == "vecmath" and attr in ("maximum", "minimum"):  # reduce_max's
+            sub.func = _attr("np", attr)
         elif module != "math" and not (module == "np" and attr in _KEPT):
             refuse(e, f"calls {module}.{attr}, which CUDA kernels do not compile")
     return node

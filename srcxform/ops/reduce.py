@@ -84,22 +84,36 @@ def _extreme_impl(ufunc, sign):
     def impl(x, axis, keepdims):
         # The identity, which an empty reduction gives: -inf or the dtype's lowest for max
         # (an unsigned dtype's is 0, not the negated highest), as TensorFlow's.
-        if x.dtype.kind == "f":
-            fill = sign * np.inf
-        else:
+        if x.dtype.kind != "f":
             fill = np.iinfo(x.dtype).min if sign < 0 else np.iinfo(x.dtype).max
-        return ufunc.reduce(x, axis=axis, keepdims=keepdims, initial=fill)
+            return ufunc.reduce(x, axis=axis, keepdims=keepdims, initial=fill)
+        out = ufunc.reduce(x, axis=axis, keepdims=keepdims, initial=sign * np.inf)
+        return _signed_zeros(out, x, axis, keepdims, negative_wins=sign > 0)
 
     return impl
+
+
+def _signed_zeros(out, x, axis, keepdims, negative_wins):
+    """A float max's (min's) zero results signed as IEEE 754-2019's maximum (minimum),
+    the compiled vecmath.maximum and JAX's sign them: -0.0 below +0.0, so a max is +0.0
+    where one of its zeros is, a min -0.0 where one of its zeros is. NumPy leaves which
+    zero comes out to the order its SIMD lanes meet them in."""
+    zero = out == 0
+    if not np.any(zero):
+        return out
+    won = np.logical_or.reduce((x == 0) & (np.signbit(x) == negative_wins), axis=axis,
+                               keepdims=keepdims)  # holds the zero that wins
+    negative = won if negative_wins else ~won
+    return np.where(zero, np.where(negative, -0.0, 0.0), out).astype(x.dtype)[()]
 
 
 reduce_sum_p = reduction("reduce_sum", np.sum, "acc + x", init=0, sums=True,
                          vjp=lambda g, out, x, *, axis, keepdims:
                          (_kept(g, x, axis, keepdims),))
 reduce_prod_p = reduction("reduce_prod", np.prod, "acc * x", init=1, vjp=_prod_vjp)
-reduce_max_p = reduction("reduce_max", _extreme_impl(np.maximum, -1), "np.maximum(acc, x)",
+reduce_max_p = reduction("reduce_max", _extreme_impl(np.maximum, -1), "vecmath.maximum(acc, x)",
                          init=-np.inf, vjp=_extremum_vjp)
-reduce_min_p = reduction("reduce_min", _extreme_impl(np.minimum, 1), "np.minimum(acc, x)",
+reduce_min_p = reduction("reduce_min", _extreme_impl(np.minimum, 1), "vecmath.minimum(acc, x)",
                          init=np.inf, vjp=_extremum_vjp)
 
 

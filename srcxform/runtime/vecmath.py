@@ -7,7 +7,8 @@ units in the last place. Imported only by generated code, never by `import srcxf
 """
 
 import numpy as np
-from numba.core import types
+from llvmlite import ir
+from numba.core import cgutils, types
 from numba.extending import intrinsic
 
 from srcxform.numba_adapter.jit import helper
@@ -115,3 +116,46 @@ def tanh(x):
     a = min(abs(x), 20.0) if x == x else x  # noqa: PLR0124 - NaN stays NaN, branch-free
     e = _expm1_nonnegative(2.0 * a)
     return np.copysign(e / (e + 2.0), x)
+
+
+
+def _extreme(name, compare):
+    """An intrinsic giving IEEE 754-2019's maximum or minimum (`name`) of two scalars of
+    one dtype: NaN if either is NaN, and -0.0 below +0.0. For floats it is LLVM's
+    llvm.maximum (llvm.minimum), a reduction LLVM's loop vectorizer takes without
+    fastmath (np.maximum's compares and selects it does not); integers compare."""
+
+    def typer(typingctx, a, b):
+        a, b = types.unliteral(a), types.unliteral(b)
+        if a == b and (isinstance(a, types.Integer) or a in (types.float32, types.float64)):
+            return a(a, b), codegen
+        return None
+
+    def codegen(context, builder, signature, args):
+        dtype = signature.return_type
+        if isinstance(dtype, types.Integer):
+            icmp = builder.icmp_signed if dtype.signed else builder.icmp_unsigned
+            return builder.select(icmp(compare, *args), *args)
+        kind = args[0].type
+        function = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(kind, [kind, kind]),
+            f"llvm.{name}.f{dtype.bitwidth}")
+        return builder.call(function, args)
+
+    typer.__name__ = f"_{name}"
+    return intrinsic(typer)
+
+
+_maximum, _minimum = _extreme("maximum", ">"), _extreme("minimum", "<")
+
+
+@helper
+def maximum(a, b):
+    """The larger of a and b, of one dtype: reduce_max's step (see _extreme)."""
+    return _maximum(a, b)
+
+
+@helper
+def minimum(a, b):
+    """The smaller of a and b, of one dtype: reduce_min's step (see _extreme)."""
+    return _minimum(a, b)
