@@ -291,8 +291,8 @@ def make_workloads(tiny=False, only=None, short=False):
     steps = 20 if tiny else 1000
     out.append(Workload("W7", "W7", f"W7 RK4 Lotka–Volterra, {steps} steps, d/dparams", "grad",
                         {"p": np.array(LV_PARAMS), "u0": np.array([1.0, 1.0]),
-                         # a NumPy int: srcxform traces it (a Python int would be static,
-                         # and a loop with a static trip count unrolls)
+                         # a NumPy int: srcxform traces it (a Python int would be static:
+                         # part of the cache key, a kernel for each trip count)
                          "steps": np.int64(steps)}))
     n = 5 if tiny else 10_000
     out.append(Workload("W8", "W8", f"W8 Newton sqrt while loop, n={n:g}, d/da", "grad",

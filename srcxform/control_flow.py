@@ -8,7 +8,8 @@ count are known when tracing (a Python value, or a tensor computed from constant
 branch taken is traced and the loop unrolls. A predicate or bound computed from the
 function's arguments (or a size) makes a structured IR operation instead
 (structured.py): the branches and the body are traced once, and one kernel runs a real
-`if`, `while` or `for` for every trip count.
+`if`, `while` or `for` for every trip count; a fori_loop (JAX's) too over Python-int
+bounds, but where its body needs i as a Python int.
 
 The loops take `checkpoint=k` (srcxform's own option; None: every iteration's carries
 are stored for the gradient): a compiled loop's gradient then stores the carries of
@@ -17,6 +18,8 @@ gradient to the bit for a fraction of the memory. Eager loops record every itera
 on the tape regardless.
 """
 
+import contextlib
+import contextvars
 import math
 
 from srcxform.passes import structured
@@ -26,10 +29,24 @@ from srcxform.core.dtypes import as_dtype
 from srcxform.ops.creation import convert_to_tensor, zeros
 from srcxform.ops.shape import stack
 from srcxform.core.tensor import Value, as_value
-from srcxform.ad.trace import Tracer
+from srcxform.ad.trace import Rerolled, Tracer
+from srcxform.core.recording import CONTEXT
 from srcxform.core.tree import leaf_paths, tree_flatten, tree_unflatten
 
 __all__ = ["cond", "fori_loop", "map_fn", "scan", "while_loop"]
+
+_UNROLLING = contextvars.ContextVar("srcxform_unrolling", default=False)
+
+
+@contextlib.contextmanager
+def unrolling():
+    """fori_loops over bounds known when tracing unroll in this block, i a Python int: for
+    a target with no structured loops (srcxform/cuda), where they always unrolled."""
+    token = _UNROLLING.set(True)
+    try:
+        yield
+    finally:
+        _UNROLLING.reset(token)
 
 
 def cond(pred, true_fn=None, false_fn=None, name=None):
@@ -80,9 +97,14 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
 
 def fori_loop(lower, upper, body_fun, init_val, checkpoint=None):
     """`val = body_fun(i, val)` for i in range(lower, upper), then val (jax.lax.fori_loop).
-    Where the bounds are Python ints (or tensors known when tracing) i is a Python int;
-    with a bound known only at run time (from data, or a size) the loop compiles once,
-    and i is a traced int64 scalar (it still indexes: `x[i]`)."""
+
+    Eagerly i is a Python int. Compiled, the body is traced once into one loop, whatever
+    the trip count: i is a traced int64 scalar, weak (a Python int's dtype: c * i is
+    float32 for a float32 c) where the bounds are known when tracing (Python ints). It
+    indexes: `x[i]`, `x[i - 1]` wrapping as in Python. A body that needs i as a Python
+    int (`range(i)`, `int(i)`, `if i == 0`, a shape, a list index) unrolls silently, as
+    it did (the same values; SlowCompileWarning tells of a long compile), as does a loop
+    of fewer than two trips, or one that reads no traced value."""
     checkpoint = structured.checked_checkpoint(checkpoint, "fori_loop")
     return named_fori_loop(lower, upper, body_fun, init_val, checkpoint=checkpoint)
 
@@ -93,10 +115,30 @@ def named_fori_loop(lower, upper, body_fun, init_val, names=None, checkpoint=Non
     a dict of the user's variables)."""
     if any(isinstance(b, (Tracer, Dim)) for b in (lower, upper)):
         return _compiled_fori(lower, upper, body_fun, init_val, checkpoint, names)
+    lower, upper = int(lower), int(upper)
+    if CONTEXT.traces and upper - lower > 1 and not _UNROLLING.get():  # one loop, not copies
+        rolled = _rolled_fori(lower, upper, body_fun, init_val, checkpoint, names)
+        if rolled is not None:
+            return rolled
     val = init_val
-    for i in range(int(lower), int(upper)):
+    for i in range(lower, upper):
         val = body_fun(i, val)
     return val
+
+
+def _rolled_fori(lower, upper, body_fun, init_val, checkpoint, names):
+    """The loop over Python-int bounds as one loop, i a traced weak int64; None, the traces
+    put back, where it reads no traced value or fails (the Python loop then is as it was)."""
+    restore = structured.restorer()
+    try:
+        out = _compiled_fori(lower, upper, body_fun, init_val, checkpoint, names, static=True)
+    except Rerolled:  # the whole function is traced again (compiler.py)
+        raise
+    except Exception:  # noqa: BLE001 - any failure: the Python loop, as before
+        out = None
+    if out is None:
+        restore()
+    return out
 
 
 def scan(fn, elems, initializer=None, parallel_iterations=10, back_prop=True,
@@ -263,7 +305,8 @@ def _loop_var_names(body, loop_vars):
     return [name for p, v in zip(params, loop_vars) for name in _leaf_names(v, p)]
 
 
-def _compiled_fori(lower, upper, body_fun, init_val, checkpoint, names=None):
+def _compiled_fori(lower, upper, body_fun, init_val, checkpoint, names=None, static=False):
+    """The structured fori_loop; `static`: see structured.fori_loop."""
     leaves, treedef = _flat(init_val, "fori_loop: init_val")
     if names is None:
         names = _leaf_names(init_val, structured.param_names(body_fun, 2, "arg")[1])
@@ -276,8 +319,8 @@ def _compiled_fori(lower, upper, body_fun, init_val, checkpoint, names=None):
         return _flat(result, "fori_loop: body_fun")[0], []
 
     outs = structured.fori_loop(lower, upper, lambda i, c, rows: body_flat(i, c), leaves, names,
-                                checkpoint=checkpoint)
-    return tree_unflatten(treedef, outs)
+                                checkpoint=checkpoint, static=static)
+    return None if outs is None else tree_unflatten(treedef, outs)
 
 
 def _compiled_scan(fn, leaves, elems_def, initializer, reverse, checkpoint):

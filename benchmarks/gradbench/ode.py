@@ -19,8 +19,8 @@ def inputs(n: int) -> np.ndarray:
 
 def solve(x, steps):
     """The srcxform program: the RK4 steps as one compiled loop (tf.fori_loop). steps is
-    an argument (an int64 scalar), not a Python int: a trip count known when tracing
-    unrolls the loop, and s = 10 then compiles for minutes (see the README's notes)."""
+    an argument (an int64 scalar), not a Python int: one kernel for every s (a Python-int
+    s is one loop too, but static: a kernel for each s)."""
     h = T_END / tf.cast(steps, tf.float64)
 
     def rate(y):  # y_i' = x_i * y_{i-1}, and x_0 for the first

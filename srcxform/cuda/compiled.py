@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from srcxform.control_flow import unrolling
 from srcxform.core.dims import evaluate
 from srcxform.core.errors import CompileError, source_text
 from srcxform.core.tensor import Tensor, Updating, Variable
@@ -109,8 +110,9 @@ class _Kernel:
     def __init__(self, fn, wrt, has_aux, form, args, kwargs, leaves):
         stand_ins = [_stand_in(leaf) for leaf in leaves]
         call_args, call_kwargs = tree_unflatten(tree_flatten((args, kwargs))[1], stand_ins)
-        traced = compiler.trace_function(fn, wrt, form, call_args, call_kwargs, stand_ins,
-                                         has_aux)
+        with unrolling():  # no structured loops here: a fori_loop over Python ints unrolls
+            traced = compiler.trace_function(fn, wrt, form, call_args, call_kwargs,
+                                             stand_ins, has_aux)
         self.form, self.traced, self.program = form, traced, traced.program
         self.single, self.has_aux = isinstance(wrt, int), has_aux
         func_name = f"{traced.name}__{form}_cuda"

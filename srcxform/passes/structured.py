@@ -48,6 +48,7 @@ from srcxform.ad.trace import Trace, Tracer
 
 _TOKEN = Aval((), np.dtype(np.bool_))
 _INDEX = Aval((), np.dtype(np.int64))
+_WEAK_INDEX = Aval((), np.dtype(np.int64), weak=True)  # a Python int's, as JAX's static i
 
 
 class Trips(int):
@@ -128,6 +129,7 @@ class SubTrace(Trace):
         self.captured = parent.captured
         self.joiner = parent.joiner
         self.captures = []  # the outer values read, in order
+        self.reads_traced = False  # whether it reads a traced value (not a constant)
         self.tapes = [tape for tape in CONTEXT.tapes if tape._recording]  # where it runs
         self._capture_vars = {}  # outer Var -> this region's input Var
 
@@ -150,6 +152,7 @@ class SubTrace(Trace):
             if not self.encloses(value._trace):
                 raise TracingError(f"{user_line()}: a value traced by another function or "
                                    "loop body is used here; pass it as an argument instead")
+            self.reads_traced = True
             return self._capture(value)
         if not isinstance(value, (Tracer, SizeConstant)) and value._array.ndim:
             # A constant array is an input of the outermost trace, captured.
@@ -171,6 +174,7 @@ class SubTrace(Trace):
         # Read where the loop or branch runs: the tapes recording there watch it, as
         # eagerly (they are paused while the region is traced).
         recording.variable_read(variable, self.tapes)
+        self.reads_traced = True
         return Tracer(self, self._capture(self.parent.read_variable(variable)), variable._id)
 
     def write_variable(self, variable, value):
@@ -194,6 +198,26 @@ def trace_region(name, fn, avals, hints):
         args = [sub.input(aval, hint) for aval, hint in zip(avals, hints)]
         result = fn(*args)
     return sub, result
+
+
+def restorer():
+    """A function putting the enclosing traces back as they are now: undoing what a region
+    traced and given up added to them (captures, constants, Variables read, guards)."""
+    kinds = (list, dict, set)
+    saved = [(obj, key, value.copy() if isinstance(value, kinds) else value)
+             for trace in CONTEXT.traces for obj in (trace, trace.symbols)
+             for key, value in vars(obj).items()]
+
+    def restore():
+        for obj, key, value in saved:
+            current = getattr(obj, key)
+            if isinstance(current, kinds):  # refilled in place: traces share some
+                current.clear()
+                (current.extend if isinstance(current, list) else current.update)(value)
+            else:
+                setattr(obj, key, value)
+
+    return restore
 
 
 def align(subs_and_outs):
@@ -319,12 +343,14 @@ def while_loop(cond_fn, body_fn, inits, names, checkpoint=None):
                       checkpoint=checkpoint)
 
 
-def fori_loop(lower, upper, body_fn, inits, names, xs=(), y_avals=(), checkpoint=None):
+def fori_loop(lower, upper, body_fn, inits, names, xs=(), y_avals=(), checkpoint=None,
+              static=False):
     """The structured fori loop; body_fn(i, flat carries, rows) gives the new carries and
     the iteration's row of each output of `y_avals` (the stacked outputs' avals), rows
     being each of `xs`'s row i - lower (scan's elements). `y_avals` may instead be a
     function of the avals of the rows the traced body gives (map_fn's outputs, which only
-    the body's trace tells)."""
+    the body's trace tells). `static` (Python-int bounds): i is weak, and a loop reading
+    no traced value (in inits or captures) is not bound: None (the caller unrolls it)."""
     avals = carry_avals(inits)
     row_avals = [Aval(tuple(x.shape[1:]), x.dtype) for x in xs]
     n, m = len(inits), len(xs)
@@ -333,8 +359,10 @@ def fori_loop(lower, upper, body_fn, inits, names, xs=(), y_avals=(), checkpoint
         carries, rows = body_fn(i, list(values[:n]), list(values[n:]))
         return list(carries) + list(rows)
 
-    sub, outs = trace_region("body", traced, [_INDEX] + avals + row_avals,
-                             ["i"] + names + [f"row{k}" for k in range(m)])
+    sub, outs = trace_region("body", traced, [_WEAK_INDEX if static else _INDEX] + avals +
+                             row_avals, ["i"] + names + [f"row{k}" for k in range(m)])
+    if static and not sub.reads_traced and not any(isinstance(v, Tracer) for v in inits):
+        return None
     check_carries("fori_loop", names, avals, outs[:n])
     if callable(y_avals):
         y_avals = y_avals([as_value(row).aval for row in outs[n:]])
@@ -348,7 +376,7 @@ def _as_index(bound):
     value = as_value(bound)
     if value.dtype.kind not in "iu":
         raise TypeError(f"fori_loop: a bound must be an integer, got {value.dtype.name}")
-    if value.dtype != np.int64:
+    if value.aval.dtype != np.int64:  # a Python int is held as int64 and stays weak
         from srcxform.ops import cast
 
         value = cast(value, np.int64)
@@ -450,6 +478,8 @@ def _loop_vjp(bounds, n, m, r, body, reverse, checkpoint):
     the carries' cotangents and the captures' summed ones; stacking the rows' cotangents.
     Its body recomputes the loop's body from the stored values under a tape."""
 
+    index = body.ins[0].aval if bounds else _INDEX  # lower + j: weak where i is (static)
+
     def vjp(gs, outs, *inputs):
         from srcxform.ops import zeros_like
         from srcxform.ad.tape import GradientTape
@@ -501,7 +531,7 @@ def _loop_vjp(bounds, n, m, r, body, reverse, checkpoint):
             new, x_ct_rows = step(j, list(values))
             return new + x_ct_rows
 
-        sub, new = trace_region("adjoint", traced, [_INDEX] + carry_avals(carried) +
+        sub, new = trace_region("adjoint", traced, [index] + carry_avals(carried) +
                                 row_avals, ["j"] + names)
         (region,), region_captures = align([(sub, list(new))])
         # Only the rows the adjoint reads are stored (stacks) or passed: drop the rest.
@@ -511,7 +541,7 @@ def _loop_vjp(bounds, n, m, r, body, reverse, checkpoint):
         kept = [k for k in range(len(rows)) if region.ins[first + k] in read]
         region = region.replace(ins=region.ins[:first] + [region.ins[first + k] for k in kept]
                                 + region.ins[first + len(rows):])
-        zero = as_value(np.int64(0))
+        zero = as_value(0 if index.weak else np.int64(0))  # its VJP's lower + j: as index
         recompute = ()
         if checkpoint:
             # The rows of the kept stacks come from the segment's recomputed carries;
@@ -607,7 +637,8 @@ def _loop_jvp(rule, tangents, outs, inputs):
             carries, rows = step([i], values[:len(avals)], values[len(avals):])
             return carries + rows
 
-        sub, new = trace_region("body", body_fn, [_INDEX] + avals + row_avals,
+        index = rule.regions["body"].ins[0].aval  # weak where the loop's is (static)
+        sub, new = trace_region("body", body_fn, [index] + avals + row_avals,
                                 ["i"] + names + [f"row{k}" for k in range(len(row_avals))])
         (body,), region_captures = align([(sub, new)])
         regions = {"body": body}
