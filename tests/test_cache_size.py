@@ -189,6 +189,7 @@ def _command(cache, *args, **env):
     return done.stdout
 
 
+@pytest.mark.slow
 def test_the_cache_command_reports_prunes_and_clears(tmp_path, monkeypatch):
     cache, kernels = _filled(tmp_path, monkeypatch, 6)
     info = _command(cache, "info")

@@ -287,6 +287,7 @@ def test_a_planted_payload_with_a_valid_checksum_is_never_loaded(planted, how):
         assert run_json(script, env, *FUNCTIONS) == {"grads": second["grads"], "warnings": []}
 
 
+@pytest.mark.slow
 def test_without_numba_internals_numba_reads_no_untrusted_file(tmp_path):
     """With Numba's public API only, Numba unpickles its own cache files: each of a
     kernel's that is not to be trusted is removed before Numba looks (one warning)."""

@@ -66,6 +66,7 @@ def test_jacobian_through_a_loop_at_every_trip_count():
     np.testing.assert_array_equal(jac(x, np.int64(0)), np.eye(3))
 
 
+@pytest.mark.slow
 def test_hessian_through_a_loop_at_every_trip_count():
     hess, gradient = tf.hessian(mixing_loss), tf.grad(mixing_loss)
     x = np.array([0.3, -0.7, 1.1])
@@ -92,6 +93,7 @@ def smoothing_loop(x, n):
     return tf.reduce_sum(tf.fori_loop(0, n, sweep, x) ** 2)
 
 
+@pytest.mark.slow
 def test_parallel_loop_equals_serial_and_eager():
     rng = np.random.default_rng(0)
     x = rng.uniform(-1.0, 1.0, PARALLEL_MIN + 37)

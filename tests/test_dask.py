@@ -74,6 +74,7 @@ def test_equals_the_one_process_gradient_on_a_cluster(client, reduce):
     _assert_equal_to_one_process(reduce, client)
 
 
+@pytest.mark.slow
 def test_equals_the_one_process_gradient_with_processes():
     _assert_equal_to_one_process("mean", "processes")
 

@@ -29,6 +29,7 @@ def test_the_corpus_interpreted_is_the_kernel(case):
         assert_trees_close(interpreted, compiled, what=f"{case.name} {form}")
 
 
+@pytest.mark.slow
 def test_control_flow_interpreted_is_the_kernel():
     f = tf.differentiable(three_loops, wrt=(0, 1, 2))
     p, z0 = np.array([0.7, -0.4, 0.3, 0.9]), np.array([1.1, 0.8])

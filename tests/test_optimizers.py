@@ -552,6 +552,7 @@ def test_options_follow_tensorflow_eagerly(case):
                                    err_msg=f"step {t}")
 
 
+@pytest.mark.slow
 def test_options_follow_tensorflow_in_one_compiled_step():
     problems, step = _option_problems(np.float32)
     step = tf.differentiable(step)

@@ -5,6 +5,8 @@ import re
 import runpy
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
 
@@ -75,6 +77,7 @@ def test_the_numpy_table_lists_what_dispatches():
     assert missing == []
 
 
+@pytest.mark.slow
 def test_the_forward_mode_example_runs_and_computes_what_it_says(tmp_path):
     import numpy as np
 

@@ -58,6 +58,7 @@ def test_python_runs_once_per_signature_with_a_cold_cache(tmp_path, tiered):
     assert run(tmp_path, tiered) == [2, 0, 2]  # traced and compiled
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tiered", ["1", "0"])
 def test_python_runs_once_per_signature_with_a_warm_cache(tmp_path, tiered):
     run(tmp_path, "0")  # fills the index (a tiered run's may still be compiling at exit)
