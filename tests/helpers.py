@@ -41,3 +41,14 @@ AS_NOBODY = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-group
 CAN_SETPRIV = IS_ROOT and shutil.which("setpriv") is not None and subprocess.run(
     [*AS_NOBODY, sys.executable, "-c", "import numpy, srcxform"], capture_output=True,
     timeout=60, check=False).returncode == 0
+
+
+def central_difference(fn, x, eps=1e-6):
+    """d fn / dx at a float or an array x, each element by central differences."""
+    x = np.asarray(x, np.float64)
+    grad = np.zeros_like(x)
+    for k in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[k] = eps
+        grad[k] = (float(fn(x + step)) - float(fn(x - step))) / (2 * eps)
+    return grad

@@ -12,6 +12,7 @@ import pytest
 
 import srcxform as tf
 from srcxform.core.errors import TracingError
+from helpers import central_difference
 
 
 @pytest.fixture(params=["numba", "python"])
@@ -29,17 +30,6 @@ def eager_value_and_grad(fn, *args, wrt=0):
         tape.watch(args[wrt])
         y = fn(*args)
     return np.asarray(y), np.asarray(tape.gradient(y, args[wrt]))
-
-
-def central_difference(fn, x, eps):
-    """d fn / dx at a float or an array x, each element by central differences."""
-    x = np.asarray(x, np.float64)
-    grad = np.zeros_like(x)
-    for k in np.ndindex(x.shape):
-        step = np.zeros_like(x)
-        step[k] = eps
-        grad[k] = (float(fn(x + step)) - float(fn(x - step))) / (2 * eps)
-    return grad
 
 
 # ----- Newton's method: a while_loop whose trip count depends on the argument -----

@@ -15,7 +15,7 @@ import srcxform as tf
 from srcxform.ad.trace import Tracer
 from srcxform.control_flow import unrolling
 from srcxform.core.errors import TracingError
-from helpers import value_and_two_orders
+from helpers import central_difference, value_and_two_orders
 
 X = np.array([0.3, -0.7, 1.1, 0.5, -0.2])
 M = np.linspace(-1.0, 1.0, 15).reshape(5, 3)
@@ -40,15 +40,6 @@ def eager_value_and_grad(fn, x, *rest):
         tape.watch(v)
         y = fn(v, *rest)
     return np.asarray(y), np.asarray(tape.gradient(y, v, unconnected_gradients="zero"))
-
-
-def central_difference(fn, x, eps=1e-6):
-    grad = np.zeros_like(x)
-    for k in np.ndindex(x.shape):
-        step = np.zeros_like(x)
-        step[k] = eps
-        grad[k] = (float(fn(x + step)) - float(fn(x - step))) / (2 * eps)
-    return grad
 
 
 # ----- rolled bodies: the index read, computed with, and carried around -----
