@@ -1,0 +1,68 @@
+"""Compiled concat and stack (srcxform.runtime.arrays.concatenate: one loop over a tuple of
+arrays of one type, whatever their number; np.concatenate for a tuple of mixed types)
+give NumPy's values, and their gradients the tape's."""
+
+import numpy as np
+import pytest
+from numba import njit
+
+import srcxform as tf
+from srcxform.runtime import arrays
+
+RNG = np.random.default_rng(5)
+
+
+@njit
+def _concat_many(a, b, c, d):
+    return arrays.concatenate((a, b, c, d, a, b, c, d, a, b, c, d, a, b, c, d, a, b, c, d,
+                               a, b), 1)
+
+
+@njit
+def _concat(xs, axis):
+    return arrays.concatenate(xs, axis)
+
+
+def test_twenty_two_arrays_along_a_middle_axis_are_numpys():
+    xs = [RNG.normal(size=(2, k, 3)) for k in (1, 0, 4, 2)]
+    expected = np.concatenate([*xs * 5, xs[0], xs[1]], 1)
+    np.testing.assert_array_equal(_concat_many(*xs), expected)
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.bool_])
+def test_each_axis_and_dtype_is_numpys(axis, dtype):
+    xs = tuple((RNG.normal(size=(2, 3, 4)) > 0).astype(dtype) if dtype == np.bool_
+               else RNG.normal(size=(2, 3, 4)).astype(dtype) for _ in range(3))
+    out = _concat(xs, axis)
+    assert out.dtype == dtype
+    np.testing.assert_array_equal(out, np.concatenate(xs, axis))
+
+
+def test_views_of_other_layouts_are_copied_in_order():
+    base = RNG.normal(size=(4, 6))
+    xs = (base[::2], base[1::2])  # strided views: one type, not contiguous
+    np.testing.assert_array_equal(_concat(xs, 0), np.concatenate(xs, 0))
+    mixed = (base[:2], base.T[:2])  # C and F layouts: a tuple of two types, NumPy's path
+    np.testing.assert_array_equal(_concat(mixed, 1), np.concatenate(mixed, 1))
+
+
+def _stacked(x, w):
+    rows = tf.stack([x * float(k) + w for k in range(22)])
+    joined = tf.concat([rows, tf.transpose(rows, (0, 2, 1))[:, :1, :]], 1)
+    return tf.reduce_sum(tf.sin(joined) * joined)
+
+
+STACKED = tf.differentiable(_stacked, wrt=(0, 1))
+
+
+def test_a_stack_of_twenty_two_and_its_gradient_compiled_equal_the_tape():
+    x, w = RNG.normal(size=(3, 3)), RNG.normal(size=(3, 3))
+    value, grads = STACKED.value_and_grad(x, w)
+    xv, wv = tf.Variable(x), tf.Variable(w)
+    with tf.GradientTape() as tape:
+        y = _stacked(xv, wv)
+    np.testing.assert_allclose(value, y.numpy(), rtol=1e-12)
+    for got, want in zip(grads, tape.gradient(y, [xv, wv])):
+        np.testing.assert_allclose(got, want.numpy(), rtol=1e-12, atol=1e-12)
+    assert "arrays.concatenate((" in STACKED.source(x, w)
