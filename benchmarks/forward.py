@@ -1,18 +1,23 @@
-"""Forward mode, hvp and vmap against JAX and torch.func (issue 32's table), warm calls.
+"""Forward mode, hvp and vmap against JAX, torch.func and TensorFlow (issue 32), warm calls.
 
     python -m benchmarks.forward                  every case, a markdown table
     python -m benchmarks.forward --only jacobian  one case (jacobian, hvp, per-example)
     taskset -c 1 python -m benchmarks.forward --only jacobian --serial
 
 Cases: the Jacobian of a 100 -> 100 map, tanh(W @ x) (jacfwd, jacrev, and srcxform.jacobian,
-which picks the smaller side), against JAX jit(jacfwd/jacrev) and torch.func's eager
-jacfwd/jacrev; hvp on Rosenbrock with n = 1e6 against one gradient call; per-example
-gradients of logistic regression (1,000 examples x 50 features) by vmap(grad), and by
-vmap of a parallel=True function's grad (its loop over examples a prange), against JAX's
-jit(vmap(grad)) and torch.func's vmap(grad).
+which picks the smaller side), against JAX jit(jacfwd/jacrev), torch.func's eager
+jacfwd/jacrev and TensorFlow's tape.jacobian (pfor) in a tf.function, as a graph and by
+XLA (jit_compile=True); hvp on Rosenbrock with n = 1e6 against one gradient call;
+per-example gradients of logistic regression (1,000 examples x 50 features) by
+vmap(grad), and by vmap of a parallel=True function's grad (its loop over examples a
+prange), against JAX's jit(vmap(grad)), torch.func's vmap(grad) and TensorFlow's
+vectorized_map of a GradientTape gradient in a tf.function, graph and XLA. Each peer's
+value is checked against srcxform's before it is timed; a peer that does not import is
+skipped (n/a, and a note under the table).
 srcxform's first call compiles and waits (`SRCXFORM_TIERED=0`); the times are the median
 of warm calls, in this process. `--serial` pins the process to the first core it may run
-on and asks every pool for one thread (before NumPy or a peer starts one); the table then
+on and asks every pool for one thread (before NumPy or a peer starts one; torch and
+TensorFlow by their own calls, before their first op); the table then
 says how many threads ran in each system's timed calls (benchmarks/threads.py's meter).
 """
 
@@ -34,6 +39,7 @@ import numpy as np  # after the pools are limited
 
 os.environ.setdefault("SRCXFORM_TIERED", "0")  # first calls wait for their kernel
 METERS: dict = {}  # label -> the threads that ran in its timed calls (CpuMeter)
+NOTES: list = []  # the peers skipped, and why
 
 
 def _median_seconds(fn, repeat, label=None):
@@ -57,7 +63,8 @@ def _jax():
     try:
         import jax
         import jax.numpy as jnp
-    except ImportError:
+    except ImportError as error:
+        NOTES.append(f"JAX skipped: {error}")
         return None
     jax.config.update("jax_enable_x64", True)
     return jax, jnp
@@ -67,7 +74,8 @@ def _torch():
     try:
         import torch
         import torch.func
-    except ImportError:
+    except ImportError as error:
+        NOTES.append(f"PyTorch skipped: {error}")
         return None
     if SERIAL:
         torch.set_num_threads(1)
@@ -75,7 +83,36 @@ def _torch():
     return torch
 
 
-def jacobian_case(tf, jax, torch=None):
+def _tensorflow():
+    """TensorFlow, or None where it does not import (NOTES says why). With --serial its
+    intra-op and inter-op pools get one thread each, set before its first op (later, TF
+    refuses the setting)."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    try:
+        import tensorflow
+    except ImportError as error:
+        NOTES.append(f"TensorFlow skipped: {error}")
+        return None
+    if SERIAL:
+        tensorflow.config.threading.set_intra_op_parallelism_threads(1)
+        tensorflow.config.threading.set_inter_op_parallelism_threads(1)
+    return tensorflow
+
+
+def _tf_functions(tensorflow, fn):
+    """fn as a tf.function: a graph (TF) and compiled by XLA (TF XLA)."""
+    return {"TF": tensorflow.function(fn),
+            "TF XLA": tensorflow.function(fn, jit_compile=True)}
+
+
+def _checked_seconds(fn, expected, repeat, system, label):
+    """_median_seconds of a peer's call, once its value is srcxform's (to rounding)."""
+    np.testing.assert_allclose(np.asarray(fn()), expected, rtol=1e-9, atol=1e-12,
+                               err_msg=f"{system}, {label}")
+    return _median_seconds(fn, repeat, (system, label))
+
+
+def jacobian_case(tf, jax, torch=None, tensorflow=None):
     x = np.linspace(-1, 1, 100)
     w = np.random.default_rng(0).standard_normal((100, 100)) / 10
 
@@ -86,20 +123,34 @@ def jacobian_case(tf, jax, torch=None):
              "jacobian 100->100 (srcxform.jacobian picks)": tf.jacobian(f)}
     rows = {label: _median_seconds(lambda j=j: j(x), 200, ("srcxform", label))
             for label, j in forms.items()}
+    expected = forms["jacrev 100->100"](x)
     peers = {}
     if jax:
         jx, jnp = jax
         for label, form in (("jacfwd 100->100", jx.jacfwd), ("jacrev 100->100", jx.jacrev)):
             jitted = jx.jit(form(lambda x: jnp.tanh(w @ x)))
-            peers.setdefault("JAX", {})[label] = _median_seconds(
-                lambda j=jitted: j(x).block_until_ready(), 200, ("JAX", label))
+            peers.setdefault("JAX", {})[label] = _checked_seconds(
+                lambda j=jitted: j(x).block_until_ready(), expected, 200, "JAX", label)
     if torch:
         wt, xt = torch.from_numpy(w), torch.from_numpy(x)
         for label, form in (("jacfwd 100->100", torch.func.jacfwd),
                             ("jacrev 100->100", torch.func.jacrev)):
             jac = form(lambda x: torch.tanh(wt @ x))
-            peers.setdefault("torch.func", {})[label] = _median_seconds(
-                lambda j=jac: j(xt), 200, ("torch.func", label))
+            peers.setdefault("torch.func", {})[label] = _checked_seconds(
+                lambda j=jac: j(xt), expected, 200, "torch.func", label)
+    if tensorflow:
+        wt, xt = tensorflow.constant(w), tensorflow.constant(x)
+
+        def tape_jacobian(x):
+            with tensorflow.GradientTape() as tape:
+                tape.watch(x)
+                y = tensorflow.tanh(tensorflow.linalg.matvec(wt, x))
+            return tape.jacobian(y, x)  # pfor: the rows' walks vectorized, one graph
+
+        label = "jacrev 100->100"
+        for system, jac in _tf_functions(tensorflow, tape_jacobian).items():
+            peers[system] = {label: _checked_seconds(lambda j=jac: j(xt), expected, 200,
+                                                     system, label)}
     return rows, peers
 
 
@@ -107,7 +158,7 @@ def _rosen(tf):
     return lambda x: tf.reduce_sum(100. * (x[1:] - x[:-1] ** 2) ** 2 + (1. - x[:-1]) ** 2)
 
 
-def hvp_case(tf, jax, torch=None):
+def hvp_case(tf, jax, torch=None, tensorflow=None):
     rng = np.random.default_rng(0)
     x, v = rng.standard_normal(10 ** 6), rng.standard_normal(10 ** 6)
     hvp, grad = tf.hvp(_rosen(tf)), tf.grad(_rosen(tf))
@@ -133,7 +184,7 @@ def _logistic(tf, log1p_exp):
     return loss
 
 
-def per_example_case(tf, jax, torch=None):
+def per_example_case(tf, jax, torch=None, tensorflow=None):
     rng = np.random.default_rng(0)
     X, y, w = rng.standard_normal((1000, 50)), (rng.random(1000) < 0.5) * 1.0, np.zeros(50)
     loss = _logistic(tf, tf.nn.softplus)
@@ -143,27 +194,43 @@ def per_example_case(tf, jax, torch=None):
     on_threads = tf.vmap(tf.differentiable(loss, parallel=True).grad, in_axes=(None, 0, 0))
     rows = {label: _median_seconds(lambda: per(w, X, y), 50, ("srcxform", label)),
             threaded: _median_seconds(lambda: on_threads(w, X, y), 50, ("srcxform", threaded))}
+    expected = per(w, X, y)
     peers = {}
     if jax:
         jx, jnp = jax
         jloss = _logistic(SimpleNamespace(reduce_sum=jnp.sum), jx.nn.softplus)
         jper = jx.jit(jx.vmap(jx.grad(jloss), in_axes=(None, 0, 0)))
-        peers["JAX"] = {label: _median_seconds(lambda: jper(w, X, y).block_until_ready(), 20,
-                                               ("JAX", label))}
+        peers["JAX"] = {label: _checked_seconds(lambda: jper(w, X, y).block_until_ready(),
+                                                expected, 20, "JAX", label)}
     if torch:
         tloss = _logistic(SimpleNamespace(reduce_sum=torch.sum),
                           torch.nn.functional.softplus)
         tper = torch.func.vmap(torch.func.grad(tloss), in_dims=(None, 0, 0))
         wt, Xt, yt = (torch.from_numpy(a) for a in (w, X, y))
-        peers["torch.func"] = {label: _median_seconds(lambda: tper(wt, Xt, yt), 20,
-                                                      ("torch.func", label))}
+        peers["torch.func"] = {label: _checked_seconds(lambda: tper(wt, Xt, yt), expected,
+                                                       20, "torch.func", label)}
+    if tensorflow:
+        tfloss = _logistic(tensorflow, tensorflow.nn.softplus)
+
+        def per_example(w, X, y):
+            def one(example):
+                with tensorflow.GradientTape() as tape:
+                    tape.watch(w)
+                    value = tfloss(w, *example)
+                return tape.gradient(value, w)
+            return tensorflow.vectorized_map(one, (X, y))  # pfor over the examples
+
+        wt, Xt, yt = (tensorflow.constant(a) for a in (w, X, y))
+        for system, tper in _tf_functions(tensorflow, per_example).items():
+            peers[system] = {label: _checked_seconds(lambda f=tper: f(wt, Xt, yt), expected,
+                                                     20, system, label)}
     return rows, peers
 
 
 CASES = {"jacobian": jacobian_case, "hvp": hvp_case, "per-example": per_example_case}
 
 
-PEERS = ("JAX", "torch.func")
+PEERS = ("JAX", "torch.func", "TF", "TF XLA")
 
 
 def main():
@@ -174,14 +241,15 @@ def main():
     args = parser.parse_args()
     import srcxform as tf
 
-    jax, torch = _jax(), _torch()
-    print("| case | srcxform (ms) | JAX jit (ms) | torch.func (ms) |"
-          + (" threads ran (srcxform/JAX/torch) |" if SERIAL else "")
-          + "\n| --- | ---: | ---: | ---: |" + (" :---: |" if SERIAL else ""))
+    jax, torch, tensorflow = _jax(), _torch(), _tensorflow()
+    print("| case | srcxform (ms) | JAX jit (ms) | torch.func (ms) | TF tf.function (ms) "
+          "| TF jit_compile (ms) |"
+          + (" threads ran (srcxform/JAX/torch/TF/TF XLA) |" if SERIAL else "")
+          + "\n| --- | ---: | ---: | ---: | ---: | ---: |" + (" :---: |" if SERIAL else ""))
     for name, case in CASES.items():
         if args.only and name != args.only:
             continue
-        rows, peers = case(tf, jax, torch)
+        rows, peers = case(tf, jax, torch, tensorflow)
         for label, seconds in rows.items():
             shown = [peers.get(peer, {}).get(label) for peer in PEERS]
             cells = [f"{t * 1e3:.3f}" if t is not None else "n/a" for t in shown]
@@ -191,9 +259,14 @@ def main():
             print(f"| {label} | {seconds * 1e3:.3f} | " + " | ".join(cells) + " |"
                   + (f" {ran} |" if SERIAL else ""), flush=True)
     if SERIAL:
+        pools = tensorflow.config.threading if tensorflow else None
         print(f"\npinned to cores {threads.affinity()}; torch threads "
-              f"{torch.get_num_threads() if torch else '-'}; numba threads "
+              f"{torch.get_num_threads() if torch else '-'}; TF intra-op/inter-op threads "
+              f"{pools.get_intra_op_parallelism_threads() if pools else '-'}/"
+              f"{pools.get_inter_op_parallelism_threads() if pools else '-'}; numba threads "
               f"{__import__('numba').get_num_threads()}")
+    for note in NOTES:
+        print(note)
 
 
 if __name__ == "__main__":

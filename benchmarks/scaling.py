@@ -1,14 +1,17 @@
 """How the compiler's cost grows with the program: programs written with Python loops
-over rows, at several sizes, against JAX where it is installed.
+over rows, at several sizes, against JAX and TensorFlow where they are installed.
 
     python -m benchmarks.scaling                 the table (benchmarks/results/scaling.md)
     python -m benchmarks.scaling --only gmm-100  one case
 
 Each measurement runs in a new process pinned to one core, srcxform with a fresh cache
 folder: the first call blocks (`wait=True`: trace, passes, codegen and Numba's compile,
-Numba's start-up included), as JAX's first call of `jit(grad(f))` compiles, timed on the
-wall clock and in the process's CPU time (on a loaded machine the wall time is mostly
-other processes'); then the median of warm calls. Cases: the unrolled pattern
+Numba's start-up included), as JAX's first call of `jit(grad(f))` compiles and
+TensorFlow's first call of a `tf.function` around a GradientTape's gradient traces its
+graph (one intra-op and one inter-op thread), timed on the wall clock and in the
+process's CPU time (on a loaded machine the wall time is mostly other processes'); then
+the median of warm calls, and how many threads ran in them (benchmarks/threads.py's
+meter). Each system's gradient is checked against srcxform's. Cases: the unrolled pattern
 `reduce_sum(stack([x[i] - mu for i in range(n)]) ** 2)` (mu 5 x 2, x n x 2), an unrolled
 chain of adds (`s = s + x[i] * w[i]` for i < n, x and w n x 4, then `reduce_sum(s **
 2)`; chain-sub subtracts the terms, chain-rows adds them to a 5 x 4 matrix, broadcast),
@@ -18,6 +21,7 @@ drawn as its generator draws them).
 """
 
 import argparse
+import importlib.util
 import json
 import os
 import statistics
@@ -30,6 +34,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from benchmarks import threads
+
 _ROOT = Path(__file__).resolve().parents[1]
 CASES = {"rows-10": ("rows", 10), "rows-100": ("rows", 100), "rows-1000": ("rows", 1000),
          "chain-10": ("chain", 10), "chain-30": ("chain", 30), "chain-100": ("chain", 100),
@@ -37,7 +43,8 @@ CASES = {"rows-10": ("rows", 10), "rows-100": ("rows", 100), "rows-1000": ("rows
          "chain-rows-100": ("chain-rows", 100), "gmm-100": ("gmm", 100), "gmm-1000": ("gmm", 1000),
          "gradbench-gmm-100": ("gradbench-gmm", 100), "gradbench-gmm-300": ("gradbench-gmm", 300),
          "gradbench-gmm-1000": ("gradbench-gmm", 1000)}
-SYSTEMS = ("srcxform", "jax")
+SYSTEMS = {"srcxform": "srcxform", "jax": "JAX", "tensorflow": "TF"}  # module: column
+COLUMNS = {"first_ms": "first", "first_cpu_ms": "first, CPU", "warm_ms": "warm"}
 
 
 def _inputs(kind, n):
@@ -106,6 +113,8 @@ def _measure(system, case):
 
         f = tf.differentiable(_function(kind, n, tf), wrt=tuple(range(wrt)), wait=True)
         call = f.grad
+    elif system == "tensorflow":
+        call, args = _tf_gradient(kind, n, wrt, args)
     else:
         import jax
 
@@ -121,17 +130,39 @@ def _measure(system, case):
     start = time.perf_counter()
     call(*args)
     once = time.perf_counter() - start
-    runs = []
+    runs, meter = [], threads.CpuMeter()
     for _ in range(max(5, min(200, int(0.5 / max(once, 1e-5))))):  # about half a second
-        start = time.perf_counter()
-        call(*args)
-        runs.append(time.perf_counter() - start)
+        before, start = threads.snapshot(), time.perf_counter_ns()
+        grads = call(*args)
+        runs.append(time.perf_counter_ns() - start)
+        meter.add(before, threads.snapshot(), runs[-1])
     return {"first_ms": first * 1e3, "first_cpu_ms": first_cpu * 1e3,
-            "warm_ms": statistics.median(runs) * 1e3}
+            "warm_ms": statistics.median(runs) / 1e6, "threads": meter.threads(),
+            "grad": [np.asarray(g).tolist() for g in grads]}
+
+
+def _tf_gradient(kind, n, wrt, args):
+    """GradBench's TensorFlow tool's gradient (a GradientTape's, wrt the first `wrt`
+    arguments) in a tf.function, and the arguments as tensors."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(1)  # before TF's first op
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    f = _function(kind, n, tf)
+
+    @tf.function
+    def gradient(*args):
+        with tf.GradientTape() as tape:
+            tape.watch(args[:wrt])
+            value = f(*args)
+        return tape.gradient(value, args[:wrt])
+
+    return gradient, [tf.constant(a) for a in args]
 
 
 def _child(system, case):
-    os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
+    threads.pin({max(os.sched_getaffinity(0))})
     print(json.dumps(_measure(system, case)))
 
 
@@ -153,6 +184,24 @@ def _cell(result, key):
     return result.get("error") or f"{result[key]:.4g}"
 
 
+def _check(results):
+    """Marks a system whose gradient is not srcxform's (to rounding) as an error."""
+    reference = results["srcxform"].get("grad")
+    for system, result in results.items():
+        if reference is None or "grad" not in result:
+            continue
+        if len(result["grad"]) != len(reference) or not all(
+                np.allclose(g, r, rtol=1e-8, atol=1e-10)
+                for g, r in zip(result["grad"], reference)):
+            results[system] = {"error": "gradient differs from srcxform's"}
+
+
+def _row(case, results):
+    cells = [_cell(results[s], key) for key in COLUMNS for s in SYSTEMS]
+    ran = "/".join(str(results[s].get("threads", "-")) for s in SYSTEMS)
+    return f"| {case} | " + " | ".join(cells) + f" | {ran} |"
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser()
     parser.add_argument("--child", nargs=2)
@@ -162,19 +211,21 @@ def main(argv=None):
     options = parser.parse_args(argv)
     if options.child:
         return _child(*options.child)
-    header = ("| case | srcxform first (ms) | JAX first (ms) | srcxform first, CPU (ms) | "
-              "JAX first, CPU (ms) | srcxform warm (ms) | JAX warm (ms) |")
-    rows = [header, "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    absent = [s for s in SYSTEMS if importlib.util.find_spec(s) is None]
+    rows = ["| case | " + " | ".join(f"{SYSTEMS[s]} {title} (ms)" for title in COLUMNS.values()
+                                    for s in SYSTEMS)
+            + f" | threads ran, warm ({'/'.join(SYSTEMS.values())}) |",
+            "| --- |" + " ---: |" * (len(COLUMNS) * len(SYSTEMS)) + " :---: |"]
     for case in options.only.split(","):
-        results = {s: _run(s, case, options.timeout) for s in SYSTEMS}
-        rows.append(f"| {case} | {_cell(results['srcxform'], 'first_ms')} | "
-                    f"{_cell(results['jax'], 'first_ms')} | "
-                    f"{_cell(results['srcxform'], 'first_cpu_ms')} | "
-                    f"{_cell(results['jax'], 'first_cpu_ms')} | "
-                    f"{_cell(results['srcxform'], 'warm_ms')} | "
-                    f"{_cell(results['jax'], 'warm_ms')} |")
+        results = {s: {"error": "not installed"} if s in absent else
+                   _run(s, case, options.timeout) for s in SYSTEMS}
+        _check(results)
+        rows.append(_row(case, results))
         print(rows[-1], flush=True)
-    Path(options.out).write_text("\n".join(rows) + "\n")
+    notes = [f"{SYSTEMS[s]} is not installed: its cells say so." for s in absent]
+    if notes:
+        print(*notes, sep="\n")
+    Path(options.out).write_text("\n".join(rows + notes) + "\n")
 
 
 if __name__ == "__main__":
