@@ -1,14 +1,15 @@
 """GradBench's evaluations (benchmarks/gradbench/) at tiny sizes: srcxform's values and
 derivatives against GradBench's JAX or PyTorch program for the same evaluation when one
 is importable, else against finite differences of the eager program; det against NumPy's
-det and det(A) inv(A)^T. Compiles a kernel a case (minutes on two loaded cores): slow."""
+det and det(A) inv(A)^T; ht against the complex-step derivatives of a NumPy program.
+Compiles a kernel a case (minutes on two loaded cores): slow."""
 
 import importlib.util
 
 import numpy as np
 import pytest
 
-from benchmarks.gradbench import ba, common, det, kmeans, llsq, lse, lstm, ode
+from benchmarks.gradbench import ba, common, det, ht, kmeans, llsq, lse, lstm, ode
 
 pytestmark = pytest.mark.slow
 
@@ -23,6 +24,9 @@ TINY = [
     *kmeans.cases(((3, 20, 2),)),
     *lstm.cases(((1, 5),)),
     *ba.cases(((3, 4, 7),)),
+    # ht's 22 bones are its program's whatever the size: the complicated variant only
+    # (its us and theta), two kernels of minutes
+    *ht.cases((("complicated", 30, 5),)),
 ]
 
 

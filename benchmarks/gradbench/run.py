@@ -7,6 +7,8 @@ Prints a markdown table. srcxform's first call blocks on its compile (`wait=True
 SRCXFORM_CACHE_DIR, Numba started beforehand by a trivial program); JAX's first call is
 jit's trace and compile and the call. Warm: the best of 5 means of repeated calls.
 --full runs every size GradBench's eval sends (by default: its smallest and largest).
+ht reads ADBench's hand files from a GradBench checkout named by GRADBENCH_DIR (without
+one: seeded hands of the same sizes).
 """
 
 import argparse
@@ -23,7 +25,7 @@ os.environ["SRCXFORM_CACHE_DIR"] = tempfile.mkdtemp(prefix="gradbench-")
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
                       "intra_op_parallelism_threads=1")
 
-EVALUATIONS = ("lse", "ode", "llsq", "det", "kmeans", "lstm", "ba")
+EVALUATIONS = ("lse", "ode", "llsq", "det", "kmeans", "lstm", "ba", "ht")
 COLUMNS = ("evaluation", "function", "size", "srcxform first", "srcxform warm",
            "JAX first", "JAX warm", "PyTorch warm", "checked against")
 
