@@ -145,6 +145,39 @@ def test_checkpointed_static_loop_has_the_same_gradient(checkpoint):
     np.testing.assert_array_equal(f.grad(X, checkpoint), f.grad(X, None))
 
 
+@pytest.mark.parametrize("lower, upper, k", [(1, 3, 1), (2, 7, 2), (5, 8, 7)])
+def test_checkpointed_loop_from_a_nonzero_lower_bound(lower, upper, k):
+    """The stack's row is (i - lower): written unbracketed, `i - lower % k` kept no rows
+    and the adjoint read uninitialized memory (a segfault past the stack's end)."""
+    def fn(x, lower, upper):
+        return tf.fori_loop(lower, upper, lambda i, c: c * x[i] + x[i - 1], x[0],
+                            checkpoint=k)
+
+    x = np.linspace(1.5, 3.0, 9)
+    value, grad = eager_value_and_grad(fn, x, lower, upper)
+    f = tf.differentiable(fn)
+    for bounds in [(lower, upper), (np.int64(lower), np.int64(upper))]:  # static, run time
+        got_value, got_grad = f.value_and_grad(x, *bounds)
+        np.testing.assert_allclose(got_value, value, rtol=1e-14)
+        np.testing.assert_allclose(got_grad, grad, rtol=1e-14)
+
+
+def test_the_weak_index_takes_a_narrow_carrys_dtype():
+    """Eagerly, i is a Python int: uint8 arithmetic wraps and float32 rounds each step."""
+    a = np.array([3, 200, 7, 9], np.uint8)
+    x = np.linspace(0.1, 1.0, 6).astype(np.float32)
+
+    def narrow(a, x):
+        wrapped = tf.fori_loop(0, 5, lambda i, c: (c * 7 + i) // 3, a)
+        rounded = tf.fori_loop(0, 5, lambda i, c: c + x[i] * i, x[0] * 0)
+        return wrapped, rounded
+
+    f = tf.differentiable(narrow)
+    for got, want in zip(f(a, x), narrow(tf.constant(a), tf.constant(x))):
+        assert got.dtype == want.numpy().dtype
+        np.testing.assert_array_equal(got, want.numpy())
+
+
 # ----- higher orders: the adjoint and tangent loops recompute the body at a weak i -----
 
 

@@ -210,7 +210,7 @@ def _fori(low, eqn):
         low.used_prange = True
     else:
         low.line(1, f"for {index} in range({lower}, {upper}):")
-    row = index if from_zero else f"{index} - {lower}"
+    row = index if from_zero else f"({index} - {lower})"
     indent, at = _store(low, 2, stacks, row, k)
     for c, stack in stacks:
         low.line(indent, f"arrays.put({stack}, {at}, {carry[c]})")

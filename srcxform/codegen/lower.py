@@ -431,6 +431,10 @@ class _Lowering:
                 names[n] = name_ast(scalar_names[a])
             else:
                 names[n] = self.load_at(a, exprs[len(exprs) - len(a.aval.shape):], dtype)
+            if dtype is not None and isinstance(a, Var) and a.aval.weak and a.aval.dtype != dtype:
+                # A weak value (a Python number traced: fori_loop's index, a float argument)
+                # takes the other operand's dtype, as eagerly; Numba would promote instead.
+                names[n] = ast.Call(dtype_ast(dtype), [names[n]], [])
         in_avals = [a.aval for a in e.ins]
         self.nest_raises |= prim.may_raise(in_avals, e.out.aval, e.kwargs)
         template = prim.vector_template if self.vectorized and prim.vector_template else \
