@@ -18,8 +18,6 @@ gradient to the bit for a fraction of the memory. Eager loops record every itera
 on the tape regardless.
 """
 
-import contextlib
-import contextvars
 import math
 
 from srcxform.passes import structured
@@ -34,20 +32,6 @@ from srcxform.core.recording import CONTEXT
 from srcxform.core.tree import leaf_paths, tree_flatten, tree_unflatten
 
 __all__ = ["cond", "fori_loop", "map_fn", "scan", "while_loop"]
-
-_UNROLLING = contextvars.ContextVar("srcxform_unrolling", default=False)
-
-
-@contextlib.contextmanager
-def unrolling():
-    """fori_loops over bounds known when tracing unroll in this block, i a Python int: for
-    a target with no structured loops (srcxform/cuda), where they always unrolled."""
-    token = _UNROLLING.set(True)
-    try:
-        yield
-    finally:
-        _UNROLLING.reset(token)
-
 
 def cond(pred, true_fn=None, false_fn=None, name=None):
     """true_fn() if pred else false_fn() (tf.cond). pred is a Python bool or a scalar
@@ -116,7 +100,7 @@ def named_fori_loop(lower, upper, body_fun, init_val, names=None, checkpoint=Non
     if any(isinstance(b, (Tracer, Dim)) for b in (lower, upper)):
         return _compiled_fori(lower, upper, body_fun, init_val, checkpoint, names)
     lower, upper = int(lower), int(upper)
-    if CONTEXT.traces and upper - lower > 1 and not _UNROLLING.get():  # one loop, not copies
+    if CONTEXT.traces and upper - lower > 1 and not structured.UNROLLING.get():  # one loop, not copies
         rolled = _rolled_fori(lower, upper, body_fun, init_val, checkpoint, names)
         if rolled is not None:
             return rolled

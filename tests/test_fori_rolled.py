@@ -13,7 +13,7 @@ import pytest
 
 import srcxform as tf
 from srcxform.ad.trace import Tracer
-from srcxform.control_flow import unrolling
+from srcxform.passes.structured import unrolling
 from srcxform.core.errors import TracingError
 from helpers import central_difference, value_and_two_orders
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from srcxform.control_flow import unrolling
+from srcxform.passes.structured import unrolling
 from srcxform.core.dims import evaluate
 from srcxform.core.errors import CompileError, source_text
 from srcxform.core.tensor import Tensor, Updating, Variable

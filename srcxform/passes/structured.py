@@ -30,6 +30,8 @@ ceil(trips / k) + k rows instead of trips, for one more forward pass. A second
 derivative reads the stacks themselves, so under nested tapes every carry is stored.
 """
 
+import contextlib
+import contextvars
 import dataclasses
 import inspect
 
@@ -44,6 +46,21 @@ from srcxform.passes.pipeline import optimize
 from srcxform.core.recording import CONTEXT
 from srcxform.core.tensor import SizeConstant, Tensor, as_value
 from srcxform.ad.trace import Trace, Tracer
+
+
+UNROLLING = contextvars.ContextVar("srcxform_unrolling", default=False)
+
+
+@contextlib.contextmanager
+def unrolling():
+    """fori_loops over bounds known when tracing unroll in this block, i a Python int: for
+    a target with no structured loops (srcxform/cuda), where they always unrolled."""
+    token = UNROLLING.set(True)
+    try:
+        yield
+    finally:
+        UNROLLING.reset(token)
+
 
 
 _TOKEN = Aval((), np.dtype(np.bool_))

@@ -12,7 +12,6 @@ cache, and a kernel only calls it. Imported only by generated code.
 import numpy as np
 from llvmlite import ir
 from numba.core import cgutils, types
-from numba.cpython.unsafe.tuple import tuple_setitem
 from numba.extending import intrinsic, overload
 
 from srcxform.core.errors import IndexArgumentError, ZeroDivisionArgumentError
@@ -63,7 +62,7 @@ def _concatenate(xs, axis):
                 outer *= shape[d]
             elif d > axis:
                 inner *= shape[d]
-        out = np.empty(tuple_setitem(shape, axis, total), xs[0].dtype)
+        out = np.empty(_replaced(shape, axis, total), xs[0].dtype)
         rows, start = out.reshape((outer, total, inner)), 0
         for x in xs:
             n = x.shape[axis]
@@ -76,6 +75,23 @@ def _concatenate(xs, axis):
         return out
 
     return impl
+
+
+@intrinsic
+def _replaced(typingctx, sizes, at, size):
+    """The tuple of sizes with sizes[at] replaced by size (at known only at run time)."""
+    if not (isinstance(sizes, types.UniTuple) and isinstance(at, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        sizes, at, size = args
+        slot = cgutils.alloca_once_value(builder, sizes)
+        item = builder.gep(slot, [at.type(0), at], inbounds=True)
+        dtype = signature.args[0].dtype
+        builder.store(context.cast(builder, size, signature.args[2], dtype), item)
+        return builder.load(slot)
+
+    return sizes(sizes, at, size), codegen
 
 
 def put(stack, row, value):
