@@ -33,6 +33,7 @@ from srcxform.core.tree import leaf_paths, tree_flatten, tree_unflatten
 
 __all__ = ["cond", "fori_loop", "map_fn", "scan", "while_loop"]
 
+
 def cond(pred, true_fn=None, false_fn=None, name=None):
     """true_fn() if pred else false_fn() (tf.cond). pred is a Python bool or a scalar
     tensor; the functions take no arguments and may return any structure."""
@@ -100,7 +101,7 @@ def named_fori_loop(lower, upper, body_fun, init_val, names=None, checkpoint=Non
     if any(isinstance(b, (Tracer, Dim)) for b in (lower, upper)):
         return _compiled_fori(lower, upper, body_fun, init_val, checkpoint, names)
     lower, upper = int(lower), int(upper)
-    if CONTEXT.traces and upper - lower > 1 and not structured.UNROLLING.get():  # one loop, not copies
+    if CONTEXT.traces and upper - lower > 1 and not structured.UNROLLING.get():
         rolled = _rolled_fori(lower, upper, body_fun, init_val, checkpoint, names)
         if rolled is not None:
             return rolled

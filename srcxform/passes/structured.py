@@ -62,7 +62,6 @@ def unrolling():
         UNROLLING.reset(token)
 
 
-
 _TOKEN = Aval((), np.dtype(np.bool_))
 _INDEX = Aval((), np.dtype(np.int64))
 _WEAK_INDEX = Aval((), np.dtype(np.int64), weak=True)  # a Python int's, as JAX's static i
