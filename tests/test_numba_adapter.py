@@ -92,3 +92,35 @@ def test_switched_off_srcxform_computes_the_same_through_public_api_only(tmp_pat
     value, grad = tf.differentiable(matvec_loss).value_and_grad(*_data())
     np.testing.assert_allclose(got["value"], value, rtol=1e-14)
     np.testing.assert_allclose(got["grad"], grad, rtol=1e-14)
+
+
+_UNOPTIMIZED = textwrap.dedent("""
+    import json, warnings
+    import numpy as np
+    import srcxform as tf
+
+    warnings.simplefilter("always")
+    with warnings.catch_warnings(record=True) as caught:
+        value, grad = tf.differentiable(lambda a, b: tf.reduce_sum(tf.tanh(a @ b))
+                                        ).value_and_grad(np.eye(3) / 2, np.ones((3, 2)))
+    print(json.dumps({"value": float(value), "grad": np.asarray(grad).tolist(),
+                      "warnings": [str(w.message) for w in caught]}))
+""")
+
+
+@pytest.mark.slow
+def test_numba_unoptimized_compiles_what_it_cannot_cache_with_a_warning(tmp_path):
+    """NUMBA_OPT=0 (a user debugging Numba) leaves BLAS helpers' function pointers as
+    dynamic globals, which Numba cannot cache: it says so and the call runs. (Numba's
+    warning raised AttributeError before: srcxform's locator named no file for it.)"""
+    script = tmp_path / "unoptimized.py"
+    script.write_text(_UNOPTIMIZED)
+    env = dict(os.environ, NUMBA_OPT="0", SRCXFORM_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                         text=True, check=True).stdout
+    got = json.loads(out.splitlines()[-1])
+    assert any("Cannot cache" in message for message in got["warnings"]), got["warnings"]
+    a, b = np.eye(3) / 2, np.ones((3, 2))
+    np.testing.assert_allclose(got["value"], np.tanh(a @ b).sum(), rtol=1e-14)
+    np.testing.assert_allclose(got["grad"], (1 - np.tanh(a @ b) ** 2) @ b.T, rtol=1e-14)

@@ -115,6 +115,7 @@ class _Locator(caching._CacheLocator):
     def __init__(self, py_func, folder, stamp):
         self._folder, self._stamp = folder, stamp
         self._lineno = py_func.__code__.co_firstlineno
+        self._py_file = py_func.__code__.co_filename  # where Numba's warnings point
 
     def ensure_cache_path(self):
         """Nothing: cachefiles made the folder (Numba's would test it with a file)."""
