@@ -1,4 +1,5 @@
-"""Assertions the eager tests share, and the second user the cache tests run as."""
+"""Assertions the eager tests share, the second user the cache tests run as, and the quick
+tier's share of long families of cases."""
 
 import os
 import shutil
@@ -6,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import srcxform as tf
 
@@ -52,3 +54,11 @@ def central_difference(fn, x, eps=1e-6):
         step[k] = eps
         grad[k] = (float(fn(x + step)) - float(fn(x - step))) / (2 * eps)
     return grad
+
+
+def quick_first(values, keep=1):
+    """values as pytest params, all but the first `keep` in the slow tier only: for a
+    family of cases each seconds long (a process, or a Numba compile), where the first
+    ones stand for the rest in the quick tier."""
+    return [value if k < keep else pytest.param(value, marks=pytest.mark.slow)
+            for k, value in enumerate(values)]

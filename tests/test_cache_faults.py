@@ -27,19 +27,19 @@ import pytest
 import srcxform as tf
 from cache_scripts import (GRADS, assert_each_named_once, assert_expected, checkout_env,
                            run_json, sealed_file)
-from helpers import AS_NOBODY, CAN_SETPRIV, IS_ROOT, NOBODY
+from helpers import AS_NOBODY, CAN_SETPRIV, IS_ROOT, NOBODY, quick_first
 from srcxform import CacheWarning, numba_adapter
 from srcxform.jit import backend
 from srcxform.numba_adapter import cachefiles
 
 
-CORRUPTIONS = {
-    "empty": lambda data: b"",
-    "truncated": lambda data: data[:len(data) // 2],
-    "garbage": lambda data: random.Random(0).randbytes(len(data)),
+CORRUPTIONS = {  # the first in the quick tier, the rest in the slow one
     # One bit in the middle: what leaves a file that still loads, and computes otherwise.
     "flipped": lambda data: data[:len(data) // 2] + bytes([data[len(data) // 2] ^ 1]) +
     data[len(data) // 2 + 1:],
+    "empty": lambda data: b"",
+    "truncated": lambda data: data[:len(data) // 2],
+    "garbage": lambda data: random.Random(0).randbytes(len(data)),
 }
 
 
@@ -69,7 +69,7 @@ def filled(tmp_path_factory):
 
 @pytest.mark.skipif(not numba_adapter.enabled(), reason="Numba's own cache files are not "
                     "sealed: srcxform seals them with the Numba internals it uses")
-@pytest.mark.parametrize("corruption", CORRUPTIONS)
+@pytest.mark.parametrize("corruption", quick_first(CORRUPTIONS))
 def test_a_damaged_cache_file_is_rebuilt_with_one_warning(filled, corruption):
     script, env, artifacts = filled
     for path, data in artifacts.items():
@@ -317,7 +317,7 @@ def test_numbas_own_files_replaced_by_folders_heal(tmp_path):
                                                        "warnings": []}
 
 
-@pytest.mark.parametrize("content", [[1, 2], {"func_name": "f"}, "text", [None]])
+@pytest.mark.parametrize("content", quick_first([[1, 2], {"func_name": "f"}, "text", [None]]))
 def test_a_sealed_index_entry_of_other_content_is_a_miss_that_heals(filled, content):
     script, env, artifacts = filled
     (entry,) = [path for path in artifacts if path.suffix == ".pkl"]

@@ -262,14 +262,15 @@ def _write_payloads(payloads, how):
 
 @pytest.mark.skipif(not numba_adapter.enabled(), reason="Numba's own cache files are read "
                     "by Numba: srcxform checks them with the Numba internals it uses")
-@pytest.mark.parametrize("how", [
+@pytest.mark.parametrize("how", [  # two of the four in the quick tier
     "writable by others",
-    pytest.param("owned by another user", marks=pytest.mark.skipif(
-        not IS_ROOT, reason="only root can give a file to another user")),
+    pytest.param("owned by another user", marks=[pytest.mark.slow, pytest.mark.skipif(
+        not IS_ROOT, reason="only root can give a file to another user")]),
     pytest.param("written by another user", marks=pytest.mark.skipif(
         not CAN_SETPRIV, reason="needs root and setpriv to run as another user")),
-    pytest.param("planted in a folder open to everyone", marks=pytest.mark.skipif(
-        not CAN_SETPRIV, reason="needs root and setpriv to run as another user")),
+    pytest.param("planted in a folder open to everyone", marks=[pytest.mark.slow,
+                 pytest.mark.skipif(not CAN_SETPRIV,
+                                    reason="needs root and setpriv to run as another user")]),
 ])
 def test_a_planted_payload_with_a_valid_checksum_is_never_loaded(planted, how):
     script, env, markers, payloads = planted

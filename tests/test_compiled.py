@@ -42,14 +42,22 @@ _BY_NAME = {case.name: case for case in CASES}
 assert len(_BY_NAME) == len(CASES) >= 45
 
 
+# Compiled in the slow tier only: seconds of Numba each on a cold cache, and each construct
+# they use is compiled by a lighter case or test in the quick tier too.
+_SLOW = {"tile_transpose_reshape", "activations_and_running_totals", "concat_and_stack",
+         "numpy_shape_functions"}
+
+
 def _params(test, only=lambda case: True):
     params = []
     for case in CASES:
         if not only(case):
             continue
-        marks = ()
+        marks = []
         if test in case.xfail:
-            marks = pytest.mark.xfail(strict=True, reason=case.xfail[test])
+            marks.append(pytest.mark.xfail(strict=True, reason=case.xfail[test]))
+        if test in ("compiled", "interpreted") and case.name in _SLOW:
+            marks.append(pytest.mark.slow)
         params.append(pytest.param(case, id=case.name, marks=marks))
     return params
 

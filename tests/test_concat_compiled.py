@@ -56,6 +56,7 @@ def _stacked(x, w):
 STACKED = tf.differentiable(_stacked, wrt=(0, 1))
 
 
+@pytest.mark.slow  # ten seconds of Numba on a cold cache
 def test_a_stack_of_twenty_two_and_its_gradient_compiled_equal_the_tape():
     x, w = RNG.normal(size=(3, 3)), RNG.normal(size=(3, 3))
     value, grads = STACKED.value_and_grad(x, w)

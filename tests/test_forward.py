@@ -17,6 +17,13 @@ ROWS = [row for name in REGISTRY for row in SAMPLES.get(name, ())]
 DIFF = [pytest.param(r, id=r.id) for r in ROWS if not REGISTRY[r.name].nondiff]
 DIFF += [pytest.param(r, id=f"composite-{r.id}") for r in COMPOSITES]
 NONDIFF = [pytest.param(r, id=r.id) for r in ROWS if REGISTRY[r.name].nondiff]
+# LAPACK's rows, whose generated code calls Numba-compiled helpers (seconds each on a cold
+# cache): their generated JVPs in the slow tier (test_grads runs their generated code in
+# the quick one).
+_LAPACK = {"det", "slogdet", "inv", "solve", "triangular_solve", "cholesky", "eigh", "svd"}
+GENERATED = [pytest.param(*p.values, id=p.id,
+                          marks=pytest.mark.slow if p.values[0].name in _LAPACK else ())
+             for p in DIFF]
 
 
 def _inputs_and_tangents(row):
@@ -102,7 +109,7 @@ def test_nondiff_primitive_has_no_tangent(row):
     assert all(acc.jvp(y) is None for y in tree_flatten(out)[0])
 
 
-@pytest.mark.parametrize("row", DIFF)
+@pytest.mark.parametrize("row", GENERATED)
 def test_generated_jvp_equals_eager(row, monkeypatch):
     """Every row's traced JVP, its generated code run as Python (SRCXFORM_JIT=0: no Numba
     compile), equals the eager JVP; Numba kernels are checked on the forms below."""
