@@ -20,10 +20,13 @@ on the tape regardless.
 
 import math
 
+import numpy as np
+
 from srcxform.passes import structured
 from srcxform.core.aval import Aval
 from srcxform.core.dims import Dim
 from srcxform.core.dtypes import as_dtype
+from srcxform.core.errors import IndexArgumentError
 from srcxform.ops.creation import convert_to_tensor, zeros
 from srcxform.ops.shape import stack
 from srcxform.core.tensor import Value, as_value
@@ -100,7 +103,7 @@ def named_fori_loop(lower, upper, body_fun, init_val, names=None, checkpoint=Non
     a dict of the user's variables)."""
     if any(isinstance(b, (Tracer, Dim)) for b in (lower, upper)):
         return _compiled_fori(lower, upper, body_fun, init_val, checkpoint, names)
-    lower, upper = int(lower), int(upper)
+    lower, upper = _int_bound(lower, "lower"), _int_bound(upper, "upper")
     if CONTEXT.traces and upper - lower > 1 and not structured.UNROLLING.get():
         rolled = _rolled_fori(lower, upper, body_fun, init_val, checkpoint, names)
         if rolled is not None:
@@ -109,6 +112,16 @@ def named_fori_loop(lower, upper, body_fun, init_val, names=None, checkpoint=Non
     for i in range(lower, upper):
         val = body_fun(i, val)
     return val
+
+
+def _int_bound(bound, which):
+    """A fori_loop bound known when tracing, as a Python int; a float one is a TypeError,
+    as in JAX (int() would truncate 2.5 to 2 silently)."""
+    value = np.asarray(bound.numpy() if isinstance(bound, Value) else bound)
+    if value.dtype.kind not in "iu" or value.ndim != 0:
+        raise TypeError(f"fori_loop: the {which} bound must be an integer scalar; got "
+                        f"{bound!r}")
+    return int(bound)
 
 
 def _rolled_fori(lower, upper, body_fun, init_val, checkpoint, names):
@@ -143,6 +156,9 @@ def scan(fn, elems, initializer=None, parallel_iterations=10, back_prop=True,
         return tree_unflatten(elems_def, [leaf[k] for leaf in leaves])
 
     if initializer is None:
+        if not order:
+            raise IndexArgumentError("scan: elems has no elements, and without an "
+                                     "initializer the first element starts the accumulator")
         acc, rest = element(order[0]), order[1:]
         outputs = [acc]
     else:
@@ -150,8 +166,10 @@ def scan(fn, elems, initializer=None, parallel_iterations=10, back_prop=True,
     for k in rest:
         acc = fn(acc, element(k))
         outputs.append(acc)
-    if not outputs:
-        raise ValueError("scan: elems has no elements")
+    if not outputs:  # no elements: the accumulator's leaves stacked zero times (as compiled)
+        flat, acc_def = tree_flatten(initializer)
+        flat = [convert_to_tensor(leaf) for leaf in flat]
+        return tree_unflatten(acc_def, [zeros((0, *leaf.shape), leaf.dtype) for leaf in flat])
     if reverse:
         outputs.reverse()
     flat = [tree_flatten(out)[0] for out in outputs]

@@ -111,3 +111,36 @@ def test_a_traced_predicate_compiles_one_kernel_for_both_branches():
     np.testing.assert_allclose(f.value_and_grad(np.ones(3))[1], 2 * np.ones(3))
     np.testing.assert_allclose(f.value_and_grad(-np.ones(3))[1], np.ones(3))
     assert f.cache_info().kernels == 1
+
+
+def test_scan_over_no_elements_is_empty_eagerly_as_compiled():
+    """tf.scan with an initializer over zero elements: the accumulator stacked zero times
+    (TensorFlow's result), eagerly as compiled; without an initializer, an IndexError
+    naming scan, not a bare one from a list."""
+    def scans(x, init):
+        return tf.scan(lambda a, e: (a[0] + e, a[1] + 1), x,
+                       initializer=(init, tf.cast(init, tf.int32)))
+
+    x, init = np.zeros((0, 3)), np.ones(3)
+    eager = scans(tf.constant(x), tf.constant(init))
+    compiled = tf.differentiable(scans)(x, init)
+    for e, c, dtype in zip(eager, compiled, (np.float64, np.int32)):
+        assert e.shape == np.shape(c) == (0, 3) and e.dtype == np.asarray(c).dtype == dtype
+    with pytest.raises(IndexError, match="scan: elems has no elements"):
+        tf.scan(lambda a, e: a + e, tf.constant(x))
+
+
+@pytest.mark.parametrize("lower, upper", [(0.0, 3), (0, 2.5), (0, np.float32(3)),
+                                          (tf.constant(0.0), 3), (0, np.arange(3))])
+def test_fori_loop_bounds_that_are_not_integer_scalars_raise(lower, upper):
+    """As in JAX: int() would have run 2.5 as 2 silently."""
+    with pytest.raises(TypeError, match="fori_loop: the (lower|upper) bound must be an "
+                                        "integer scalar"):
+        tf.fori_loop(lower, upper, lambda i, v: v + 1, 0)
+    with pytest.raises(TypeError, match="fori_loop"):
+        tf.differentiable(lambda v: tf.fori_loop(lower, upper, lambda i, v: v + 1.0, v))(1.0)
+
+
+def test_fori_loop_takes_integer_scalars_of_any_kind():
+    for bound in (3, np.int32(3), np.uint8(3), tf.constant(3), np.array(3)):
+        assert tf.fori_loop(0, bound, lambda i, v: v + i, 0) == 3

@@ -714,3 +714,14 @@ def test_explain_runs_quietly_under_debug_nans_and_inside_the_tape():
         why = t.explain(y, x)
         assert len(t._records) == records  # explain's VJPs were not recorded
     assert why.kind == "connected"
+
+
+def test_explains_quiet_nan_checks_come_back_as_they_were_when_nested():
+    from srcxform.ad.explain import _quietly
+    from srcxform.core.recording import CONTEXT
+
+    with _quietly():
+        with _quietly():  # a probe inside a probe (a custom gradient explained within)
+            assert CONTEXT.nans_quiet
+        assert CONTEXT.nans_quiet  # reset to False before: the outer probe's NaNs raised
+    assert not CONTEXT.nans_quiet

@@ -221,12 +221,12 @@ def _rank(cut):
 def _quietly():
     """Recorded VJPs run for explain: no tape records them, no NaN check raises in this
     thread, others' go on (a where trap's 0/0 is what is looked for), NumPy says nothing."""
-    recording.CONTEXT.nans_quiet = True
+    was, recording.CONTEXT.nans_quiet = recording.CONTEXT.nans_quiet, True
     try:
         with recording.paused(), np.errstate(all="ignore"):
             yield
     finally:
-        recording.CONTEXT.nans_quiet = False
+        recording.CONTEXT.nans_quiet = was  # as it was: explain may run inside explain
 
 
 class _Graph:
