@@ -1,13 +1,14 @@
 """`srcxform.math`: TensorFlow's tf.math names for srcxform's ops."""
 
 from srcxform.ops import (
-    abs, acos, acosh, add, asin, asinh, atan, atan2, atanh, ceil, cos, cosh, cumsum, divide,
+    abs, acos, acosh, add, add_n, asin, asinh, atan, atan2, atanh, ceil, cos, cosh, cumsum, divide,
     divide_no_nan, equal, exp, expm1, floor, floordiv, greater, greater_equal, is_finite, less,
     less_equal, log, log1p, logical_and, logical_not, logical_or, maximum, minimum, multiply,
     negative, not_equal, pow, reduce_all, reduce_any, reduce_logsumexp, reduce_max,
     reduce_mean, reduce_min, reduce_prod, reduce_sum, round, sigmoid, sign, sin, sinh,
     softplus, sqrt, square, subtract, tan, tanh, truediv,
 )
+from srcxform.ops.elementwise import logical_xor
 from srcxform.ops import mod as floormod
 from srcxform.ops import mod
 from srcxform.ops.cumulative import cumprod
@@ -30,6 +31,7 @@ __all__ = [
     "acos",
     "acosh",
     "add",
+    "add_n",
     "argmax",
     "argmin",
     "asin",
@@ -68,6 +70,7 @@ __all__ = [
     "logical_and",
     "logical_not",
     "logical_or",
+    "logical_xor",
     "maximum",
     "minimum",
     "mod",

@@ -258,3 +258,40 @@ def test_elu_and_selus_gradient_is_finite_where_exp_would_overflow(name, dtype):
     for got in (eager, compiled):
         np.testing.assert_allclose(got[:3], scale, rtol=1e-6)
         assert np.isfinite(got).all()
+
+
+def _add_n_loss(a, b, c):
+    return tf.reduce_sum(tf.add_n([a, b * b, c]) ** 2)
+
+
+def test_add_n_sums_in_order_with_every_input_gradient_eagerly_and_compiled():
+    a, b, c = (np.random.default_rng(k).normal(size=(2, 3)) for k in range(3))
+    total = a + b * b + c
+    assert np.array_equal(tf.math.add_n([tf.constant(a), b * b, c]).numpy(), total)
+    want = (2 * total, 4 * total * b, 2 * total)
+    with tf.GradientTape() as tape:
+        inputs = [tf.constant(x) for x in (a, b, c)]
+        tape.watch(inputs)
+        loss = _add_n_loss(*inputs)
+    for got in (tape.gradient(loss, inputs),
+                tf.differentiable(_add_n_loss, wrt=(0, 1, 2)).grad(a, b, c)):
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g), w, rtol=1e-14)
+    assert np.array_equal(tf.add_n([tf.constant(a)]).numpy(), a)  # one input: itself
+
+
+def test_add_n_takes_no_empty_list_and_does_not_broadcast():
+    with pytest.raises(ValueError, match="add_n: inputs must be a list of at least one"):
+        tf.add_n([])
+    with pytest.raises(ValueError, match=r"add_n: .*float64\[2, 3\], float64\[3\]"):
+        tf.add_n([np.ones((2, 3)), np.ones(3)])
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"float64\[3\], float32\[3\]"):
+        tf.add_n([np.ones(3), tf.ones(3, tf.float32)])
+
+
+def test_logical_xor_is_true_where_exactly_one_is():
+    x, y = np.array([True, True, False, False]), np.array([True, False, True, False])
+    want = [False, True, True, False]
+    assert tf.math.logical_xor(x, y).numpy().tolist() == want
+    compiled = tf.differentiable(lambda x, y: tf.cast(tf.math.logical_xor(x, y), tf.float64))
+    assert np.asarray(compiled(x, y)).tolist() == [float(w) for w in want]

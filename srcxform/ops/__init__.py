@@ -6,7 +6,7 @@ The families are imported in a fixed order, which is the order of REGISTRY.
 import types as _types
 
 from srcxform.ops.elementwise import (  # noqa: F401
-    abs, add, bitwise_and, bitwise_or, bitwise_xor, cast, ceil, clip_by_value, cos, divide,
+    abs, add, add_n, bitwise_and, bitwise_or, bitwise_xor, cast, ceil, clip_by_value, cos, divide,
     divide_no_nan, equal, exp, expm1, floor, floordiv, greater, greater_equal, invert,
     is_finite, less, less_equal, log, log1p, logical_and, logical_not, logical_or, maximum,
     minimum, mod, multiply, negative, not_equal, pow, relu, round, sigmoid, sign, sin,

@@ -10,7 +10,9 @@ import numpy as np
 
 from srcxform.core.aval import Aval
 from srcxform.core.dtypes import promote
-from srcxform.core.errors import DtypeArgumentError, ZeroDivisionArgumentError
+from srcxform.core.errors import (
+    DtypeArgumentError, ShapeArgumentError, ZeroDivisionArgumentError,
+)
 from srcxform.core.primitive import ZERO, elementwise, primitive
 from srcxform.core.tensor import as_value
 
@@ -255,6 +257,22 @@ def add(x, y, name=None):
     return add_p.bind(x, y) if folded is None else folded
 
 
+def add_n(inputs, name=None):
+    """The sum of a list of tensors of one shape and dtype, added in order (tf.math.add_n:
+    no broadcasting, unlike add)."""
+    values = [as_value(x) for x in inputs]
+    if not values:
+        raise ValueError("add_n: inputs must be a list of at least one tensor")
+    kinds = {(v.aval.shape, np.dtype(v.aval.dtype)) for v in values}
+    if len(kinds) > 1:
+        raise ShapeArgumentError("add_n: inputs must have one shape and dtype; got " + ", ".join(
+            f"{np.dtype(v.aval.dtype).name}{list(v.aval.shape)}" for v in values))
+    total = values[0]
+    for v in values[1:]:
+        total = add(total, v)
+    return total
+
+
 def subtract(x, y, name=None):
     """x - y elementwise (tf.math.subtract)."""
     trace = getattr(x, "_trace", None)
@@ -362,6 +380,11 @@ def logical_and(x, y, name=None):
 def logical_or(x, y, name=None):
     """x or y elementwise, on bools (tf.math.logical_or)."""
     return logical_or_p.bind(x, y)
+
+
+def logical_xor(x, y, name=None):
+    """x xor y elementwise, on bools (tf.math.logical_xor: (x or y) and not (x and y))."""
+    return logical_and(logical_or(x, y), logical_not(logical_and(x, y)))
 
 
 def logical_not(x, name=None):
