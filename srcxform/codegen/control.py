@@ -200,14 +200,17 @@ def _fori(low, eqn):
     spares = _in_place(low, body, 1, carry)
     index = low.namer.fresh("it")
     from_zero = lower == "np.int64(0)"
+    put = "arrays.put"
     if eqn.kwargs["reverse"]:
         stop = "-1" if from_zero else f"{lower} - 1"
         low.line(1, f"for {index} in range({upper} - 1, {stop}, -1):")
     elif low.parallel and not n and not _may_raise(eqn.kwargs["body"]):
         # Trips that share nothing (vmap's lanes: no carry, each writes its own rows) run
-        # on Numba's threads; a prange drops an exception, so only a body that cannot raise.
+        # on Numba's threads; a prange drops an exception, so only a body that cannot raise,
+        # whose rows are written by a put that cannot either (Numba runs a prange with a
+        # raise in it serially).
         low.line(1, f"for {index} in prange({lower}, {upper}):")
-        low.used_prange = True
+        low.used_prange, put = True, "arrays.put_lane"
     else:
         low.line(1, f"for {index} in range({lower}, {upper}):")
     row = index if from_zero else f"({index} - {lower})"
@@ -217,7 +220,7 @@ def _fori(low, eqn):
     outs = region(low, eqn.kwargs["body"],
                   [index] + carry + [f"{x}[{row}]" for x in xs] + captures, 2, body)
     for c, y in ys:  # before the swap, which rebinds the spare buffers' names
-        low.line(2, f"arrays.put({y}, {row}, {outs[c]})")
+        low.line(2, f"{put}({y}, {row}, {outs[c]})")
     _swap(low, 2, carry, outs[:n], spares)
 
 

@@ -99,10 +99,30 @@ def put(stack, row, value):
     stack[row] = value
 
 
+def put_lane(stack, row, value):
+    """put in a prange's lane: without put's test of the shapes, as a raise in a prange
+    makes Numba run it serially (the trace made the shapes equal)."""
+    stack[row] = value
+
+
 @overload(put, inline="always")
 def _put(stack, row, value):
     # Compiled, an array is copied element by element: Numba's own assignment of an array
     # to a slice compiles a formatted error message, seconds in every new process.
+    if not isinstance(value, types.Array) or value.ndim == 0:
+        return _put_lane(stack, row, value)
+
+    def copy(stack, row, value):
+        view = stack[row]
+        if view.shape != value.shape:
+            raise ValueError("arrays.put: the row and the value differ in shape")
+        _copy(view, value)
+
+    return copy
+
+
+@overload(put_lane, inline="always")
+def _put_lane(stack, row, value):
     if not isinstance(value, types.Array):
         def assign(stack, row, value):
             stack[row] = value
@@ -115,13 +135,22 @@ def _put(stack, row, value):
         return assign_element
 
     def copy(stack, row, value):
-        view = stack[row]
-        if view.shape != value.shape:
-            raise ValueError("arrays.put: the row and the value differ in shape")
+        _copy(stack[row], value)
+
+    return copy
+
+
+def _copy(view, value):
+    view[...] = value
+
+
+@overload(_copy, inline="always")
+def _copy_elements(view, value):
+    def impl(view, value):
         for index in np.ndindex(value.shape):
             view[index] = value[index]
 
-    return copy
+    return impl
 
 
 @helper
