@@ -21,6 +21,15 @@ def assert_tensor_equal(t, expected, dtype=None):
         assert t.dtype == dtype
 
 
+def tape_gradient(f, x):
+    """The eager tape's gradient of f at x (a constant made of it, watched)."""
+    x = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    return tape.gradient(y, x)
+
+
 def value_and_two_orders(f, x, upstream=None):
     """f(x), its gradient (weighted by upstream) and the gradient of that gradient, through
     nested tapes."""

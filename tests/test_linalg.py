@@ -9,7 +9,7 @@ and second order, eager and compiled.
 
 import numpy as np
 import pytest
-from helpers import quick_first
+from helpers import quick_first, tape_gradient
 
 import srcxform as tf
 from srcxform.testing import check_grads
@@ -110,14 +110,6 @@ TENSORFLOW = {
 }
 
 
-def _grad(f, x):
-    x = tf.constant(x)
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = f(x)
-    return tape.gradient(y, x)
-
-
 def _ramp(t):
     """Fixed weights that are not a linear ramp (whose weighted sum of an orthogonal
     matrix's squares would be constant)."""
@@ -139,30 +131,30 @@ def _full_svd_loss(x):
 
 OURS = {
     "det": lambda: tf.linalg.det(A),
-    "det_grad": lambda: _grad(tf.linalg.det, A),
-    "logdet_grad": lambda: _grad(lambda x: tf.linalg.slogdet(x)[1], A),
+    "det_grad": lambda: tape_gradient(tf.linalg.det, A),
+    "logdet_grad": lambda: tape_gradient(lambda x: tf.linalg.slogdet(x)[1], A),
     "slogdet": lambda: tf.stack(tf.linalg.slogdet(A)),
     "inv": lambda: tf.linalg.inv(A),
-    "inv_grad": lambda: _grad(lambda x: tf.reduce_sum(tf.linalg.inv(x) * W), A),
+    "inv_grad": lambda: tape_gradient(lambda x: tf.reduce_sum(tf.linalg.inv(x) * W), A),
     "solve": lambda: tf.linalg.solve(A, B),
     "solve_adjoint": lambda: tf.linalg.solve(A, B, adjoint=True),
-    "solve_grad": lambda: _grad(lambda x: tf.reduce_sum(tf.linalg.solve(x, B) ** 2), A),
+    "solve_grad": lambda: tape_gradient(lambda x: tf.reduce_sum(tf.linalg.solve(x, B) ** 2), A),
     "chol": lambda: tf.linalg.cholesky(S),
-    "chol_grad": lambda: _grad(lambda x: tf.reduce_sum(tf.linalg.cholesky(x) * W), S),
+    "chol_grad": lambda: tape_gradient(lambda x: tf.reduce_sum(tf.linalg.cholesky(x) * W), S),
     "tri": lambda: tf.linalg.triangular_solve(A, B, lower=True),
     "tri_upper_adj": lambda: tf.linalg.triangular_solve(A, B, lower=False, adjoint=True),
-    "tri_grad": lambda: _grad(lambda x: tf.reduce_sum(tf.linalg.triangular_solve(x, B) * B), A),
+    "tri_grad": lambda: tape_gradient(lambda x: tf.reduce_sum(tf.linalg.triangular_solve(x, B) * B), A),
     "eigh_values": lambda: tf.linalg.eigh(S)[0],
-    "eigh_values_grad": lambda: _grad(
+    "eigh_values_grad": lambda: tape_gradient(
         lambda x: tf.reduce_sum(tf.linalg.eigh(x)[0] * [1.0, 2.0, 3.0]), S),
-    "eigh_vectors_grad": lambda: _grad(lambda x: tf.reduce_sum(tf.linalg.eigh(x)[1] ** 2 * W), S),
+    "eigh_vectors_grad": lambda: tape_gradient(lambda x: tf.reduce_sum(tf.linalg.eigh(x)[1] ** 2 * W), S),
     "svd_s": lambda: tf.linalg.svd(M)[0],
-    "svd_s_grad": lambda: _grad(lambda x: tf.reduce_sum(tf.linalg.svd(x)[0] * [1.0, 2.0, 3.0]),
+    "svd_s_grad": lambda: tape_gradient(lambda x: tf.reduce_sum(tf.linalg.svd(x)[0] * [1.0, 2.0, 3.0]),
                                 M),
-    "svd_uv_grad": lambda: _grad(_singular_vectors_loss, M),
-    "svd_uv_grad_tall": lambda: _grad(_singular_vectors_loss, M.T.copy()),
-    "svd_full_grad": lambda: _grad(_full_svd_loss, M),
-    "svd_full_grad_tall": lambda: _grad(_full_svd_loss, M.T.copy()),
+    "svd_uv_grad": lambda: tape_gradient(_singular_vectors_loss, M),
+    "svd_uv_grad_tall": lambda: tape_gradient(_singular_vectors_loss, M.T.copy()),
+    "svd_full_grad": lambda: tape_gradient(_full_svd_loss, M),
+    "svd_full_grad_tall": lambda: tape_gradient(_full_svd_loss, M.T.copy()),
     "norm_euclidean_all": lambda: tf.norm(M),
     "norm_1_all": lambda: tf.norm(M, ord=1),
     "norm_inf_all": lambda: tf.norm(M, ord=np.inf),
@@ -171,7 +163,7 @@ OURS = {
     "norm_1_matrix": lambda: tf.norm(M, ord=1, axis=(0, 1)),
     "norm_2_matrix": lambda: tf.norm(M, ord=2, axis=(0, 1)),
     "norm_inf_matrix": lambda: tf.norm(M, ord=np.inf, axis=(0, 1)),
-    "norm2_grad": lambda: _grad(lambda x: tf.norm(x, ord=2, axis=(0, 1)), M),
+    "norm2_grad": lambda: tape_gradient(lambda x: tf.norm(x, ord=2, axis=(0, 1)), M),
     "einsum": lambda: tf.einsum("ij,jk->ik", A, B),
     "trace": lambda: tf.linalg.trace(M),
     "tensordot": lambda: tf.tensordot(M, M, axes=[[0], [0]]),
@@ -425,7 +417,7 @@ def test_bad_shapes_and_dtypes_raise_clearly():
     with pytest.raises(TypeError, match="float32 or float64"):
         tf.linalg.det(np.eye(3, dtype=np.int32))
     with pytest.raises(NotImplementedError, match=r"full_matrices=True .* at most 1"):
-        _grad(lambda x: tf.linalg.svd(x, full_matrices=True)[2], np.ones((2, 4)) + np.eye(2, 4))
+        tape_gradient(lambda x: tf.linalg.svd(x, full_matrices=True)[2], np.ones((2, 4)) + np.eye(2, 4))
     with pytest.raises(ValueError, match="matrix norm"):
         tf.norm(M, ord="nuc", axis=(0, 1))
     with pytest.raises(ValueError, match="vector norm"):

@@ -9,6 +9,7 @@ import threading
 
 import numpy as np
 import pytest
+from helpers import tape_gradient
 
 import srcxform as tf
 
@@ -57,14 +58,6 @@ def _held_at_first_gradient_call(make_nan=False):
     return f, entered, release
 
 
-def _gradient_of(f, value):
-    x = tf.constant(value)
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = f(x)
-    return tape.gradient(y, x)
-
-
 def _explain_of(f):
     x = tf.constant(2.0)
     with tf.GradientTape() as tape:
@@ -87,7 +80,7 @@ def _overflowing_sum_gradient():
 def test_a_gradient_raises_at_once_while_another_thread_holds_a_vjp():
     f, entered, release = _held_at_first_gradient_call()
     with tf.debug_nans(True):
-        join = _in_thread(lambda: _gradient_of(f, 2.0))
+        join = _in_thread(lambda: tape_gradient(f, 2.0))
         try:
             assert entered.wait(WAIT)
             with pytest.raises(FloatingPointError, match="add made an inf in the gradient "
@@ -103,11 +96,11 @@ def test_a_gradient_raises_at_once_while_another_thread_holds_a_vjp():
 def test_an_error_held_in_one_thread_outlives_another_threads_reverse_walk():
     f, entered, release = _held_at_first_gradient_call(make_nan=True)
     with tf.debug_nans(True):
-        join = _in_thread(lambda: _gradient_of(f, 2.0))
+        join = _in_thread(lambda: tape_gradient(f, 2.0))
         try:
             assert entered.wait(WAIT)
             # A whole reverse walk here, its VJPs held and judged, while the other's runs.
-            assert _gradient_of(lambda x: x * x, 3.0).numpy() == 6.0
+            assert tape_gradient(lambda x: x * x, 3.0).numpy() == 6.0
         finally:
             release.set()
         with pytest.raises(FloatingPointError, match="made a NaN in the gradient "
