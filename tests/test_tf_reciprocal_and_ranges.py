@@ -282,3 +282,36 @@ def test_a_tf_range_index_is_int32_and_indexes_beside_ints(monkeypatch):
     value, grad = tf.differentiable(_indexed_by_a_traced_row, wait=True).value_and_grad(x)
     assert float(value) == want
     np.testing.assert_array_equal(grad, np.stack([0 * rows, rows * rows.sum()], axis=1))
+
+
+@pytest.mark.parametrize("num", [0, 1, 2, 3, 7])
+def test_linspace_values_are_numpys_in_float64_with_float32_arithmetic_in_float32(num):
+    got = tf.linspace(tf.constant([0.1, 1.0], tf.float64), [1.0, 5.0], num, axis=-1)
+    want = np.linspace([0.1, 1.0], [1.0, 5.0], num, axis=-1)
+    assert got.dtype == tf.float64 and got.shape == want.shape
+    np.testing.assert_array_equal(got.numpy(), want)
+    single = tf.linspace(0.3, 2.9, num)  # float32, computed in float32 as TensorFlow does
+    assert single.dtype == tf.float32
+    np.testing.assert_allclose(single.numpy(), np.linspace(0.3, 2.9, num), rtol=2e-7)
+    assert tf.linspace(1, 4, num).dtype == tf.float64  # integer ends: TensorFlow's truediv
+
+
+def _weighted_linspace(start, stop):
+    return tf.reduce_sum(tf.linspace(start, stop, 5) * np.arange(5.0))
+
+
+def test_linspace_gradients_reach_both_ends_eagerly_and_compiled():
+    """As TensorFlow's (a composite of ops): d/dstart sum(w_i (start + i/4 (stop -
+    start))) = sum(w_i (1 - i/4)), d/dstop = sum(w_i i/4); compiled with traced ends (a
+    raw AttributeError before)."""
+    want = (np.sum(np.arange(5.0) * (1 - np.arange(5) / 4)), np.sum(np.arange(5.0) ** 2 / 4))
+    start, stop = tf.Variable(0.5, dtype=tf.float64), tf.Variable(2.0, dtype=tf.float64)
+    with tf.GradientTape() as tape:
+        value = _weighted_linspace(start, stop)
+    np.testing.assert_allclose([g.numpy() for g in tape.gradient(value, [start, stop])], want)
+    compiled = tf.differentiable(_weighted_linspace, wrt=(0, 1))
+    got_value, got = compiled.value_and_grad(0.5, 2.0)
+    np.testing.assert_allclose(got_value, value.numpy(), rtol=1e-15)
+    np.testing.assert_allclose(got, want, rtol=1e-15)
+    with pytest.raises(ValueError, match="linspace: num must be 0 or more"):
+        tf.linspace(0.0, 1.0, -1)

@@ -1,10 +1,13 @@
-"""Creating values: constant, zeros, ones, fill, range, linspace, eye (no gradient), and
-packing nested lists that hold tensors (which keeps their gradients).
+"""Creating values: constant, zeros, ones, fill, range, eye (no gradient), linspace (with
+gradients to its ends, as TensorFlow's), and packing nested lists that hold tensors
+(which keeps their gradients).
 
 `ones_like`/`zeros_like`/`fill` of a traced value broadcast a scalar, and a packed list
 of traced values is their stack, so those stay traced; everything else makes a Tensor
 directly.
 """
+
+import builtins
 
 import numpy as np
 
@@ -139,12 +142,30 @@ def range(start, limit=None, delta=1, dtype=None, name=None):
 
 
 def linspace(start, stop, num, name=None, axis=0):
-    """num evenly spaced values from start to stop inclusive (tf.linspace); integer ends
-    give float64, as TensorFlow's (which divides them with truediv)."""
+    """num evenly spaced values from start to stop inclusive, along a new `axis` where the
+    ends are arrays (tf.linspace): start + i * (stop - start) / (num - 1) in the ends'
+    dtype, as TensorFlow computes it (NumPy's float32 linspace computes in float64), the
+    ends exactly start and stop; composed of ops, so gradients reach both ends as
+    TensorFlow's do. Integer ends give float64, as TensorFlow's (which divides them with
+    truediv); num must be known when tracing."""
+    from srcxform.ops.shape import concat, expand_dims
+
     lo, hi = as_value(start, "linspace"), as_value(stop, "linspace")
-    dtype = _result_dtype([lo, hi])
+    traced = lo._trace is not None or hi._trace is not None
+    dtype = np.dtype(promote([lo.aval, hi.aval])[0] if traced else _result_dtype([lo, hi]))
     dtype = dtype if dtype.kind == "f" else np.dtype(np.float64)
-    return Tensor._new(np.linspace(lo._array, hi._array, int(num), dtype=dtype, axis=axis))
+    num = int(num)
+    if num < 0:
+        raise ValueError(f"linspace: num must be 0 or more; got {num}")
+    shape = np.broadcast_shapes(lo.aval.shape, hi.aval.shape)
+    axis = axis + len(shape) + 1 if axis < 0 else axis
+    lo, hi = (expand_dims(broadcast_to(cast(v, dtype), shape), axis) for v in (lo, hi))
+    if num < 2:
+        return lo if num == 1 else zeros(shape[:axis] + (0,) + shape[axis:], dtype)
+    steps = np.arange(1, num - 1, dtype=dtype).reshape(
+        [-1 if d == axis else 1 for d in builtins.range(len(shape) + 1)])
+    inner = lo + (hi - lo) / (num - 1) * steps
+    return concat([lo, inner, hi], axis)
 
 
 def eye(num_rows, num_columns=None, batch_shape=None, dtype=float32, name=None):
