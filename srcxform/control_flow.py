@@ -117,6 +117,8 @@ def named_fori_loop(lower, upper, body_fun, init_val, names=None, checkpoint=Non
 def _int_bound(bound, which):
     """A fori_loop bound known when tracing, as a Python int; a float one is a TypeError,
     as in JAX (int() would truncate 2.5 to 2 silently)."""
+    if isinstance(bound, int) and not isinstance(bound, bool):
+        return bound  # a Python int of any size: the loop is Python's
     value = np.asarray(bound.numpy() if isinstance(bound, Value) else bound)
     if value.dtype.kind not in "iu" or value.ndim != 0:
         raise TypeError(f"fori_loop: the {which} bound must be an integer scalar; got "
@@ -147,18 +149,18 @@ def scan(fn, elems, initializer=None, parallel_iterations=10, back_prop=True,
     checkpoint = structured.checked_checkpoint(checkpoint, "scan")
     leaves, elems_def = tree_flatten(elems)
     leaves = [convert_to_tensor(leaf) for leaf in leaves]
+    length = _row_count(leaves, elems, "scan")
+    if initializer is None and length == 0:
+        raise IndexArgumentError("scan: elems has no elements, and without an initializer "
+                                 "the first element starts the accumulator")
     if any(isinstance(leaf, Tracer) for leaf in leaves):
         return _compiled_scan(fn, leaves, elems_def, initializer, reverse, checkpoint)
-    length = leaves[0].shape[0]
     order = list(range(length))[::-1] if reverse else list(range(length))
 
     def element(k):
         return tree_unflatten(elems_def, [leaf[k] for leaf in leaves])
 
     if initializer is None:
-        if not order:
-            raise IndexArgumentError("scan: elems has no elements, and without an "
-                                     "initializer the first element starts the accumulator")
         acc, rest = element(order[0]), order[1:]
         outputs = [acc]
     else:
@@ -187,13 +189,7 @@ def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True,
     signature = fn_output_signature if fn_output_signature is not None else dtype
     leaves, elems_def = tree_flatten(elems)
     leaves = [convert_to_tensor(leaf) for leaf in leaves]
-    if not leaves or any(leaf.ndim == 0 for leaf in leaves):
-        raise ValueError("map_fn: elems must be tensors of rank 1 or more, whose rows fn "
-                         f"maps; got {_kind(elems)}")
-    length = leaves[0].shape[0]
-    if any(leaf.shape[0] != length for leaf in leaves):
-        raise ValueError(f"map_fn: the elems have different numbers of rows: "
-                         f"{[leaf.shape[0] for leaf in leaves]}")
+    length = _row_count(leaves, elems, "map_fn")
     if any(isinstance(leaf, Tracer) for leaf in leaves):
         outs, out_def = _compiled_map(fn, leaves, elems_def, length)
     elif length == 0:  # TensorFlow's empty result: a vector per leaf of the signature
@@ -340,7 +336,9 @@ def _compiled_scan(fn, leaves, elems_def, initializer, reverse, checkpoint):
         acc = initializer
     acc_leaves, acc_def = _flat(acc, "scan: initializer")
     length = leaves[0].shape[0]
-    stacked = [Aval((length,) + tuple(a.shape), a.dtype) for a in acc_leaves]
+
+    def stacked(rows):  # the accumulators' rows, as the body gives them
+        return [Aval((length,) + tuple(r.shape), r.dtype) for r in rows]
 
     def body(i, carries, rows):
         new = fn(tree_unflatten(acc_def, carries), tree_unflatten(elems_def, rows))
@@ -357,6 +355,20 @@ def _compiled_scan(fn, leaves, elems_def, initializer, reverse, checkpoint):
     if reverse:
         outs = [y[::-1] for y in outs]
     return tree_unflatten(acc_def, outs)
+
+
+def _row_count(leaves, elems, op):
+    """The number of rows elems' leaves share (their first axis; compared with guards where
+    traced, so a kernel is reused only for leaves of one length); ValueError for a leaf of
+    rank 0 or leaves of different lengths (a compiled loop would read past the shorter)."""
+    if not leaves or any(leaf.ndim == 0 for leaf in leaves):
+        raise ValueError(f"{op}: elems must be tensors of rank 1 or more, whose rows fn "
+                         f"takes; got {_kind(elems)}")
+    length = leaves[0].shape[0]
+    if any(leaf.shape[0] != length for leaf in leaves):
+        raise ValueError(f"{op}: the elems have different numbers of rows: "
+                         f"{[leaf.shape[0] for leaf in leaves]}")
+    return length
 
 
 def _truth(pred, op):

@@ -210,6 +210,13 @@ def counts_from_an_int(x, n):
     return total
 
 
+def counts_from_an_int_tensor(x, n):
+    total = tf.zeros((), tf.int64)
+    for i in range(n):
+        total += tf.reduce_sum(x)
+    return total
+
+
 def carries_a_list(x):
     acc = []
     while tf.reduce_sum(x) < 10.0:
@@ -458,11 +465,19 @@ def test_break_continue_return_on_a_traced_condition_raise_at_their_line(fn, arg
 
 def test_a_loop_variable_changing_dtype_is_named_as_the_user_wrote_it():
     with pytest.raises(tf.TracingError) as err:
-        tf.differentiable(counts_from_an_int)(np.ones(2), np.int64(3))
+        tf.differentiable(counts_from_an_int_tensor)(np.ones(2), np.int64(3))
     message = str(err.value)
-    assert "the body changes loop variable 'total' from i64[]~ to f64[]" in message
-    line = _line(counts_from_an_int, "for i")
+    assert "the body changes loop variable 'total' from i64[] to f64[]" in message
+    line = _line(counts_from_an_int_tensor, "for i")
     assert f"at test_autograph.py:{line}: for i in range(n):" in message
+
+
+def test_a_loop_variable_from_a_python_number_takes_the_dtype_the_body_gives():
+    """As eagerly (total = 0, then a float64 added): the loop starts from 0.0."""
+    compiled = tf.differentiable(counts_from_an_int)(np.ones(2), np.int64(3))
+    eager = counts_from_an_int(tf.constant(np.ones(2)), 3)
+    assert np.asarray(compiled).dtype == eager.dtype == np.float64
+    assert float(compiled) == eager.numpy() == 6.0
 
 
 def test_autograph_off_traces_the_function_as_written():

@@ -131,7 +131,8 @@ def test_scan_over_no_elements_is_empty_eagerly_as_compiled():
 
 
 @pytest.mark.parametrize("lower, upper", [(0.0, 3), (0, 2.5), (0, np.float32(3)),
-                                          (tf.constant(0.0), 3), (0, np.arange(3))])
+                                          (tf.constant(0.0), 3), (0, np.arange(3)),
+                                          (True, 3)])
 def test_fori_loop_bounds_that_are_not_integer_scalars_raise(lower, upper):
     """As in JAX: int() would have run 2.5 as 2 silently."""
     with pytest.raises(TypeError, match="fori_loop: the (lower|upper) bound must be an "
@@ -144,3 +145,45 @@ def test_fori_loop_bounds_that_are_not_integer_scalars_raise(lower, upper):
 def test_fori_loop_takes_integer_scalars_of_any_kind():
     for bound in (3, np.int32(3), np.uint8(3), tf.constant(3), np.array(3)):
         assert tf.fori_loop(0, bound, lambda i, v: v + i, 0) == 3
+    assert tf.fori_loop(10**30, 10**30 + 2, lambda i, v: v + 1, 0) == 2  # Python's ints
+    with pytest.raises(TypeError, match=r"fori_loop: a bound must be an integer scalar, got "
+                                        r"i64\[1\]"):  # a traced bound of rank 1
+        tf.differentiable(lambda x, n: tf.fori_loop(0, n, lambda i, c: c * x, x))(
+            np.ones(2), np.array([3]))
+
+
+def _dot_scan(x, y):
+    return tf.scan(lambda a, e: a + e[0] * e[1], (x, y), initializer=tf.constant(0.0, tf.float64))
+
+
+def test_scan_of_elems_of_different_lengths_raises_eagerly_and_compiled():
+    """Compiled, the loop read past the shorter elems (garbage, silently) before."""
+    compiled = tf.differentiable(_dot_scan)
+    np.testing.assert_array_equal(compiled(np.array([1.0, 2, 3]), np.array([1.0, 2, 4])),
+                                  [1.0, 5.0, 17.0])
+    for x, y in [(np.array([1.0, 2, 3]), np.array([1.0, 2])), (np.ones(5), np.ones(1))]:
+        for call in (compiled, lambda x, y: _dot_scan(tf.constant(x), tf.constant(y))):
+            with pytest.raises(ValueError, match="scan: the elems have different numbers "
+                                                 "of rows"):
+                call(x, y)
+    with pytest.raises(IndexError, match="scan: elems has no elements"):
+        tf.differentiable(lambda x: tf.scan(lambda a, e: a + e, x))(np.zeros((0, 2)))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_python_number_carry_takes_the_dtype_the_body_gives_compiled_as_eagerly(dtype):
+    """scan and fori_loop from a Python float over float32 or float64 values: eagerly the
+    accumulator takes their dtype; compiled it came out float32 for float64 values, or
+    the trace raised for float32 ones."""
+    x = np.array([0.1, 0.2, 0.3], dtype)
+
+    def running(x):
+        scanned = tf.scan(lambda a, e: a + e, x, initializer=1.0)
+        looped = tf.fori_loop(0, tf.shape(x)[0], lambda i, c: c + x[i], 0.0)
+        return scanned, looped
+
+    eager = running(tf.constant(x))
+    compiled = tf.differentiable(running)(x)
+    for e, c in zip(eager, compiled):
+        assert e.dtype == dtype and np.asarray(c).dtype == dtype
+        np.testing.assert_array_equal(np.asarray(c), e.numpy())

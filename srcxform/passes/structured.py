@@ -331,6 +331,20 @@ def _same_shape(a, b):
     return len(a) == len(b) and all(x == y for x, y in zip(a, b))
 
 
+def _weak_promoted(inits, avals, outs):
+    """The loop variables, each that starts weak (a Python number) and that the body makes
+    a strong value of its shape cast to the body's dtype, as eagerly (and by JAX's rule
+    for weak carries); None where there is none."""
+    from srcxform.ops import cast
+
+    promoted, changed = list(inits), False
+    for k, (before, out) in enumerate(zip(avals, outs)):
+        after = as_value(out).aval
+        if before.weak and not after.weak and _same_shape(before.shape, after.shape):
+            promoted[k], changed = cast(inits[k], after.dtype), True
+    return promoted if changed else None
+
+
 def check_carries(op, names, before, after):
     """TracingError naming the first loop-carried value whose shape or dtype the body
     changes."""
@@ -379,6 +393,10 @@ def fori_loop(lower, upper, body_fn, inits, names, xs=(), y_avals=(), checkpoint
                              row_avals, ["i"] + names + [f"row{k}" for k in range(m)])
     if static and not sub.reads_traced and not any(isinstance(v, Tracer) for v in inits):
         return None
+    promoted = _weak_promoted(inits, avals, outs[:n])
+    if promoted is not None:  # traced again from inits of the dtypes the body gives
+        return fori_loop(lower, upper, body_fn, promoted, names, xs, y_avals, checkpoint,
+                         static)
     check_carries("fori_loop", names, avals, outs[:n])
     if callable(y_avals):
         y_avals = y_avals([as_value(row).aval for row in outs[n:]])
@@ -390,8 +408,9 @@ def fori_loop(lower, upper, body_fn, inits, names, xs=(), y_avals=(), checkpoint
 
 def _as_index(bound):
     value = as_value(bound)
-    if value.dtype.kind not in "iu":
-        raise TypeError(f"fori_loop: a bound must be an integer, got {value.dtype.name}")
+    if value.dtype.kind not in "iu" or value.aval.ndim != 0:
+        raise TypeError(f"fori_loop: a bound must be an integer scalar, got "
+                        f"{value.aval.short()}")
     if value.aval.dtype != np.int64:  # a Python int is held as int64 and stays weak
         from srcxform.ops import cast
 
