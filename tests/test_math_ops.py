@@ -295,3 +295,13 @@ def test_logical_xor_is_true_where_exactly_one_is():
     assert tf.math.logical_xor(x, y).numpy().tolist() == want
     compiled = tf.differentiable(lambda x, y: tf.cast(tf.math.logical_xor(x, y), tf.float64))
     assert np.asarray(compiled(x, y)).tolist() == [float(w) for w in want]
+
+
+def test_add_n_takes_python_numbers_as_add_does_and_only_lists():
+    assert tf.add_n([tf.constant(1.0), 2.0]).dtype == tf.float32  # 2.0 takes float32
+    assert tf.add_n([tf.constant(1.0, tf.float64), 2]).numpy() == 3.0
+    for bad in (None, tf.ones((2, 3))):  # a tensor's rows are not a list of tensors
+        with pytest.raises(ValueError, match="add_n: inputs must be a list"):
+            tf.add_n(bad)
+    with pytest.raises(TypeError, match=r"logical_xor\(i64\[2\], i64\[2\]\): expects bool"):
+        tf.math.logical_xor(np.array([1, 2]), np.array([1, 0]))

@@ -110,9 +110,10 @@ _UNOPTIMIZED = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_numba_unoptimized_compiles_what_it_cannot_cache_with_a_warning(tmp_path):
-    """NUMBA_OPT=0 (a user debugging Numba) leaves BLAS helpers' function pointers as
-    dynamic globals, which Numba cannot cache: it says so and the call runs. (Numba's
-    warning raised AttributeError before: srcxform's locator named no file for it.)"""
+    """NUMBA_OPT=0 (a user debugging Numba) leaves function pointers in the compiled code
+    as dynamic globals, which Numba cannot cache (kernels and helpers alike, so every
+    process compiles them again): it says so and the call runs. (Numba's warning raised
+    AttributeError before: srcxform's locator named no file for it.)"""
     script = tmp_path / "unoptimized.py"
     script.write_text(_UNOPTIMIZED)
     env = dict(os.environ, NUMBA_OPT="0", SRCXFORM_CACHE_DIR=str(tmp_path / "cache"),

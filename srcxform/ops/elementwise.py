@@ -259,10 +259,15 @@ def add(x, y, name=None):
 
 def add_n(inputs, name=None):
     """The sum of a list of tensors of one shape and dtype, added in order (tf.math.add_n:
-    no broadcasting, unlike add)."""
+    no broadcasting, unlike add). Python numbers among them take the tensors' dtype, as
+    add's do."""
+    if not isinstance(inputs, (list, tuple)) or not inputs:
+        raise ValueError(f"add_n: inputs must be a list of at least one tensor; got "
+                         f"{type(inputs).__name__}")
     values = [as_value(x) for x in inputs]
-    if not values:
-        raise ValueError("add_n: inputs must be a list of at least one tensor")
+    strong = {np.dtype(v.aval.dtype) for v in values if not v.aval.weak}
+    if len(strong) == 1:
+        values = [cast(v, *strong) if v.aval.weak else v for v in values]
     kinds = {(v.aval.shape, np.dtype(v.aval.dtype)) for v in values}
     if len(kinds) > 1:
         raise ShapeArgumentError("add_n: inputs must have one shape and dtype; got " + ", ".join(
@@ -384,6 +389,10 @@ def logical_or(x, y, name=None):
 
 def logical_xor(x, y, name=None):
     """x xor y elementwise, on bools (tf.math.logical_xor: (x or y) and not (x and y))."""
+    x, y = as_value(x), as_value(y)
+    if x.aval.dtype != np.bool_ or y.aval.dtype != np.bool_:
+        raise DtypeArgumentError(f"logical_xor({x.aval.short()}, {y.aval.short()}): expects "
+                                 "bool inputs")
     return logical_and(logical_or(x, y), logical_not(logical_and(x, y)))
 
 
