@@ -89,10 +89,9 @@ def check(prim, values, arrays, params, out):
     """After an eager op made `out` from `values` (their arrays as the op met them): raises
     FloatingPointError if it made a NaN or an inf, else marks `out` tainted where it lost
     one or read a tainted value (the module's rule)."""
-    context = recording.CONTEXT  # this thread's (a threading.local: looked up once)
-    if context.nans_quiet:  # explain's probe runs in this thread
+    if recording.CONTEXT.nans_quiet:  # explain's probe runs in this thread
         return
-    held = context.held
+    held = recording.CONTEXT.held
     inherited = held and [held[v._id] for v in values if getattr(v, "_id", None) in held]
     if inherited:  # its NaN or inf is the held one's
         held[out._id] = min(inherited)

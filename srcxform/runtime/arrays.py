@@ -113,10 +113,9 @@ def _put(stack, row, value):
         return _put_lane(stack, row, value)
 
     def copy(stack, row, value):
-        view = stack[row]
-        if view.shape != value.shape:
+        if stack[row].shape != value.shape:
             raise ValueError("arrays.put: the row and the value differ in shape")
-        _copy(view, value)
+        put_lane(stack, row, value)
 
     return copy
 
@@ -135,22 +134,11 @@ def _put_lane(stack, row, value):
         return assign_element
 
     def copy(stack, row, value):
-        _copy(stack[row], value)
-
-    return copy
-
-
-def _copy(view, value):
-    view[...] = value
-
-
-@overload(_copy, inline="always")
-def _copy_elements(view, value):
-    def impl(view, value):
+        view = stack[row]
         for index in np.ndindex(value.shape):
             view[index] = value[index]
 
-    return impl
+    return copy
 
 
 @helper
