@@ -174,6 +174,8 @@ def test_a_worker_that_dies_leaves_the_kernel_to_this_process():
     try:
         np.testing.assert_allclose(f.grad(x), np.exp(x), rtol=1e-15)
         job = the_job(f)
+        # sent to this worker before it dies: sent after, it would go to a new worker
+        assert job.sent.wait(TIMEOUT)
     finally:
         worker.process.kill()
     assert job.wait(TIMEOUT) and "exited" in job.lost
