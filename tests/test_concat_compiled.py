@@ -1,12 +1,13 @@
 """Compiled concat and stack (srcxform.runtime.arrays.concatenate: one loop over a tuple of
-arrays of one type, whatever their number; np.concatenate for a tuple of mixed types)
-give NumPy's values, and their gradients the tape's."""
+arrays of one dtype and rank, whatever their number and layouts; np.concatenate for mixed
+dtypes) give NumPy's values, and their gradients the tape's."""
 
 import numpy as np
 import pytest
 from numba import njit
 
 import srcxform as tf
+from srcxform import numba_adapter
 from srcxform.runtime import arrays
 
 RNG = np.random.default_rng(5)
@@ -43,8 +44,30 @@ def test_views_of_other_layouts_are_copied_in_order():
     base = RNG.normal(size=(4, 6))
     xs = (base[::2], base[1::2])  # strided views: one type, not contiguous
     np.testing.assert_array_equal(_concat(xs, 0), np.concatenate(xs, 0))
-    mixed = (base[:2], base.T[:2])  # C and F layouts: a tuple of two types, NumPy's path
+    mixed = (base[:2], base.T[:2], base[:2, ::-1])  # C, F and strided layouts
     np.testing.assert_array_equal(_concat(mixed, 1), np.concatenate(mixed, 1))
+    base.flags.writeable = False
+    np.testing.assert_array_equal(_concat((base, base[::-1]), 0),
+                                  np.concatenate((base, base[::-1]), 0))
+
+
+@pytest.mark.skipif(not numba_adapter.enabled(), reason="without Numba's internals, one "
+                    "join is compiled for each tuple of layouts")
+def test_one_join_is_compiled_for_every_mix_of_layouts():
+    base = RNG.normal(size=(4, 4))
+    mixes = [(base, base), (base, base.T), (base[::2], base[:2]), (base[:, 1:], base.T[::-1])]
+    for xs in mixes:
+        np.testing.assert_array_equal(_concat(xs, 1), np.concatenate(xs, 1))
+    pairs = [xs for xs, _ in arrays._join.signatures
+             if xs.count == 2 and xs.dtype.ndim == 2 and str(xs.dtype.dtype) == "float64"]
+    assert [xs.dtype.layout for xs in pairs] == ["A"]
+
+
+def test_mixed_dtypes_are_numpys():
+    xs = (np.arange(3, dtype=np.int64), RNG.normal(size=2), np.ones(1, np.float32))
+    out = _concat(xs, 0)
+    assert out.dtype == np.float64
+    np.testing.assert_array_equal(out, np.concatenate(xs, 0))
 
 
 def _stacked(x, w):

@@ -283,6 +283,34 @@ def call_numba_helper(builder, symbol, arguments):
                         arguments)
 
 
+def call_as_core(public, core_for):
+    """Numba's typing and lowering of calls of `public(x, y)` as calls of a jitted core:
+    core_for(x, y) gives (the core, the argument types it takes), each the same data
+    under another type (an array's layout: the cast is free), or None where another
+    template types the call. A call site compiles nothing of its own; a jitted wrapper
+    or an overload would compile again for each combination of layouts that calls it."""
+    from numba.core import types
+    from numba.extending import lower_builtin, type_callable
+
+    def core_signature(typingctx, args):
+        core, retyped = core_for(*args)
+        return core, typingctx.resolve_function_type(types.Dispatcher(core), retyped, {})
+
+    @type_callable(public)
+    def typer(typingctx):
+        def typing(x, y):
+            if core_for(x, y) is not None:
+                return core_signature(typingctx, (x, y))[1].return_type
+        return typing
+
+    @lower_builtin(public, types.Any, types.Any)
+    def lower(context, builder, sig, args):
+        core, signature = core_signature(context.typing_context, sig.args)
+        retyped = [context.cast(builder, v, t, to)
+                   for v, t, to in zip(args, sig.args, signature.args)]
+        return context.get_function(types.Dispatcher(core), signature)(builder, retyped)
+
+
 # ----- internals used with the gate open or shut: Numba has no public form of them -----
 
 

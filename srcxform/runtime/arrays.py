@@ -15,7 +15,8 @@ from numba.core import cgutils, types
 from numba.extending import intrinsic, overload
 
 from srcxform.core.errors import IndexArgumentError, ZeroDivisionArgumentError
-from srcxform.numba_adapter.jit import helper
+from srcxform.numba_adapter import enabled
+from srcxform.numba_adapter.jit import call_as_core, helper
 from srcxform.runtime import CHUNK
 
 
@@ -45,36 +46,53 @@ def concatenate(xs, axis):
     return np.concatenate(xs, axis)
 
 
+def _one_layout(xs, axis):
+    """(_join, xs's arrays retyped to layout 'A' and writable: _join only reads them),
+    or None where their dtypes or ranks differ."""
+    if not isinstance(xs, types.BaseTuple) or not all(isinstance(x, types.Array) for x in xs) \
+            or len({(x.dtype, x.ndim) for x in xs}) != 1:
+        return None
+    return _join, (types.UniTuple(xs[0].copy(layout="A", readonly=False), len(xs)), axis)
+
+
+# Numba's np.concatenate compiles in time that grows faster than the number of arrays
+# (22 took 23 s, GradBench ht's stack of bone transforms), and anew for each tuple of
+# layouts; arrays of one dtype and rank are joined by one loop (_join) instead, compiled
+# once per dtype, rank and count and cached (without Numba's internals, once per tuple of
+# one layout). Others go to np.concatenate.
+if enabled():
+    call_as_core(concatenate, _one_layout)
+
+
 @overload(concatenate)
 def _concatenate(xs, axis):
-    # Numba's np.concatenate compiles in time that grows faster than the number of arrays
-    # (22 took 23 s, GradBench ht's stack of bone transforms); one loop over a tuple of
-    # arrays of one type compiles once whatever their number.
-    if not isinstance(xs, types.UniTuple):
+    if _one_layout(xs, axis) is None or not isinstance(xs, types.UniTuple):
         return lambda xs, axis: np.concatenate(xs, axis)
+    if not enabled():
+        return lambda xs, axis: _join(xs, axis)
 
-    def impl(xs, axis):
-        shape, total, outer, inner = xs[0].shape, 0, 1, 1
-        for x in xs:
-            total += x.shape[axis]
-        for d in range(len(shape)):
-            if d < axis:
-                outer *= shape[d]
-            elif d > axis:
-                inner *= shape[d]
-        out = np.empty(_replaced(shape, axis, total), xs[0].dtype)
-        rows, start = out.reshape((outer, total, inner)), 0
-        for x in xs:
-            n = x.shape[axis]
-            part = np.ascontiguousarray(x).reshape((outer, n, inner))
-            for i in range(outer):
-                for j in range(n):
-                    for k in range(inner):
-                        rows[i, start + j, k] = part[i, j, k]
-            start += n
-        return out
 
-    return impl
+@helper
+def _join(xs, axis):
+    shape, total, outer, inner = xs[0].shape, 0, 1, 1
+    for x in xs:
+        total += x.shape[axis]
+    for d in range(len(shape)):
+        if d < axis:
+            outer *= shape[d]
+        elif d > axis:
+            inner *= shape[d]
+    out = np.empty(_replaced(shape, axis, total), xs[0].dtype)
+    rows, start = out.reshape((outer, total, inner)), 0
+    for x in xs:
+        n = x.shape[axis]
+        part = np.ascontiguousarray(x).reshape((outer, n, inner))
+        for i in range(outer):
+            for j in range(n):
+                for k in range(inner):
+                    rows[i, start + j, k] = part[i, j, k]
+        start += n
+    return out
 
 
 @intrinsic

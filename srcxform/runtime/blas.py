@@ -25,10 +25,10 @@ import numpy as np
 from llvmlite import ir
 from numba.core import cgutils, types
 from numba.core.errors import TypingError
-from numba.extending import intrinsic, lower_builtin, overload, type_callable
+from numba.extending import intrinsic, overload
 
 from srcxform import numba_adapter
-from srcxform.numba_adapter.jit import call_numba_helper, ensure_blas, helper
+from srcxform.numba_adapter.jit import call_as_core, call_numba_helper, ensure_blas, helper
 
 _KINDS = {types.float32: "s", types.float64: "d"}
 # Sizes pass to BLAS as its Fortran int: 32 bits in an LP64 BLAS (an ILP64 one would take
@@ -227,32 +227,16 @@ def _check(public, ndims, x, y):
 
 
 def _compile_as(public, cores, ndims):
-    """Numba's typing and lowering of calls of `public`: a call of a jitted core, with
-    each array retyped by _any_layout (the same data, so the cast is free). `cores` is
-    (the core for operands in C or Fortran order, the core for any layout). Each core
-    thus compiles once per dtype, where a jitted wrapper would compile again for each
-    layout combination (C, F, strided) that calls it."""
+    """Calls of `public` as calls of a core with each array retyped by _any_layout.
+    `cores` is (the core for operands in C or Fortran order, the core for any layout):
+    each compiles once per dtype."""
 
-    def core_of(args):
-        core = cores[0] if all(t.layout in "CF" for t in args) else cores[1]
-        return types.Dispatcher(core)
+    def core_for(x, y):
+        _check(public, ndims, x, y)
+        core = cores[0] if all(t.layout in "CF" for t in (x, y)) else cores[1]
+        return core, (_any_layout(x), _any_layout(y))
 
-    def core_signature(typingctx, args):
-        return typingctx.resolve_function_type(core_of(args), tuple(map(_any_layout, args)),
-                                               {})
-
-    @type_callable(public)
-    def typer(typingctx):
-        def typing(x, y):
-            _check(public, ndims, x, y)
-            return core_signature(typingctx, (x, y)).return_type
-        return typing
-
-    @lower_builtin(public, types.Array, types.Array)
-    def lower(context, builder, sig, args):
-        core_sig = core_signature(context.typing_context, sig.args)
-        retyped = [context.cast(builder, v, t, _any_layout(t)) for v, t in zip(args, sig.args)]
-        return context.get_function(core_of(sig.args), core_sig)(builder, retyped)
+    call_as_core(public, core_for)
 
 
 def _compile_as_np_dot(public, ndims):
