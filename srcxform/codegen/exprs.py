@@ -153,11 +153,11 @@ def _square_as_product(node):
 
 
 def _transpose_as_view(node):
-    """np.transpose(x, (1, 0)) as x.T: a view Numba types as Fortran-ordered, which
+    """arrays.transpose(x, (1, 0)) as x.T: a view Numba types as Fortran-ordered, which
     blas.matmul hands to BLAS as it is, where a general transpose would be copied."""
     func = node.func
     if (isinstance(func, ast.Attribute) and func.attr == "transpose"
-            and isinstance(func.value, ast.Name) and func.value.id == "np"
+            and isinstance(func.value, ast.Name) and func.value.id == "arrays"
             and len(node.args) == 2 and _reverses(node.args[1])):
         return ast.Attribute(node.args[0], "T", ast.Load())
     return node

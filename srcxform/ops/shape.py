@@ -93,7 +93,7 @@ reshape_p = primitive("reshape", "structural", lambda x, shape: np.reshape(x, sh
                       same_aval_is_identity=True, rearranges=True,
                       emit_for=_reshape_as_index)
 transpose_p = primitive("transpose", "structural", lambda x, perm: np.transpose(x, perm),
-                        _transpose_shape, "np.transpose(x, perm)",
+                        _transpose_shape, "arrays.transpose(x, perm)",
                         vjp=lambda g, out, x, *, perm: (transpose(g, np.argsort(perm)),),
                         rearranges=True)
 # Broadcasting is elementwise work: in a loop nest it is a load with some indices fixed at
@@ -136,10 +136,13 @@ getitem_p = primitive("getitem", "structural", lambda x, index: x[_numpy_index(i
                       vjp=lambda g, out, x, *, index: (embed(g, x.shape, index),),
                       rearranges=True, selects=True)
 # getitem's transpose: zeros of `shape` with g written at `index`.
+# An array g is copied by a runtime helper (Numba's slice assignment compiles seconds of
+# error formatting into the kernel); a scalar is stored.
 embed_p = primitive("embed", "structural", _embed_impl, _embed_shape,
-                    "out = np.zeros(out_shape, out_dtype)\nout[index] = g",
+                    "out = np.zeros(out_shape, out_dtype)\narrays.copy_into(out[index], g)",
                     vjp=lambda g, out, x, *, shape, index: (getitem_p.bind(g, index=index),),
-                    embeds=True)
+                    embeds=True, emit_for=lambda g, out, **params: g.ndim == 0 and
+                    "out = np.zeros(out_shape, out_dtype)\nout[index] = g")
 
 
 def _gather_shape(x, indices):

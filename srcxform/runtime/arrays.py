@@ -112,6 +112,47 @@ def _replaced(typingctx, sizes, at, size):
     return sizes(sizes, at, size), codegen
 
 
+def transpose(x, perm):
+    """np.transpose(x, perm): a view of x, its dims in the order of perm (distinct axes:
+    the trace checked them). Compiled, the view is made in place: Numba's np.transpose
+    with axes compiles seconds of checks and messages into each kernel."""
+    return np.transpose(x, perm)
+
+
+@intrinsic
+def _permuted(typingctx, x, perm):
+    if not (isinstance(x, types.Array) and isinstance(perm, types.BaseTuple)
+            and len(perm) == x.ndim and all(isinstance(t, types.Integer) for t in perm)):
+        return None
+    view = x.copy(layout="A")
+
+    def codegen(context, builder, signature, args):
+        source = context.make_array(x)(context, builder, args[0])
+        out = context.make_array(view)(context, builder)
+        slots = [cgutils.alloca_once_value(builder, t) for t in (source.shape, source.strides)]
+        zero = ir.Constant(ir.IntType(32), 0)
+        picked = [[], []]
+        for i, ty in enumerate(perm):
+            axis = context.cast(builder, builder.extract_value(args[1], i), ty, types.intp)
+            for slot, values in zip(slots, picked):
+                values.append(builder.load(builder.gep(slot, [zero, axis], inbounds=True)))
+        for field, values in zip(("shape", "strides"), picked):
+            setattr(out, field, cgutils.pack_array(builder, values))
+        for field in ("data", "meminfo", "parent", "itemsize", "nitems"):
+            setattr(out, field, getattr(source, field))
+        # A view: the caller owns a new reference to x's memory.
+        context.nrt.incref(builder, view, out._getvalue())
+        return out._getvalue()
+
+    return view(x, perm), codegen
+
+
+if enabled():
+    overload(transpose, inline="always")(lambda x, perm: lambda x, perm: _permuted(x, perm))
+else:
+    overload(transpose)(lambda x, perm: lambda x, perm: np.transpose(x, perm))
+
+
 def put(stack, row, value):
     """stack[row] = value, where value has stack[row]'s shape (the trace checked it)."""
     stack[row] = value
@@ -151,12 +192,35 @@ def _put_lane(stack, row, value):
 
         return assign_element
 
-    def copy(stack, row, value):
-        view = stack[row]
-        for index in np.ndindex(value.shape):
-            view[index] = value[index]
+    return lambda stack, row, value: copy_into(stack[row], value)
 
-    return copy
+
+def copy_into(view, value):
+    """view[...] = value, for a value of view's shape (the trace made them equal).
+    Compiled, element by element: Numba's own assignment of an array to a slice compiles
+    a formatted error message, seconds in every new process."""
+    view[...] = value
+
+
+def _one_copy(view, value):
+    """(_copy, both arrays retyped to layout 'A'), or None where they differ in dtype or
+    rank."""
+    if not all(isinstance(x, types.Array) for x in (view, value)) \
+            or (view.dtype, view.ndim) != (value.dtype, value.ndim):
+        return None
+    return _copy, (view.copy(layout="A"), value.copy(layout="A", readonly=False))
+
+
+@helper
+def _copy(view, value):
+    for index in np.ndindex(value.shape):
+        view[index] = value[index]
+
+
+if enabled():
+    call_as_core(copy_into, _one_copy)
+else:
+    overload(copy_into)(lambda view, value: lambda view, value: _copy(view, value))
 
 
 @helper
