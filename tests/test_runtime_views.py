@@ -63,3 +63,34 @@ def test_gradients_through_transposes_and_slices_are_the_tapes():
             np.testing.assert_allclose(got, want.numpy(), rtol=1e-12, atol=1e-12)
     source = SLICED.source(x, w)
     assert "arrays.transpose(x, (2, 0, 1))" in source and "arrays.copy_into(" in source
+
+
+def _weighted_slice(x, c):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = x[1:3, ::-1]
+    return tf.reduce_sum(tape.gradient(y, x, output_gradients=c) * np.arange(20.0).reshape(5, 4))
+
+
+WEIGHTED = tf.differentiable(_weighted_slice)
+
+
+@pytest.mark.parametrize("weight, expected", [
+    (np.ones((2, 4)), 60.0), (np.array([[1.0], [2.0]]), 98.0),
+    (np.array([1.0, 2.0, 3.0, 4.0]), 140.0), (np.array(3.0), 180.0),
+    (np.arange(8.0).reshape(4, 2), 232.0)])  # as many elements: reshaped, as TensorFlow
+def test_output_gradients_broadcast_to_the_target_eagerly_and_compiled(weight, expected):
+    """Each op's gradient takes a cotangent of its output's shape: a broadcastable weight
+    is broadcast first (compiled, the slice's gradient copied a (2, 1) weight's first
+    column only, and a wider one past its buffer)."""
+    x = np.zeros((5, 4))
+    assert _weighted_slice(tf.constant(x), tf.constant(weight)).numpy() == expected
+    assert float(WEIGHTED(x, weight)) == expected
+
+
+def test_output_gradients_that_do_not_broadcast_raise_eagerly_and_compiled():
+    x, weight = np.zeros((5, 4)), np.arange(12.0).reshape(2, 6)
+    for call in (lambda: _weighted_slice(tf.constant(x), tf.constant(weight)),
+                 lambda: WEIGHTED(x, weight)):
+        with pytest.raises(ValueError, match=r"output_gradients of shape \(2, 6\) neither"):
+            call()

@@ -283,13 +283,20 @@ def _source_id(source):
 
 
 def _seed(weight, target):
-    """An output gradient as the target's seed: in its dtype, and in its shape where it
+    """An output gradient as the target's seed: in its dtype and shape, reshaped where it
     has as many elements (TensorFlow's gradients reshape it: [2.] weighs a scalar), else
-    as given, to broadcast."""
+    broadcast (each op's gradient takes a cotangent of its output's shape)."""
     w = ops.cast(as_value(weight), target.dtype)
-    if w.shape != target.shape and size(w.shape) == size(target.shape):
-        w = ops.reshape(w, target.shape)
-    return w
+    if w.shape == target.shape:
+        return w
+    if size(w.shape) == size(target.shape):
+        return ops.reshape(w, target.shape)
+    try:
+        return ops.broadcast_to(w, target.shape)
+    except ValueError:
+        raise ValueError(f"gradient: output_gradients of shape {tuple(w.shape)} neither has "
+                         f"the target's shape {tuple(target.shape)} nor broadcasts to it"
+                         ) from None
 
 
 def _gradient_for(source, grad, zero):

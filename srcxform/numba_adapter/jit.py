@@ -34,6 +34,7 @@ to the cache (cachefiles.write_atomic), Numba's making of its folder included.
 
 import contextlib
 import functools
+import inspect
 import os
 import pickle
 import shutil
@@ -284,8 +285,8 @@ def call_numba_helper(builder, symbol, arguments):
 
 
 def call_as_core(public, core_for):
-    """Numba's typing and lowering of calls of `public(x, y)` as calls of a jitted core:
-    core_for(x, y) gives (the core, the argument types it takes), each the same data
+    """Numba's typing and lowering of calls of `public(*args)` as calls of a jitted core:
+    core_for(*arg types) gives (the core, the argument types it takes), each the same data
     under another type (an array's layout: the cast is free), or None where another
     template types the call. A call site compiles nothing of its own; a jitted wrapper
     or an overload would compile again for each combination of layouts that calls it."""
@@ -298,12 +299,13 @@ def call_as_core(public, core_for):
 
     @type_callable(public)
     def typer(typingctx):
-        def typing(x, y):
-            if core_for(x, y) is not None:
-                return core_signature(typingctx, (x, y))[1].return_type
+        def typing(*args):
+            if core_for(*args) is not None:
+                return core_signature(typingctx, args)[1].return_type
+        typing.pysig = inspect.signature(core_for)  # fixed arity, not *args, for lowering
         return typing
 
-    @lower_builtin(public, types.Any, types.Any)
+    @lower_builtin(public, types.VarArg(types.Any))
     def lower(context, builder, sig, args):
         core, signature = core_signature(context.typing_context, sig.args)
         retyped = [context.cast(builder, v, t, to)

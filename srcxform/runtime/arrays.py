@@ -75,6 +75,7 @@ def _concatenate(xs, axis):
 @helper
 def _join(xs, axis):
     shape, total, outer, inner = xs[0].shape, 0, 1, 1
+    axis = axis + len(shape) if axis < 0 else axis
     for x in xs:
         total += x.shape[axis]
     for d in range(len(shape)):
@@ -148,7 +149,8 @@ def _permuted(typingctx, x, perm):
 
 
 if enabled():
-    overload(transpose, inline="always")(lambda x, perm: lambda x, perm: _permuted(x, perm))
+    overload(transpose, inline="always")(lambda x, perm: (lambda x, perm: x) if x.ndim == 0
+                                         else lambda x, perm: _permuted(x, perm))
 else:
     overload(transpose)(lambda x, perm: lambda x, perm: np.transpose(x, perm))
 
@@ -164,10 +166,46 @@ def put_lane(stack, row, value):
     stack[row] = value
 
 
+def _row_of(core):
+    """core_for for call_as_core: a row of an array value, retyped to layout 'A'; None for
+    a scalar (the overloads below) or a mismatch of dtypes (Numba's setitem casts)."""
+
+    def core_for(stack, row, value):
+        if not (isinstance(stack, types.Array) and isinstance(value, types.Array)
+                and isinstance(row, types.Integer) and value.ndim > 0
+                and (stack.dtype, stack.ndim) == (value.dtype, value.ndim + 1)):
+            return None
+        return core, (stack.copy(layout="A"), types.intp,
+                      value.copy(layout="A", readonly=False))
+
+    return core_for
+
+
+@helper
+def _put_row(stack, row, value):
+    view = stack[row]
+    if view.shape != value.shape:
+        raise ValueError("arrays.put: the row and the value differ in shape")
+    _copy(view, value)
+
+
+@helper
+def _put_lane_row(stack, row, value):
+    _copy(stack[row], value)
+
+
+# Rows of arrays are copied by one cached core per dtype and rank (element by element:
+# Numba's own assignment of an array to a slice compiles a formatted error message,
+# seconds in every new process). Without Numba's internals, by the overloads below.
+if enabled():
+    call_as_core(put, _row_of(_put_row))
+    call_as_core(put_lane, _row_of(_put_lane_row))
+
+
 @overload(put, inline="always")
 def _put(stack, row, value):
-    # Compiled, an array is copied element by element: Numba's own assignment of an array
-    # to a slice compiles a formatted error message, seconds in every new process.
+    if enabled() and _row_of(_put_row)(stack, row, value):
+        return None
     if not isinstance(value, types.Array) or value.ndim == 0:
         return _put_lane(stack, row, value)
 
@@ -181,6 +219,8 @@ def _put(stack, row, value):
 
 @overload(put_lane, inline="always")
 def _put_lane(stack, row, value):
+    if enabled() and _row_of(_put_lane_row)(stack, row, value):
+        return None
     if not isinstance(value, types.Array):
         def assign(stack, row, value):
             stack[row] = value
@@ -192,23 +232,23 @@ def _put_lane(stack, row, value):
 
         return assign_element
 
-    return lambda stack, row, value: copy_into(stack[row], value)
+    return lambda stack, row, value: _copy(stack[row], value)
 
 
 def copy_into(view, value):
-    """view[...] = value, for a value of view's shape (the trace made them equal).
+    """view[...] = value, for a value of view's shape that does not overlap it.
     Compiled, element by element: Numba's own assignment of an array to a slice compiles
     a formatted error message, seconds in every new process."""
     view[...] = value
 
 
 def _one_copy(view, value):
-    """(_copy, both arrays retyped to layout 'A'), or None where they differ in dtype or
-    rank."""
+    """(_copy_checked, both arrays retyped to layout 'A'), or None where they differ in
+    dtype or rank."""
     if not all(isinstance(x, types.Array) for x in (view, value)) \
             or (view.dtype, view.ndim) != (value.dtype, value.ndim):
         return None
-    return _copy, (view.copy(layout="A"), value.copy(layout="A", readonly=False))
+    return _copy_checked, (view.copy(layout="A"), value.copy(layout="A", readonly=False))
 
 
 @helper
@@ -217,10 +257,17 @@ def _copy(view, value):
         view[index] = value[index]
 
 
+@helper
+def _copy_checked(view, value):
+    if view.shape != value.shape:
+        raise ValueError("arrays.copy_into: the view and the value differ in shape")
+    _copy(view, value)
+
+
 if enabled():
     call_as_core(copy_into, _one_copy)
 else:
-    overload(copy_into)(lambda view, value: lambda view, value: _copy(view, value))
+    overload(copy_into)(lambda view, value: lambda view, value: _copy_checked(view, value))
 
 
 @helper
