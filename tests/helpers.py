@@ -21,6 +21,18 @@ def assert_tensor_equal(t, expected, dtype=None):
         assert t.dtype == dtype
 
 
+def assert_compiled_is_the_tapes(compiled, fn, *args):
+    """compiled.value_and_grad(*args) equals fn's value and its eager tape's gradients in
+    every argument (as Variables), to rounding."""
+    value, grads = compiled.value_and_grad(*args)
+    variables = [tf.Variable(a) for a in args]
+    with tf.GradientTape() as tape:
+        y = fn(*variables)
+    np.testing.assert_allclose(value, y.numpy(), rtol=1e-12)
+    for got, want in zip(grads, tape.gradient(y, variables), strict=True):
+        np.testing.assert_allclose(got, want.numpy(), rtol=1e-12, atol=1e-12)
+
+
 def tape_gradient(f, x):
     """The eager tape's gradient of f at x (a constant made of it, watched)."""
     x = tf.constant(x)

@@ -7,6 +7,7 @@ import pytest
 from numba import njit
 
 import srcxform as tf
+from helpers import assert_compiled_is_the_tapes
 from srcxform import numba_adapter
 from srcxform.runtime import arrays
 
@@ -82,11 +83,5 @@ STACKED = tf.differentiable(_stacked, wrt=(0, 1))
 @pytest.mark.slow  # ten seconds of Numba on a cold cache
 def test_a_stack_of_twenty_two_and_its_gradient_compiled_equal_the_tape():
     x, w = RNG.normal(size=(3, 3)), RNG.normal(size=(3, 3))
-    value, grads = STACKED.value_and_grad(x, w)
-    xv, wv = tf.Variable(x), tf.Variable(w)
-    with tf.GradientTape() as tape:
-        y = _stacked(xv, wv)
-    np.testing.assert_allclose(value, y.numpy(), rtol=1e-12)
-    for got, want in zip(grads, tape.gradient(y, [xv, wv])):
-        np.testing.assert_allclose(got, want.numpy(), rtol=1e-12, atol=1e-12)
+    assert_compiled_is_the_tapes(STACKED, _stacked, x, w)
     assert "arrays.concatenate((" in STACKED.source(x, w)
