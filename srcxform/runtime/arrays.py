@@ -183,10 +183,7 @@ def _row_of(core):
 
 @helper
 def _put_row(stack, row, value):
-    view = stack[row]
-    if view.shape != value.shape:
-        raise ValueError("arrays.put: the row and the value differ in shape")
-    _copy(view, value)
+    _copy_checked(stack[row], value)
 
 
 @helper
@@ -208,13 +205,7 @@ def _put(stack, row, value):
         return None
     if not isinstance(value, types.Array) or value.ndim == 0:
         return _put_lane(stack, row, value)
-
-    def copy(stack, row, value):
-        if stack[row].shape != value.shape:
-            raise ValueError("arrays.put: the row and the value differ in shape")
-        put_lane(stack, row, value)
-
-    return copy
+    return lambda stack, row, value: _put_row(stack, row, value)
 
 
 @overload(put_lane, inline="always")
@@ -232,7 +223,7 @@ def _put_lane(stack, row, value):
 
         return assign_element
 
-    return lambda stack, row, value: _copy(stack[row], value)
+    return lambda stack, row, value: _put_lane_row(stack, row, value)
 
 
 def copy_into(view, value):
@@ -260,7 +251,7 @@ def _copy(view, value):
 @helper
 def _copy_checked(view, value):
     if view.shape != value.shape:
-        raise ValueError("arrays.copy_into: the view and the value differ in shape")
+        raise ValueError("srcxform.runtime.arrays: a row or view and its value differ in shape")
     _copy(view, value)
 
 
