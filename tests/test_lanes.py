@@ -97,3 +97,34 @@ def test_lanes_are_at_least_as_accurate_as_one_accumulator():
         lanes_error += error
         sequential_error += abs(_sequential(x) - exact)
     assert lanes_error <= sequential_error
+
+
+def test_a_chunked_loop_reads_its_arrays_with_plain_vector_loads():
+    """The chunk loop counts chunks and offsets from 0, so LLVM can prove an index is
+    non-negative: Numba's wraparound of negative indices folds away and the terms' loop
+    vectorizes with contiguous loads and stores. Written `for i in range(start, start +
+    count)`, it vectorized with gathers and scatters, 4x slower (lse's exp-and-sum)."""
+    import re
+
+    import numba
+
+    def logsumexp(x):
+        top = tf.reduce_max(x)
+        return tf.math.log(tf.reduce_sum(tf.exp(x - top))) + top
+
+    x = np.random.default_rng(3).random(3 * CHUNK + 5)
+    source = tf.differentiable(logsumexp).source(x)
+    assert "t2_terms[i0_offset] = t1_i" in source, source
+    module: dict = {}
+    # Compiled afresh (not loaded from the cache), so Numba keeps its LLVM to inspect.
+    exec(compile(source, "<generated>", "exec"), module)  # noqa: S102 -- our text
+    kernel = numba.njit(error_model="numpy")(module["logsumexp__value_and_grad"])
+    bx = np.empty_like(x)
+    top = x.max()
+    value = kernel(x, bx)
+    llvm = kernel.inspect_llvm(kernel.signatures[0])
+    assert re.search(r"<\d+ x double>", llvm)  # vectorized
+    assert not re.search(r"masked\.(gather|scatter)", llvm)
+    assert value == pytest.approx(np.log(np.exp(x - top).sum()) + top, rel=1e-14)
+    e = np.exp(x - top)
+    np.testing.assert_allclose(bx, e / e.sum(), rtol=1e-13)

@@ -69,15 +69,21 @@ def emit(low, var, extent, indent, body, terms):
     """Emits, through the lowering `low`, the loop `for var in range(extent): body` in
     chunks, each sum's terms stored in its buffer (`terms`, from buffers) and added after
     the chunk."""
-    start, count = low.namer.fresh(f"{var}_chunk"), low.namer.fresh(f"{var}_count")
+    chunk, start, count, offset = (low.namer.fresh(f"{var}_{part}")
+                                   for part in ("chunk", "start", "count", "offset"))
     n = low.sizes.source(extent)
-    low.line(indent, f"for {start} in range(0, {n}, {CHUNK}):")
+    # Counting chunks from 0 (not `range(0, n, CHUNK)`) and offsets within one lets LLVM
+    # prove the index non-negative: Numba's wraparound of a negative index then folds
+    # away and the loop vectorizes with plain loads and stores, not gathers (4x faster).
+    low.line(indent, f"for {chunk} in range(({n} + {CHUNK - 1}) // {CHUNK}):")
+    low.line(indent + 1, f"{start} = {chunk} * {CHUNK}")
     low.line(indent + 1, f"{count} = min({n} - {start}, {CHUNK})")
-    low.line(indent + 1, f"for {var} in range({start}, {start} + {count}):")
+    low.line(indent + 1, f"for {offset} in range({count}):")
+    low.line(indent + 2, f"{var} = {start} + {offset}")
     for k, (e, node) in enumerate(body):
         if k in terms:
-            at = ast.BinOp(name_ast(var), ast.Sub(), name_ast(start))
-            node = ast.Assign([ast.Subscript(name_ast(terms[k]), at, ast.Store())], node.value)
+            node = ast.Assign([ast.Subscript(name_ast(terms[k]), name_ast(offset), ast.Store())],
+                              node.value)
         low.body_statement(indent + 2, e, node)
     for k, name in terms.items():
         total = ast.Call(ast.Attribute(name_ast("arrays"), "lane_sum", ast.Load()),
