@@ -85,3 +85,54 @@ def test_a_stack_of_twenty_two_and_its_gradient_compiled_equal_the_tape():
     x, w = RNG.normal(size=(3, 3)), RNG.normal(size=(3, 3))
     assert_compiled_is_the_tapes(STACKED, _stacked, x, w)
     assert "arrays.concatenate((" in STACKED.source(x, w)
+
+
+# ----- a concat that only loops read is never built: each read loads the piece -----
+
+
+def _ode_rate(x, y):
+    """GradBench ode's right-hand side, y_0' = x_0, y_i' = x_i y_{i-1}, read by a loop."""
+    rate = tf.concat([x[:1], x[1:] * y[:-1]], 0)
+    return tf.reduce_sum(tf.exp(y + 0.5 * rate))
+
+
+def _columns(a, b):
+    joined = tf.concat([a, tf.sin(b), a * b], 1)
+    return tf.reduce_sum(tf.reduce_sum(joined * joined, axis=1) ** 2)
+
+
+ODE_RATE = tf.differentiable(_ode_rate, wrt=(0, 1))
+COLUMNS = tf.differentiable(_columns, wrt=(0, 1))
+
+
+@pytest.mark.parametrize("n", [7, 513, 2, 1])
+def test_a_concat_only_loops_read_is_read_where_its_pieces_lie(n):
+    x, y = RNG.random(n), RNG.random(n)
+    source = ODE_RATE.source(x, y)
+    assert "arrays.concatenate" not in source, source
+    if n > 1:
+        assert "if i0 < 1 else" in source, source  # the piece holding element i0
+    assert_compiled_is_the_tapes(ODE_RATE, _ode_rate, x, y)
+
+
+def test_pieces_along_a_second_axis_each_read_at_their_own_offset():
+    a, b = RNG.normal(size=(4, 3)), RNG.normal(size=(4, 3))
+    source = COLUMNS.source(a, b)
+    assert "arrays.concatenate" not in source, source
+    assert "i1 - n1" in source and "i1 - 2 * n1" in source, source
+    assert_compiled_is_the_tapes(COLUMNS, _columns, a, b)
+
+
+def test_a_concat_of_many_pieces_or_mixed_dtypes_is_built():
+    x = RNG.random(5)
+
+    def five(x):
+        joined = tf.concat([x, x, x, x, x], 0)
+        return tf.reduce_sum(joined * joined)
+
+    def mixed(x):
+        joined = tf.concat([x, tf.cast(x, tf.float32)], 0)
+        return tf.reduce_sum(joined * joined)
+
+    for fn in (five, mixed):
+        assert "arrays.concatenate" in tf.differentiable(fn).source(x), fn.__name__

@@ -352,7 +352,10 @@ class _Lowering:
         # A dim of 1 meets a larger loop dim by broadcasting: it reads index 0.
         exprs = [ast.Constant(0) if is_one(d) else e for d, e in zip(atom.aval.shape, exprs)]
         if atom in self.virtual:
-            return self.embedded(self.producers[atom], exprs, dtype)
+            producer = self.producers[atom]
+            if producer.prim.algebra.joins:
+                return self.joined(producer, exprs, dtype)
+            return self.embedded(producer, exprs, dtype)
         if atom in self.placement.recomputed:
             return self.recompute(atom, exprs)
         if not atom.aval.shape:
@@ -388,6 +391,30 @@ class _Lowering:
             return value
         test = tests[0] if len(tests) == 1 else ast.BoolOp(ast.And(), tests)
         return ast.IfExp(test, value, literal(0, eqn.out.aval.dtype))
+
+    def joined(self, eqn, exprs, dtype):
+        """An element of a concat: the piece that holds it, loaded at the index less the
+        piece's start along the axis (`a[i] if i < na else b[i - na]`)."""
+        axis = eqn.kwargs["axis"]
+        i, starts, start = exprs[axis], [], 0
+        for piece in eqn.ins:
+            starts.append(start)
+            start = start + piece.aval.shape[axis]
+        spans = list(zip(eqn.ins, starts, starts[1:] + [start]))
+        if isinstance(i, ast.Constant) and all(isinstance(e, int) for _, _, e in spans):
+            # a static index (a dim of 1): the one piece that holds it
+            spans = [next(span for span in spans if i.value < span[2])]
+        self.conditional += 1  # each piece is read only where its test holds
+        value = None
+        for piece, begin, end in reversed(spans):
+            at = list(exprs)
+            if not (isinstance(begin, int) and begin == 0):
+                at[axis] = ast.BinOp(i, ast.Sub(), self.sizes.ast(begin))
+            load = self.load_at(piece, at, dtype)
+            value = load if value is None else ast.IfExp(
+                ast.Compare(i, [ast.Lt()], [self.sizes.ast(end)]), load, value)
+        self.conditional -= 1
+        return value
 
     def recompute(self, atom, exprs):
         """A value another loop computed, recomputed here: as a named temporary when it is

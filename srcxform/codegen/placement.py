@@ -1,5 +1,5 @@
 """Where the values of loop groups live: a scalar inside their loop, an array, or
-recomputed where another loop reads them; and which embeds are never built.
+recomputed where another loop reads them; and which embeds and concats are never built.
 
 Recomputing cheap arithmetic where it is read (gather form) saves writing and reading
 back an array, which costs more than the arithmetic for large arrays. Transcendental
@@ -23,9 +23,16 @@ from srcxform.codegen.schedule import LoopGroup
 _MAX_NODES, _MAX_NODES_FEW_READS = 48, 128
 
 
+# A concat of at most this many pieces that only loops read is read in place: each read
+# tests which piece holds the element (more pieces, a longer chain of tests at every read).
+_MAX_PIECES = 4
+
+
 @dataclass
 class Placement:
-    virtual: set  # embeds read only by loops: their readers load g where it lies, else 0
+    # embeds and concats read only by loops, never built: their readers load g where it
+    # lies (else 0), or the piece that holds the element
+    virtual: set
     recomputed: set  # values other loops recompute from their inputs where they read them
     arrays: set  # loop values stored in arrays, for readers that cannot recompute them
 
@@ -39,22 +46,31 @@ def place(program, items):
         for a in eqn.ins:
             if isinstance(a, Var):
                 consumers.setdefault(a, []).append(eqn)
-    virtual = {eqn.out for eqn in program.eqns if eqn.prim.algebra.embeds and eqn.out not in outputs
-               and all(getattr(i, "step", None) in (None, 1) for i in eqn.kwargs["index"])
+    virtual = {eqn.out for eqn in program.eqns if _readable_in_place(eqn) and eqn.out not in outputs
                and all(c.out in group_of for c in consumers.get(eqn.out, ()))}
     # A reduction's result read by another loop is always stored, so a value computed
-    # from it can be recomputed there too.
+    # from it can be recomputed there too; so can one computed from a loop value that
+    # another loop reads (stored for that reader anyway: lse's exp(x - top) / sum).
     reduced = {eqn.out for eqn in program.eqns if eqn.prim.kind == "reduction"}
     recomputed, size = set(), {}
+
+    def reads(v):  # the ops that read v, through the virtual values that hold it
+        return sum(len(consumers.get(c.out, ())) if c.out in virtual else 1
+                   for c in consumers.get(v, ()))
+
+    def stored_anyway(a):
+        return a not in recomputed and (a in outputs or any(
+            group_of.get(c.out) is not group_of[a] for c in consumers[a]))
+
     for eqn in program.eqns:
         v = eqn.out
         inputs = [a for a in eqn.ins if isinstance(a, Var)]
         if (v in group_of and eqn.prim.kind == "elementwise" and v.aval.shape
                 and v not in outputs and not eqn.prim.codegen.expensive
                 and all(a not in group_of or a in recomputed or a in reduced
-                        or not a.aval.shape for a in inputs)):
+                        or not a.aval.shape or stored_anyway(a) for a in inputs)):
             size[v] = _nodes(eqn.prim.template) + sum(size.get(a, 0) for a in inputs)
-            limit = _MAX_NODES_FEW_READS if len(consumers.get(v, ())) <= 2 else _MAX_NODES
+            limit = _MAX_NODES_FEW_READS if reads(v) <= 2 else _MAX_NODES
             if size[v] <= limit:
                 recomputed.add(v)
     arrays = set()
@@ -66,6 +82,16 @@ def place(program, items):
                 or readers and v not in recomputed:
             arrays.add(v)
     return Placement(virtual, recomputed, arrays)
+
+
+def _readable_in_place(eqn):
+    """An embed with unit steps, or a concat of a few arrays of its own dtype: ops whose
+    element at an index is an input's element (or 0) that a reader can load itself."""
+    algebra = eqn.prim.algebra
+    if algebra.embeds:
+        return all(getattr(i, "step", None) in (None, 1) for i in eqn.kwargs["index"])
+    return algebra.joins and len(eqn.ins) <= _MAX_PIECES and all(
+        isinstance(a, Var) and a.aval.dtype == eqn.out.aval.dtype for a in eqn.ins)
 
 
 # A primitive's template never changes: each is measured once.

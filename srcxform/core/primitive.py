@@ -52,6 +52,7 @@ class Algebra:
     is_broadcast: bool = False  # only broadcasts its input (broadcast_to)
     rearranges: bool = False  # only moves or selects its input's elements (reshape)
     embeds: bool = False  # zeros of params["shape"] with the input at params["index"]
+    joins: bool = False  # its inputs laid end to end along params["axis"] (concat)
     selects: bool = False  # its input at params["index"] (a static index: getitem)
     # Each output element a sum of its inputs' elements or their products (reduce_sum,
     # matmul): linear in each input, so that the op applied to the inputs' magnitudes gives
@@ -360,13 +361,13 @@ def reduction(name, impl, emit, init, vjp=None, nondiff=False, sums=False):
 
 def primitive(name, kind, impl, shape, emit, vjp=None, nondiff=False,
               same_aval_is_identity=False, is_broadcast=False, rearranges=False,
-              embeds=False, selects=False, emit_for=None, raises=False, sums=False):
+              embeds=False, joins=False, selects=False, emit_for=None, raises=False, sums=False):
     """Declares a primitive with its own shape rule `shape(*avals, **params)`; the inputs
     are named by the shape rule's positional parameters. `emit_for` and `raises`: see
     Codegen; the others after `nondiff`: see Algebra."""
     arg_names, variadic = _arg_names(shape, 0)
     algebra = Algebra(same_aval_is_identity=same_aval_is_identity, is_broadcast=is_broadcast,
-                      rearranges=rearranges, embeds=embeds, selects=selects, sums=sums)
+                      rearranges=rearranges, embeds=embeds, joins=joins, selects=selects, sums=sums)
     return Primitive(name, kind, impl, shape, vjp, emit, arg_names, nondiff, variadic=variadic,
                      algebra=algebra, codegen=Codegen(emit_for=emit_for, raises=raises))
 

@@ -246,7 +246,8 @@ def _concat_vjp(g, out, *xs, axis):
 
 
 concat_p = primitive("concat", "structural", lambda *xs, axis: np.concatenate(xs, axis),
-                     _concat_shape, "arrays.concatenate(xs, axis)", vjp=_concat_vjp)
+                     _concat_shape, "arrays.concatenate(xs, axis)", vjp=_concat_vjp,
+                     joins=True)
 
 
 # ----- wrappers (TensorFlow names) -----
