@@ -115,6 +115,15 @@ def test_a_concat_only_loops_read_is_read_where_its_pieces_lie(n):
     assert_compiled_is_the_tapes(ODE_RATE, _ode_rate, x, y)
 
 
+def test_a_parallel_loop_reading_a_concat_runs_its_whole_range_in_prange():
+    """A piece's test is not a slice's bound: chunking.py's interior (where a slice's
+    tests hold) would have been the first piece alone, the rest of the loop serial."""
+    x, y = RNG.random(7), RNG.random(7)
+    source = tf.differentiable(_ode_rate, wrt=(0, 1), parallel=True).source(x, y)
+    forward = source.split("# ---- adjoint ----")[0]
+    assert "for i0 in prange(n0):" in forward and "lo = " not in forward, forward
+
+
 def test_pieces_along_a_second_axis_each_read_at_their_own_offset():
     a, b = RNG.normal(size=(4, 3)), RNG.normal(size=(4, 3))
     source = COLUMNS.source(a, b)
