@@ -189,3 +189,23 @@ def test_llvm_vectorizes_a_loop_of_maxima():
     _same(largest(np.array([1.0, nan, 2.0])), np.float64(nan))
     optimized = largest.inspect_llvm(largest.signatures[0])
     assert re.search(r"llvm\.maximum\.v\d+f64", optimized)  # a vector of maxima at once
+
+
+def _offset_extremes(a, b, x):
+    total = a + b  # int32: Numba alone would compute it in int64
+    return (tf.reduce_sum(x) + tf.cast(tf.reduce_max(total), tf.float64)
+            + tf.cast(tf.reduce_min(total * 2), tf.float64))
+
+
+def test_narrow_integer_arithmetic_keeps_its_dtype_and_wraps_as_eager():
+    """The extremes of int32 sums, computed in the loop: the sum wraps around at 2**31 as
+    TensorFlow's does (2**31 - 1 + 1 is -2**31), and the step compares two int32s."""
+    a = np.array([2**31 - 1, 5, -3, 2**30], np.int32)
+    b = np.array([1, 2, 3, 2**30], np.int32)
+    x = np.arange(4.0)
+    f = tf.differentiable(_offset_extremes, wrt=2, wait=True)
+    want = _offset_extremes(tf.constant(a), tf.constant(b), tf.constant(x)).numpy()
+    # a + b wraps to [-2**31, 7, 0, -2**31]: its max is 7; doubled, [0, 14, 0, 0]: min 0
+    assert want == 6.0 + 7.0 + 0.0
+    assert float(f(a, b, x)) == want
+    np.testing.assert_array_equal(f.grad(a, b, x), np.ones(4))

@@ -466,7 +466,14 @@ class _Lowering:
         self.nest_raises |= prim.may_raise(in_avals, e.out.aval, e.kwargs)
         template = prim.vector_template if self.vectorized and prim.vector_template else \
             prim.template_for(in_avals, e.out.aval, e.kwargs)
-        return fill(template, names, literal_dtype=compute)
+        value = fill(template, names, literal_dtype=compute)
+        out = e.out.aval.dtype
+        if out.kind in "iu" and out.itemsize < 8 and not (
+                isinstance(value, ast.Call) and ast.dump(value.func) == ast.dump(dtype_ast(out))):
+            # Numba computes int32 + int32 in int64: wrapped back, the value keeps its dtype
+            # (a reduce_max's step takes one dtype) and wraps around as TensorFlow's does.
+            value = ast.Call(dtype_ast(out), [value], [])
+        return value
 
     def nan_scan(self, scan, e, local, exprs, scalar_names):
         """debug_nans: tells `scan` of the elementwise e, its element `local` at the index
