@@ -123,6 +123,9 @@ def _block_tasks_arguments(delayed):
 
 
 def test_large_parameters_are_scattered_to_every_worker_once(client):
+    # Both workers up first: under load, one of the module's cluster may be restarting
+    # (once, the future was on the one worker there was)
+    client.wait_for_workers(2, timeout=120)
     w, X, y = _data()
     step = sxdask.value_and_grad(logistic_mean, scheduler=client, scatter_bytes=w.nbytes - 1)
     data = da.from_array(X, chunks=(UNEVEN, 2)), da.from_array(y, chunks=UNEVEN)
