@@ -29,7 +29,14 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("numba_cuda") is None,
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.append(str(ROOT / "examples"))
-LOWERED = ["W1", "W2", "W3", "W4", "W5", "W6", "W9"]  # W7 and W8 loop on traced values
+# W7 and W8 loop on traced values; ODE reads a concat inside its loop (never built)
+LOWERED = ["W1", "W2", "W3", "W4", "W5", "W6", "W9", "ODE"]
+
+
+def _ode_rate(x, y):
+    """GradBench ode's right-hand side, read by the loop that follows."""
+    rate = tf.concat([x[:1], x[1:] * y[:-1]], 0)
+    return tf.reduce_sum(tf.exp(y + 0.5 * rate))
 
 
 def _cases(tiny=True):
@@ -48,6 +55,8 @@ def _cases(tiny=True):
         "W7": (W.lotka_volterra, (d["W7"]["p"], d["W7"]["u0"], d["W7"]["steps"]), 0),
         "W8": (W.newton_sqrt, (d["W8"]["a"],), 0),
         "W9": (W.mlp_relu, (d["W9"]["params0"], d["W9"]["X"], d["W9"]["Y"]), 0),
+        "ODE": (_ode_rate, tuple(np.random.default_rng(4).random((2, 9 if tiny else 10**6))),
+                (0, 1)),
     }
 
 
