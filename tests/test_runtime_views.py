@@ -3,6 +3,7 @@ views and copies that compile nothing per kernel) give NumPy's values on arrays 
 layout, and the gradients of the ops that emit them are the tape's."""
 
 import itertools
+import sys
 
 import numpy as np
 import pytest
@@ -89,3 +90,38 @@ def test_output_gradients_that_do_not_broadcast_raise_eagerly_and_compiled():
                  lambda: WEIGHTED(x, weight)):
         with pytest.raises(ValueError, match=r"output_gradients of shape \(2, 6\) neither"):
             call()
+
+
+@njit
+def _allocated(size):
+    return arrays.empty((size,), np.float64)
+
+
+def _advised_for_huge_pages(array):
+    """Whether Linux holds the array's first whole page in a mapping advised for huge
+    pages (VmFlags `hg` in /proc/self/smaps)."""
+    address = -(-array.ctypes.data // 4096) * 4096
+    inside = False
+    with open("/proc/self/smaps") as smaps:
+        for line in smaps:
+            field = line.split()[0]
+            if not field.endswith(":"):  # a mapping's first line: "start-end perms ..."
+                start, end = (int(bound, 16) for bound in field.split("-"))
+                inside = start <= address < end
+            elif inside and field == "VmFlags:":
+                return "hg" in line.split()[1:]
+    raise AssertionError(f"{address:#x} is not mapped")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's madvise")
+def test_arrays_of_4_mib_or_more_ask_for_huge_pages_as_numpys_do():
+    big = _allocated(1 << 19)  # 4 MiB
+    assert _advised_for_huge_pages(big)
+    big[:] = 1.5  # the memory is the array's, whole
+    assert big.sum() == 1.5 * (1 << 19)
+    # A kernel's product (BLAS's output) and its outputs are allocated so too.
+    f = tf.differentiable(lambda a, b: tf.matmul(a, b) * 2.0, wait=True)
+    a, b = RNG.normal(size=(1024, 3)), RNG.normal(size=(3, 1024))
+    product = np.asarray(f(a, b))
+    np.testing.assert_allclose(product, 2.0 * a @ b, rtol=1e-14)
+    assert _advised_for_huge_pages(product)

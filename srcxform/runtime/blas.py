@@ -29,6 +29,7 @@ from numba.extending import intrinsic, overload
 
 from srcxform import numba_adapter
 from srcxform.numba_adapter.jit import call_as_core, call_numba_helper, ensure_blas, helper
+from srcxform.runtime import arrays
 
 _KINDS = {types.float32: "s", types.float64: "d"}
 # Sizes pass to BLAS as its Fortran int: 32 bits in an LP64 BLAS (an ILP64 one would take
@@ -139,7 +140,7 @@ def _matmul(a, b):
     order, so each has a unit stride)."""
     m, k = a.shape
     n = b.shape[1]
-    out = np.empty((m, n), a.dtype)
+    out = arrays.empty((m, n), a.dtype)
     if m == 0 or n == 0 or k == 0:
         for i in range(m):  # the empty sum (BLAS need not write it)
             for j in range(n):
@@ -159,7 +160,7 @@ def _matmul(a, b):
 def _matvec(a, v):
     """a @ v for a matrix BLAS reads in place and a contiguous vector."""
     m, k = a.shape
-    out = np.empty(m, a.dtype)
+    out = arrays.empty((m,), a.dtype)
     if m == 0 or k == 0:
         for i in range(m):
             out[i] = 0

@@ -10,6 +10,7 @@ Imported only by generated code.
 import numpy as np
 
 from srcxform.numba_adapter.jit import helper
+from srcxform.runtime import arrays
 
 
 @helper
@@ -25,7 +26,7 @@ def patches(x, ksize, strides, dilations, pads, fill):
     (top, bottom), (left, right) = pads
     oh = _out_size(h, kh, sh, dh, top, bottom)
     ow = _out_size(w, kw, sw, dw, left, right)
-    out = np.empty((n, oh, ow, kh, kw, c), x.dtype)
+    out = arrays.empty((n, oh, ow, kh, kw, c), x.dtype)
     for b in range(n):
         for i in range(oh):
             for j in range(ow):
