@@ -13,7 +13,7 @@ from typing import NamedTuple
 import astor
 
 from srcxform import runtime
-from srcxform.core.aval import is_one
+from srcxform.core.aval import is_one, spans
 from srcxform.codegen import chunking, control, lanes, nancheck, verify
 from srcxform.codegen.exprs import (
     Sizes,
@@ -396,17 +396,15 @@ class _Lowering:
         """An element of a concat: the piece that holds it, loaded at the index less the
         piece's start along the axis (`a[i] if i < na else b[i - na]`)."""
         axis = eqn.kwargs["axis"]
-        i, starts, start = exprs[axis], [], 0
-        for piece in eqn.ins:
-            starts.append(start)
-            start = start + piece.aval.shape[axis]
-        spans = list(zip(eqn.ins, starts, starts[1:] + [start]))
-        if isinstance(i, ast.Constant) and all(isinstance(e, int) for _, _, e in spans):
+        i = exprs[axis]
+        pieces = [(piece, *span) for piece, span in
+                  zip(eqn.ins, spans(piece.aval.shape[axis] for piece in eqn.ins))]
+        if isinstance(i, ast.Constant) and all(isinstance(e, int) for _, _, e in pieces):
             # a static index (a dim of 1): the one piece that holds it
-            spans = [next(span for span in spans if i.value < span[2])]
+            pieces = [next(piece for piece in pieces if i.value < piece[2])]
         self.conditional += 1  # each piece is read only where its test holds
         value = None
-        for piece, begin, end in reversed(spans):
+        for piece, begin, end in reversed(pieces):
             at = list(exprs)
             if not (isinstance(begin, int) and begin == 0):
                 at[axis] = ast.BinOp(i, ast.Sub(), self.sizes.ast(begin))

@@ -140,6 +140,16 @@ def size(shape):
     return total
 
 
+def spans(sizes):
+    """(start, stop) of each of pieces of these sizes laid end to end (a concat's pieces
+    along its axis); the sizes may be traced Dims."""
+    found, start = [], 0
+    for n in sizes:
+        found.append((start, start + n))
+        start = start + n
+    return found
+
+
 def normalize_axes(axis, ndim, op):
     """An axis argument (None, int or sequence) as a sorted tuple of non-negative axes."""
     if axis is None:

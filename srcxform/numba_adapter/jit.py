@@ -284,6 +284,13 @@ def call_numba_helper(builder, symbol, arguments):
                         arguments)
 
 
+def read_only_operand(ty):
+    """An array type `ty` as a call_as_core core takes an operand it only reads: layout
+    'A' (any strides) and writable, so one compiled core serves every layout and every
+    read-only view. An operand the core writes keeps its own type's mutability."""
+    return ty.copy(layout="A", readonly=False)
+
+
 def call_as_core(public, core_for):
     """Numba's typing and lowering of calls of `public(*args)` as calls of a jitted core:
     core_for(*arg types) gives (the core, the argument types it takes), each the same data

@@ -11,7 +11,7 @@ import numpy as np
 
 from srcxform.core.aval import (Aval, as_size, broadcast_shapes, dims_equal, is_one, is_zero,
                            normalize_axes, normalize_slice, same_dim, same_shape, size,
-                           slice_length)
+                           slice_length, spans)
 from srcxform.core.dims import concrete
 from srcxform.core.dtypes import promote
 from srcxform.core.errors import IndexArgumentError, TracingError, shape_error
@@ -236,13 +236,8 @@ def _concat_shape(*xs, axis):
 
 
 def _concat_vjp(g, out, *xs, axis):
-    parts, start = [], 0
-    for x in xs:
-        stop = start + x.shape[axis]
-        index = (FULL,) * axis + (Slice(start, stop, None),)
-        parts.append(getitem_p.bind(g, index=index))
-        start = stop
-    return tuple(parts)
+    return tuple(getitem_p.bind(g, index=(FULL,) * axis + (Slice(start, stop, None),))
+                 for start, stop in spans(x.shape[axis] for x in xs))
 
 
 concat_p = primitive("concat", "structural", lambda *xs, axis: np.concatenate(xs, axis),

@@ -18,7 +18,7 @@ from numba.extending import intrinsic, overload
 
 from srcxform.core.errors import IndexArgumentError, ZeroDivisionArgumentError
 from srcxform.numba_adapter import enabled
-from srcxform.numba_adapter.jit import call_as_core, helper
+from srcxform.numba_adapter.jit import call_as_core, helper, read_only_operand
 from srcxform.runtime import CHUNK
 
 
@@ -91,7 +91,7 @@ def _one_layout(xs, axis):
     if not isinstance(xs, types.BaseTuple) or not all(isinstance(x, types.Array) for x in xs) \
             or len({(x.dtype, x.ndim) for x in xs}) != 1:
         return None
-    return _join, (types.UniTuple(xs[0].copy(layout="A", readonly=False), len(xs)), axis)
+    return _join, (types.UniTuple(read_only_operand(xs[0]), len(xs)), axis)
 
 
 # Numba's np.concatenate compiles in time that grows faster than the number of arrays
@@ -214,8 +214,7 @@ def _row_of(core):
                 and isinstance(row, types.Integer) and value.ndim > 0
                 and (stack.dtype, stack.ndim) == (value.dtype, value.ndim + 1)):
             return None
-        return core, (stack.copy(layout="A"), types.intp,
-                      value.copy(layout="A", readonly=False))
+        return core, (stack.copy(layout="A"), types.intp, read_only_operand(value))
 
     return core_for
 
@@ -278,7 +277,7 @@ def _one_copy(view, value):
     if not all(isinstance(x, types.Array) for x in (view, value)) \
             or (view.dtype, view.ndim) != (value.dtype, value.ndim):
         return None
-    return _copy_checked, (view.copy(layout="A"), value.copy(layout="A", readonly=False))
+    return _copy_checked, (view.copy(layout="A"), read_only_operand(value))
 
 
 @helper

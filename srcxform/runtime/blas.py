@@ -28,7 +28,8 @@ from numba.core.errors import TypingError
 from numba.extending import intrinsic, overload
 
 from srcxform import numba_adapter
-from srcxform.numba_adapter.jit import call_as_core, call_numba_helper, ensure_blas, helper
+from srcxform.numba_adapter.jit import (call_as_core, call_numba_helper, ensure_blas, helper,
+                                        read_only_operand)
 from srcxform.runtime import arrays
 
 _KINDS = {types.float32: "s", types.float64: "d"}
@@ -214,11 +215,6 @@ def matvec(a, v):
     return np.dot(a, v)
 
 
-def _any_layout(ty):
-    """ty as the core takes it: any layout, and writable (the core only reads it)."""
-    return ty.copy(layout="A", readonly=False)
-
-
 def _check(public, ndims, x, y):
     """A typing error unless x and y are arrays of ranks `ndims` and one float dtype."""
     if not all(isinstance(t, types.Array) and t.ndim == n for t, n in zip((x, y), ndims)):
@@ -228,14 +224,14 @@ def _check(public, ndims, x, y):
 
 
 def _compile_as(public, cores, ndims):
-    """Calls of `public` as calls of a core with each array retyped by _any_layout.
+    """Calls of `public` as calls of a core with each array retyped by read_only_operand.
     `cores` is (the core for operands in C or Fortran order, the core for any layout):
     each compiles once per dtype."""
 
     def core_for(x, y):
         _check(public, ndims, x, y)
         core = cores[0] if all(t.layout in "CF" for t in (x, y)) else cores[1]
-        return core, (_any_layout(x), _any_layout(y))
+        return core, (read_only_operand(x), read_only_operand(y))
 
     call_as_core(public, core_for)
 
