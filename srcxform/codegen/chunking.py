@@ -44,8 +44,8 @@ class Interior(ast.NodeTransformer):
         return any(isinstance(n, ast.Name) and n.id == self.var for n in ast.walk(node))
 
     def visit_IfExp(self, node):
-        if not _zero(node.orelse):  # a concat's choice of piece, not a slice's bounds
-            return self.generic_visit(node)
+        if not getattr(node, "slice_bounds", False):  # lower.embedded's marks: not a
+            return self.generic_visit(node)  # concat's choice of piece, nor a `where`'s
         tests = node.test.values if isinstance(node.test, ast.BoolOp) and \
             isinstance(node.test.op, ast.And) else [node.test]
         kept = [t for t in tests if not self.bound(t)]
@@ -95,14 +95,6 @@ class Interior(ast.NodeTransformer):
         return not self.failed and all(
             id(n) in self.placed for _, node in body for n in ast.walk(node)
             if isinstance(n, ast.Name) and n.id == self.var)
-
-
-def _zero(node):
-    """Whether node is a literal 0 (`np.float64(0.0)`, `False`): an embed's element
-    outside its slice."""
-    if isinstance(node, ast.Call) and len(node.args) == 1:
-        node = node.args[0]
-    return isinstance(node, ast.Constant) and node.value == 0
 
 
 def _plus(a, b):

@@ -118,7 +118,11 @@ def copy_ast(node):
         return [copy_ast(n) for n in node]
     if not isinstance(node, ast.AST) or not node._fields:
         return node
-    return type(node)(**{f: copy_ast(getattr(node, f)) for f in node._fields if hasattr(node, f)})
+    copied = type(node)(**{f: copy_ast(getattr(node, f)) for f in node._fields
+                           if hasattr(node, f)})
+    if getattr(node, "slice_bounds", False):  # lower.embedded's mark, for chunking.py
+        copied.slice_bounds = True
+    return copied
 
 
 def _literal_number(node):

@@ -390,7 +390,9 @@ class _Lowering:
         if not tests:
             return value
         test = tests[0] if len(tests) == 1 else ast.BoolOp(ast.And(), tests)
-        return ast.IfExp(test, value, literal(0, eqn.out.aval.dtype))
+        element = ast.IfExp(test, value, literal(0, eqn.out.aval.dtype))
+        element.slice_bounds = True  # its tests are bounds a parallel loop may chunk by
+        return element
 
     def joined(self, eqn, exprs, dtype):
         """An element of a concat: the piece that holds it, loaded at the index less the
