@@ -96,6 +96,12 @@ def _products():
     mkl = _torch_mkl()
     if mkl is not None:
         @numba.njit
+        def alive(*arrays):
+            """Nothing: a use of arrays whose addresses a call took, so that they outlive
+            it (Numba frees an array after its last use, and taking an address is not
+            one: MKL's first call, loading its kernels, reused their memory: NaNs)."""
+
+        @numba.njit
         def torch_mkl(a, b, out):
             m, k = a.shape
             n = b.shape[1]
@@ -108,6 +114,7 @@ def _products():
                 sizes[2:].ctypes.data, scalars.ctypes.data, b.ctypes.data,
                 sizes[3:].ctypes.data, a.ctypes.data, sizes[4:].ctypes.data,
                 scalars[1:].ctypes.data, out.ctypes.data, sizes[5:].ctypes.data)
+            alive(sizes, scalars, no)
 
         products["MKL (PyTorch's), from Numba"] = torch_mkl
     products["np.dot from Python"] = lambda a, b, out: np.dot(a, b, out)
