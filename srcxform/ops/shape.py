@@ -139,10 +139,10 @@ getitem_p = primitive("getitem", "structural", lambda x, index: x[_numpy_index(i
 # An array g is copied by a runtime helper (Numba's slice assignment compiles seconds of
 # error formatting into the kernel); a scalar is stored.
 embed_p = primitive("embed", "structural", _embed_impl, _embed_shape,
-                    "out = np.zeros(out_shape, out_dtype)\narrays.copy_into(out[index], g)",
+                    "out = arrays.zeros(out_shape, out_dtype)\narrays.copy_into(out[index], g)",
                     vjp=lambda g, out, x, *, shape, index: (getitem_p.bind(g, index=index),),
                     embeds=True, emit_for=lambda g, out, **params: g.ndim == 0 and
-                    "out = np.zeros(out_shape, out_dtype)\nout[index] = g")
+                    "out = arrays.zeros(out_shape, out_dtype)\nout[index] = g")
 
 
 def _gather_shape(x, indices):

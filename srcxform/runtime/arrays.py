@@ -38,11 +38,28 @@ def _empty(shape, dtype):
     return impl
 
 
+def zeros(shape, dtype):
+    """np.zeros(shape, dtype), allocated as `empty`'s arrays are."""
+    return np.zeros(shape, dtype)
+
+
+@overload(zeros, inline="always")
+def _zeros(shape, dtype):
+    return lambda shape, dtype: _allocate_zeros(shape, dtype)
+
+
 @helper
 def _allocate(shape, dtype):
     out = np.empty(shape, dtype)
     if out.nbytes >= _HUGE_PAGES_FROM:
         _advise_huge_pages(out)
+    return out
+
+
+@helper
+def _allocate_zeros(shape, dtype):
+    out = _allocate(shape, dtype)
+    out.fill(0)
     return out
 
 
@@ -382,7 +399,7 @@ def gather(x, indices):
 def scatter_add(g, indices, size):
     """Zeros of `size` rows with g's rows added at indices (repeats add up)."""
     check_indices(indices, size, "scatter_add")
-    out = np.zeros((size,) + g.shape[1:], g.dtype)
+    out = zeros((size,) + g.shape[1:], g.dtype)
     for k in range(indices.shape[0]):
         out[indices[k]] += g[k]
     return out

@@ -7,8 +7,6 @@ Scalar loops throughout: Numba compiles slice assignments several times more slo
 Imported only by generated code.
 """
 
-import numpy as np
-
 from srcxform.numba_adapter.jit import helper
 from srcxform.runtime import arrays
 
@@ -48,7 +46,7 @@ def fold(g, size, strides, dilations, pads):
     h, w = size
     (sh, sw), (dh, dw) = strides, dilations
     top, left = pads[0][0], pads[1][0]
-    out = np.zeros((n, h, w, c), g.dtype)
+    out = arrays.zeros((n, h, w, c), g.dtype)
     for b in range(n):
         for i in range(oh):
             for j in range(ow):
