@@ -19,7 +19,7 @@ import threading
 
 from srcxform import runtime
 from srcxform.core import settings
-from srcxform.jit import slow_compile
+from srcxform.jit import heap, slow_compile
 # Imported for its one effect: each write to the cache then keeps the cache in its limit.
 from srcxform.numba_adapter import cachesize  # noqa: F401
 from srcxform.numba_adapter.cachefiles import (cache_dir, damaged, read_sealed, stop_writing, write_atomic,
@@ -131,7 +131,9 @@ def _runtime_digest():
 @functools.cache
 def import_runtime():
     """Imports the runtime modules once, with the first kernel of a process (whose call
-    pays Numba's start-up anyway), rather than with whichever later kernel needs one."""
+    pays Numba's start-up anyway), rather than with whichever later kernel needs one; and
+    sets how malloc keeps kernels' temporaries (heap.py)."""
+    heap.keep_temporaries()
     for name in runtime.MODULES:
         importlib.import_module(f"srcxform.runtime.{name}")
 
