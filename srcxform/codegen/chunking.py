@@ -44,8 +44,10 @@ class Interior(ast.NodeTransformer):
         return any(isinstance(n, ast.Name) and n.id == self.var for n in ast.walk(node))
 
     def visit_IfExp(self, node):
-        if not getattr(node, "slice_bounds", False):  # lower.embedded's marks: not a
-            return self.generic_visit(node)  # concat's choice of piece, nor a `where`'s
+        # Only lower.embedded's tests are a slice's bounds (it marks them): a concat's
+        # choice of piece, or a `where` of the same form, is not.
+        if not getattr(node, "slice_bounds", False):
+            return self.generic_visit(node)
         tests = node.test.values if isinstance(node.test, ast.BoolOp) and \
             isinstance(node.test.op, ast.And) else [node.test]
         kept = [t for t in tests if not self.bound(t)]

@@ -5,8 +5,8 @@ glibc serves an array above its mmap threshold (128 KiB, raised to the largest a
 freed so far, 32 MiB at most) with fresh pages from the operating system, and gives the
 top of its heap back once more than twice that threshold is free there: either way the
 next call faults every page in again, zeroed. GradBench's ode gradient at n = 100,000
-(dozens of 800 KB arrays a step) spent three quarters of its time so, and more or less
-depending on what the process had freed before (394 against 93 ms).
+(dozens of 800 KB arrays a step) spent three quarters of its time so, or not, depending
+on what the process had freed before (367-370 ms against 89-90).
 
 With a process's first kernel, srcxform sets glibc's mmap threshold to 16 MiB and its trim
 threshold to 64 MiB (mallopt): arrays below 16 MiB are reused from the heap, and up to
