@@ -18,6 +18,13 @@ def dtype_ast(dtype):
     return ast.Attribute(ast.Name("np", ast.Load()), name, ast.Load())
 
 
+def cast_to(value, dtype):
+    """`np.int32(value)`: value as a scalar of dtype, unless it is that cast already."""
+    if isinstance(value, ast.Call) and ast.dump(value.func) == ast.dump(dtype_ast(dtype)):
+        return value
+    return ast.Call(dtype_ast(dtype), [value], [])
+
+
 def literal(value, dtype):
     """A Python number as `np.float32(2.0)`: generated code spells every dtype out."""
     dtype = np.dtype(dtype)

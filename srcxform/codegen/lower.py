@@ -17,6 +17,7 @@ from srcxform.core.aval import is_one, spans
 from srcxform.codegen import chunking, control, lanes, nancheck, verify
 from srcxform.codegen.exprs import (
     Sizes,
+    cast_to,
     dtype_ast,
     fill,
     literal,
@@ -130,7 +131,7 @@ class _Lowering:
     def lit(self, atom, dtype=None):
         dtype = dtype or atom.aval.dtype
         if hasattr(atom.value, "expr"):  # a size, computed at run time
-            return ast.Call(dtype_ast(dtype), [self.sizes.ast(atom.value)], [])
+            return cast_to(self.sizes.ast(atom.value), dtype)
         return literal(atom.value, dtype)
 
     def whole(self, atom):
@@ -461,18 +462,17 @@ class _Lowering:
             if dtype is not None and isinstance(a, Var) and a.aval.weak and a.aval.dtype != dtype:
                 # A weak value (a Python number traced: fori_loop's index, a float argument)
                 # takes the other operand's dtype, as eagerly; Numba would promote instead.
-                names[n] = ast.Call(dtype_ast(dtype), [names[n]], [])
+                names[n] = cast_to(names[n], dtype)
         in_avals = [a.aval for a in e.ins]
         self.nest_raises |= prim.may_raise(in_avals, e.out.aval, e.kwargs)
         template = prim.vector_template if self.vectorized and prim.vector_template else \
             prim.template_for(in_avals, e.out.aval, e.kwargs)
         value = fill(template, names, literal_dtype=compute)
         out = e.out.aval.dtype
-        if out.kind in "iu" and out.itemsize < 8 and not (
-                isinstance(value, ast.Call) and ast.dump(value.func) == ast.dump(dtype_ast(out))):
+        if out.kind in "iu" and out.itemsize < 8:
             # Numba computes int32 + int32 in int64: wrapped back, the value keeps its dtype
             # (a reduce_max's step takes one dtype) and wraps around as TensorFlow's does.
-            value = ast.Call(dtype_ast(out), [value], [])
+            value = cast_to(value, out)
         return value
 
     def nan_scan(self, scan, e, local, exprs, scalar_names):
