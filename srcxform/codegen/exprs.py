@@ -38,7 +38,7 @@ def literal(value, dtype):
         arg = ast.Constant(float(value))
     else:
         arg = ast.Constant(int(value))
-    return ast.Call(dtype_ast(dtype), [arg], [])
+    return cast_to(arg, dtype)
 
 
 def reduction_init(init, dtype):

@@ -65,9 +65,9 @@ def _allocate_zeros(shape, dtype):
 
 # Arrays of 4 MiB or more ask Linux for transparent huge pages, as NumPy's own allocator
 # does, so that their first touch faults 2 MiB at a time, not 4 KiB. Numba allocates with
-# malloc, which maps arrays above its mmap threshold (32 MiB at most) afresh at every
-# call: filling an 80 MB temporary (GradBench kmeans' distances) took four times as long
-# as filling NumPy's.
+# malloc, which maps arrays above 32 MiB afresh at every call (smaller ones stay in its
+# heap: jit/heap.py): filling an 80 MB temporary (GradBench kmeans' distances) took four
+# times as long as filling NumPy's.
 _HUGE_PAGES_FROM = 1 << 22
 _PAGE = 4096
 _MADV_HUGEPAGE = 14  # Linux's value
