@@ -1,9 +1,10 @@
-"""Jacobians from recorded ops as one compiled loop: over the output's rows (a reverse walk
-each) or over the input's columns (a forward push each), whichever side is smaller.
+"""Jacobians from recorded ops in one kernel: over the output's rows (a reverse walk each)
+or over the input's columns (a forward push each), whichever side is smaller.
 
-The loop runs over an identity matrix computed from the value it spans (not a constant),
-so its trip count is that value's size: one kernel serves every size, and the loop body is
-one reverse walk (or one forward push) whatever the size. transforms.py's jacfwd, jacrev
+The walks run over an identity matrix computed from the value it spans (not a constant),
+all rows at once where every op has a batching rule (passes/batching.py), else in a loop
+whose trip count is that value's size: one kernel serves every size, and its code is one
+reverse walk (or one forward push) whatever the size. transforms.py's jacfwd, jacrev
 and hessian are these loops, and so are GradientTape.jacobian and batch_jacobian inside a
 compiled function (through tape.LOOPED_JACOBIANS, which this module sets). `batch` is how
 many leading axes the output and input share as a batch (batch_jacobian's 1): the basis
@@ -12,9 +13,11 @@ then spans the other axes, broadcast along the batch."""
 from srcxform import ops
 from srcxform.ad import forward, tape
 from srcxform.ad.backprop import backprop
+from srcxform.ad.trace import Tracer
 from srcxform.control_flow import map_fn
 from srcxform.core.aval import size
 from srcxform.core.tensor import Value
+from srcxform.passes.batching import map_rows
 
 
 def smaller_side(records: list, target: Value, leaves: list, watched: list,
@@ -54,10 +57,10 @@ def columns(records: list, source: Value, targets: list, batch: int = 0) -> list
 
 
 def _loop(seeded, reached, batch, walk):
-    """A loop over `seeded`'s basis: each trip seeds it with one basis vector (broadcast
+    """The walks over `seeded`'s basis: each seeds it with one basis vector (broadcast
     along the batch) and walks (`walk(seeds, ids)`: {id: value}) to the values `reached`,
     zeros where a walk does not reach one. Returns their stacks and the positions of the
-    values some trip reached (the others' Jacobians are None)."""
+    values some walk reached (the others' Jacobians are None)."""
     connected = set()
 
     def trip(e):
@@ -67,7 +70,8 @@ def _loop(seeded, reached, batch, walk):
         return [ops.zeros_like(v) if found.get(v._id) is None else found[v._id]
                 for v in reached]
 
-    return map_fn(trip, basis(seeded, batch)), connected
+    rows = basis(seeded, batch)
+    return (map_rows if isinstance(rows, Tracer) else map_fn)(trip, rows), connected
 
 
 def _jacobian(stacked, target, source, batch, first):

@@ -360,9 +360,11 @@ def test_a_read_only_install_without_a_home_compiles_and_runs(tmp_path):
         for got, want in zip(out["grads"], _filling_expected(2), strict=True):
             np.testing.assert_allclose(got, want, rtol=1e-12)
         assert out["package"] == str(package / "__init__.py")
-        # One warning: the cache folder is a temporary one.
-        assert [category for category, _ in out["warnings"]] == ["CacheWarning"]
-        assert "removed when it exits" in out["warnings"][0][1]
+        # One warning: the cache folder is a temporary one (and, on a loaded machine, a
+        # SlowCompileWarning: every runtime helper compiles afresh here).
+        warned = [w for w in out["warnings"] if w[0] != "SlowCompileWarning"]
+        assert [category for category, _ in warned] == ["CacheWarning"]
+        assert "removed when it exits" in warned[0][1]
         assert not any(name.endswith((".nbi", ".nbc")) for _, _, names in os.walk(root)
                        for name in names)
     finally:

@@ -1,6 +1,7 @@
-"""Jacobians as one compiled loop (srcxform/jacobians.py): srcxform.jacobian, hessian, and
-GradientTape.jacobian and batch_jacobian inside a compiled function loop over the output's
-rows or the input's columns, whichever side is smaller, in one kernel; tuple `wrt` gives a
+"""Jacobians in one kernel (srcxform/jacobians.py): srcxform.jacobian, hessian, and
+GradientTape.jacobian and batch_jacobian inside a compiled function push the output's rows
+or the input's columns, whichever side is smaller, all at once where every op has a
+batching rule (tests/test_batching.py has the rules), else in a loop; tuple `wrt` gives a
 tuple per argument, as JAX's argnums. Values against the eager tape's per-row Jacobian and
 central differences. Kernels run as Python (SRCXFORM_JIT=0) except where marked."""
 
@@ -65,9 +66,9 @@ def loops_taken(monkeypatch):
 
 
 @pytest.mark.parametrize("fn, side", [(widening, "columns"), (narrowing, "rows")])
-def test_jacobian_loops_over_the_smaller_side_in_one_kernel(fn, side, monkeypatch):
-    """One kernel for sizes 3 and 4, one loop in it whose body is one push (the trip count
-    is the size), equal to the eager tape and to central differences."""
+def test_jacobian_pushes_the_smaller_side_at_once_in_one_kernel(fn, side, monkeypatch):
+    """One kernel for sizes 3 and 4 pushing every basis vector at once (no loop over them),
+    equal to the eager tape and to central differences."""
     taken = loops_taken(monkeypatch)
     compiled = tf.jacobian(fn)
     for n in (3, 4):
@@ -78,25 +79,41 @@ def test_jacobian_loops_over_the_smaller_side_in_one_kernel(fn, side, monkeypatc
     assert set(taken) == {side} and compiled.cache_info().kernels == 1
     source = compiled._kernel("value", (x,), {})[0].source
     kernel = source.split("def jacobian_of_")[1].split("\ndef ")[0]
-    assert kernel.count("for it in range(") == 1, kernel
+    assert kernel.count("for it in range(") == 0, kernel
 
 
 def test_the_kernel_is_one_call_per_jacobian(monkeypatch):
-    """srcxform.jacobian of a 5 -> 5 map: one kernel call a Jacobian, not one a row, and a
-    loop over rows rather than five reverse walks unrolled (five matmuls)."""
-    w = np.random.default_rng(0).standard_normal((5, 5))
+    """srcxform.jacobian of a 16 -> 16 map: one kernel call a Jacobian, not one a row, and
+    the rows' reverse walks as one (two matmuls: the forward one and the rows' one),
+    neither a loop over rows nor sixteen walks unrolled."""
+    w = np.random.default_rng(0).standard_normal((16, 16))
 
     def mapped(x):
         return tf.tanh(tf.linalg.matvec(w, x))
 
-    compiled, x = tf.jacobian(mapped), np.linspace(-1, 1, 5)
+    compiled, x = tf.jacobian(mapped), np.linspace(-1, 1, 16)
     compiled(x)
     before = compiled.cache_info().hits
-    np.testing.assert_allclose(compiled(x), (1 - np.tanh(w @ x) ** 2)[:, None] * w, rtol=1e-13)
+    np.testing.assert_allclose(compiled(x), (1 - np.tanh(w @ x) ** 2)[:, None] * w, rtol=1e-13,
+                               atol=1e-14)
     assert compiled.cache_info().hits - before == 1
     source = compiled._kernel("value", (x,), {})[0].source
     kernel = source.split("def jacobian_of_mapped__value")[1].split("\ndef ")[0]
-    assert kernel.count("for it in range(") == 1 and kernel.count("matmul(") == 2, kernel
+    assert kernel.count("for it in range(") == 0 and kernel.count("matmul(") == 2, kernel
+
+
+def test_a_jacobian_whose_products_are_small_keeps_the_loop():
+    """A 3 x 3 product's rows gain nothing from one GEMM (ops/linalg.py _gemm_pays): the
+    pushes stay one loop, whose body is one push, with the same values."""
+    a = np.random.default_rng(5).standard_normal((3, 3))
+
+    def small(x):
+        return tf.reshape(tf.matmul(a, tf.reshape(tf.sin(x), (3, 3))), (-1,))
+
+    compiled, x = tf.jacfwd(small), np.linspace(-1, 1, 9)
+    np.testing.assert_allclose(compiled(x), eager_jacobian(small, x)[0], rtol=1e-13)
+    source = compiled._kernel("value", (x,), {})[0].source
+    assert source.count("for it in range(") == 1, source
 
 
 def pair_map(x, y):
@@ -159,8 +176,8 @@ def test_hessian_of_a_tuple_wrt_is_a_tuple_of_tuples():
 
 
 @pytest.mark.parametrize("fn, side", [(widening, "columns"), (narrowing, "rows")])
-def test_tape_jacobian_in_a_compiled_function_is_one_loop(fn, side, monkeypatch):
-    """tape.jacobian inside a compiled function: one loop (not a reverse walk per row),
+def test_tape_jacobian_in_a_compiled_function_is_one_push(fn, side, monkeypatch):
+    """tape.jacobian inside a compiled function: one push of every row (not a walk each),
     a source the target does not reach is zeros (unconnected_gradients="zero") or None."""
     taken, unconnected = loops_taken(monkeypatch), []
 
@@ -189,9 +206,9 @@ def per_example_narrow(x):
 
 @pytest.mark.parametrize("fn, side", [(per_example, "columns"),
                                       (per_example_narrow, "rows")])
-def test_batch_jacobian_in_a_compiled_function_is_one_loop(fn, side, monkeypatch):
-    """One loop over an example's rows or columns, each trip all examples at once; equal
-    to the eager batch_jacobian."""
+def test_batch_jacobian_in_a_compiled_function_is_one_push(fn, side, monkeypatch):
+    """An example's rows or columns pushed at once, for all examples at once; equal to the
+    eager batch_jacobian."""
     taken = loops_taken(monkeypatch)
 
     @tf.differentiable
@@ -215,8 +232,8 @@ def test_batch_jacobian_in_a_compiled_function_is_one_loop(fn, side, monkeypatch
 
 @pytest.mark.slow  # two Numba compiles
 def test_jacobian_of_a_100_map_compiles_natively(monkeypatch):
-    """Numba: the 100 -> 100 map of benchmarks/forward.py, one loop, equal to the
-    analytic Jacobian."""
+    """Numba: the 100 -> 100 map of benchmarks/forward.py, equal to the analytic
+    Jacobian."""
     monkeypatch.setenv("SRCXFORM_JIT", "1")
     monkeypatch.setenv("SRCXFORM_TIERED", "0")
     w = np.random.default_rng(4).standard_normal((100, 100)) / 10

@@ -122,6 +122,10 @@ class Primitive:
     # (TensorFlow's NotDifferentiable ops: stop_gradient).
     unrecorded: bool = False
     numpy: tuple = ()  # NumPy ufuncs that compute this op: NumPy dispatch binds it for them
+    # batch(flags, **params): for operands of which those flagged carry a leading axis of
+    # rows, a function of them giving the output's rows, or None (passes/batching.py;
+    # elementwise ops and reductions have theirs by kind).
+    batch: Callable | None = None
     algebra: Algebra = Algebra()
     codegen: Codegen = Codegen()
     param_names: tuple = field(init=False)
@@ -361,15 +365,17 @@ def reduction(name, impl, emit, init, vjp=None, nondiff=False, sums=False):
 
 def primitive(name, kind, impl, shape, emit, vjp=None, nondiff=False,
               same_aval_is_identity=False, is_broadcast=False, rearranges=False,
-              embeds=False, joins=False, selects=False, emit_for=None, raises=False, sums=False):
+              embeds=False, joins=False, selects=False, emit_for=None, raises=False, sums=False,
+              batch=None):
     """Declares a primitive with its own shape rule `shape(*avals, **params)`; the inputs
     are named by the shape rule's positional parameters. `emit_for` and `raises`: see
-    Codegen; the others after `nondiff`: see Algebra."""
+    Codegen; `batch`: see Primitive; the others after `nondiff`: see Algebra."""
     arg_names, variadic = _arg_names(shape, 0)
     algebra = Algebra(same_aval_is_identity=same_aval_is_identity, is_broadcast=is_broadcast,
                       rearranges=rearranges, embeds=embeds, joins=joins, selects=selects, sums=sums)
     return Primitive(name, kind, impl, shape, vjp, emit, arg_names, nondiff, variadic=variadic,
-                     algebra=algebra, codegen=Codegen(emit_for=emit_for, raises=raises))
+                     batch=batch, algebra=algebra,
+                     codegen=Codegen(emit_for=emit_for, raises=raises))
 
 
 def reduce_params(x, axis, keepdims, op):

@@ -11,7 +11,7 @@ trace and cross. The LAPACK ops are in lapack.py, einsum and tensordot in einsum
 
 import numpy as np
 
-from srcxform.core.aval import Aval, broadcast_shapes
+from srcxform.core.aval import Aval, broadcast_shapes, is_one
 from srcxform.core.dtypes import promote
 from srcxform.core.errors import shape_error, user_line
 from srcxform.ops.elementwise import cast, where
@@ -58,19 +58,59 @@ def _matvec_shape(x, v):
     return Aval((x.shape[0],), x.dtype)
 
 
+def _matmul_batch(flags, avals):
+    """Rows of x times y: one product of the rows laid end to end; x times rows of y: the
+    transposed products, y's rows' transposes laid end to end times x's transpose. Not
+    where both have rows, nor for a product of a short inner dimension (see _gemm_pays)."""
+    if all(flags) or not _gemm_pays(avals[0].shape[1]):
+        return None
+    if flags[0]:
+        return lambda x, y: reshape(matmul_p.bind(reshape(
+            x, (x.shape[0] * x.shape[1], x.shape[2])), y), x.shape[:2] + y.shape[1:])
+
+    def rows_of_y(x, y):
+        k, b, c = y.shape
+        if is_one(c):  # columns: the transposes are reshapes
+            return reshape(matmul_p.bind(reshape(y, (k, b)), _swap(x)), (k, x.shape[0], 1))
+        laid = reshape(transpose(y, (0, 2, 1)), (k * c, b))
+        return transpose(reshape(matmul_p.bind(laid, _swap(x)), (k, c, x.shape[0])), (0, 2, 1))
+
+    return rows_of_y
+
+
 # blas.matmul and .matvec call BLAS's gemm and gemv directly: np.dot's generic code,
 # compiled for each operand layout, was most of a model's first-call compile time. They
 # take C- and Fortran-ordered operands (a transposed matrix) as they are, and float32 or
 # float64 operands of one dtype, as Numba's np.dot (which has no integer matmul either):
 # matmul() gives them nothing else.
 matmul_p = primitive("matmul", "opaque", np.matmul, _matmul_shape, "blas.matmul(x, y)", sums=True,
-                     vjp=lambda g, out, x, y: (_matmul(g, _swap(y)), _matmul(_swap(x), g)))
+                     vjp=lambda g, out, x, y: (_matmul(g, _swap(y)), _matmul(_swap(x), g)),
+                     batch=_matmul_batch)
 
 
 # A matrix times a vector is BLAS's gemv, several times faster than a one-column gemm.
 matvec_p = primitive("matvec", "opaque", np.dot, _matvec_shape, "blas.matvec(x, v)", sums=True,
                      vjp=lambda g, out, x, v: (expand_dims(g, 1) * expand_dims(v, 0),
-                                               matvec_p.bind(_swap(x), g)))
+                                               matvec_p.bind(_swap(x), g)),
+                     batch=lambda flags, avals: not all(flags) and _gemm_pays(
+                         avals[0].shape[1]) and _matvec_batch(flags[0]))
+
+
+def _gemm_pays(inner):
+    """Whether a product with this inner dimension gains from running a batch's rows as one
+    product: under 16 terms a row, GEMM's blocking gains little, and the loop a Jacobian
+    falls back to compiles less code (GradBench ht's 4 x 4 products: 48 s against 120 s,
+    benchmarks/README.md)."""
+    return type(inner) is not int or inner >= 16  # a Dim: any size
+
+
+def _matvec_batch(x_has_rows):
+    """Rows of x times v: one gemv of the rows laid end to end; x times rows of v: the rows
+    of v times x's transpose, one product."""
+    if x_has_rows:
+        return lambda x, v: reshape(matvec_p.bind(reshape(
+            x, (x.shape[0] * x.shape[1], x.shape[2])), v), x.shape[:2])
+    return lambda x, v: matmul_p.bind(v, _swap(x))
 
 
 def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,

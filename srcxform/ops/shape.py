@@ -91,11 +91,13 @@ reshape_p = primitive("reshape", "structural", lambda x, shape: np.reshape(x, sh
                       _reshape_shape, "np.ascontiguousarray(x).reshape(shape)",
                       vjp=lambda g, out, x, *, shape: (reshape(g, x.shape),),
                       same_aval_is_identity=True, rearranges=True,
-                      emit_for=_reshape_as_index)
+                      emit_for=_reshape_as_index, batch=lambda flags, avals, *, shape: lambda x: (
+                          reshape_p.bind(x, shape=x.shape[:1] + tuple(shape))))
 transpose_p = primitive("transpose", "structural", lambda x, perm: np.transpose(x, perm),
                         _transpose_shape, "arrays.transpose(x, perm)",
                         vjp=lambda g, out, x, *, perm: (transpose(g, np.argsort(perm)),),
-                        rearranges=True)
+                        rearranges=True, batch=lambda flags, avals, *, perm: lambda x: (
+                            transpose_p.bind(x, perm=(0,) + tuple(p + 1 for p in perm))))
 # Broadcasting is elementwise work: in a loop nest it is a load with some indices fixed at
 # 0. Its cotangent is summed back by backprop, which unbroadcasts everything.
 broadcast_to_p = primitive("broadcast_to", "elementwise",
@@ -134,7 +136,8 @@ def _embed_impl(g, shape, index):
 getitem_p = primitive("getitem", "structural", lambda x, index: x[_numpy_index(index)],
                       _getitem_shape, "x[index]",
                       vjp=lambda g, out, x, *, index: (embed(g, x.shape, index),),
-                      rearranges=True, selects=True)
+                      rearranges=True, selects=True, batch=lambda flags, avals, *, index: lambda x: (
+                          getitem_p.bind(x, index=(FULL,) + tuple(index))))
 # getitem's transpose: zeros of `shape` with g written at `index`.
 # An array g is copied by a runtime helper (Numba's slice assignment compiles seconds of
 # error formatting into the kernel); a scalar is stored.
@@ -142,7 +145,9 @@ embed_p = primitive("embed", "structural", _embed_impl, _embed_shape,
                     "out = arrays.zeros(out_shape, out_dtype)\narrays.copy_into(out[index], g)",
                     vjp=lambda g, out, x, *, shape, index: (getitem_p.bind(g, index=index),),
                     embeds=True, emit_for=lambda g, out, **params: g.ndim == 0 and
-                    "out = arrays.zeros(out_shape, out_dtype)\nout[index] = g")
+                    "out = arrays.zeros(out_shape, out_dtype)\nout[index] = g",
+                    batch=lambda flags, avals, *, shape, index: lambda g: embed_p.bind(
+                        g, shape=g.shape[:1] + tuple(shape), index=(FULL,) + tuple(index)))
 
 
 def _gather_shape(x, indices):
@@ -180,12 +185,23 @@ def _scatter_add_impl(g, indices, size):
 # data: compiled code checks their bounds at each call (arrays.gather).
 gather_p = primitive("gather", "opaque", _gather_impl, _gather_shape,
                      "arrays.gather(x, indices)", raises=True,
-                     vjp=lambda g, out, x, indices: (scatter_add(g, indices, x.shape[0]), None))
+                     vjp=lambda g, out, x, indices: (scatter_add(g, indices, x.shape[0]), None),
+                     batch=lambda flags, avals: not flags[1] and (lambda x, indices: _rows_second(
+                         gather_p.bind(_rows_second(x), indices))))
 # gather's transpose: rows of g added into zeros at `indices`.
 scatter_add_p = primitive("scatter_add", "opaque", _scatter_add_impl, _scatter_add_shape,
                           "arrays.scatter_add(g, indices, size)", raises=True, sums=True,
                           vjp=lambda g, out, x, indices, *, size:
-                          (gather_p.bind(g, indices), None))
+                          (gather_p.bind(g, indices), None),
+                          batch=lambda flags, avals, *, size: not flags[1] and (
+                              lambda g, indices: _rows_second(scatter_add_p.bind(
+                                  _rows_second(g), indices, size=size))))
+
+
+def _rows_second(x):
+    """x with its first two axes swapped: a batch's rows moved behind the axis that
+    gather and scatter_add index, and back."""
+    return transpose_p.bind(x, perm=(1, 0) + tuple(range(2, len(x.shape))))
 
 
 def _check_range_shape(indices, *, size, op, negatives):
@@ -242,7 +258,14 @@ def _concat_vjp(g, out, *xs, axis):
 
 concat_p = primitive("concat", "structural", lambda *xs, axis: np.concatenate(xs, axis),
                      _concat_shape, "arrays.concatenate(xs, axis)", vjp=_concat_vjp,
-                     joins=True)
+                     joins=True, batch=lambda flags, avals, *, axis: lambda *xs: concat_p.bind(
+                         *_rows_everywhere(xs, flags), axis=axis + 1))
+
+
+def _rows_everywhere(xs, flags):
+    """xs, each unflagged one broadcast along the flagged ones' leading axis of rows."""
+    rows = next(x for x, b in zip(xs, flags) if b).shape[0]
+    return [x if b else broadcast_to(x, (rows,) + tuple(x.shape)) for x, b in zip(xs, flags)]
 
 
 # ----- wrappers (TensorFlow names) -----

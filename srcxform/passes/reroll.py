@@ -45,7 +45,7 @@ from srcxform.passes import cse
 from srcxform.passes.structured import (
     _INDEX,
     FORI,
-    _at_origin,
+    at_origin,
     _bind_loop,
     align,
     fori_loop,
@@ -414,7 +414,7 @@ class _Plan:
             else:
                 eqn = node.eqn
                 out = eqn.prim.bind(*[value(n) for n in node.ins], **eqn.kwargs)
-                result = _at_origin(out, eqn.origin)
+                result = at_origin(out, eqn.origin)
             done[id(node)] = result
             return result
 

@@ -291,24 +291,27 @@ def evaluate(program, args):
     env = dict(zip(program.ins, args))
 
     def read(atom):
-        if isinstance(atom, Var):
-            return env[atom]
-        if hasattr(atom.value, "expr"):  # a size
-            return as_value(atom.value)
-        return Tensor._new(np.asarray(atom.value, atom.aval.dtype), atom.aval.weak)
+        return env[atom] if isinstance(atom, Var) else literal(atom)
 
     for eqn in program.eqns:
         ins = [read(a) for a in eqn.ins]
         if eqn.prim is OUTPUT:
             env[eqn.out] = env[eqn.ins[0]][eqn.kwargs["index"]]
         elif isinstance(eqn.prim, StructuredOp):
-            env[eqn.out] = _REBIND[eqn.prim](ins, eqn.kwargs)
+            env[eqn.out] = rebind(eqn.prim, ins, eqn.kwargs)
         else:
-            env[eqn.out] = _at_origin(eqn.prim.bind(*ins, **eqn.kwargs), eqn.origin)
+            env[eqn.out] = at_origin(eqn.prim.bind(*ins, **eqn.kwargs), eqn.origin)
     return [read(a) for a in program.outs]
 
 
-def _at_origin(value, origin):
+def literal(atom):
+    """An equation's literal operand (a Lit) as a value: a size, or a constant."""
+    if hasattr(atom.value, "expr"):  # a size
+        return as_value(atom.value)
+    return Tensor._new(np.asarray(atom.value, atom.aval.dtype), atom.aval.weak)
+
+
+def at_origin(value, origin):
     """value, its equation (just traced) attributed to the user's line `origin`: the
     line the recomputed equation came from, not the line that called the compiler."""
     trace = getattr(value, "_trace", None)
@@ -404,6 +407,14 @@ def fori_loop(lower, upper, body_fn, inits, names, xs=(), y_avals=(), checkpoint
     bounds = [_as_index(lower), _as_index(upper)]
     return _bind_loop(FORI, bounds, inits, captures, {"body": body_region}, xs,
                       tuple(y_avals), checkpoint=checkpoint)
+
+
+def map_loop(region, captures, xs, y_avals):
+    """A fori_loop with no carries over the rows of xs (values of one length): region
+    (inputs: the index, a row of each of xs, then captures) gives a trip's rows of the
+    stacked outputs (`y_avals`)."""
+    bounds = [_as_index(0), _as_index(xs[0].shape[0])]
+    return _bind_loop(FORI, bounds, [], captures, {"body": region}, xs, tuple(y_avals))
 
 
 def _as_index(bound):
@@ -794,6 +805,11 @@ def _cond_vjp(t_region, f_region):
 
 
 _REBIND = {WHILE: _rebind_loop(WHILE), FORI: _rebind_loop(FORI), COND: _rebind_cond}
+
+
+def rebind(op, ins, params):
+    """A structured equation bound again on values ins: its results."""
+    return _REBIND[op](ins, params)
 
 
 # ----- what the loops store -----
