@@ -72,6 +72,19 @@ def test_a_hessian_through_a_cond_is_batched():
     assert "for it in range(" not in source, source
 
 
+def test_a_push_whose_rows_would_outgrow_the_jacobian_keeps_the_loop():
+    """jacfwd through an outer product that a product reads: batched, its tangent would be
+    stored whole, n x n a row for n rows (n^3; the Jacobian is n^2): the loop stores one
+    row at a time."""
+    def fn(x):
+        return tf.linalg.matvec(tf.sin(x)[:, None] * tf.cos(x)[None, :], tf.tanh(x))
+
+    compiled, x = tf.jacfwd(fn), np.linspace(-1.0, 1.0, 20)
+    np.testing.assert_allclose(compiled(x), eager_jacobian(fn, x), rtol=1e-12, atol=1e-14)
+    source = compiled._kernel("value", (x,), {})[0].source
+    assert source.count("for it in range(") == 1, source
+
+
 def test_unbatched_work_in_the_push_is_computed_once():
     """What does not depend on the basis vector (1 - tanh^2 in tanh's reverse walk) is
     computed outside the batched part: one tanh derivative, not one a row."""

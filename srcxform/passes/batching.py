@@ -17,7 +17,8 @@ params, giving a function of the operands, or None where it cannot batch them).
 import functools
 
 from srcxform import ops
-from srcxform.core.aval import Aval
+from srcxform.core.aval import Aval, size
+from srcxform.core.dims import concrete
 from srcxform.core.tensor import as_value
 from srcxform.passes import structured
 
@@ -32,17 +33,22 @@ def map_rows(fn, xs):
         ["i", "row0"])
     (region,), captures = structured.align([(sub, outs)])
     index, reads = region.ins[0], region.ins[1:]
+    room = max(concrete(size(v.shape)) for v in [row, *outs])
     if index not in region.outs and all(index not in e.ins for e in region.eqns) and \
-            _out_flags(region.replace(ins=reads), [True] + [False] * len(captures)):
+            _out_flags(region.replace(ins=reads), [True] + [False] * len(captures), room):
         inputs = [(xs, True)] + [(c, False) for c in captures]
         return _run(region.replace(ins=reads), inputs, xs.shape[0], [True] * len(outs))
     y_avals = [Aval((xs.shape[0],) + tuple(v.shape), v.dtype) for v in outs]
     return structured.map_loop(region, captures, [xs], y_avals)
 
 
-def _out_flags(region, in_flags):
+def _out_flags(region, in_flags, room):
     """Which of region's outputs carry the rows' axis where the inputs flagged do, or None
-    where an equation they reach has no rule."""
+    where an equation they reach has no rule, or a value they reach has more than `room`
+    elements a row (at the traced sizes): batched, the rows of a value that a product
+    or a gather reads are stored whole, and a row larger than both the seed's and every
+    result's (an outer product's tangent, n x n a row of n rows) would take memory the
+    loop does not (n^3 against n^2)."""
     batched = {var for var, flag in zip(region.ins, in_flags) if flag}
     results = {}  # a cond's token: which of its results carry the rows' axis
     for eqn in region.eqns:
@@ -53,19 +59,19 @@ def _out_flags(region, in_flags):
                 batched.add(eqn.out)
         elif any(flags):
             if eqn.prim is structured.COND and not flags[0]:
-                results[eqn.out] = found = _cond_flags(eqn, flags[1:])
+                results[eqn.out] = found = _cond_flags(eqn, flags[1:], room)
             else:
                 found = not getattr(eqn.prim, "structured", False) and _rule(eqn, flags)
-            if not found:
+            if not found or concrete(size(eqn.out.aval.shape)) > room:
                 return None
             batched.add(eqn.out)
     return [a in batched for a in region.outs]
 
 
-def _cond_flags(eqn, flags):
+def _cond_flags(eqn, flags, room):
     """Which of a cond's results carry the rows' axis (in either branch), for a predicate
     the same for every row; None where a branch cannot batch."""
-    branches = [_out_flags(eqn.kwargs[k], flags) for k in ("true", "false")]
+    branches = [_out_flags(eqn.kwargs[k], flags, room) for k in ("true", "false")]
     if None in branches:
         return None
     return [a or b for a, b in zip(*branches)] or None
@@ -103,7 +109,7 @@ def _run(region, inputs, rows, out_flags):
 def _batched_cond(eqn, values, flags, rows):
     """A cond whose predicate is the same for every row, each branch batched: its results,
     and which of them carry the rows' axis."""
-    need = _cond_flags(eqn, flags[1:])
+    need = _cond_flags(eqn, flags[1:], float("inf"))  # the room was checked
     inputs = list(zip(values[1:], flags[1:]))
     branches = [functools.partial(_run, eqn.kwargs[k], inputs, rows, need)
                 for k in ("true", "false")]
