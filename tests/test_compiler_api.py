@@ -358,6 +358,17 @@ def test_a_reshape_that_only_moves_dims_of_one_is_an_index(shape, op, as_index):
     np.testing.assert_allclose(f.grad(x), tape.gradient(y, xt).numpy(), rtol=1e-12)
 
 
+@pytest.mark.parametrize("jit", ["0", "1"])
+def test_a_scalar_given_axes_is_an_array(jit, monkeypatch):
+    """x[None] of a rank-0 value: generated code keeps scalars as scalars, which cannot be
+    indexed (a TypeError as Python, a CompileError from Numba, before the fix)."""
+    monkeypatch.setenv("SRCXFORM_JIT", jit)
+    f = tf.differentiable(lambda v: tf.reduce_sum(tf.reduce_min(v)[None, None] * v))
+    x = np.array([-1.0, 0.5, 2.0])
+    assert f(x) == -1.5
+    np.testing.assert_array_equal(f.grad(x), [-1.0 + 1.5, -1.0, -1.0])
+
+
 def test_a_sum_beside_vectorizable_terms_adds_them_in_lanes():
     """The loop computing the terms stores them and calls vecmath.exp, which LLVM
     vectorizes; the chunk's sum is added after it (codegen/lanes.py). With the sum in the

@@ -133,8 +133,11 @@ def _embed_impl(g, shape, index):
     return out
 
 
+# A scalar given axes (x[None]) is an array made: generated code keeps rank 0 as scalars.
 getitem_p = primitive("getitem", "structural", lambda x, index: x[_numpy_index(index)],
-                      _getitem_shape, "x[index]",
+                      _getitem_shape, "x[index]", emit_for=lambda x, out, **params: (
+                          x.ndim == 0 and out.ndim > 0
+                          and "out = arrays.empty(out_shape, out_dtype)\nout[...] = x"),
                       vjp=lambda g, out, x, *, index: (embed(g, x.shape, index),),
                       rearranges=True, selects=True, batch=lambda flags, avals, *, index: lambda x: (
                           getitem_p.bind(x, index=(FULL,) + tuple(index))))
