@@ -7,7 +7,8 @@
 Cases: the Jacobian of a 100 -> 100 map, tanh(W @ x) (jacfwd, jacrev, and srcxform.jacobian,
 which picks the smaller side), against JAX jit(jacfwd/jacrev), torch.func's eager
 jacfwd/jacrev and TensorFlow's tape.jacobian (pfor) in a tf.function, as a graph and by
-XLA (jit_compile=True); hvp on Rosenbrock with n = 1e6 against one gradient call;
+XLA (jit_compile=True); hvp on Rosenbrock with n = 1e6 (forward over reverse in every
+system) against one gradient call;
 per-example gradients of logistic regression (1,000 examples x 50 features) by
 vmap(grad), and by vmap of a parallel=True function's grad (its loop over examples a
 prange), against JAX's jit(vmap(grad)), torch.func's vmap(grad) and TensorFlow's
@@ -162,18 +163,46 @@ def hvp_case(tf, jax, torch=None, tensorflow=None):
     rng = np.random.default_rng(0)
     x, v = rng.standard_normal(10 ** 6), rng.standard_normal(10 ** 6)
     hvp, grad = tf.hvp(_rosen(tf)), tf.grad(_rosen(tf))
-    rows = {"hvp rosenbrock 1e6": _median_seconds(lambda: hvp(x, v), 5),
-            "grad rosenbrock 1e6 (one call)": _median_seconds(lambda: grad(x), 5)}
-    peers = {}
+    label, one = "hvp rosenbrock 1e6", "grad rosenbrock 1e6 (one call)"
+    rows = {label: _median_seconds(lambda: hvp(x, v), 10, ("srcxform", label)),
+            one: _median_seconds(lambda: grad(x), 10, ("srcxform", one))}
+    expected = {label: hvp(x, v), one: grad(x)}
+
+    def timed(system, hvp_call, grad_call):
+        peers[system] = {name: _checked_seconds(call, expected[name], 10, system, name)
+                         for name, call in ((label, hvp_call), (one, grad_call))}
+
+    peers: dict = {}
     if jax:
         jx, jnp = jax
         f = _rosen(SimpleNamespace(reduce_sum=jnp.sum))
         jhvp = jx.jit(lambda x, v: jx.jvp(jx.grad(f), (x,), (v,))[1])
         jgrad = jx.jit(jx.grad(f))
-        peers = {"JAX": {"hvp rosenbrock 1e6": _median_seconds(
-                     lambda: jhvp(x, v).block_until_ready(), 10),
-                 "grad rosenbrock 1e6 (one call)": _median_seconds(
-                     lambda: jgrad(x).block_until_ready(), 10)}}
+        timed("JAX", lambda: jhvp(x, v).block_until_ready(),
+              lambda: jgrad(x).block_until_ready())
+    if torch:  # forward over reverse, as JAX's
+        f = _rosen(SimpleNamespace(reduce_sum=torch.sum))
+        xt, vt = torch.from_numpy(x), torch.from_numpy(v)
+        timed("torch.func", lambda: torch.func.jvp(torch.func.grad(f), (xt,), (vt,))[1],
+              lambda: torch.func.grad(f)(xt))
+    if tensorflow:  # the advanced-autodiff guide's forward over backward
+        f = _rosen(tensorflow)
+
+        def gradient(x):
+            with tensorflow.GradientTape() as tape:
+                tape.watch(x)
+                y = f(x)
+            return tape.gradient(y, x)
+
+        def forward_over_backward(x, v):
+            with tensorflow.autodiff.ForwardAccumulator(x, v) as acc:
+                g = gradient(x)
+            return acc.jvp(g)
+
+        xt, vt = tensorflow.constant(x), tensorflow.constant(v)
+        grads = _tf_functions(tensorflow, gradient)
+        for system, tf_hvp in _tf_functions(tensorflow, forward_over_backward).items():
+            timed(system, lambda h=tf_hvp: h(xt, vt), lambda g=grads[system]: g(xt))
     return rows, peers
 
 

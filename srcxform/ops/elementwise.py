@@ -14,7 +14,7 @@ from srcxform.core.errors import (
     DtypeArgumentError, ShapeArgumentError, ZeroDivisionArgumentError,
 )
 from srcxform.core.primitive import ZERO, elementwise, primitive
-from srcxform.core.tensor import as_value
+from srcxform.core.tensor import Tensor, as_value
 
 # ----- binary arithmetic -----
 
@@ -88,6 +88,11 @@ def _pow_vjp(g, out, x, y):
         positive = x > 0
         return g * out * where(positive, log(where(positive, x, 1)), 0)
 
+    # x ** 0 is 1 at every x (C's pow: at 0, inf and NaN too), so an exponent of 1 takes no
+    # power: forward mode differentiates this VJP again (hvp), and each x ** 0 was a pow
+    # an element.
+    if type(y) is Tensor and y._array.ndim == 0 and y._array == 1:
+        return g * y, exponent
     return g * y * x ** (y - 1), exponent
 
 
