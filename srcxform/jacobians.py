@@ -75,9 +75,13 @@ def _loop(seeded, reached, batch, walk):
 
 
 def _jacobian(stacked, target, source, batch, first):
-    """A loop's stack as the Jacobian target.shape + source.shape[batch:]: the loop's axis
+    """The walks' stack as the Jacobian target.shape + source.shape[batch:]: their axis
     moved behind the batch axes (rows: it spans target) or to the end (columns: source),
-    then split into the shape it spans (sizes given: an empty side has none to infer)."""
+    then split into the shape it spans (sizes given: an empty side has none to infer), in
+    the source's dtype as a reverse walk's cotangents are (a float32 input of a float64
+    output: the tape's, and jacrev's, Jacobian is float32; forward pushes give float64)."""
+    if stacked.dtype != source.dtype:
+        stacked = ops.cast(stacked, source.dtype)
     ndim = len(stacked.shape)
     axes = list(range(1, ndim))
     perm = axes[:batch] + [0] + axes[batch:] if first else axes + [0]

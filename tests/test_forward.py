@@ -328,8 +328,8 @@ def mixing(x):
 
 
 @pytest.mark.parametrize("jacobian", [tf.jacfwd, tf.jacrev])
-def test_jacobians_are_one_loop_for_every_size(jacobian, monkeypatch):
-    """A loop over basis vectors whose trip count is the size: one kernel for 3x3 and
+def test_jacobians_are_one_kernel_for_every_size(jacobian, monkeypatch):
+    """The basis vectors pushed at once, their count the size: one kernel for 3x3 and
     4x4 inputs, both equal to the tape's jacobian (run as Python, JIT=0)."""
     monkeypatch.setenv("SRCXFORM_JIT", "0")
     compiled = jacobian(mixing)

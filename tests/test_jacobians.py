@@ -270,3 +270,20 @@ def test_jacobian_forms_refuse_integers_and_missing_arguments_naming_them(form):
         form(lambda v: tf.cast(v, "int64"))(np.arange(3.0))
     with pytest.raises(TypeError, match=f"{name}: .* wrt argument 2 .* passed 2 positional"):
         form(lambda v, w: v * w, wrt=2)(np.ones(2), np.ones(2))
+
+
+def test_a_float32_input_of_a_float64_output_gives_a_float32_jacobian_every_way():
+    """The tape's rule (a gradient has its source's dtype), for forward pushes too: jacfwd
+    gave float64 where jacrev and the tape gave float32 (found by an adversarial run)."""
+    w = np.random.default_rng(6).standard_normal((16, 4))  # float64: the output is too
+
+    def mixed(x):
+        return tf.tanh(tf.linalg.matvec(tf.transpose(w), x))
+
+    x = np.linspace(-1, 1, 16).astype(np.float32)
+    want = eager_jacobian(mixed, x)[0]
+    assert want.dtype == np.float32
+    for form in (tf.jacfwd, tf.jacrev, tf.jacobian):
+        got = form(mixed)(x)
+        assert got.dtype == np.float32, form
+        np.testing.assert_allclose(got, want, rtol=1e-6)
