@@ -91,12 +91,12 @@ def _jacobian(stacked, target, source, batch, first):
 
 
 def basis(value: Value, batch: int = 0):
-    """The identity matrix of the size of value's axes past `batch`, in value's dtype: a
-    loop over its rows pushes one basis vector a trip. It is computed from value, never
-    a constant, so the loop's trip count is value's size (one kernel for every size) and
-    the kernel captures no array (the on-disk index keeps only kernels that capture
-    none): its ones are `v == v or v != v`, true for NaN too, where ones_like of a static
-    shape would fold to a constant and the loop would unroll."""
+    """The identity matrix of the size of value's axes past `batch`, in value's dtype: the
+    walks push its rows, at once or a trip each. It is computed from value, never a
+    constant, so the batch (or the loop's trip count) is value's size (one kernel for
+    every size) and the kernel captures no array (the on-disk index keeps only kernels
+    that capture none): its ones are `v == v or v != v`, true for NaN too, where ones_like
+    of a static shape would fold to a constant and a loop would unroll."""
     spanned = ops.reshape(value[(0,) * batch] if batch else value, (-1,))
     ones = ops.logical_or(ops.equal(spanned, spanned), ops.not_equal(spanned, spanned))
     count = ops.cumsum(ops.cast(ones, "int64"))

@@ -99,8 +99,8 @@ matvec_p = primitive("matvec", "opaque", np.dot, _matvec_shape, "blas.matvec(x, 
 def _gemm_pays(inner):
     """Whether a product with this inner dimension gains from running a batch's rows as one
     product: under 16 terms a row, GEMM's blocking gains little, and the loop a Jacobian
-    falls back to compiles less code (GradBench ht's 4 x 4 products: 48 s against 120 s,
-    benchmarks/README.md)."""
+    falls back to compiles less code (GradBench ht's 4 x 4 products: its Jacobian's first
+    call 80 s looped against 120 s batched, benchmarks/README.md)."""
     return type(inner) is not int or inner >= 16  # a Dim: any size
 
 
