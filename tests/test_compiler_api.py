@@ -369,6 +369,23 @@ def test_a_scalar_given_axes_is_an_array(jit, monkeypatch):
     np.testing.assert_array_equal(f.grad(x), [-1.0 + 1.5, -1.0, -1.0])
 
 
+def test_float32_extremes_run_as_python(monkeypatch):
+    """SRCXFORM_JIT=0: a runtime helper called from Python returns a Python float, which
+    met a float32 at reduce_max's next step (Numba's TypingError, before the fix)."""
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+
+    def fn(x):
+        return tf.reduce_sum(tf.maximum(x, tf.reduce_max(x)) + tf.reduce_min(x))
+
+    f, x = tf.differentiable(fn), np.array([-1.0, 0.5, 2.0], np.float32)
+    xt = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(xt)
+        y = fn(xt)
+    assert f(x).dtype == np.float32 and float(f(x)) == 3.0
+    np.testing.assert_array_equal(f.grad(x), tape.gradient(y, xt).numpy())
+
+
 def test_a_sum_beside_vectorizable_terms_adds_them_in_lanes():
     """The loop computing the terms stores them and calls vecmath.exp, which LLVM
     vectorizes; the chunk's sum is added after it (codegen/lanes.py). With the sum in the

@@ -125,14 +125,19 @@ def _extreme(name, compare):
     llvm.maximum (llvm.minimum), a reduction LLVM's loop vectorizer takes without
     fastmath (np.maximum's compares and selects it does not); integers compare."""
 
+    floats = (types.float32, types.float64)
+
     def typer(typingctx, a, b):
         a, b = types.unliteral(a), types.unliteral(b)
-        if a == b and (isinstance(a, types.Integer) or a in (types.float32, types.float64)):
+        if a == b and (isinstance(a, types.Integer) or a in floats):
             return a(a, b), codegen
+        if a in floats and b in floats:  # from Python (SRCXFORM_JIT=0): a float meets a float32
+            return types.float64(a, b), codegen
         return None
 
     def codegen(context, builder, signature, args):
         dtype = signature.return_type
+        args = [context.cast(builder, v, t, dtype) for v, t in zip(args, signature.args)]
         if isinstance(dtype, types.Integer):
             icmp = builder.icmp_signed if dtype.signed else builder.icmp_unsigned
             return builder.select(icmp(compare, *args), *args)
