@@ -85,6 +85,26 @@ def test_a_push_whose_rows_would_outgrow_the_jacobian_keeps_the_loop():
     assert source.count("for it in range(") == 1, source
 
 
+def test_a_kernel_batched_at_one_size_is_not_reused_where_a_row_outgrows_it():
+    """The room is compared as traced sizes, so the comparison is a guard: at n = 10 the
+    outer product's tangent (n * n a row) fits the output's 100 and batches; at n = 12 it
+    would not, and the Jacobian traces again, a loop (reused at n = 600 it had taken
+    1.9 GB against the loop's 0.2)."""
+    scale = np.linspace(0.1, 1.0, 100)
+
+    def fn(x):
+        return tf.reduce_sum(tf.linalg.matvec(tf.sin(x[:, None] * x[None, :]), x)) * scale
+
+    compiled = tf.jacfwd(fn)
+    for n, looped in ((10, False), (12, True), (11, True)):
+        x = np.linspace(-1.0, 1.0, n)
+        np.testing.assert_allclose(compiled(x), eager_jacobian(fn, x), rtol=1e-12,
+                                   atol=1e-14)
+        source = compiled._kernel("value", (x,), {})[0].source
+        assert ("for it in range(" in source) == looped, n
+    assert compiled.cache_info().kernels == 2
+
+
 def test_unbatched_work_in_the_push_is_computed_once():
     """What does not depend on the basis vector (1 - tanh^2 in tanh's reverse walk) is
     computed outside the batched part: one tanh derivative, not one a row."""

@@ -369,6 +369,22 @@ def test_a_scalar_given_axes_is_an_array(jit, monkeypatch):
     np.testing.assert_array_equal(f.grad(x), [-1.0 + 1.5, -1.0, -1.0])
 
 
+@pytest.mark.parametrize("fn", [
+    lambda x: tf.reduce_sum(tf.vmap(lambda s: s[None])(x)),
+    lambda x: tf.fori_loop(0, 3, lambda i, s: tf.reduce_sum(tf.sin(s[None, None])),
+                           tf.reduce_sum(x))])
+def test_the_gradient_of_a_scalar_given_axes_in_a_loop_body(fn):
+    """x[None]'s transpose makes a scalar of an array of ones: its element, where Numba
+    could not fill a 0-d array of zeros (a CompileError in a vmap or fori_loop body)."""
+    x = np.array([3.0, -1.0, 2.0, 0.5])
+    xt = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(xt)
+        y = fn(xt)
+    np.testing.assert_allclose(tf.differentiable(fn).grad(x), tape.gradient(y, xt).numpy(),
+                               rtol=1e-14)
+
+
 def test_float32_extremes_run_as_python(monkeypatch):
     """SRCXFORM_JIT=0: a runtime helper called from Python returns a Python float, which
     met a float32 at reduce_max's next step (Numba's TypingError, before the fix)."""

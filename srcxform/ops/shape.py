@@ -133,6 +133,14 @@ def _embed_impl(g, shape, index):
     return out
 
 
+def _embed_form(g, out, **params):
+    """A scalar g is stored; a scalar made of g (x[None]'s transpose: g of ones) is its
+    element, generated code keeping rank 0 as scalars (Numba has no 0-d zeros to fill)."""
+    if out.ndim == 0:
+        return f"g[{', '.join(['0'] * g.ndim)}]" if g.ndim else "g"
+    return g.ndim == 0 and "out = arrays.zeros(out_shape, out_dtype)\nout[index] = g"
+
+
 # A scalar given axes (x[None]) is an array made: generated code keeps rank 0 as scalars.
 getitem_p = primitive("getitem", "structural", lambda x, index: x[_numpy_index(index)],
                       _getitem_shape, "x[index]", emit_for=lambda x, out, **params: (
@@ -147,8 +155,7 @@ getitem_p = primitive("getitem", "structural", lambda x, index: x[_numpy_index(i
 embed_p = primitive("embed", "structural", _embed_impl, _embed_shape,
                     "out = arrays.zeros(out_shape, out_dtype)\narrays.copy_into(out[index], g)",
                     vjp=lambda g, out, x, *, shape, index: (getitem_p.bind(g, index=index),),
-                    embeds=True, emit_for=lambda g, out, **params: g.ndim == 0 and
-                    "out = arrays.zeros(out_shape, out_dtype)\nout[index] = g",
+                    embeds=True, emit_for=_embed_form,
                     batch=lambda flags, avals, *, shape, index: lambda g: embed_p.bind(
                         g, shape=g.shape[:1] + tuple(shape), index=(FULL,) + tuple(index)))
 

@@ -18,7 +18,6 @@ import functools
 
 from srcxform import ops
 from srcxform.core.aval import Aval, size
-from srcxform.core.dims import concrete
 from srcxform.core.tensor import as_value
 from srcxform.passes import structured
 
@@ -33,7 +32,7 @@ def map_rows(fn, xs):
         ["i", "row0"])
     (region,), captures = structured.align([(sub, outs)])
     index, reads = region.ins[0], region.ins[1:]
-    room = max(concrete(size(v.shape)) for v in [row, *outs])
+    room = [size(v.shape) for v in [row, *outs]]
     if index not in region.outs and all(index not in e.ins for e in region.eqns) and \
             _out_flags(region.replace(ins=reads), [True] + [False] * len(captures), room):
         inputs = [(xs, True)] + [(c, False) for c in captures]
@@ -44,11 +43,12 @@ def map_rows(fn, xs):
 
 def _out_flags(region, in_flags, room):
     """Which of region's outputs carry the rows' axis where the inputs flagged do, or None
-    where an equation they reach has no rule, or a value they reach has more than `room`
-    elements a row (at the traced sizes): batched, the rows of a value that a product
-    or a gather reads are stored whole, and a row larger than both the seed's and every
-    result's (an outer product's tangent, n x n a row of n rows) would take memory the
-    loop does not (n^3 against n^2)."""
+    where an equation they reach has no rule, or a value they reach has more elements a
+    row than each size in `room` (the seed's row's and each result's): batched, the rows
+    of a value that a product or a gather reads are stored whole, and a row larger than
+    those (an outer product's tangent, n x n a row of n rows) would take memory the loop
+    does not (n^3 against n^2). The comparisons of traced sizes are guards: a kernel
+    decided at one size is not reused where they come out otherwise (dims.py)."""
     batched = {var for var, flag in zip(region.ins, in_flags) if flag}
     results = {}  # a cond's token: which of its results carry the rows' axis
     for eqn in region.eqns:
@@ -62,7 +62,7 @@ def _out_flags(region, in_flags, room):
                 results[eqn.out] = found = _cond_flags(eqn, flags[1:], room)
             else:
                 found = not getattr(eqn.prim, "structured", False) and _rule(eqn, flags)
-            if not found or concrete(size(eqn.out.aval.shape)) > room:
+            if not found or not _fits(eqn.out.aval, room):
                 return None
             batched.add(eqn.out)
     return [a in batched for a in region.outs]
@@ -109,11 +109,17 @@ def _run(region, inputs, rows, out_flags):
 def _batched_cond(eqn, values, flags, rows):
     """A cond whose predicate is the same for every row, each branch batched: its results,
     and which of them carry the rows' axis."""
-    need = _cond_flags(eqn, flags[1:], float("inf"))  # the room was checked
+    need = _cond_flags(eqn, flags[1:], None)  # the room was checked
     inputs = list(zip(values[1:], flags[1:]))
     branches = [functools.partial(_run, eqn.kwargs[k], inputs, rows, need)
                 for k in ("true", "false")]
     return structured.cond(values[0], *branches), need
+
+
+def _fits(aval, room):
+    """Whether a row of aval is no larger than some size in room (None: any)."""
+    elements = size(aval.shape)
+    return room is None or any(elements <= bound for bound in room)
 
 
 def _rule(eqn, flags):
