@@ -71,7 +71,9 @@ def _loop(seeded, reached, batch, walk):
                 for v in reached]
 
     rows = basis(seeded, batch)
-    return (map_rows if isinstance(rows, Tracer) else map_fn)(trip, rows), connected
+    if isinstance(rows, Tracer):
+        return map_rows(trip, rows, identity=not batch), connected
+    return map_fn(trip, rows), connected
 
 
 def _jacobian(stacked, target, source, batch, first):

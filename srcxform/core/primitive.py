@@ -38,6 +38,21 @@ class _Zero:
 ZERO = _Zero()
 
 
+class _IdentityRows:
+    """A batching rule's flag for an operand whose rows are the identity's, row i the unit
+    vector e_i in the row's shape of one dim not 1 (a Jacobian's basis): truthy, as a
+    flag of rows is; a product with it moves the other operand (passes/batching.py)."""
+
+    def __bool__(self):
+        return True
+
+    def __repr__(self):
+        return "IDENTITY_ROWS"
+
+
+IDENTITY_ROWS = _IdentityRows()
+
+
 @dataclass(frozen=True)
 class Algebra:
     """What the passes may assume of a primitive's values beyond its impl: the simplifier

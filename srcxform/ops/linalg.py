@@ -17,7 +17,7 @@ from srcxform.core.errors import shape_error, user_line
 from srcxform.ops.elementwise import cast, where
 from srcxform.ops.reduce import reduce_sum
 from srcxform.ops.shape import expand_dims, getitem, reshape, stack, transpose
-from srcxform.core.primitive import primitive
+from srcxform.core.primitive import IDENTITY_ROWS, primitive
 from srcxform.core.tensor import as_value
 
 # The dtypes BLAS multiplies, and so the matmul and matvec primitives take.
@@ -64,6 +64,8 @@ def _matmul_batch(flags, avals):
     where both have rows, nor for a product of a short inner dimension (see _gemm_pays)."""
     if all(flags) or not _gemm_pays(avals[0].shape[1]):
         return None
+    if flags[1] is IDENTITY_ROWS and is_one(avals[1].shape[1]):  # x @ e_i: x's column i
+        return lambda x, y: reshape(_swap(x), (y.shape[0], x.shape[0], 1))
     if flags[0]:
         return lambda x, y: reshape(matmul_p.bind(reshape(
             x, (x.shape[0] * x.shape[1], x.shape[2])), y), x.shape[:2] + y.shape[1:])
@@ -93,7 +95,7 @@ matvec_p = primitive("matvec", "opaque", np.dot, _matvec_shape, "blas.matvec(x, 
                      vjp=lambda g, out, x, v: (expand_dims(g, 1) * expand_dims(v, 0),
                                                matvec_p.bind(_swap(x), g)),
                      batch=lambda flags, avals: not all(flags) and _gemm_pays(
-                         avals[0].shape[1]) and _matvec_batch(flags[0]))
+                         avals[0].shape[1]) and _matvec_batch(flags[0], flags[1]))
 
 
 def _gemm_pays(inner):
@@ -104,12 +106,14 @@ def _gemm_pays(inner):
     return type(inner) is not int or inner >= 16  # a Dim: any size
 
 
-def _matvec_batch(x_has_rows):
+def _matvec_batch(x_has_rows, v_rows):
     """Rows of x times v: one gemv of the rows laid end to end; x times rows of v: the rows
     of v times x's transpose, one product."""
     if x_has_rows:
         return lambda x, v: reshape(matvec_p.bind(reshape(
             x, (x.shape[0] * x.shape[1], x.shape[2])), v), x.shape[:2])
+    if v_rows is IDENTITY_ROWS:  # x @ e_i: x's column i
+        return lambda x, v: _swap(x)
     return lambda x, v: matmul_p.bind(v, _swap(x))
 
 

@@ -17,15 +17,17 @@ params, giving a function of the operands, or None where it cannot batch them).
 import functools
 
 from srcxform import ops
-from srcxform.core.aval import Aval, size
+from srcxform.core.aval import Aval, is_one, size
+from srcxform.core.primitive import IDENTITY_ROWS
 from srcxform.core.tensor import as_value
 from srcxform.passes import structured
 
 
-def map_rows(fn, xs):
+def map_rows(fn, xs, identity=False):
     """fn(row) for each row of the traced value xs (fn gives a list of values), each
     result stacked along a new first axis: batched where every equation fn traces has a
-    rule, else a fori_loop over the rows."""
+    rule, else a fori_loop over the rows. `identity`: xs is the identity matrix, whose
+    products need no arithmetic (IDENTITY_ROWS)."""
     row = Aval(tuple(xs.shape[1:]), xs.dtype)
     sub, outs = structured.trace_region(
         "body", lambda i, row: [as_value(v) for v in fn(row)], [structured._INDEX, row],
@@ -35,7 +37,7 @@ def map_rows(fn, xs):
     room = [size(v.shape) for v in [row, *outs]]
     if index not in region.outs and all(index not in e.ins for e in region.eqns) and \
             _out_flags(region.replace(ins=reads), [True] + [False] * len(captures), room):
-        inputs = [(xs, True)] + [(c, False) for c in captures]
+        inputs = [(xs, IDENTITY_ROWS if identity else True)] + [(c, False) for c in captures]
         return _run(region.replace(ins=reads), inputs, xs.shape[0], [True] * len(outs))
     y_avals = [Aval((xs.shape[0],) + tuple(v.shape), v.dtype) for v in outs]
     return structured.map_loop(region, captures, [xs], y_avals)
@@ -100,7 +102,7 @@ def _run(region, inputs, rows, out_flags):
         else:
             out = (_rule(eqn, flags)(*values) if any(flags)
                    else eqn.prim.bind(*values, **eqn.kwargs))
-            env[eqn.out] = (structured.at_origin(out, eqn.origin), any(flags))
+            env[eqn.out] = (structured.at_origin(out, eqn.origin), _out_flag(eqn, flags))
     return [value if batched or not want else
             ops.broadcast_to(value, (rows,) + tuple(value.shape))
             for (value, batched), want in zip(map(read, region.outs), out_flags)]
@@ -114,6 +116,18 @@ def _batched_cond(eqn, values, flags, rows):
     branches = [functools.partial(_run, eqn.kwargs[k], inputs, rows, need)
                 for k in ("true", "false")]
     return structured.cond(values[0], *branches), need
+
+
+def _out_flag(eqn, flags):
+    """Whether eqn's output carries rows: IDENTITY_ROWS where it only rearranges the
+    identity's rows, every element kept, into rows of one dim not 1 ((n,) as (n, 1) or
+    x[:, None]: still unit vectors)."""
+    algebra, shape = eqn.prim.algebra, eqn.out.aval.shape
+    if flags and flags[0] is IDENTITY_ROWS and algebra.rearranges and \
+            sum(not is_one(d) for d in shape) <= 1 and \
+            (not algebra.selects or size(shape) == size(eqn.ins[0].aval.shape)):
+        return IDENTITY_ROWS
+    return any(flags)
 
 
 def _fits(aval, room):
@@ -140,7 +154,7 @@ def _rule(eqn, flags):
 def _aligned(values, flags):
     """Elementwise operands, the batched ones reshaped so that broadcasting aligns their
     own axes with the unbatched operands' (a row's scalar beside a vector is a column)."""
-    rank = max(len(v.shape) - b for v, b in zip(values, flags))
+    rank = max(len(v.shape) - bool(b) for v, b in zip(values, flags))
     return [_lift(v, rank) if b else v for v, b in zip(values, flags)]
 
 
