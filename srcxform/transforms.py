@@ -177,11 +177,12 @@ def _rows(records, out, xs):
 
 
 def _assembled(wrt, out_def, per_out, xs, outs):
-    """Per output leaf, its Jacobians per argument (None: zeros) in the output's
-    structure: one per leaf for an int wrt, a tuple of them for a tuple wrt."""
+    """Per output leaf, its Jacobians per argument (None: zeros, in the argument's dtype
+    as every Jacobian is) in the output's structure: one per leaf for an int wrt, a tuple
+    of them for a tuple wrt."""
     leaves = []
     for out, js in zip(outs, per_out):
-        js = [ops.zeros(tuple(out.shape) + tuple(x.shape), out.dtype) if j is None else j
+        js = [ops.zeros(tuple(out.shape) + tuple(x.shape), x.dtype) if j is None else j
               for j, x in zip(js, xs)]
         leaves.append(js[0] if isinstance(wrt, int) else tuple(js))
     return tree_unflatten(out_def, leaves)

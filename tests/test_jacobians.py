@@ -287,3 +287,5 @@ def test_a_float32_input_of_a_float64_output_gives_a_float32_jacobian_every_way(
         got = form(mixed)(x)
         assert got.dtype == np.float32, form
         np.testing.assert_allclose(got, want, rtol=1e-6)
+        empty = form(lambda v: mixed(v)[:0])(x)  # no row to walk: zeros, made apart
+        assert empty.shape == (0, 16) and empty.dtype == np.float32, form
