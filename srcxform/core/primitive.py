@@ -137,9 +137,9 @@ class Primitive:
     # (TensorFlow's NotDifferentiable ops: stop_gradient).
     unrecorded: bool = False
     numpy: tuple = ()  # NumPy ufuncs that compute this op: NumPy dispatch binds it for them
-    # batch(flags, **params): for operands of which those flagged carry a leading axis of
-    # rows, a function of them giving the output's rows, or None (passes/batching.py;
-    # elementwise ops and reductions have theirs by kind).
+    # batch(flags, avals, **params): for operands of which those flagged carry a leading
+    # axis of rows (avals: a row's), a function of them giving the output's rows, or None
+    # (passes/batching.py; elementwise ops and reductions have theirs by kind).
     batch: Callable | None = None
     algebra: Algebra = Algebra()
     codegen: Codegen = Codegen()
