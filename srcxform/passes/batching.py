@@ -30,7 +30,7 @@ def map_rows(fn, xs, identity=False):
     products need no arithmetic (IDENTITY_ROWS)."""
     row = Aval(tuple(xs.shape[1:]), xs.dtype)
     sub, outs = structured.trace_region(
-        "body", lambda i, row: [as_value(v) for v in fn(row)], [structured._INDEX, row],
+        "body", lambda i, row: [as_value(v) for v in fn(row)], [structured.INDEX, row],
         ["i", "row0"])
     (region,), captures = structured.align([(sub, outs)])
     index, reads = region.ins[0], region.ins[1:]

@@ -43,7 +43,7 @@ from srcxform.ops.elementwise import add_p, subtract_p
 from srcxform.ops.shape import getitem_p
 from srcxform.passes import cse
 from srcxform.passes.structured import (
-    _INDEX,
+    INDEX,
     FORI,
     at_origin,
     _bind_loop,
@@ -276,7 +276,7 @@ def _sum_loop(trace, fold):
         def term(i, total, *rows_now):
             return [fold.bind(total, fold.plan.replay(fold.root, rows_now))]
 
-        avals = [_INDEX, fold.base.aval] + [Aval(tuple(r.shape[1:]), r.dtype) for r in rows]
+        avals = [INDEX, fold.base.aval] + [Aval(tuple(r.shape[1:]), r.dtype) for r in rows]
         hints = ["i", "partial"] + [f"row{j}" for j in range(len(rows))]
         (body.region,), body.captures = align([trace_region("body", term, avals, hints)])
     bounds = [np.int64(0), np.int64(fold.k)]

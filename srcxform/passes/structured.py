@@ -63,7 +63,7 @@ def unrolling():
 
 
 _TOKEN = Aval((), np.dtype(np.bool_))
-_INDEX = Aval((), np.dtype(np.int64))
+INDEX = Aval((), np.dtype(np.int64))  # a loop index: a body region's first input
 _WEAK_INDEX = Aval((), np.dtype(np.int64), weak=True)  # a Python int's, as JAX's static i
 
 
@@ -276,7 +276,7 @@ def bind(op, values, params, avals, vjp=None):
     outs = [trace.add_eqn(OUTPUT, [token], {"index": k, "aval": aval}, aval)
             for k, aval in enumerate(avals)]
     for out, aval in zip(outs, avals):  # the stacks a loop keeps for its adjoint
-        if aval is _INDEX and op is not COND:
+        if aval is INDEX and op is not COND:
             trace.hints[out.var] = "trips"
         elif aval.shape and isinstance(aval.shape[0], Trips):
             trace.hints[out.var] = "stack"
@@ -392,7 +392,7 @@ def fori_loop(lower, upper, body_fn, inits, names, xs=(), y_avals=(), checkpoint
         carries, rows = body_fn(i, list(values[:n]), list(values[n:]))
         return list(carries) + list(rows)
 
-    sub, outs = trace_region("body", traced, [_WEAK_INDEX if static else _INDEX] + avals +
+    sub, outs = trace_region("body", traced, [_WEAK_INDEX if static else INDEX] + avals +
                              row_avals, ["i"] + names + [f"row{k}" for k in range(m)])
     if static and not sub.reads_traced and not any(isinstance(v, Tracer) for v in inits):
         return None
@@ -484,7 +484,7 @@ def _bind_loop_results(op, bounds, inits, captures, regions, xs, y_avals, revers
     avals = carry_avals(values[len(bounds):len(bounds) + n])
     out_avals = [Aval(a.shape, a.dtype) for a in avals] + list(y_avals)
     if stacked:
-        out_avals += [_INDEX] + [Aval((Trips(0),) + tuple(a.shape), a.dtype) for a in avals]
+        out_avals += [INDEX] + [Aval((Trips(0),) + tuple(a.shape), a.dtype) for a in avals]
     params = dict(regions, carries=n, stacked=stacked, checkpoint=checkpoint)
     if op is FORI:
         params.update(xs=m, y_avals=tuple(y_avals), reverse=reverse)
@@ -524,7 +524,7 @@ def _loop_vjp(bounds, n, m, r, body, reverse, checkpoint):
     the carries' cotangents and the captures' summed ones; stacking the rows' cotangents.
     Its body recomputes the loop's body from the stored values under a tape."""
 
-    index = body.ins[0].aval if bounds else _INDEX  # lower + j: weak where i is (static)
+    index = body.ins[0].aval if bounds else INDEX  # lower + j: weak where i is (static)
 
     def vjp(gs, outs, *inputs):
         from srcxform.ops import zeros_like
