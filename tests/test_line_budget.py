@@ -27,8 +27,10 @@ BUDGET = {
     # +310: branches.py (explain), signature.py (the argument rules); +5 joins; +5 spans
     # (a concat's, once for lowering and its VJP: codegen and ops shrank as much); +10: a
     # primitive's batching rule (vector mode, issue 32); +10: the identity's rows as a
-    # batching flag (jacfwd's W @ e_i moved, not multiplied: 0.065 -> 0.030 ms)
-    "core": 2500,
+    # batching flag (jacfwd's W @ e_i moved, not multiplied: 0.065 -> 0.030 ms); +20: a
+    # float16 made inside a function refused at trace, naming op and line (was Numba's
+    # CompileError naming neither), and a walk over a program's regions' equations
+    "core": 2520,
     # the CUDA target (issue 35): its first slice, 590 lines; +80: kept buffers per
     # thread, scalar steps folded into the next launch, Variables, methods
     "cuda": 730,

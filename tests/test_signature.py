@@ -136,6 +136,27 @@ def test_a_leaf_no_kernel_takes_is_refused_by_name(leaf, message):
         signature.key([leaf])
 
 
+def _half_inside(x):
+    return tf.reduce_sum(tf.cast(tf.cast(x, tf.float16) * 2, tf.float32))
+
+
+def _half_in_a_loop(x):
+    return tf.reduce_sum(tf.fori_loop(
+        0, 2, lambda i, c: c + tf.cast(tf.cast(x, tf.float16), tf.float32), tf.zeros_like(x)))
+
+
+@pytest.mark.parametrize("fn", [_half_inside, _half_in_a_loop])
+def test_a_value_no_kernel_computes_in_made_inside_is_refused_naming_op_and_line(fn):
+    # A float16 made by the function (not passed to it) was Numba's CompileError naming
+    # no op or line; the trace refuses it before any code is generated. (`f.grad` alone
+    # computes nothing in float16 here: the passes leave the gradient, 2, and no cast.)
+    f = tf.differentiable(fn)
+    for call in (f, f.value_and_grad):
+        with pytest.raises(TypeError, match=r"cast\(f32\[3\]\) -> f16\[3\]: .* not float16"
+                                            r"(.|\n)*at test_signature.py:\d+: .*tf.float16"):
+            call(np.ones(3, np.float32))
+
+
 def test_the_kernel_receives_what_the_entrys_text_passes_it():
     for value in (np.ones(3), np.array(2.5), Tensor(np.ones(2)), Tensor(3.0), Variable(2.0),
                   1.5, np.float32(2.0)):

@@ -20,7 +20,7 @@ import astor
 
 from srcxform.codegen.exprs import dtype_ast
 from srcxform.codegen.schedule import LoopGroup
-from srcxform.core.ir import Var
+from srcxform.core.ir import Var, equations
 from srcxform.passes.structured import COND, FORI, WHILE, results_of
 
 _FIRST_ROWS = 16  # a while_loop's stacks start with this many rows, then double
@@ -226,13 +226,9 @@ def _fori(low, eqn):
 
 def _may_raise(program):
     """Whether a region's code, its own regions' too, may raise (Codegen.raises)."""
-    for e in program.eqns:
-        if getattr(e.prim, "structured", False):
-            if any(_may_raise(region) for _, region in e.params if hasattr(region, "eqns")):
-                return True
-        elif e.prim.may_raise([a.aval for a in e.ins], e.out.aval, e.kwargs):
-            return True
-    return False
+    return any(not getattr(e.prim, "structured", False) and
+               e.prim.may_raise([a.aval for a in e.ins], e.out.aval, e.kwargs)
+               for e in equations(program))
 
 
 def _segmented(low, eqn):

@@ -99,6 +99,15 @@ class Program:
         return self
 
 
+def equations(program):
+    """Every equation of program, its regions' (a loop's body, a branch) too, depth first."""
+    for eqn in program.eqns:
+        yield eqn
+        for _, value in eqn.params:
+            if isinstance(value, Program):
+                yield from equations(value)
+
+
 def format_atom(atom, namer):
     if isinstance(atom, Lit):
         return repr(atom.value) if not hasattr(atom.value, "expr") else str(atom.value)

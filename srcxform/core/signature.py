@@ -18,6 +18,8 @@ import operator
 import numpy as np
 
 from srcxform.core.dims import evaluate, render
+from srcxform.core.errors import user_line
+from srcxform.core.ir import equations
 from srcxform.core.tensor import Tensor, Variable
 from srcxform.core.tree import DATACLASS, DICT, NAMEDTUPLE, NONE, SEQUENCE, \
     flatten_function, tree_flatten
@@ -28,14 +30,32 @@ from srcxform.core.tree import DATACLASS, DICT, NAMEDTUPLE, NONE, SEQUENCE, \
 _COMPILED_DTYPES = set(np.typecodes["AllInteger"] + "fd?")
 
 
+def _refusal(dtype):
+    return (f"srcxform.differentiable compiles float32, float64, integer and bool values, "
+            f"not {dtype.name}")
+
+
 def _compiled(dtype):
     """The dtype's character, where a kernel computes in it; a TypeError else."""
     if dtype.char not in _COMPILED_DTYPES:
-        raise TypeError(f"srcxform.differentiable compiles float32, float64, integer and "
-                        f"bool values, not {dtype.name}: cast it first "
-                        "(x.astype(np.float32)), or run the function eagerly under a "
-                        "GradientTape")
+        raise TypeError(f"{_refusal(dtype)}: cast it first (x.astype(np.float32)), or run "
+                        "the function eagerly under a GradientTape")
     return dtype.char
+
+
+def check_computed_dtypes(program):
+    """A TypeError naming the first equation that makes or reads a value no kernel computes
+    in (a cast to float16 inside the function), its operands and the user's line: Numba's
+    own error would name neither."""
+    for eqn in equations(program):
+        atoms = (eqn.out, *eqn.ins)
+        refused = next((a.aval.dtype for a in atoms if a.aval.dtype.char not in _COMPILED_DTYPES),
+                       None)
+        if refused is not None:
+            operands = ", ".join(a.aval.short() for a in eqn.ins)
+            raise TypeError(f"{eqn.prim.name}({operands}) -> {eqn.out.aval.short()}: "
+                            f"{_refusal(refused)}; compute in float32 there, or run the "
+                            f"function eagerly under a GradientTape\n  at {user_line(eqn.origin)}")
 
 
 class _Static:

@@ -61,6 +61,7 @@ def trace_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel,
         _refuse_created(fn, trace_function(fn, wrt, kernel_form, args, kwargs, leaves,
                                            has_aux, tf_rules).created)
     program = traced.program
+    signature.check_computed_dtypes(program)  # the CUDA target keeps float16
     consts = [array for _, array in program.consts]
     outs = tuple((tuple(expr_of(d) for d in a.aval.shape), a.aval.dtype)
                  for a in program.outs)
