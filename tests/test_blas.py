@@ -160,6 +160,43 @@ def test_a_compiled_function_with_matrix_products_matches_the_eager_tape():
     assert_trees_close(grads, eager_grads, 1e-12, 1e-12, "compiled vs eager")
 
 
+def _nearest(points, centroids):
+    """GradBench kmeans' cost, and a sum along the product's rows: a k x n product that one
+    loop nest reads, reduced along both axes."""
+    squared = (tf.reduce_sum(centroids * centroids, 1)[:, None]
+               + tf.reduce_sum(points * points, 1)[None, :]
+               - 2.0 * tf.matmul(centroids, tf.transpose(points)))
+    return tf.reduce_sum(tf.reduce_min(squared, 0)) + tf.reduce_sum(tf.reduce_max(squared, 1))
+
+
+@pytest.mark.parametrize("dtype, rtol", [(np.float64, 1e-12), (np.float32, 1e-5)])
+def test_a_product_one_nest_reads_is_made_a_block_of_rows_at_a_time(dtype, rtol):
+    # 70 centroids by 40,000 points: blocks of 32 rows in float64 (32, 32 and a last of
+    # 6), 52 in float32 (52 and 18); the value is the tape's.
+    points, centroids = _normal(40000, 3, dtype=dtype), _normal(70, 3, dtype=dtype, seed=1)
+    compiled = tf.differentiable(_nearest)
+    value = compiled(points, centroids)
+    kernel = compiled._kernel("value", (points, centroids), {})[0].source
+    assert "for i0_first in range(0, n2, i0_rows):" in kernel
+    assert "blas.matmul(centroids[i0_first:i0_first + i0_rows], " in kernel
+    assert value.dtype == dtype
+    np.testing.assert_allclose(value, _nearest(tf.constant(points), tf.constant(centroids)),
+                               rtol=rtol)
+
+
+def test_a_product_the_adjoint_reads_again_is_made_whole():
+    # The forward's product is read by the forward's nest and the adjoint's: made whole.
+    # The gradient's product (40 x 300 by 300 x 3) is read by one nest, in one block.
+    args = (_normal(300, 3), _normal(40, 3, seed=1))
+    compiled = tf.differentiable(_nearest, wrt=1)
+    source = compiled.source(*args)
+    assert "blas.matmul(centroids, " in source and "if 2 * (n0) > i0_rows:" in source
+    value, grad = compiled.value_and_grad(*args)
+    eager_value, eager_grad = eager_value_and_grad(_nearest, args, 1)
+    np.testing.assert_allclose(value, eager_value, rtol=1e-12)
+    np.testing.assert_allclose(grad, eager_grad, rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.slow
 def test_every_blas_the_rates_benchmark_times_gives_numpys_product():
     """benchmarks/blas_rates.py binds NumPy's OpenBLAS (64-bit sizes) and PyTorch's MKL

@@ -40,6 +40,13 @@ _WIDTH = 100
 # thread pool, whose workers sleep when idle (srcxform/jit/openmp.py); W3's gradient ran
 # faster in parallel only from about 6e4 elements on 2 cores (benchmarks/README.md).
 PARALLEL_MIN = 65536
+# A product one loop nest reads (placement.by_rows) is made in blocks of rows of about
+# 8 MiB (at least 32 rows), each read by the nest while in cache, and no call maps fresh
+# pages for a large product: GradBench kmeans at k = 1,000 (1,000 x 10,000, inner
+# dimension 16) 10.8-11.7 ms a call against 24 whole (benchmarks/README.md). BLAS reads
+# the second operand again for each block: a product of a longer inner dimension than
+# half a block's rows is made whole (an MLP's 784 x 256 layer).
+_BLOCK_BYTES, _BLOCK_ROWS = 1 << 23, 32
 
 
 def _source(node):
@@ -78,6 +85,11 @@ class _Lowering:
         self.items = schedule(program)
         self.placement = place(program, self.items)
         self.virtual = self.placement.virtual
+        # Products computed in blocks of rows inside their nest (placement.by_rows), where
+        # it runs serially in one piece; each one's block's first row, named in its nest.
+        self.in_blocks = {} if self.parallel or nan_checks else {
+            v: g for v, g in self.placement.by_rows.items() if not self._sums_apart(self._live(g))}
+        self.block_first = {}
         # Output arrays that loops fill are allocated by the caller and passed in: Numba
         # takes an array in for a fraction of what it costs to hand a new one out.
         first = {}
@@ -139,8 +151,10 @@ class _Lowering:
         return self.lit(atom) if isinstance(atom, Lit) else name_ast(self.namer(atom))
 
     # ----- equations that are not fused -----
-    def eqn(self, eqn):
-        if eqn.out in self.virtual:
+    def eqn(self, eqn, indent=1, first=None, rows=None):
+        """eqn's statement at `indent`; with first and rows (names), a product in blocks
+        (in_blocks): its rows first:first + rows."""
+        if eqn.out in self.virtual or eqn.out in self.in_blocks and first is None:
             return
         prim = eqn.prim
         if getattr(prim, "structured", False):  # a loop or branch (codegen/control.py)
@@ -151,11 +165,14 @@ class _Lowering:
         out = self.namer(eqn.out)
         names = {k: param_ast(v, self.sizes) for k, v in eqn.params}
         ins = [self.whole(a) for a in eqn.ins]
+        if first is not None:
+            ins[0] = ast.Subscript(ins[0], ast.Slice(name_ast(first), ast.BinOp(
+                name_ast(first), ast.Add(), name_ast(rows)), None), ast.Load())
         if prim.variadic:
             names[prim.arg_names[-1]] = ast.Tuple(ins, ast.Load())
         else:
             names.update(zip(prim.arg_names, ins))
-        self.header(eqn, 1)
+        self.header(eqn, indent)
         template = prim.template_for([a.aval for a in eqn.ins], eqn.out.aval, eqn.kwargs)
         if isinstance(template, list):
             names.update(out=ast.Name(out, ast.Store()),
@@ -166,9 +183,9 @@ class _Lowering:
                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} - names.keys()
             names.update({n: name_ast(self.namer.fresh(n)) for n in sorted(own)})
             for node in template:
-                self.stmt(1, fill(node, names))
+                self.stmt(indent, fill(node, names))
         else:
-            self.stmt(1, ast.Assign([ast.Name(out, ast.Store())], fill(template, names)))
+            self.stmt(indent, ast.Assign([ast.Name(out, ast.Store())], fill(template, names)))
         if self.nan_checks:
             nancheck.whole(self, eqn, out, [(a, _source(self.whole(a))) for a in eqn.ins])
 
@@ -179,6 +196,10 @@ class _Lowering:
         members = self._live(group)
         if not members:  # every value is recomputed where it is read
             return
+        products = [self.producers[v] for v, g in self.in_blocks.items() if g is group]
+        if products:
+            first = self.namer.fresh(f"{index[0]}_first")
+            self.block_first.update((e.out, first) for e in products)
         scalar_names = {}
         looped = any(index)
         before, body = [], []
@@ -248,6 +269,9 @@ class _Lowering:
         # garbage), so a nest that checks its operands (integer division), its members'
         # or those of values it recomputes, runs serially.
         outer = self.parallel and not self.nest_raises and _independent_outer_loop(group, index)
+        if products:
+            self._in_blocks(domain, index, body, products)
+            return
         if not outer:
             self._nest(domain, index, -1, 1, body)
             if scan:
@@ -289,13 +313,36 @@ class _Lowering:
         return any(e.prim.kind != "reduction" and e.prim.vector_template is not None
                    for e in members)
 
-    def _nest(self, domain, index, outer, indent, body):
+    def _in_blocks(self, domain, index, body, products):
+        """The nest with its outer loop in blocks of rows, the products (in_blocks) computed
+        a block at a time before it reads them: blocks of about _BLOCK_BYTES, at least
+        _BLOCK_ROWS rows (a product of fewer rows is less efficient), where the inner
+        dimension is at most half the rows; else one block, the whole product."""
+        terms = lanes.buffers(self, body, lanes.sums(body, index), 1)
+        first = self.block_first[products[0].out]
+        rows = self.namer.fresh(f"{index[0]}_rows")
+        rows_total, columns = (self.sizes.source(d) for d in domain[:2])
+        widest = max(e.out.aval.dtype.itemsize for e in products)
+        inner = " + ".join(sorted({self.sizes.source(e.ins[0].aval.shape[1]) for e in products}))
+        self.note(1, "A product read by one loop nest is made a block of its rows at a time, "
+                     "read while in cache, where its inner dimension is short.")
+        self.line(1, f"{rows} = max({_BLOCK_ROWS}, {_BLOCK_BYTES // widest} // max({columns}, 1))")
+        self.line(1, f"if 2 * ({inner}) > {rows}:")
+        self.line(2, f"{rows} = max({rows_total}, 1)")
+        self.line(1, f"for {first} in range(0, {rows_total}, {rows}):")
+        for e in products:
+            self.eqn(e, 2, first, rows)
+        self.line(2, f"for {index[0]} in range({first}, min({first} + {rows}, {rows_total})):")
+        self._nest(domain, index, 0, 3, body, terms)
+
+    def _nest(self, domain, index, outer, indent, body, terms=None):
         """The loops inside the one at position `outer` of the domain (-1: all of them),
         then the body, from `indent`. In serial code, float sums along the innermost loop
-        add chunks of stored terms (lanes.py)."""
+        add chunks of stored terms (lanes.py; `terms`: their buffers, made already)."""
         loops = [q for q in range(outer + 1, len(domain)) if index[q]]
-        terms = {} if self.parallel else lanes.buffers(self, body, lanes.sums(body, index),
-                                                        indent)
+        if terms is None:
+            terms = {} if self.parallel else lanes.buffers(self, body, lanes.sums(body, index),
+                                                            indent)
         for q in loops[:-1] if terms else loops:
             self.line(indent, f"for {index[q]} in range({self.sizes.source(domain[q])}):")
             indent += 1
@@ -359,6 +406,8 @@ class _Lowering:
             return self.embedded(producer, exprs, dtype)
         if atom in self.placement.recomputed:
             return self.recompute(atom, exprs)
+        if atom in self.block_first:  # a block of its rows (in_blocks)
+            exprs = [ast.BinOp(exprs[0], ast.Sub(), name_ast(self.block_first[atom])), *exprs[1:]]
         if not atom.aval.shape:
             return name_ast(self.namer(atom))
         target = ast.Tuple(exprs, ast.Load()) if len(exprs) > 1 else exprs[0]

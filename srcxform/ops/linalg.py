@@ -87,7 +87,7 @@ def _matmul_batch(flags, avals):
 # matmul() gives them nothing else.
 matmul_p = primitive("matmul", "opaque", np.matmul, _matmul_shape, "blas.matmul(x, y)", sums=True,
                      vjp=lambda g, out, x, y: (_matmul(g, _swap(y)), _matmul(_swap(x), g)),
-                     batch=_matmul_batch)
+                     batch=_matmul_batch, by_rows=True)
 
 
 # A matrix times a vector is BLAS's gemv, several times faster than a one-column gemm.
