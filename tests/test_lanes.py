@@ -128,3 +128,19 @@ def test_a_chunked_loop_reads_its_arrays_with_plain_vector_loads():
     assert value == pytest.approx(np.log(np.exp(x - top).sum()) + top, rel=1e-14)
     e = np.exp(x - top)
     np.testing.assert_allclose(bx, e / e.sum(), rtol=1e-13)
+
+
+def _quads(x):
+    return tf.reduce_sum(tf.reshape(x, (-1, 4)) * 2.0, 1)
+
+
+def test_a_sum_of_fewer_terms_than_lanes_fixed_by_the_trace_adds_them_in_place():
+    # The reshape fixes each sum at 4 terms, under the 8 lanes: each term is added into
+    # its row's total, in order (lane 0's order), with no chunk; 8 terms keep the lanes.
+    x = _adversarial(40, 5)
+    f = tf.differentiable(_quads)
+    source = f._kernel("value", (x,), {})[0].source
+    assert "lane_sum" not in source and "_terms" not in source, source
+    assert np.asarray(f(x)).tolist() == [_sequential(2.0 * row) for row in x.reshape(-1, 4)]
+    eights = tf.differentiable(lambda x: tf.reduce_sum(tf.reshape(x, (-1, 8)), 1))
+    assert "lane_sum" in eights._kernel("value", (x,), {})[0].source

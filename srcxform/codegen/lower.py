@@ -314,10 +314,9 @@ class _Lowering:
                    for e in members)
 
     def _in_blocks(self, domain, index, body, products):
-        """The nest with its outer loop in blocks of rows, the products (in_blocks) computed
-        a block at a time before it reads them: blocks of about _BLOCK_BYTES, at least
-        _BLOCK_ROWS rows (a product of fewer rows is less efficient), where the inner
-        dimension is at most half the rows; else one block, the whole product."""
+        """The nest with its outer loop in blocks of rows, the products (in_blocks) made a
+        block at a time before it reads them: blocks of _BLOCK_BYTES or _BLOCK_ROWS rows,
+        where the inner dimension is at most half the rows; else one block, the whole."""
         terms = lanes.buffers(self, body, lanes.sums(body, index), 1)
         first = self.block_first[products[0].out]
         rows = self.namer.fresh(f"{index[0]}_rows")
