@@ -161,6 +161,24 @@ def test_a_captured_array_made_readonly_takes_the_dispatcher(monkeypatch):
     assert len(dispatched) == (1 if direct else 2) and f.cache_info().kernels == 1
 
 
+def test_a_captured_array_of_any_layout_is_called_direct(monkeypatch):
+    """A captured read-only broadcast (as a gradient's seed folded while tracing) runs the
+    compiled code's own entry, its flags tested exactly at each call (the test above
+    changes them), and it is read at each call."""
+    base = np.linspace(1.0, 2.0, 4)
+    scale = np.broadcast_to(base, (3, 4))
+    f = tf.differentiable(lambda w: tf.reduce_sum(w * w * scale))
+    w = np.arange(12.0).reshape(3, 4)
+    np.testing.assert_array_equal(f.grad(w), 2 * w * scale)
+    dispatched = []
+    through_dispatcher = backend.Compiled.__call__
+    monkeypatch.setattr(backend.Compiled, "__call__",
+                        lambda self, *a: dispatched.append(1) or through_dispatcher(self, *a))
+    base[0] = 5.0
+    np.testing.assert_array_equal(f.grad(w), 2 * w * scale)
+    assert len(dispatched) == (0 if numba_adapter.enabled() else 1)
+
+
 def test_a_new_dtype_or_rank_or_static_value_is_a_new_kernel():
     f = tf.differentiable(lambda x, k: tf.reduce_sum(x**k))
     f(np.ones(3), 2)

@@ -32,8 +32,9 @@ BUDGET = {
     # batching flag (jacfwd's W @ e_i moved, not multiplied: 0.065 -> 0.030 ms); +20: a
     # float16 made inside a function refused at trace, naming op and line (was Numba's
     # CompileError naming neither), and a walk over a program's regions' equations; +5:
-    # Codegen.by_rows (products in blocks of rows)
-    "core": 2525,
+    # Codegen.by_rows (products in blocks of rows); +5: a captured array of any layout
+    # called direct, its flags tested exactly (det's gradient 12 -> 6.8 us)
+    "core": 2530,
     # the CUDA target (issue 35): its first slice, 590 lines; +80: kept buffers per
     # thread, scalar steps folded into the next launch, Variables, methods
     "cuda": 730,

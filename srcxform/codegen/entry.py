@@ -121,7 +121,7 @@ def emit(conv, consts, probes, name, args, sole, keywords=True, check=False):
             w.layout(f"{v}._array", variable.dtype, fixed=True)
     for c in consts:
         kernel_args.append(w.constant(c))
-        w.layout(kernel_args[-1], c.dtype, fixed=True)
+        w.captured_layout(kernel_args[-1], c)
     sizes = {}
 
     def size(k):

@@ -202,13 +202,14 @@ class Compiled:
         except Exception as err:
             raise self.error(err) from err
 
-    def direct(self, args):
+    def direct(self, args, exact=()):
         """The compiled code's own entry for calls typed as `args` are, which skips the
-        dispatcher's type matching, or None (numba_adapter.jit.entry_point). A caller must
-        test that each call's arguments type the same (the entry's layout tests)."""
+        dispatcher's type matching, or None (numba_adapter.jit.entry_point; `exact`: its
+        positions of any layout). A caller must test that each call's arguments type the
+        same (the entry's layout tests)."""
         from srcxform.numba_adapter import jit
 
-        return jit.entry_point(self.dispatcher, args)
+        return jit.entry_point(self.dispatcher, args, exact)
 
     def error(self, err):
         """What an exception out of the dispatcher means. Generated kernels raise nothing

@@ -148,7 +148,9 @@ class Kernel:
         direct = self.fn
         if isinstance(self.fn, backend.Compiled):
             leaves = tree_flatten(list(args))[0]
-            direct = self.fn.direct(self.arguments(leaves) + spare) or self.fn
+            arguments = self.arguments(leaves)
+            captured = range(len(arguments) - len(self.consts), len(arguments))
+            direct = self.fn.direct(arguments + spare, captured) or self.fn
         # Its own globals: the module's imports (runtime/calls.py), what is this kernel's
         # own, and __builtins__, where a Numba kernel that raises looks up the exception's
         # class (the frame calling it is the entry's).

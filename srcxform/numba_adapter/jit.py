@@ -257,17 +257,19 @@ def function(fn):
     return numba.njit(error_model="numpy")(fn)
 
 
-def entry_point(dispatcher, args):
+def entry_point(dispatcher, args, exact=()):
     """The compiled code's own entry for calls typed as `args` are, which skips the
     dispatcher's type matching; None without internals, unless that signature is
-    compiled, and unless each array in it is C-contiguous, aligned and writeable. A
-    caller must test that each call's arguments type the same."""
+    compiled, and unless each array in it is C-contiguous, aligned and writeable (but
+    those at the positions `exact`, whose type the caller tests exactly). A caller must
+    test that each call's arguments type the same."""
     if not enabled():
         return None
     signature = tuple(dispatcher.typeof_pyval(a) for a in args)
     overload = dispatcher.overloads.get(signature)
     if overload is None or any(t.layout != "C" or not t.mutable or not t.aligned
-                               for t in signature if isinstance(t, numba.types.Array)):
+                               for p, t in enumerate(signature)
+                               if isinstance(t, numba.types.Array) and p not in exact):
         return None
     return overload.entry_point
 
