@@ -184,6 +184,24 @@ def test_a_product_one_nest_reads_is_made_a_block_of_rows_at_a_time(dtype, rtol)
                                rtol=rtol)
 
 
+def _layer(w, x):
+    return tf.reduce_sum(tf.tanh(tf.matmul(x, w) + 0.5) ** 2)
+
+
+def test_a_layers_product_is_made_in_blocks_in_its_gradient_too():
+    # tanh's VJP reads its output (stored), and 1 - out**2, which the adjoint recomputes,
+    # reads that store, not the product: the forward's product is made in blocks (70 rows
+    # by 40,000 columns: 32, 32 and 6), and the gradient is the tape's.
+    args = (_normal(3, 40000, seed=2), _normal(70, 3, seed=3))
+    compiled = tf.differentiable(_layer)
+    source = compiled.source(*args)
+    assert "blas.matmul(x[i0_first:i0_first + i0_rows], w)" in source
+    value, grad = compiled.value_and_grad(*args)
+    eager_value, eager_grad = eager_value_and_grad(_layer, args, 0)
+    np.testing.assert_allclose(value, eager_value, rtol=1e-12)
+    np.testing.assert_allclose(grad, eager_grad, rtol=1e-10, atol=1e-12)
+
+
 def test_a_product_the_adjoint_reads_again_is_made_whole():
     # The forward's product is read by the forward's nest and the adjoint's: made whole.
     # The gradient's product (40 x 300 by 300 x 3) is read by one nest, in one block.

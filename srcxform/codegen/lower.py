@@ -323,8 +323,8 @@ class _Lowering:
         rows_total, columns = (self.sizes.source(d) for d in domain[:2])
         widest = max(e.out.aval.dtype.itemsize for e in products)
         inner = " + ".join(sorted({self.sizes.source(e.ins[0].aval.shape[1]) for e in products}))
-        self.note(1, "A product read by one loop nest is made a block of its rows at a time, "
-                     "read while in cache, where its inner dimension is short.")
+        self.note(1, "The products below are made a block of rows at a time, each read in "
+                     "cache (placement.py).")
         self.line(1, f"{rows} = max({_BLOCK_ROWS}, {_BLOCK_BYTES // widest} // max({columns}, 1))")
         self.line(1, f"if 2 * ({inner}) > {rows}:")
         self.line(2, f"{rows} = max({rows_total}, 1)")

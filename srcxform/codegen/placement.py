@@ -90,10 +90,10 @@ def place(program, items):
 
 def _by_rows(program, group_of, consumers, recomputed):
     """The by_rows products that one loop nest alone reads, at their own index (its domain
-    is their shape, no dim of 1), and whose nest leaves nothing for another to recompute
-    (which would read the product outside its block): GradBench kmeans' 80 MB k x n
-    distances, 24 ms a call built whole, 11 ms a block of rows at a time (the block in
-    cache when the nest reads it, no fresh pages)."""
+    is their shape, no dim of 1), and whose nest leaves nothing computed from them for
+    another to recompute (which would read the product outside its block): GradBench
+    kmeans' 80 MB k x n distances, 24 ms a call built whole, 11 ms a block of rows at a
+    time (the block in cache when the nest reads it, no fresh pages)."""
     found = {}
     for eqn in program.eqns:
         v, readers = eqn.out, consumers.get(eqn.out, ())
@@ -103,7 +103,11 @@ def _by_rows(program, group_of, consumers, recomputed):
                 and tuple(group.domain) == tuple(v.aval.shape)
                 and not any(map(is_one, group.domain))):
             continue
-        if all(group_of.get(c.out) is group for e in group.eqns if e.out in recomputed
+        reached = {v}  # what a recomputation elsewhere computes from it (stored: read)
+        for e in group.eqns:
+            if e.out in recomputed and any(a in reached for a in e.ins):
+                reached.add(e.out)
+        if all(group_of.get(c.out) is group for e in group.eqns if e.out in reached - {v}
                for c in consumers.get(e.out, ())):
             found[v] = group
     return found
