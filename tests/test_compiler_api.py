@@ -179,6 +179,24 @@ def test_a_captured_array_of_any_layout_is_called_direct(monkeypatch):
     assert len(dispatched) == (0 if numba_adapter.enabled() else 1)
 
 
+def test_a_captured_array_reshaped_in_place_is_traced_again():
+    # Its shape is in the kernel's code: a view given another rank crashed the process
+    # (Numba unboxed it into the traced rank's struct), one of the same rank read the
+    # wrong elements. Traced again, it is what eager computes: broadcast, or the error.
+    x = np.linspace(0.1, 1.0, 6).reshape(2, 3)
+    scale = (np.arange(6.0).reshape(3, 2) + 1).T  # a transposed view
+    f = tf.differentiable(lambda x: tf.reduce_sum(tf.sin(x * scale)))
+    f(x)
+    scale.shape = (1, 2, 3)
+    np.testing.assert_allclose(f(x), np.sum(np.sin(x * scale)), rtol=1e-14)
+    other = np.arange(6.0).reshape(2, 3) + 1
+    g = tf.differentiable(lambda x: tf.reduce_sum(tf.sin(x * other)))
+    g.value_and_grad(x)
+    other.shape = (3, 2)
+    with pytest.raises(ValueError, match=r"multiply\(f64\[2,3\], f64\[3,2\]\)"):
+        g.value_and_grad(x)
+
+
 def test_a_new_dtype_or_rank_or_static_value_is_a_new_kernel():
     f = tf.differentiable(lambda x, k: tf.reduce_sum(x**k))
     f(np.ones(3), 2)

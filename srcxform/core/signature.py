@@ -322,12 +322,13 @@ class ArgumentTests:
         self.checks.append("    run = checked")
 
     def captured_layout(self, value, array):
-        """Tests that the captured `array` (one object at every call, named `value`) types
-        as when traced: its dtype object and flags (Numba's layout, alignment and
-        writeability). Any layout runs `direct` (a gradient's seed folded into a read-only
-        broadcast: GradBench det's gradient 12 -> 6.8 µs); a change, `checked`."""
-        self.checks.append(f"if {value}.dtype is not {self.constant(array.dtype)} or "
-                           f"{value}.flags.num != {array.flags.num}: run = checked")
+        """Tests that the captured `array` (one object at every call, named `value`) is as
+        traced: its dtype and shape, which the kernel holds (else: traced again), and its
+        flags, Numba's layout of it (else: `checked`). Any layout runs `direct` (a read-only
+        broadcast of a gradient's seed: GradBench det's gradient 12 -> 6.8 µs)."""
+        self.fails(f"{value}.dtype is not {self.constant(array.dtype)} or {value}.shape != "
+                   f"{tuple(map(int, array.shape))}", "changed in place: traced again")
+        self.checks.append(f"if {value}.flags.num != {array.flags.num}: run = checked")
 
     def shape_tests(self, value, shape):
         """Tests that the array `value` has the rank of `shape` and its dims of 1 (the

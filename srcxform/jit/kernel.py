@@ -57,6 +57,8 @@ class Kernel:
         self.conv = conv or spec.conv  # without a spec: the trace's draft (no buffers yet)
         self.fn = fn
         self.consts = list(consts)  # arrays the trace captured, passed after the leaves
+        # Their shapes and dtypes, which the kernel's code holds as the trace saw them.
+        self.const_types = [(c.shape, c.dtype) for c in self.consts]
         self.program = program  # the optimized IR, when this process traced it
         self.probes = list(probes)  # what the trace captured from outside (captures.py)
         # The array_shapes of the calls checked against the eager tape (crosscheck.py).
@@ -91,8 +93,11 @@ class Kernel:
         return list(found.values())
 
     def current(self):
-        """Whether everything the trace captured from outside is as the trace saw it."""
-        return all(probe.holds() for probe in self.probes)
+        """Whether everything the trace captured from outside is as the trace saw it: its
+        probes, and the captured arrays' shapes and dtypes (`a.shape = ...` reshapes an
+        array in place)."""
+        return all(probe.holds() for probe in self.probes) and \
+            [(c.shape, c.dtype) for c in self.consts] == self.const_types
 
     def sizes(self, args):
         return [np.shape(args[i])[axis] for i, axis in self.conv.sizes]
