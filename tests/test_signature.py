@@ -157,6 +157,19 @@ def test_a_value_no_kernel_computes_in_made_inside_is_refused_naming_op_and_line
             call(np.ones(3, np.float32))
 
 
+def test_a_captured_big_endian_array_is_refused_naming_op_and_line():
+    # An argument is converted to native order at each call; a captured array is passed
+    # as it is, which Numba could not compile (a CompileError naming no op or line).
+    table = np.arange(1.0, 4.0).astype(">f8")
+    f = tf.differentiable(lambda x: tf.reduce_sum(x * table))
+    with pytest.raises(TypeError, match=r"multiply\(f64\[3\], f64\[3\]\) -> f64\[3\]: a "
+                                        r"captured big-endian array(.|\n)*at test_signature.py"):
+        f(np.ones(3))
+    native = np.arange(1.0, 4.0)
+    g = tf.differentiable(lambda x: tf.reduce_sum(x * native))
+    assert g(np.ones(3).astype(">f8")) == 6.0
+
+
 def test_the_kernel_receives_what_the_entrys_text_passes_it():
     for value in (np.ones(3), np.array(2.5), Tensor(np.ones(2)), Tensor(3.0), Variable(2.0),
                   1.5, np.float32(2.0)):

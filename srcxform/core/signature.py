@@ -45,17 +45,17 @@ def _compiled(dtype):
 
 def check_computed_dtypes(program):
     """A TypeError naming the first equation that makes or reads a value no kernel computes
-    in (a cast to float16 inside the function), its operands and the user's line: Numba's
-    own error would name neither."""
+    in (a cast to float16 inside the function, a captured big-endian array), its operands
+    and the user's line: Numba's own error would name neither."""
     for eqn in equations(program):
-        atoms = (eqn.out, *eqn.ins)
-        refused = next((a.aval.dtype for a in atoms if a.aval.dtype.char not in _COMPILED_DTYPES),
-                       None)
+        refused = next((a.aval.dtype for a in (eqn.out, *eqn.ins) if not a.aval.dtype.isnative
+                        or a.aval.dtype.char not in _COMPILED_DTYPES), None)
         if refused is not None:
-            operands = ", ".join(a.aval.short() for a in eqn.ins)
-            raise TypeError(f"{eqn.prim.name}({operands}) -> {eqn.out.aval.short()}: "
-                            f"{_refusal(refused)}; compute in float32 there, or run the "
-                            f"function eagerly under a GradientTape\n  at {user_line(eqn.origin)}")
+            why = f"{_refusal(refused)}; compute in float32 there" if refused.isnative else \
+                "a captured big-endian array: convert it (a.astype(a.dtype.newbyteorder('=')))"
+            raise TypeError(f"{eqn.prim.name}({', '.join(a.aval.short() for a in eqn.ins)}) -> "
+                            f"{eqn.out.aval.short()}: {why}, or run the function eagerly "
+                            f"under a GradientTape\n  at {user_line(eqn.origin)}")
 
 
 class _Static:
