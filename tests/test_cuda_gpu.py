@@ -45,6 +45,10 @@ def test_a_device_array_stays_on_the_device_and_a_new_size_reuses_the_kernel(on_
     assert on_gpu["W3 kernels"] == 1
 
 
+def test_a_warm_call_compiles_no_kernel(on_gpu):
+    assert on_gpu["W5 warm compiles"] == []
+
+
 def test_intermediates_are_kept_between_calls_and_a_result_never_is(on_gpu):
     check_buffers(on_gpu, tiny=False)
 

@@ -36,8 +36,9 @@ BUDGET = {
     # called direct, its flags tested exactly (det's gradient 12 -> 6.8 us)
     "core": 2530,
     # the CUDA target (issue 35): its first slice, 590 lines; +80: kept buffers per
-    # thread, scalar steps folded into the next launch, Variables, methods
-    "cuda": 730,
+    # thread, scalar steps folded into the next launch, Variables, methods; +5: a transpose
+    # as a view (numba-cuda's .T compiled a kernel per call: W5's GPU gradient 334 ms)
+    "cuda": 735,
     "jit": 1950,
     "keras": 160,
     "numba_adapter": 780,

@@ -7,7 +7,7 @@ only generated modules and srcxform/cuda/compiled.py import this module, so
 """
 
 import numpy as np
-from numba import cuda
+from numba import config, cuda
 
 # Threads per block: a multiple of the warp (32); 256 is the usual first choice, to be
 # tuned by measurement on a real GPU (none has been measured).
@@ -81,6 +81,15 @@ def on_device(value):
     simulator's too, which have no __cuda_array_interface__) and other libraries'."""
     return hasattr(value, "__cuda_array_interface__") or \
         cuda.cudadrv.devicearray.is_cuda_ndarray(value)
+
+
+def transpose(x):
+    """x.T as a view: numba-cuda's DeviceNDArray.T copies through a kernel it compiles at
+    every call (0.1 s each on an H200: W5's warm gradient took 334 ms)."""
+    if config.ENABLE_CUDASIM:  # the simulator's .T is NumPy's view
+        return x.T
+    return cuda.cudadrv.devicearray.DeviceNDArray(x.shape[::-1], x.strides[::-1], x.dtype,
+                                                  stream=x.stream, gpu_data=x.gpu_data)
 
 
 def reshape(x, shape):

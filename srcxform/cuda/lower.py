@@ -325,7 +325,7 @@ def _reshape(low, eqn):
 def _transpose(low, eqn):
     if tuple(eqn.kwargs["perm"]) != (1, 0):
         refuse(eqn, f"with perm={eqn.kwargs['perm']} (only a 2-d transpose is lowered)")
-    return ast.Attribute(low.whole(eqn.ins[0]), "T", ast.Load())
+    return ast.Call(_attr("launch", "transpose"), [low.whole(eqn.ins[0])], [])
 
 
 def _product(helper, ranks):
