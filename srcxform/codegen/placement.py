@@ -85,10 +85,10 @@ def place(program, items):
         if v in outputs or any(not (c.out in group_of or c.out in virtual) for c in readers) \
                 or readers and v not in recomputed:
             arrays.add(v)
-    return Placement(virtual, recomputed, arrays, _by_rows(program, group_of, consumers, recomputed))
+    return Placement(virtual, recomputed, arrays, _by_rows(program, group_of, consumers, recomputed, outputs))
 
 
-def _by_rows(program, group_of, consumers, recomputed):
+def _by_rows(program, group_of, consumers, recomputed, outputs):
     """The by_rows products that one loop nest alone reads, at their own index (its domain
     is their shape, no dim of 1), and whose nest leaves nothing computed from them for
     another to recompute (which would read the product outside its block): GradBench
@@ -98,7 +98,7 @@ def _by_rows(program, group_of, consumers, recomputed):
     for eqn in program.eqns:
         v, readers = eqn.out, consumers.get(eqn.out, ())
         group = readers and group_of.get(readers[0].out)
-        if not (eqn.prim.codegen.by_rows and group and v not in program.outs
+        if not (eqn.prim.codegen.by_rows and group and v not in outputs
                 and all(group_of.get(c.out) is group for c in readers)
                 and tuple(group.domain) == tuple(v.aval.shape)
                 and not any(map(is_one, group.domain))):
