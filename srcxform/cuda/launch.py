@@ -7,7 +7,7 @@ only generated modules and srcxform/cuda/compiled.py import this module, so
 """
 
 import numpy as np
-from numba import config, cuda
+from numba import cuda
 
 # Threads per block: a multiple of the warp (32); 256 is the usual first choice, to be
 # tuned by measurement on a real GPU (none has been measured).
@@ -86,7 +86,7 @@ def on_device(value):
 def transpose(x):
     """x.T as a view: numba-cuda's DeviceNDArray.T copies through a kernel it compiles at
     every call (0.1 s each on an H200: W5's warm gradient took 334 ms)."""
-    if config.ENABLE_CUDASIM:  # the simulator's .T is NumPy's view
+    if not hasattr(cuda.cudadrv.devicearray, "DeviceNDArray"):  # the simulator: NumPy's view
         return x.T
     return cuda.cudadrv.devicearray.DeviceNDArray(x.shape[::-1], x.strides[::-1], x.dtype,
                                                   stream=x.stream, gpu_data=x.gpu_data)
