@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-from test_cuda_sim import (ROOT, check_against_cpu, check_buffers, check_threads,
-                           check_training_step, run_child)
+from test_cuda_sim import (ROOT, check_against_cpu, check_buffers, check_edges,
+                           check_threads, check_training_step, run_child)
 
 
 def _gpu_present():
@@ -43,6 +43,10 @@ def test_the_workloads_give_the_cpu_kernels_values_and_gradients_at_full_size(on
 def test_a_device_array_stays_on_the_device_and_a_new_size_reuses_the_kernel(on_gpu):
     assert on_gpu["W3 device"][0]
     assert on_gpu["W3 kernels"] == 1
+
+
+def test_adversarial_cases_give_the_cpu_kernels_results(on_gpu):
+    check_edges(on_gpu)
 
 
 def test_a_warm_call_compiles_no_kernel(on_gpu):

@@ -99,6 +99,39 @@ def _on_cuda(tiny):
     found["W3 kernels"] = sum(len(k) for k in f._kernels.values())
     found.update(_w5_buffers(cases["W5"]))
     found["step"] = _training_steps(device="cuda")
+    found["edges"] = _edge_results("cuda")
+    return found
+
+
+def _edge_results(device):
+    """What adversarial testing found wrong on CUDA, run on `device`: a captured array
+    changed in place between calls (read once, it kept its first values); a NaN through
+    max and min (CUDA's atomics skip it); scalars taken by views (indexing a device array
+    by integers copies to the host); a 0-d device array; a strided column reshaped."""
+    w = np.ones(3)
+    f = srcxform.differentiable(lambda x: tf.reduce_sum(x * w), device=device)
+    found = {"captured": _leaves(f.value_and_grad(np.arange(3.0)))}
+    w[:] = 2.0
+    found["captured"] += _leaves(f.value_and_grad(np.arange(3.0)))
+    x, m = np.array([1.0, np.nan, 2.0, 0.5]), np.array([[1.0, np.nan, 2.0], [3.0, 5.0, 4.0]])
+    cases = {
+        "max": (tf.reduce_max, (x,)), "min": (tf.reduce_min, (x,)),
+        "row max": (lambda m: tf.reduce_sum(tf.reduce_max(m, axis=1)), (m,)),
+        "norm": (tf.norm, (np.arange(1.0, 4.0),)),
+        "element": (lambda m: m[1, 2] * m[0, -1], (np.arange(1.0, 7.0).reshape(2, 3),)),
+        "logsumexp": (tf.reduce_logsumexp, (np.arange(4.0),)),
+        "column": (lambda a, b: tf.reduce_sum(tf.linalg.matvec(a, b[:, 0])),
+                   (np.ones((2, 3)), np.arange(12.0).reshape(3, 4))),
+    }
+    for name, (fn, args) in cases.items():
+        found[name] = _leaves(srcxform.differentiable(fn, device=device).value_and_grad(*args))
+    zero_d = np.array(0.7)
+    if device == "cuda":
+        from numba import cuda
+
+        zero_d = cuda.to_device(zero_d)
+    found["0-d"] = _leaves(srcxform.differentiable(tf.square, device=device).value_and_grad(
+        zero_d))
     return found
 
 
@@ -195,9 +228,10 @@ def _ptx():
     for dtype in ("float32", "float64"):
         for kernel, types in [(launch._matmul, f"({dtype}[:, :], {dtype}[:, :], {dtype}[:, :])"),
                               (launch._matvec, f"({dtype}[:, :], {dtype}[:], {dtype}[:])"),
+                              (launch._copy_1d, f"({dtype}[:], {dtype}[:])"),
                               (launch._copy_2d, f"({dtype}[:, :], {dtype}[:, :])")]:
             cuda.compile_ptx(kernel.py_func, types, cc=(8, 0))
-    found["launch"] = 3
+    found["launch"] = 4
     return found
 
 
@@ -291,6 +325,21 @@ def check_training_step(found):
         # a GPU's atomics add in another order: float32's last bits differ
         rtol, atol = (1e-9, 1e-12) if want.dtype == np.float64 else (1e-5, 1e-7)
         np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+
+
+def check_edges(found):
+    """Each of _edge_results' cases gives the CPU kernel's results (NaN where it has NaN)."""
+    want = _edge_results("cpu")
+    assert found["edges"].keys() == want.keys()
+    for name, expected in want.items():
+        assert len(found["edges"][name]) == len(expected), name
+        for got, w in zip(found["edges"][name], expected):
+            np.testing.assert_allclose(got, w, rtol=1e-12, err_msg=name)
+
+
+@pytest.mark.slow
+def test_adversarial_cases_give_the_cpu_kernels_results(simulated):
+    check_edges(simulated)
 
 
 @pytest.mark.slow

@@ -121,7 +121,6 @@ class _Kernel:
                           f"{len(self.program.eqns)} equations", quote='"')
         self.source, self.signatures = generate(self.program, func_name, doc)
         self.driver = backend.load(self.source, func_name, jit=False)
-        self.consts = None  # the captured arrays, on the device at the first call
         self.local = threading.local()  # each thread's launch.Buffers
 
     def admits(self, leaves):
@@ -148,12 +147,13 @@ class _Kernel:
 
         args = [launch.to_device(_array(value), var.aval.dtype)
                 for value, var in zip(self.inputs(leaves), self.program.ins)]
-        if self.consts is None:
-            self.consts = [launch.to_device(a, a.dtype) for _, a in self.program.consts]
+        # Captured arrays too, at every call: one changed in place is read as the CPU
+        # kernel reads it (a copy made once kept its first values).
+        consts = [launch.to_device(a, a.dtype) for _, a in self.program.consts]
         writes = [leaves[v] if isinstance(v, int) else v for v in self.traced.writes]
         with Updating(writes):
             try:
-                outs = self.driver(*args, *self.consts, self.buffers())
+                outs = self.driver(*args, *consts, self.buffers())
             except NumbaError as err:
                 raise CompileError(f"srcxform.cuda: numba-cuda could not compile a kernel of "
                                    f"{self.traced.name} (see f.source(..., device='cuda')): "

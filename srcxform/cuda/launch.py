@@ -69,9 +69,9 @@ def to_device(value, dtype):
     copy), a NumPy array copied to the device once, a number as a 1-element array (the
     kernels read scalars from device memory)."""
     if cuda.cudadrv.devicearray.is_cuda_ndarray(value):  # numba's own, the simulator's too
-        return value
+        return value.reshape((1,)) if value.ndim == 0 else value
     if hasattr(value, "__cuda_array_interface__"):
-        return cuda.as_cuda_array(value)
+        return to_device(cuda.as_cuda_array(value), dtype)
     array = np.asarray(value, dtype)
     return cuda.to_device(np.ascontiguousarray(array.reshape(1) if array.ndim == 0 else array))
 
@@ -94,10 +94,22 @@ def transpose(x):
 
 def reshape(x, shape):
     """x reshaped on the device: a view of a contiguous array, else a contiguous copy
-    (made by a kernel) reshaped."""
+    (made by a kernel) reshaped. A scalar is a 1-element array, as kernels read it."""
     if not x.is_c_contiguous():
         x = _contiguous(x)
-    return x.reshape(tuple(int(d) for d in shape))
+    return x.reshape(tuple(int(d) for d in shape) or (1,))
+
+
+def element(x, index):
+    """x[index] for integer indices, as a 1-element view (a scalar, as kernels read it):
+    a device array indexed by integers alone copies the element to the host."""
+    return x[tuple(i if i is Ellipsis else slice(i, i + 1 or None) for i in index)].reshape((1,))
+
+
+@cuda.jit
+def _copy_1d(x, out):
+    for k in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+        out[k] = x[k]
 
 
 @cuda.jit
@@ -107,11 +119,11 @@ def _copy_2d(x, out):
 
 
 def _contiguous(x):
-    if x.ndim != 2:
+    if x.ndim not in (1, 2):
         raise NotImplementedError(f"srcxform.cuda: a reshape of a non-contiguous "
                                   f"{x.ndim}-d device array needs a copy not written yet")
     out = cuda.device_array(x.shape, x.dtype)
-    _copy_2d[grid(out.size)](x, out)
+    (_copy_1d if x.ndim == 1 else _copy_2d)[grid(out.size)](x, out)
     return out
 
 

@@ -191,14 +191,14 @@ class CudaLowering(_Lowering):
             step = ast.AugAssign(ast.Name(acc, ast.Store()), combined.op, combined.right) \
                 if isinstance(combined, ast.BinOp) else \
                 ast.Assign([ast.Name(acc, ast.Store())], combined)
-            finish = _atomic(combine, name, ast.Constant(0), name_ast(acc))
+            finish = _atomic(combine, name, ast.Constant(0), name_ast(acc), dtype)
             return _Reduced(allocation, [(None, ast.Assign([ast.Name(acc, ast.Store())], init))],
                             step, [finish])
         axis, keepdims = e.kwargs["axis"], e.kwargs["keepdims"]
         kept = [ast.Constant(0) if a in axis or i is None else name_ast(i)
                 for a, i in enumerate(index) if keepdims or a not in axis]
         at = ast.Tuple(kept, ast.Load()) if len(kept) > 1 else kept[0]
-        return _Reduced(allocation, [], _atomic(combine, name, at, x), [])
+        return _Reduced(allocation, [], _atomic(combine, name, at, x, dtype), [])
 
     def section(self, eqns):
         if not self.in_kernel:  # a kernel's statements are in the driver's section
@@ -314,7 +314,12 @@ class _Reduced:
 
 
 def _getitem(low, eqn):
-    return _source_of(low, eqn)
+    view = _source_of(low, eqn)
+    if eqn.out.aval.shape or not isinstance(view, ast.Subscript):
+        return view
+    index = view.slice if isinstance(view.slice, ast.Tuple) else ast.Tuple([view.slice],
+                                                                           ast.Load())
+    return ast.Call(_attr("launch", "element"), [view.value, index], [])
 
 
 def _reshape(low, eqn):
@@ -381,9 +386,16 @@ def _atomic_of(e):
     return _ATOMICS[key]
 
 
-def _atomic(combine, name, at, value):
-    return ast.Expr(ast.Call(ast.Attribute(_attr("cuda", "atomic"), combine, ast.Load()),
+def _atomic(combine, name, at, value, dtype):
+    """cuda.atomic.<combine>(name[at], value); a float max or min stores a NaN plainly, as
+    NumPy's propagate it: numba-cuda's atomic max and min skip a NaN value, and skip any
+    value once the element is NaN."""
+    call = ast.Expr(ast.Call(ast.Attribute(_attr("cuda", "atomic"), combine, ast.Load()),
                              [name_ast(name), at, value], []))
+    if combine == "add" or dtype.kind != "f":
+        return call
+    store = ast.Assign([ast.Subscript(name_ast(name), at, ast.Store())], value)
+    return ast.If(ast.Compare(value, [ast.NotEq()], [value]), [store], [call])
 
 
 def _for_cuda(e, node):
