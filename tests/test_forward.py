@@ -397,6 +397,29 @@ def test_hvp_through_a_compiled_while_loop(native):
                                rtol=1e-12)
 
 
+def branchy(x):
+    """An `if` on a traced value: autograph makes it a cond."""
+    if tf.reduce_sum(x) > 0.0:
+        y = x * x
+    else:
+        y = tf.sin(x)
+    return tf.reduce_sum(y)
+
+
+def test_every_transform_converts_the_functions_control_flow(monkeypatch):
+    """hessian, hvp and the jacobians trace fn as srcxform.grad does: its `if` converted
+    (they traced it as written, raising TracingError at the `if`)."""
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+    for x in (np.array([0.5, 0.7]), np.array([-0.5, -0.7])):
+        second = np.diag(np.full(2, 2.0) if x.sum() > 0 else -np.sin(x))
+        first = 2 * x if x.sum() > 0 else np.cos(x)
+        np.testing.assert_allclose(tf.hessian(branchy)(x), second, rtol=1e-12)
+        np.testing.assert_allclose(tf.hvp(branchy)(x, np.ones(2)), second @ np.ones(2),
+                                   rtol=1e-12)
+        for jacobian in (tf.jacfwd, tf.jacrev, tf.jacobian):
+            np.testing.assert_allclose(jacobian(branchy)(x), first, rtol=1e-12)
+
+
 def directional_derivative(x, v):
     with tf.autodiff.ForwardAccumulator(x, v) as acc:
         y = tf.reduce_sum(tf.tanh(x) * x)
