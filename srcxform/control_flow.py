@@ -60,18 +60,25 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     if not isinstance(loop_vars, (tuple, list)) or not loop_vars:
         raise ValueError("while_loop: 'loop_vars' must be provided, as a non-empty tuple or "
                          "list")
+    # Python numbers become tensors (TensorFlow's rule); compiled, each takes the dtype the
+    # body gives it, as eagerly, where float32 + float64 promotes.
+    numbers = {k for k, leaf in enumerate(tree_flatten(loop_vars)[0])
+               if type(leaf) in (int, float)}
     loop_vars = _as_tensors(loop_vars)
     if isinstance(maximum_iterations, (Tracer, Dim)):  # a bound known at run time
-        return _compiled_while_bounded(cond, body, loop_vars, maximum_iterations, checkpoint)
+        return _compiled_while_bounded(cond, body, loop_vars, maximum_iterations, checkpoint,
+                                       numbers)
     structure = tree_flatten(loop_vars)[1]
     count = 0
     while maximum_iterations is None or count < int(maximum_iterations):
         pred = cond(*loop_vars)
         if isinstance(pred, Tracer):  # known at run time: the rest of the loop compiles
+            numbers = numbers if count == 0 else set()  # else the body's dtypes already
             if maximum_iterations is not None:
                 return _compiled_while_bounded(cond, body, loop_vars,
-                                               int(maximum_iterations) - count, checkpoint)
-            return _compiled_while(cond, body, loop_vars, checkpoint)
+                                               int(maximum_iterations) - count, checkpoint,
+                                               numbers)
+            return _compiled_while(cond, body, loop_vars, checkpoint, numbers)
         if not _truth(pred, "while_loop"):
             break
         result = _like_loop_vars(body(*loop_vars), loop_vars)
@@ -259,7 +266,7 @@ def _compiled_cond(pred, true_fn, false_fn):
     return tree_unflatten(trees["true_fn"], outs)
 
 
-def _compiled_while(cond, body, loop_vars, checkpoint):
+def _compiled_while(cond, body, loop_vars, checkpoint, numbers=()):
     leaves, treedef = _flat(loop_vars, "while_loop: loop_vars")
     names = _loop_var_names(body, loop_vars)
 
@@ -271,7 +278,7 @@ def _compiled_while(cond, body, loop_vars, checkpoint):
         return _flat(result, "while_loop: body")[0]
 
     outs = structured.while_loop(lambda c: cond(*tree_unflatten(treedef, c)), body_flat,
-                                 leaves, names, checkpoint)
+                                 leaves, names, checkpoint, numbers)
     return tree_unflatten(treedef, outs)
 
 
@@ -283,7 +290,7 @@ def _like_loop_vars(result, loop_vars):
     return result
 
 
-def _compiled_while_bounded(cond, body, loop_vars, remaining, checkpoint):
+def _compiled_while_bounded(cond, body, loop_vars, remaining, checkpoint, numbers):
     """maximum_iterations as a counter carried beside the loop variables."""
     from srcxform.ops import logical_and
 
@@ -294,7 +301,8 @@ def _compiled_while_bounded(cond, body, loop_vars, remaining, checkpoint):
         return (count + 1, *body(*vs))
 
     zero = convert_to_tensor(0)
-    out = _compiled_while(counted_cond, counted_body, (zero, *loop_vars), checkpoint)[1:]
+    out = _compiled_while(counted_cond, counted_body, (zero, *loop_vars), checkpoint,
+                          {k + 1 for k in numbers})[1:]
     return type(loop_vars)(out) if isinstance(loop_vars, list) else out
 
 

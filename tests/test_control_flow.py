@@ -172,15 +172,21 @@ def test_scan_of_elems_of_different_lengths_raises_eagerly_and_compiled():
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_a_python_number_carry_takes_the_dtype_the_body_gives_compiled_as_eagerly(dtype):
-    """scan and fori_loop from a Python float over float32 or float64 values: eagerly the
-    accumulator takes their dtype; compiled it came out float32 for float64 values, or
-    the trace raised for float32 ones."""
+    """scan, fori_loop and while_loop from a Python float over float32 or float64 values:
+    eagerly the accumulator takes their dtype; compiled it came out float32 for float64
+    values, or the trace raised for float32 ones (while_loop's for float64)."""
     x = np.array([0.1, 0.2, 0.3], dtype)
 
     def running(x):
         scanned = tf.scan(lambda a, e: a + e, x, initializer=1.0)
         looped = tf.fori_loop(0, tf.shape(x)[0], lambda i, c: c + x[i], 0.0)
-        return scanned, looped
+        # while_loop makes 0.0 a float32 tensor first (TensorFlow's rule): float64 values
+        # promote it eagerly, and the compiled loop raised TracingError
+        summed = tf.while_loop(lambda i, c: i < tf.shape(x)[0], lambda i, c: (i + 1, c + x[i]),
+                               (0, 0.0))[1]
+        bounded = tf.while_loop(lambda i, c: c < 0.25, lambda i, c: (i + 1, c + x[i]),
+                                (0, 0.0), maximum_iterations=tf.shape(x)[0])[1]
+        return scanned, looped, summed, bounded
 
     eager = running(tf.constant(x))
     compiled = tf.differentiable(running)(x)

@@ -334,16 +334,18 @@ def _same_shape(a, b):
     return len(a) == len(b) and all(x == y for x, y in zip(a, b))
 
 
-def _weak_promoted(inits, avals, outs):
-    """The loop variables, each that starts weak (a Python number) and that the body makes
-    a strong value of its shape cast to the body's dtype, as eagerly (and by JAX's rule
-    for weak carries); None where there is none."""
+def _weak_promoted(inits, avals, outs, numbers=()):
+    """The loop variables, each that starts weak (a Python number; or at a position in
+    `numbers`, one made a tensor by TensorFlow's rule, which the body gives another dtype)
+    and that the body makes a strong value of its shape cast to the body's dtype, as
+    eagerly (and by JAX's rule for weak carries); None where there is none."""
     from srcxform.ops import cast
 
     promoted, changed = list(inits), False
     for k, (before, out) in enumerate(zip(avals, outs)):
         after = as_value(out).aval
-        if before.weak and not after.weak and _same_shape(before.shape, after.shape):
+        number = before.weak or (k in numbers and after.dtype != before.dtype)
+        if number and not after.weak and _same_shape(before.shape, after.shape):
             promoted[k], changed = cast(inits[k], after.dtype), True
     return promoted if changed else None
 
@@ -363,13 +365,17 @@ def check_carries(op, names, before, after):
                 f"or give it its final shape before the loop)\n  at {user_line()}")
 
 
-def while_loop(cond_fn, body_fn, inits, names, checkpoint=None):
+def while_loop(cond_fn, body_fn, inits, names, checkpoint=None, numbers=()):
     """The structured while loop over flat loop variables `inits` (values); cond_fn and
-    body_fn take and give flat lists."""
+    body_fn take and give flat lists. `numbers`: the positions of those that were Python
+    numbers, which take the dtype the body gives them (_weak_promoted)."""
     avals = carry_avals(inits)
     cond_sub, pred = trace_region("cond", lambda *c: as_bool(cond_fn(list(c))), avals,
                                   names)
     body_sub, outs = trace_region("body", lambda *c: body_fn(list(c)), avals, names)
+    promoted = _weak_promoted(inits, avals, outs, numbers)
+    if promoted is not None:  # traced again from inits of the dtypes the body gives
+        return while_loop(cond_fn, body_fn, promoted, names, checkpoint)
     check_carries("while_loop", names, avals, outs)
     (cond_region, body_region), captures = align([(cond_sub, [pred]), (body_sub, list(outs))])
     return _bind_loop(WHILE, [], inits, captures, {"cond": cond_region, "body": body_region},
