@@ -107,7 +107,8 @@ def _edge_results(device):
     """What adversarial testing found wrong on CUDA, run on `device`: a captured array
     changed in place between calls (read once, it kept its first values); a NaN through
     max and min (CUDA's atomics skip it); scalars taken by views (indexing a device array
-    by integers copies to the host); a 0-d device array; a strided column reshaped."""
+    by integers copies to the host); a 0-d device array; a strided column reshaped; slices'
+    gradients."""
     w = np.ones(3)
     f = srcxform.differentiable(lambda x: tf.reduce_sum(x * w), device=device)
     found = {"captured": _leaves(f.value_and_grad(np.arange(3.0)))}
@@ -122,6 +123,10 @@ def _edge_results(device):
         "logsumexp": (tf.reduce_logsumexp, (np.arange(4.0),)),
         "column": (lambda a, b: tf.reduce_sum(tf.linalg.matvec(a, b[:, 0])),
                    (np.ones((2, 3)), np.arange(12.0).reshape(3, 4))),
+        # slices' gradients outside loop nests (embed: refused before)
+        "slices": (lambda m: tf.reduce_sum(tf.tanh(m[:, 1:])) + tf.reduce_sum(tf.exp(m[1])),
+                   (np.arange(6.0).reshape(2, 3) / 6,)),
+        "strided": (lambda x: tf.reduce_sum(tf.sin(x[::2])) * x[0], (np.arange(6.0),)),
     }
     for name, (fn, args) in cases.items():
         found[name] = _leaves(srcxform.differentiable(fn, device=device).value_and_grad(*args))

@@ -106,6 +106,17 @@ def element(x, index):
     return x[tuple(i if i is Ellipsis else slice(i, i + 1 or None) for i in index)].reshape((1,))
 
 
+def embedded(g, out, index):
+    """out (zeros) with g copied into out[index] by a kernel: each integer of the index
+    kept as an axis of 1 (a device array indexed by one copies to the host), and each None
+    (an axis g has that out has not) dropped, g reshaped to match."""
+    view = out[tuple(slice(i, i + 1 or None) if isinstance(i, (int, np.integer)) else i
+                     for i in index if i is not None)]
+    if view.size:
+        (_copy_1d if view.ndim == 1 else _copy_2d)[grid(view.size)](reshape(g, view.shape), view)
+    return out
+
+
 @cuda.jit
 def _copy_1d(x, out):
     for k in range(cuda.grid(1), out.size, cuda.gridsize(1)):

@@ -28,7 +28,7 @@ from srcxform.core.ir import Lit, Var
 from srcxform.core.version import __version__
 from srcxform.codegen.schedule import LoopGroup
 from srcxform.ops.linalg import matmul_p, matvec_p
-from srcxform.ops.shape import getitem_p, reshape_p, transpose_p
+from srcxform.ops.shape import embed_p, getitem_p, reshape_p, transpose_p
 
 # NumPy calls of the templates that CUDA kernels do not compile, and their math module
 # equivalents (numba-cuda compiles math.* to libdevice, float32 as float32).
@@ -333,6 +333,23 @@ def _transpose(low, eqn):
     return ast.Call(_attr("launch", "transpose"), [low.whole(eqn.ins[0])], [])
 
 
+def _embed(low, eqn):
+    """A slice's gradient: zeros with g copied into the slice by a kernel (launch.embedded);
+    a scalar made of g's one element (x[None]'s) is g reshaped."""
+    g, shape = low.whole(eqn.ins[0]), eqn.out.aval.shape
+    if not shape:
+        return ast.Call(_attr("launch", "reshape"), [g, ast.Tuple([], ast.Load())], [])
+    if len(shape) > 2:
+        refuse(eqn, f"into {eqn.out.aval.short()} (only 1-d and 2-d are lowered)")
+    index = [ast.Call(name_ast("slice"), [ast.Constant(None) if v is None else
+                                          param_ast(v, low.sizes)
+                                          for v in (i.start, i.stop, i.step)], [])
+             if hasattr(i, "to_slice") else param_ast(i, low.sizes) for i in eqn.kwargs["index"]]
+    zero = ast.Call(_attr("np", eqn.out.aval.dtype.name), [ast.Constant(0)], [])
+    return ast.Call(_attr("launch", "embedded"), [g, low.new_array(eqn.out, shape, zero),
+                                                  ast.Tuple(index, ast.Load())], [])
+
+
 def _product(helper, ranks):
     """A matrix product on the device by launch.<helper> (a thread per output element)
     for operands of `ranks`; others (batched) are refused."""
@@ -354,7 +371,7 @@ def _source_of(low, eqn):
 
 
 _VIEWS = (getitem_p, reshape_p, transpose_p)
-_HOST = {getitem_p: _getitem, reshape_p: _reshape, transpose_p: _transpose,
+_HOST = {getitem_p: _getitem, reshape_p: _reshape, transpose_p: _transpose, embed_p: _embed,
          matmul_p: _product("matmul", (2, 2)), matvec_p: _product("matvec", (2, 1))}
 
 
