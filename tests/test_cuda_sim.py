@@ -108,7 +108,7 @@ def _edge_results(device):
     changed in place between calls (read once, it kept its first values); a NaN through
     max and min (CUDA's atomics skip it); scalars taken by views (indexing a device array
     by integers copies to the host); a 0-d device array; a strided column reshaped; slices'
-    gradients."""
+    gradients; abs's (np.sign, which numba-cuda has not)."""
     w = np.ones(3)
     f = srcxform.differentiable(lambda x: tf.reduce_sum(x * w), device=device)
     found = {"captured": _leaves(f.value_and_grad(np.arange(3.0)))}
@@ -127,6 +127,7 @@ def _edge_results(device):
         "slices": (lambda m: tf.reduce_sum(tf.tanh(m[:, 1:])) + tf.reduce_sum(tf.exp(m[1])),
                    (np.arange(6.0).reshape(2, 3) / 6,)),
         "strided": (lambda x: tf.reduce_sum(tf.sin(x[::2])) * x[0], (np.arange(6.0),)),
+        "abs": (lambda x: tf.reduce_sum(tf.abs(x) * 2.0), (np.array([-2.0, 0.0, 3.0]),)),
     }
     for name, (fn, args) in cases.items():
         found[name] = _leaves(srcxform.differentiable(fn, device=device).value_and_grad(*args))

@@ -20,7 +20,7 @@ by primitive, the reductions told apart by their templates.
 import ast
 import itertools
 
-from srcxform.codegen.exprs import fill, name_ast, param_ast, reduction_init
+from srcxform.codegen.exprs import copy_ast, fill, name_ast, param_ast, reduction_init
 from srcxform.codegen.lower import _Lowering, _Recomputing, _source
 from srcxform.core.aval import is_one
 from srcxform.core.errors import CompileError, user_line
@@ -415,9 +415,27 @@ def _atomic(combine, name, at, value, dtype):
     return ast.If(ast.Compare(value, [ast.NotEq()], [value]), [store], [call])
 
 
+class _Sign(ast.NodeTransformer):
+    """np.sign(x) (abs's gradient), which numba-cuda has not, as 1 or -1 in x's type where
+    x is positive or negative, else x (0 or NaN)."""
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        func = node.func
+        if not (isinstance(func, ast.Attribute) and getattr(func.value, "id", None) == "np"
+                and func.attr == "sign"):
+            return node
+        x = node.args[0]
+        one = ast.BinOp(copy_ast(x), ast.Pow(), ast.Constant(0))
+        return ast.IfExp(ast.Compare(copy_ast(x), [ast.Gt()], [ast.Constant(0)]), one,
+                         ast.IfExp(ast.Compare(copy_ast(x), [ast.Lt()], [ast.Constant(0)]),
+                                   ast.UnaryOp(ast.USub(), copy_ast(one)), x))
+
+
 def _for_cuda(e, node):
     """An elementwise value's expression with the NumPy calls CUDA kernels do not compile
     replaced (np.exp by math.exp, np.abs by abs); one that is left is refused."""
+    node = _Sign().visit(node)
     for sub in ast.walk(node):
         if not isinstance(sub, ast.Call) or not isinstance(sub.func, ast.Attribute):
             continue
