@@ -101,20 +101,30 @@ def reshape(x, shape):
 
 
 def element(x, index):
-    """x[index] for integer indices, as a 1-element view (a scalar, as kernels read it):
-    a device array indexed by integers alone copies the element to the host."""
-    return x[tuple(i if i is Ellipsis else slice(i, i + 1 or None) for i in index)].reshape((1,))
+    """x[index] for integer indices, as a 1-element view (a scalar, as kernels read it)."""
+    return x[_kept_axes(index)].reshape((1,))
 
 
 def embedded(g, out, index):
-    """out (zeros) with g copied into out[index] by a kernel: each integer of the index
-    kept as an axis of 1 (a device array indexed by one copies to the host), and each None
-    (an axis g has that out has not) dropped, g reshaped to match."""
-    view = out[tuple(slice(i, i + 1 or None) if isinstance(i, (int, np.integer)) else i
-                     for i in index if i is not None)]
-    if view.size:
-        (_copy_1d if view.ndim == 1 else _copy_2d)[grid(view.size)](reshape(g, view.shape), view)
+    """out (zeros) with g copied into out[index] by a kernel, g reshaped to the view's
+    shape (_kept_axes)."""
+    view = out[_kept_axes(index)]
+    _copy(reshape(g, view.shape), view)
     return out
+
+
+def _kept_axes(index):
+    """index with each integer a slice of one (a device array indexed by an integer
+    copies to the host, where the kernels need a view) and each None (a new axis) left
+    out."""
+    return tuple(slice(i, i + 1 or None) if isinstance(i, (int, np.integer)) else i
+                 for i in index if i is not None)
+
+
+def _copy(x, out):
+    """out[...] = x (of out's shape) by the 1-d or 2-d copy kernel."""
+    if out.size:
+        (_copy_1d if out.ndim == 1 else _copy_2d)[grid(out.size)](x, out)
 
 
 @cuda.jit
@@ -134,7 +144,7 @@ def _contiguous(x):
         raise NotImplementedError(f"srcxform.cuda: a reshape of a non-contiguous "
                                   f"{x.ndim}-d device array needs a copy not written yet")
     out = cuda.device_array(x.shape, x.dtype)
-    (_copy_1d if x.ndim == 1 else _copy_2d)[grid(out.size)](x, out)
+    _copy(x, out)
     return out
 
 
