@@ -411,8 +411,10 @@ def _atomic(combine, name, at, value, dtype):
                              [name_ast(name), at, value], []))
     if combine == "add" or dtype.kind != "f":
         return call
-    store = ast.Assign([ast.Subscript(name_ast(name), at, ast.Store())], value)
-    return ast.If(ast.Compare(value, [ast.NotEq()], [value]), [store], [call])
+    store = ast.Assign([ast.Subscript(name_ast(name), copy_ast(at), ast.Store())],
+                       copy_ast(value))
+    return ast.If(ast.Compare(copy_ast(value), [ast.NotEq()], [copy_ast(value)]), [store],
+                  [call])
 
 
 class _Sign(ast.NodeTransformer):
