@@ -114,9 +114,8 @@ def embedded(g, out, index):
 
 
 def _kept_axes(index):
-    """index with each integer a slice of one (a device array indexed by an integer
-    copies to the host, where the kernels need a view) and each None (a new axis) left
-    out."""
+    """index with each integer a slice of one (indexed by an integer, a device array
+    copies to the host; kernels need a view) and each None (a new axis) left out."""
     return tuple(slice(i, i + 1 or None) if isinstance(i, (int, np.integer)) else i
                  for i in index if i is not None)
 

@@ -411,10 +411,9 @@ def _atomic(combine, name, at, value, dtype):
                              [name_ast(name), at, value], []))
     if combine == "add" or dtype.kind != "f":
         return call
-    store = ast.Assign([ast.Subscript(name_ast(name), copy_ast(at), ast.Store())],
-                       copy_ast(value))
-    return ast.If(ast.Compare(copy_ast(value), [ast.NotEq()], [copy_ast(value)]), [store],
-                  [call])
+    target = ast.Subscript(name_ast(name), copy_ast(at), ast.Store())
+    is_nan = ast.Compare(copy_ast(value), [ast.NotEq()], [copy_ast(value)])
+    return ast.If(is_nan, [ast.Assign([target], copy_ast(value))], [call])
 
 
 class _Sign(ast.NodeTransformer):
