@@ -12,6 +12,7 @@ import contextlib
 import functools
 import inspect
 import sys
+import types
 import warnings
 
 import numpy as np
@@ -291,6 +292,30 @@ def test_a_bound_method_is_converted_and_bound_again():
     converted = autograph.convert(scaler.apply)
     assert converted.__self__ is scaler and converted.__func__ is not Scaler.apply
     assert converted(1.0, 3) == scaler.apply(1.0, 3) == 8.0
+
+
+class Cubed:
+    """A callable object whose __call__ branches on a traced value."""
+
+    def __call__(self, x, scale=1.0):
+        if tf.reduce_sum(x) > 0:
+            y = tf.reduce_sum(x * x * x) * scale
+        else:
+            y = tf.reduce_sum(x)
+        return y
+
+
+def test_a_callable_object_and_a_partial_are_converted():
+    """Their `if` raised TracingError at the line, with no AutographWarning: convert kept
+    any callable that is not a function or a method as it was."""
+    x = np.array([1.0, 2.0, 3.0])
+    assert isinstance(autograph.convert(Cubed()), types.MethodType)
+    for fn, scale in ((Cubed(), 1.0), (functools.partial(Cubed(), scale=2.0), 2.0)):
+        np.testing.assert_allclose(tf.differentiable(fn).grad(x), 3 * scale * x**2)
+        np.testing.assert_allclose(tf.differentiable(fn).grad(-x), np.ones(3))
+        np.testing.assert_allclose(tf.hessian(fn)(x), np.diag(6 * scale * x))
+    compiled = tf.differentiable(lambda x: tf.reduce_sum(x * x))
+    assert autograph.convert(compiled) is compiled  # srcxform's own callables are kept
 
 
 def test_functions_without_readable_source_or_control_flow_are_kept():

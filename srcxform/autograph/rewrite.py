@@ -33,6 +33,7 @@ AutographWarning saying so.
 import ast
 import copy
 import dis
+import functools
 import inspect
 import textwrap
 import types
@@ -58,10 +59,19 @@ _NOT_PLAIN = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENE
 
 def convert(fn):
     """fn with its control flow converted; fn itself where there is nothing to convert or
-    its source cannot be read. A bound method's function is converted and bound again."""
+    its source cannot be read. A bound method's function is converted and bound again, a
+    partial's wrapped again, and a callable object's __call__ bound to it (not srcxform's
+    own callables: compiled functions, layers)."""
     if isinstance(fn, types.MethodType):
         func = convert(fn.__func__)
         return fn if func is fn.__func__ else types.MethodType(func, fn.__self__)
+    if isinstance(fn, functools.partial):
+        func = convert(fn.func)
+        return fn if func is fn.func else functools.partial(func, *fn.args, **fn.keywords)
+    call = type(fn).__call__ if callable(fn) else None
+    if isinstance(call, types.FunctionType) and not call.__module__.startswith("srcxform."):
+        func = convert(call)
+        return fn if func is call else types.MethodType(func, fn)
     if not isinstance(fn, types.FunctionType):
         return fn
     found = _CONVERTED.get(fn)
