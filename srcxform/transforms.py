@@ -224,11 +224,10 @@ def _recorded(fn, args, kwargs, wrt, form):
 
 def _traced(fn):
     """fn as srcxform.grad traces it: its `if`, `while` and `for` on traced values
-    converted (autograph), unless it is srcxform's own (a compiled form, a closure here)."""
-    if isinstance(fn, Differentiable) or (getattr(fn, "__module__", None) or "").startswith(
-            "srcxform."):
-        return fn
-    return autograph.convert(fn)
+    converted (autograph), unless it is srcxform's own (a Differentiable or its f.grad, a
+    closure here: their module's)."""
+    own = (getattr(fn, "__module__", None) or "").startswith("srcxform.")
+    return fn if own else autograph.convert(fn)
 
 
 def _compiled_jacobian(jac, recipe) -> Differentiable:
