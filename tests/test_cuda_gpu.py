@@ -61,5 +61,5 @@ def test_two_threads_at_once_use_intermediates_of_their_own(on_gpu):
     check_threads(on_gpu, tiny=False)
 
 
-def test_an_examples_training_step_assigns_its_variables_as_on_the_cpu(on_gpu):
+def test_the_examples_training_steps_assign_their_variables_as_on_the_cpu(on_gpu):
     check_training_step(on_gpu)

@@ -99,6 +99,7 @@ def _on_cuda(tiny):
     found["W3 kernels"] = sum(len(k) for k in f._kernels.values())
     found.update(_w5_buffers(cases["W5"]))
     found["step"] = _training_steps(device="cuda")
+    found["cnn step"] = _training_steps(device="cuda", example="cnn")
     found["edges"] = _edge_results("cuda")
     return found
 
@@ -108,13 +109,16 @@ def _edge_results(device):
     changed in place between calls (read once, it kept its first values); a NaN through
     max and min (CUDA's atomics skip it); scalars taken by views (indexing a device array
     by integers copies to the host); a 0-d device array; a strided column reshaped; slices'
-    gradients; abs's (np.sign, which numba-cuda has not)."""
+    gradients; abs's (np.sign, which numba-cuda has not); convolutions and poolings over
+    odd sizes, strided, dilated, padded (refused before), and a Generator's draws."""
     w = np.ones(3)
     f = srcxform.differentiable(lambda x: tf.reduce_sum(x * w), device=device)
     found = {"captured": _leaves(f.value_and_grad(np.arange(3.0)))}
     w[:] = 2.0
     found["captured"] += _leaves(f.value_and_grad(np.arange(3.0)))
     x, m = np.array([1.0, np.nan, 2.0, 0.5]), np.array([[1.0, np.nan, 2.0], [3.0, 5.0, 4.0]])
+    images = np.sin(np.arange(100.0)).reshape(2, 5, 5, 2)
+    filters, generator = np.cos(np.arange(54.0)).reshape(3, 3, 2, 3), tf.random.Generator.from_seed(3)
     cases = {
         "max": (tf.reduce_max, (x,)), "min": (tf.reduce_min, (x,)),
         "row max": (lambda m: tf.reduce_sum(tf.reduce_max(m, axis=1)), (m,)),
@@ -128,6 +132,15 @@ def _edge_results(device):
                    (np.arange(6.0).reshape(2, 3) / 6,)),
         "strided": (lambda x: tf.reduce_sum(tf.sin(x[::2])) * x[0], (np.arange(6.0),)),
         "abs": (lambda x: tf.reduce_sum(tf.abs(x) * 2.0), (np.array([-2.0, 0.0, 3.0]),)),
+        "conv strided": (lambda x, w: tf.reduce_sum(tf.sin(tf.nn.conv2d(x, w, 2, "SAME"))),
+                         (images, filters)),
+        "conv dilated": (lambda x, w: tf.reduce_sum(
+            tf.nn.conv2d(x, w, 1, "VALID", dilations=2) ** 2), (images, filters)),
+        "pools": (lambda x: tf.reduce_sum(tf.nn.max_pool2d(x, 3, 2, "SAME") ** 2)
+                  + tf.reduce_sum(tf.exp(tf.nn.avg_pool2d(x, 2, 1, "SAME"))), (images,)),
+        "draws": (lambda x: tf.reduce_sum(x * generator.normal((3,)))
+                  + tf.reduce_sum(generator.truncated_normal((2, 2), dtype=tf.float32)),
+                  (np.arange(3.0),)),
     }
     for name, (fn, args) in cases.items():
         found[name] = _leaves(srcxform.differentiable(fn, device=device).value_and_grad(*args))
@@ -200,15 +213,20 @@ def _compiles(call):
     return made
 
 
-def _training_steps(device):
+def _training_steps(device, example="mlp"):
     """Two steps of examples/mlp_digits.py's training step (Adam, its Variables read and
-    assigned) compiled for `device`: the losses, then the model's and optimizer's
-    Variables."""
+    assigned), or of cnn_digits.py's (convolution, pooling, dropout's draws), compiled for
+    `device`: the losses, then the model's and optimizer's Variables."""
+    import cnn_digits
     import mlp_digits
 
     rng = np.random.default_rng(0)
-    X, labels = rng.normal(size=(6, 5)), mlp_digits.one_hot(rng.integers(0, 3, 6), 3)
-    model = mlp_digits.MLP(5, 4, 3, 0.01, seed=0)
+    if example == "mlp":
+        X, labels = rng.normal(size=(6, 5)), mlp_digits.one_hot(rng.integers(0, 3, 6), 3)
+        model = mlp_digits.MLP(5, 4, 3, 0.01, seed=0)
+    else:
+        X, labels = rng.normal(size=(4, 8, 8, 1)), np.eye(10)[rng.integers(0, 10, 4)]
+        model = cnn_digits.CNN(2, 0.01, 1e-4, 0.1, seed=0)
     step = srcxform.differentiable(model.train_step, device=device, wait=True)
     losses = [float(step(X, labels)) for _ in range(2)]
     return losses, [v.numpy() for v in model.variables + model.optimizer.variables]
@@ -231,13 +249,17 @@ def _ptx():
     for name in LOWERED:
         fn, args, wrt = cases[name]
         found[name] = len(sc.differentiable(fn, wrt=wrt).ptx(*args))
+    ints = ", ".join(["int64"] * 6)  # an image's windows: strides, dilations, padding
     for dtype in ("float32", "float64"):
+        image, windows = f"{dtype}[:, :, :, :]", f"{dtype}[:, :, :, :, :, :]"
         for kernel, types in [(launch._matmul, f"({dtype}[:, :], {dtype}[:, :], {dtype}[:, :])"),
                               (launch._matvec, f"({dtype}[:, :], {dtype}[:], {dtype}[:])"),
                               (launch._copy_1d, f"({dtype}[:], {dtype}[:])"),
-                              (launch._copy_2d, f"({dtype}[:, :], {dtype}[:, :])")]:
+                              (launch._copy_2d, f"({dtype}[:, :], {dtype}[:, :])"),
+                              (launch._patches, f"({image}, {ints}, float64, {windows})"),
+                              (launch._fold, f"({windows}, {ints}, {image})")]:
             cuda.compile_ptx(kernel.py_func, types, cc=(8, 0))
-    found["launch"] = 4
+    found["launch"] = 6
     return found
 
 
@@ -322,15 +344,16 @@ def check_threads(found, tiny):
 
 
 def check_training_step(found):
-    """The training step's losses and Variables are the CPU kernel's."""
-    losses, variables = found["step"]
-    want_losses, want_variables = _training_steps(device="cpu")
-    np.testing.assert_allclose(losses, want_losses, rtol=1e-12)
-    assert len(variables) == len(want_variables) > 4  # the model's and Adam's
-    for got, want in zip(variables, want_variables):
-        # a GPU's atomics add in another order: float32's last bits differ
-        rtol, atol = (1e-9, 1e-12) if want.dtype == np.float64 else (1e-5, 1e-7)
-        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+    """The training steps' losses and Variables are the CPU kernel's."""
+    for key, example in (("step", "mlp"), ("cnn step", "cnn")):
+        losses, variables = found[key]
+        want_losses, want_variables = _training_steps(device="cpu", example=example)
+        np.testing.assert_allclose(losses, want_losses, rtol=1e-12)
+        assert len(variables) == len(want_variables) > 4  # the model's and Adam's
+        for got, want in zip(variables, want_variables):
+            # a GPU's atomics add in another order: float32's last bits differ
+            rtol, atol = (1e-9, 1e-12) if want.dtype == np.float64 else (1e-5, 1e-7)
+            np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=key)
 
 
 def check_edges(found):
@@ -359,7 +382,7 @@ def test_two_threads_use_intermediates_of_their_own(simulated):
 
 
 @pytest.mark.slow
-def test_an_examples_training_step_assigns_its_variables_as_on_the_cpu(simulated):
+def test_the_examples_training_steps_assign_their_variables_as_on_the_cpu(simulated):
     check_training_step(simulated)
 
 
@@ -467,6 +490,18 @@ def test_a_transpose_is_a_view_not_numba_cudas_copy():
     assert "t22 = launch.transpose(params_2)" in source and ".T\n" not in source
 
 
+def test_windows_are_kernels_of_their_own_and_draws_are_made_on_the_host():
+    generator = tf.random.Generator.from_seed(0)
+    source = sc.source(lambda x, w: tf.reduce_sum(
+        tf.nn.conv2d(x, w, 1, "SAME") * generator.uniform((1, 4, 4, 1))),
+        np.ones((1, 4, 4, 1)), np.ones((3, 3, 1, 1)))
+    calls = [line.strip().split("(")[0] for line in source.splitlines()
+             if any(f"launch.{name}(" in line for name in ("patches", "drawn", "fold"))]
+    # the image's windows, the draw, and the windows' gradient: the image's
+    assert calls == ["t0 = launch.patches", "t5 = launch.drawn", "bx = launch.fold"], calls
+    assert "t0 = launch.patches(x, (n2, n3), (1, 1), (1, 1), ((1, 1), (1, 1)), 0.0," in source
+
+
 @pytest.mark.parametrize("name, op", [("W7", "fori_loop"), ("W8", "while_loop")])
 def test_a_loop_on_traced_values_is_refused_naming_the_op_and_line(name, op):
     fn, args, wrt = _cases()[name]
@@ -498,14 +533,3 @@ def branching(x):
 def test_an_op_the_target_does_not_lower_is_refused_naming_it(fn, message):
     with pytest.raises(sc.UnsupportedOnCuda, match=message):
         srcxform.differentiable(fn, device="cuda").source(np.ones(4))
-
-
-def test_the_cnn_examples_step_is_refused_naming_its_convolution():
-    import cnn_digits
-
-    rng = np.random.default_rng(0)
-    X, labels = rng.normal(size=(4, 8, 8, 1)), np.eye(10)[rng.integers(0, 10, 4)]
-    model = cnn_digits.CNN(2, 0.01, 1e-4, 0.1, seed=0)
-    with pytest.raises(sc.UnsupportedOnCuda, match=r"patches \(cnn_digits\.py:\d+: h = "
-                                                   r"tf\.nn\.relu\(tf\.nn\.conv2d"):
-        srcxform.differentiable(model.train_step, device="cuda").source(X, labels)

@@ -1,5 +1,6 @@
 """What the generated CUDA driver calls on the host: launch sizes, device allocation and
-filling, views, and the ops that are one kernel of their own here (matmul).
+filling, views, the ops that are one kernel of their own here (matmul, an image's
+windows), and random draws.
 
 Imports numba.cuda (the real target, or its simulator under NUMBA_ENABLE_CUDASIM=1):
 only generated modules and srcxform/cuda/compiled.py import this module, so
@@ -8,6 +9,8 @@ only generated modules and srcxform/cuda/compiled.py import this module, so
 
 import numpy as np
 from numba import cuda
+
+from srcxform.ops.random import philox_p
 
 # Threads per block: a multiple of the warp (32); 256 is the usual first choice, to be
 # tuned by measurement on a real GPU (none has been measured).
@@ -186,3 +189,62 @@ def matvec(x, v, out):
     if out.size:
         _matvec[grid(out.size)](x, v, out)
     return out
+
+
+@cuda.jit
+def _patches(x, sh, sw, dh, dw, top, left, fill, out):
+    """A thread per element of out (n, oh, ow, kh, kw, c): the element of image x under
+    it, or `fill` where its window reaches into the padding."""
+    _, oh, ow, kh, kw, c = out.shape
+    for k in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+        ch, rest = k % c, k // c
+        q, rest = rest % kw, rest // kw
+        p, rest = rest % kh, rest // kh
+        j, rest = rest % ow, rest // ow
+        i, b = rest % oh, rest // oh
+        row, col = i * sh + p * dh - top, j * sw + q * dw - left
+        inside = 0 <= row < x.shape[1] and 0 <= col < x.shape[2]
+        out[b, i, j, p, q, ch] = x[b, row, col, ch] if inside else fill
+
+
+def patches(x, ksize, strides, dilations, pads, fill, out):
+    """out = each window of the NHWC images x (runtime/windows.py's patches)."""
+    if out.size:
+        _patches[grid(out.size)](x, *strides, *dilations, pads[0][0], pads[1][0], fill, out)
+    return out
+
+
+@cuda.jit
+def _fold(g, sh, sw, dh, dw, top, left, out):
+    """A thread per element of the image out (n, h, w, c), adding the patch elements of
+    g (n, oh, ow, kh, kw, c) that came from it: no atomics, and in the CPU's order (by
+    window, then tap: taps from the last, since a later tap belongs to an earlier window)."""
+    _, h, w, c = out.shape
+    oh, ow, kh, kw = g.shape[1], g.shape[2], g.shape[3], g.shape[4]
+    for k in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+        ch, rest = k % c, k // c
+        col, rest = rest % w, rest // w
+        row, b = rest % h, rest // h
+        out[b, row, col, ch] = 0
+        for p in range(kh - 1, -1, -1):
+            i = row + top - p * dh
+            if i >= 0 and i % sh == 0 and i // sh < oh:
+                for q in range(kw - 1, -1, -1):
+                    j = col + left - q * dw
+                    if j >= 0 and j % sw == 0 and j // sw < ow:
+                        out[b, row, col, ch] += g[b, i // sh, j // sw, p, q, ch]
+
+
+def fold(g, size, strides, dilations, pads, out):
+    """out = the patches g added back into images of `size` (runtime/windows.py's fold)."""
+    if out.size:
+        _fold[grid(out.size)](g, *strides, *dilations, pads[0][0], pads[1][0], out)
+    return out
+
+
+def drawn(counter, key, count, dist, dtype):
+    """A random draw, made on the host by the CPU kernel's Philox (so with its bits) and
+    copied to the device: the counter and key (8 bytes each) come back first."""
+    counter, key = (int(a.copy_to_host().reshape(-1)[0]) for a in (counter, key))
+    values = philox_p.impl(counter, key, count=int(count), dist=dist, dtype=np.dtype(dtype))
+    return cuda.to_device(np.asarray(values).astype(dtype))

@@ -10,10 +10,10 @@ that keeps axes adds each element atomically (several threads share an output el
 and an atomic needs no second kernel). Values one kernel makes and another reads are
 device arrays (the driver's `buffers`, kept between calls, but for what a call returns);
 a scalar is a 1-element array. Scalar steps between two nests run at the start of the
-second's kernel, in each thread, rather than in a one-thread launch of their own. The driver runs the views (getitem,
-reshape, transpose) on device arrays and calls launch.py for matmul; anything else that
-is not elementwise, a loop on traced values among it, is refused, naming the op and the
-user's line. Knows no primitive by name: the ops lowered outside loops are a table keyed
+second's kernel, in each thread, rather than in a one-thread launch of their own. The
+driver runs the views (getitem, reshape, transpose) on device arrays and calls launch.py
+for matmul, an image's windows and random draws; anything else that is not elementwise,
+a loop on traced values among it, is refused, naming the op and the user's line. Knows no primitive by name: the ops lowered outside loops are a table keyed
 by primitive, the reductions told apart by their templates.
 """
 
@@ -27,7 +27,9 @@ from srcxform.core.errors import CompileError, user_line
 from srcxform.core.ir import Lit, Var
 from srcxform.core.version import __version__
 from srcxform.codegen.schedule import LoopGroup
+from srcxform.ops.conv import fold_p, patches_p
 from srcxform.ops.linalg import matmul_p, matvec_p
+from srcxform.ops.random import philox_p
 from srcxform.ops.shape import embed_p, getitem_p, reshape_p, transpose_p
 
 # NumPy calls of the templates that CUDA kernels do not compile, and their math module
@@ -57,8 +59,8 @@ def refuse(eqn, what):
     part = "the gradient of " if eqn.adjoint else ""
     raise UnsupportedOnCuda(
         f"srcxform.cuda: {eqn.prim.name} ({part}{line}) {what}; the CUDA target lowers "
-        "elementwise ops, sum/max/min reductions, getitem, reshape, transpose and 2-d "
-        "matmul and matvec so far. Run this function on the CPU (device='cpu').")
+        "elementwise ops, sum/max/min reductions, getitem, reshape, transpose, 2-d "
+        "matmul and matvec, convolutions, poolings and random draws so far. Run this function on the CPU (device='cpu').")
 
 
 class CudaLowering(_Lowering):
@@ -362,6 +364,21 @@ def _product(helper, ranks):
     return emit
 
 
+def _launched(low, eqn):
+    """An op that launch.py runs as a kernel of its own (an image's windows): the CPU
+    template's call with launch's function of the same name, and the output array."""
+    call = _source_of(low, eqn)
+    call.func = _attr("launch", call.func.attr)
+    call.args.append(low.new_array(eqn.out, eqn.out.aval.shape))
+    return call
+
+
+def _drawn(low, eqn):
+    """A random draw: made on the host with the CPU kernel's bits (launch.drawn)."""
+    params = [param_ast(eqn.kwargs[k], low.sizes) for k in ("count", "dist", "dtype")]
+    return ast.Call(_attr("launch", "drawn"), [low.whole(a) for a in eqn.ins] + params, [])
+
+
 def _source_of(low, eqn):
     """The CPU template of a view (x[1:]), which device arrays take as NumPy's do."""
     names = {k: param_ast(v, low.sizes) for k, v in eqn.params}
@@ -372,7 +389,8 @@ def _source_of(low, eqn):
 
 _VIEWS = (getitem_p, reshape_p, transpose_p)
 _HOST = {getitem_p: _getitem, reshape_p: _reshape, transpose_p: _transpose, embed_p: _embed,
-         matmul_p: _product("matmul", (2, 2)), matvec_p: _product("matvec", (2, 1))}
+         matmul_p: _product("matmul", (2, 2)), matvec_p: _product("matvec", (2, 1)),
+         patches_p: _launched, fold_p: _launched, philox_p: _drawn}
 
 
 def _returned(program):
