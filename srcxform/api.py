@@ -333,8 +333,7 @@ class Differentiable:
         """fn as tracing runs it: with `if`/`while`/`for` on traced values converted into
         cond/while_loop/fori_loop (autograph.py), unless autograph=False."""
         if self._python is None:
-            converts = self.autograph and not _compiled_form(self.fn)
-            self._python = autograph.convert(self.fn) if converts else self.fn
+            self._python = autograph.convert(self.fn) if self.autograph else self.fn
         return self._python
 
     def _kernel(self, kernel_form, args, kwargs, tier0=False):
@@ -476,7 +475,7 @@ nan_checks.ON_CHANGE.append(lambda: [f._unchain() for f in list(_LIVE)])
 
 
 def _compiled_form(fn):
-    """Whether fn is a Differentiable's method (f.grad): its function is srcxform's."""
+    """Whether fn is a Differentiable's method (f.grad)."""
     return isinstance(fn, types.MethodType) and isinstance(fn.__self__, Differentiable)
 
 

@@ -151,7 +151,7 @@ def hessian(fn: Callable, wrt: int | tuple = 0) -> Differentiable:
         sources = [args[p] for p in positions]
         with GradientTape(watch_accessed_variables=False) as tape:
             tape.watch(sources)
-            y = _traced(fn)(*args)
+            y = autograph.convert(fn)(*args)
         if not isinstance(y, Value) or y.shape != ():
             raise TypeError(f"hessian: {getattr(fn, '__qualname__', 'the function')} must "
                             f"return a scalar (the Hessian of a scalar function, as JAX's "
@@ -208,7 +208,7 @@ def _recorded(fn, args, kwargs, wrt, form):
     xs = [full[p] for p in positions]
     with GradientTape(persistent=True, watch_accessed_variables=False) as tape:
         tape.watch(xs)
-        out = _traced(fn)(*full, **kwargs)
+        out = autograph.convert(fn)(*full, **kwargs)
     leaves, out_def = tree_flatten(out)
     outs = [as_value(leaf, form) for leaf in leaves]
     for k, leaf in enumerate(outs):
@@ -220,14 +220,6 @@ def _recorded(fn, args, kwargs, wrt, form):
                 f"float outputs, as JAX's {form} does: cast it (tf.cast(y, tf.float64)) "
                 "or return it from a function you do not differentiate")
     return xs, outs, out_def, list(tape._records)
-
-
-def _traced(fn):
-    """fn as srcxform.grad traces it: its `if`, `while` and `for` on traced values
-    converted (autograph), unless it is srcxform's own (a Differentiable or its f.grad, a
-    closure here: their module's)."""
-    own = (getattr(fn, "__module__", None) or "").startswith("srcxform.")
-    return fn if own else autograph.convert(fn)
 
 
 def _compiled_jacobian(jac, recipe) -> Differentiable:
@@ -249,7 +241,7 @@ def hvp(fn: Callable) -> Callable:
         with forward.ForwardAccumulator(x, v) as acc:
             with GradientTape(watch_accessed_variables=False) as tape:
                 tape.watch(x)
-                y = _traced(fn)(x, *args)
+                y = autograph.convert(fn)(x, *args)
             if not isinstance(y, Value) or y.shape != ():
                 raise TypeError(f"hvp: {hessian_vector_product.__name__[7:]} must return a "
                                 f"scalar (the Hessian of a scalar function), got "

@@ -60,8 +60,10 @@ _NOT_PLAIN = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENE
 def convert(fn):
     """fn with its control flow converted; fn itself where there is nothing to convert or
     its source cannot be read. A bound method's function is converted and bound again, a
-    partial's wrapped again, and a callable object's __call__ bound to it (not srcxform's
-    own callables: compiled functions, layers)."""
+    partial's wrapped again, and a callable object's __call__ bound to it. srcxform's own
+    callables (compiled functions and their f.grad, layers, ops, transforms) are fn."""
+    if _srcxforms_own(fn):
+        return fn
     if isinstance(fn, types.MethodType):
         func = convert(fn.__func__)
         return fn if func is fn.__func__ else types.MethodType(func, fn.__self__)
@@ -69,7 +71,7 @@ def convert(fn):
         func = convert(fn.func)
         return fn if func is fn.func else functools.partial(func, *fn.args, **fn.keywords)
     call = type(fn).__call__ if callable(fn) else None
-    if isinstance(call, types.FunctionType) and not call.__module__.startswith("srcxform."):
+    if isinstance(call, types.FunctionType) and not _srcxforms_own(call):
         func = convert(call)
         return fn if func is call else types.MethodType(func, fn)
     if not isinstance(fn, types.FunctionType):
@@ -78,6 +80,12 @@ def convert(fn):
     if found is None or found[0] is not fn.__code__:
         found = _CONVERTED[fn] = (fn.__code__, _converted(fn) or fn)
     return found[1]
+
+
+def _srcxforms_own(fn):
+    """Whether fn is srcxform's: by its module (a method's is its function's, an object's
+    its class's), which a decorator's functools.wraps makes the user's."""
+    return (getattr(fn, "__module__", None) or "").startswith("srcxform.")
 
 
 def _converted(fn):
