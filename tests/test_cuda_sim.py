@@ -110,7 +110,8 @@ def _edge_results(device):
     max and min (CUDA's atomics skip it); scalars taken by views (indexing a device array
     by integers copies to the host); a 0-d device array; a strided column reshaped; slices'
     gradients; abs's (np.sign, which numba-cuda has not); convolutions and poolings over
-    odd sizes, strided, dilated, padded (refused before), and a Generator's draws."""
+    odd sizes, strided, dilated, padded, a Generator's draws, transposes of 3 and 4 axes,
+    batched products and a concat returned (all refused before)."""
     w = np.ones(3)
     f = srcxform.differentiable(lambda x: tf.reduce_sum(x * w), device=device)
     found = {"captured": _leaves(f.value_and_grad(np.arange(3.0)))}
@@ -118,7 +119,8 @@ def _edge_results(device):
     found["captured"] += _leaves(f.value_and_grad(np.arange(3.0)))
     x, m = np.array([1.0, np.nan, 2.0, 0.5]), np.array([[1.0, np.nan, 2.0], [3.0, 5.0, 4.0]])
     images = np.sin(np.arange(100.0)).reshape(2, 5, 5, 2)
-    filters, generator = np.cos(np.arange(54.0)).reshape(3, 3, 2, 3), tf.random.Generator.from_seed(3)
+    filters, batch = np.cos(np.arange(54.0)).reshape(3, 3, 2, 3), np.sin(np.arange(24.0))
+    batch, generator = batch.reshape(2, 3, 4), tf.random.Generator.from_seed(3)
     cases = {
         "max": (tf.reduce_max, (x,)), "min": (tf.reduce_min, (x,)),
         "row max": (lambda m: tf.reduce_sum(tf.reduce_max(m, axis=1)), (m,)),
@@ -138,12 +140,19 @@ def _edge_results(device):
             tf.nn.conv2d(x, w, 1, "VALID", dilations=2) ** 2), (images, filters)),
         "pools": (lambda x: tf.reduce_sum(tf.nn.max_pool2d(x, 3, 2, "SAME") ** 2)
                   + tf.reduce_sum(tf.exp(tf.nn.avg_pool2d(x, 2, 1, "SAME"))), (images,)),
+        "transposes": (lambda x: tf.reduce_sum(tf.reshape(tf.transpose(tf.reshape(
+            x, (2, 3, 2, 2)), (3, 1, 0, 2)), (6, 4))[1:, ::2] ** 3), (batch,)),
+        "batched": (lambda x: tf.reduce_sum(tf.tanh(x @ tf.transpose(x, (0, 2, 1))))
+                    + tf.reduce_sum(tf.einsum("bij,kj->bik", x, x[1]) ** 2), (batch,)),
         "draws": (lambda x: tf.reduce_sum(x * generator.normal((3,)))
                   + tf.reduce_sum(generator.truncated_normal((2, 2), dtype=tf.float32)),
                   (np.arange(3.0),)),
     }
     for name, (fn, args) in cases.items():
         found[name] = _leaves(srcxform.differentiable(fn, device=device).value_and_grad(*args))
+    found["concat"] = _leaves(srcxform.differentiable(lambda x: tf.concat(
+        [x[:, :, :3], tf.transpose(x[:, :, :3], (0, 2, 1))], axis=2), device=device)(
+        np.arange(18.0).reshape(2, 3, 3)))
     zero_d = np.array(0.7)
     if device == "cuda":
         from numba import cuda
@@ -487,7 +496,7 @@ def test_a_transpose_is_a_view_not_numba_cudas_copy():
     """numba-cuda's DeviceNDArray.T copies through a kernel it compiles at every call."""
     fn, args, _ = _cases()["W5"]
     source = sc.source(fn, *args)
-    assert "t22 = launch.transpose(params_2)" in source and ".T\n" not in source
+    assert "t22 = launch.transpose(params_2, (1, 0))" in source and ".T\n" not in source
 
 
 def test_windows_are_kernels_of_their_own_and_draws_are_made_on_the_host():

@@ -86,13 +86,15 @@ def on_device(value):
         cuda.cudadrv.devicearray.is_cuda_ndarray(value)
 
 
-def transpose(x):
-    """x.T as a view: numba-cuda's DeviceNDArray.T copies through a kernel it compiles at
-    every call (0.1 s each on an H200: W5's warm gradient took 334 ms)."""
+def transpose(x, perm):
+    """x's axes in the order `perm`, as a view: numba-cuda's DeviceNDArray.T copies through
+    a kernel it compiles at every call (0.1 s each on an H200: W5's warm gradient took
+    334 ms), and it has no transpose of more than 2 axes."""
     if not hasattr(cuda.cudadrv.devicearray, "DeviceNDArray"):  # the simulator: NumPy's view
-        return x.T
-    return cuda.cudadrv.devicearray.DeviceNDArray(x.shape[::-1], x.strides[::-1], x.dtype,
-                                                  stream=x.stream, gpu_data=x.gpu_data)
+        return x.transpose(perm)
+    return cuda.cudadrv.devicearray.DeviceNDArray(
+        tuple(x.shape[k] for k in perm), tuple(x.strides[k] for k in perm), x.dtype,
+        stream=x.stream, gpu_data=x.gpu_data)
 
 
 def reshape(x, shape):
@@ -116,6 +118,15 @@ def embedded(g, out, index):
     return out
 
 
+def concatenated(parts, axis, out):
+    """out = the parts joined along `axis`, each copied into its span by a kernel."""
+    start = 0
+    for part in parts:
+        _copy(part, out[(slice(None),) * axis + (slice(start, start + part.shape[axis]),)])
+        start += part.shape[axis]
+    return out
+
+
 def _kept_axes(index):
     """index with each integer a slice of one (indexed by an integer, a device array
     copies to the host; kernels need a view) and each None (a new axis) left out."""
@@ -124,8 +135,12 @@ def _kept_axes(index):
 
 
 def _copy(x, out):
-    """out[...] = x (of out's shape) by the 1-d or 2-d copy kernel."""
-    if out.size:
+    """out[...] = x (of out's shape) by the 1-d or 2-d copy kernel; more axes a launch per
+    2-d slab (a view of each, as numba's indexing by leading integers makes)."""
+    if out.ndim > 2:
+        for lead in np.ndindex(*out.shape[:-2]):
+            _copy(x[lead], out[lead])
+    elif out.size:
         (_copy_1d if out.ndim == 1 else _copy_2d)[grid(out.size)](x, out)
 
 
@@ -142,9 +157,6 @@ def _copy_2d(x, out):
 
 
 def _contiguous(x):
-    if x.ndim not in (1, 2):
-        raise NotImplementedError(f"srcxform.cuda: a reshape of a non-contiguous "
-                                  f"{x.ndim}-d device array needs a copy not written yet")
     out = cuda.device_array(x.shape, x.dtype)
     _copy(x, out)
     return out

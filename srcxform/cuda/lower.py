@@ -12,7 +12,7 @@ device arrays (the driver's `buffers`, kept between calls, but for what a call r
 a scalar is a 1-element array. Scalar steps between two nests run at the start of the
 second's kernel, in each thread, rather than in a one-thread launch of their own. The
 driver runs the views (getitem, reshape, transpose) on device arrays and calls launch.py
-for matmul, an image's windows and random draws; anything else that is not elementwise,
+for concat, matmul, an image's windows and random draws; anything else that is not elementwise,
 a loop on traced values among it, is refused, naming the op and the user's line. Knows no primitive by name: the ops lowered outside loops are a table keyed
 by primitive, the reductions told apart by their templates.
 """
@@ -30,7 +30,7 @@ from srcxform.codegen.schedule import LoopGroup
 from srcxform.ops.conv import fold_p, patches_p
 from srcxform.ops.linalg import matmul_p, matvec_p
 from srcxform.ops.random import philox_p
-from srcxform.ops.shape import embed_p, getitem_p, reshape_p, transpose_p
+from srcxform.ops.shape import concat_p, embed_p, getitem_p, reshape_p, transpose_p
 
 # NumPy calls of the templates that CUDA kernels do not compile, and their math module
 # equivalents (numba-cuda compiles math.* to libdevice, float32 as float32).
@@ -59,8 +59,9 @@ def refuse(eqn, what):
     part = "the gradient of " if eqn.adjoint else ""
     raise UnsupportedOnCuda(
         f"srcxform.cuda: {eqn.prim.name} ({part}{line}) {what}; the CUDA target lowers "
-        "elementwise ops, sum/max/min reductions, getitem, reshape, transpose, 2-d "
-        "matmul and matvec, convolutions, poolings and random draws so far. Run this function on the CPU (device='cpu').")
+        "elementwise ops, sum/max/min reductions, views, concat, matrix products, "
+        "convolutions, poolings and random draws so far. Run this function on the CPU "
+        "(device='cpu').")
 
 
 class CudaLowering(_Lowering):
@@ -330,9 +331,8 @@ def _reshape(low, eqn):
 
 
 def _transpose(low, eqn):
-    if tuple(eqn.kwargs["perm"]) != (1, 0):
-        refuse(eqn, f"with perm={eqn.kwargs['perm']} (only a 2-d transpose is lowered)")
-    return ast.Call(_attr("launch", "transpose"), [low.whole(eqn.ins[0])], [])
+    perm = ast.Tuple([ast.Constant(int(k)) for k in eqn.kwargs["perm"]], ast.Load())
+    return ast.Call(_attr("launch", "transpose"), [low.whole(eqn.ins[0]), perm], [])
 
 
 def _embed(low, eqn):
@@ -341,8 +341,6 @@ def _embed(low, eqn):
     g, shape = low.whole(eqn.ins[0]), eqn.out.aval.shape
     if not shape:
         return ast.Call(_attr("launch", "reshape"), [g, ast.Tuple([], ast.Load())], [])
-    if len(shape) > 2:
-        refuse(eqn, f"into {eqn.out.aval.short()} (only 1-d and 2-d are lowered)")
     index = [ast.Call(name_ast("slice"), [ast.Constant(None) if v is None else
                                           param_ast(v, low.sizes)
                                           for v in (i.start, i.stop, i.step)], [])
@@ -373,6 +371,12 @@ def _launched(low, eqn):
     return call
 
 
+def _concatenated(low, eqn):
+    parts = ast.Tuple([low.whole(a) for a in eqn.ins], ast.Load())
+    return ast.Call(_attr("launch", "concatenated"), [
+        parts, ast.Constant(eqn.kwargs["axis"]), low.new_array(eqn.out, eqn.out.aval.shape)], [])
+
+
 def _drawn(low, eqn):
     """A random draw: made on the host with the CPU kernel's bits (launch.drawn)."""
     params = [param_ast(eqn.kwargs[k], low.sizes) for k in ("count", "dist", "dtype")]
@@ -390,7 +394,7 @@ def _source_of(low, eqn):
 _VIEWS = (getitem_p, reshape_p, transpose_p)
 _HOST = {getitem_p: _getitem, reshape_p: _reshape, transpose_p: _transpose, embed_p: _embed,
          matmul_p: _product("matmul", (2, 2)), matvec_p: _product("matvec", (2, 1)),
-         patches_p: _launched, fold_p: _launched, philox_p: _drawn}
+         patches_p: _launched, fold_p: _launched, philox_p: _drawn, concat_p: _concatenated}
 
 
 def _returned(program):
