@@ -7,8 +7,9 @@
 
 Each row is the gradient of a workload's loss with respect to its parameters (W3 the
 input, the MLPs and the CNN their four arrays; the CNN is a 3x3 SAME convolution, ReLU,
-2x2 max pooling and a dense layer to 10 logits, as examples/cnn_digits.py's), float64, with every input already on the device:
-srcxform's as numba device arrays, JAX's as jax arrays, PyTorch's as CUDA tensors. Each
+2x2 max pooling and a dense layer to 10 logits, as examples/cnn_digits.py's), float64,
+with every input already on the device: srcxform's as numba device arrays, JAX's as jax
+arrays, PyTorch's as CUDA tensors. Each
 call is followed by a synchronization (`cuda.synchronize`, `block_until_ready`,
 `torch.cuda.synchronize`), so a time is a latency, not a launch. "first" is the first
 call, compile included, in this process after each library has made its CUDA context;

@@ -12,9 +12,10 @@ device arrays (the driver's `buffers`, kept between calls, but for what a call r
 a scalar is a 1-element array. Scalar steps between two nests run at the start of the
 second's kernel, in each thread, rather than in a one-thread launch of their own. The
 driver runs the views (getitem, reshape, transpose) on device arrays and calls launch.py
-for concat, matmul, an image's windows and random draws; anything else that is not elementwise,
-a loop on traced values among it, is refused, naming the op and the user's line. Knows no primitive by name: the ops lowered outside loops are a table keyed
-by primitive, the reductions told apart by their templates.
+for concat, matmul, an image's windows and random draws; anything else that is not
+elementwise, a loop on traced values among it, is refused, naming the op and the user's
+line. Knows no primitive by name: the ops lowered outside loops are a table keyed by
+primitive, the reductions told apart by their templates.
 """
 
 import ast
