@@ -11,11 +11,12 @@ input, the MLPs and the CNN their four arrays; the CNN is a 3x3 SAME convolution
 with every input already on the device: srcxform's as numba device arrays, JAX's as jax
 arrays, PyTorch's as CUDA tensors. Each call is followed by a synchronization
 (`cuda.synchronize`, `block_until_ready`, `torch.cuda.synchronize`), so a time is a
-latency, not a launch. "first" is the first call, compile included, in this process after each library has made its CUDA context;
-"warm" is the median of repeated calls. srcxform's row "from NumPy" passes host arrays,
-copied to the device at every call. Each peer's gradient is checked against srcxform's
-before it is timed. The last row is srcxform's alone: examples/cnn_digits.py's whole
-training step (dropout's draws and Adam, Variables on the host) with images from NumPy.
+latency, not a launch. "first" is the first call, compile included, in this process
+after each library has made its CUDA context; "warm" is the median of repeated calls.
+srcxform's row "from NumPy" passes host arrays, copied to the device at every call. Each
+peer's gradient is checked against srcxform's before it is timed. The last row is
+srcxform's alone: examples/cnn_digits.py's whole training step (dropout's draws and
+Adam, Variables on the host) with images from NumPy.
 """
 
 import argparse
