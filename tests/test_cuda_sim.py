@@ -111,7 +111,8 @@ def _edge_results(device):
     by integers copies to the host); a 0-d device array; a strided column reshaped; slices'
     gradients; abs's (np.sign, which numba-cuda has not); convolutions and poolings over
     odd sizes, strided, dilated, padded, a Generator's draws, transposes of 3 and 4 axes,
-    batched products and a concat returned (all refused before)."""
+    batched products and a concat returned (all refused before); a Generator's state past
+    2**63 - 1 (raised) and three threads drawing from one (draws repeated: helper 52)."""
     w = np.ones(3)
     f = srcxform.differentiable(lambda x: tf.reduce_sum(x * w), device=device)
     found = {"captured": _leaves(f.value_and_grad(np.arange(3.0)))}
@@ -153,6 +154,22 @@ def _edge_results(device):
     found["concat"] = _leaves(srcxform.differentiable(lambda x: tf.concat(
         [x[:, :, :3], tf.transpose(x[:, :, :3], (0, 2, 1))], axis=2), device=device)(
         np.arange(18.0).reshape(2, 3, 3)))
+    # a Generator's counter past 2**63 - 1 (its bits as uint64); three threads drawing from
+    # one Generator (each call reads and advances its counter under the Variable's lock)
+    wrapped = tf.random.Generator.from_state((2**63 - 2, 5))
+    f = srcxform.differentiable(lambda x: x + wrapped.normal((3,), dtype=tf.float64),
+                                device=device)
+    found["wrapped state"] = _leaves(f(np.zeros(3))) + _leaves(f(np.zeros(3)))
+    shared, drawn = tf.random.Generator.from_seed(1), []
+    f = srcxform.differentiable(lambda x: x * shared.normal((3,), dtype=tf.float64),
+                                device=device)
+    threads = [threading.Thread(target=lambda: drawn.extend(_leaves(f(np.ones(3))) for _ in
+                                                            range(3))) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    found["threaded draws"] = [np.sort(np.concatenate(drawn)), shared.state.numpy()]
     zero_d = np.array(0.7)
     if device == "cuda":
         from numba import cuda

@@ -46,6 +46,18 @@ def test_reset_and_from_state_repeat_draws():
     np.testing.assert_array_equal(g.uniform([3, 2], -1.0, 1.0), later)
 
 
+def test_a_state_past_int64s_range_draws_as_compiled_and_wraps():
+    """A counter past 2**63 - 1 and a negative key: their bits, as uint64, as the compiled
+    draws take them (eager raised OverflowError)."""
+    for state in [(2**63 - 2, 5), (5, -1), (-3, 7)]:
+        eager, compiled = Generator.from_state(state), Generator.from_state(state)
+        f = tf.differentiable(lambda g=compiled: g.normal([3], dtype=tf.float64))
+        for _ in range(2):
+            np.testing.assert_array_equal(eager.normal([3], dtype=tf.float64), f())
+        np.testing.assert_array_equal(eager.state, compiled.state)
+    assert Generator.from_state((2**63 - 2, 5)).normal([3]).shape == (3,)
+
+
 def _draws(generator):
     def draws(x):
         n = x.shape[0]

@@ -10,7 +10,7 @@ library log or cos (NumPy's SIMD versions and the C library's may differ in the 
 bit), so eager and compiled draws are equal bit for bit.
 
 Each element takes one Philox block, counter words (c mod 2**32, c >> 32, attempt, 0):
-`attempt` counts a truncated normal's redraws. The key is a non-negative int64.
+`attempt` counts a truncated normal's redraws. Counter and key: uint64s (an int64's bits).
 """
 
 import numpy as np

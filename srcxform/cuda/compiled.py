@@ -145,13 +145,13 @@ class _Kernel:
 
         from srcxform.cuda import launch
 
-        args = [launch.to_device(_array(value), var.aval.dtype)
-                for value, var in zip(self.inputs(leaves), self.program.ins)]
-        # Captured arrays too, at every call: one changed in place is read as the CPU
-        # kernel reads it (a copy made once kept its first values).
-        consts = [launch.to_device(a, a.dtype) for _, a in self.program.consts]
         writes = [leaves[v] if isinstance(v, int) else v for v in self.traced.writes]
-        with Updating(writes):
+        with Updating(writes):  # the Variables read under their locks too, as on the CPU
+            args = [launch.to_device(_array(value), var.aval.dtype)
+                    for value, var in zip(self.inputs(leaves), self.program.ins)]
+            # Captured arrays too, at every call: one changed in place is read as the CPU
+            # kernel reads it (a copy made once kept its first values).
+            consts = [launch.to_device(a, a.dtype) for _, a in self.program.consts]
             try:
                 outs = self.driver(*args, *consts, self.buffers())
             except NumbaError as err:

@@ -43,7 +43,10 @@ def _extra(dist, dtype):
 
 
 def _philox_impl(counter, key, count, dist, dtype):
-    return getattr(philox, dist)(int(counter), int(key), int(count), *_extra(dist, dtype))
+    # A negative int64 state (a counter past 2**63, a key from from_state) as the uint64
+    # of its bits, as the compiled draws take it.
+    return getattr(philox, dist)(int(counter) % 2**64, int(key) % 2**64, int(count),
+                                 *_extra(dist, dtype))
 
 
 def _philox_emit(counter, key, out, *, count, dist, dtype):
