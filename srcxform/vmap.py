@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from srcxform import ops
+from srcxform import autograph, ops
 from srcxform.api import Differentiable, differentiable
 from srcxform.control_flow import map_fn
 from srcxform.core.errors import TracingError
@@ -135,6 +135,7 @@ def _looped(fn, args, kwargs, axes, out_axes):
     """fn over the lanes as map_fn: a compiled loop where the lanes are traced (its trip
     count the batch size), each lane's results stacked on axis 0, then moved to out_axes.
     The keyword arguments are mapped over axis 0."""
+    fn = autograph.convert(fn)  # as the transforms convert theirs: its lanes are traced
     mapped = [k for k, ax in enumerate(axes) if ax is not None]
     elems = tuple(_axis_to_front(args[k], axes[k]) for k in mapped) + (kwargs,)
 

@@ -318,6 +318,20 @@ def test_a_callable_object_and_a_partial_are_converted():
     assert autograph.convert(compiled) is compiled  # srcxform's own callables are kept
 
 
+def test_vmap_and_check_grads_convert_the_function_they_are_given():
+    """Traced inside a compiled caller, vmap's lanes ran fn as written, and check_grads'
+    compiled gradient too: its `if` raised TracingError (helper 53). srcxform's own ops
+    are not converted (not parsed)."""
+    x, batch = np.array([1.0, 2.0, 0.5]), np.array([[1.0, 2.0, 0.5], [-1.0, -2.0, -0.5]])
+    per_row = tf.differentiable(tf.vmap(functools.partial(Cubed(), scale=2.0)))(batch)
+    np.testing.assert_allclose(per_row, [2 * np.sum(x**3), -np.sum(x)])
+    np.testing.assert_allclose(tf.differentiable(lambda b: tf.reduce_sum(tf.vmap(Cubed())(b)))
+                               .grad(batch), [3 * x**2, np.ones(3)])
+    for point in (x, -x):
+        tf.testing.check_grads(Cubed(), (point,))
+    assert autograph.convert(tf.square) is tf.square
+
+
 def test_functions_without_readable_source_or_control_flow_are_kept():
     def plain(x):
         return x * 2

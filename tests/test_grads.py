@@ -2,6 +2,8 @@
 finite differences (and, in the slow tier, the compiled kernel's), and each row's generated
 code run as Python (SRCXFORM_JIT=0) against eager, driven by tests/samples.py."""
 
+import functools
+
 import numpy as np
 import pytest
 from samples import COMPOSITES, SAMPLES, function
@@ -133,6 +135,20 @@ def test_gradcheck_fixture_fails_the_test(gradcheck):
 @srcxform.custom_gradient
 def _wrong_square(x):
     return x * x, lambda g: g * x  # deliberately wrong: d(x*x)/dx is 2x
+
+
+def test_custom_gradient_takes_a_partial():
+    """It read f.__name__, which a partial has not: AttributeError, eagerly too."""
+    def scaled(x, k):
+        return x * k, lambda g: g * 10.0
+
+    clipped = srcxform.custom_gradient(functools.partial(scaled, k=2.0))
+    x = srcxform.constant([1.0, 2.0])
+    with srcxform.GradientTape() as tape:
+        tape.watch(x)
+        y = clipped(x)
+    np.testing.assert_array_equal(y, [2.0, 4.0])
+    np.testing.assert_array_equal(tape.gradient(y, x), [10.0, 10.0])
 
 
 def _wrong_loss(x):

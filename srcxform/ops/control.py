@@ -22,6 +22,8 @@ def custom_gradient(f):
         ...     return x, lambda g: srcxform.clip_by_value(g, -1.0, 1.0)
     """
 
+    name = getattr(f, "__name__", type(f).__name__)  # a partial or callable has none
+
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
         if recording.replayed():  # the adjoint would differentiate f's own operations
@@ -29,10 +31,10 @@ def custom_gradient(f):
                                "or cond branch that a tape differentiates: its gradient "
                                "function would not be used; call it outside the loop or "
                                "branch")
-        inputs = [as_value(a, f.__name__) for a in args]
+        inputs = [as_value(a, name) for a in args]
         with recording.paused():
             y, grad_fn = f(*inputs, **kwargs)
-        y = as_value(y, f.__name__)
+        y = as_value(y, name)
         if any(y._id == x._id for x in inputs):
             with recording.paused():  # no cut: the record below is the gradient
                 y = stop_gradient(y)  # the record needs an output distinct from its inputs
@@ -42,7 +44,7 @@ def custom_gradient(f):
             # One per input, None where an input has none (flattening would drop it).
             grads = list(grads) if isinstance(grads, (list, tuple)) else [grads]
             if len(grads) != len(xs):
-                raise ValueError(f"custom_gradient: {f.__name__}'s gradient function returned "
+                raise ValueError(f"custom_gradient: {name}'s gradient function returned "
                                  f"{len(grads)} gradients for {len(xs)} inputs")
             return tuple(None if gr is None else as_value(gr) for gr in grads)
 

@@ -9,6 +9,7 @@ import itertools
 
 import numpy as np
 
+from srcxform import autograph
 from srcxform.api import differentiable
 from srcxform.ops import constant, multiply, reduce_sum
 from srcxform.ad.tape import GradientTape
@@ -162,7 +163,7 @@ class _Loss:
         as float64 arrays, one a differentiated leaf."""
         # The closure holds f and the weights, not self: the on-disk kernel index tells
         # one check's wrapper from another's by its cells (it cannot describe a _Loss).
-        f, weights = self.f, tuple(self.weights)
+        f, weights = autograph.convert(self.f), tuple(self.weights)  # the closure is ours
 
         def weighted(*xs):
             return _weighted_sum(f(*xs), weights)
