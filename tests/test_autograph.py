@@ -316,6 +316,11 @@ def test_a_callable_object_and_a_partial_are_converted():
         np.testing.assert_allclose(tf.hessian(fn)(x), np.diag(6 * scale * x))
     compiled = tf.differentiable(lambda x: tf.reduce_sum(x * x))
     assert autograph.convert(compiled) is compiled  # srcxform's own callables are kept
+    compiled(x), compiled.grad(x)  # its warm entries: methods made at run time, no module
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # they were parsed: an AutographWarning
+        assert autograph.convert(compiled) is compiled
+        assert autograph.convert(compiled.grad) == compiled.grad
 
 
 def test_vmap_and_check_grads_convert_the_function_they_are_given():

@@ -169,7 +169,7 @@ def _edge_results(device):
         thread.start()
     for thread in threads:
         thread.join()
-    found["threaded draws"] = [np.sort(np.concatenate(drawn)), shared.state.numpy()]
+    found["threaded draws"] = [np.sort(drawn, axis=None), shared.state.numpy()]
     zero_d = np.array(0.7)
     if device == "cuda":
         from numba import cuda

@@ -83,9 +83,14 @@ def convert(fn):
 
 
 def _srcxforms_own(fn):
-    """Whether fn is srcxform's: by its module (a method's is its function's, an object's
-    its class's), which a decorator's functools.wraps makes the user's."""
-    return (getattr(fn, "__module__", None) or "").startswith("srcxform.")
+    """Whether fn is srcxform's: a function by its module (which functools.wraps makes the
+    user's), a bound method by its object's or its function's, and an object by its
+    class's (a compiled function takes its user function's module, and its methods are
+    made at run time, with none)."""
+    if isinstance(fn, types.MethodType):
+        return _srcxforms_own(fn.__self__) or _srcxforms_own(fn.__func__)
+    module = fn.__module__ if isinstance(fn, types.FunctionType) else type(fn).__module__
+    return (module or "").startswith("srcxform.")
 
 
 def _converted(fn):
