@@ -151,6 +151,15 @@ class _Lowering:
         return self.lit(atom) if isinstance(atom, Lit) else name_ast(self.namer(atom))
 
     # ----- equations that are not fused -----
+    def template_names(self, eqn, ins):
+        """What eqn's template names: its params, and its operands `ins` (one tuple where
+        the primitive is variadic)."""
+        names = {k: param_ast(v, self.sizes) for k, v in eqn.params}
+        arg_names = eqn.prim.arg_names
+        names.update({arg_names[-1]: ast.Tuple(ins, ast.Load())} if eqn.prim.variadic
+                     else zip(arg_names, ins))
+        return names
+
     def eqn(self, eqn, indent=1, first=None, rows=None):
         """eqn's statement at `indent`; with first and rows (names), a product in blocks
         (in_blocks): its rows first:first + rows."""
@@ -163,15 +172,11 @@ class _Lowering:
             control.lower(self, eqn)
             return
         out = self.namer(eqn.out)
-        names = {k: param_ast(v, self.sizes) for k, v in eqn.params}
         ins = [self.whole(a) for a in eqn.ins]
         if first is not None:
             ins[0] = ast.Subscript(ins[0], ast.Slice(name_ast(first), ast.BinOp(
                 name_ast(first), ast.Add(), name_ast(rows)), None), ast.Load())
-        if prim.variadic:
-            names[prim.arg_names[-1]] = ast.Tuple(ins, ast.Load())
-        else:
-            names.update(zip(prim.arg_names, ins))
+        names = self.template_names(eqn, ins)
         self.header(eqn, indent)
         template = prim.template_for([a.aval for a in eqn.ins], eqn.out.aval, eqn.kwargs)
         if isinstance(template, list):

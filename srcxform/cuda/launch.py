@@ -118,7 +118,7 @@ def embedded(g, out, index):
     return out
 
 
-def concatenated(parts, axis, out):
+def concatenate(parts, axis, out):
     """out = the parts joined along `axis`, each copied into its span by a kernel."""
     start = 0
     for part in parts:

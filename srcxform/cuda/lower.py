@@ -364,18 +364,12 @@ def _product(helper, ranks):
 
 
 def _launched(low, eqn):
-    """An op that launch.py runs as a kernel of its own (an image's windows): the CPU
-    template's call with launch's function of the same name, and the output array."""
+    """An op that launch.py runs by kernels of its own (an image's windows, concat): the
+    CPU template's call with launch's function of the same name, and the output array."""
     call = _source_of(low, eqn)
     call.func = _attr("launch", call.func.attr)
     call.args.append(low.new_array(eqn.out, eqn.out.aval.shape))
     return call
-
-
-def _concatenated(low, eqn):
-    parts = ast.Tuple([low.whole(a) for a in eqn.ins], ast.Load())
-    return ast.Call(_attr("launch", "concatenated"), [
-        parts, ast.Constant(eqn.kwargs["axis"]), low.new_array(eqn.out, eqn.out.aval.shape)], [])
 
 
 def _drawn(low, eqn):
@@ -386,8 +380,7 @@ def _drawn(low, eqn):
 
 def _source_of(low, eqn):
     """The CPU template of a view (x[1:]), which device arrays take as NumPy's do."""
-    names = {k: param_ast(v, low.sizes) for k, v in eqn.params}
-    names.update(zip(eqn.prim.arg_names, [low.whole(a) for a in eqn.ins]))
+    names = low.template_names(eqn, [low.whole(a) for a in eqn.ins])
     return fill(eqn.prim.template_for([a.aval for a in eqn.ins], eqn.out.aval, eqn.kwargs),
                 names)
 
@@ -395,7 +388,7 @@ def _source_of(low, eqn):
 _VIEWS = (getitem_p, reshape_p, transpose_p)
 _HOST = {getitem_p: _getitem, reshape_p: _reshape, transpose_p: _transpose, embed_p: _embed,
          matmul_p: _product("matmul", (2, 2)), matvec_p: _product("matvec", (2, 1)),
-         patches_p: _launched, fold_p: _launched, philox_p: _drawn, concat_p: _concatenated}
+         patches_p: _launched, fold_p: _launched, philox_p: _drawn, concat_p: _launched}
 
 
 def _returned(program):
