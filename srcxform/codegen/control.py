@@ -20,7 +20,7 @@ import astor
 
 from srcxform.codegen.exprs import dtype_ast
 from srcxform.codegen.schedule import LoopGroup
-from srcxform.core.ir import Var, equations
+from srcxform.core.ir import Lit, Var, equations
 from srcxform.passes.structured import COND, FORI, WHILE, results_of
 
 _FIRST_ROWS = 16  # a while_loop's stacks start with this many rows, then double
@@ -43,6 +43,11 @@ def _atom(low, atom):
     return _src(low.whole(atom))
 
 
+def _on_host(low, atom):
+    """A loop's bound or a branch's predicate where the code running it reads it."""
+    return _src(low.lit(atom)) if isinstance(atom, Lit) else low.on_host(_atom(low, atom))
+
+
 def _names(low, eqn, indices, base):
     """A name for each result index: the IR's where the program reads the result, else a
     fresh one (a carried value nothing reads after the loop)."""
@@ -52,7 +57,7 @@ def _names(low, eqn, indices, base):
 
 def _lowering(low, program):
     """The lowering of a region into `low`'s function."""
-    return type(low)(program, False, low.namer, low.sizes, low.notes, low.nan_checks)
+    return low.region_lowering(program)
 
 
 def region(low, program, args, indent, sub=None):
@@ -83,6 +88,8 @@ def _in_place(low, body, first, carry):
     no other carry may be a view of its old or new value (the buffers are reused, so
     such a view would change under it). The initial value is copied, once: the loop
     then owns both buffers."""
+    if not low.in_place_carries:
+        return []
     program = body.program
     outs = program.outs[:len(carry)]
     fresh = {e.out for item in body.items if isinstance(item, LoopGroup) for e in item.eqns}
@@ -131,9 +138,7 @@ def _allocated(low, eqn, indices, rows):
             continue
         name = low.namer(var)
         dims = [rows] + [low.sizes.source(d) for d in var.aval.shape[1:]]
-        low.line(1, f"{name} = arrays.empty(({', '.join(dims)},), "
-                    f"{_src(dtype_ast(var.aval.dtype))})")
-        low.modules.add("arrays")
+        low.line(1, low.stack(name, dims, _src(dtype_ast(var.aval.dtype))))
         found.append((k, name))
     return found
 
@@ -167,16 +172,18 @@ def _while(low, eqn):
     spares = _in_place(low, body, 0, carry)
     low.line(1, "while True:")
     (pred,) = region(low, eqn.kwargs["cond"], carry + captures, 2)
-    low.line(2, f"if not {pred}:")
+    low.line(2, f"if not {low.on_host(pred)}:")
     low.line(3, "break")
     indent, row = _store(low, 2, stacks, trips, k)
     for c, stack in stacks:
         low.line(indent, f"if {row} == {stack}.shape[0]:")
-        low.line(indent + 1, f"{stack} = arrays.grown({stack})")
-        low.line(indent, f"arrays.put({stack}, {row}, {carry[c]})")
+        low.line(indent + 1, f"{stack} = {low.grown(stack)}")
+        low.line(indent, low.put(stack, row, carry[c]))
     _swap(low, 2, carry, region(low, eqn.kwargs["body"], carry + captures, 2, body), spares)
     if counted:
         low.line(2, f"{trips} += 1")
+    if n in results_of(low.program, eqn.out):
+        low.counted(1, trips)
 
 
 def _fori(low, eqn):
@@ -185,7 +192,7 @@ def _fori(low, eqn):
         return
     n, m, r = eqn.kwargs["carries"], eqn.kwargs["xs"], len(eqn.kwargs["y_avals"])
     k = eqn.kwargs["checkpoint"]
-    lower, upper = (_atom(low, a) for a in eqn.ins[:2])
+    lower, upper = (_on_host(low, a) for a in eqn.ins[:2])
     carry = _names(low, eqn, range(n), "carry")
     xs = [_atom(low, a) for a in eqn.ins[2 + n:2 + n + m]]
     captures = [_atom(low, a) for a in eqn.ins[2 + n + m:]]
@@ -200,7 +207,7 @@ def _fori(low, eqn):
     spares = _in_place(low, body, 1, carry)
     index = low.namer.fresh("it")
     from_zero = lower == "np.int64(0)"
-    put = "arrays.put"
+    lane = False
     if eqn.kwargs["reverse"]:
         stop = "-1" if from_zero else f"{lower} - 1"
         low.line(1, f"for {index} in range({upper} - 1, {stop}, -1):")
@@ -210,18 +217,21 @@ def _fori(low, eqn):
         # whose rows are written by a put that cannot either (Numba runs a prange with a
         # raise in it serially).
         low.line(1, f"for {index} in prange({lower}, {upper}):")
-        low.used_prange, put = True, "arrays.put_lane"
+        low.used_prange = lane = True
     else:
         low.line(1, f"for {index} in range({lower}, {upper}):")
     row = index if from_zero else f"({index} - {lower})"
     indent, at = _store(low, 2, stacks, row, k)
     for c, stack in stacks:
-        low.line(indent, f"arrays.put({stack}, {at}, {carry[c]})")
+        low.line(indent, low.put(stack, at, carry[c]))
+    first = low.loop_index(index, eqn.kwargs["body"])
     outs = region(low, eqn.kwargs["body"],
-                  [index] + carry + [f"{x}[{row}]" for x in xs] + captures, 2, body)
+                  [first] + carry + [low.row(x, row) for x in xs] + captures, 2, body)
     for c, y in ys:  # before the swap, which rebinds the spare buffers' names
-        low.line(2, f"{put}({y}, {row}, {outs[c]})")
+        low.line(2, low.put(y, row, outs[c], lane))
     _swap(low, 2, carry, outs[:n], spares)
+    if n + r in results_of(low.program, eqn.out):
+        low.counted(1, trips)
 
 
 def _may_raise(program):
@@ -242,12 +252,12 @@ def _segmented(low, eqn):
     forward = eqn.kwargs["recompute"]
     has_index, fc, fx, fcap = eqn.kwargs["recompute_ins"]
     split = len(eqn.ins) - (has_index + fc + fx + fcap)
-    upper = _atom(low, eqn.ins[1])  # the adjoint runs its rows from 0
+    upper = _on_host(low, eqn.ins[1])  # the adjoint runs its rows from 0
     carry = _names(low, eqn, range(n), "carry")
     xs = [_atom(low, a) for a in eqn.ins[2 + n:2 + n + m]]
     captures = [_atom(low, a) for a in eqn.ins[2 + n + m:split]]
-    given = [_atom(low, a) for a in eqn.ins[split:]]
-    f_lower, given = given[:has_index], given[has_index:]
+    f_lower = [_on_host(low, a) for a in eqn.ins[split:split + has_index]]
+    given = [_atom(low, a) for a in eqn.ins[split + has_index:]]
     checkpoints, f_xs, f_captures = given[:fc], given[fc:fc + fx], given[fc + fx:]
     _assign(low, 1, carry, [_atom(low, a) for a in eqn.ins[2:2 + n]])
     trips = _names(low, eqn, [n + r], "trips")[0]
@@ -259,10 +269,8 @@ def _segmented(low, eqn):
     for var in forward.ins[has_index:has_index + fc]:
         name = low.namer.fresh("segment")
         dims = [rows] + [low.sizes.source(d) for d in var.aval.shape]
-        low.line(1, f"{name} = arrays.empty(({', '.join(dims)},), "
-                    f"{_src(dtype_ast(var.aval.dtype))})")
+        low.line(1, low.stack(name, dims, _src(dtype_ast(var.aval.dtype))))
         segments.append(name)
-    low.modules.add("arrays")
     body = _lowering(low, eqn.kwargs["body"])
     spares = _in_place(low, body, 1, carry)
     segment, start, stop = (low.namer.fresh(b) for b in ("segment_index", "start", "stop"))
@@ -270,29 +278,33 @@ def _segmented(low, eqn):
     low.line(2, f"{start} = {segment} * {k}")
     low.line(2, f"{stop} = min({start} + {k}, {trips})")
     state = [low.namer.fresh("state") for _ in range(fc)]
-    _assign(low, 2, state, [f"{c}[{segment}]" for c in checkpoints])
+    _assign(low, 2, state, [low.row(c, segment) for c in checkpoints])
     index = low.namer.fresh("it")
     low.line(2, f"for {index} in range({start}, {stop}):")
     for name, value in zip(segments, state):
-        low.line(3, f"arrays.put({name}, {index} - {start}, {value})")
-    first = [f"{f_lower[0]} + {index}"] if has_index else []
-    outs = region(low, forward, first + state + [f"{x}[{index}]" for x in f_xs] + f_captures, 3)
+        low.line(3, low.put(name, f"{index} - {start}", value))
+    first = [low.loop_index(f"{f_lower[0]} + {index}", forward)] if has_index else []
+    outs = region(low, forward, first + state + [low.row(x, index) for x in f_xs] + f_captures,
+                  3)
     _assign(low, 3, state, outs[:fc])
     index = low.namer.fresh("it")
     low.line(2, f"for {index} in range({stop} - 1, {start} - 1, -1):")
-    stored = [f"{segments[c]}[{index} - {start}]" for c in segment_rows]
-    outs = region(low, eqn.kwargs["body"], [index] + carry + stored +
-                  [f"{x}[{index}]" for x in xs] + captures, 3, body)
+    stored = [low.row(segments[c], f"{index} - {start}") for c in segment_rows]
+    outs = region(low, eqn.kwargs["body"],
+                  [low.loop_index(index, eqn.kwargs["body"])] + carry + stored +
+                  [low.row(x, index) for x in xs] + captures, 3, body)
     for c, y in ys:
-        low.line(3, f"arrays.put({y}, {index}, {outs[c]})")
+        low.line(3, low.put(y, index, outs[c]))
     _swap(low, 3, carry, outs[:n], spares)
+    if n + r in results_of(low.program, eqn.out):
+        low.counted(1, trips)
 
 
 def _cond(low, eqn):
     branches = eqn.kwargs["true"], eqn.kwargs["false"]
     names = _names(low, eqn, range(len(branches[0].outs)), "result")
     operands = [_atom(low, a) for a in eqn.ins[1:]]
-    for head, branch in zip((f"if {_atom(low, eqn.ins[0])}:", "else:"), branches):
+    for head, branch in zip((f"if {_on_host(low, eqn.ins[0])}:", "else:"), branches):
         low.line(1, head)
         before = len(low.lines)
         _assign(low, 2, names, region(low, branch, operands, 2))

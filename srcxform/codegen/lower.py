@@ -371,6 +371,40 @@ class _Lowering:
                          [self.sizes.tuple(shape), dtype_ast(dtype)], [])
         return ast.Assign([ast.Name(name, ast.Store())], empty)
 
+    # ----- what a loop or branch's code (codegen/control.py) is made of: a target's own -----
+    in_place_carries = True  # whether a loop may update an array carry in its two buffers
+
+    def region_lowering(self, program):
+        """The lowering of a region (a loop body or branch) into this function."""
+        return type(self)(program, False, self.namer, self.sizes, self.notes, self.nan_checks)
+
+    def on_host(self, value):
+        """A loop's bound or test, or a branch's predicate (source text), as the code that
+        runs the loop reads it."""
+        return value
+
+    def loop_index(self, index, body):
+        """A loop's index (source text) as the region `body` takes it (its first input)."""
+        return index
+
+    def stack(self, name, dims, dtype):
+        """The line allocating a loop's stack `name` of `dims` (source texts)."""
+        self.modules.add("arrays")
+        return f"{name} = arrays.empty(({', '.join(dims)},), {dtype})"
+
+    def row(self, stack, row):
+        return f"{stack}[{row}]"
+
+    def put(self, stack, row, value, lane=False):
+        """The statement storing `value` as row `row` of `stack`; `lane`: in a prange."""
+        return f"arrays.{'put_lane' if lane else 'put'}({stack}, {row}, {value})"
+
+    def grown(self, stack):
+        return f"arrays.grown({stack})"
+
+    def counted(self, indent, name):
+        """A loop's trip count `name` once the loop ran, which the program reads on."""
+
     def _live(self, group):
         """The group's equations that something needs: a reduction, a stored array, or a
         scalar that a live member reads (a value other loops recompute is not needed)."""

@@ -110,7 +110,9 @@ class _Kernel:
     def __init__(self, fn, wrt, has_aux, form, args, kwargs, leaves):
         stand_ins = [_stand_in(leaf) for leaf in leaves]
         call_args, call_kwargs = tree_unflatten(tree_flatten((args, kwargs))[1], stand_ins)
-        with unrolling():  # no structured loops here: a fori_loop over Python ints unrolls
+        # A fori_loop over Python ints unrolls into the nests around it: a structured loop
+        # runs on the host here, launching its body's kernels at each trip.
+        with unrolling():
             traced = compiler.trace_function(fn, wrt, form, call_args, call_kwargs,
                                              stand_ins, has_aux)
         self.form, self.traced, self.program = form, traced, traced.program

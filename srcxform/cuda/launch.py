@@ -79,6 +79,34 @@ def to_device(value, dtype):
     return cuda.to_device(np.ascontiguousarray(array.reshape(1) if array.ndim == 0 else array))
 
 
+def host(x):
+    """A scalar's value on the host (a loop's bound or test, a branch's predicate): its
+    1-element device array read back, which waits for the kernels before it."""
+    return x.copy_to_host()[0]
+
+
+def scalar(value, dtype):
+    """A host number as kernels read a scalar: a 1-element device array."""
+    return cuda.to_device(np.full(1, value, dtype))
+
+
+def row(stack, k):
+    """Row k of a loop's stack as a view (a scalar's as a 1-element one)."""
+    return stack[k:k + 1] if stack.ndim == 1 else stack[k]
+
+
+def put(stack, k, value):
+    """Row k of a loop's stack = value, copied by a kernel."""
+    _copy(value, row(stack, k))
+
+
+def grown(stack):
+    """A while_loop's full stack, its rows copied into one with twice as many."""
+    out = cuda.device_array((2 * stack.shape[0],) + stack.shape[1:], stack.dtype)
+    _copy(stack, out[:stack.shape[0]])
+    return out
+
+
 def on_device(value):
     """Whether an argument already lives on the device: numba's device arrays (the
     simulator's too, which have no __cuda_array_interface__) and other libraries'."""

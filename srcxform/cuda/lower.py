@@ -13,14 +13,21 @@ a scalar is a 1-element array. Scalar steps between two nests run at the start o
 second's kernel, in each thread, rather than in a one-thread launch of their own. The
 driver runs the views (getitem, reshape, transpose) on device arrays and calls launch.py
 for concat, matmul, an image's windows and random draws; anything else that is not
-elementwise, a loop on traced values among it, is refused, naming the op and the user's
-line. Knows no primitive by name: the ops lowered outside loops are a table keyed by
-primitive, the reductions told apart by their templates.
+elementwise is refused, naming the op and the user's line. Knows no primitive by name: the
+ops lowered outside loops are a table keyed by primitive, the reductions told apart by
+their templates.
+
+A loop or branch on traced values runs on the host (codegen/control.py's code, in the
+driver): each iteration launches its body's kernels, and a bound, a loop's test or a
+branch's predicate is read back (a wait for the kernels before it). Its stacks are device
+arrays, a row copied in by a kernel; a region's results are new device arrays at each
+iteration (a kept buffer would be written again while a carry still held it).
 """
 
 import ast
 import itertools
 
+from srcxform.codegen import control
 from srcxform.codegen.exprs import copy_ast, fill, name_ast, param_ast, reduction_init
 from srcxform.codegen.lower import _Lowering, _Recomputing, _source
 from srcxform.core.aval import is_one
@@ -68,8 +75,10 @@ def refuse(eqn, what):
 class CudaLowering(_Lowering):
     """A program as CUDA kernels (`kernels`, their source) and a host driver (`lines`)."""
 
-    def __init__(self, program):
-        super().__init__(program)
+    in_place_carries = False  # a region's results are new arrays (new_array)
+
+    def __init__(self, program, *region):
+        super().__init__(program, *region)
         self.buffers, self.buffer_vars = [], set()  # the driver allocates every output
         self.kernels = []
         self.signatures = {}  # kernel name: its parameters' Numba types, as text
@@ -78,6 +87,37 @@ class CudaLowering(_Lowering):
         self.pending = None  # a one-thread nest that the next nest's kernel runs first
         self.folded = {}  # its values: their locals there
         self.in_kernel = False  # whether the lines emitted are a kernel's
+
+    def region_lowering(self, program):
+        sub = super().region_lowering(program)
+        sub.kernels, sub.signatures, sub.func_name = self.kernels, self.signatures, \
+            self.func_name
+        return sub
+
+    # ----- loops and branches: run by the driver, reading device values back -----
+    def on_host(self, value):
+        return f"launch.host({value})"
+
+    def loop_index(self, index, body):
+        """As a 1-element device array where the body reads it (a copy per iteration)."""
+        var = body.ins[0]
+        read = var in body.outs or any(var in e.ins for e in body.eqns)
+        return f"launch.scalar({index}, np.int64)" if read else index
+
+    def stack(self, name, dims, dtype):
+        return f"{name} = launch.empty(({', '.join(dims)},), {dtype})"
+
+    def row(self, stack, row):
+        return f"launch.row({stack}, {row})"
+
+    def put(self, stack, row, value, lane=False):
+        return f"launch.put({stack}, {row}, {value})"
+
+    def grown(self, stack):
+        return f"launch.grown({stack})"
+
+    def counted(self, indent, name):
+        self.line(indent, f"{name} = launch.scalar({name}, np.int64)")
 
     def _scalars_read_elsewhere(self):
         """Scalars that loop nests make and something outside their nest reads: in
@@ -281,8 +321,8 @@ class CudaLowering(_Lowering):
         if eqn.out in self.virtual:
             return
         if getattr(eqn.prim, "structured", False):
-            refuse(eqn, "is control flow on traced values (a loop or branch), which needs "
-                        "the CPU kernel's stacks")
+            control.lower(self, eqn)
+            return
         host = _HOST.get(eqn.prim)
         if host is None:
             refuse(eqn, "has no CUDA lowering")
@@ -392,12 +432,16 @@ _HOST = {getitem_p: _getitem, reshape_p: _reshape, transpose_p: _transpose, embe
 
 
 def _returned(program):
-    """The values whose device arrays a call returns: the outputs, and what a view among
-    them (getitem, reshape, transpose) is a view of."""
+    """The values whose device arrays a call returns: the outputs, what a view among them
+    (getitem, reshape, transpose) is a view of, and what a loop or branch among them was
+    given (a result may be its initial value)."""
     found = {a for a in program.outs if isinstance(a, Var)}
+    producers = {eqn.out: eqn for eqn in program.eqns}
     for eqn in reversed(program.eqns):
         if eqn.out in found and eqn.prim in _VIEWS:
             found.update(a for a in eqn.ins if isinstance(a, Var))
+        elif eqn.out in found and getattr(eqn.prim, "is_result", False):
+            found.update(a for a in producers[eqn.ins[0]].ins if isinstance(a, Var))
     return found
 
 

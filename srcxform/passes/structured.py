@@ -54,7 +54,7 @@ UNROLLING = contextvars.ContextVar("srcxform_unrolling", default=False)
 @contextlib.contextmanager
 def unrolling():
     """fori_loops over bounds known when tracing unroll in this block, i a Python int: for
-    a target with no structured loops (srcxform/cuda), where they always unrolled."""
+    the CUDA target, whose structured loops run on the host (kernels launched per trip)."""
     token = UNROLLING.set(True)
     try:
         yield
