@@ -337,6 +337,55 @@ def test_vmap_and_check_grads_convert_the_function_they_are_given():
     assert autograph.convert(tf.square) is tf.square
 
 
+def halving_loop(x, n):
+    """A loop whose body, defined here, branches on a traced value."""
+    def body(i, x):
+        if tf.reduce_sum(x) > 1.0:
+            x = x * 0.5
+        else:
+            x = x + 1.0
+        return x
+
+    return tf.reduce_sum(tf.fori_loop(0, n, body, x))
+
+
+def test_a_function_defined_in_the_converted_one_is_converted_with_it():
+    """A while_loop's or fori_loop's body written inside the function: its `if` on a
+    traced value raised TracingError ("bool() of a traced value"). TensorFlow's autograph
+    converts such functions with the one it converts."""
+    x, n = np.ones(3), np.int64(5)
+    # the halvings and additions along the way: x 1 -> 0.5 -> 0.25 -> 1.25 -> 0.625 -> 0.3125
+    compiled = tf.differentiable(halving_loop)
+    assert compiled(x, n) == halving_loop(tf.constant(x), 5).numpy() == 3 * 0.3125
+    np.testing.assert_array_equal(compiled.grad(x, n), np.full(3, 0.5 ** 4))
+
+
+def test_a_defined_generator_is_kept_and_a_defined_functions_decorator_runs():
+    made = []
+
+    def recorded(fn):
+        made.append(fn.__name__)
+        return fn
+
+    def outer(x, n):
+        def evens():
+            for k in range(n):
+                if k % 2 == 0:
+                    yield k
+
+        @recorded
+        def scaled(x):
+            if tf.reduce_sum(x) > 0:
+                x = x * float(sum(evens()))
+            return x
+        return tf.reduce_sum(scaled(x))
+
+    f = tf.differentiable(outer)
+    np.testing.assert_array_equal(f.grad(np.ones(2), 5), [6.0, 6.0])  # 0 + 2 + 4
+    np.testing.assert_array_equal(f.grad(-np.ones(2), 5), [1.0, 1.0])
+    assert made and set(made) == {"scaled"}  # its decorator ran at each definition
+
+
 def test_functions_without_readable_source_or_control_flow_are_kept():
     def plain(x):
         return x * 2

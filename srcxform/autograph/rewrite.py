@@ -8,7 +8,8 @@ traced one runs the statement through srcxform.cond, while_loop or fori_loop
 (runtime.py), its branches and body made functions of the variables they
 assign that are read later (analysis.py). A statement holding what such a
 function cannot run (return, break, continue, an in-place change) raises TracingError at
-that line when its condition is traced, and runs as Python otherwise.
+that line when its condition is traced, and runs as Python otherwise. A function defined
+in fn (a loop's body written there) is converted with it.
 
 So each converted statement appears twice in the rewritten function:
 
@@ -179,10 +180,16 @@ def _parse(fn, warn=False):
     if not isinstance(node, ast.FunctionDef) or node.name != code.co_name:
         return None
     ast.increment_lineno(tree, start - 1)
-    if not any(isinstance(n, (ast.If, ast.While, ast.For))
-               for stmt in node.body for n in local_nodes(stmt)):
-        return None
-    return node
+    return node if _converts(node) else None
+
+
+def _converts(fndef):
+    """Whether fndef, or a function defined in it, has statements to convert; a
+    generator's cannot be (its body cannot be made functions)."""
+    nodes = [n for stmt in fndef.body for n in local_nodes(stmt)]
+    return not any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in nodes) and \
+        any(isinstance(n, (ast.If, ast.While, ast.For)) or isinstance(n, ast.FunctionDef)
+            and _converts(n) for n in nodes)
 
 
 def _has_control_flow(code):
@@ -289,9 +296,10 @@ class _Converter:
                                                        ast.AsyncFunctionDef, ast.ClassDef)):
                 self.anytime |= reads(node)
 
-    def function(self):
+    def function(self, decorated=False):
+        """The converted FunctionDef; `decorated`: with its decorators (a defined one's)."""
         fndef = copy.copy(self.fndef)
-        fndef.decorator_list = []
+        fndef.decorator_list = copy.deepcopy(fndef.decorator_list) if decorated else []
         fndef.body = self.block(self.fndef.body, self.params, ())
         return fndef
 
@@ -318,6 +326,8 @@ class _Converter:
         return out
 
     def statement(self, stmt, defined, loops):
+        if isinstance(stmt, ast.FunctionDef) and _converts(stmt):
+            return [_Converter(stmt).function(decorated=True)]
         if isinstance(stmt, ast.If):
             return self.if_(stmt, defined, loops)
         if isinstance(stmt, ast.While):
