@@ -10,8 +10,10 @@ exactly as a compiled one traces them. TestCompiledDataDependent compiles them f
 
 import contextlib
 import functools
+import importlib.util
 import inspect
 import sys
+import textwrap
 import types
 import warnings
 
@@ -384,6 +386,60 @@ def test_a_defined_generator_is_kept_and_a_defined_functions_decorator_runs():
     np.testing.assert_array_equal(f.grad(np.ones(2), 5), [6.0, 6.0])  # 0 + 2 + 4
     np.testing.assert_array_equal(f.grad(-np.ones(2), 5), [1.0, 1.0])
     assert made and set(made) == {"scaled"}  # its decorator ran at each definition
+
+
+def appending(x):
+    hits = []
+
+    def g(v):
+        if tf.reduce_sum(v) > 0:
+            hits.append(1)
+            v = v * 2.0
+        return v
+    return tf.reduce_sum(g(x)) * (len(hits) + 1.0)
+
+
+def compiling_inside(x):
+    def g(v):
+        if tf.reduce_sum(v) > 0:
+            v = v * 2.0
+        return tf.reduce_sum(v), g.__qualname__
+    return tf.differentiable(lambda v: g(v)[0])(x), g(x)[1]
+
+
+def test_a_defined_function_keeps_the_rules_names_and_futures_of_the_converted_one(
+        tmp_path):
+    """Found by helper 55 in the first form of the conversion of defined functions: a
+    list of the enclosing function changed in a traced branch gave a wrong value silently
+    (both branches ran its append), and a defined function converted again (compiled
+    inside) warned of a duplicate argument; its __qualname__ named autograph's factory,
+    and `from __future__ import annotations` was lost (an annotation naming a class
+    defined later raised NameError)."""
+    with pytest.raises(tf.errors.TracingError, match=r"hits\.append\(1\)\n  an in-place change"):
+        tf.differentiable(appending)(np.ones(2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        value, name = tf.differentiable(compiling_inside)(np.ones(2))
+    assert value == 4.0 and name == "compiling_inside.<locals>.g"
+    path = tmp_path / "future_annotations.py"
+    path.write_text(textwrap.dedent("""\
+        from __future__ import annotations
+        import srcxform as tf
+
+        def doubled(x):
+            def g(v: Later) -> Later:
+                for _ in range(2):
+                    v = v * 2.0
+                return v
+
+            class Later:
+                pass
+            return tf.reduce_sum(g(x))
+        """))
+    spec = importlib.util.spec_from_file_location("future_annotations", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert tf.differentiable(module.doubled)(np.ones(2)) == 8.0
 
 
 def test_functions_without_readable_source_or_control_flow_are_kept():

@@ -31,11 +31,13 @@ at `python -`) or a wrapper that holds no cell to put the converted function in,
 AutographWarning saying so.
 """
 
+import __future__
 import ast
 import copy
 import dis
 import functools
 import inspect
+import operator
 import textwrap
 import types
 import warnings
@@ -56,6 +58,8 @@ from srcxform.autograph.analysis import (
 _AG = "ag__"  # the name the rewritten code calls autograph_runtime by
 _CONVERTED = weakref.WeakKeyDictionary()  # function -> (its code, the converted function)
 _NOT_PLAIN = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+_FUTURE = functools.reduce(operator.or_, (getattr(__future__, name).compiler_flag
+                                          for name in __future__.all_feature_names))
 
 
 def convert(fn):
@@ -75,8 +79,8 @@ def convert(fn):
     if isinstance(call, types.FunctionType) and not _srcxforms_own(call):
         func = convert(call)
         return fn if func is call else types.MethodType(func, fn)
-    if not isinstance(fn, types.FunctionType):
-        return fn
+    if not isinstance(fn, types.FunctionType) or _AG in fn.__code__.co_freevars:
+        return fn  # not a function, or one defined in a converted function: converted
     found = _CONVERTED.get(fn)
     if found is None or found[0] is not fn.__code__:
         found = _CONVERTED[fn] = (fn.__code__, _converted(fn) or fn)
@@ -217,9 +221,10 @@ def _build(fn, fndef):
         body=[fndef, ast.Return(ast.Name(fndef.name, ast.Load()))], decorator_list=[])
     ast.copy_location(factory, fndef)
     module = ast.Module([ast.fix_missing_locations(factory)], type_ignores=[])
-    compiled = compile(module, code.co_filename, "exec", dont_inherit=True)
+    compiled = compile(module, code.co_filename, "exec", flags=code.co_flags & _FUTURE,
+                       dont_inherit=True)  # fn's own __future__ imports (annotations)
     factory_code = _code_named(compiled, factory.name)
-    inner = _code_named(factory_code, fndef.name)
+    inner = _requalified(_code_named(factory_code, fndef.name), f"{factory.name}.<locals>.")
     cells = dict(zip(free, fn.__closure__ or ()))
     cells[_AG] = types.CellType(autograph_runtime)
     if not set(inner.co_freevars) <= cells.keys():
@@ -230,6 +235,18 @@ def _build(fn, fndef):
     for attribute in ("__qualname__", "__module__", "__doc__"):
         setattr(converted, attribute, getattr(fn, attribute))
     return converted
+
+
+def _requalified(code, prefix):
+    """code with the qualified names of the functions defined in it (its own too) as the
+    user's: without the factory's `prefix` (co_qualname; before Python 3.11, the name
+    MAKE_FUNCTION takes from the constants)."""
+    consts = tuple(_requalified(c, prefix) if isinstance(c, types.CodeType) else
+                   c.removeprefix(prefix) if isinstance(c, str) else c for c in code.co_consts)
+    code = code.replace(co_consts=consts)
+    if hasattr(code, "co_qualname"):
+        code = code.replace(co_qualname=code.co_qualname.removeprefix(prefix))
+    return code
 
 
 def _code_named(code, name):
@@ -269,15 +286,17 @@ def _located(nodes, origin):
 
 
 class _Converter:
-    """Rewrites one function's control flow statements (see the module's docstring)."""
+    """Rewrites one function's control flow statements (see the module's docstring);
+    `enclosing`: the local names of the functions it is defined in (whose lists a branch
+    must not change either)."""
 
-    def __init__(self, fndef):
+    def __init__(self, fndef, enclosing=frozenset()):
         self.fndef = fndef
         args = fndef.args
         params = args.posonlyargs + args.args + args.kwonlyargs + \
             [a for a in (args.vararg, args.kwarg) if a]
         self.params = {a.arg for a in params}
-        self.local = self.params | assigned(fndef.body)
+        self.local = self.params | assigned(fndef.body) | enclosing
         self.declared = set()  # global and nonlocal names
         for stmt in fndef.body:
             for node in local_nodes(stmt):
@@ -327,7 +346,7 @@ class _Converter:
 
     def statement(self, stmt, defined, loops):
         if isinstance(stmt, ast.FunctionDef) and _converts(stmt):
-            return [_Converter(stmt).function(decorated=True)]
+            return [_Converter(stmt, self.local).function(decorated=True)]
         if isinstance(stmt, ast.If):
             return self.if_(stmt, defined, loops)
         if isinstance(stmt, ast.While):

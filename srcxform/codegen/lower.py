@@ -397,9 +397,11 @@ class _Lowering:
 
     def put(self, stack, row, value, lane=False):
         """The statement storing `value` as row `row` of `stack`; `lane`: in a prange."""
+        self.modules.add("arrays")
         return f"arrays.{'put_lane' if lane else 'put'}({stack}, {row}, {value})"
 
     def grown(self, stack):
+        self.modules.add("arrays")
         return f"arrays.grown({stack})"
 
     def counted(self, indent, name):
