@@ -388,6 +388,39 @@ def test_a_defined_generator_is_kept_and_a_defined_functions_decorator_runs():
     assert made and set(made) == {"scaled"}  # its decorator ran at each definition
 
 
+def with_a_class(x):
+    class Base:
+        def scale(self):
+            return 2.0
+
+    class Branching(Base):
+        def apply(self, v):
+            if tf.reduce_sum(v) > 0:
+                v = v * super().scale()
+            else:
+                v = v * 3.0
+            return v
+    return tf.reduce_sum(Branching().apply(x))
+
+
+class Halving(Scaler):
+    def apply(self, x, n):
+        if tf.reduce_sum(x) > 0:
+            x = super().apply(x, n) * 0.5
+        return x
+
+
+def test_the_methods_of_a_class_defined_in_the_converted_function_are_converted():
+    """And `super()` in a traced branch finds its `self` (the branch is a function of its
+    own: it raised TypeError, a module's class's method too)."""
+    f = tf.differentiable(with_a_class)
+    np.testing.assert_array_equal(f.grad(np.ones(2)), [2.0, 2.0])
+    np.testing.assert_array_equal(f.grad(-np.ones(2)), [3.0, 3.0])
+    method = tf.differentiable(Halving(3.0).apply)
+    np.testing.assert_array_equal(method(np.ones(2), 2), [4.5, 4.5])  # 1 * 3 * 3 / 2
+    np.testing.assert_array_equal(method(-np.ones(2), 2), [-1.0, -1.0])
+
+
 def appending(x):
     hits = []
 

@@ -187,13 +187,42 @@ def _parse(fn, warn=False):
     return node if _converts(node) else None
 
 
-def _converts(fndef):
-    """Whether fndef, or a function defined in it, has statements to convert; a
-    generator's cannot be (its body cannot be made functions)."""
-    nodes = [n for stmt in fndef.body for n in local_nodes(stmt)]
+def _converts(node):
+    """Whether a function, or a function or class defined in it, has statements to
+    convert (a class: its methods); a generator's cannot be (its body cannot be made
+    functions)."""
+    nodes = [n for stmt in node.body for n in local_nodes(stmt)]
+    defined = any(isinstance(n, (ast.FunctionDef, ast.ClassDef)) and _converts(n)
+                  for n in nodes)
+    if isinstance(node, ast.ClassDef):
+        return defined
     return not any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in nodes) and \
-        any(isinstance(n, (ast.If, ast.While, ast.For)) or isinstance(n, ast.FunctionDef)
-            and _converts(n) for n in nodes)
+        (defined or any(isinstance(n, (ast.If, ast.While, ast.For)) for n in nodes))
+
+
+def _explicit_super(fndef, first):
+    """fndef with its `super()` calls written `super(__class__, self)`: a branch or loop
+    body made a function of its own has no `self` (its first argument) to find."""
+    if not first:
+        return fndef
+    fndef = copy.deepcopy(fndef)
+    for node in (n for stmt in fndef.body for n in local_nodes(stmt)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id == "super" and not node.args:
+            node.args = [ast.copy_location(ast.Name(name, ast.Load()), node)
+                         for name in ("__class__", first[0].arg)]
+    return fndef
+
+
+def _defined(node, enclosing):
+    """A function or class defined in a converted function, converted with it (a class's
+    methods), keeping its decorators; `enclosing`: the local names around it."""
+    if isinstance(node, ast.FunctionDef):
+        return _Converter(node, enclosing).function(decorated=True)
+    node = copy.copy(node)
+    node.body = [_defined(b, enclosing) if isinstance(b, (ast.FunctionDef, ast.ClassDef))
+                 and _converts(b) else b for b in node.body]
+    return node
 
 
 def _has_control_flow(code):
@@ -291,8 +320,8 @@ class _Converter:
     must not change either)."""
 
     def __init__(self, fndef, enclosing=frozenset()):
-        self.fndef = fndef
         args = fndef.args
+        self.fndef = fndef = _explicit_super(fndef, (args.posonlyargs + args.args)[:1])
         params = args.posonlyargs + args.args + args.kwonlyargs + \
             [a for a in (args.vararg, args.kwarg) if a]
         self.params = {a.arg for a in params}
@@ -345,8 +374,8 @@ class _Converter:
         return out
 
     def statement(self, stmt, defined, loops):
-        if isinstance(stmt, ast.FunctionDef) and _converts(stmt):
-            return [_Converter(stmt, self.local).function(decorated=True)]
+        if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)) and _converts(stmt):
+            return [_defined(stmt, self.local)]
         if isinstance(stmt, ast.If):
             return self.if_(stmt, defined, loops)
         if isinstance(stmt, ast.While):
