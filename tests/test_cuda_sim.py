@@ -145,6 +145,8 @@ def _edge_results(device):
             x, (2, 3, 2, 2)), (3, 1, 0, 2)), (6, 4))[1:, ::2] ** 3), (batch,)),
         "batched": (lambda x: tf.reduce_sum(tf.tanh(x @ tf.transpose(x, (0, 2, 1))))
                     + tf.reduce_sum(tf.einsum("bij,kj->bik", x, x[1]) ** 2), (batch,)),
+        "gather": (lambda x: tf.reduce_sum(tf.gather(x, np.array([0, -1, 2, 0])) ** 2),
+                   (np.cos(np.arange(12.0)).reshape(4, 3),)),
         "draws": (lambda x: tf.reduce_sum(x * generator.normal((3,)))
                   + tf.reduce_sum(generator.truncated_normal((2, 2), dtype=tf.float32)),
                   (np.arange(3.0),)),
@@ -205,14 +207,22 @@ def _scanned(x, rows):
 def _control_flow_results(device):
     """Loops and branches on traced values (run by the CUDA driver; refused before): a
     branch both ways, a while_loop's grown stacks, a checkpointed fori_loop reading its
-    index, a scan's rows; and a loop of no trips returning its first value, called twice
-    with device arrays on CUDA (a kept buffer returned would change under the first)."""
+    index, a scan's rows, a scalar given new axes in a body; and a loop of no trips
+    returning its first value, called twice with device arrays on CUDA (a kept buffer
+    returned would change under the first)."""
     x, rows = np.array([0.3, -0.2, 0.9]), np.cos(np.arange(12.0)).reshape(4, 3)
     n = np.int64(19)
     found = {}
+    # rows picked by the loop's index (gather and its gradient: refused before, helper 54);
+    # a scalar given new axes (AttributeError while generating: helper 54), in a loop
+    by_index = lambda xs, n: tf.reduce_sum(tf.fori_loop(0, n, lambda i, a: a * 0.9 + tf.sin(
+        xs[i]), tf.zeros(3, tf.float64)) ** 2)
+    new_axes = lambda s, n: tf.fori_loop(0, n, lambda i, a: tf.reduce_sum(tf.sin(
+        a[None, None] * 2.0)) + a[None][0], s)
     for name, fn, args in [("branch", _branching, (x,)), ("branch other", _branching, (-x,)),
                            ("while", _growing, (x, n)), ("checkpointed", _checkpointed, (x, n)),
-                           ("scan", _scanned, (x, rows))]:
+                           ("scan", _scanned, (x, rows)), ("new axes", new_axes, (0.7, n)),
+                           ("by index", by_index, (rows, np.int64(4)))]:
         f = srcxform.differentiable(fn, device=device)
         found[name] = _leaves(f.value_and_grad(*args))
     f = srcxform.differentiable(lambda x, n: tf.fori_loop(0, n, lambda i, x: x + 1.0, 2.0 * x),
@@ -220,6 +230,10 @@ def _control_flow_results(device):
     first, second = (_device(device, x), np.int64(0)), (_device(device, -x), np.int64(0))
     kept = f(*first)
     found["no trips"] = _leaves([f(*second), kept])
+    try:  # an index out of bounds raises, as the CPU kernel's does (a kernel cannot)
+        srcxform.differentiable(by_index, device=device)(rows, np.int64(5))
+    except tf.errors.InvalidArgumentError as error:
+        found["bad index"] = [np.array(str(error).startswith("gather: index 4 is out of"))]
     return found
 
 
@@ -335,9 +349,12 @@ def _ptx():
                               (launch._copy_1d, f"({dtype}[:], {dtype}[:])"),
                               (launch._copy_2d, f"({dtype}[:, :], {dtype}[:, :])"),
                               (launch._patches, f"({image}, {ints}, float64, {windows})"),
-                              (launch._fold, f"({windows}, {ints}, {image})")]:
+                              (launch._fold, f"({windows}, {ints}, {image})"),
+                              (launch._gather, f"({dtype}[:, :], int64[:], {dtype}[:, :])"),
+                              (launch._scatter_add,
+                               f"({dtype}[:, :], int64[:], {dtype}[:, :])")]:
             cuda.compile_ptx(kernel.py_func, types, cc=(8, 0))
-    found["launch"] = 6
+    found["launch"] = 8
     return found
 
 
@@ -584,14 +601,17 @@ def test_a_loop_on_traced_values_runs_on_the_host_launching_its_bodys_kernels():
     fn, args, wrt = _cases()["W7"]
     lines = [line.strip() for line in
              sc.differentiable(fn, wrt=wrt).source(*args).splitlines()]
-    forward = lines.index("for it in range(np.int64(0), launch.host(steps)):")
-    # its stacks on the device, a row copied in by a kernel, the body's nest launched
-    assert lines[forward - 2:forward + 3] == [
+    forward = lines.index("for it in range(np.int64(0), steps_on_host):")
+    # its bound read back once; its stacks on the device, a row copied in by a kernel; the
+    # body's nest launched
+    assert lines[forward - 5:forward + 3] == [
+        "steps_on_host = launch.host(steps)", "t65, t66 = t0, t1",
+        "trips = max(steps_on_host - np.int64(0), 0)",
         "stack = launch.empty((trips,), np.float64)",
         "stack_1 = launch.empty((trips,), np.float64)", lines[forward],
         "launch.put(stack, it, t65)", "launch.put(stack_1, it, t66)"]
     assert lines[forward + 14].startswith("lotka_volterra__value_and_grad_cuda_k0[launch.grid(1)]")
-    adjoint = lines.index("for it_1 in range(launch.host(trips) - 1, -1, -1):")
+    adjoint = lines.index("for it_1 in range(trips_on_host - 1, -1, -1):")
     assert "x0 = launch.row(stack, it_1)" in lines[adjoint:]
     # the adjoint's results are new arrays at each iteration, never a kept buffer
     assert "t226 = launch.empty((n0,), np.float64)" in lines[adjoint:]

@@ -21,7 +21,7 @@ INTERNAL = {
     "elementwise": {"sqrt_grad", "relu_grad", "reciprocal_grad"},
     "mathfuncs": {"rsqrt_grad"},
     "nn": {"leaky_relu_grad"},
-    "shape": {"shape_argument", "unchanged", "checked_indices",
+    "shape": {"shape_argument", "unchanged", "checked_indices", "check_indices",
               "embed", "getitem"},  # indexing's own ops: x[i] and its adjoint
     "creation": {"pack"},  # TensorFlow's packing of nested lists, which conversions share
     "linalg": {"numpy_matmul", "tensordot_1d"},  # NumPy's matmul and dot rules

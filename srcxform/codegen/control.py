@@ -44,8 +44,16 @@ def _atom(low, atom):
 
 
 def _on_host(low, atom):
-    """A loop's bound or a branch's predicate where the code running it reads it."""
-    return _src(low.lit(atom)) if isinstance(atom, Lit) else low.on_host(_atom(low, atom))
+    """A loop's bound or a branch's predicate where the code running it reads it: read
+    once, before the loop, where the target reads it back (a wait for the device)."""
+    if isinstance(atom, Lit):
+        return _src(low.lit(atom))
+    value = _atom(low, atom)
+    if low.on_host(value) == value:
+        return value
+    name = low.namer.fresh(f"{value}_on_host")
+    low.line(1, f"{name} = {low.on_host(value)}")
+    return name
 
 
 def _names(low, eqn, indices, base):

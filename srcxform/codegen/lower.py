@@ -378,34 +378,30 @@ class _Lowering:
         """The lowering of a region (a loop body or branch) into this function."""
         return type(self)(program, False, self.namer, self.sizes, self.notes, self.nan_checks)
 
-    def on_host(self, value):
-        """A loop's bound or test, or a branch's predicate (source text), as the code that
-        runs the loop reads it."""
+    def on_host(self, value):  # a bound, test or predicate where the loop's code reads it
         return value
 
-    def loop_index(self, index, body):
-        """A loop's index (source text) as the region `body` takes it (its first input)."""
+    def loop_index(self, index, body):  # the index as the region `body` takes it
         return index
 
-    def stack(self, name, dims, dtype):
-        """The line allocating a loop's stack `name` of `dims` (source texts)."""
-        self.modules.add("arrays")
-        return f"{name} = arrays.empty(({', '.join(dims)},), {dtype})"
+    def stack(self, name, dims, dtype):  # the line allocating a loop's stack
+        return self._arrays(f"{name} = arrays.empty(({', '.join(dims)},), {dtype})")
 
     def row(self, stack, row):
         return f"{stack}[{row}]"
 
-    def put(self, stack, row, value, lane=False):
-        """The statement storing `value` as row `row` of `stack`; `lane`: in a prange."""
-        self.modules.add("arrays")
-        return f"arrays.{'put_lane' if lane else 'put'}({stack}, {row}, {value})"
+    def put(self, stack, row, value, lane=False):  # `lane`: in a prange
+        return self._arrays(f"arrays.{'put_lane' if lane else 'put'}({stack}, {row}, {value})")
 
     def grown(self, stack):
-        self.modules.add("arrays")
-        return f"arrays.grown({stack})"
+        return self._arrays(f"arrays.grown({stack})")
 
     def counted(self, indent, name):
         """A loop's trip count `name` once the loop ran, which the program reads on."""
+
+    def _arrays(self, text):
+        self.modules.add("arrays")
+        return text
 
     def _live(self, group):
         """The group's equations that something needs: a reduction, a stored array, or a

@@ -11,6 +11,7 @@ import numpy as np
 from numba import cuda
 
 from srcxform.ops.random import philox_p
+from srcxform.ops.shape import check_indices
 
 # Threads per block: a multiple of the warp (32); 256 is the usual first choice, to be
 # tuned by measurement on a real GPU (none has been measured).
@@ -280,6 +281,50 @@ def fold(g, size, strides, dilations, pads, out):
     if out.size:
         _fold[grid(out.size)](g, *strides, *dilations, pads[0][0], pads[1][0], out)
     return out
+
+
+@cuda.jit
+def _gather(x, rows, out):
+    """A thread per element of out (m, r): row rows[i] of x (n, r), from its end where
+    negative."""
+    r = out.shape[1]
+    for k in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+        i = rows[k // r]
+        out[k // r, k % r] = x[i + x.shape[0] if i < 0 else i, k % r]
+
+
+def gather(x, indices, out):
+    """out = x's rows at indices; the indices are read back and checked first, as the
+    CPU kernel checks them (a kernel cannot raise): a wait for the device."""
+    check_indices(indices.copy_to_host(), x.shape[0], "gather")
+    if out.size:
+        _gather[grid(out.size)](_rows(x), indices, _rows(out))
+    return out
+
+
+@cuda.jit
+def _scatter_add(g, rows, out):
+    """A thread per element of g (m, r), added atomically into row rows[i] of out: rows
+    may repeat."""
+    r = g.shape[1]
+    for k in range(cuda.grid(1), g.size, cuda.gridsize(1)):
+        i = rows[k // r]
+        cuda.atomic.add(out, (i + out.shape[0] if i < 0 else i, k % r), g[k // r, k % r])
+
+
+def scatter_add(g, indices, size, out):
+    """out = zeros of `size` rows with g's rows added at indices (gather's gradient),
+    the indices checked as gather's are."""
+    check_indices(indices.copy_to_host(), size, "scatter_add")
+    _filled(out, 0)
+    if g.size:
+        _scatter_add[grid(g.size)](_rows(g), indices, _rows(out))
+    return out
+
+
+def _rows(x):
+    """x as a matrix of its rows (n, r), a view where x is contiguous."""
+    return reshape(x, (x.shape[0], int(np.prod(x.shape[1:]))))
 
 
 def drawn(counter, key, count, dist, dtype):

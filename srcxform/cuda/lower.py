@@ -12,10 +12,10 @@ device arrays (the driver's `buffers`, kept between calls, but for what a call r
 a scalar is a 1-element array. Scalar steps between two nests run at the start of the
 second's kernel, in each thread, rather than in a one-thread launch of their own. The
 driver runs the views (getitem, reshape, transpose) on device arrays and calls launch.py
-for concat, matmul, an image's windows and random draws; anything else that is not
-elementwise is refused, naming the op and the user's line. Knows no primitive by name: the
-ops lowered outside loops are a table keyed by primitive, the reductions told apart by
-their templates.
+for concat, matmul, an image's windows, gathers (and their gradients) and random draws;
+anything else that is not elementwise is refused, naming the op and the user's line.
+Knows no primitive by name: the ops lowered outside loops are a table keyed by
+primitive, the reductions told apart by their templates.
 
 A loop or branch on traced values runs on the host (codegen/control.py's code, in the
 driver): each iteration launches its body's kernels, and a bound, a loop's test or a
@@ -38,7 +38,8 @@ from srcxform.codegen.schedule import LoopGroup
 from srcxform.ops.conv import fold_p, patches_p
 from srcxform.ops.linalg import matmul_p, matvec_p
 from srcxform.ops.random import philox_p
-from srcxform.ops.shape import concat_p, embed_p, getitem_p, reshape_p, transpose_p
+from srcxform.ops.shape import (concat_p, embed_p, gather_p, getitem_p, reshape_p,
+                                 scatter_add_p, transpose_p)
 
 # NumPy calls of the templates that CUDA kernels do not compile, and their math module
 # equivalents (numba-cuda compiles math.* to libdevice, float32 as float32).
@@ -67,9 +68,9 @@ def refuse(eqn, what):
     part = "the gradient of " if eqn.adjoint else ""
     raise UnsupportedOnCuda(
         f"srcxform.cuda: {eqn.prim.name} ({part}{line}) {what}; the CUDA target lowers "
-        "elementwise ops, sum/max/min reductions, views, concat, matrix products, "
-        "convolutions, poolings and random draws so far. Run this function on the CPU "
-        "(device='cpu').")
+        "elementwise ops, sum/max/min reductions, views, concat, gathers, matrix "
+        "products, convolutions, poolings and random draws so far. Run this function on "
+        "the CPU (device='cpu').")
 
 
 class CudaLowering(_Lowering):
@@ -96,7 +97,7 @@ class CudaLowering(_Lowering):
 
     # ----- loops and branches: run by the driver, reading device values back -----
     def on_host(self, value):
-        return f"launch.host({value})"
+        return f"launch.host({value})"  # control.py reads a bound once, before its loop
 
     def loop_index(self, index, body):
         """As a 1-element device array where the body reads it (a copy per iteration)."""
@@ -358,6 +359,8 @@ class _Reduced:
 
 
 def _getitem(low, eqn):
+    if not eqn.ins[0].aval.shape:  # a scalar given new axes (s[None]): its one element
+        return _reshape(low, eqn)
     view = _source_of(low, eqn)
     if eqn.out.aval.shape or not isinstance(view, ast.Subscript):
         return view
@@ -412,6 +415,12 @@ def _launched(low, eqn):
     return call
 
 
+def _scattered(low, eqn):
+    """Rows added at indices (gather's gradient), by atomics: for their dtypes only."""
+    _atomic_dtype(eqn)
+    return _launched(low, eqn)
+
+
 def _drawn(low, eqn):
     """A random draw: made on the host with the CPU kernel's bits (launch.drawn)."""
     params = [param_ast(eqn.kwargs[k], low.sizes) for k in ("count", "dist", "dtype")]
@@ -428,7 +437,8 @@ def _source_of(low, eqn):
 _VIEWS = (getitem_p, reshape_p, transpose_p)
 _HOST = {getitem_p: _getitem, reshape_p: _reshape, transpose_p: _transpose, embed_p: _embed,
          matmul_p: _product("matmul", (2, 2)), matvec_p: _product("matvec", (2, 1)),
-         patches_p: _launched, fold_p: _launched, philox_p: _drawn, concat_p: _launched}
+         patches_p: _launched, fold_p: _launched, philox_p: _drawn, concat_p: _launched,
+         gather_p: _launched, scatter_add_p: _scattered}
 
 
 def _returned(program):
@@ -438,7 +448,8 @@ def _returned(program):
     found = {a for a in program.outs if isinstance(a, Var)}
     producers = {eqn.out: eqn for eqn in program.eqns}
     for eqn in reversed(program.eqns):
-        if eqn.out in found and eqn.prim in _VIEWS:
+        if eqn.out in found and (eqn.prim in _VIEWS or eqn.prim is embed_p and not
+                                 eqn.out.aval.shape):  # a scalar's gradient: g reshaped
             found.update(a for a in eqn.ins if isinstance(a, Var))
         elif eqn.out in found and getattr(eqn.prim, "is_result", False):
             found.update(a for a in producers[eqn.ins[0]].ins if isinstance(a, Var))
@@ -457,10 +468,14 @@ def _atomic_of(e):
         getattr(t.func, "attr", None) if isinstance(t, ast.Call) else None
     if key not in _ATOMICS:
         refuse(e, "has no atomic to combine its elements with (sum, max and min do)")
+    _atomic_dtype(e)
+    return _ATOMICS[key]
+
+
+def _atomic_dtype(e):
     if e.out.aval.dtype.name not in _ATOMIC_DTYPES:
         refuse(e, f"of {e.out.aval.dtype.name} (CUDA's atomics take "
                   f"{', '.join(sorted(_ATOMIC_DTYPES))})")
-    return _ATOMICS[key]
 
 
 def _atomic(combine, name, at, value, dtype):

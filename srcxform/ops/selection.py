@@ -17,7 +17,7 @@ from srcxform.core.aval import Aval, normalize_axes, size
 from srcxform.core.dtypes import as_dtype
 from srcxform.core.errors import IndexArgumentError, TracingError, shape_error, user_line
 from srcxform.ops.elementwise import add, cast, equal, less, stop_gradient, where
-from srcxform.ops.shape import (FULL, Slice, _check_indices, broadcast_to, checked_indices,
+from srcxform.ops.shape import (FULL, Slice, check_indices, broadcast_to, checked_indices,
                                 concat, gather, gather_p, getitem_p, reshape, scatter_add,
                                 transpose)
 from srcxform.core.primitive import primitive
@@ -295,7 +295,7 @@ def _scatter_set_shape(x, indices, updates):
 
 
 def _scatter_set_impl(x, indices, updates):
-    _check_indices(indices, x.shape[0], "tensor_scatter_nd_update")
+    check_indices(indices, x.shape[0], "tensor_scatter_nd_update")
     out = x.copy()
     for k, i in enumerate(indices):  # in order: the last of repeated indices stays
         out[i] = updates[k]

@@ -170,7 +170,7 @@ def _scatter_add_shape(g, indices, *, size):
     return Aval((size,) + g.shape[1:], g.dtype)
 
 
-def _check_indices(indices, size, op):
+def check_indices(indices, size, op):
     """IndexError for an index outside [-size, size), worded as arrays.check_indices
     words it in compiled code."""
     bad = indices[(indices < -size) | (indices >= size)]
@@ -180,12 +180,12 @@ def _check_indices(indices, size, op):
 
 
 def _gather_impl(x, indices):
-    _check_indices(indices, x.shape[0], "gather")
+    check_indices(indices, x.shape[0], "gather")
     return x[indices]
 
 
 def _scatter_add_impl(g, indices, size):
-    _check_indices(indices, size, "scatter_add")
+    check_indices(indices, size, "scatter_add")
     out = np.zeros((size,) + g.shape[1:], g.dtype)
     np.add.at(out, indices, g)
     return out
@@ -417,7 +417,7 @@ def gather(params, indices, axis=None, batch_dims=0, name=None):
         # Indices known while tracing (a constant, or this call's integer argument) are
         # checked at this call's size there, where eager checks them (before a later op's
         # shape error); the kernel checks them again at each call.
-        _check_indices(known, concrete(x.shape[axis]), "gather")
+        check_indices(known, concrete(x.shape[axis]), "gather")
     # Batch axes, then the gathered axis, then the rest; with batch axes, each element's
     # indices are moved to its own rows of the batch-and-axis rows (_batch_rows).
     to_front = tuple(range(b)) + (axis,) + tuple(i for i in range(b, x.ndim) if i != axis)
