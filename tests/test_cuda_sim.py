@@ -147,6 +147,10 @@ def _edge_results(device):
                     + tf.reduce_sum(tf.einsum("bij,kj->bik", x, x[1]) ** 2), (batch,)),
         "gather": (lambda x: tf.reduce_sum(tf.gather(x, np.array([0, -1, 2, 0])) ** 2),
                    (np.cos(np.arange(12.0)).reshape(4, 3),)),
+        "gather_nd": (lambda x: tf.reduce_sum(tf.gather_nd(x, np.array([[0, 1], [3, 2]])) ** 2)
+                      + tf.reduce_sum(tf.gather(x, np.array([[0, 1], [2, 2], [1, 0], [2, 1]]),
+                                                batch_dims=1)),
+                      (np.cos(np.arange(12.0)).reshape(4, 3),)),
         "draws": (lambda x: tf.reduce_sum(x * generator.normal((3,)))
                   + tf.reduce_sum(generator.truncated_normal((2, 2), dtype=tf.float32)),
                   (np.arange(3.0),)),

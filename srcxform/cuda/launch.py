@@ -11,7 +11,7 @@ import numpy as np
 from numba import cuda
 
 from srcxform.ops.random import philox_p
-from srcxform.ops.shape import check_indices
+from srcxform.ops.shape import check_indices, check_range_p
 
 # Threads per block: a multiple of the warp (32); 256 is the usual first choice, to be
 # tuned by measurement on a real GPU (none has been measured).
@@ -320,6 +320,12 @@ def scatter_add(g, indices, size, out):
     if g.size:
         _scatter_add[grid(g.size)](_rows(g), indices, _rows(out))
     return out
+
+
+def check_range(indices, size, op, negatives):
+    """indices, read back and checked first as the CPU kernel checks them (gather_nd's)."""
+    check_range_p.impl(indices.copy_to_host(), size=int(size), op=op, negatives=negatives)
+    return indices
 
 
 def _rows(x):

@@ -25,6 +25,7 @@ iteration (a kept buffer would be written again while a carry still held it).
 """
 
 import ast
+import functools
 import itertools
 
 from srcxform.codegen import control
@@ -38,8 +39,8 @@ from srcxform.codegen.schedule import LoopGroup
 from srcxform.ops.conv import fold_p, patches_p
 from srcxform.ops.linalg import matmul_p, matvec_p
 from srcxform.ops.random import philox_p
-from srcxform.ops.shape import (concat_p, embed_p, gather_p, getitem_p, reshape_p,
-                                 scatter_add_p, transpose_p)
+from srcxform.ops.shape import (check_range_p, concat_p, embed_p, gather_p, getitem_p,
+                                 reshape_p, scatter_add_p, transpose_p)
 
 # NumPy calls of the templates that CUDA kernels do not compile, and their math module
 # equivalents (numba-cuda compiles math.* to libdevice, float32 as float32).
@@ -406,12 +407,14 @@ def _product(helper, ranks):
     return emit
 
 
-def _launched(low, eqn):
-    """An op that launch.py runs by kernels of its own (an image's windows, concat): the
-    CPU template's call with launch's function of the same name, and the output array."""
+def _launched(low, eqn, out=True):
+    """An op that launch.py runs by kernels of its own (an image's windows, concat), or on
+    the host (indices checked): the CPU template's call with launch's function of the same
+    name, and the output array where `out`."""
     call = _source_of(low, eqn)
     call.func = _attr("launch", call.func.attr)
-    call.args.append(low.new_array(eqn.out, eqn.out.aval.shape))
+    if out:
+        call.args.append(low.new_array(eqn.out, eqn.out.aval.shape))
     return call
 
 
@@ -434,11 +437,11 @@ def _source_of(low, eqn):
                 names)
 
 
-_VIEWS = (getitem_p, reshape_p, transpose_p)
+_VIEWS = (getitem_p, reshape_p, transpose_p, check_range_p)  # what returns its input
 _HOST = {getitem_p: _getitem, reshape_p: _reshape, transpose_p: _transpose, embed_p: _embed,
          matmul_p: _product("matmul", (2, 2)), matvec_p: _product("matvec", (2, 1)),
          patches_p: _launched, fold_p: _launched, philox_p: _drawn, concat_p: _launched,
-         gather_p: _launched, scatter_add_p: _scattered}
+         gather_p: _launched, scatter_add_p: _scattered, check_range_p: functools.partial(_launched, out=False)}
 
 
 def _returned(program):
