@@ -203,14 +203,16 @@ def _converts(node):
 def _explicit_super(fndef, first):
     """fndef with its `super()` calls written `super(__class__, self)`: a branch or loop
     body made a function of its own has no `self` (its first argument) to find."""
-    if not first:
+    def calls(fndef):
+        return [n for stmt in fndef.body for n in local_nodes(stmt) if isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Name) and n.func.id == "super" and not n.args]
+
+    if not first or not calls(fndef):
         return fndef
     fndef = copy.deepcopy(fndef)
-    for node in (n for stmt in fndef.body for n in local_nodes(stmt)):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
-                node.func.id == "super" and not node.args:
-            node.args = [ast.copy_location(ast.Name(name, ast.Load()), node)
-                         for name in ("__class__", first[0].arg)]
+    for node in calls(fndef):
+        node.args = [ast.copy_location(ast.Name(name, ast.Load()), node)
+                     for name in ("__class__", first[0].arg)]
     return fndef
 
 
