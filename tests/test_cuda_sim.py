@@ -101,6 +101,27 @@ def _on_cuda(tiny):
     found["step"] = _training_steps(device="cuda")
     found["cnn step"] = _training_steps(device="cuda", example="cnn")
     found["edges"] = _edge_results("cuda")
+    found["random loops"] = _random_loops("cuda")
+    return found
+
+
+def _random_loops(device):
+    """tests/test_random_control_flow.py's first programs (cond, fori_loop over rows,
+    while_loop and scan, nested) on `device`: {seed: their value and gradients as leaves,
+    or the op the device refused}."""
+    from test_random_control_flow import CALLS, Generator, arguments, make_program
+
+    found = {}
+    for seed in range(10):
+        templates, statements = Generator(seed).program()
+        wrt = tuple(range(1, 2 + len(templates)))
+        f = srcxform.differentiable(make_program(statements, len(templates)), wrt=wrt,
+                                    device=device)
+        args = arguments(templates, *CALLS[0][:2], 3, np.random.default_rng(seed))
+        try:
+            found[seed] = _leaves(f.value_and_grad(*args))
+        except sc.UnsupportedOnCuda as refused:
+            found[seed] = str(refused).split()[1]
     return found
 
 
@@ -463,6 +484,18 @@ def check_edges(found):
         assert len(found["edges"][name]) == len(expected), name
         for got, w in zip(found["edges"][name], expected):
             np.testing.assert_allclose(got, w, rtol=1e-12, err_msg=name)
+
+
+@pytest.mark.slow
+def test_random_programs_with_loops_and_branches_give_the_cpu_kernels_results(simulated):
+    found, want = simulated["random loops"], _random_loops("cpu")
+    ran = [seed for seed, got in found.items() if not isinstance(got, str)]
+    # the others reach an op the target has no lowering for (reduce_prod, polygamma)
+    assert len(ran) >= 5 and {got for got in found.values() if isinstance(got, str)} <= {
+        "reduce_prod", "polygamma"}, found
+    for seed in ran:
+        for got, expected in zip(found[seed], want[seed], strict=True):
+            np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-11, err_msg=seed)
 
 
 @pytest.mark.slow
