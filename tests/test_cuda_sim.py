@@ -172,6 +172,9 @@ def _edge_results(device):
                       + tf.reduce_sum(tf.gather(x, np.array([[0, 1], [2, 2], [1, 0], [2, 1]]),
                                                 batch_dims=1)),
                       (np.cos(np.arange(12.0)).reshape(4, 3),)),
+        # products to one element, with a zero (no atomic multiplies: refused before)
+        "products": (lambda m: tf.reduce_prod(tf.sin(m)) + tf.reduce_sum(
+            tf.reduce_prod(m, keepdims=True) * m), (np.arange(6.0).reshape(2, 3) / 5,)),
         "draws": (lambda x: tf.reduce_sum(x * generator.normal((3,)))
                   + tf.reduce_sum(generator.truncated_normal((2, 2), dtype=tf.float32)),
                   (np.arange(3.0),)),
@@ -377,9 +380,12 @@ def _ptx():
                               (launch._fold, f"({windows}, {ints}, {image})"),
                               (launch._gather, f"({dtype}[:, :], int64[:], {dtype}[:, :])"),
                               (launch._scatter_add,
-                               f"({dtype}[:, :], int64[:], {dtype}[:, :])")]:
+                               f"({dtype}[:, :], int64[:], {dtype}[:, :])"),
+                              (launch._multiplied, f"({dtype}[:], {dtype}[:])")]:
             cuda.compile_ptx(kernel.py_func, types, cc=(8, 0))
-    found["launch"] = 8
+    found["launch"] = 9
+    # a kernel storing each thread's partial product
+    found["products"] = len(sc.differentiable(product_of).ptx(np.ones(5)))
     return found
 
 
@@ -490,9 +496,9 @@ def check_edges(found):
 def test_random_programs_with_loops_and_branches_give_the_cpu_kernels_results(simulated):
     found, want = simulated["random loops"], _random_loops("cpu")
     ran = [seed for seed, got in found.items() if not isinstance(got, str)]
-    # the others reach an op the target has no lowering for (reduce_prod, polygamma)
-    assert len(ran) >= 5 and {got for got in found.values() if isinstance(got, str)} <= {
-        "reduce_prod", "polygamma"}, found
+    # the other reaches an op the target has no lowering for (polygamma, lgamma's gradient)
+    assert len(ran) >= 9 and {got for got in found.values() if isinstance(got, str)} <= {
+        "polygamma"}, found
     for seed in ran:
         for got, expected in zip(found[seed], want[seed], strict=True):
             np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-11, err_msg=seed)
@@ -526,6 +532,7 @@ def test_every_kernel_compiles_to_ptx_for_a_real_gpu():
     if found is None:
         pytest.skip("NVVM is not installed (pip install nvidia-nvvm nvidia-cuda-nvrtc)")
     assert {name: found[name] > 0 for name in LOWERED} == {name: True for name in LOWERED}
+    assert found["products"] > 0
 
 
 # ----- the entry and lowering, here: no numba.cuda needed -----
@@ -658,12 +665,16 @@ def product_of(x):
     return tf.reduce_prod(x * x)
 
 
+def products_by_column(x):  # a product to one element is lowered (partials); by column not
+    return tf.reduce_sum(tf.reduce_prod(tf.reshape(x, (2, 2)), axis=0))
+
+
 def cumulative(x):
     return tf.reduce_sum(tf.math.cumsum(x))
 
 
 @pytest.mark.parametrize("fn, message", [
-    (product_of, r"reduce_prod \(test_cuda_sim\.py:\d+: return tf\.reduce_prod\(x \* x\)\) has"),
+    (products_by_column, r"reduce_prod \(test_cuda_sim\.py:\d+: .*\) has no atomic"),
     (cumulative, r"cumsum \(test_cuda_sim\.py:\d+: .*\) has no CUDA lowering"),
 ])
 def test_an_op_the_target_does_not_lower_is_refused_naming_it(fn, message):

@@ -27,6 +27,26 @@ def grid(n):
     return max(1, min(MAX_BLOCKS, -(-n // threads))), threads
 
 
+def gridsize(n):
+    """The threads a launch over n elements starts (grid's blocks times threads)."""
+    blocks, threads = grid(n)
+    return blocks * threads
+
+
+@cuda.jit
+def _multiplied(partials, out):
+    acc = partials[0]
+    for k in range(1, partials.shape[0]):
+        acc *= partials[k]
+    out[0] = acc
+
+
+def multiplied(partials, out):
+    """out (one element) = the product of the threads' products, in their order, by one
+    thread: CUDA has no atomic multiply."""
+    _multiplied[1, 1](partials, reshape(out, (1,)))
+
+
 @cuda.jit
 def _fill(flat, value):
     for k in range(cuda.grid(1), flat.shape[0], cuda.gridsize(1)):

@@ -89,6 +89,7 @@ class CudaLowering(_Lowering):
         self.pending = None  # a one-thread nest that the next nest's kernel runs first
         self.folded = {}  # its values: their locals there
         self.in_kernel = False  # whether the lines emitted are a kernel's
+        self.partial_types = {}  # a product's partials: their Numba types
 
     def region_lowering(self, program):
         sub = super().region_lowering(program)
@@ -169,16 +170,18 @@ class CudaLowering(_Lowering):
         domain = group.domain
         index = [None if is_one(d) else f"i{p}" for p, d in enumerate(domain)]
         self.recomputing = _Recomputing(index)
-        host, body, before, after, scalar_names = [], [], [], [], {}
+        host, body, before, after, finish, scalar_names = [], [], [], [], [], {}
         prologue, steps = self._prologue(group, host)
         for e in members:
             name = self.namer(e.out)
             if e.prim.kind == "reduction":
-                reduced = self.atomic_reduction(e, name, index, scalar_names)
-                host.append(reduced.allocation)
+                reduced = self.atomic_reduction(e, name, index, scalar_names,
+                                                self._count(domain, index)[1])
+                host += reduced.allocations
                 before += reduced.before
                 body += self._recomputed_here() + [(e, reduced.body)]
                 after += [(e, node) for node in reduced.after]
+                finish += reduced.finish
                 continue
             local = self.namer.in_loop(e.out)
             value = self.elementwise(e, index, scalar_names)
@@ -196,6 +199,8 @@ class CudaLowering(_Lowering):
             self.stmt(1, node)
         self.launch(steps + members, domain, index, prologue + before, body, after,
                     bool(steps))
+        for node in finish:
+            self.stmt(1, node)
         self.folded = {}
 
     def _prologue(self, group, host):
@@ -222,40 +227,62 @@ class CudaLowering(_Lowering):
                                             stores, [])))
         return statements, steps
 
-    def atomic_reduction(self, e, name, index, scalar_names):
-        """A reduction's allocation (on the host: its output filled with the reduction's
-        start), and its statements in the kernel: before the loop, in it, after it."""
-        combine = _atomic_of(e)
+    def atomic_reduction(self, e, name, index, scalar_names, count):
+        """A reduction's allocations (its output filled with its start), its statements in
+        the kernel (before the loop, in it, after it) and in the driver after the launch.
+        A product to one element has no atomic: each thread of the launch over `count`
+        stores its own in `partials`, which one thread then multiplies."""
         dtype = e.out.aval.dtype
+        product = _combined_by(e) is ast.Mult and len(e.kwargs["axis"]) == len(
+            e.ins[0].aval.shape)
+        combine = None if product else _atomic_of(e)
         init = reduction_init(e.prim.init, dtype)
-        allocation = self.allocation(e.out, e.out.aval.shape or (1,), init)
+        allocation = self.allocation(e.out, e.out.aval.shape or (1,), None if product else init)
         x = self.load(e.ins[0], index, scalar_names, dtype)
-        if not e.out.aval.shape:  # a register per thread, one atomic per thread
-            acc = self.namer.fresh(f"{name}_acc")
-            combined = _for_cuda(e, fill(e.prim.template, {"acc": name_ast(acc), "x": x},
-                                         literal_dtype=dtype))
-            step = ast.AugAssign(ast.Name(acc, ast.Store()), combined.op, combined.right) \
-                if isinstance(combined, ast.BinOp) else \
-                ast.Assign([ast.Name(acc, ast.Store())], combined)
+        if not (product or e.out.aval.shape):  # a register per thread, one atomic each
+            acc, start, step = self._accumulated(e, name, x, init)
             finish = _atomic(combine, name, ast.Constant(0), name_ast(acc), dtype)
-            return _Reduced(allocation, [(None, ast.Assign([ast.Name(acc, ast.Store())], init))],
-                            step, [finish])
+            return _Reduced([allocation], [start], step, [finish])
+        if product:
+            acc, start, step = self._accumulated(e, name, x, init)
+            partials = self.namer.fresh(f"{name}_partials")
+            self.partial_types[partials] = f"{_numba_dtype(dtype)}[:]"
+            made = ast.parse(f"{partials} = buffers.empty({partials!r}, "
+                             f"(launch.gridsize({count}),), np.{dtype.name})").body[0]
+            store = ast.parse(f"{partials}[cuda.grid(1)] = {acc}").body[0]
+            return _Reduced([allocation, made], [start], step, [store],
+                            [ast.parse(f"launch.multiplied({partials}, {name})").body[0]])
         axis, keepdims = e.kwargs["axis"], e.kwargs["keepdims"]
         kept = [ast.Constant(0) if a in axis or i is None else name_ast(i)
                 for a, i in enumerate(index) if keepdims or a not in axis]
         at = ast.Tuple(kept, ast.Load()) if len(kept) > 1 else kept[0]
-        return _Reduced(allocation, [], _atomic(combine, name, at, x, dtype), [])
+        return _Reduced([allocation], [], _atomic(combine, name, at, x, dtype), [])
+
+    def _accumulated(self, e, name, x, init):
+        """A reduction in a register per thread: its name, its start and its step."""
+        acc = self.namer.fresh(f"{name}_acc")
+        dtype = e.out.aval.dtype
+        combined = _for_cuda(e, fill(e.prim.template, {"acc": name_ast(acc), "x": x},
+                                     literal_dtype=dtype))
+        step = ast.AugAssign(ast.Name(acc, ast.Store()), combined.op, combined.right) \
+            if isinstance(combined, ast.BinOp) else \
+            ast.Assign([ast.Name(acc, ast.Store())], combined)
+        return acc, (None, ast.Assign([ast.Name(acc, ast.Store())], init)), step
 
     def section(self, eqns):
         if not self.in_kernel:  # a kernel's statements are in the driver's section
             super().section(eqns)
 
+    def _count(self, domain, index):
+        """The extents of a nest's loops, and their product: its elements (source text)."""
+        extents = [self._paren(self.sizes.source(domain[p])) for p, i in enumerate(index) if i]
+        return extents, " * ".join(extents) or "1"
+
     def launch(self, members, domain, index, before, body, after, steps=False):
         """Emits the kernel of a loop nest and its launch in the driver."""
         kernel = f"{self.func_name}_k{len(self.kernels)}"
         looped = [p for p, i in enumerate(index) if i]
-        extents = [self._paren(self.sizes.source(domain[p])) for p in looped]
-        count = " * ".join(extents) or "1"
+        extents, count = self._count(domain, index)
         driver, self.lines = self.lines, []
         origin, self.last_origin = self.last_origin, None
         self.line(1, f'"""Loop nest {len(self.kernels)}: {_what(members, domain, steps)}."""')
@@ -282,14 +309,15 @@ class CudaLowering(_Lowering):
 
     def _types(self, params):
         """The Numba types of a kernel's parameters: arrays of any layout (a view may be
-        strided), a scalar value as a 1-element array, a size as int64."""
+        strided), a scalar value as a 1-element array, a size as int64, a product's
+        partials (`partial_types`) as theirs."""
         values = {self.namer(v): v for v in self.program.ins}
         values.update({self.namer(e.out): e.out for e in self.program.eqns})
         types = []
         for name in params:
             var = values.get(name)
-            if var is None:  # a size
-                types.append("int64")
+            if var is None:  # a size, or partials
+                types.append(self.partial_types.get(name, "int64"))
                 continue
             dims = ", ".join([":"] * max(1, len(var.aval.shape)))
             types.append(f"{_numba_dtype(var.aval.dtype)}[{dims}]")
@@ -355,8 +383,9 @@ class CudaLowering(_Lowering):
 
 
 class _Reduced:
-    def __init__(self, allocation, before, body, after):
-        self.allocation, self.before, self.body, self.after = allocation, before, body, after
+    def __init__(self, allocations, before, body, after, finish=()):
+        self.allocations, self.before, self.body, self.after = allocations, before, body, after
+        self.finish = list(finish)
 
 
 def _getitem(low, eqn):
@@ -466,13 +495,19 @@ def _attr(module, name):
 def _atomic_of(e):
     """The atomic combining a reduction's elements: from its template (acc + x,
     np.maximum(acc, x)), for the dtypes CUDA's atomics take."""
-    t = e.prim.template
-    key = type(t.op) if isinstance(t, ast.BinOp) else \
-        getattr(t.func, "attr", None) if isinstance(t, ast.Call) else None
+    key = _combined_by(e)
     if key not in _ATOMICS:
         refuse(e, "has no atomic to combine its elements with (sum, max and min do)")
     _atomic_dtype(e)
     return _ATOMICS[key]
+
+
+def _combined_by(e):
+    """What a reduction's template combines with: an operator's type (acc + x) or a
+    NumPy function's name (np.maximum(acc, x))."""
+    t = e.prim.template
+    return type(t.op) if isinstance(t, ast.BinOp) else \
+        getattr(t.func, "attr", None) if isinstance(t, ast.Call) else None
 
 
 def _atomic_dtype(e):
