@@ -103,7 +103,7 @@ def to_device(value, dtype):
 def host(x):
     """A scalar's value on the host (a loop's bound or test, a branch's predicate): its
     1-element device array read back, which waits for the kernels before it."""
-    return x.copy_to_host()[0]
+    return x.copy_to_host().reshape(-1)[0]
 
 
 def scalar(value, dtype):
@@ -356,6 +356,6 @@ def _rows(x):
 def drawn(counter, key, count, dist, dtype):
     """A random draw, made on the host by the CPU kernel's Philox (so with its bits) and
     copied to the device: the counter and key (8 bytes each) come back first."""
-    counter, key = (int(a.copy_to_host().reshape(-1)[0]) for a in (counter, key))
+    counter, key = (int(host(a)) for a in (counter, key))
     values = philox_p.impl(counter, key, count=int(count), dist=dist, dtype=np.dtype(dtype))
     return cuda.to_device(np.asarray(values).astype(dtype))

@@ -39,6 +39,7 @@ from srcxform.codegen.schedule import LoopGroup
 from srcxform.ops.conv import fold_p, patches_p
 from srcxform.ops.linalg import matmul_p, matvec_p
 from srcxform.ops.random import philox_p
+from srcxform.passes.structured import reads_index
 from srcxform.ops.shape import (check_range_p, concat_p, embed_p, gather_p, getitem_p,
                                  reshape_p, scatter_add_p, transpose_p)
 
@@ -103,9 +104,7 @@ class CudaLowering(_Lowering):
 
     def loop_index(self, index, body):
         """As a 1-element device array where the body reads it (a copy per iteration)."""
-        var = body.ins[0]
-        read = var in body.outs or any(var in e.ins for e in body.eqns)
-        return f"launch.scalar({index}, np.int64)" if read else index
+        return f"launch.scalar({index}, np.int64)" if reads_index(body) else index
 
     def stack(self, name, dims, dtype):
         return f"{name} = launch.empty(({', '.join(dims)},), {dtype})"
@@ -239,12 +238,11 @@ class CudaLowering(_Lowering):
         init = reduction_init(e.prim.init, dtype)
         allocation = self.allocation(e.out, e.out.aval.shape or (1,), None if product else init)
         x = self.load(e.ins[0], index, scalar_names, dtype)
-        if not (product or e.out.aval.shape):  # a register per thread, one atomic each
+        if product or not e.out.aval.shape:  # a register per thread
             acc, start, step = self._accumulated(e, name, x, init)
-            finish = _atomic(combine, name, ast.Constant(0), name_ast(acc), dtype)
-            return _Reduced([allocation], [start], step, [finish])
-        if product:
-            acc, start, step = self._accumulated(e, name, x, init)
+            if not product:  # and an atomic per thread
+                finish = _atomic(combine, name, ast.Constant(0), name_ast(acc), dtype)
+                return _Reduced([allocation], [start], step, [finish])
             partials = self.namer.fresh(f"{name}_partials")
             self.partial_types[partials] = f"{_numba_dtype(dtype)}[:]"
             made = ast.parse(f"{partials} = buffers.empty({partials!r}, "

@@ -33,9 +33,9 @@ def map_rows(fn, xs, identity=False):
         "body", lambda i, row: [as_value(v) for v in fn(row)], [structured.INDEX, row],
         ["i", "row0"])
     (region,), captures = structured.align([(sub, outs)])
-    index, reads = region.ins[0], region.ins[1:]
+    reads = region.ins[1:]
     room = [size(v.shape) for v in [row, *outs]]
-    if index not in region.outs and all(index not in e.ins for e in region.eqns) and \
+    if not structured.reads_index(region) and \
             _out_flags(region.replace(ins=reads), [True] + [False] * len(captures), room):
         inputs = [(xs, IDENTITY_ROWS if identity else True)] + [(c, False) for c in captures]
         return _run(region.replace(ins=reads), inputs, xs.shape[0], [True] * len(outs))

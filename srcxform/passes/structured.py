@@ -121,6 +121,12 @@ class StructuredOp:
         return lines
 
 
+def reads_index(body):
+    """Whether a loop's body region reads its index (its first input)."""
+    index = body.ins[0]
+    return index in body.outs or any(index in e.ins for e in body.eqns)
+
+
 def results_of(program, token):
     """{index: Var} of a structured equation's results that the program computes."""
     return {e.kwargs["index"]: e.out for e in program.eqns
