@@ -9,7 +9,8 @@ traced one runs the statement through srcxform.cond, while_loop or fori_loop
 assign that are read later (analysis.py). A statement holding what such a
 function cannot run (return, break, continue, an in-place change) raises TracingError at
 that line when its condition is traced, and runs as Python otherwise. A function defined
-in fn (a loop's body written there) is converted with it.
+in fn (a loop's body written there) is converted with it; one fn calls, when called
+(`callee`: TensorFlow's recursive conversion).
 
 So each converted statement appears twice in the rewritten function:
 
@@ -33,17 +34,20 @@ AutographWarning saying so.
 
 import __future__
 import ast
+import builtins
 import copy
 import dis
 import functools
 import inspect
 import operator
+import sys
 import textwrap
 import types
 import warnings
 import weakref
 
 from srcxform.autograph import runtime as autograph_runtime
+from srcxform.control_flow import cond, fori_loop, map_fn, scan, while_loop
 from srcxform.core.errors import AutographWarning, warn_user
 from srcxform.autograph.analysis import (
     assigned,
@@ -56,7 +60,15 @@ from srcxform.autograph.analysis import (
 )
 
 _AG = "ag__"  # the name the rewritten code calls autograph_runtime by
+_CALLS = "ag__calls"  # and this module, for `callee` (a module: no entry guards its cell)
 _CONVERTED = weakref.WeakKeyDictionary()  # function -> (its code, the converted function)
+_REWRITTEN = weakref.WeakKeyDictionary()  # code -> the converted function's code, or None
+_UNKNOWN = object()  # what a call's function is, where conversion cannot tell
+# Packages whose functions converted code calls as they are (TensorFlow's autograph keeps
+# its own and a list of libraries so): the standard library's too, builtins included.
+_LIBRARIES = frozenset({"srcxform", "numpy", "scipy", "numba"}) | sys.stdlib_module_names
+_BINDS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler, ast.MatchAs,
+          ast.MatchStar, ast.MatchMapping)  # nodes binding their name (a mapping: its rest)
 _NOT_PLAIN = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 _FUTURE = functools.reduce(operator.or_, (getattr(__future__, name).compiler_flag
                                           for name in __future__.all_feature_names))
@@ -79,7 +91,8 @@ def convert(fn):
     if isinstance(call, types.FunctionType) and not _srcxforms_own(call):
         func = convert(call)
         return fn if func is call else types.MethodType(func, fn)
-    if not isinstance(fn, types.FunctionType) or _AG in fn.__code__.co_freevars:
+    if not isinstance(fn, types.FunctionType) or \
+            {_AG, _CALLS} & set(fn.__code__.co_freevars):
         return fn  # not a function, or one defined in a converted function: converted
     found = _CONVERTED.get(fn)
     if found is None or found[0] is not fn.__code__:
@@ -105,16 +118,23 @@ def _converted(fn):
     wrapped = getattr(fn, "__wrapped__", None)
     if wrapped is not None:
         return _rewrapped(fn, wrapped)
+    code = fn.__code__
+    if code not in _REWRITTEN:  # once per code: a factory's closures share theirs
+        _REWRITTEN[code] = _rewritten_code(fn)
+    return _bound(fn, _REWRITTEN[code]) if _REWRITTEN[code] else None
+
+
+def _rewritten_code(fn):
     tree = _parse(fn, warn=True)
     if tree is None:
         return None
     try:
-        return _build(fn, _Converter(tree).function())
+        return _compiled(fn, _Callees(fn, tree).visit(_Converter(tree).function()))
     except Exception as error:  # noqa: BLE001 - any failure of the rewriting is ours
         warnings.warn(f"srcxform could not convert the control flow of "
                       f"{fn.__qualname__} ({type(error).__name__}: {error}); it is traced as "
                       "written (if, while and for on traced values raise TracingError)",
-                      AutographWarning, stacklevel=2)
+                      AutographWarning, stacklevel=3)
         return None
 
 
@@ -159,7 +179,7 @@ def source(fn):
     fn = getattr(fn, "__func__", fn)  # a bound method's function
     fn = inspect.unwrap(fn) if isinstance(fn, types.FunctionType) else fn
     tree = _parse(fn) if isinstance(fn, types.FunctionType) else None
-    return ast.unparse(_Converter(tree).function()) if tree else None
+    return ast.unparse(_Callees(fn, tree).visit(_Converter(tree).function())) if tree else None
 
 
 def _parse(fn, warn=False):
@@ -184,7 +204,7 @@ def _parse(fn, warn=False):
     if not isinstance(node, ast.FunctionDef) or node.name != code.co_name:
         return None
     ast.increment_lineno(tree, start - 1)
-    return node if _converts(node) else None
+    return node if _converts(node) or _Callees(fn, node).found(node) else None
 
 
 def _converts(node):
@@ -216,6 +236,87 @@ def _explicit_super(fndef, first):
     return fndef
 
 
+def library(value):
+    """Whether converted code calls `value` as it is (`_LIBRARIES`): a class, or a module or
+    callable of srcxform, NumPy, SciPy, Numba or the standard library."""
+    if isinstance(value, functools.partial):
+        return library(value.func)
+    if isinstance(value, type):
+        return True
+    module = value.__name__ if isinstance(value, types.ModuleType) else \
+        getattr(value, "__module__", None)
+    return isinstance(module, str) and module.partition(".")[0] in _LIBRARIES
+
+
+def callee(fn):
+    """What converted code calls where the user wrote `fn(...)`: a function of the user's
+    (a method, a partial, a callable object's __call__) converted too, as TensorFlow's
+    autograph converts what a converted function calls; cond, while_loop, fori_loop,
+    map_fn and scan converting the functions given to them; a library's function, a class
+    or a builtin as it is."""
+    if _takes_functions(fn):
+        return functools.partial(_with_converted, fn)
+    return fn if library(fn) else convert(fn)
+
+
+def _takes_functions(fn):
+    return any(fn is f for f in (cond, while_loop, fori_loop, map_fn, scan))
+
+
+def _with_converted(fn, *args, **kwargs):
+    def converted(value):
+        return callee(value) if isinstance(value, _FUNCTIONS) else value
+
+    return fn(*map(converted, args), **{k: converted(v) for k, v in kwargs.items()})
+
+
+_FUNCTIONS = (types.FunctionType, types.MethodType, functools.partial)
+
+
+class _Callees(ast.NodeTransformer):
+    """Each call `f(...)` that may call a function of the user's, written
+    `ag__calls.callee(f)(...)`: f is converted when called (`callee`). A call of a global or
+    builtin name that is a library's (looked up at conversion) stays as written."""
+
+    def __init__(self, fn, tree):
+        self.globals, self.bound = fn.__globals__, set(fn.__code__.co_freevars)
+        for n in ast.walk(tree):  # a name bound anywhere in it may be anything
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                self.bound.add(n.id)
+            elif isinstance(n, ast.alias):
+                self.bound.add((n.asname or n.name).partition(".")[0])
+            elif isinstance(n, ast.arg):
+                self.bound.add(n.arg)
+            elif isinstance(n, _BINDS):
+                self.bound |= {getattr(n, f) for f in ("name", "rest") if getattr(n, f, None)}
+
+    def found(self, tree):
+        return any(isinstance(n, ast.Call) and self.wraps(n.func) for n in ast.walk(tree))
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if self.wraps(node.func):
+            node.func = ast.copy_location(ast.Call(ast.Attribute(_name(_CALLS), "callee",
+                                                                 ast.Load()), [node.func], []),
+                                          node.func)
+        return node
+
+    def wraps(self, func):
+        attributes = []
+        while isinstance(func, ast.Attribute):
+            attributes.append(func.attr)
+            func = func.value
+        if not isinstance(func, ast.Name) or func.id in self.bound:
+            return True  # a call's result called, or a local: may be anything
+        if func.id == _AG:
+            return False
+        value = self.globals.get(func.id, getattr(builtins, func.id, _UNKNOWN))
+        for attribute in reversed(attributes):  # only a module's attributes are looked up
+            value = getattr(value, attribute, _UNKNOWN) \
+                if isinstance(value, types.ModuleType) else _UNKNOWN
+        return value is _UNKNOWN or _takes_functions(value) or not library(value)
+
+
 def _defined(node, enclosing):
     """A function or class defined in a converted function, converted with it (a class's
     methods), keeping its decorators; `enclosing`: the local names around it."""
@@ -241,14 +342,13 @@ def _has_control_flow(code):
     return False
 
 
-def _build(fn, fndef):
-    """The function for the rewritten FunctionDef, with fn's globals, defaults and
-    closure cells (so rebinding a global or a closure variable is seen): compiled
-    inside a factory whose parameters stand for fn's free variables and for ag__."""
+def _compiled(fn, fndef):
+    """The code of the rewritten FunctionDef: compiled inside a factory whose parameters
+    stand for fn's free variables and for ag__."""
     code = fn.__code__
     free = code.co_freevars
     factory = ast.FunctionDef(
-        name="autograph_factory__", args=_params(free + (_AG,)),
+        name="autograph_factory__", args=_params(free + (_AG, _CALLS)),
         body=[fndef, ast.Return(ast.Name(fndef.name, ast.Load()))], decorator_list=[])
     ast.copy_location(factory, fndef)
     module = ast.Module([ast.fix_missing_locations(factory)], type_ignores=[])
@@ -256,10 +356,18 @@ def _build(fn, fndef):
                        dont_inherit=True)  # fn's own __future__ imports (annotations)
     factory_code = _code_named(compiled, factory.name)
     inner = _requalified(_code_named(factory_code, fndef.name), f"{factory.name}.<locals>.")
-    cells = dict(zip(free, fn.__closure__ or ()))
-    cells[_AG] = types.CellType(autograph_runtime)
-    if not set(inner.co_freevars) <= cells.keys():
-        return None
+    return inner if set(inner.co_freevars) <= set(free) | {_AG, _CALLS, fndef.name} else None
+
+
+def _bound(fn, inner):
+    """The function of the rewritten code, with fn's globals, defaults and closure cells
+    (so rebinding a global or a closure variable is seen)."""
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+    cells[_AG], cells[_CALLS] = (types.CellType(m) for m in (autograph_runtime,
+                                                             sys.modules[__name__]))
+    # A recursive function's name is the factory's local there: the global it calls.
+    name = fn.__code__.co_name
+    cells.setdefault(name, types.CellType(fn.__globals__.get(name, fn)))
     converted = types.FunctionType(inner, fn.__globals__, fn.__name__, fn.__defaults__,
                                    tuple(cells[name] for name in inner.co_freevars))
     converted.__kwdefaults__ = fn.__kwdefaults__

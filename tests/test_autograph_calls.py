@@ -1,0 +1,220 @@
+"""TensorFlow's recursive conversion: a converted function's calls of the user's functions
+defined elsewhere (a helper in the module, a method, a callable object, a function given
+to cond, while_loop, fori_loop, map_fn or scan) convert those too, where they are called.
+Before, their `if` on a traced value raised TracingError. The functions under test live
+in this file: their source is read."""
+
+import functools
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import srcxform as tf
+from srcxform import autograph
+from srcxform.autograph import rewrite
+
+POINTS = (np.array([1.5, -0.5, 2.0]), np.array([-1.0, -2.0, 0.25]))
+
+
+def clipped(x):
+    if tf.reduce_sum(x) > 0:
+        y = x * x
+    else:
+        y = -x
+    return y
+
+
+def two_levels(x):
+    return clipped(x) + clipped(x * 0.5)
+
+
+def powered(x, n):
+    """A Python recursion on a static depth, each level branching on the traced value."""
+    if n == 0:
+        return x
+    return clipped(powered(x, n - 1))
+
+
+class Model:
+    def __init__(self, scale):
+        self.scale = scale
+
+    def __call__(self, x):
+        if tf.reduce_max(x) > 1.0:
+            x = x * self.scale
+        return self.step(x)
+
+    def step(self, x):
+        while tf.reduce_sum(x * x) > 4.0:
+            x = x * 0.5
+        return x
+
+
+def calls_helpers(x):
+    model = Model(3.0)
+    scaled = functools.partial(clipped)
+    return tf.reduce_sum(two_levels(x) + powered(x, 2) + model(x) + model.step(x) + scaled(x))
+
+
+def calls_helpers_eagerly(x):
+    """calls_helpers's value, in NumPy."""
+    def clip(v):
+        return v * v if v.sum() > 0 else -v
+
+    def step(v):
+        while (v * v).sum() > 4.0:
+            v = v * 0.5
+        return v
+
+    modelled = step(x * 3.0 if x.max() > 1.0 else x)
+    return np.sum(clip(x) + clip(x * 0.5) + clip(clip(x)) + modelled + step(x) + clip(x))
+
+
+def test_helpers_defined_elsewhere_are_converted_where_they_are_called():
+    compiled = tf.differentiable(calls_helpers)
+    for x in POINTS:
+        np.testing.assert_allclose(compiled(x), calls_helpers_eagerly(x), rtol=1e-12)
+        step = 1e-6 * np.eye(3)
+        numeric = [(calls_helpers_eagerly(x + e) - calls_helpers_eagerly(x - e)) / 2e-6
+                   for e in step]
+        np.testing.assert_allclose(compiled.grad(x), numeric, rtol=1e-5, atol=1e-7)
+    with pytest.raises(tf.TracingError, match="bool"):  # autograph off: as written
+        tf.differentiable(calls_helpers, autograph=False)(POINTS[0])
+
+
+def halve_or_grow(i, x):
+    if tf.reduce_sum(x) > 1.0:
+        x = x * 0.5
+    else:
+        x = x + 1.0
+    return x
+
+
+def while_test(i, x):
+    return i < 4
+
+
+def while_body(i, x):
+    return i + 1, halve_or_grow(i, x)
+
+
+def row_sign(row):
+    if tf.reduce_sum(row) > 0:
+        row = row * 2.0
+    return row
+
+
+def running(total, row):
+    if tf.reduce_sum(row) > 0:
+        total = total + row
+    return total
+
+
+def given_to_control_flow(x):
+    looped = tf.fori_loop(0, 4, halve_or_grow, x)
+    _, whiled = tf.while_loop(while_test, while_body, (0, x))
+    rows = tf.map_fn(row_sign, tf.reshape(x, (3, 1)))
+    scanned = tf.scan(running, tf.reshape(x, (3, 1)), tf.zeros(1, tf.float64))
+    branched = tf.cond(tf.reduce_sum(x) > 0, lambda: clipped(x), functools.partial(clipped, -x))
+    return looped + whiled + tf.reshape(rows, (3,)) + tf.reshape(scanned[-1], ()) + branched
+
+
+def given_to_control_flow_eagerly(x):
+    def halve(v):
+        for _ in range(4):
+            v = v * 0.5 if v.sum() > 1.0 else v + 1.0
+        return v
+
+    rows = np.where(x > 0, 2.0 * x, x)
+    branch = x * x  # clipped(x) where x sums above 0, else clipped(-x), whose sum is
+    return 2 * halve(x) + rows + np.sum(x[x > 0]) + branch
+
+
+def summed_control_flow(x):
+    return tf.reduce_sum(given_to_control_flow(x))
+
+
+def test_functions_given_to_control_flow_are_converted():
+    """TensorFlow's cond, while_loop, map_fn and scan convert the functions given them
+    (autograph.tf_convert): a body defined elsewhere branching on a traced value."""
+    compiled = tf.differentiable(summed_control_flow)
+    for x in POINTS:
+        np.testing.assert_allclose(tf.differentiable(given_to_control_flow)(x),
+                                   given_to_control_flow_eagerly(x), rtol=1e-12)
+        assert np.isfinite(compiled.grad(x)).all()
+
+
+class Base:
+    def shift(self, x):
+        return x + 1.0
+
+
+class Shifted(Base):
+    def shift(self, x):
+        return super().shift(x) * 2.0
+
+
+def library_calls(x):
+    names = locals()
+    total = tf.reduce_sum(tf.sin(x)) + np.float64(math.sqrt(len(str(names["x"].shape))))
+    return total + tf.reduce_sum(Shifted().shift(x)) + tf.reduce_sum(clipped(x))
+
+
+def only_ops(x):
+    return tf.reduce_sum(tf.sin(x) * np.float64(2.0))
+
+
+def test_library_calls_stay_as_written_and_the_users_are_wrapped():
+    text = autograph.source(library_calls)
+    for kept in ("locals()", "tf.reduce_sum(tf.sin(x))", "np.float64(math.sqrt(len(str("):
+        assert kept in text
+    assert "ag__calls.callee(Shifted().shift)(x)" in text  # a class kept; its method wrapped
+    assert "ag__calls.callee(clipped)(x)" in text
+    assert autograph.source(only_ops) is None  # nothing to convert: traced as written
+    assert autograph.convert(only_ops) is only_ops
+    x = POINTS[0]
+    expected = np.sum(np.sin(x)) + 2.0 + np.sum((x + 1.0) * 2.0) + np.sum(x * x)
+    np.testing.assert_allclose(tf.differentiable(library_calls)(x), expected, rtol=1e-12)
+
+
+def scaler(k):
+    def scaled(x):
+        if tf.reduce_sum(x) > 0:
+            x = x * k
+        return x
+    return scaled
+
+
+SCALED = scaler(2.0), scaler(3.0)  # made as written: two functions of one code
+
+
+def factory_calls(x):
+    return tf.reduce_sum(SCALED[0](x) + SCALED[1](x))
+
+
+def test_a_factorys_closures_are_converted_from_one_parse(monkeypatch):
+    parsed = []
+    parse = rewrite._parse
+    monkeypatch.setattr(rewrite, "_parse", lambda fn, **kw: parsed.append(fn) or parse(fn, **kw))
+    x = POINTS[0]
+    assert tf.differentiable(factory_calls)(x) == pytest.approx(5.0 * np.sum(x))
+    assert [fn.__name__ for fn in parsed].count("scaled") == 1
+
+
+def test_a_helper_without_readable_source_warns_and_raises_at_its_if():
+    namespace = {"tf": tf}
+    exec("def made(x):\n    if tf.reduce_sum(x) > 0:\n        return x\n    return -x\n",  # noqa: S102
+         namespace)
+
+    def calls_made(x):
+        return namespace["made"](x) * 2.0
+
+    with pytest.warns(tf.AutographWarning, match="made: its source cannot be read"), \
+            pytest.raises(tf.TracingError, match="bool"):
+        tf.differentiable(calls_made)(POINTS[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once per function
+        with pytest.raises(tf.TracingError):
+            tf.differentiable(calls_made)(POINTS[1])
