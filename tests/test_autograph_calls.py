@@ -218,3 +218,15 @@ def test_a_helper_without_readable_source_warns_and_raises_at_its_if():
         warnings.simplefilter("error")  # once per function
         with pytest.raises(tf.TracingError):
             tf.differentiable(calls_made)(POINTS[1])
+
+
+def test_a_lambda_calling_a_helper_is_converted_when_it_is_the_only_one_on_its_line():
+    """TensorFlow converts a lambda given to tf.function, found in its file's source."""
+    summed = tf.differentiable(lambda x, *, k=2.0: tf.reduce_sum(clipped(x) * k))
+    for x in POINTS:
+        np.testing.assert_allclose(summed(x), 2.0 * np.sum(x * x if x.sum() > 0 else -x))
+        np.testing.assert_allclose(summed.grad(x), 2.0 * (2 * x if x.sum() > 0 else -1.0))
+    assert "ag__calls.callee(clipped)(x)" in autograph.source(lambda x: clipped(x))
+    pair = (lambda x: clipped(x), lambda x: clipped(-x))  # which is which: not told
+    assert autograph.source(pair[0]) is None and autograph.convert(pair[1]) is pair[1]
+    assert autograph.source(lambda x: tf.sin(x)) is None  # nothing to convert

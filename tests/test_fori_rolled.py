@@ -252,7 +252,6 @@ def ranged(i, v):
 
 PYTHON_INDEX = {
     "int": lambda x, i, v: v * x[int(i)],
-    "range": lambda x, i, v: ranged(i, v) + x,
     "branch": lambda x, i, v: v * 2.0 if i == 0 else v + x,
     "list index": lambda x, i, v: v + [x, 2.0 * x][i % 2],
     "shape": lambda x, i, v: v + tf.reduce_sum(tf.ones([i + 1], tf.float64)),
@@ -265,6 +264,17 @@ def looped(loop, body):
     def fn(x):
         return tf.reduce_sum(loop(0, 3, lambda i, v: body(x, i, v), x[:3]))
     return fn
+
+
+def test_a_range_over_the_index_in_a_helper_the_body_calls_stays_a_loop():
+    """`for _ in range(i)` in a helper: converted where the body calls it (TensorFlow's
+    recursive conversion), a loop inside the loop; it unrolled the loop before."""
+    x = X[:3]
+    rolled, unrolled = (tf.differentiable(looped(loop, lambda x, i, v: ranged(i, v) + x))
+                        for loop in (tf.fori_loop, python_fori))
+    assert loops(rolled.ir(x)) == 2 and loops(unrolled.ir(x)) == 0
+    np.testing.assert_allclose(rolled(x), unrolled(x), rtol=1e-14)
+    np.testing.assert_allclose(rolled.grad(x), unrolled.grad(x), rtol=1e-14)
 
 
 @pytest.mark.parametrize("name", PYTHON_INDEX)

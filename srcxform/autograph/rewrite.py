@@ -39,6 +39,7 @@ import copy
 import dis
 import functools
 import inspect
+import linecache
 import operator
 import sys
 import textwrap
@@ -186,8 +187,11 @@ def _parse(fn, warn=False):
     """fn's FunctionDef, at its lines in its file, if fn has statements to convert. With
     `warn`, an AutographWarning where fn holds control flow but its source is unreadable."""
     code = fn.__code__
-    if code.co_flags & _NOT_PLAIN or fn.__name__ == "<lambda>":
+    if code.co_flags & _NOT_PLAIN:
         return None
+    if code.co_name == "<lambda>":
+        node = _lambda(code)
+        return node if node and _Callees(fn, node).found(node) else None
     try:
         lines, start = inspect.getsourcelines(fn)
         tree = ast.parse(textwrap.dedent("".join(lines)))
@@ -205,6 +209,33 @@ def _parse(fn, warn=False):
         return None
     ast.increment_lineno(tree, start - 1)
     return node if _converts(node) or _Callees(fn, node).found(node) else None
+
+
+def _lambda(code):
+    """A lambda as `def <lambda>(...): return body`, its node found in its file's tree by
+    its line and parameters; None where no one lambda there is it."""
+    try:
+        tree = _tree(code.co_filename, "".join(linecache.getlines(code.co_filename)))
+    except (SyntaxError, ValueError):
+        return None
+    count = code.co_argcount + code.co_kwonlyargcount + \
+        bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS)
+    found = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and
+             n.lineno == code.co_firstlineno and _parameters(n.args) == code.co_varnames[:count]]
+    if len(found) != 1:
+        return None
+    return ast.copy_location(ast.FunctionDef("<lambda>", found[0].args,
+                                             [ast.Return(found[0].body)], []), found[0])
+
+
+@functools.lru_cache(maxsize=8)
+def _tree(filename, text):
+    return ast.parse(text, filename)
+
+
+def _parameters(args):
+    return tuple(a.arg for a in args.posonlyargs + args.args + args.kwonlyargs +
+                 [a for a in (args.vararg, args.kwarg) if a])
 
 
 def _converts(node):
