@@ -85,9 +85,10 @@ def test_helpers_defined_elsewhere_are_converted_where_they_are_called():
 
 
 def halve_or_grow(i, x):
-    if tf.reduce_sum(x) > 1.0:
-        x = x * 0.5
-    else:
+    x = x + 0.0 * tf.cast(i, tf.float64)
+    if tf.reduce_max(x) > 1.0:
+        x = x / 2.0
+    if tf.reduce_min(x) <= 0.0:
         x = x + 1.0
     return x
 
@@ -124,7 +125,8 @@ def given_to_control_flow(x):
 def given_to_control_flow_eagerly(x):
     def halve(v):
         for _ in range(4):
-            v = v * 0.5 if v.sum() > 1.0 else v + 1.0
+            v = v / 2.0 if v.max() > 1.0 else v
+            v = v + 1.0 if v.min() <= 0.0 else v
         return v
 
     rows = np.where(x > 0, 2.0 * x, x)

@@ -268,11 +268,11 @@ def _explicit_super(fndef, first):
 
 
 def library(value):
-    """Whether converted code calls `value` as it is (`_LIBRARIES`): a class, or a module or
-    callable of srcxform, NumPy, SciPy, Numba or the standard library."""
+    """Whether converted code calls `value` as it is (`_LIBRARIES`): a class, a builtin, or a
+    module or callable of srcxform, NumPy, SciPy, Numba or the standard library."""
     if isinstance(value, functools.partial):
         return library(value.func)
-    if isinstance(value, type):
+    if isinstance(value, (type, types.BuiltinFunctionType)):  # a class; C code, any module's
         return True
     module = value.__name__ if isinstance(value, types.ModuleType) else \
         getattr(value, "__module__", None)
