@@ -819,11 +819,22 @@ def _registered(fn):
 @_registered
 def registered_piecewise(x):
     if tf.reduce_sum(x) > 1.0:
-        return tf.reduce_sum(tf.sin(x))
-    return tf.reduce_sum(x)
+        y = tf.reduce_sum(tf.sin(x))
+    else:
+        y = tf.reduce_sum(x)
+    return y
 
 
-def test_a_wrapper_without_the_function_in_its_closure_warns():
+def test_a_wrapper_without_the_function_in_its_closure_converts_what_it_calls():
+    """Its own code is converted, so the function it finds is converted where called (it
+    warned and raised before); only a wrapper whose code cannot be read still warns."""
+    for x in (np.ones(2), np.full(2, 0.25)):
+        np.testing.assert_allclose(tf.differentiable(registered_piecewise)(x),
+                                   _value_and_grad(registered_piecewise, x)[0])
+    namespace = {"_REGISTRY": _REGISTRY}
+    exec("def wrapper(*args):\n    return _REGISTRY['registered_piecewise'](*args)\n",  # noqa: S102
+         namespace)
+    unreadable = functools.wraps(_REGISTRY["registered_piecewise"])(namespace["wrapper"])
     said = r"registered_piecewise: it wraps .*closure"
     with pytest.warns(tf.AutographWarning, match=said), pytest.raises(tf.TracingError):
-        tf.differentiable(registered_piecewise)(np.ones(2))
+        tf.differentiable(unreadable)(np.ones(2))

@@ -41,7 +41,9 @@ import functools
 import inspect
 import linecache
 import operator
+import re
 import sys
+import sysconfig
 import textwrap
 import types
 import warnings
@@ -68,6 +70,10 @@ _UNKNOWN = object()  # what a call's function is, where conversion cannot tell
 # Packages whose functions converted code calls as they are (TensorFlow's autograph keeps
 # its own and a list of libraries so): the standard library's too, builtins included.
 _LIBRARIES = frozenset({"srcxform", "numpy", "scipy", "numba"}) | sys.stdlib_module_names
+_INSTALLED = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "purelib", "platlib")})
+# The names the rewriting makes: ag__, ag__calls and _Converter.fresh's.
+_MADE = re.compile(r"ag__(calls)?|(cond|if_true|if_false|traced|while_test|while_body|range|"
+                   r"for_body)__\d+_*")
 _BINDS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler, ast.MatchAs,
           ast.MatchStar, ast.MatchMapping)  # nodes binding their name (a mapping: its rest)
 _NOT_PLAIN = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
@@ -75,29 +81,31 @@ _FUTURE = functools.reduce(operator.or_, (getattr(__future__, name).compiler_fla
                                           for name in __future__.all_feature_names))
 
 
-def convert(fn):
+def convert(fn, warn=True):
     """fn with its control flow converted; fn itself where there is nothing to convert or
-    its source cannot be read. A bound method's function is converted and bound again, a
-    partial's wrapped again, and a callable object's __call__ bound to it. srcxform's own
+    its source cannot be read (with `warn`, an AutographWarning says why where it holds
+    control flow). A bound method's function is converted and bound again, a partial's
+    wrapped again, and a callable object's __call__ as its class binds it. srcxform's own
     callables (compiled functions and their f.grad, layers, ops, transforms) are fn."""
     if _srcxforms_own(fn):
         return fn
     if isinstance(fn, types.MethodType):
-        func = convert(fn.__func__)
+        func = convert(fn.__func__, warn)
         return fn if func is fn.__func__ else types.MethodType(func, fn.__self__)
-    if isinstance(fn, functools.partial):
-        func = convert(fn.func)
+    if type(fn) is functools.partial:  # a subclass: a callable object
+        func = convert(fn.func, warn)
         return fn if func is fn.func else functools.partial(func, *fn.args, **fn.keywords)
     call = type(fn).__call__ if callable(fn) else None
-    if isinstance(call, types.FunctionType) and not _srcxforms_own(call):
-        func = convert(call)
-        return fn if func is call else types.MethodType(func, fn)
+    if isinstance(call, types.FunctionType) and not library(call):
+        bound = fn.__call__  # a staticmethod's is not bound
+        func = convert(bound, warn)
+        return fn if func is bound else func
     if not isinstance(fn, types.FunctionType) or \
             {_AG, _CALLS} & set(fn.__code__.co_freevars):
         return fn  # not a function, or one defined in a converted function: converted
     found = _CONVERTED.get(fn)
     if found is None or found[0] is not fn.__code__:
-        found = _CONVERTED[fn] = (fn.__code__, _converted(fn) or fn)
+        found = _CONVERTED[fn] = (fn.__code__, _converted(fn, warn) or fn)
     return found[1]
 
 
@@ -112,21 +120,32 @@ def _srcxforms_own(fn):
     return (module or "").startswith("srcxform.")
 
 
-def _converted(fn):
+def _converted(fn, warn):
     """The converted function, or None. A construct the rewriting gets wrong must not stop
     a function that traced before from tracing: it warns, as TensorFlow's autograph
     does, and fn is traced as written."""
     wrapped = getattr(fn, "__wrapped__", None)
-    if wrapped is not None:
-        return _rewrapped(fn, wrapped)
+    rewrapped = wrapped is not None and _rewrapped(fn, wrapped, warn)
+    if rewrapped:
+        return rewrapped
     code = fn.__code__
     if code not in _REWRITTEN:  # once per code: a factory's closures share theirs
-        _REWRITTEN[code] = _rewritten_code(fn)
-    return _bound(fn, _REWRITTEN[code]) if _REWRITTEN[code] else None
+        _REWRITTEN[code] = _rewritten_code(fn, warn)
+    if _REWRITTEN[code]:  # a wrapper not holding what it wraps: what it calls converted
+        return _bound(fn, _REWRITTEN[code])
+    if rewrapped is None and warn:
+        warn_user(f"srcxform cannot convert the control flow of {fn.__qualname__}: it wraps "
+                  f"{getattr(wrapped, '__qualname__', wrapped)} (its __wrapped__, as "
+                  "functools.wraps sets) without holding it in its closure, where srcxform "
+                  "would put the converted function, so an `if`, `while` or `for` on a "
+                  "traced value in it raises TracingError. Put srcxform's decorator right "
+                  "above the def, under the other one, or write the branch with "
+                  "srcxform.cond, while_loop or fori_loop", AutographWarning)
+    return None
 
 
-def _rewritten_code(fn):
-    tree = _parse(fn, warn=True)
+def _rewritten_code(fn, warn):
+    tree = _parse(fn, warn)
     if tree is None:
         return None
     try:
@@ -139,23 +158,16 @@ def _rewritten_code(fn):
         return None
 
 
-def _rewrapped(fn, wrapped):
+def _rewrapped(fn, wrapped, warn):
     """A decorator's wrapper (fn, whose __wrapped__ is `wrapped`) calling the converted
     wrapped function: fn made again, the closure cell holding `wrapped` holding it instead.
-    None where there is nothing to convert, or no such cell (an AutographWarning)."""
-    inner = convert(wrapped)
+    False where there is nothing to convert; None where there is no such cell."""
+    inner = convert(wrapped, warn)
     if inner is wrapped:
-        return None
+        return False
     cells = fn.__closure__ or ()
     held = [k for k, cell in enumerate(cells) if _contents(cell) is wrapped]
     if not held:
-        warn_user(f"srcxform cannot convert the control flow of {fn.__qualname__}: it wraps "
-                  f"{getattr(wrapped, '__qualname__', wrapped)} (its __wrapped__, as "
-                  "functools.wraps sets) without holding it in its closure, where srcxform "
-                  "would put the converted function, so an `if`, `while` or `for` on a "
-                  "traced value in it raises TracingError. Put srcxform's decorator right "
-                  "above the def, under the other one, or write the branch with "
-                  "srcxform.cond, while_loop or fori_loop", AutographWarning)
         return None
     closure = tuple(types.CellType(inner) if k in held else cell for k, cell in enumerate(cells))
     rewrapped = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
@@ -193,7 +205,7 @@ def _parse(fn, warn=False):
         node = _lambda(code)
         return node if node and _Callees(fn, node).found(node) else None
     try:
-        lines, start = inspect.getsourcelines(fn)
+        lines, start = inspect.getsourcelines(code)  # fn's own: not what it wraps
         tree = ast.parse(textwrap.dedent("".join(lines)))
     except (OSError, TypeError, SyntaxError):  # no file, a builtin, or an odd indentation
         if warn and _has_control_flow(code):
@@ -268,11 +280,15 @@ def _explicit_super(fndef, first):
 
 
 def library(value):
-    """Whether converted code calls `value` as it is (`_LIBRARIES`): a class, a builtin, or a
-    module or callable of srcxform, NumPy, SciPy, Numba or the standard library."""
-    if isinstance(value, functools.partial):
+    """Whether converted code calls `value` as it is: a class, a builtin, a function of an
+    installed package or of the standard library (by its file), or a module or callable
+    of srcxform, NumPy, SciPy or Numba."""
+    if type(value) is functools.partial:
         return library(value.func)
     if isinstance(value, (type, types.BuiltinFunctionType)):  # a class; C code, any module's
+        return True
+    code = getattr(getattr(value, "__func__", value), "__code__", None)
+    if isinstance(code, types.CodeType) and code.co_filename.startswith(_INSTALLED):
         return True
     module = value.__name__ if isinstance(value, types.ModuleType) else \
         getattr(value, "__module__", None)
@@ -285,9 +301,17 @@ def callee(fn):
     autograph converts what a converted function calls; cond, while_loop, fori_loop,
     map_fn and scan converting the functions given to them; a library's function, a class
     or a builtin as it is."""
+    if type(fn) is types.FunctionType:  # the usual case, from the cache
+        found = _CONVERTED.get(fn)
+        if found is not None and found[0] is fn.__code__:
+            return found[1]
     if _takes_functions(fn):
         return functools.partial(_with_converted, fn)
-    return fn if library(fn) else convert(fn)
+    if library(fn):
+        if type(fn) is types.FunctionType:
+            _CONVERTED[fn] = fn.__code__, fn
+        return fn
+    return convert(fn, warn=False)  # its `if` on a traced value says where, if it is one
 
 
 def _takes_functions(fn):
@@ -307,10 +331,12 @@ _FUNCTIONS = (types.FunctionType, types.MethodType, functools.partial)
 class _Callees(ast.NodeTransformer):
     """Each call `f(...)` that may call a function of the user's, written
     `ag__calls.callee(f)(...)`: f is converted when called (`callee`). A call of a global or
-    builtin name that is a library's (looked up at conversion) stays as written."""
+    builtin name that is a library's (looked up at conversion) stays as written; a
+    function's locals(), vars() or dir() is shown without the names the rewriting made."""
 
     def __init__(self, fn, tree):
         self.globals, self.bound = fn.__globals__, set(fn.__code__.co_freevars)
+        self.in_class = False
         for n in ast.walk(tree):  # a name bound anywhere in it may be anything
             if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
                 self.bound.add(n.id)
@@ -326,26 +352,52 @@ class _Callees(ast.NodeTransformer):
 
     def visit_Call(self, node):
         self.generic_visit(node)
+        if not (node.args or node.keywords or self.in_class) and \
+                any(self.value(node.func) is f for f in (locals, vars, dir)):
+            return ast.copy_location(_calls("shown", node), node)
         if self.wraps(node.func):
-            node.func = ast.copy_location(ast.Call(ast.Attribute(_name(_CALLS), "callee",
-                                                                 ast.Load()), [node.func], []),
-                                          node.func)
+            node.func = ast.copy_location(_calls("callee", node.func), node.func)
         return node
 
+    def visit_FunctionDef(self, node, in_class=False):  # a class body's locals() is its own
+        self.in_class, outer = in_class, self.in_class
+        self.generic_visit(node)
+        self.in_class = outer
+        return node
+
+    def visit_ClassDef(self, node):
+        return self.visit_FunctionDef(node, in_class=True)
+
     def wraps(self, func):
+        value = self.value(func)
+        return value is _UNKNOWN or _takes_functions(value) or not library(value)
+
+    def value(self, func):
+        """What a call's function is, if a global or builtin name (or a module's attribute
+        of one) says; else _UNKNOWN."""
         attributes = []
         while isinstance(func, ast.Attribute):
             attributes.append(func.attr)
             func = func.value
         if not isinstance(func, ast.Name) or func.id in self.bound:
-            return True  # a call's result called, or a local: may be anything
-        if func.id == _AG:
-            return False
-        value = self.globals.get(func.id, getattr(builtins, func.id, _UNKNOWN))
+            return _UNKNOWN  # a call's result called, or a local: may be anything
+        value = autograph_runtime if func.id == _AG else \
+            self.globals.get(func.id, getattr(builtins, func.id, _UNKNOWN))
         for attribute in reversed(attributes):  # only a module's attributes are looked up
             value = getattr(value, attribute, _UNKNOWN) \
                 if isinstance(value, types.ModuleType) else _UNKNOWN
-        return value is _UNKNOWN or _takes_functions(value) or not library(value)
+        return value
+
+
+def shown(names):
+    """locals(), vars() or dir() in converted code: without the names the rewriting made."""
+    if isinstance(names, dict):
+        return {k: v for k, v in names.items() if not _MADE.fullmatch(k)}
+    return [k for k in names if not _MADE.fullmatch(k)]
+
+
+def _calls(name, *args):
+    return ast.Call(ast.Attribute(_name(_CALLS), name, ast.Load()), list(args), [])
 
 
 def _defined(node, enclosing):
@@ -375,9 +427,12 @@ def _has_control_flow(code):
 
 def _compiled(fn, fndef):
     """The code of the rewritten FunctionDef: compiled inside a factory whose parameters
-    stand for fn's free variables and for ag__."""
-    code = fn.__code__
+    stand for fn's free variables and for ag__, under a name of its own there (fn's own
+    name in its body is the global it was), then given fn's."""
+    code, name = fn.__code__, fndef.name
     free = code.co_freevars
+    fndef = copy.copy(fndef)
+    fndef.name = "autograph_converted__"
     factory = ast.FunctionDef(
         name="autograph_factory__", args=_params(free + (_AG, _CALLS)),
         body=[fndef, ast.Return(ast.Name(fndef.name, ast.Load()))], decorator_list=[])
@@ -386,8 +441,9 @@ def _compiled(fn, fndef):
     compiled = compile(module, code.co_filename, "exec", flags=code.co_flags & _FUTURE,
                        dont_inherit=True)  # fn's own __future__ imports (annotations)
     factory_code = _code_named(compiled, factory.name)
-    inner = _requalified(_code_named(factory_code, fndef.name), f"{factory.name}.<locals>.")
-    return inner if set(inner.co_freevars) <= set(free) | {_AG, _CALLS, fndef.name} else None
+    inner = _requalified(_code_named(factory_code, fndef.name),
+                         f"{factory.name}.<locals>.{fndef.name}", name).replace(co_name=name)
+    return inner if set(inner.co_freevars) <= set(free) | {_AG, _CALLS} else None
 
 
 def _bound(fn, inner):
@@ -396,9 +452,6 @@ def _bound(fn, inner):
     cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
     cells[_AG], cells[_CALLS] = (types.CellType(m) for m in (autograph_runtime,
                                                              sys.modules[__name__]))
-    # A recursive function's name is the factory's local there: the global it calls.
-    name = fn.__code__.co_name
-    cells.setdefault(name, types.CellType(fn.__globals__.get(name, fn)))
     converted = types.FunctionType(inner, fn.__globals__, fn.__name__, fn.__defaults__,
                                    tuple(cells[name] for name in inner.co_freevars))
     converted.__kwdefaults__ = fn.__kwdefaults__
@@ -407,15 +460,18 @@ def _bound(fn, inner):
     return converted
 
 
-def _requalified(code, prefix):
+def _requalified(code, prefix, name):
     """code with the qualified names of the functions defined in it (its own too) as the
-    user's: without the factory's `prefix` (co_qualname; before Python 3.11, the name
-    MAKE_FUNCTION takes from the constants)."""
-    consts = tuple(_requalified(c, prefix) if isinstance(c, types.CodeType) else
-                   c.removeprefix(prefix) if isinstance(c, str) else c for c in code.co_consts)
+    user's: the factory's `prefix` made fn's `name` (co_qualname; before Python 3.11, the
+    name MAKE_FUNCTION takes from the constants)."""
+    def renamed(text):
+        return name + text[len(prefix):] if text.startswith(prefix) else text
+
+    consts = tuple(_requalified(c, prefix, name) if isinstance(c, types.CodeType) else
+                   renamed(c) if isinstance(c, str) else c for c in code.co_consts)
     code = code.replace(co_consts=consts)
     if hasattr(code, "co_qualname"):
-        code = code.replace(co_qualname=code.co_qualname.removeprefix(prefix))
+        code = code.replace(co_qualname=renamed(code.co_qualname))
     return code
 
 
