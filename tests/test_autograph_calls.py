@@ -6,6 +6,7 @@ in this file: their source is read."""
 
 import functools
 import math
+import os
 import sys
 import warnings
 
@@ -200,7 +201,7 @@ def factory_calls(x):
 def test_a_factorys_closures_are_converted_from_one_parse(monkeypatch):
     parsed = []
     parse = rewrite._parse
-    monkeypatch.setattr(rewrite, "_parse", lambda fn, *a: parsed.append(fn) or parse(fn, *a))
+    monkeypatch.setattr(rewrite, "_parse", lambda fn, **kw: parsed.append(fn) or parse(fn, **kw))
     x = POINTS[0]
     assert tf.differentiable(factory_calls)(x) == pytest.approx(5.0 * np.sum(x))
     assert [fn.__name__ for fn in parsed].count("scaled") == 1
@@ -320,3 +321,71 @@ def test_wrappers_of_helpers_call_them_quietly():
         warnings.simplefilter("error")
         value = tf.differentiable(calls_wrappers)(POINTS[0])
     np.testing.assert_allclose(value, np.sum(POINTS[0] ** 2 + POINTS[0] + 2.0))
+
+
+# ----- found by helper 57 in the second form -----
+
+
+class Private:
+    """`self.__scale` is mangled to `_Private__scale` where the class compiles it."""
+
+    def __init__(self):
+        self.__scale = 3.0
+
+    def scaled(self, x):
+        return clipped(x) * self.__scale
+
+
+def annotated(x, scale=2.0) -> float:
+    return clipped(x) * scale
+
+
+annotated.unit = "m"
+
+
+def reads_metadata(fn, x):
+    """A decorator's kind of reader: the function's attributes and annotations (no
+    `assert`: pytest rewrites it, so this file's source would not be this code)."""
+    if fn.unit != "m" or fn.__annotations__["return"] is not float:
+        raise AssertionError(fn)
+    return fn(x)
+
+
+def shadowing_names(x):
+    cond__3 = x * 2.0  # named like what the rewriting makes
+    if x.shape[0] > 1:
+        x = x + 0.0
+    return x * len(locals()) + cond__3
+
+
+def made_names(x):
+    return tf.reduce_sum(Private().scaled(x) + reads_metadata(annotated, x)
+                         + shadowing_names(x) + tf.map_fn(Model(1.0), x))
+
+
+def test_a_converted_helper_keeps_its_names_attributes_and_defaults(monkeypatch):
+    x = POINTS[0]
+    squares = x * x  # clipped(x): the points' sum is above 0
+    steps = x  # map_fn(Model(1.0)), a callable object converted: no element's square > 4
+    expected = np.sum(3.0 * squares + 2.0 * squares + 2 * x + 2 * x + steps)
+    np.testing.assert_allclose(tf.differentiable(made_names)(x), expected)
+    monkeypatch.setattr(annotated, "__defaults__", (5.0,))  # seen by a new trace
+    np.testing.assert_allclose(tf.differentiable(made_names)(x), expected + 3.0 * squares.sum())
+    converted = autograph.convert(Private().scaled)
+    assert converted.__func__.__qualname__ == "Private.scaled"
+
+
+def test_a_helper_whose_file_changed_since_import_is_called_as_compiled(tmp_path, monkeypatch):
+    """Converted from the file's new text it gave a value eager never gives."""
+    path = tmp_path / "edited_helpers.py"
+    path.write_text("def helper(x):\n    return abs(x) * 2.0\n")
+    monkeypatch.syspath_prepend(tmp_path)
+    import edited_helpers
+    path.write_text("def helper(x):\n    return abs(x) * 3.0 + 100.0\n")
+    os.utime(path, (os.stat(path).st_mtime + 5,) * 2)
+
+    def calls_edited(x):
+        return tf.reduce_sum(edited_helpers.helper(x))
+
+    np.testing.assert_allclose(tf.differentiable(calls_edited)(POINTS[0]),
+                               2.0 * np.abs(POINTS[0]).sum())

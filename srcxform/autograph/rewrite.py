@@ -41,7 +41,6 @@ import functools
 import inspect
 import linecache
 import operator
-import re
 import sys
 import sysconfig
 import textwrap
@@ -64,16 +63,16 @@ from srcxform.autograph.analysis import (
 
 _AG = "ag__"  # the name the rewritten code calls autograph_runtime by
 _CALLS = "ag__calls"  # and this module, for `callee` (a module: no entry guards its cell)
-_CONVERTED = weakref.WeakKeyDictionary()  # function -> (its code, the converted function)
+# function -> (its code and defaults, the converted function or None for itself)
+_CONVERTED = weakref.WeakKeyDictionary()
 _REWRITTEN = weakref.WeakKeyDictionary()  # code -> the converted function's code, or None
 _UNKNOWN = object()  # what a call's function is, where conversion cannot tell
 # Packages whose functions converted code calls as they are (TensorFlow's autograph keeps
-# its own and a list of libraries so): the standard library's too, builtins included.
-_LIBRARIES = frozenset({"srcxform", "numpy", "scipy", "numba"}) | sys.stdlib_module_names
+# its own and a list of libraries so), by name; the standard library's and installed
+# packages' by their files (a user's package may be named like a standard module).
+_LIBRARIES = frozenset({"srcxform", "numpy", "scipy", "numba"})
+_JUMPS = frozenset(dis.hasjrel + dis.hasjabs)
 _INSTALLED = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "purelib", "platlib")})
-# The names the rewriting makes: ag__, ag__calls and _Converter.fresh's.
-_MADE = re.compile(r"ag__(calls)?|(cond|if_true|if_false|traced|while_test|while_body|range|"
-                   r"for_body)__\d+_*")
 _BINDS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler, ast.MatchAs,
           ast.MatchStar, ast.MatchMapping)  # nodes binding their name (a mapping: its rest)
 _NOT_PLAIN = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
@@ -81,32 +80,48 @@ _FUTURE = functools.reduce(operator.or_, (getattr(__future__, name).compiler_fla
                                           for name in __future__.all_feature_names))
 
 
-def convert(fn, warn=True):
+def convert(fn, called=False):
     """fn with its control flow converted; fn itself where there is nothing to convert or
-    its source cannot be read (with `warn`, an AutographWarning says why where it holds
-    control flow). A bound method's function is converted and bound again, a partial's
+    its source cannot be read (an AutographWarning says why where it holds control flow).
+    `called`: fn is one converted code calls (`callee`): converted quietly, and only where
+    its file's source compiles to its code (a file edited since would not). A bound method's function is converted and bound again, a partial's
     wrapped again, and a callable object's __call__ as its class binds it. srcxform's own
     callables (compiled functions and their f.grad, layers, ops, transforms) are fn."""
     if _srcxforms_own(fn):
         return fn
     if isinstance(fn, types.MethodType):
-        func = convert(fn.__func__, warn)
+        func = convert(fn.__func__, called)
         return fn if func is fn.__func__ else types.MethodType(func, fn.__self__)
     if type(fn) is functools.partial:  # a subclass: a callable object
-        func = convert(fn.func, warn)
+        func = convert(fn.func, called)
         return fn if func is fn.func else functools.partial(func, *fn.args, **fn.keywords)
     call = type(fn).__call__ if callable(fn) else None
     if isinstance(call, types.FunctionType) and not library(call):
         bound = fn.__call__  # a staticmethod's is not bound
-        func = convert(bound, warn)
+        func = convert(bound, called)
         return fn if func is bound else func
     if not isinstance(fn, types.FunctionType) or \
             {_AG, _CALLS} & set(fn.__code__.co_freevars):
         return fn  # not a function, or one defined in a converted function: converted
+    found = _cached(fn)
+    if found is None:
+        converted = _converted(fn, called)
+        _CONVERTED[fn] = _key(fn), converted
+        found = converted or fn
+    return found
+
+
+def _key(fn):
+    return fn.__code__, fn.__defaults__, fn.__kwdefaults__
+
+
+def _cached(fn):
+    """fn converted as it was last (itself where nothing was), or None: not yet, or fn's
+    code or defaults were replaced since."""
     found = _CONVERTED.get(fn)
-    if found is None or found[0] is not fn.__code__:
-        found = _CONVERTED[fn] = (fn.__code__, _converted(fn, warn) or fn)
-    return found[1]
+    if found is None or any(a is not b for a, b in zip(found[0], _key(fn))):
+        return None
+    return found[1] or fn
 
 
 def _srcxforms_own(fn):
@@ -120,20 +135,20 @@ def _srcxforms_own(fn):
     return (module or "").startswith("srcxform.")
 
 
-def _converted(fn, warn):
+def _converted(fn, called):
     """The converted function, or None. A construct the rewriting gets wrong must not stop
     a function that traced before from tracing: it warns, as TensorFlow's autograph
     does, and fn is traced as written."""
     wrapped = getattr(fn, "__wrapped__", None)
-    rewrapped = wrapped is not None and _rewrapped(fn, wrapped, warn)
+    rewrapped = wrapped is not None and _rewrapped(fn, wrapped, called)
     if rewrapped:
         return rewrapped
     code = fn.__code__
     if code not in _REWRITTEN:  # once per code: a factory's closures share theirs
-        _REWRITTEN[code] = _rewritten_code(fn, warn)
+        _REWRITTEN[code] = _rewritten_code(fn, called)
     if _REWRITTEN[code]:  # a wrapper not holding what it wraps: what it calls converted
         return _bound(fn, _REWRITTEN[code])
-    if rewrapped is None and warn:
+    if rewrapped is None and not called:
         warn_user(f"srcxform cannot convert the control flow of {fn.__qualname__}: it wraps "
                   f"{getattr(wrapped, '__qualname__', wrapped)} (its __wrapped__, as "
                   "functools.wraps sets) without holding it in its closure, where srcxform "
@@ -144,12 +159,14 @@ def _converted(fn, warn):
     return None
 
 
-def _rewritten_code(fn, warn):
-    tree = _parse(fn, warn)
+def _rewritten_code(fn, called):
+    tree = _parse(fn, warn=not called)
     if tree is None:
         return None
     try:
-        return _compiled(fn, _Callees(fn, tree).visit(_Converter(tree).function()))
+        if called and not _compiles_to(fn, tree):
+            return None  # its file changed since it was compiled: not its source now
+        return _compiled(fn, _Callees(fn, tree).rewritten(_Converter(tree).function()))
     except Exception as error:  # noqa: BLE001 - any failure of the rewriting is ours
         warnings.warn(f"srcxform could not convert the control flow of "
                       f"{fn.__qualname__} ({type(error).__name__}: {error}); it is traced as "
@@ -158,11 +175,11 @@ def _rewritten_code(fn, warn):
         return None
 
 
-def _rewrapped(fn, wrapped, warn):
+def _rewrapped(fn, wrapped, called):
     """A decorator's wrapper (fn, whose __wrapped__ is `wrapped`) calling the converted
     wrapped function: fn made again, the closure cell holding `wrapped` holding it instead.
     False where there is nothing to convert; None where there is no such cell."""
-    inner = convert(wrapped, warn)
+    inner = convert(wrapped, called)
     if inner is wrapped:
         return False
     cells = fn.__closure__ or ()
@@ -173,8 +190,7 @@ def _rewrapped(fn, wrapped, warn):
     rewrapped = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
                                    closure)
     rewrapped.__kwdefaults__ = fn.__kwdefaults__
-    rewrapped.__dict__.update(vars(fn))
-    for attribute in ("__qualname__", "__module__", "__doc__"):
+    for attribute in ("__qualname__", "__module__", "__doc__", "__annotations__", "__dict__"):
         setattr(rewrapped, attribute, getattr(fn, attribute))
     return rewrapped
 
@@ -192,7 +208,8 @@ def source(fn):
     fn = getattr(fn, "__func__", fn)  # a bound method's function
     fn = inspect.unwrap(fn) if isinstance(fn, types.FunctionType) else fn
     tree = _parse(fn) if isinstance(fn, types.FunctionType) else None
-    return ast.unparse(_Callees(fn, tree).visit(_Converter(tree).function())) if tree else None
+    return ast.unparse(_Callees(fn, tree).rewritten(_Converter(tree).function())) if tree \
+        else None
 
 
 def _parse(fn, warn=False):
@@ -301,17 +318,16 @@ def callee(fn):
     autograph converts what a converted function calls; cond, while_loop, fori_loop,
     map_fn and scan converting the functions given to them; a library's function, a class
     or a builtin as it is."""
-    if type(fn) is types.FunctionType:  # the usual case, from the cache
-        found = _CONVERTED.get(fn)
-        if found is not None and found[0] is fn.__code__:
-            return found[1]
+    found = _cached(fn) if type(fn) is types.FunctionType else None
+    if found is not None:  # the usual case
+        return found
     if _takes_functions(fn):
         return functools.partial(_with_converted, fn)
     if library(fn):
         if type(fn) is types.FunctionType:
-            _CONVERTED[fn] = fn.__code__, fn
+            _CONVERTED[fn] = _key(fn), None
         return fn
-    return convert(fn, warn=False)  # its `if` on a traced value says where, if it is one
+    return convert(fn, called=True)
 
 
 def _takes_functions(fn):
@@ -320,12 +336,9 @@ def _takes_functions(fn):
 
 def _with_converted(fn, *args, **kwargs):
     def converted(value):
-        return callee(value) if isinstance(value, _FUNCTIONS) else value
+        return callee(value) if callable(value) and not isinstance(value, type) else value
 
     return fn(*map(converted, args), **{k: converted(v) for k, v in kwargs.items()})
-
-
-_FUNCTIONS = (types.FunctionType, types.MethodType, functools.partial)
 
 
 class _Callees(ast.NodeTransformer):
@@ -335,17 +348,16 @@ class _Callees(ast.NodeTransformer):
     function's locals(), vars() or dir() is shown without the names the rewriting made."""
 
     def __init__(self, fn, tree):
-        self.globals, self.bound = fn.__globals__, set(fn.__code__.co_freevars)
-        self.in_class = False
-        for n in ast.walk(tree):  # a name bound anywhere in it may be anything
-            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
-                self.bound.add(n.id)
-            elif isinstance(n, ast.alias):
-                self.bound.add((n.asname or n.name).partition(".")[0])
-            elif isinstance(n, ast.arg):
-                self.bound.add(n.arg)
-            elif isinstance(n, _BINDS):
-                self.bound |= {getattr(n, f) for f in ("name", "rest") if getattr(n, f, None)}
+        self.globals, self.in_class = fn.__globals__, False
+        # a name bound anywhere in it may be anything
+        self.bound = _bound_names(tree) | set(fn.__code__.co_freevars)
+        self.made = ()
+
+    def rewritten(self, fndef):
+        """fndef (the function's tree, rewritten by _Converter) with its calls rewritten."""
+        self.made = ast.Tuple([ast.Constant(n) for n in sorted(
+            _bound_names(fndef) - self.bound | {_AG, _CALLS})], ast.Load())
+        return self.visit(fndef)
 
     def found(self, tree):
         return any(isinstance(n, ast.Call) and self.wraps(n.func) for n in ast.walk(tree))
@@ -354,7 +366,7 @@ class _Callees(ast.NodeTransformer):
         self.generic_visit(node)
         if not (node.args or node.keywords or self.in_class) and \
                 any(self.value(node.func) is f for f in (locals, vars, dir)):
-            return ast.copy_location(_calls("shown", node), node)
+            return ast.copy_location(_calls("shown", node, self.made), node)
         if self.wraps(node.func):
             node.func = ast.copy_location(_calls("callee", node.func), node.func)
         return node
@@ -364,6 +376,8 @@ class _Callees(ast.NodeTransformer):
         self.generic_visit(node)
         self.in_class = outer
         return node
+
+    visit_AsyncFunctionDef = visit_Lambda = visit_FunctionDef
 
     def visit_ClassDef(self, node):
         return self.visit_FunctionDef(node, in_class=True)
@@ -389,11 +403,25 @@ class _Callees(ast.NodeTransformer):
         return value
 
 
-def shown(names):
+def shown(names, made):
     """locals(), vars() or dir() in converted code: without the names the rewriting made."""
     if isinstance(names, dict):
-        return {k: v for k, v in names.items() if not _MADE.fullmatch(k)}
-    return [k for k in names if not _MADE.fullmatch(k)]
+        return {k: v for k, v in names.items() if k not in made}
+    return [k for k in names if k not in made]
+
+
+def _bound_names(tree):
+    names = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            names.add(n.id)
+        elif isinstance(n, ast.alias):
+            names.add((n.asname or n.name).partition(".")[0])
+        elif isinstance(n, ast.arg):
+            names.add(n.arg)
+        elif isinstance(n, _BINDS):
+            names |= {getattr(n, f) for f in ("name", "rest") if getattr(n, f, None)}
+    return names
 
 
 def _calls(name, *args):
@@ -426,24 +454,50 @@ def _has_control_flow(code):
 
 
 def _compiled(fn, fndef):
-    """The code of the rewritten FunctionDef: compiled inside a factory whose parameters
-    stand for fn's free variables and for ag__, under a name of its own there (fn's own
-    name in its body is the global it was), then given fn's."""
-    code, name = fn.__code__, fndef.name
-    free = code.co_freevars
+    """The code of a FunctionDef (fn's, rewritten or not) compiled as fn's was: inside a
+    factory whose parameters stand for fn's free variables and for ag__ (in a class of
+    fn's class's name where fn is a method, so that `self.__x` is mangled as in fn),
+    under a name of its own (fn's own name in its body is the global it was), then given
+    fn's names."""
+    code = fn.__code__
+    qualname = getattr(code, "co_qualname", fn.__qualname__)  # not what wraps made it
     fndef = copy.copy(fndef)
     fndef.name = "autograph_converted__"
     factory = ast.FunctionDef(
-        name="autograph_factory__", args=_params(free + (_AG, _CALLS)),
+        name="autograph_factory__", args=_params(code.co_freevars + (_AG, _CALLS)),
         body=[fndef, ast.Return(ast.Name(fndef.name, ast.Load()))], decorator_list=[])
-    ast.copy_location(factory, fndef)
-    module = ast.Module([ast.fix_missing_locations(factory)], type_ignores=[])
+    owner = _owner(qualname)
+    outer = ast.ClassDef(owner, [], [], [factory], []) if owner else factory
+    module = ast.Module([ast.fix_missing_locations(ast.copy_location(outer, fndef))], [])
     compiled = compile(module, code.co_filename, "exec", flags=code.co_flags & _FUTURE,
                        dont_inherit=True)  # fn's own __future__ imports (annotations)
-    factory_code = _code_named(compiled, factory.name)
-    inner = _requalified(_code_named(factory_code, fndef.name),
-                         f"{factory.name}.<locals>.{fndef.name}", name).replace(co_name=name)
-    return inner if set(inner.co_freevars) <= set(free) | {_AG, _CALLS} else None
+    for name in (owner, factory.name, fndef.name):
+        compiled = _code_named(compiled, name) if name else compiled
+    prefix = ".".join(filter(None, (owner, factory.name, "<locals>", fndef.name)))
+    inner = _requalified(compiled, prefix, qualname).replace(co_name=code.co_name)
+    return inner if set(inner.co_freevars) <= set(code.co_freevars) | {_AG, _CALLS} else None
+
+
+def _owner(qualname):
+    """The class a function of this qualified name was defined in, if it was."""
+    parts = qualname.split(".")[:-1]
+    classes = [p for p, after in zip(parts, parts[1:] + [""]) if "<locals>" not in (p, after)]
+    return classes[-1] if classes else None
+
+
+def _compiles_to(fn, tree):
+    raw = _compiled(fn, tree)
+    return raw is not None and _instructions(raw) == _instructions(fn.__code__)
+
+
+def _instructions(code):
+    """What code does, apart from where its constants, names and jump targets sit, and
+    from the method loads a module's imports decide (3.11: LOAD_ATTR on an imported name)."""
+    listed = list(dis.get_instructions(code))
+    index = {i.offset: k for k, i in enumerate(listed)}
+    return [("LOAD_ATTR" if i.opname == "LOAD_METHOD" else i.opname,
+             _instructions(i.argval) if isinstance(i.argval, types.CodeType) else
+             index.get(i.argval) if i.opcode in _JUMPS else repr(i.argval)) for i in listed]
 
 
 def _bound(fn, inner):
@@ -455,8 +509,8 @@ def _bound(fn, inner):
     converted = types.FunctionType(inner, fn.__globals__, fn.__name__, fn.__defaults__,
                                    tuple(cells[name] for name in inner.co_freevars))
     converted.__kwdefaults__ = fn.__kwdefaults__
-    for attribute in ("__qualname__", "__module__", "__doc__"):
-        setattr(converted, attribute, getattr(fn, attribute))
+    for attribute in ("__qualname__", "__module__", "__doc__", "__annotations__", "__dict__"):
+        setattr(converted, attribute, getattr(fn, attribute))  # the same dicts: shared
     return converted
 
 
