@@ -211,8 +211,8 @@ def test_a_helper_without_readable_source_is_called_as_written_quietly():
     """Only the function given to srcxform warns that its source cannot be read; a helper
     it calls with a static `if` ran quietly before, and so it does."""
     namespace = {"tf": tf}
-    exec("def made(x):\n    if tf.reduce_sum(x) > 0:\n        return x\n    return -x\n",  # noqa: S102
-         namespace)
+    source = "def made(x):\n    if tf.reduce_sum(x) > 0:\n        return x\n    return -x\n"
+    exec(source, namespace)  # noqa: S102
 
     def calls_made(x):
         return namespace["made"](x) * 2.0

@@ -84,9 +84,10 @@ def convert(fn, called=False):
     """fn with its control flow converted; fn itself where there is nothing to convert or
     its source cannot be read (an AutographWarning says why where it holds control flow).
     `called`: fn is one converted code calls (`callee`): converted quietly, and only where
-    its file's source compiles to its code (a file edited since would not). A bound method's function is converted and bound again, a partial's
-    wrapped again, and a callable object's __call__ as its class binds it. srcxform's own
-    callables (compiled functions and their f.grad, layers, ops, transforms) are fn."""
+    its file's source compiles to its code (a file edited since would not). A bound
+    method's function is converted and bound again, a partial's wrapped again, and a
+    callable object's __call__ as its class binds it. srcxform's own callables (compiled
+    functions and their f.grad, layers, ops, transforms) are fn."""
     if _srcxforms_own(fn):
         return fn
     if isinstance(fn, types.MethodType):
