@@ -389,3 +389,69 @@ def test_a_helper_whose_file_changed_since_import_is_called_as_compiled(tmp_path
 
     np.testing.assert_allclose(tf.differentiable(calls_edited)(POINTS[0]),
                                2.0 * np.abs(POINTS[0]).sum())
+
+
+# ----- found by helper 58's random programs -----
+
+
+def rows_summed(x):
+    return tf.reduce_sum(tf.stack([tf.sin(x[i]) for i in range(x.shape[0])]))
+
+
+def test_a_comprehension_over_a_size_retraces_for_another_size():
+    """range() takes a size (an int subclass) as its int, without asking: the loop
+    unrolled for 3 rows and the kernel ran for 5, summing 3 (silently wrong)."""
+    f = tf.differentiable(rows_summed)
+    for n in (3, 5):
+        x = np.linspace(0.1, 1.0, n)
+        np.testing.assert_allclose(f(x), np.sin(x).sum(), rtol=1e-14)
+        np.testing.assert_allclose(f.grad(x), np.cos(x), rtol=1e-14)
+    assert f.cache_info().kernels == 4  # value and gradient, at each size
+
+
+LONG_LOOP = """import srcxform as tf
+
+
+def long_loop(v):
+    n = 0
+    while n < 1:
+        if tf.reduce_sum(v) > 0.0:
+""" + "            v = tf.sin(v) * 0.9\n" * 8 + """        n = n + 1
+    return v
+"""
+
+
+def test_a_called_function_is_converted_whatever_its_jumps_length(tmp_path, monkeypatch):
+    """Long enough that a jump in its loop needs an EXTENDED_ARG where tf.sin's load is
+    the longer one (not an import there), and not in the module: the check that its
+    file compiles to its code said no, so it ran as written and raised."""
+    (tmp_path / "long_loops.py").write_text(LONG_LOOP)
+    monkeypatch.syspath_prepend(tmp_path)
+    import long_loops
+
+    def calls_long_loop(x):
+        return tf.reduce_sum(long_loops.long_loop(x))
+
+    expected = np.ones(3)
+    for _ in range(8):
+        expected = np.sin(expected) * 0.9
+    np.testing.assert_allclose(tf.differentiable(calls_long_loop)(np.ones(3)), expected.sum(),
+                               rtol=1e-14)
+
+
+def asserting(x):
+    if tf.reduce_sum(x) > 0.0:
+        x = x * 2.0
+    assert x.shape[0] == 3  # pytest rewrites it: not this file's text as a called function
+    return x
+
+
+def calls_asserting(x):
+    return tf.reduce_sum(asserting(x))
+
+
+def test_a_function_refused_where_called_is_converted_where_given_to_srcxform():
+    x = np.ones(3)
+    with pytest.raises(tf.TracingError, match="bool"):
+        tf.differentiable(calls_asserting)(x)
+    np.testing.assert_allclose(tf.function(asserting)(x), 2.0 * x)

@@ -34,8 +34,10 @@ BUDGET = {
     # wrong in it (four values, three crashes, warnings): a method's own name, builtins,
     # a static __call__, partial subclasses, locals(), installed packages left as written;
     # +45: what helper 57 found (private names mangled, attributes shared, defaults and
-    # edited files seen, a leak, a user's `cond__3` hidden, objects given to map_fn)
-    "autograph": 1100,
+    # edited files seen, a leak, a user's `cond__3` hidden, objects given to map_fn);
+    # +15: what helper 58's random programs found (range() of a size unguarded: silently
+    # wrong at a second size; a long jump's EXTENDED_ARG; a refusal cached for both uses)
+    "autograph": 1115,
     # +130: nancheck.py, checks that cost 1.2x a gradient, not 3.2x; +40: products made
     # in blocks of rows inside the nest that reads them (GradBench kmeans 24 -> 11 ms)
     # +5: the template's names made in one method that cuda/lower.py's views and kernels

@@ -63,9 +63,11 @@ from srcxform.autograph.analysis import (
 
 _AG = "ag__"  # the name the rewritten code calls autograph_runtime by
 _CALLS = "ag__calls"  # and this module, for `callee` (a module: no entry guards its cell)
-# function -> (its code and defaults, the converted function or None for itself)
-_CONVERTED = weakref.WeakKeyDictionary()
-_REWRITTEN = weakref.WeakKeyDictionary()  # code -> the converted function's code, or None
+# function -> (its code and defaults, the converted function or None for itself), and
+# code -> the converted function's code or None; each per `called` (convert's): a function
+# refused as one converted code calls may be converted where srcxform is given it.
+_CONVERTED = {True: weakref.WeakKeyDictionary(), False: weakref.WeakKeyDictionary()}
+_REWRITTEN = {True: weakref.WeakKeyDictionary(), False: weakref.WeakKeyDictionary()}
 _UNKNOWN = object()  # what a call's function is, where conversion cannot tell
 # Packages whose functions converted code calls as they are (TensorFlow's autograph keeps
 # its own and a list of libraries so), by name; the standard library's and installed
@@ -104,10 +106,10 @@ def convert(fn, called=False):
     if not isinstance(fn, types.FunctionType) or \
             {_AG, _CALLS} & set(fn.__code__.co_freevars):
         return fn  # not a function, or one defined in a converted function: converted
-    found = _cached(fn)
+    found = _cached(fn, called)
     if found is None:
         converted = _converted(fn, called)
-        _CONVERTED[fn] = _key(fn), converted
+        _CONVERTED[called][fn] = _key(fn), converted
         found = converted or fn
     return found
 
@@ -116,10 +118,10 @@ def _key(fn):
     return fn.__code__, fn.__defaults__, fn.__kwdefaults__
 
 
-def _cached(fn):
+def _cached(fn, called):
     """fn converted as it was last (itself where nothing was), or None: not yet, or fn's
     code or defaults were replaced since."""
-    found = _CONVERTED.get(fn)
+    found = _CONVERTED[called].get(fn)
     if found is None or any(a is not b for a, b in zip(found[0], _key(fn))):
         return None
     return found[1] or fn
@@ -145,10 +147,11 @@ def _converted(fn, called):
     if rewrapped:
         return rewrapped
     code = fn.__code__
-    if code not in _REWRITTEN:  # once per code: a factory's closures share theirs
-        _REWRITTEN[code] = _rewritten_code(fn, called)
-    if _REWRITTEN[code]:  # a wrapper not holding what it wraps: what it calls converted
-        return _bound(fn, _REWRITTEN[code])
+    rewritten = _REWRITTEN[called]
+    if code not in rewritten:  # once per code: a factory's closures share theirs
+        rewritten[code] = _rewritten_code(fn, called)
+    if rewritten[code]:  # a wrapper not holding what it wraps: what it calls converted
+        return _bound(fn, rewritten[code])
     if rewrapped is None and not called:
         warn_user(f"srcxform cannot convert the control flow of {fn.__qualname__}: it wraps "
                   f"{getattr(wrapped, '__qualname__', wrapped)} (its __wrapped__, as "
@@ -317,18 +320,24 @@ def callee(fn):
     """What converted code calls where the user wrote `fn(...)`: a function of the user's
     (a method, a partial, a callable object's __call__) converted too, as TensorFlow's
     autograph converts what a converted function calls; cond, while_loop, fori_loop,
-    map_fn and scan converting the functions given to them; a library's function, a class
-    or a builtin as it is."""
-    found = _cached(fn) if type(fn) is types.FunctionType else None
+    map_fn and scan converting the functions given to them; range guarding a size it is
+    given (`guarded`); a library's function, a class or a builtin as it is."""
+    found = _cached(fn, True) if type(fn) is types.FunctionType else None
     if found is not None:  # the usual case
         return found
     if _takes_functions(fn):
         return functools.partial(_with_converted, fn)
+    if fn is range:
+        return _range
     if library(fn):
         if type(fn) is types.FunctionType:
-            _CONVERTED[fn] = _key(fn), None
+            _CONVERTED[True][fn] = _key(fn), None
         return fn
     return convert(fn, called=True)
+
+
+def _range(*args):
+    return range(*map(autograph_runtime.guarded, args))
 
 
 def _takes_functions(fn):
@@ -385,7 +394,8 @@ class _Callees(ast.NodeTransformer):
 
     def wraps(self, func):
         value = self.value(func)
-        return value is _UNKNOWN or _takes_functions(value) or not library(value)
+        return value is _UNKNOWN or value is range or _takes_functions(value) or \
+            not library(value)
 
     def value(self, func):
         """What a call's function is, if a global or builtin name (or a module's attribute
@@ -493,9 +503,13 @@ def _compiles_to(fn, tree):
 
 def _instructions(code):
     """What code does, apart from where its constants, names and jump targets sit, and
-    from the method loads a module's imports decide (3.11: LOAD_ATTR on an imported name)."""
-    listed = list(dis.get_instructions(code))
-    index = {i.offset: k for k, i in enumerate(listed)}
+    from the method loads a module's imports decide (3.11: LOAD_ATTR on an imported name,
+    shorter, so a jump past it may need no EXTENDED_ARG)."""
+    listed, index = [], {}
+    for i in dis.get_instructions(code):
+        index[i.offset] = len(listed)  # a jump to an EXTENDED_ARG goes to what it extends
+        if i.opname != "EXTENDED_ARG":
+            listed.append(i)
     return [("LOAD_ATTR" if i.opname == "LOAD_METHOD" else i.opname,
              _instructions(i.argval) if isinstance(i.argval, types.CodeType) else
              index.get(i.argval) if i.opcode in _JUMPS else repr(i.argval)) for i in listed]
