@@ -196,3 +196,15 @@ def test_only_the_numba_adapter_imports_numba_internals():
                 if internal:
                     found.append(f"{module}: {name}")
     assert found == []
+
+
+def test_ast_trees_are_made_one_thread_at_a_time():
+    """CPython 3.11 shares the recursion depth of its ast conversions between threads: two
+    parses at once raised SystemError ("AST constructor recursion depth mismatch", helper
+    58, tracing from 3 threads). Every ast.parse goes through core/syntax.py's lock."""
+    direct = [f"{path.relative_to(_ROOT)}:{node.lineno}"
+              for path in sorted(_ROOT.rglob("*.py")) if path.name != "syntax.py"
+              for node in ast.walk(ast.parse(path.read_text()))
+              if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr == "parse" and getattr(node.func.value, "id", None) == "ast"]
+    assert direct == []

@@ -60,6 +60,7 @@ from srcxform.autograph.analysis import (
     surely,
     target_names,
 )
+from srcxform.core import syntax
 
 _AG = "ag__"  # the name the rewritten code calls autograph_runtime by
 _CALLS = "ag__calls"  # and this module, for `callee` (a module: no entry guards its cell)
@@ -227,7 +228,7 @@ def _parse(fn, warn=False):
         return node if node and _Callees(fn, node).found(node) else None
     try:
         lines, start = inspect.getsourcelines(code)  # fn's own: not what it wraps
-        tree = ast.parse(textwrap.dedent("".join(lines)))
+        tree = syntax.parse(textwrap.dedent("".join(lines)))
     except (OSError, TypeError, SyntaxError):  # no file, a builtin, or an odd indentation
         if warn and _has_control_flow(code):
             warn_user(f"srcxform cannot convert the control flow of {fn.__qualname__}: its "
@@ -263,7 +264,7 @@ def _lambda(code):
 
 @functools.lru_cache(maxsize=8)
 def _tree(filename, text):
-    return ast.parse(text, filename)
+    return syntax.parse(text, filename=filename)
 
 
 def _parameters(args):
@@ -480,8 +481,8 @@ def _compiled(fn, fndef):
     owner = _owner(qualname)
     outer = ast.ClassDef(owner, [], [], [factory], []) if owner else factory
     module = ast.Module([ast.fix_missing_locations(ast.copy_location(outer, fndef))], [])
-    compiled = compile(module, code.co_filename, "exec", flags=code.co_flags & _FUTURE,
-                       dont_inherit=True)  # fn's own __future__ imports (annotations)
+    compiled = syntax.compiled(module, code.co_filename, "exec", flags=code.co_flags & _FUTURE,
+                               dont_inherit=True)  # fn's own __future__ imports (annotations)
     for name in (owner, factory.name, fndef.name):
         compiled = _code_named(compiled, name) if name else compiled
     prefix = ".".join(filter(None, (owner, factory.name, "<locals>", fndef.name)))

@@ -23,6 +23,7 @@ from srcxform.codegen.exprs import dtype_ast
 from srcxform.core.dims import render
 from srcxform.core.names import identifier
 from srcxform.core.tree import DATACLASS, DICT, NAMEDTUPLE, NONE, SEQUENCE, unflatten_function
+from srcxform.core import syntax
 
 # The globals the call path reads; names made by counting (sizes n<k>, captured objects)
 # are kept apart from the user's names too.
@@ -237,7 +238,7 @@ class ResultExprs:
         return ast.Constant(value) if _literal(value) else ast.Name(f"fixed{k}", ast.Load())
 
     def out(self, j):
-        return ast.parse(self.outs[j], mode="eval").body
+        return syntax.parse(self.outs[j], mode="eval").body
 
     def spell(self, t):
         """An expression naming a NumPy dtype or scalar type."""
@@ -298,4 +299,4 @@ def _function(name, params, doc, statements):
 
 
 def _parse(source):
-    return ast.parse(source).body[0]
+    return syntax.parse(source).body[0]

@@ -33,6 +33,7 @@ from srcxform.core.ir import Lit, Var
 from srcxform.core.names import Namer
 from srcxform.codegen.schedule import LoopGroup, schedule
 from srcxform.core.version import __version__
+from srcxform.core import syntax
 
 # The columns an origin comment may fill, its indent included: the user's line is cut.
 _WIDTH = 100
@@ -677,7 +678,7 @@ def _index_exprs(index):
 
 
 def _statement(text):
-    return ast.parse(text).body[0]
+    return syntax.parse(text).body[0]
 
 
 def generate(program, func_name, doc, parallel=False, imports=(), nan_checks=False):

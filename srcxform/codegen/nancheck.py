@@ -19,6 +19,7 @@ import numpy as np
 
 from srcxform.core.errors import nan_message, user_line
 from srcxform.core.ir import Lit, Var
+from srcxform.core import syntax
 
 
 def _src(node):
@@ -26,7 +27,7 @@ def _src(node):
 
 
 def _statement(text):
-    return ast.parse(text).body[0]
+    return syntax.parse(text).body[0]
 
 
 def may_hold_nan(arg_name, atom):
@@ -65,7 +66,7 @@ def _raising(test, eqn, what):
     # On one line: astor would indent a literal's later lines, changing it.
     raised = ast.Raise(ast.Call(ast.Name("FloatingPointError", ast.Load()),
                                 [ast.Constant(message.replace("\n  ", " "))], []), None)
-    return ast.If(ast.parse(test, mode="eval").body, [raised], [])
+    return ast.If(syntax.parse(test, mode="eval").body, [raised], [])
 
 
 def _verdicts(low, eqn, made_nan, made_inf, lost, indent):

@@ -13,6 +13,7 @@ the `if`. A failure is a bug in srcxform, raised with the kernel's line.
 import ast
 
 from srcxform.core.errors import SrcxformError
+from srcxform.core import syntax
 
 
 class ScheduleError(SrcxformError):
@@ -22,7 +23,7 @@ class ScheduleError(SrcxformError):
 def check(source):
     """Raise ScheduleError where a function in `source` reads a local that may not yet
     be defined at that point."""
-    tree = ast.parse(source)
+    tree = syntax.parse(source)
     lines = source.splitlines()
     for fn in tree.body:
         if isinstance(fn, ast.FunctionDef):

@@ -12,7 +12,7 @@ import ast
 import linecache
 import types
 
-from srcxform.core import recording
+from srcxform.core import recording, syntax
 from srcxform.core.errors import user_frame_object
 
 _BRANCHES: dict = {}  # filename -> [(first line, last line, kind, names if true, if false)]
@@ -60,7 +60,7 @@ def _branch_at(filename, line):
 
 def _branches(filename):
     try:
-        tree = ast.parse("".join(linecache.getlines(filename)))
+        tree = syntax.parse("".join(linecache.getlines(filename)))
     except (SyntaxError, ValueError):
         return []
     found = []

@@ -17,6 +17,7 @@ import re
 import unicodedata
 
 from srcxform import runtime
+from srcxform.core import syntax
 from srcxform.core.errors import source_line
 
 # What an emit template may call besides its operands: NumPy, math, a few builtins, and
@@ -127,7 +128,7 @@ def assigned_name(origin):
         return None
     line = source_line(*origin).strip()
     try:
-        stmt = ast.parse(line).body[0]
+        stmt = syntax.parse(line).body[0]
     except (SyntaxError, IndexError):
         return None
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from srcxform.core import recording
+from srcxform.core import recording, syntax
 from srcxform.core.aval import Aval, broadcast_shapes, normalize_axes
 from srcxform.core.dims import Dim
 from srcxform.core.dtypes import out_of_range, promote
@@ -293,7 +293,7 @@ def _parse_template(name, emit, names):
     `out_dtype`, which code generation provides, and the names it assigns itself.
     """
     statements = "\n" in emit
-    tree = ast.parse(emit, mode="exec" if statements else "eval")
+    tree = syntax.parse(emit, mode="exec" if statements else "eval")
     allowed = set(names) | set(TEMPLATE_GLOBALS) | {"acc"}
     if statements:
         allowed |= {"out", "out_shape", "out_dtype"} | {

@@ -42,6 +42,7 @@ from srcxform.ops.random import philox_p
 from srcxform.passes.structured import reads_index
 from srcxform.ops.shape import (check_range_p, concat_p, embed_p, gather_p, getitem_p,
                                  reshape_p, scatter_add_p, transpose_p)
+from srcxform.core import syntax
 
 # NumPy calls of the templates that CUDA kernels do not compile, and their math module
 # equivalents (numba-cuda compiles math.* to libdevice, float32 as float32).
@@ -222,7 +223,7 @@ class CudaLowering(_Lowering):
                 stores.append(ast.Assign([ast.Subscript(name_ast(self.namer(e.out)),
                                           ast.Constant(0), ast.Store())], name_ast(local)))
         if stores:
-            statements.append((None, ast.If(ast.parse("cuda.grid(1) == 0", mode="eval").body,
+            statements.append((None, ast.If(syntax.parse("cuda.grid(1) == 0", mode="eval").body,
                                             stores, [])))
         return statements, steps
 
@@ -245,11 +246,11 @@ class CudaLowering(_Lowering):
                 return _Reduced([allocation], [start], step, [finish])
             partials = self.namer.fresh(f"{name}_partials")
             self.partial_types[partials] = f"{_numba_dtype(dtype)}[:]"
-            made = ast.parse(f"{partials} = buffers.empty({partials!r}, "
+            made = syntax.parse(f"{partials} = buffers.empty({partials!r}, "
                              f"(launch.gridsize({count}),), np.{dtype.name})").body[0]
-            store = ast.parse(f"{partials}[cuda.grid(1)] = {acc}").body[0]
+            store = syntax.parse(f"{partials}[cuda.grid(1)] = {acc}").body[0]
             return _Reduced([allocation, made], [start], step, [store],
-                            [ast.parse(f"launch.multiplied({partials}, {name})").body[0]])
+                            [syntax.parse(f"launch.multiplied({partials}, {name})").body[0]])
         axis, keepdims = e.kwargs["axis"], e.kwargs["keepdims"]
         kept = [ast.Constant(0) if a in axis or i is None else name_ast(i)
                 for a, i in enumerate(index) if keepdims or a not in axis]
@@ -571,7 +572,7 @@ def _numba_dtype(dtype):
 def _free_names(lines):
     """A kernel's parameters: the names its body reads and does not assign, in order of
     first use."""
-    tree = ast.parse("\n".join("    " * (i - 1) + t for i, t in lines if i >= 1))
+    tree = syntax.parse("\n".join("    " * (i - 1) + t for i, t in lines if i >= 1))
     stored = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
               and isinstance(n.ctx, ast.Store)}
     loads = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Name)
