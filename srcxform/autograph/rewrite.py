@@ -69,6 +69,7 @@ _CALLS = "ag__calls"  # and this module, for `callee` (a module: no entry guards
 # refused as one converted code calls may be converted where srcxform is given it.
 _CONVERTED = {True: weakref.WeakKeyDictionary(), False: weakref.WeakKeyDictionary()}
 _REWRITTEN = {True: weakref.WeakKeyDictionary(), False: weakref.WeakKeyDictionary()}
+_TAKES_FUNCTIONS = (cond, while_loop, fori_loop, map_fn, scan)  # converting what they take
 _UNKNOWN = object()  # what a call's function is, where conversion cannot tell
 # Packages whose functions converted code calls as they are (TensorFlow's autograph keeps
 # its own and a list of libraries so), by name; the standard library's and installed
@@ -171,7 +172,7 @@ def _rewritten_code(fn, called):
     try:
         if called and not _compiles_to(fn, tree):
             return None  # its file changed since it was compiled: not its source now
-        return _compiled(fn, _Callees(fn, tree).rewritten(_Converter(tree).function()))
+        return _compiled(fn, _rewritten(fn, tree))
     except Exception as error:  # noqa: BLE001 - any failure of the rewriting is ours
         warnings.warn(f"srcxform could not convert the control flow of "
                       f"{fn.__qualname__} ({type(error).__name__}: {error}); it is traced as "
@@ -213,8 +214,11 @@ def source(fn):
     fn = getattr(fn, "__func__", fn)  # a bound method's function
     fn = inspect.unwrap(fn) if isinstance(fn, types.FunctionType) else fn
     tree = _parse(fn) if isinstance(fn, types.FunctionType) else None
-    return ast.unparse(_Callees(fn, tree).rewritten(_Converter(tree).function())) if tree \
-        else None
+    return ast.unparse(_rewritten(fn, tree)) if tree else None
+
+
+def _rewritten(fn, tree):  # fn's FunctionDef, its control flow and calls rewritten
+    return _Callees(fn, tree).rewritten(_Converter(tree).function())
 
 
 def _parse(fn, warn=False):
@@ -326,7 +330,7 @@ def callee(fn):
     found = _cached(fn, True) if type(fn) is types.FunctionType else None
     if found is not None:  # the usual case
         return found
-    if _takes_functions(fn):
+    if any(fn is f for f in _TAKES_FUNCTIONS):
         return functools.partial(_with_converted, fn)
     if fn is range:
         return _range
@@ -339,10 +343,6 @@ def callee(fn):
 
 def _range(*args):
     return range(*map(autograph_runtime.guarded, args))
-
-
-def _takes_functions(fn):
-    return any(fn is f for f in (cond, while_loop, fori_loop, map_fn, scan))
 
 
 def _with_converted(fn, *args, **kwargs):
@@ -395,7 +395,7 @@ class _Callees(ast.NodeTransformer):
 
     def wraps(self, func):
         value = self.value(func)
-        return value is _UNKNOWN or value is range or _takes_functions(value) or \
+        return value is _UNKNOWN or any(value is f for f in (range, *_TAKES_FUNCTIONS)) or \
             not library(value)
 
     def value(self, func):
