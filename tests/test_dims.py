@@ -1,14 +1,17 @@
 """Sizes while tracing: canonical expressions, the 0-or-1 rule, slices normalized as
 Python normalizes them, and kernels reused only where the trace's decisions still hold."""
 
+import copy
 import itertools
+import math
+import pickle
 
 import numpy as np
 import pytest
 
 import srcxform as tf
 from srcxform.core.aval import normalize_slice, slice_length
-from srcxform.core.dims import Dim, Symbols
+from srcxform.core.dims import Dim, Symbols, symbol_text
 from srcxform.core.recording import CONTEXT
 
 
@@ -24,7 +27,7 @@ def test_linear_size_expressions_have_one_canonical_form():
     assert (n1 - n0 + n0).expr == n1.expr
     assert (1 + n0).expr == (n0 + 1).expr == ("+", ("size", 0), 1)
     assert (n0 - n1 + 3).expr == ("+", ("-", ("size", 0), ("size", 1)), 3)
-    assert str(n0 - 1) == "n0 - 1" and str(2 * n0 - n1) == "(2 * n0) - n1"
+    assert symbol_text(n0 - 1) == "n0 - 1" and symbol_text(2 * n0 - n1) == "(2 * n0) - n1"
 
 
 def test_symbols_found_equal_simplify_again():
@@ -86,3 +89,76 @@ def test_a_guard_on_a_strided_length_keeps_its_strictness():
     assert value == 0.0 and grad[0] == 0.0  # x[::-2][3] is x[0]
     with pytest.raises(IndexError, match="index 3 is out of bounds for axis 0 of size 3"):
         f.value_and_grad(np.arange(5.0))
+
+
+# Each use of a size as a plain number: (what it gives for a size of 4, the use). C code
+# takes an int subclass's value without asking it, so a Dim is not one (found by helper
+# 58 for range(); these were all silently wrong at a second size before).
+_PLAIN_USES = {
+    "range": (4, lambda n: len(range(n))),
+    "list repeat": (4, lambda n: len([0] * n)),
+    "str repeat": (4, lambda n: len("a" * n)),
+    "float": (4.0, float),
+    "int": (4, int),
+    "true division": (2.0, lambda n: n / 2),
+    "power": (16, lambda n: n ** 2),
+    "power modulo": (2, lambda n: pow(n, 2, 7)),
+    "times a float": (2.0, lambda n: n * 0.5),
+    "math.sqrt": (2.0, math.sqrt),
+    "abs": (4, abs),
+    "f-string": ("4", lambda n: f"{n}"),
+    "str": ("4", str),
+    "repr": ("4", repr),
+    "shift": (8, lambda n: n << 1),
+    "and": (0, lambda n: n & 1),
+    "invert": (-5, lambda n: ~n),
+    "NumPy scalar": (4.0, np.float64),
+    "NumPy array": (6, lambda n: int(np.arange(n).sum())),
+    "hash": (hash(4), hash),
+    "dict key": (None, lambda n: {3: 1.0, 5: 2.0}.get(n)),
+    "equal to a float": (True, lambda n: n == 4.0),
+    "pickled": (4, lambda n: pickle.loads(pickle.dumps(n))),
+    "copied": (4, copy.deepcopy),
+}
+
+
+@pytest.mark.parametrize("use", _PLAIN_USES)
+def test_each_use_of_a_size_as_a_plain_number_guards_the_kernel_to_it(use):
+    expected, apply = _PLAIN_USES[use]
+    (n,) = _sizes(4)
+    saved, CONTEXT.guards = CONTEXT.guards, []
+    try:
+        result = apply(n)
+        assert result == expected and not isinstance(result, Dim)
+        assert (("size", 0), "==", 4, True) in CONTEXT.guards
+    finally:
+        CONTEXT.guards = saved
+
+
+def test_integer_arithmetic_keeps_a_size_symbolic():
+    (n,) = _sizes(12)
+    saved, CONTEXT.guards = CONTEXT.guards, []
+    try:
+        results = [n + 1, 2 * n, n // 3 + 1, n % 5 + 1, divmod(n, 5)[0] + 1, -(n - 2 * n), +n,
+                   math.trunc(n), math.floor(n), math.ceil(n), round(n), n * np.int64(2)]
+        assert [symbol_text(r) for r in results] == [
+            "n0 + 1", "2 * n0", "(n0 // 3) + 1", "(n0 % 5) + 1", "(n0 // 5) + 1", "n0",
+            "n0", "n0", "n0", "n0", "n0", "2 * n0"]
+        assert CONTEXT.guards == []
+        assert isinstance(n, int) and not isinstance(n, bool)  # as eagerly, where it is one
+    finally:
+        CONTEXT.guards = saved
+
+
+def test_a_loop_over_a_size_in_code_autograph_leaves_alone_retraces_at_another_size():
+    def squares(x):
+        total = 0.0
+        for i in range(x.shape[0]):
+            total = total + x[i] * x[i]
+        return total
+
+    f = tf.differentiable(squares, autograph=False)
+    for n in (3, 5, 3):
+        x = np.arange(float(n))
+        assert f(x) == pytest.approx(float(x @ x))
+    assert f.cache_info().kernels == 2

@@ -126,7 +126,7 @@ def _eager_kind(operands, python):
             kinds.add("tensor")
         elif isinstance(x, (list, tuple)):
             kinds.add(_eager_kind(x, python))
-        elif not isinstance(x, (bool, int, float)) or isinstance(x, np.generic):
+        elif not isinstance(x, (bool, int, float, dims.Dim)) or isinstance(x, np.generic):
             kinds.add("numpy")
     if "tensor" in kinds:
         return "tensor"

@@ -325,15 +325,13 @@ def callee(fn):
     """What converted code calls where the user wrote `fn(...)`: a function of the user's
     (a method, a partial, a callable object's __call__) converted too, as TensorFlow's
     autograph converts what a converted function calls; cond, while_loop, fori_loop,
-    map_fn and scan converting the functions given to them; range guarding a size it is
-    given (`guarded`); a library's function, a class or a builtin as it is."""
+    map_fn and scan converting the functions given to them; a library's function, a class
+    or a builtin as it is."""
     found = _cached(fn, True) if type(fn) is types.FunctionType else None
     if found is not None:  # the usual case
         return found
     if any(fn is f for f in _TAKES_FUNCTIONS):
         return functools.partial(_with_converted, fn)
-    if fn is range:
-        return _range
     if library(fn):
         if type(fn) is types.FunctionType:
             _CONVERTED[True][fn] = _key(fn), None
@@ -341,8 +339,6 @@ def callee(fn):
     return convert(fn, called=True)
 
 
-def _range(*args):
-    return range(*map(autograph_runtime.guarded, args))
 
 
 def _with_converted(fn, *args, **kwargs):

@@ -151,13 +151,6 @@ def unconvertible(kind, lineno, statement):
                         f"traced cannot be compiled: {_INSTEAD[kind]}")
 
 
-def guarded(value):
-    """A size as a plain int, the kernel guarded on it: range() takes an int subclass (a
-    Dim) as the int it is, without its __index__, and so unrolled a loop over x.shape[0]
-    for one size while the kernel ran for every size (found by helper 58)."""
-    return value.__index__() if isinstance(value, Dim) else value
-
-
 def for_range(convertible, range_fn, *args):
     """What a `for ... in range(...)` (or `tf.range(...)`) loop iterates: the range itself
     when its bounds are Python ints, a TracedRange (fori_loop) when one is traced or a size read from a shape (one
@@ -167,7 +160,7 @@ def for_range(convertible, range_fn, *args):
         return range_fn(*args)
     traced = any(traced_value(a) for a in args)
     if not traced and not (convertible and any(isinstance(a, Dim) for a in args)):
-        return range_fn(*map(guarded, args))  # tf.range's steps are scalar tensors, as in TF
+        return range_fn(*args)  # tf.range's steps are scalar tensors, as in TF
     start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
     if not isinstance(step, int) or isinstance(step, Dim) or step == 0:
         raise TracingError(f"{user_line()}\n  range() over a traced bound needs a nonzero "
@@ -294,7 +287,7 @@ class _State:
 
 
 def _is_tensor(value):
-    return isinstance(value, (Value, np.ndarray, np.generic, bool, int, float))
+    return isinstance(value, (Value, np.ndarray, np.generic, bool, int, float, Dim))
 
 
 def _check_tensors(values, positions, names, where, statement):

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from srcxform.core.dims import Dim, concrete, expr_of
+from srcxform.core.dims import Dim, concrete, expr_of, symbol_text
 from srcxform.core.errors import shape_error
 
 _SHORT_DTYPE = {"float16": "f16", "float32": "f32", "float64": "f64", "int32": "i32",
@@ -35,8 +35,7 @@ class Aval:
         """`f64[3,4]`: the dtype and the sizes of this call, as a message shows them; with
         `symbolic`, traced sizes as the expressions a kernel computes (`f64[n0,4]`), as the
         printed IR and a kernel's docstring show them (they hold for every call)."""
-        dims = ",".join(str(d) if symbolic or not isinstance(d, Dim) else str(concrete(d))
-                        for d in self.shape)
+        dims = ",".join(symbol_text(d) if symbolic else str(concrete(d)) for d in self.shape)
         name = _SHORT_DTYPE.get(self.dtype.name, self.dtype.name)
         return f"{name}[{dims}]" + ("~" if self.weak else "")
 
@@ -124,8 +123,8 @@ def slice_length(n, s):
 
 
 def as_size(d, op):
-    """A dim argument as an int, keeping a traced size symbolic (a Dim is an int)."""
-    if isinstance(d, int) and not isinstance(d, bool):
+    """A dim argument as an int, keeping a traced size symbolic (a Dim)."""
+    if isinstance(d, (int, Dim)) and not isinstance(d, bool):
         return d
     if isinstance(d, np.integer):
         return int(d)

@@ -19,116 +19,169 @@ Comparisons record guards. A kernel is reused only for sizes that satisfy every 
 
 import operator
 
+import numpy as np
+
 from srcxform.core.errors import TracingError, user_line
 from srcxform.core.recording import CONTEXT  # its guards: (expr_a, op, expr_b, result) each
 
 
-class Dim(int):
-    """A size: `int(d)` is this trace's value, `d.expr` computes it from the inputs.
+class Dim:
+    """A size: `d.value` is this trace's value, `d.expr` computes it from the inputs.
 
     expr is a nested tuple: ("size", k) is input size symbol k; (op, a, b) applies +, -,
-    *, // to two expressions or ints.
+    *, //, % to two expressions or ints.
+
+    A Dim is not an int subclass: C code (range, list * n, float, f-strings, NumPy) takes
+    an int subclass's value as it is, without asking it, so a kernel traced at one size
+    silently ran with that size at every other. Here each use as a plain number goes
+    through a method that guards the kernel to this size (`_guarded`); +, -, *, //, % and
+    comparisons keep the size symbolic (comparisons guard their answer only). Python code
+    still sees an int: isinstance(n, int) holds, through `__class__`, as it does eagerly.
     """
 
-    def __new__(cls, value, expr, symbols):
-        d = super().__new__(cls, value)
-        d._expr = expr
-        d.symbols = symbols
-        return d
+    __slots__ = ("_expr", "symbols", "value")
+
+    def __init__(self, value, expr, symbols):
+        self.value = value
+        self._expr = expr
+        self.symbols = symbols
 
     @property
     def expr(self):
         return self.symbols.canonical(self._expr)
 
+    def _guarded(self):
+        """This size as a plain int, the kernel guarded to it: right only for this size."""
+        _guard(self.expr, "==", self.value, True)
+        return self.value
+
+    __index__ = __int__ = _guarded
+
+    @property  # type: ignore[misc]
+    def __class__(self):  # isinstance(n, int) holds while tracing as it does eagerly
+        return int
+
+    def __float__(self):
+        return float(self._guarded())
+
+    def __complex__(self):
+        return complex(self._guarded())
+
+    def __hash__(self):  # equal to the int it equals, as a set or dict key
+        return hash(self._guarded())
+
     def __repr__(self):
-        return str(concrete(self))
+        return repr(self._guarded())
 
-    def __str__(self):
-        text = render(self.expr, lambda k: f"n{self.symbols.label(k)}")
-        return text[1:-1] if text.startswith("(") else text  # n0 - 1, as in a shape
+    __str__ = __repr__
 
-    def __hash__(self):
-        return int.__hash__(self)
+    def __format__(self, spec):
+        return format(self._guarded(), spec)
 
-    # ----- arithmetic keeps the expression -----
-    def _arith(self, other, op, name, swap=False):
-        if not isinstance(other, int):
-            return NotImplemented
-        a, b = (other, self) if swap else (self, other)
-        expr = simplify(name, expr_of(a), expr_of(b))
-        return make(op(concrete(a), concrete(b)), expr, self.symbols)
+    def __array__(self, dtype=None, copy=None):  # NumPy takes a Dim as its value
+        return np.asarray(self._guarded(), dtype=dtype)
 
-    def __add__(self, other):
-        return self._arith(other, operator.add, "+")
-
-    def __radd__(self, other):
-        return self._arith(other, operator.add, "+", swap=True)
-
-    def __sub__(self, other):
-        return self._arith(other, operator.sub, "-")
-
-    def __rsub__(self, other):
-        return self._arith(other, operator.sub, "-", swap=True)
-
-    def __mul__(self, other):
-        return self._arith(other, operator.mul, "*")
-
-    def __rmul__(self, other):
-        return self._arith(other, operator.mul, "*", swap=True)
-
-    def __floordiv__(self, other):
-        return self._arith(other, operator.floordiv, "//")
-
-    def __rfloordiv__(self, other):
-        return self._arith(other, operator.floordiv, "//", swap=True)
-
-    def __mod__(self, other):
-        return self._arith(other, operator.mod, "%")
+    def __reduce__(self):  # pickled or copied: the value, guarded
+        return int, (self._guarded(),)
 
     def __neg__(self):
         return 0 - self
 
-    # ----- comparisons are guarded -----
-    def _compare(self, other, op, name):
-        if not isinstance(other, int):
-            return NotImplemented
-        result = op(concrete(self), concrete(other))
-        a, b = expr_of(self), expr_of(other)
-        if a == b:
-            return op(0, 0)
-        _guard(a, name, b, result)
-        equal = result if name == "==" else not result if name == "!=" else False
-        if equal and _is_symbol(a) and _is_symbol(b):
-            self.symbols.unify(a[1], b[1])
-        return result
+    def __pos__(self):
+        return self
 
-    def __eq__(self, other):
-        return self._compare(other, operator.eq, "==")
+    def __trunc__(self):  # math.trunc, floor, ceil and round of an integer: itself
+        return self
 
-    def __ne__(self, other):
-        return self._compare(other, operator.ne, "!=")
+    __floor__ = __ceil__ = __trunc__
 
-    def __lt__(self, other):
-        return self._compare(other, operator.lt, "<")
+    def __round__(self, ndigits=None):
+        return self if ndigits is None or ndigits >= 0 else round(self._guarded(), ndigits)
 
-    def __le__(self, other):
-        return self._compare(other, operator.le, "<=")
+    def __abs__(self):
+        return abs(self._guarded())
 
-    def __gt__(self, other):
-        return self._compare(other, operator.gt, ">")
+    def __invert__(self):
+        return ~self._guarded()
 
-    def __ge__(self, other):
-        return self._compare(other, operator.ge, ">=")
+    def __pow__(self, other, modulo=None):
+        return _plainly(lambda a, b: pow(a, b, modulo), self, other)
+
+    def __rpow__(self, other):
+        return _plainly(operator.pow, self, other, swap=True)
+
+    def __divmod__(self, other):
+        return self // other, self % other
+
+    def __rdivmod__(self, other):
+        return other // self, other % self
 
     def __bool__(self):
         return self._compare(0, operator.ne, "!=")
 
-    def __index__(self):
-        # Used as a plain number (range, np.empty, int()): right only for this size.
-        _guard(self.expr, "==", concrete(self), True)
-        return concrete(self)
+    def _arith(self, other, op, symbol, swap=False):
+        """op of this size and another operand: an integer one keeps the expression where
+        op has a symbol (+, -, *, //, %); others apply to the plain value (`_plainly`)."""
+        if symbol is None or not _integer(other):
+            return _plainly(op, self, other, swap)
+        a, b = (other, self) if swap else (self, other)
+        expr = simplify(symbol, expr_of(a), expr_of(b))
+        return make(op(concrete(a), concrete(b)), expr, self.symbols)
 
-    __int__ = __index__
+    def _compare(self, other, op, symbol):
+        """A comparison, guarded: the answer holds while the sizes compare the same way."""
+        if not _integer(other):
+            return _plainly(op, self, other)
+        result = op(concrete(self), concrete(other))
+        a, b = expr_of(self), expr_of(other)
+        if a == b:
+            return op(0, 0)
+        _guard(a, symbol, b, result)
+        equal = result if symbol == "==" else not result if symbol == "!=" else False
+        if equal and _is_symbol(a) and _is_symbol(b):
+            self.symbols.unify(a[1], b[1])
+        return result
+
+
+# Dim's binary operators, each with its reflection; those with a symbol keep a size
+# symbolic, the others (/, <<, &...) apply to its value, guarded.
+_ARITHMETIC = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "mod": "%",
+               "truediv": None, "lshift": None, "rshift": None, "and_": None,
+               "or_": None, "xor": None}
+_COMPARISONS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+def _binary(op, symbol):
+    return (lambda self, other: self._arith(other, op, symbol),
+            lambda self, other: self._arith(other, op, symbol, swap=True))
+
+
+def _comparison(op, symbol):
+    return lambda self, other: self._compare(other, op, symbol)
+
+
+for _name, _symbol in _ARITHMETIC.items():
+    _forward, _reflected = _binary(getattr(operator, _name), _symbol)
+    setattr(Dim, f"__{_name.rstrip('_')}__", _forward)
+    setattr(Dim, f"__r{_name.rstrip('_')}__", _reflected)
+for _name, _symbol in _COMPARISONS.items():
+    setattr(Dim, f"__{_name}__", _comparison(getattr(operator, _name), _symbol))
+
+
+def _integer(value):
+    """Whether value is an integer a size expression holds (a Dim, an int, a NumPy int)."""
+    return isinstance(value, (Dim, int, np.integer))
+
+
+def _plainly(op, dim, other, swap=False):
+    """op of a Dim and a number as plain numbers, the kernel guarded to this size; another
+    operand (a tensor, an array) answers NotImplemented, for its own operator to apply."""
+    if isinstance(other, Dim):
+        other = other._guarded()
+    elif not isinstance(other, (int, float, complex, np.number)):
+        return NotImplemented
+    a, b = (other, dim._guarded()) if swap else (dim._guarded(), other)
+    return op(a, b)
 
 
 def _guard(a, op, b, result):
@@ -153,7 +206,7 @@ def check_sized(shape, op, origin=None):
 
 def concrete(d):
     """The concrete size of a Dim (or an int), recording no guard."""
-    return int.__index__(d)
+    return d.value if isinstance(d, Dim) else operator.index(d)
 
 
 class Symbols:
@@ -189,6 +242,19 @@ class Symbols:
 
 def _is_symbol(expr):
     return isinstance(expr, tuple) and expr[0] == "size"
+
+
+def symbol_text(d):
+    """A size as the expression a kernel computes it by (`n0 - 1`), an int as itself."""
+    if not isinstance(d, Dim):
+        return str(d)
+    text = render(d.expr, lambda k: f"n{d.symbols.label(k)}")
+    return text[1:-1] if text.startswith("(") else text
+
+
+def as_index(value):
+    """An integer argument as an int, a traced size kept symbolic (a Dim as it is)."""
+    return value if isinstance(value, Dim) else operator.index(value)
 
 
 def expr_of(d):

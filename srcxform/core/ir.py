@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from srcxform.core.aval import Aval
+from srcxform.core.dims import Dim, concrete, symbol_text
 from srcxform.core.errors import SrcxformError
 
 
@@ -88,8 +89,8 @@ class Program:
             if eqn.out in defined:
                 raise SrcxformError(f"IR: {eqn.prim.name} redefines a value (not SSA)")
             expected = eqn.prim.shape(*[a.aval for a in eqn.ins], **eqn.kwargs)
-            if (tuple(map(int, expected.shape)), expected.dtype) != \
-                    (tuple(map(int, eqn.out.aval.shape)), eqn.out.aval.dtype):
+            if (tuple(map(concrete, expected.shape)), expected.dtype) != \
+                    (tuple(map(concrete, eqn.out.aval.shape)), eqn.out.aval.dtype):
                 raise SrcxformError(f"IR: {eqn.prim.name} gives {expected.short()}, but its "
                                     f"output is typed {eqn.out.aval.short()}")
             defined.add(eqn.out)
@@ -110,7 +111,7 @@ def equations(program):
 
 def format_atom(atom, namer):
     if isinstance(atom, Lit):
-        return repr(atom.value) if not hasattr(atom.value, "expr") else str(atom.value)
+        return symbol_text(atom.value) if isinstance(atom.value, Dim) else repr(atom.value)
     return namer(atom)
 
 
@@ -120,7 +121,7 @@ def format_param(value):
     if isinstance(value, tuple):
         inner = ", ".join(format_param(v) for v in value)
         return f"({inner},)" if len(value) == 1 else f"({inner})"
-    return str(value)
+    return symbol_text(value)
 
 
 def format_program(program, namer, width=100):

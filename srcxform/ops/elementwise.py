@@ -273,8 +273,8 @@ def add_n(inputs, name=None):
     strong = {np.dtype(v.aval.dtype) for v in values if not v.aval.weak}
     if len(strong) == 1:
         values = [cast(v, *strong) if v.aval.weak else v for v in values]
-    kinds = {(v.aval.shape, np.dtype(v.aval.dtype)) for v in values}
-    if len(kinds) > 1:
+    first = values[0].aval  # compared, not hashed: a traced size hashes as its value, guarded
+    if any(v.aval.shape != first.shape or v.aval.dtype != first.dtype for v in values):
         raise ShapeArgumentError("add_n: inputs must have one shape and dtype; got " + ", ".join(
             f"{np.dtype(v.aval.dtype).name}{list(v.aval.shape)}" for v in values))
     total = values[0]

@@ -12,7 +12,7 @@ import operator
 import numpy as np
 
 from srcxform.core.aval import normalize_axes
-from srcxform.core.dims import Dim
+from srcxform.core.dims import Dim, as_index
 from srcxform.core.aval import size as _size
 from srcxform.core.dtypes import as_dtype, int32
 from srcxform.core.errors import shape_error
@@ -70,7 +70,7 @@ def split(value, num_or_size_splits, axis=0, num=None, name=None):
     x = as_value(value, "split")
     axis = normalize_axes(axis, x.ndim, "split")[0]
     n = int(x.shape[axis])
-    if isinstance(num_or_size_splits, (int, np.integer)):
+    if isinstance(num_or_size_splits, (int, np.integer, Dim)):
         pieces = int(num_or_size_splits)
         if pieces <= 0 or n % pieces:
             raise shape_error(f"split: axis {axis} of {x.aval.short()} (size {n}) does not "
@@ -137,7 +137,7 @@ def _entries(values, what):
     if isinstance(values, Value):
         values = values.numpy()  # a traced tensor raises: its values come at run time
     try:
-        return tuple(v if isinstance(v, Dim) else operator.index(v)
+        return tuple(as_index(v)
                      for v in np.atleast_1d(np.asarray(values, dtype=object)))
     except TypeError:
         raise TypeError(f"strided_slice: {what} must be ints, got {values!r}") from None

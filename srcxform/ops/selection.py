@@ -14,6 +14,7 @@ from collections import namedtuple
 import numpy as np
 
 from srcxform.core.aval import Aval, normalize_axes, size
+from srcxform.core.dims import as_index
 from srcxform.core.dtypes import as_dtype
 from srcxform.core.errors import IndexArgumentError, TracingError, shape_error, user_line
 from srcxform.ops.elementwise import add, cast, equal, less, stop_gradient, where
@@ -153,7 +154,7 @@ def top_k(input, k=1, sorted=True, name=None):
     largest first, the lower index first among ties. Always sorted (TensorFlow leaves
     the order of sorted=False unspecified). The gradient flows through the values."""
     x = as_value(input, "top_k")
-    k = operator.index(k)
+    k = as_index(k)
     if x.ndim == 0 or not 0 <= k <= x.shape[-1]:
         raise shape_error(f"top_k: k={k} must be between 0 and the last axis' size, for "
                           f"{x.aval.short()}")
@@ -173,7 +174,7 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
     ids = as_value(indices, "one_hot")
     if ids.dtype.kind not in "iu":
         raise TypeError(f"one_hot: indices must be integers, got {ids.aval.short()}")
-    depth = operator.index(depth)
+    depth = as_index(depth)
     axis = ids.ndim if axis is None or axis == -1 else operator.index(axis)
     if not 0 <= axis <= ids.ndim:
         raise ValueError(f"one_hot: axis {axis} is out of range for indices of rank "
@@ -323,7 +324,7 @@ def unsorted_segment_sum(data, segment_ids, num_segments, name=None):
     CPU kernel does. The gradient gathers each slice's segment row."""
     x, ids = as_value(data, "unsorted_segment_sum"), as_value(segment_ids,
                                                               "unsorted_segment_sum")
-    n = operator.index(num_segments)
+    n = as_index(num_segments)
     r = ids.ndim
     if ids.dtype.kind not in "iu" or tuple(x.shape[:r]) != tuple(ids.shape):
         raise shape_error(f"unsorted_segment_sum: segment_ids {ids.aval.short()} must be "

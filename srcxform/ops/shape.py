@@ -4,7 +4,6 @@ composites built on them (expand_dims, squeeze, stack, tile).
 Their emit templates are array expressions over the input and param names.
 """
 
-import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -12,7 +11,7 @@ import numpy as np
 from srcxform.core.aval import (Aval, as_size, broadcast_shapes, dims_equal, is_one, is_zero,
                            normalize_axes, normalize_slice, same_dim, same_shape, size,
                            slice_length, spans)
-from srcxform.core.dims import concrete
+from srcxform.core.dims import as_index, concrete, symbol_text
 from srcxform.core.dtypes import promote
 from srcxform.core.errors import IndexArgumentError, TracingError, shape_error
 from srcxform.core.errors import user_line
@@ -30,7 +29,7 @@ class Slice:
     step: int | None
 
     def __str__(self):
-        text = lambda v: "" if v is None else str(v)
+        text = lambda v: "" if v is None else symbol_text(v)
         return f"{text(self.start)}:{text(self.stop)}" + (f":{self.step}" if self.step else "")
 
     def to_slice(self):
@@ -536,7 +535,7 @@ def _normalize_index(items, shape):
         elif item is None:
             out.append(None)
         elif isinstance(item, slice):
-            ends = (None if v is None else _index_int(v) for v in (item.start, item.stop,
+            ends = (None if v is None else as_index(v) for v in (item.start, item.stop,
                                                                    item.step))
             try:
                 out.append(_canonical_slice(shape[axis], slice(*ends)))
@@ -544,7 +543,7 @@ def _normalize_index(items, shape):
                 raise ValueError(f"getitem: {err}") from None
             axis += 1
         else:
-            i, n = _index_int(item), shape[axis]
+            i, n = as_index(item), shape[axis]
             if not -n <= i < n:
                 raise IndexArgumentError(f"getitem: index {concrete(i)} is out of bounds for "
                                          f"axis {axis} of size {concrete(n)}")
@@ -563,6 +562,3 @@ def _canonical_slice(n, s):
     return Slice(start, stop, None if step == 1 else step)
 
 
-def _index_int(item):
-    """An index or slice end as an int, a traced size kept symbolic (a Dim is an int)."""
-    return item if isinstance(item, int) else operator.index(item)
