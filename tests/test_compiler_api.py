@@ -284,7 +284,7 @@ def test_a_cache_file_it_cannot_restore_is_a_miss():
     ("return x if x > 0 else -x", "bool() of a traced value"),
     ("return float(x)", "float() of a traced value"),
     ("return int(x)", "int() of a traced value"),
-    ("return len(x)", "len() of a traced value"),
+    ("return x.__len__()", "len() of a traced value"),
     ("return [v for v in x]", "iterating over a traced value"),
 ])
 def test_control_flow_on_traced_values_raises_at_the_users_line(tmp_path, body, what):

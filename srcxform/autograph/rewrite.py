@@ -367,14 +367,17 @@ class _Callees(ast.NodeTransformer):
         return self.visit(fndef)
 
     def found(self, tree):
-        return any(isinstance(n, ast.Call) and self.wraps(n.func) for n in ast.walk(tree))
+        return any(isinstance(n, ast.Call) and (self.wraps(n.func) or self.value(n.func) is len)
+                   for n in ast.walk(tree))
 
     def visit_Call(self, node):
         self.generic_visit(node)
         if not (node.args or node.keywords or self.in_class) and \
                 any(self.value(node.func) is f for f in (locals, vars, dir)):
             return ast.copy_location(_calls("shown", node, self.made), node)
-        if self.wraps(node.func):
+        if self.value(node.func) is len:  # a tensor's size (TensorFlow's autograph)
+            node.func = ast.copy_location(ast.Attribute(_name(_AG), "len_", ast.Load()), node.func)
+        elif self.wraps(node.func):
             node.func = ast.copy_location(_calls("callee", node.func), node.func)
         return node
 
@@ -391,7 +394,7 @@ class _Callees(ast.NodeTransformer):
 
     def wraps(self, func):
         value = self.value(func)
-        return value is _UNKNOWN or any(value is f for f in (range, *_TAKES_FUNCTIONS)) or \
+        return value is _UNKNOWN or any(value is f for f in _TAKES_FUNCTIONS) or \
             not library(value)
 
     def value(self, func):
@@ -598,6 +601,7 @@ class _Converter:
                                     for n in ast.walk(fndef) if isinstance(n, (ast.Name,
                                     ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
         self.made = {}
+        self.row_loops = {}  # for_rows' loop for each of the user's (named as it is)
         # Where each name is read; reads in nested functions may happen at any time.
         self.loads = [((n.lineno, n.col_offset), n.id) for n in ast.walk(fndef)
                       if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
@@ -645,6 +649,8 @@ class _Converter:
             return self.while_(stmt, defined, loops)
         if isinstance(stmt, ast.For) and _range_args(stmt.iter) is not None:
             return self.for_range(stmt, defined, loops)
+        if isinstance(stmt, ast.For):
+            return self.for_rows(stmt, defined, loops)
         if not isinstance(stmt, (ast.For, ast.With, ast.Try)):
             return [copy.deepcopy(stmt)]
         original, stmt = stmt, copy.copy(stmt)
@@ -715,7 +721,19 @@ class _Converter:
                 self.state_function(body_fn, state, node.body, defined, loops + (node,), state),
                 ast.Assign([_names(state, True)], call) if state else ast.Expr(call)]
 
-    def for_range(self, node, defined, loops):
+    def for_rows(self, node, defined, loops):
+        """`for T in E` (E not a range): over a tensor, a loop over its row numbers taking
+        row i into T first, which compiles as a range loop does (TensorFlow's autograph
+        loops over a tensor's rows); over anything else, E's items as Python gives them."""
+        items, row = self.fresh("items", node), self.fresh("row", node)
+        take = ast.Assign([copy.deepcopy(node.target)], _call("row", _name(items), _name(row)))
+        loop = self.row_loops.setdefault(id(node), ast.copy_location(ast.For(
+            ast.Name(row, ast.Store()), node.iter, [take, *node.body], node.orelse), node))
+        start = lambda refused: _call("for_rows", ast.Constant(not refused), _name(items))
+        return _located([ast.Assign([_name(items, True)], copy.deepcopy(node.iter))], node) + \
+            self.for_range(loop, defined, loops, start)
+
+    def for_range(self, node, defined, loops, start=None):  # start: for_rows's call
         rng = self.fresh("range", node)
         inner = loops + (node,)
         refused = self.refused(node.body, node, "a for loop")
@@ -728,8 +746,9 @@ class _Converter:
                          self.block(node.orelse, defined, loops))
         traced = refused or self.traced_for(node, rng, defined, loops) + \
             self.block(node.orelse, defined, loops)
-        start = _call("for_range", ast.Constant(not refused), copy.deepcopy(node.iter.func),
-                      *map(copy.deepcopy, _range_args(node.iter)))
+        start = start(refused) if start else _call(
+            "for_range", ast.Constant(not refused), copy.deepcopy(node.iter.func),
+            *map(copy.deepcopy, _range_args(node.iter)))
         return _located([ast.Assign([_name(rng, True)], start),
                          ast.If(_call("is_traced", _name(rng)), traced, [static])], node)
 

@@ -168,6 +168,25 @@ def for_range(convertible, range_fn, *args):
     return TracedRange(start, stop, step, "int32" if range_fn is tf_range else None)
 
 
+def for_rows(convertible, items):
+    """What `for T in items` loops over: a tensor's row numbers (for_range's range of its
+    first dim: a size compiles to one loop for every size), else items themselves."""
+    if isinstance(items, Value) and items.ndim:
+        return for_range(convertible, builtins.range, items.shape[0])
+    return items
+
+
+def len_(value):
+    """len() in converted code: a tensor's first size, as TensorFlow's autograph gives it (a
+    traced size stays symbolic: core/dims.py), else len()."""
+    return value.shape[0] if isinstance(value, Value) and value.ndim else builtins.len(value)
+
+
+def row(items, taken):
+    """T in `for T in items` (for_rows): a tensor's row at the number taken, else the item."""
+    return items[taken] if isinstance(items, Value) and items.ndim else taken
+
+
 def if_stmt(pred, true_fn, false_fn, values, names, sure_true, sure_false):
     """An if statement on a traced condition: cond of its two branches. values: the
     state's values before it (Undefined where unassigned); sure_true, sure_false: the
