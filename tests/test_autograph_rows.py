@@ -71,3 +71,31 @@ def test_len_of_a_tensor_is_its_size_and_len_of_anything_else_is_pythons():
     for n in (1, 3, 5):
         assert float(f(np.ones((n, 2)))) == 4.0
     assert f.cache_info().kernels == 2  # a size of 1 is a broadcast dim: its own kernel
+
+
+def last_row_in_else(x):
+    total, last = 0.0, 0.0
+    for row in x:
+        last = tf.reduce_sum(row)
+    else:  # noqa: PLW0120 - it reads what the loop's last trip assigned
+        total = total + last
+    for i in range(x.shape[0]):
+        last = tf.reduce_sum(x[i]) * 2.0
+    else:  # noqa: PLW0120
+        total = total + last
+    return total
+
+
+def test_a_loops_else_reads_what_its_last_trip_assigned():
+    x = np.arange(6.0).reshape(3, 2)
+    assert float(tf.differentiable(last_row_in_else)(x)) == 9.0 + 18.0
+
+
+def test_a_row_read_after_a_compiled_loop_raises_naming_it():
+    def f(x):
+        for row in x:
+            pass
+        return row[0]
+
+    with pytest.raises(tf.TracingError, match="'row' has no value here"):
+        tf.differentiable(f)(np.ones((3, 2)))

@@ -118,6 +118,8 @@ _PLAIN_USES = {
     "dict key": (None, lambda n: {3: 1.0, 5: 2.0}.get(n)),
     "equal to a float": (True, lambda n: n == 4.0),
     "pickled": (4, lambda n: pickle.loads(pickle.dumps(n))),
+    "int's attribute": (4, lambda n: n.real),
+    "int's method": (3, lambda n: n.bit_length()),
     "copied": (4, copy.deepcopy),
 }
 
@@ -162,3 +164,26 @@ def test_a_loop_over_a_size_in_code_autograph_leaves_alone_retraces_at_another_s
         x = np.arange(float(n))
         assert f(x) == pytest.approx(float(x @ x))
     assert f.cache_info().kernels == 2
+
+
+def test_a_size_returned_is_the_calls_own():
+    f = tf.function(lambda x: (x.shape[0], x.shape[0] - 1))
+    assert f(np.zeros(3)) == (3, 2) and f(np.zeros(5)) == (5, 4)
+    assert type(f(np.zeros(4))[0]) is int
+
+
+def test_a_size_divided_by_a_size_that_is_0_at_another_call_raises_as_python():
+    f = tf.differentiable(lambda x: tf.reduce_sum(x * (12 // (x.shape[0] - 3))))
+    assert float(f(np.ones(5))) == 30.0
+    with pytest.raises(ZeroDivisionError):
+        f(np.ones(3))
+
+
+def test_ranges_and_jacobians_of_a_size_are_right_at_every_size():
+    ranged = tf.differentiable(lambda x: tf.reduce_sum(x) + tf.cast(
+        tf.reduce_sum(tf.range(x.shape[0])), tf.float64))  # the bound read as a tensor
+    scaled = tf.function(tf.jacfwd(lambda x: x * x.shape[0]))  # a size as an operand
+    for n in (3, 5, 4):
+        assert float(ranged(np.ones(n))) == n + n * (n - 1) // 2
+        np.testing.assert_array_equal(scaled(np.ones(n)), n * np.eye(n))
+    assert scaled.cache_info().kernels == 1  # its literal was hashed by value, unguarded

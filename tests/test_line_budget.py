@@ -59,10 +59,10 @@ BUDGET = {
     # called direct, its flags tested exactly (det's gradient 12 -> 6.8 us)
     # +20: syntax.py, the lock that keeps ast conversions to one thread (CPython 3.11's
     # shared recursion depth raised SystemError with threads tracing: helper 58)
-    # +50: a Dim is not an int subclass and carries the numeric protocol itself, each
+    # +60: a Dim is not an int subclass and carries the numeric protocol itself, each
     # plain use guarded (range, float, f-strings, NumPy took an int subclass's value
     # unasked: 12 silently wrong uses at a second size)
-    "core": 2600,
+    "core": 2610,
     # the CUDA target (issue 35): its first slice, 590 lines; +80: kept buffers per
     # thread, scalar steps folded into the next launch, Variables, methods; +5: a transpose
     # as a view (numba-cuda's .T compiled a kernel per call: W5's GPU gradient 334 ms);

@@ -32,9 +32,11 @@ _BRANCH = ("a traced value's truth is unknown while compiling; use srcxform.wher
            "or pass the value as a static argument")
 _NUMBER = ("a traced value's number is unknown while compiling; keep it a tensor, or pass it "
            "as a static (Python int) argument")
-_SIZE = ("a traced value's length is not fixed while compiling (a new batch size reuses the "
-         "kernel); use whole-array ops (reduce_sum, matmul, gather) or pass the count as a "
-         "static int argument")
+_LENGTH = ("a traced value's length is a size of the input: write x.shape[0] (len(x) gives "
+           "it in a function autograph converts), or pass the count as a static int argument")
+_ITERATION = ("loop over a traced value's rows with a `for` statement in a function autograph "
+              "converts, or with `for i in range(x.shape[0])` reading x[i]; a comprehension, "
+              "zip, enumerate or unpacking iterates as Python does, which needs a static length")
 _ATTRIBUTE = ("no such attribute; srcxform values have TensorFlow's ops (srcxform.<op>(x)), "
               "the operators and NumPy's array methods (sum, mean, max, reshape, transpose, "
               "astype, dot, ...); for anything else, compute on the result outside the "
@@ -75,10 +77,10 @@ class Tracer(Value):
         self._fail("a traced value used as an index or count", _NUMBER)
 
     def __len__(self):  # noqa: PLE0303
-        self._fail("len() of a traced value", _SIZE)
+        self._fail("len() of a traced value", _LENGTH)
 
     def __iter__(self):
-        self._fail("iterating over a traced value", _SIZE)
+        self._fail("iterating over a traced value", _ITERATION)
 
     def numpy(self):
         self._fail(".numpy() of a traced value", _NUMBER)
@@ -126,7 +128,7 @@ def _eager_kind(operands, python):
             kinds.add("tensor")
         elif isinstance(x, (list, tuple)):
             kinds.add(_eager_kind(x, python))
-        elif not isinstance(x, (bool, int, float, dims.Dim)) or isinstance(x, np.generic):
+        elif not isinstance(x, (bool, int, float)) or isinstance(x, np.generic):
             kinds.add("numpy")
     if "tensor" in kinds:
         return "tensor"

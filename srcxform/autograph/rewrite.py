@@ -339,8 +339,6 @@ def callee(fn):
     return convert(fn, called=True)
 
 
-
-
 def _with_converted(fn, *args, **kwargs):
     def converted(value):
         return callee(value) if callable(value) and not isinstance(value, type) else value
@@ -791,9 +789,11 @@ class _Converter:
                                 ast.Constant(statement)))]
 
     def live_after(self, node, loops):
-        """The names that may be read after node: later in the function, anywhere in a
-        loop around it, or in a nested function."""
-        end = (node.end_lineno, node.end_col_offset)
+        """The names that may be read after node: later in the function (a loop's `else:`
+        included: it runs after the loop), anywhere in a loop around it, or in a nested
+        function."""
+        last = node.body[-1] if isinstance(node, (ast.For, ast.While)) else node
+        end = (last.end_lineno, last.end_col_offset)
         later = {name for where, name in self.loads if where >= end}
         for loop in loops:
             later |= reads(loop)

@@ -306,7 +306,7 @@ class _State:
 
 
 def _is_tensor(value):
-    return isinstance(value, (Value, np.ndarray, np.generic, bool, int, float, Dim))
+    return isinstance(value, (Value, np.ndarray, np.generic, bool, int, float))
 
 
 def _check_tensors(values, positions, names, where, statement):

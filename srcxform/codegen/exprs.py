@@ -107,7 +107,7 @@ def param_ast(value, sizes):
         return ast.Tuple([param_ast(v, sizes) for v in value], ast.Load())
     if isinstance(value, bool):
         return ast.Constant(value)
-    if isinstance(value, (int, np.integer, Dim)):
+    if isinstance(value, (int, np.integer)):
         return sizes.ast(value)
     return ast.Constant(value)
 

@@ -34,7 +34,6 @@ from srcxform.core.names import Namer
 from srcxform.codegen.schedule import LoopGroup, schedule
 from srcxform.core.version import __version__
 from srcxform.core import syntax
-from srcxform.core.dims import Dim
 
 # The columns an origin comment may fill, its indent included: the user's line is cut.
 _WIDTH = 100
@@ -461,7 +460,7 @@ class _Lowering:
                 continue
             i = exprs[axis]
             axis += 1
-            if isinstance(item, (int, Dim)):
+            if isinstance(item, int):
                 tests.append(ast.Compare(i, [ast.Eq()], [self.sizes.ast(item)]))
                 continue
             start, stop = item.start, item.stop  # normalized: None is 0 and n

@@ -20,7 +20,6 @@ import numpy as np
 from srcxform.core.errors import nan_message, user_line
 from srcxform.core.ir import Lit, Var
 from srcxform.core import syntax
-from srcxform.core.dims import Dim
 
 
 def _src(node):
@@ -36,7 +35,7 @@ def may_hold_nan(arg_name, atom):
     operand, not a condition, and not a finite literal."""
     if arg_name == "c" or atom.aval.dtype.kind != "f":
         return False
-    return not (isinstance(atom, Lit) and isinstance(atom.value, (int, float, np.number, Dim))
+    return not (isinstance(atom, Lit) and isinstance(atom.value, (int, float, np.number))
                 and np.isfinite(atom.value))
 
 

@@ -61,6 +61,11 @@ class Dim:
     def __class__(self):  # isinstance(n, int) holds while tracing as it does eagerly
         return int
 
+    def __getattr__(self, name):  # int's own (real, bit_length...): the value's, guarded
+        if name.startswith("_") or not hasattr(int, name):
+            raise AttributeError(f"'int' object has no attribute {name!r}")
+        return getattr(self._guarded(), name)
+
     def __float__(self):
         return float(self._guarded())
 
@@ -125,6 +130,8 @@ class Dim:
         if symbol is None or not _integer(other):
             return _plainly(op, self, other, swap)
         a, b = (other, self) if swap else (self, other)
+        if symbol in ("//", "%") and isinstance(b, Dim):  # raises where it is 0, as Python
+            _guard(b.expr, "!=", 0, True)
         expr = simplify(symbol, expr_of(a), expr_of(b))
         return make(op(concrete(a), concrete(b)), expr, self.symbols)
 
@@ -170,7 +177,7 @@ for _name, _symbol in _COMPARISONS.items():
 
 def _integer(value):
     """Whether value is an integer a size expression holds (a Dim, an int, a NumPy int)."""
-    return isinstance(value, (Dim, int, np.integer))
+    return isinstance(value, (int, np.integer))  # a Dim's __class__ is int
 
 
 def _plainly(op, dim, other, swap=False):

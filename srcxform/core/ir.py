@@ -27,6 +27,9 @@ class Lit:
     value: object
     aval: Aval
 
+    def __hash__(self):  # a Dim's own hash would guard the kernel to its size
+        return hash((self.value.value if isinstance(self.value, Dim) else self.value, self.aval))
+
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Eqn:

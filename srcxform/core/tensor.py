@@ -178,6 +178,9 @@ class SizeConstant(Tensor):
 
     __slots__ = ("dim",)
 
+    def numpy(self):  # its value as a plain number: right only for this size (guarded)
+        return np.asarray(self.dim.__index__(), self._array.dtype)
+
 
 class Variable(Value):
     """A mutable value whose reads are watched by tapes (tf.Variable).

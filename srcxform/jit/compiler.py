@@ -241,12 +241,12 @@ def _returned(fn, leaf, given, flat):
     if isinstance(leaf, Tracer):
         flat.append(leaf)
         return ("out", len(flat) - 1, leaf.eager, leaf.aval.weak)
-    if isinstance(leaf, (Variable, float, complex)) or \
-            isinstance(leaf, _FIXED) and not isinstance(leaf, np.generic):
-        return ("const", leaf)
     if isinstance(leaf, Dim):  # x.shape[0]: a Python int eagerly, read at each call
         flat.append(as_value(leaf))
         return ("out", len(flat) - 1, "python", False)
+    if isinstance(leaf, (Variable, float, complex)) or \
+            isinstance(leaf, _FIXED) and not isinstance(leaf, np.generic):
+        return ("const", leaf)
     if isinstance(leaf, Tensor) or isinstance(leaf, (np.ndarray, np.generic)) \
             and leaf.dtype.kind in "biuf":
         flat.append(leaf)

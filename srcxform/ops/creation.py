@@ -15,7 +15,7 @@ from srcxform.core.dtypes import as_dtype, float32, promote, settled
 from srcxform.core.errors import TracingError, user_line
 from srcxform.ops.elementwise import cast
 from srcxform.ops.shape import broadcast_to, stack
-from srcxform.core.tensor import Tensor, Value, as_value, holds_value
+from srcxform.core.tensor import SizeConstant, Tensor, Value, as_value, holds_value
 
 
 def constant(value, dtype=None, shape=None, name=None):
@@ -138,7 +138,8 @@ def range(start, limit=None, delta=1, dtype=None, name=None):
                            "length would be known only at run time; use Python's range "
                            "with sizes as ints (range(x.shape[0])), or srcxform.fori_loop")
     dtype = as_dtype(dtype) or _result_dtype(values)
-    return Tensor._new(np.arange(*[v._array for v in values], dtype=dtype))
+    bounds = [v.numpy() if isinstance(v, SizeConstant) else v._array for v in values]  # guarded
+    return Tensor._new(np.arange(*bounds, dtype=dtype))
 
 
 def linspace(start, stop, num, name=None, axis=0):

@@ -12,7 +12,7 @@ import operator
 import numpy as np
 
 from srcxform.core.aval import normalize_axes
-from srcxform.core.dims import Dim, as_index
+from srcxform.core.dims import as_index
 from srcxform.core.aval import size as _size
 from srcxform.core.dtypes import as_dtype, int32
 from srcxform.core.errors import shape_error
@@ -70,7 +70,7 @@ def split(value, num_or_size_splits, axis=0, num=None, name=None):
     x = as_value(value, "split")
     axis = normalize_axes(axis, x.ndim, "split")[0]
     n = int(x.shape[axis])
-    if isinstance(num_or_size_splits, (int, np.integer, Dim)):
+    if isinstance(num_or_size_splits, (int, np.integer)):
         pieces = int(num_or_size_splits)
         if pieces <= 0 or n % pieces:
             raise shape_error(f"split: axis {axis} of {x.aval.short()} (size {n}) does not "
@@ -136,9 +136,11 @@ def _entries(values, what):
     """strided_slice's begin, end or strides as a tuple of ints (traced sizes stay)."""
     if isinstance(values, Value):
         values = values.numpy()  # a traced tensor raises: its values come at run time
-    try:
-        return tuple(as_index(v)
-                     for v in np.atleast_1d(np.asarray(values, dtype=object)))
+    if isinstance(values, int):
+        values = [values]
+    try:  # a list as it is: NumPy would take a traced size's value, guarding it
+        return tuple(as_index(v) for v in (values if isinstance(values, (list, tuple))
+                                           else np.atleast_1d(np.asarray(values, dtype=object))))
     except TypeError:
         raise TypeError(f"strided_slice: {what} must be ints, got {values!r}") from None
 

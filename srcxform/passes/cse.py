@@ -3,7 +3,7 @@ compute once. Preserves values; assumes SSA."""
 
 import numpy as np
 
-from srcxform.core.dims import Dim, expr_of
+from srcxform.core.dims import expr_of
 from srcxform.core.ir import Lit
 from srcxform.passes.rewrite import substitute
 
@@ -12,7 +12,7 @@ def equality_key(value):
     """A hashable key that compares sizes by expression, not by this trace's value."""
     if isinstance(value, tuple):
         return tuple(equality_key(v) for v in value)
-    if isinstance(value, (int, Dim)) and not isinstance(value, bool):
+    if isinstance(value, int) and not isinstance(value, bool):
         return ("int", expr_of(value))
     if isinstance(value, (float, np.floating)):  # -0.0 == 0.0, but 1 / -0.0 is -inf
         return ("float", value, bool(np.signbit(value)))
