@@ -721,15 +721,21 @@ class _Converter:
 
     def for_rows(self, node, defined, loops):
         """`for T in E` (E not a range): over a tensor, a loop over its row numbers taking
-        row i into T first, which compiles as a range loop does (TensorFlow's autograph
-        loops over a tensor's rows); over anything else, E's items as Python gives them."""
-        items, row = self.fresh("items", node), self.fresh("row", node)
-        take = ast.Assign([copy.deepcopy(node.target)], _call("row", _name(items), _name(row)))
+        row i into T first, compiled as a range loop is (TensorFlow's autograph loops over
+        a tensor's rows); else E's items, as Python gives them. The body is written once:
+        a copy per form doubled the source at each level of nesting (helper 60)."""
+        items, item = self.fresh("items", node), self.fresh("item", node)
+        take = ast.Assign([copy.deepcopy(node.target)], _call("take", _name(items), _name(item)))
         loop = self.row_loops.setdefault(id(node), ast.copy_location(ast.For(
-            ast.Name(row, ast.Store()), node.iter, [take, *node.body], node.orelse), node))
-        start = lambda refused: _call("for_rows", ast.Constant(not refused), _name(items))
-        return _located([ast.Assign([_name(items, True)], copy.deepcopy(node.iter))], node) + \
-            self.for_range(loop, defined, loops, start)
+            ast.Name(item, ast.Store()), node.iter, [take, *node.body], node.orelse), node))
+        first = [ast.Assign([_name(items, True)], copy.deepcopy(node.iter))]
+        if self.refused(loop.body, loop, "a for loop"):  # Python's loop; a size's unrolled
+            start = lambda refused: _call("for_rows", ast.Constant(False), _name(items))
+            return _located(first, node) + self.for_range(loop, defined, loops, start)
+        rng = self.fresh("range", loop)
+        start = _call("for_rows", ast.Constant(True), _name(items))
+        return _located(first + [ast.Assign([_name(rng, True)], start)] + self.traced_for(
+            loop, rng, defined, loops) + self.block(node.orelse, defined, loops), node)
 
     def for_range(self, node, defined, loops, start=None):  # start: for_rows's call
         rng = self.fresh("range", node)

@@ -182,9 +182,9 @@ def len_(value):
     return value.shape[0] if isinstance(value, Value) and value.ndim else builtins.len(value)
 
 
-def row(items, taken):
-    """T in `for T in items` (for_rows): a tensor's row at the number taken, else the item."""
-    return items[taken] if isinstance(items, Value) and items.ndim else taken
+def take(items, item):
+    """T in `for T in items` (for_rows): a tensor's row at the number `item`, else the item."""
+    return items[item] if isinstance(items, Value) and items.ndim else item
 
 
 def if_stmt(pred, true_fn, false_fn, values, names, sure_true, sure_false):
@@ -246,7 +246,12 @@ def while_stmt(test_fn, body_fn, values, names):
 
 def for_stmt(rng, body_fn, values, names, target):
     """A for loop over a TracedRange: fori_loop over the state that has a value before
-    it. Returns the state, then the loop index (which has no value after the loop)."""
+    it. Returns the state, then the loop index (which has no value after the loop). Over a
+    Python iterable (for_rows's), the body runs as Python runs a loop's."""
+    if not isinstance(rng, TracedRange):
+        for item in rng:
+            values = body_fn(item, *values)
+        return (*values, None)
     where = _here()
     carried = [k for k, v in enumerate(values) if not isinstance(v, Undefined)]
     index = Undefined(target, f"the index of the loop over a traced range at {where} has no "
