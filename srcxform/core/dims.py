@@ -1,6 +1,6 @@
 """Sizes that remember where they came from.
 
-While tracing, each input dim that is not 1 is a `Dim`: an int with its concrete size
+While tracing, each input dim that is not 1 is a `Dim`: an int's stand-in, with its size
 (so shape rules run unchanged and report real sizes) and an expression over the input
 sizes (so generated code computes it at run time and a new batch size reuses a kernel).
 A comparison whose answer could differ for other sizes is recorded as a guard; a call
