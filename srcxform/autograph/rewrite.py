@@ -645,26 +645,19 @@ class _Converter:
             return self.if_(stmt, defined, loops)
         if isinstance(stmt, ast.While):
             return self.while_(stmt, defined, loops)
-        if isinstance(stmt, ast.For) and _range_args(stmt.iter) is not None:
-            return self.for_range(stmt, defined, loops)
         if isinstance(stmt, ast.For):
-            return self.for_rows(stmt, defined, loops)
-        if not isinstance(stmt, (ast.For, ast.With, ast.Try)):
+            return self.for_range(stmt, defined, loops) if _range_args(stmt.iter) is not None \
+                else self.for_rows(stmt, defined, loops)
+        if not isinstance(stmt, (ast.With, ast.Try)):
             return [copy.deepcopy(stmt)]
-        original, stmt = stmt, copy.copy(stmt)
-        if isinstance(stmt, ast.For):
-            stmt.body = self.block(stmt.body, defined | target_names(stmt.target),
-                                   loops + (original,))
-            stmt.orelse = self.block(stmt.orelse, defined, loops)
-        else:
-            for field in ("body", "orelse", "finalbody"):
-                if hasattr(stmt, field):
-                    setattr(stmt, field, self.block(getattr(stmt, field), defined, loops))
-            if isinstance(stmt, ast.Try):
-                stmt.handlers = [copy.copy(h) for h in stmt.handlers]
-                for h in stmt.handlers:
-                    h.body = self.block(h.body, defined | ({h.name} if h.name else set()),
-                                        loops)
+        stmt = copy.copy(stmt)
+        for field in ("body", "orelse", "finalbody"):
+            if hasattr(stmt, field):
+                setattr(stmt, field, self.block(getattr(stmt, field), defined, loops))
+        if isinstance(stmt, ast.Try):
+            stmt.handlers = [copy.copy(h) for h in stmt.handlers]
+            for h in stmt.handlers:
+                h.body = self.block(h.body, defined | ({h.name} if h.name else set()), loops)
         return [stmt]
 
     def if_(self, node, defined, loops):
@@ -730,14 +723,17 @@ class _Converter:
             ast.Name(item, ast.Store()), node.iter, [take, *node.body], node.orelse), node))
         first = [ast.Assign([_name(items, True)], copy.deepcopy(node.iter))]
         if self.refused(loop.body, loop, "a for loop"):  # Python's loop; a size's unrolled
-            start = lambda refused: _call("for_rows", ast.Constant(False), _name(items))
-            return _located(first, node) + self.for_range(loop, defined, loops, start)
+            static = ast.For(ast.Name(item, ast.Store()), _call(
+                "for_rows", ast.Constant(False), _name(items)), self.block(
+                loop.body, defined | {item}, loops + (loop,)), self.block(
+                node.orelse, defined, loops))
+            return _located(first + [static], node)
         rng = self.fresh("range", loop)
         start = _call("for_rows", ast.Constant(True), _name(items))
         return _located(first + [ast.Assign([_name(rng, True)], start)] + self.traced_for(
             loop, rng, defined, loops) + self.block(node.orelse, defined, loops), node)
 
-    def for_range(self, node, defined, loops, start=None):  # start: for_rows's call
+    def for_range(self, node, defined, loops):
         rng = self.fresh("range", node)
         inner = loops + (node,)
         refused = self.refused(node.body, node, "a for loop")
@@ -750,9 +746,8 @@ class _Converter:
                          self.block(node.orelse, defined, loops))
         traced = refused or self.traced_for(node, rng, defined, loops) + \
             self.block(node.orelse, defined, loops)
-        start = start(refused) if start else _call(
-            "for_range", ast.Constant(not refused), copy.deepcopy(node.iter.func),
-            *map(copy.deepcopy, _range_args(node.iter)))
+        start = _call("for_range", ast.Constant(not refused), copy.deepcopy(node.iter.func),
+                      *map(copy.deepcopy, _range_args(node.iter)))
         return _located([ast.Assign([_name(rng, True)], start),
                          ast.If(_call("is_traced", _name(rng)), traced, [static])], node)
 
