@@ -1,6 +1,7 @@
 """Sizes while tracing: canonical expressions, the 0-or-1 rule, slices normalized as
 Python normalizes them, and kernels reused only where the trace's decisions still hold."""
 
+import contextlib
 import copy
 import itertools
 import math
@@ -15,9 +16,21 @@ from srcxform.core.dims import Dim, Symbols, symbol_text
 from srcxform.core.recording import CONTEXT
 
 
-def _sizes(*values):
-    symbols = Symbols()
+def _sizes(*values, guards=None):
+    symbols = Symbols(guards)
     return [Dim(v, ("size", k), symbols) for k, v in enumerate(values)]
+
+
+@contextlib.contextmanager
+def _tracing(*values):
+    """Sizes of a trace running in this thread, and the list of its guards."""
+    guards = []
+    sizes = _sizes(*values, guards=guards)
+    saved, CONTEXT.guards = CONTEXT.guards, guards
+    try:
+        yield sizes, guards
+    finally:
+        CONTEXT.guards = saved
 
 
 def test_linear_size_expressions_have_one_canonical_form():
@@ -38,13 +51,8 @@ def test_symbols_found_equal_simplify_again():
 
 
 def test_a_derived_size_of_0_or_1_is_a_constant_under_a_guard():
-    (n0,) = _sizes(3)
-    saved, CONTEXT.guards = CONTEXT.guards, []
-    try:
+    with _tracing(3) as ((n0,), guards):
         one, zero, two = n0 - 2, n0 - 3, n0 - 1
-        guards = list(CONTEXT.guards)
-    finally:
-        CONTEXT.guards = saved
     assert type(one) is int and one == 1 and type(zero) is int and zero == 0
     assert isinstance(two, Dim)
     assert (("-", ("size", 0), 2), "==", 1, True) in guards
@@ -127,29 +135,21 @@ _PLAIN_USES = {
 @pytest.mark.parametrize("use", _PLAIN_USES)
 def test_each_use_of_a_size_as_a_plain_number_guards_the_kernel_to_it(use):
     expected, apply = _PLAIN_USES[use]
-    (n,) = _sizes(4)
-    saved, CONTEXT.guards = CONTEXT.guards, []
-    try:
+    with _tracing(4) as ((n,), guards):
         result = apply(n)
-        assert result == expected and not isinstance(result, Dim)
-        assert (("size", 0), "==", 4, True) in CONTEXT.guards
-    finally:
-        CONTEXT.guards = saved
+    assert result == expected and not isinstance(result, Dim)
+    assert (("size", 0), "==", 4, True) in guards
 
 
 def test_integer_arithmetic_keeps_a_size_symbolic():
-    (n,) = _sizes(12)
-    saved, CONTEXT.guards = CONTEXT.guards, []
-    try:
+    with _tracing(12) as ((n,), guards):
         results = [n + 1, 2 * n, n // 3 + 1, n % 5 + 1, divmod(n, 5)[0] + 1, -(n - 2 * n), +n,
                    math.trunc(n), math.floor(n), math.ceil(n), round(n), n * np.int64(2)]
-        assert [symbol_text(r) for r in results] == [
-            "n0 + 1", "2 * n0", "(n0 // 3) + 1", "(n0 % 5) + 1", "(n0 // 5) + 1", "n0",
-            "n0", "n0", "n0", "n0", "n0", "2 * n0"]
-        assert CONTEXT.guards == []
         assert isinstance(n, int) and not isinstance(n, bool)  # as eagerly, where it is one
-    finally:
-        CONTEXT.guards = saved
+    assert [symbol_text(r) for r in results] == [
+        "n0 + 1", "2 * n0", "(n0 // 3) + 1", "(n0 % 5) + 1", "(n0 // 5) + 1", "n0",
+        "n0", "n0", "n0", "n0", "n0", "2 * n0"]
+    assert guards == []
 
 
 def test_a_loop_over_a_size_in_code_autograph_leaves_alone_retraces_at_another_size():
@@ -187,3 +187,31 @@ def test_ranges_and_jacobians_of_a_size_are_right_at_every_size():
         assert float(ranged(np.ones(n))) == n + n * (n - 1) // 2
         np.testing.assert_array_equal(scaled(np.ones(n)), n * np.eye(n))
     assert scaled.cache_info().kernels == 1  # its literal was hashed by value, unguarded
+
+
+def test_a_size_kept_from_another_trace_is_its_number_in_this_one():
+    """A size one trace kept in Python state is, read in another function's trace, the
+    number it was (as eagerly): a constant there, not that trace's size of its symbol."""
+    kept = []
+
+    @tf.function
+    def keep(x):
+        kept.append(x.shape[0])
+        return tf.reduce_sum(x)
+
+    def read(y):
+        n = kept[0]
+        flag = 1.0 if n > 2 else 0.0  # a comparison of a constant: no guard here
+        return (tf.reduce_sum(y * n) + tf.reduce_sum(tf.fill([n], flag)),
+                tf.reshape(y, [n, -1]), y[n] + tf.cast(tf.range(n)[-1], tf.float64), n + 1)
+
+    keep(np.ones(3))
+    compiled = tf.function(read)
+    for size in (6, 12, 9):
+        y = np.arange(float(size))
+        got, expected = compiled(y), read(tf.constant(y))
+        assert float(got[0]) == float(expected[0]) == 3 * y.sum() + 3
+        np.testing.assert_array_equal(got[1], np.reshape(y, (3, -1)))
+        assert float(got[2]) == float(expected[2]) == 3.0 + 2.0
+        assert got[3] == expected[3] == 4
+    assert compiled.cache_info().kernels == 1

@@ -194,7 +194,7 @@ class Trace:
         self.hints, self.adjoint_of, self.origins = {}, {}, {}
         self.variables = {}  # Variable id -> [Variable, input Var or None, current Tracer]
         self.guards = []
-        self.symbols = dims.Symbols()
+        self.symbols = dims.Symbols(self.guards)
         # This call's value of each integer argument leaf: a gather checks its indices
         # while tracing when they are one, as it checks constant indices (ops/shape.py).
         self.integer_inputs = {}

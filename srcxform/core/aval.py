@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from srcxform.core.dims import concrete, expr_of, symbol_text
+from srcxform.core.dims import concrete, expr_of, local, symbol_text
 from srcxform.core.errors import shape_error
 
 _SHORT_DTYPE = {"float16": "f16", "float32": "f32", "float64": "f64", "int32": "i32",
@@ -124,6 +124,7 @@ def slice_length(n, s):
 
 def as_size(d, op):
     """A dim argument as an int, keeping a traced size symbolic (a Dim)."""
+    d = local(d)
     if isinstance(d, int) and not isinstance(d, bool):
         return d
     if isinstance(d, np.integer):

@@ -52,7 +52,7 @@ class Dim:
 
     def _guarded(self):
         """This size as a plain int, the kernel guarded to it: right only for this size."""
-        _guard(self.expr, "==", self.value, True)
+        _guard(self.symbols, self.expr, "==", self.value, True)
         return self.value
 
     __index__ = __int__ = _guarded
@@ -127,23 +127,28 @@ class Dim:
     def _arith(self, other, op, symbol, swap=False):
         """op of this size and another operand: an integer one keeps the expression where
         op has a symbol (+, -, *, //, %); others apply to the plain value (`_plainly`)."""
+        if _foreign(self) or _foreign(other):
+            a, b = (local(other), local(self)) if swap else (local(self), local(other))
+            return op(a, b)
         if symbol is None or not _integer(other):
             return _plainly(op, self, other, swap)
         a, b = (other, self) if swap else (self, other)
         if symbol in ("//", "%") and isinstance(b, Dim):  # raises where it is 0, as Python
-            _guard(b.expr, "!=", 0, True)
+            _guard(self.symbols, b.expr, "!=", 0, True)
         expr = simplify(symbol, expr_of(a), expr_of(b))
         return make(op(concrete(a), concrete(b)), expr, self.symbols)
 
     def _compare(self, other, op, symbol):
         """A comparison, guarded: the answer holds while the sizes compare the same way."""
+        if _foreign(self) or _foreign(other):
+            return op(local(self), local(other))
         if not _integer(other):
             return _plainly(op, self, other)
         result = op(concrete(self), concrete(other))
         a, b = expr_of(self), expr_of(other)
         if a == b:
             return op(0, 0)
-        _guard(a, symbol, b, result)
+        _guard(self.symbols, a, symbol, b, result)
         equal = result if symbol == "==" else not result if symbol == "!=" else False
         if equal and _is_symbol(a) and _is_symbol(b):
             self.symbols.unify(a[1], b[1])
@@ -191,11 +196,33 @@ def _plainly(op, dim, other, swap=False):
     return op(a, b)
 
 
-def _guard(a, op, b, result):
-    """Records that `a op b` was `result` in the trace now running in this thread, if any."""
-    guards = CONTEXT.guards
-    if guards is not None:
+def _guard(symbols, a, op, b, result):
+    """Records that `a op b` was `result`, in the trace `symbols` belong to, while a trace
+    runs in this thread."""
+    if CONTEXT.guards is not None:
+        guards = symbols.guards if symbols.guards is not None else CONTEXT.guards
         guards.append((a, op, b, result))
+
+
+def _foreign(value):
+    """Whether value is a size of another trace than the one running in this thread (one
+    kept in Python state by an earlier trace): its symbols name other sizes here."""
+    guards = CONTEXT.guards
+    return isinstance(value, Dim) and guards is not None and value.symbols.guards is not guards
+
+
+def local(value):
+    """value as the trace running in this thread sees it: a size of another trace is a
+    constant here, its value (its own trace, if still running, guarded to it)."""
+    return value._guarded() if _foreign(value) else value
+
+
+def localized(params):
+    """An op's params with each size of another trace (`local`) made its value."""
+    def visit(value):
+        return tuple(map(visit, value)) if isinstance(value, tuple) else local(value)
+
+    return {name: visit(value) for name, value in params.items()}
 
 
 def check_sized(shape, op, origin=None):
@@ -219,8 +246,9 @@ def concrete(d):
 class Symbols:
     """The input size symbols of one trace, with the equalities found between them."""
 
-    def __init__(self):
+    def __init__(self, guards=None):
         self.parent = {}
+        self.guards = guards  # the guards of the trace they belong to
 
     def find(self, k):
         while self.parent.get(k, k) != k:
@@ -261,6 +289,7 @@ def symbol_text(d):
 
 def as_index(value):
     """An integer argument as an int, a traced size kept symbolic (a Dim as it is)."""
+    value = local(value)
     return value if isinstance(value, Dim) else operator.index(value)
 
 
@@ -274,7 +303,7 @@ def make(value, expr, symbols):
     if isinstance(expr, int):
         return value
     if value in (0, 1) and CONTEXT.guards is not None:
-        _guard(expr, "==", value, True)
+        _guard(symbols, expr, "==", value, True)
         return value
     return Dim(value, expr, symbols)
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from srcxform.core import recording, syntax
 from srcxform.core.aval import Aval, broadcast_shapes, normalize_axes
-from srcxform.core.dims import Dim
+from srcxform.core.dims import Dim, localized
 from srcxform.core.dtypes import out_of_range, promote
 from srcxform.core.errors import (
     DtypeArgumentError, LinAlgArgumentError, ShapeArgumentError, user_line,
@@ -192,10 +192,12 @@ class Primitive:
         """Applies the primitive: traced if any input is a Tracer, else computed eagerly;
         then recorded on every tape that watches an input."""
         values = [as_value(a, self.name) for a in args]
+        context = recording.CONTEXT
+        if context.traces:  # a size kept from another trace is a constant here
+            params = localized(params)
         out_aval = self.abstract_eval(values, params)
         _check_python_ints(self, values)
         trace = next((v._trace for v in values if v._trace is not None), None)
-        context = recording.CONTEXT
         if trace is None and context.traces and _mentions_size(values, params):
             trace = context.traces[-1]  # a traced size must be computed, not folded
         elif trace is not None and context.traces and context.traces[-1].encloses(trace):

@@ -16,7 +16,7 @@ import numpy as np
 
 from srcxform.core import branches, recording
 from srcxform.core.aval import Aval
-from srcxform.core.dims import Dim, concrete
+from srcxform.core.dims import Dim, concrete, local
 from srcxform.core.dtypes import (as_dtype, check_convertible, out_of_range, settled,
                              weak_storage)
 from srcxform.core.errors import (GradientCutWarning, ShapeArgumentError, TracingError,
@@ -537,7 +537,7 @@ def as_value(x, op=None):
     if isinstance(x, Value):
         return x._read() if isinstance(x, Variable) else x
     # np.float64 is also a Python float, but as a NumPy value it keeps its dtype.
-    if isinstance(x, Dim):
+    if isinstance(x, Dim) and isinstance(x := local(x), Dim):
         size = SizeConstant._new(np.asarray(concrete(x), dtype=np.int64), weak=True)
         size.dim = x
         return size
