@@ -65,7 +65,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     numbers = {k for k, leaf in enumerate(tree_flatten(loop_vars)[0])
                if type(leaf) in (int, float)}
     loop_vars = _as_tensors(loop_vars)
-    if isinstance(maximum_iterations, (Tracer, Dim)):  # a bound known at run time
+    if CONTEXT.traces and isinstance(maximum_iterations, (Tracer, Dim)):  # known at run time
         return _compiled_while_bounded(cond, body, loop_vars, maximum_iterations, checkpoint,
                                        numbers)
     structure = tree_flatten(loop_vars)[1]
@@ -108,7 +108,7 @@ def named_fori_loop(lower, upper, body_fun, init_val, names=None, checkpoint=Non
     """fori_loop; `names`, one per leaf of init_val, name the loop variables in errors
     where the body's parameter and the leaf's path would not (autograph's loop state,
     a dict of the user's variables)."""
-    if any(isinstance(b, (Tracer, Dim)) for b in (lower, upper)):
+    if CONTEXT.traces and any(isinstance(b, (Tracer, Dim)) for b in (lower, upper)):
         return _compiled_fori(lower, upper, body_fun, init_val, checkpoint, names)
     lower, upper = _int_bound(lower, "lower"), _int_bound(upper, "upper")
     if CONTEXT.traces and upper - lower > 1 and not structured.UNROLLING.get():

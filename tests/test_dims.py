@@ -44,10 +44,10 @@ def test_linear_size_expressions_have_one_canonical_form():
 
 
 def test_symbols_found_equal_simplify_again():
-    n0, n1 = _sizes(4, 4)
-    difference = n1 - n0
-    assert n0 == n1  # unifies n1 with n0
-    assert difference.expr == 0
+    with _tracing(4, 4) as ((n0, n1), guards):
+        difference = n1 + 2 - n0
+        assert n0 == n1  # unifies n1 with n0, under a guard
+    assert difference.expr == 2 and guards == [(("size", 0), "==", ("size", 1), True)]
 
 
 def test_a_derived_size_of_0_or_1_is_a_constant_under_a_guard():
@@ -215,3 +215,29 @@ def test_a_size_kept_from_another_trace_is_its_number_in_this_one():
         assert float(got[2]) == float(expected[2]) == 3.0 + 2.0
         assert got[3] == expected[3] == 4
     assert compiled.cache_info().kernels == 1
+
+
+def test_sizes_kept_from_finished_traces_are_their_numbers_outside_them():
+    """Outside their trace, two traces' sizes compare as their numbers (both are n0), an
+    equality of one trace's two sizes found after it ends does not make them one symbol
+    there (no guard checks it), and a kept size is an int as an argument or a bound
+    (helper 61)."""
+    kept = []
+
+    @tf.function
+    def keep(x, y):
+        kept.append((x.shape[0], y.shape[0]))
+        return tf.reduce_sum(x) + 10 * tf.reduce_sum(y) + 100 * y.shape[0]
+
+    keep(np.ones(3), np.ones(3))
+    keep(np.ones((5, 2)), np.ones(4))  # another rank: a second trace, its own n0
+    (a, a_other), (b, _) = [k for k in kept if isinstance(k[0], Dim)]  # not a check's
+    assert (a == b, a < b, max(a, b), sorted([b, a]), a in [b]) == (False, True, 5, [3, 5],
+                                                                      False)
+    assert a == a_other  # after the first trace: n1 stays n1 in its kernel
+    for m in (5, 7):
+        assert float(keep(np.ones(3), np.ones(m))) == 3 + 10 * m + 100 * m
+    scaled = tf.function(lambda y, k: y * k)
+    np.testing.assert_array_equal(scaled(np.ones(2), a), [3.0, 3.0])
+    np.testing.assert_array_equal(scaled(np.ones(2), b), [5.0, 5.0])
+    assert float(tf.fori_loop(0, a, lambda i, s: s + 1.0, tf.constant(0.0))) == 3.0

@@ -127,8 +127,8 @@ class Dim:
     def _arith(self, other, op, symbol, swap=False):
         """op of this size and another operand: an integer one keeps the expression where
         op has a symbol (+, -, *, //, %); others apply to the plain value (`_plainly`)."""
-        if _foreign(self) or _foreign(other):
-            a, b = (local(other), local(self)) if swap else (local(self), local(other))
+        if _apart(self, other):
+            a, b = (_settled(other), _settled(self)) if swap else (_settled(self), _settled(other))
             return op(a, b)
         if symbol is None or not _integer(other):
             return _plainly(op, self, other, swap)
@@ -140,17 +140,17 @@ class Dim:
 
     def _compare(self, other, op, symbol):
         """A comparison, guarded: the answer holds while the sizes compare the same way."""
-        if _foreign(self) or _foreign(other):
-            return op(local(self), local(other))
+        if _apart(self, other):
+            return op(_settled(self), _settled(other))
         if not _integer(other):
             return _plainly(op, self, other)
         result = op(concrete(self), concrete(other))
         a, b = expr_of(self), expr_of(other)
         if a == b:
             return op(0, 0)
-        _guard(self.symbols, a, symbol, b, result)
+        recorded = _guard(self.symbols, a, symbol, b, result)
         equal = result if symbol == "==" else not result if symbol == "!=" else False
-        if equal and _is_symbol(a) and _is_symbol(b):
+        if equal and recorded and _is_symbol(a) and _is_symbol(b):  # checked at each call
             self.symbols.unify(a[1], b[1])
         return result
 
@@ -197,11 +197,15 @@ def _plainly(op, dim, other, swap=False):
 
 
 def _guard(symbols, a, op, b, result):
-    """Records that `a op b` was `result`, in the trace `symbols` belong to, while a trace
-    runs in this thread."""
-    if CONTEXT.guards is not None:
-        guards = symbols.guards if symbols.guards is not None else CONTEXT.guards
+    """Records that `a op b` was `result` in the trace `symbols` belong to, while it runs
+    in this thread deciding for this call's sizes (CONTEXT.guards is set); returns whether
+    it did."""
+    guards = CONTEXT.guards if symbols.guards is None else symbols.guards
+    recording = CONTEXT.guards is not None and (guards is CONTEXT.guards or any(
+        trace.guards is guards for trace in CONTEXT.traces))
+    if recording:
         guards.append((a, op, b, result))
+    return recording
 
 
 def _foreign(value):
@@ -211,9 +215,21 @@ def _foreign(value):
     return isinstance(value, Dim) and guards is not None and value.symbols.guards is not guards
 
 
+def _apart(a, b):
+    """Whether two operands cannot meet as expressions: one is a size of another trace than
+    the one running here, or they are two traces' sizes."""
+    return _foreign(a) or _foreign(b) or (isinstance(a, Dim) and isinstance(b, Dim)
+                                          and a.symbols is not b.symbols)
+
+
+def _settled(value):
+    """An operand of `_apart` sizes: while tracing, as `local`; else a size's value."""
+    return local(value) if CONTEXT.guards is not None else concrete(value)
+
+
 def local(value):
     """value as the trace running in this thread sees it: a size of another trace is a
-    constant here, its value (its own trace, if still running, guarded to it)."""
+    constant here, its value (its own trace, if it runs in this thread, guarded to it)."""
     return value._guarded() if _foreign(value) else value
 
 

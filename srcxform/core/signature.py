@@ -17,7 +17,7 @@ import operator
 
 import numpy as np
 
-from srcxform.core.dims import evaluate, render
+from srcxform.core.dims import Dim, evaluate, render
 from srcxform.core.errors import user_line
 from srcxform.core.ir import equations
 from srcxform.core.tensor import Tensor, Variable
@@ -58,6 +58,13 @@ def check_computed_dtypes(program):
                             f"under a GradientTape\n  at {user_line(eqn.origin)}")
 
 
+def static_key(leaf):
+    """The key part of a static leaf: its type and value (a size kept from a trace, the int
+    it is)."""
+    return ("static", int, operator.index(leaf)) if isinstance(leaf, Dim) else \
+        ("static", type(leaf), leaf)
+
+
 class _Static:
     """A Python bool, int, str or None (with tf.function's rules, a float too; NumPy's
     scalars are values): the trace fixes its value, and the key holds it."""
@@ -71,7 +78,7 @@ class _Static:
         return isinstance(leaf, self.types) and not isinstance(leaf, np.generic)
 
     def key(self, leaf):
-        return ("static", type(leaf), leaf)
+        return static_key(leaf)
 
     def write_tests(self, w, name, leaf):
         w.fails(f"type({name}) is not {w.constant(type(leaf))} or "

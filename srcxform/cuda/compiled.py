@@ -22,6 +22,7 @@ import numpy as np
 from srcxform.passes.structured import unrolling
 from srcxform.core.dims import evaluate
 from srcxform.core.errors import CompileError, source_text
+from srcxform.core.signature import static_key
 from srcxform.core.tensor import Tensor, Updating, Variable
 from srcxform.core.tree import tree_flatten, tree_unflatten
 from srcxform.cuda.lower import generate
@@ -237,4 +238,4 @@ def _leaf_key(leaf):
         return ("scalar", leaf.dtype.char)
     if isinstance(leaf, float):
         return "float"
-    return ("static", type(leaf), leaf)
+    return static_key(leaf)
