@@ -726,7 +726,7 @@ class _Converter:
             return _located(first + [static], node)
         rng = self.fresh("range", loop)
         start = _call("for_rows", ast.Constant(True), _name(items))
-        return _located(first + [ast.Assign([_name(rng, True)], start)] + self.traced_for(
+        return _located(first + [ast.Assign([_name(rng, True)], start)] + self.converted_for(
             loop, rng, defined, loops) + self.block(node.orelse, defined, loops), node)
 
     def for_range(self, node, defined, loops):
@@ -745,10 +745,10 @@ class _Converter:
                 self.block(node.orelse, defined, loops))
             return _located([start, ast.If(_call("is_traced", _name(rng)), refused, []), loop],
                             node)
-        return _located([start] + self.traced_for(node, rng, defined, loops) +
+        return _located([start] + self.converted_for(node, rng, defined, loops) +
                         self.block(node.orelse, defined, loops), node)
 
-    def traced_for(self, node, rng, defined, loops):
+    def converted_for(self, node, rng, defined, loops):
         """The loop as for_stmt runs it: over a TracedRange compiled, else as Python."""
         index = node.target.id
         state = sorted((assigned(node.body) & (exposed(node.body, {index})

@@ -271,17 +271,15 @@ def for_stmt(rng, body_fn, values, names, target, before):
     Python iterable, the body runs as Python runs a loop's, the index after it its last
     item, or `before` (its value before the loop) where there was none."""
     if not isinstance(rng, TracedRange):
-        index = before
-        for index in rng:
-            values = body_fn(index, *values)
-        return (*values, index)
+        return _python_loop(rng, body_fn, values, before)
     where = _here()
     carried = [k for k, v in enumerate(values) if not isinstance(v, Undefined)]
     index = Undefined(target, f"the index of the loop over a traced range at {where} has no "
                               "value after it: use the range's bound instead")
     if not any(traced_value(b) for b in (rng.start, rng.stop)) and \
             not all(_is_tensor(values[k]) for k in carried):
-        return _python_loop(rng, body_fn, values, before)  # a size's loop carrying a list
+        return _python_loop((rng.index(i) for i in range(rng.start, rng.stop, rng.step)),
+                            body_fn, values, before)  # a size's loop carrying a list
     _check_tensors(values, carried, names, where, "the for loop")
     state = _State(values, carried, names, where, "for loop")
     start, step = rng.start, rng.step
@@ -305,12 +303,12 @@ def for_stmt(rng, body_fn, values, names, target, before):
     return (*state.full([result[name] for name in kept]), index)
 
 
-def _python_loop(rng, body_fn, values, index):
-    """The loop run as Python, one iteration at a time, as it was before conversion (the
-    index after it: its last value, else `index`)."""
-    for i in range(rng.start, rng.stop, rng.step):
-        values = body_fn(rng.index(i), *values)
-        index = rng.index(i)
+def _python_loop(items, body_fn, values, before):
+    """The loop run as Python, one item at a time, as it was before conversion (the index
+    after it: its last item, else `before`)."""
+    index = before
+    for index in items:
+        values = body_fn(index, *values)
     return (*values, index)
 
 

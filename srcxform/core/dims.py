@@ -223,7 +223,8 @@ def _apart(a, b):
 
 
 def _settled(value):
-    """An operand of `_apart` sizes: while tracing, as `local`; else a size's value."""
+    """An operand where sizes are `_apart`: while tracing, as `local` gives it; outside a
+    trace, a size's value."""
     return local(value) if CONTEXT.guards is not None else concrete(value)
 
 
