@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 import srcxform as tf
-from srcxform import autograph
 
 
 def rows_with_a_branch(x, weights):
@@ -100,24 +99,3 @@ def test_a_row_read_after_a_compiled_loop_raises_naming_it():
 
     with pytest.raises(tf.TracingError, match="'row' has no value here"):
         tf.differentiable(f)(np.ones((3, 2)))
-
-
-def six_nested_python_loops(x):
-    s = 0.0
-    for a in [1.0, 2.0]:
-        for b in [1.0, 2.0]:
-            for c in [1.0, 2.0]:
-                for d in [1.0, 2.0]:
-                    for e in [1.0, 2.0]:
-                        for f in [1.0, 2.0]:
-                            s = s + a * b * c * d * e * f * tf.reduce_sum(x)
-    return s
-
-
-def test_nested_loops_are_written_once_each():
-    """A loop's body is written once, not once per form: the converted source grows with
-    the loops, not as 2 ** depth (helper 60: 12,279 lines at depth 10)."""
-    text = autograph.source(six_nested_python_loops)
-    assert text.count("def for_body") == 6 and len(text.splitlines()) < 60
-    got = autograph.convert(six_nested_python_loops)(tf.constant([1.0, 2.0]))
-    assert float(got) == 3.0 ** 6 * 3.0

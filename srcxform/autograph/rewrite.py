@@ -1,26 +1,26 @@
 """Plain Python control flow on traced values, converted: the source transformation.
 
-`convert(fn)` rewrites fn's `if`, `while` and `for` statements (its AST, as TensorFlow's
-autograph does): each branch or loop body becomes a function of the variables it assigns
-that are read later (its state, analysis.py), and a call to runtime.py decides how it
-runs. A condition or range that is a Python value (or a concrete tensor) runs the chosen
-branch or the loop as Python, so static conditions branch and static loops unroll while
-tracing, as before; a traced one runs through srcxform.cond, while_loop or fori_loop. A
-statement holding what such a function cannot run (return, break, continue, an in-place
-change) stays the user's statement, and raises TracingError at its line when its
-condition is traced. A function defined in fn (a loop's body written there) is converted
-with it; one fn calls, when called (`callee`: TensorFlow's recursive conversion).
+`convert(fn)` rewrites fn's `if`, `while` and `for i in range(...)` statements (its AST,
+as TensorFlow's autograph does) so that each decides when it runs: a condition or range
+that is a Python value (or a concrete tensor) runs the user's statement as it was, so
+static conditions branch and static loops unroll while tracing, exactly as before; a
+traced one runs the statement through srcxform.cond, while_loop or fori_loop
+(runtime.py), its branches and body made functions of the variables they
+assign that are read later (analysis.py). A statement holding what such a
+function cannot run (return, break, continue, an in-place change) raises TracingError at
+that line when its condition is traced, and runs as Python otherwise. A function defined
+in fn (a loop's body written there) is converted with it; one fn calls, when called
+(`callee`: TensorFlow's recursive conversion).
 
-Each statement is written once, so the rewritten source grows with fn's, whatever the
-nesting (a static and a traced copy of each doubled it at each level):
+So each converted statement appears twice in the rewritten function:
 
     cond__5 = x > 0                                 if x > 0:
-    def if_true__5(y): ...                              y = x * 2
-    def if_false__5(y): ...                         else:
-    (y,) = ag__.if_stmt(cond__5, ...)                   y = -x
-
-A variable Python would leave without a value (a branch not taken, a loop that did not
-run) is deleted after the statement, so reading it raises UnboundLocalError as before.
+    if ag__.is_traced(cond__5):                         y = x * 2
+        def if_true__5(y): ...                      else:
+        def if_false__5(y): ...                         y = -x
+        (y,) = ag__.if_stmt(cond__5, ...)
+    elif cond__5: y = x * 2
+    else: y = -x
 
 The rewritten function keeps the user's file name and line numbers, so errors and the
 generated kernel's origin comments point at the user's lines; its globals are fn's own
@@ -648,31 +648,44 @@ class _Converter:
             return self.if_(stmt, defined, loops)
         if isinstance(stmt, ast.While):
             return self.while_(stmt, defined, loops)
+        if isinstance(stmt, ast.For) and _range_args(stmt.iter) is not None:
+            return self.for_range(stmt, defined, loops)
         if isinstance(stmt, ast.For):
-            return self.for_range(stmt, defined, loops) if _range_args(stmt.iter) is not None \
-                else self.for_rows(stmt, defined, loops)
-        if not isinstance(stmt, (ast.With, ast.Try)):
+            return self.for_rows(stmt, defined, loops)
+        if not isinstance(stmt, (ast.For, ast.With, ast.Try)):
             return [copy.deepcopy(stmt)]
-        stmt = copy.copy(stmt)
-        for field in ("body", "orelse", "finalbody"):
-            if hasattr(stmt, field):
-                setattr(stmt, field, self.block(getattr(stmt, field), defined, loops))
-        if isinstance(stmt, ast.Try):
-            stmt.handlers = [copy.copy(h) for h in stmt.handlers]
-            for h in stmt.handlers:
-                h.body = self.block(h.body, defined | ({h.name} if h.name else set()), loops)
+        original, stmt = stmt, copy.copy(stmt)
+        if isinstance(stmt, ast.For):
+            stmt.body = self.block(stmt.body, defined | target_names(stmt.target),
+                                   loops + (original,))
+            stmt.orelse = self.block(stmt.orelse, defined, loops)
+        else:
+            for field in ("body", "orelse", "finalbody"):
+                if hasattr(stmt, field):
+                    setattr(stmt, field, self.block(getattr(stmt, field), defined, loops))
+            if isinstance(stmt, ast.Try):
+                stmt.handlers = [copy.copy(h) for h in stmt.handlers]
+                for h in stmt.handlers:
+                    h.body = self.block(h.body, defined | ({h.name} if h.name else set()),
+                                        loops)
         return [stmt]
 
     def if_(self, node, defined, loops):
         test = self.fresh("cond", node)
-        first = ast.Assign([_name(test, True)], _logical(node.test))
-        refused = self.refused(node.body + node.orelse, node, "an if")
-        if refused:  # Python's if, each branch written once; a traced condition raises
-            return _located([first, ast.If(_call("is_traced", _name(test)), refused, []),
-                             ast.If(_name(test), self.block(node.body, defined, loops),
-                                    self.block(node.orelse, defined, loops))], node)
-        state = sorted(assigned(node.body + node.orelse) & (
-            exposed(node.body, ()) | exposed(node.orelse, ()) | self.live_after(node, loops)))
+        static = ast.If(_name(test), self.block(node.body, defined, loops),
+                        self.block(node.orelse, defined, loops))
+        return _located([
+            ast.Assign([_name(test, True)], _logical(node.test)),
+            ast.If(_call("is_traced", _name(test)), self.traced_if(node, test, defined, loops),
+                   [static])], node)
+
+    def traced_if(self, node, test, defined, loops):
+        stmts = node.body + node.orelse
+        refused = self.refused(stmts, node, "an if")
+        if refused:
+            return refused
+        state = sorted(assigned(stmts) & (exposed(node.body, ()) | exposed(node.orelse, ())
+                                          | self.live_after(node, loops)))
         true_fn, false_fn = self.fresh("if_true", node), self.fresh("if_false", node)
         sure_true, sure_false = (surely(body) for body in (node.body, node.orelse))
         call = _call("if_stmt", _name(test), _name(true_fn), _name(false_fn),
@@ -680,85 +693,76 @@ class _Converter:
                      _strings(sorted(set(state) if sure_true is None else sure_true & set(state))),
                      _strings(sorted(set(state) if sure_false is None
                                      else sure_false & set(state))))
-        return _located([first,
-                         self.state_function(true_fn, state, node.body, defined, loops, state),
-                         self.state_function(false_fn, state, node.orelse, defined, loops, state),
-                         *self.assign(state, call, defined)], node)
+        return [self.state_function(true_fn, state, node.body, defined, loops, state),
+                self.state_function(false_fn, state, node.orelse, defined, loops, state),
+                ast.Assign([_names(state, True)], call) if state else ast.Expr(call)]
 
     def while_(self, node, defined, loops):
+        traced = self.fresh("traced", node)
         inner = loops + (node,)
+        test = _call("static_truth", _logical(node.test), _name(traced))
+        orelse = [ast.If(_name(traced), self.traced_while(node, defined, loops), [])]
+        loop = ast.While(test, self.block(node.body, defined, inner),
+                         orelse + self.block(node.orelse, defined, loops))
+        return _located([ast.Assign([_name(traced, True)], ast.List([], ast.Load())), loop], node)
+
+    def traced_while(self, node, defined, loops):
         refused = self.refused(node.body, node, "a while loop")
-        if refused:  # Python's loop, its body written once; a traced test raises
-            traced = self.fresh("traced", node)
-            test = _call("static_truth", _logical(node.test), _name(traced))
-            loop = ast.While(test, self.block(node.body, defined, inner),
-                             [ast.If(_name(traced), refused, [])] +
-                             self.block(node.orelse, defined, loops))
-            return _located([ast.Assign([_name(traced, True)], ast.List([], ast.Load())),
-                             loop], node)
+        if refused:
+            return refused
         state = sorted(assigned(node.body) & (reads(node.test) | exposed(node.body, ())
                                               | self.live_after(node, loops)))
-        test_fn, body_fn = self.fresh("while_test", node), self.fresh("while_body", node)
+        test_fn, body_fn = self.fresh("while_test", node), \
+            self.fresh("while_body", node)
         test_def = ast.FunctionDef(test_fn, _params(state), [ast.Return(_logical(node.test))],
                                    [])
         call = _call("while_stmt", _name(test_fn), _name(body_fn), self.values(state, defined),
                      _strings(state))
-        return _located([test_def, self.state_function(body_fn, state, node.body, defined,
-                                                       inner, state),
-                         *self.assign(state, call, defined),
-                         *self.block(node.orelse, defined, loops)], node)
+        return [test_def,
+                self.state_function(body_fn, state, node.body, defined, loops + (node,), state),
+                ast.Assign([_names(state, True)], call) if state else ast.Expr(call)]
 
     def for_rows(self, node, defined, loops):
         """`for T in E` (E not a range): over a tensor, a loop over its row numbers taking
-        row i into T first, compiled as a range loop is (TensorFlow's autograph loops over
-        a tensor's rows); else E's items, as Python gives them. The body is written once:
-        a copy per form doubled the source at each level of nesting (helper 60)."""
-        items, item = self.fresh("items", node), self.fresh("item", node)
-        take = ast.Assign([copy.deepcopy(node.target)], _call("take", _name(items), _name(item)))
+        row i into T first, which compiles as a range loop does (TensorFlow's autograph
+        loops over a tensor's rows); over anything else, E's items as Python gives them."""
+        items, row = self.fresh("items", node), self.fresh("row", node)
+        take = ast.Assign([copy.deepcopy(node.target)], _call("row", _name(items), _name(row)))
         loop = self.row_loops.setdefault(id(node), ast.copy_location(ast.For(
-            ast.Name(item, ast.Store()), node.iter, [take, *node.body], node.orelse), node))
-        first = [ast.Assign([_name(items, True)], copy.deepcopy(node.iter))]
-        if self.refused(loop.body, loop, "a for loop"):  # Python's loop; a size's unrolled
-            static = ast.For(ast.Name(item, ast.Store()), _call(
-                "for_rows", ast.Constant(False), _name(items)), self.block(
-                loop.body, defined | {item}, loops + (loop,)), self.block(
-                node.orelse, defined, loops))
-            return _located(first + [static], node)
-        rng = self.fresh("range", loop)
-        start = _call("for_rows", ast.Constant(True), _name(items))
-        return _located(first + [ast.Assign([_name(rng, True)], start)] + self.converted_for(
-            loop, rng, defined, loops) + self.block(node.orelse, defined, loops), node)
+            ast.Name(row, ast.Store()), node.iter, [take, *node.body], node.orelse), node))
+        start = lambda refused: _call("for_rows", ast.Constant(not refused), _name(items))
+        return _located([ast.Assign([_name(items, True)], copy.deepcopy(node.iter))], node) + \
+            self.for_range(loop, defined, loops, start)
 
-    def for_range(self, node, defined, loops):
+    def for_range(self, node, defined, loops, start=None):  # start: for_rows's call
         rng = self.fresh("range", node)
+        inner = loops + (node,)
         refused = self.refused(node.body, node, "a for loop")
         if not refused and not isinstance(node.target, ast.Name):
             refused = [ast.Raise(_call("unconvertible", ast.Constant("target"),
                                        ast.Constant(node.lineno),
                                        ast.Constant("a for loop")))]
-        start = ast.Assign([_name(rng, True)], _call(
+        static = ast.For(copy.deepcopy(node.target), _name(rng),
+                         self.block(node.body, defined | target_names(node.target), inner),
+                         self.block(node.orelse, defined, loops))
+        traced = refused or self.traced_for(node, rng, defined, loops) + \
+            self.block(node.orelse, defined, loops)
+        start = start(refused) if start else _call(
             "for_range", ast.Constant(not refused), copy.deepcopy(node.iter.func),
-            *map(copy.deepcopy, _range_args(node.iter))))
-        if refused:  # Python's loop, its body written once; a traced range raises
-            loop = ast.For(copy.deepcopy(node.target), _name(rng), self.block(
-                node.body, defined | target_names(node.target), loops + (node,)),
-                self.block(node.orelse, defined, loops))
-            return _located([start, ast.If(_call("is_traced", _name(rng)), refused, []), loop],
-                            node)
-        return _located([start] + self.converted_for(node, rng, defined, loops) +
-                        self.block(node.orelse, defined, loops), node)
+            *map(copy.deepcopy, _range_args(node.iter)))
+        return _located([ast.Assign([_name(rng, True)], start),
+                         ast.If(_call("is_traced", _name(rng)), traced, [static])], node)
 
-    def converted_for(self, node, rng, defined, loops):
-        """The loop as for_stmt runs it: over a TracedRange compiled, else as Python."""
+    def traced_for(self, node, rng, defined, loops):
         index = node.target.id
         state = sorted((assigned(node.body) & (exposed(node.body, {index})
                                                | self.live_after(node, loops))) - {index})
         body_fn = self.fresh("for_body", node)
         call = _call("for_stmt", _name(rng), _name(body_fn), self.values(state, defined),
-                     _strings(state), ast.Constant(index), self.value(index, defined))
+                     _strings(state), ast.Constant(index))
         return [self.state_function(body_fn, [index] + state, node.body, defined,
                                     loops + (node,), state),
-                *self.assign(state + [index], call, defined)]
+                ast.Assign([_names(state + [index], True)], call)]
 
     # ----- parts -----
     def state_function(self, name, params, body, defined, loops, state):
@@ -768,27 +772,12 @@ class _Converter:
         stmts = self.block(body, inside, loops) + [ast.Return(_names(state))]
         return ast.FunctionDef(name, _params(params), stmts, [])
 
-    def assign(self, names, call, defined):
-        """`names = call` (a statement's state after it), then each of the user's names
-        Python leaves without a value deleted: one not bound before that the branch or
-        loop Python ran did not assign (ag__.unbound)."""
-        if not names:
-            return [ast.Expr(call)]
-        made = set(self.made.values())
-        return [ast.Assign([_names(names, True)], call)] + [
-            ast.If(_call("unbound", _name(n)), [ast.Delete([ast.Name(n, ast.Del())])], [])
-            for n in names if n not in defined and n not in made]
-
     def values(self, state, defined):
-        """The state's values before the statement (`value`)."""
-        return ast.Tuple([self.value(n, defined) for n in state], ast.Load())
-
-    @staticmethod
-    def value(name, defined):
-        """A name's value before the statement: one not surely bound yet is read through
-        ag__.ld, which gives an Undefined where it has no value."""
-        return _name(name) if name in defined else _call(
-            "ld", ast.Lambda(_params(()), _name(name)), ast.Constant(name))
+        """The state's values before the statement: a name not surely bound yet is read
+        through ag__.ld, which gives an Undefined where it has no value."""
+        return ast.Tuple([_name(n) if n in defined else _call(
+            "ld", ast.Lambda(_params(()), _name(n)), ast.Constant(n)) for n in state],
+            ast.Load())
 
     def refused(self, stmts, node, statement):
         """A raise of the TracingError for a statement whose traced form cannot run, or

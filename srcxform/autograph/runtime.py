@@ -1,8 +1,7 @@
-"""What the functions rewrite.py converts call (as `ag__`), given a statement's branches
-or body as functions of the variables they assign (their state): a statement whose
-condition or range is a Python value (or a concrete tensor) runs them as Python runs the
-statement; one whose condition is traced runs through srcxform.cond, while_loop or
-fori_loop.
+"""What the functions rewrite.py converts call (as `ag__`): a statement whose condition or
+range is a Python value (or a concrete tensor) runs as the Python it was; one whose
+condition is traced runs through srcxform.cond, while_loop or fori_loop, its branches and
+body as functions of the variables they assign (their state).
 
 State the converted statement could not keep (a variable assigned in one branch only, or
 first assigned inside a loop) is an Undefined: using it raises TracingError saying why.
@@ -133,25 +132,12 @@ def not_(value):
     return logical_not(value) if traced_value(value) else not value
 
 
-class Unbound(Undefined):
-    """A variable without a value before a converted statement (`ld`). Where Python's
-    branch or loop left it so, the rewritten code deletes it (`unbound`), as Python would
-    have left it: reading it raises UnboundLocalError."""
-
-    __slots__ = ()
-
-
 def ld(read, name):
-    """A variable's value, or an Unbound where it has none yet (read: lambda: name)."""
+    """A variable's value, or an Undefined where it has none yet (read: lambda: name)."""
     try:
         return read()
     except NameError:  # UnboundLocalError too; a free variable not yet bound is a NameError
-        return Unbound(name, "it is used before it is assigned")
-
-
-def unbound(value):
-    """Whether a converted statement left a variable without a value (see Unbound)."""
-    return type(value) is Unbound
+        return Undefined(name, "it is used before it is assigned")
 
 
 def unconvertible(kind, lineno, statement):
@@ -196,18 +182,16 @@ def len_(value):
     return value.shape[0] if isinstance(value, Value) and value.ndim else builtins.len(value)
 
 
-def take(items, item):
-    """T in `for T in items` (for_rows): a tensor's row at the number `item`, else the item."""
-    return items[item] if isinstance(items, Value) and items.ndim else item
+def row(items, taken):
+    """T in `for T in items` (for_rows): a tensor's row at the number taken, else the item."""
+    return items[taken] if isinstance(items, Value) and items.ndim else taken
 
 
 def if_stmt(pred, true_fn, false_fn, values, names, sure_true, sure_false):
-    """An if statement: on a Python condition, the branch it picks, run as Python; on a
-    traced one, cond of its two branches. values: the state's values before it (Undefined
-    where unassigned); sure_true, sure_false: the names each branch surely assigns. A name
-    that is not assigned on both paths of a traced condition is Undefined after it."""
-    if not traced_value(pred):
-        return (true_fn if pred else false_fn)(*values)
+    """An if statement on a traced condition: cond of its two branches. values: the
+    state's values before it (Undefined where unassigned); sure_true, sure_false: the
+    names each branch surely assigns. A name that is not assigned on both paths is
+    Undefined after it."""
     where = _here()
     before = [not isinstance(v, Undefined) for v in values]
     keep = [k for k, name in enumerate(names)
@@ -241,13 +225,8 @@ def _here():
 
 
 def while_stmt(test_fn, body_fn, values, names):
-    """A while loop: run as Python while its test is a Python value; from a traced test
-    on, while_loop over the state that has a value then (a name first assigned in the
-    body is the body's own)."""
-    while not traced_value(test := test_fn(*values)):
-        if not test:
-            return values
-        values = body_fn(*values)
+    """A while loop on a traced condition: while_loop over the state that has a value
+    before it (a name first assigned in the body is the body's own)."""
     where = _here()
     carried = [k for k, v in enumerate(values) if not isinstance(v, Undefined)]
     _check_tensors(values, carried, names, where, "the while loop")
@@ -265,21 +244,16 @@ def while_stmt(test_fn, body_fn, values, names):
     return state.full(result)
 
 
-def for_stmt(rng, body_fn, values, names, target, before):
+def for_stmt(rng, body_fn, values, names, target):
     """A for loop over a TracedRange: fori_loop over the state that has a value before
-    it. Returns the state, then the loop index (which has no value after the loop). Over a
-    Python iterable, the body runs as Python runs a loop's, the index after it its last
-    item, or `before` (its value before the loop) where there was none."""
-    if not isinstance(rng, TracedRange):
-        return _python_loop(rng, body_fn, values, before)
+    it. Returns the state, then the loop index (which has no value after the loop)."""
     where = _here()
     carried = [k for k, v in enumerate(values) if not isinstance(v, Undefined)]
     index = Undefined(target, f"the index of the loop over a traced range at {where} has no "
                               "value after it: use the range's bound instead")
     if not any(traced_value(b) for b in (rng.start, rng.stop)) and \
             not all(_is_tensor(values[k]) for k in carried):
-        return _python_loop((rng.index(i) for i in range(rng.start, rng.stop, rng.step)),
-                            body_fn, values, before)  # a size's loop carrying a list
+        return _python_loop(rng, body_fn, values, index)  # a size's loop carrying a list
     _check_tensors(values, carried, names, where, "the for loop")
     state = _State(values, carried, names, where, "for loop")
     start, step = rng.start, rng.step
@@ -303,12 +277,11 @@ def for_stmt(rng, body_fn, values, names, target, before):
     return (*state.full([result[name] for name in kept]), index)
 
 
-def _python_loop(items, body_fn, values, before):
-    """The loop run as Python, one item at a time, as it was before conversion (the index
-    after it: its last item, else `before`)."""
-    index = before
-    for index in items:
-        values = body_fn(index, *values)
+def _python_loop(rng, body_fn, values, index):
+    """The loop run as Python, one iteration at a time, as it was before conversion."""
+    for i in range(rng.start, rng.stop, rng.step):
+        values = body_fn(rng.index(i), *values)
+        index = rng.index(i)
     return (*values, index)
 
 
