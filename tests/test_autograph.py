@@ -942,3 +942,23 @@ def test_statements_on_python_values_run_as_pythons_own():
                      (current_values_for_functions_defined_outside, (3,)),
                      (walrus_in_a_test_and_an_index_reassigned, ([3, 4],))):
         assert autograph.convert(fn)(*args) == fn(*args), fn.__name__
+
+
+def weighted_by_python_index(x):
+    acc = x[0] * 0.0
+    for i in range(x.shape[0]):
+        acc = acc + x[i] * float(i)  # the index as a Python number
+    return acc
+
+
+def test_a_loop_over_a_size_whose_body_needs_a_python_index_unrolls_per_size():
+    """The compiled loop's index is traced, so float(i) cannot run in it: the loop unrolls
+    as TensorFlow's static shapes unroll it, a kernel per size (helper 63: it raised
+    TracingError at every size but 1)."""
+    f = tf.differentiable(weighted_by_python_index)
+    for n in (3, 5):
+        x = np.arange(1.0, n + 1.0)
+        value, grad = f.value_and_grad(x)
+        assert float(value) == float(np.arange(n) @ x)
+        np.testing.assert_array_equal(grad, np.arange(float(n)))
+    assert f.cache_info().kernels == 2

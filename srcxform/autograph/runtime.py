@@ -269,11 +269,18 @@ def for_stmt(rng, body_fn, values, names, target):
 
     initial = dict(zip(kept, state.initial()))
     leaf_names = [path[0] for path in leaf_paths(tree_flatten(initial)[1])]
-    if step == 1:
-        result = named_fori_loop(start, rng.stop, body, initial, leaf_names)
-    else:  # as many steps as the range has (none if negative)
-        trips = (rng.stop - start + step - (1 if step > 0 else -1)) // step
-        result = named_fori_loop(0, trips, body, initial, leaf_names)
+    try:
+        if step == 1:
+            result = named_fori_loop(start, rng.stop, body, initial, leaf_names)
+        else:  # as many steps as the range has (none if negative)
+            trips = (rng.stop - start + step - (1 if step > 0 else -1)) // step
+            result = named_fori_loop(0, trips, body, initial, leaf_names)
+    except TracingError:
+        if any(traced_value(b) for b in (rng.start, rng.stop)):
+            raise
+        # A size's loop whose body needs its index as a Python int (float(i), a slice
+        # bound): unrolled as TensorFlow's static shapes unroll it, a kernel per size.
+        return _python_loop(rng, body_fn, values, index)
     return (*state.full([result[name] for name in kept]), index)
 
 
