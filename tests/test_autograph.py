@@ -962,3 +962,20 @@ def test_a_loop_over_a_size_whose_body_needs_a_python_index_unrolls_per_size():
         assert float(value) == float(np.arange(n) @ x)
         np.testing.assert_array_equal(grad, np.arange(float(n)))
     assert f.cache_info().kernels == 2
+
+
+def bound_maybe_before_a_traced_if(x, a):
+    with contextlib.suppress(ZeroDivisionError):
+        y = 1 / 0  # never bound: the manager suppresses the error before it
+    ok = a and (m := 7)  # m bound only where a is true
+    if tf.reduce_sum(x) > 0:
+        y, m = x * 2.0, x
+    else:
+        y, m = x, x * 3.0
+    return y + m, ok
+
+
+def test_a_traced_if_reads_what_may_be_unbound_before_it_as_such():
+    value, ok = tf.function(bound_maybe_before_a_traced_if)(np.ones(2), False)
+    np.testing.assert_array_equal(value, [3.0, 3.0])
+    assert ok is False

@@ -69,31 +69,34 @@ def reads(node):
     return names
 
 
-def surely(stmts):
+def surely(stmts, strict=False):
     """The names every path through the statements that reaches their end assigns; None
-    if no path reaches it (each returns, raises, breaks or continues)."""
+    if no path reaches it (each returns, raises, breaks or continues). `strict`: what may be
+    read as bound after them, so not a `with` body's names (its manager may suppress an
+    exception before their assignment) nor a walrus's (it may be in a branch of an `and`)."""
     names = set()
     for stmt in stmts:
-        sure = _surely(stmt)
+        sure = _surely(stmt, strict)
         if sure is None:
             return None
         names |= sure
     return names
 
 
-def _surely(stmt):
+def _surely(stmt, strict=False):
     if isinstance(stmt, (ast.Return, ast.Raise, ast.Break, ast.Continue)):
         return None
     if isinstance(stmt, ast.If):
-        return _meet(surely(stmt.body), surely(stmt.orelse))
+        return _meet(surely(stmt.body, strict), surely(stmt.orelse, strict))
     if isinstance(stmt, (ast.With, ast.AsyncWith)):
-        body = surely(stmt.body)
+        body = surely(stmt.body, strict)
         items = set().union(*(target_names(i.optional_vars) for i in stmt.items
                               if i.optional_vars is not None))
-        return None if body is None else items | body
+        return items if strict else None if body is None else items | body
     if isinstance(stmt, ast.Try):
-        paths = [surely(stmt.body + stmt.orelse)] + [surely(h.body) for h in stmt.handlers]
-        final = surely(stmt.finalbody)
+        paths = [surely(stmt.body + stmt.orelse, strict)] + \
+            [surely(h.body, strict) for h in stmt.handlers]
+        final = surely(stmt.finalbody, strict)
         if final is None:
             return None
         met = paths[0]
@@ -104,7 +107,8 @@ def _surely(stmt):
         return set()  # the body may not run
     if isinstance(stmt, ast.AnnAssign) and stmt.value is None:
         return set()
-    return assigned([stmt]) - _deleted(stmt)
+    walrus = {n.target.id for n in local_nodes(stmt) if isinstance(n, ast.NamedExpr)}
+    return assigned([stmt]) - _deleted(stmt) - (walrus if strict else set())
 
 
 def _deleted(stmt):

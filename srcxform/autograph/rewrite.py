@@ -638,7 +638,7 @@ class _Converter:
         out, defined = [], set(defined)
         for stmt in stmts:
             out += self.statement(stmt, defined, loops)
-            defined |= surely([stmt]) or set()
+            defined |= surely([stmt], strict=True) or set()
         return out
 
     def statement(self, stmt, defined, loops):
