@@ -107,8 +107,10 @@ def _surely(stmt, strict=False):
         return set()  # the body may not run
     if isinstance(stmt, ast.AnnAssign) and stmt.value is None:
         return set()
-    walrus = {n.target.id for n in local_nodes(stmt) if isinstance(n, ast.NamedExpr)}
-    return assigned([stmt]) - _deleted(stmt) - (walrus if strict else set())
+    sure = assigned([stmt]) - _deleted(stmt)
+    if strict:
+        sure -= {n.target.id for n in local_nodes(stmt) if isinstance(n, ast.NamedExpr)}
+    return sure
 
 
 def _deleted(stmt):

@@ -602,10 +602,10 @@ class _Converter:
         self.row_loops = {}  # for_rows' loop for each of the user's (named as it is)
         # Where each name is read (`y += 1` and `del y` too); reads in nested functions
         # may happen at any time.
-        self.loads = [((n.lineno, n.col_offset), n.id) for n in ast.walk(fndef)
-                      if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Load, ast.Del))]
-        self.loads += [((n.lineno, n.col_offset), n.target.id) for n in ast.walk(fndef)
-                       if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)]
+        self.loads = [((n.lineno, n.col_offset), n.id if isinstance(n, ast.Name) else n.target.id)
+                      for n in ast.walk(fndef)
+                      if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Load, ast.Del))
+                      or isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)]
         self.anytime = set()
         for node in ast.walk(fndef):
             if node is not fndef and isinstance(node, (ast.FunctionDef, ast.Lambda,
