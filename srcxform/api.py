@@ -382,34 +382,43 @@ class Differentiable:
         stale = [kernel for kernel in candidates if not kernel.current()]
         if stale:
             self._drop(stale)
+
+        @functools.cache
+        def trace():  # at most once a call: it runs the function's Python
+            return compiler.trace_function(self._traced_fn(), self.wrt, kernel_form, args,
+                                           kwargs, leaves, self.has_aux, self._tf_rules)
+
+        shapes = array_shapes(leaves)
         for kernel in candidates:
-            if not kernel.guards or kernel.admits(kernel.arguments(leaves)):
+            general = kernel.general
+            if (not kernel.guards or kernel.admits(kernel.arguments(leaves))) and \
+                    compiler.right_for(kernel, shapes, trace):
+                if kernel.general and not general:  # its entries passed other shapes on
+                    self._drop([])
                 self._hits.n += 1
                 return kernel, leaves
         self._misses += 1
         found = self._index_key(key)
-        # The index is not read while SRCXFORM_DUMP asks to see the pipeline (an indexed
-        # kernel is not traced).
+        # The index is not read while SRCXFORM_DUMP asks to see the pipeline. A kernel it
+        # has is traced all the same, for the function's Python to run once per signature
+        # in this process whatever the cache holds (JAX, too, traces before its persistent
+        # cache's lookup): what the index saves is code generation and Numba's compile.
         indexed = found and not os.environ.get("SRCXFORM_DUMP") and \
-            compiler.load_indexed(self.fn, found, leaves)
+            compiler.load_indexed(self.fn, found, leaves, trace())
         if indexed:
             self._loaded += 1
-            # Traced all the same, for the function's Python to run once per signature in
-            # this process whatever the cache holds (JAX, too, traces before its persistent
-            # cache's lookup): what the index saves is code generation and Numba's compile.
-            indexed.program = compiler.trace_function(
-                self._traced_fn(), self.wrt, kernel_form, args, kwargs, leaves,
-                self.has_aux, self._tf_rules).program
-        kernel = indexed or self._compile(kernel_form, args, kwargs, leaves, found, tier0)
+        kernel = indexed or self._compile(kernel_form, args, kwargs, leaves, found, tier0,
+                                          trace())
         candidates.append(kernel)
         return kernel, leaves
 
-    def _compile(self, kernel_form, args, kwargs, leaves, found, tier0):
-        """Generates the kernel (compiler.py) and compiles it: here, or with `tier0` and
-        tiers on, in the worker (self._compiling), the kernel only traced so far."""
+    def _compile(self, kernel_form, args, kwargs, leaves, found, tier0, traced):
+        """Generates the kernel from its trace (compiler.py) and compiles it: here, or with
+        `tier0` and tiers on, in the worker (self._compiling), the kernel only traced so far."""
         how = {"wrt": self.wrt, "parallel": self.parallel, "as_eager": self._as_eager,
                "keywords": self._keywords(), "has_aux": self.has_aux,
-               "tf_rules": self._tf_rules, "nan_checks": nan_checks.enabled()}
+               "tf_rules": self._tf_rules, "nan_checks": nan_checks.enabled(),
+               "traced": traced}
         if tier0 and tiered.enabled(self.wait):
             tiered.start_worker()  # where it was not started with f, or has died
             # Its module is generated after this call returns (_tier0), in another thread.

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import srcxform as tf
+from srcxform.ad.trace import Tracer
 from srcxform.core.aval import normalize_slice, slice_length
 from srcxform.core.dims import Dim, Symbols, symbol_text
 from srcxform.core.recording import CONTEXT
@@ -214,6 +215,55 @@ def test_a_size_kept_from_another_trace_is_its_number_in_this_one():
         np.testing.assert_array_equal(got[1], np.reshape(y, (3, -1)))
         assert float(got[2]) == float(expected[2]) == 3.0 + 2.0
         assert got[3] == expected[3] == 4
+    assert compiled.cache_info().kernels == 1
+
+
+@pytest.mark.parametrize("wait", [True, False], ids=["compiled", "tiered"])
+def test_a_size_kept_at_an_earlier_call_of_its_own_is_that_calls_number(wait):
+    """A function that reads back a size it kept at its first call gets that number at
+    every call, as eagerly: the first kernel's first call at another size traces again,
+    finds another program, and leaves that kernel to its own shapes."""
+    kept = []
+
+    def scaled_sum(x):
+        if not kept:
+            kept.append(x.shape[0])
+        return tf.reduce_sum(x * kept[0])
+
+    compiled = tf.differentiable(scaled_sum, wait=wait)
+    for n in (5, 3, 7, 3, 5):
+        value, grad = compiled.value_and_grad(np.arange(float(n)))
+        assert float(value) == 5 * n * (n - 1) / 2
+        np.testing.assert_array_equal(grad, np.full(n, 5.0))
+    assert compiled.cache_info().kernels == 2  # 5's alone, then any size's
+
+
+def test_a_kernel_right_at_every_size_is_traced_again_once_and_compiled_once():
+    """The first call at another size traces again and finds the same program; after it
+    the warm entry takes every size (no trace, no compile)."""
+    traces = []
+
+    @tf.function
+    def total(x):
+        if isinstance(x, Tracer):  # not the eager runs of SRCXFORM_CHECK, tests' default
+            traces.append(x.shape)
+        return tf.reduce_sum(tf.sin(x))
+
+    for n in (5, 3, 7, 3, 5, 9):
+        assert float(total(np.ones(n))) == pytest.approx(n * math.sin(1.0), rel=1e-14)
+    assert len(traces) == 2 and total.cache_info().kernels == 1
+    assert total.cache_info().misses == 1
+
+
+def test_a_kernel_is_right_where_a_derived_size_of_its_is_0_or_1():
+    """At 2 elements x[-2] is x[0]: traced again there, its index is the constant 0 under a
+    guard, another program in the symbols, the same as that call runs it. The kernel is
+    kept for 2, and the next other size finds it right at every size."""
+    compiled = tf.differentiable(lambda x: tf.reduce_sum(x[-2] * x), wait=True)
+    for n in (6, 2, 2, 7, 2, 9):
+        value, grad = compiled.value_and_grad(np.arange(float(n)))
+        assert float(value) == (n - 2) * n * (n - 1) / 2
+        assert grad[n - 2] == n - 2 + n * (n - 1) / 2
     assert compiled.cache_info().kernels == 1
 
 

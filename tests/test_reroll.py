@@ -300,9 +300,7 @@ def test_a_chain_whose_sum_is_read_as_it_grows_goes_on_as_adds(monkeypatch):
     folded, got, _, want = _unrolled_and_folded(motion, args, monkeypatch)
     program = folded.ir(*args).split("---- adjoint ----")[0]
     assert program.count("= fori_loop(") == 1
-    assert got[0] == want[0]
-    for g, w in zip(got[1], want[1]):
-        np.testing.assert_array_equal(g, w)
+    _assert_gradients_match(got, want)
 
 
 def test_partial_sums_stacked_after_the_chain_read_its_adds(monkeypatch):
@@ -320,9 +318,15 @@ def test_partial_sums_stacked_after_the_chain_read_its_adds(monkeypatch):
     args = _args()
     folded, got, _, want = _unrolled_and_folded(cumulative, args, monkeypatch)
     assert folded.ir(*args).split("---- adjoint ----")[0].count("= fori_loop(") == 1
+    _assert_gradients_match(got, want)
+
+
+def _assert_gradients_match(got, want):
+    """The value bit for bit; the gradients to rounding: where partial sums are read, the
+    loop's adjoint adds their contributions in another order than the unrolled chain's."""
     assert got[0] == want[0]
     for g, w in zip(got[1], want[1]):
-        np.testing.assert_array_equal(g, w)
+        np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-13 * np.abs(w).max())
 
 
 @pytest.mark.slow

@@ -93,8 +93,9 @@ def test_vectorized_map_over_a_structure():
 
 
 def test_vmap_of_a_differentiable_is_one_loop_kernel_for_every_batch_size():
-    """The lanes are a compiled loop over the function traced once: a new batch size
-    traces nothing (the loop's trip count is the size)."""
+    """The lanes are a compiled loop over the function traced once: the loop's trip count
+    is the size. The first other size traces again, to find the trace unchanged
+    (compiler.right_for); later ones trace nothing."""
     traced = []
 
     @tf.differentiable(wait=True)
@@ -105,11 +106,11 @@ def test_vmap_of_a_differentiable_is_one_loop_kernel_for_every_batch_size():
 
     batched = tf.vmap(tanh_sum)
     counts = []
-    for rows in (4, 6):
+    for rows in (4, 6, 9):
         X = np.linspace(-1, 1, 2 * rows).reshape(rows, 2)
         np.testing.assert_allclose(np.asarray(batched(X)), np.tanh(X).sum(axis=1), rtol=1e-14)
         counts.append(len(traced))
-    assert counts[0] == counts[1]
+    assert counts[1] == counts[0] + 1 and counts[2] == counts[1]
 
 
 def test_vmap_inside_a_compiled_function(monkeypatch):

@@ -96,7 +96,7 @@ def in_module(entries):
     return text
 
 
-def emit(conv, consts, probes, name, args, sole, keywords=True, check=False):
+def emit(conv, consts, probes, name, args, sole, keywords=True, check=False, exact=False):
     """The source of `def name(...)`, the entry for the form of a kernel ("value", "grad"
     or "value_and_grad") called as `conv` says, for positional calls like
     `args`, as a method of the Differentiable; and the values of the globals it reads
@@ -109,9 +109,11 @@ def emit(conv, consts, probes, name, args, sole, keywords=True, check=False):
     Differentiable._keywords) has no **kwargs, and CPython refuses such a call itself.
     With `check` (SRCXFORM_CHECK), a call whose arrays' shapes are not in the global
     `checked_shapes` (kernel.array_shapes's tuples) goes on to the fallback, and in the
-    end to the slow path, which checks it against the eager tape (crosscheck.py)."""
+    end to the slow path, which checks it against the eager tape (crosscheck.py). With
+    `exact` (a kernel not yet known to be right at other sizes: compiler.right_for), a
+    call whose arrays' shapes are not `args`' goes on the same way."""
     keywords = keywords or conv.form == "value"  # no wrt: a value takes what the function takes
-    w = _EntryWriter(args, conv.tf_rules)
+    w = _EntryWriter(args, conv.tf_rules, exact)
     leaves = tree_flatten(list(args))[0]
     kernel_args = [kernel_expr(w.names[i], leaves[i]) for i in conv.traced]
     for source in conv.variables:
@@ -133,7 +135,7 @@ def emit(conv, consts, probes, name, args, sole, keywords=True, check=False):
     allocate, buffers, kept = _reused_buffers(conv, w, kernel_args, size, sole)
     outputs = _output_exprs(conv, buffers)
     results = conv.result_leaves(_ResultExprs(w, outputs))
-    assigned = kept + list(w.last_shapes)
+    assigned = kept + ([] if exact else list(w.last_shapes))
     body = [f"global {', '.join(assigned)}"] if assigned else []
     # `run` is the kernel a layout test may send the call through Numba's dispatcher by;
     # without arrays there is none, and the entry calls the compiled code directly.

@@ -17,7 +17,9 @@ literal 1 as a broadcast dim and a 0 as empty, which is right only while it stay
 Comparisons record guards. A kernel is reused only for sizes that satisfy every guard.
 """
 
+import contextlib
 import operator
+import threading
 
 import numpy as np
 
@@ -296,10 +298,30 @@ def _is_symbol(expr):
     return isinstance(expr, tuple) and expr[0] == "size"
 
 
+class _Valued(threading.local):
+    sizes = None  # the input sizes symbol_text shows sizes at, in this thread, if any
+
+
+_VALUED = _Valued()
+
+
+@contextlib.contextmanager
+def valued(sizes):
+    """In the block, this thread's symbol_text shows each size as its value where the
+    input size symbols are `sizes` (a program printed as a call of those sizes runs it)."""
+    saved, _VALUED.sizes = _VALUED.sizes, sizes
+    try:
+        yield
+    finally:
+        _VALUED.sizes = saved
+
+
 def symbol_text(d):
     """A size as the expression a kernel computes it by (`n0 - 1`), an int as itself."""
     if not isinstance(d, Dim):
         return str(d)
+    if _VALUED.sizes is not None:
+        return str(evaluate(d.expr, _VALUED.sizes))
     text = render(d.expr, lambda k: f"n{d.symbols.label(k)}")
     return text[1:-1] if text.startswith("(") else text
 

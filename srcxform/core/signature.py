@@ -236,10 +236,11 @@ class ArgumentTests:
     as lines: `unpack` (the containers, down to names for the leaves) then `checks` (the
     leaves, by their rules). Every name they bind is made by a scheme of their own (a<i>,
     x<k>, c<k>, s<k>, k<k>): the user's names reach an entry only as the dict keys it
-    writes as literals, so none can clash with them."""
+    writes as literals, so none can clash with them. With `exact`, an array of another
+    shape than the call's fails its tests."""
 
-    def __init__(self, args, tf_rules=False):
-        self.tf_rules = tf_rules
+    def __init__(self, args, tf_rules=False, exact=False):
+        self.tf_rules, self.exact = tf_rules, exact
         self.unpack, self.checks, self.names, self.constants = [], [], [], {}
         self._constant_names = {}  # id of each constant: its name
         # Each leaf array's shape tuple, by the array's name: (the tuple's name, its rank).
@@ -352,5 +353,8 @@ class ArgumentTests:
         last = f"last_{name}"
         self.last_shapes[last] = shape
         self.checks += [f"if ({name} := {value}.shape) != {last}:"]
+        if self.exact:
+            self.checks.append(f"    {self.fall_back}  # traced again first (right_for)")
+            return
         self.checks += [f"    {line}" for line in guard(" or ".join(tests), self.fall_back)]
         self.checks.append(f"    {last} = {name}")

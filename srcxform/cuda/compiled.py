@@ -11,6 +11,7 @@ NumPy scalar either way. Variables (arguments or captured: a model's, an optimiz
 copied to the device at each call, and those assigned copied back.
 """
 
+import functools
 import sys
 import threading
 import weakref
@@ -27,6 +28,7 @@ from srcxform.core.tensor import Tensor, Updating, Variable
 from srcxform.core.tree import tree_flatten, tree_unflatten
 from srcxform.cuda.lower import generate
 from srcxform.jit import backend, compiler
+from srcxform.jit.kernel import array_shapes
 
 FORMS = ("value", "grad", "value_and_grad")
 
@@ -93,31 +95,46 @@ class CudaDifferentiable:
     def _kernel(self, form, args, kwargs):
         leaves, treedef = tree_flatten((args, kwargs))
         key = (form, treedef, tuple(_leaf_key(leaf) for leaf in leaves))
+        stand_ins = [_stand_in(leaf) for leaf in leaves]
         with self._lock:
-            candidates = self._kernels.setdefault(key, [])
-            for kernel in candidates:
-                if kernel.admits(leaves):
-                    return kernel, leaves
             if self._python is None:
                 self._python = self._convert(self.fn) if self._convert else self.fn
-            kernel = _Kernel(self._python, self.wrt, self.has_aux, form, args, kwargs, leaves)
+
+            @functools.cache
+            def trace():  # at most once a call: it runs the function's Python
+                return _trace(self._python, self.wrt, self.has_aux, form, args, kwargs,
+                              stand_ins)
+
+            candidates = self._kernels.setdefault(key, [])
+            shapes = array_shapes(stand_ins)
+            for kernel in candidates:
+                if kernel.admits(leaves) and compiler.right_for(kernel, shapes, trace):
+                    return kernel, leaves
+            kernel = _Kernel(trace(), self.wrt, self.has_aux, form, shapes)
             candidates.append(kernel)
             return kernel, leaves
+
+
+def _trace(fn, wrt, has_aux, form, args, kwargs, stand_ins):
+    """fn traced on the arguments as their stand-ins (_stand_in)."""
+    call_args, call_kwargs = tree_unflatten(tree_flatten((args, kwargs))[1], stand_ins)
+    # A fori_loop over Python ints unrolls into the nests around it: a structured loop
+    # runs on the host here, launching its body's kernels at each trip.
+    with unrolling():
+        return compiler.trace_function(fn, wrt, form, call_args, call_kwargs, stand_ins,
+                                       has_aux)
 
 
 class _Kernel:
     """One signature: its traced program, its generated module and its driver."""
 
-    def __init__(self, fn, wrt, has_aux, form, args, kwargs, leaves):
-        stand_ins = [_stand_in(leaf) for leaf in leaves]
-        call_args, call_kwargs = tree_unflatten(tree_flatten((args, kwargs))[1], stand_ins)
-        # A fori_loop over Python ints unrolls into the nests around it: a structured loop
-        # runs on the host here, launching its body's kernels at each trip.
-        with unrolling():
-            traced = compiler.trace_function(fn, wrt, form, call_args, call_kwargs,
-                                             stand_ins, has_aux)
+    def __init__(self, traced, wrt, has_aux, form, shapes):
         self.form, self.traced, self.program = form, traced, traced.program
         self.single, self.has_aux = isinstance(wrt, int), has_aux
+        # What compiler.right_for compares a trace at other shapes with.
+        self.traced_as, self.consts = compiler.trace_digest(traced), [a for _, a in
+                                                                      self.program.consts]
+        self.right_at, self.general = {shapes}, None
         func_name = f"{traced.name}__{form}_cuda"
         ins = ", ".join(a.aval.short(symbolic=True) for a in self.program.ins)
         doc = source_text(f"srcxform: {traced.name}({ins}) -> {form} on CUDA; "

@@ -6,6 +6,7 @@ tiered.py's worker.
 """
 
 import dataclasses
+import hashlib
 import inspect
 import os
 import pickle
@@ -21,9 +22,9 @@ from srcxform.codegen.callconv import Convention
 from srcxform.codegen import callpath, entry
 from srcxform.codegen import generate as generate_source
 from srcxform.codegen.exprs import size_label
-from srcxform.core.dims import Dim, expr_of, guard_conditions
+from srcxform.core.dims import Dim, concrete, expr_of, guard_conditions, valued
 from srcxform.core.errors import source_text
-from srcxform.jit.kernel import Kernel, Spec
+from srcxform.jit.kernel import Kernel, Spec, array_shapes
 from srcxform.core.names import function_name
 from srcxform.passes.pipeline import optimize
 from srcxform.core.recording import CONTEXT
@@ -39,24 +40,29 @@ def wrt_positions(wrt):
 
 
 def generate_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel, as_eager,
-                    keywords=True, has_aux=False, tf_rules=False, nan_checks=False):
+                    keywords=True, has_aux=False, tf_rules=False, nan_checks=False,
+                    traced=None):
     """Traces and generates the kernel, not yet compiled (its fn is None), and stores it in
     the index under the key `found` (None: fn is not indexable) unless it captured arrays
     or Variables."""
     kernel, generate = trace_kernel(fn, kernel_form, args, kwargs, leaves, found, wrt=wrt,
                                     parallel=parallel, as_eager=as_eager, keywords=keywords,
-                                    has_aux=has_aux, tf_rules=tf_rules, nan_checks=nan_checks)
+                                    has_aux=has_aux, tf_rules=tf_rules, nan_checks=nan_checks,
+                                    traced=traced)
     kernel.generated(generate())
     return kernel
 
 
 def trace_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel, as_eager,
-                 keywords=True, has_aux=False, tf_rules=False, nan_checks=False):
-    """Traces fn: the kernel, its module not generated yet (its spec is None: its
-    convention lacks only the buffers, which codegen chooses), and a function generating
-    it (and storing it in the index, as generate_kernel says) that returns its Spec. A
-    tiered first call returns before that runs, in another thread (tiered.py)."""
-    traced = trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux, tf_rules)
+                 keywords=True, has_aux=False, tf_rules=False, nan_checks=False, traced=None):
+    """Traces fn (unless given its trace_function `traced` on these arguments): the kernel,
+    its module not generated yet (its spec is None: its convention lacks only the buffers,
+    which codegen chooses), and a function generating it (and storing it in the index, as
+    generate_kernel says) that returns its Spec. A tiered first call returns before that
+    runs, in another thread (tiered.py)."""
+    traced = traced or trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux,
+                                      tf_rules)
+    digest = trace_digest(traced)
     if traced.created:  # allowed once (Keras's build): not when a trace creates again
         _refuse_created(fn, trace_function(fn, wrt, kernel_form, args, kwargs, leaves,
                                            has_aux, tf_rules).created)
@@ -88,12 +94,12 @@ def trace_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel,
         # The warm entry, for positional calls like this one (others get none).
         emitted = () if kwargs else (
             entry.emit(conv, consts, probes, callpath.entry_name(traced.name, kernel_form),
-                       args, numba_adapter.sole_reference_count(), keywords),)
+                       args, numba_adapter.sole_reference_count(), keywords, exact=True),)
         source += entry.in_module(emitted)
         entries = tuple((kernel_form, text) for text, _ in emitted)
         if "source" in os.environ.get("SRCXFORM_DUMP", ""):
             print(source)
-        spec = Spec(func_name, source, parallel, conv, traced.name, entries)
+        spec = Spec(func_name, source, parallel, conv, traced.name, entries, digest)
         # What a kernel captured (arrays, Variables) is this process's: not indexed; nor
         # is a result of a type another process cannot import (a class made in a function).
         if found and not consts and all(isinstance(v, int)
@@ -103,19 +109,92 @@ def trace_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel,
             index.store(found, spec)
         return spec
 
-    return Kernel(None, None, consts, program, probes, conv=draft), generate
+    return Kernel(None, None, consts, traced, probes, conv=draft, shapes=array_shapes(leaves),
+                  traced_as=digest), generate
 
 
-def load_indexed(fn, found, leaves):
-    """A kernel an earlier process generated under the index key `found`, if its guards
-    admit these arguments (code generation is skipped; Numba's cache has the machine
-    code). The caller traces the function all the same (api.py)."""
+def load_indexed(fn, found, leaves, traced):
+    """A kernel an earlier process generated under the index key `found` from a trace like
+    `traced` (this process's, on these arguments), if its guards admit them: code
+    generation is skipped, and Numba's cache has the machine code. The key says which
+    function and signature; what the function's Python made of them may differ from
+    process to process (a setting it reads), which the trace's digest tells."""
+    digest = trace_digest(traced)
     for spec in index.load(found):
         kernel = Kernel(spec, None)
-        if not spec.conv.guards or kernel.admits(kernel.arguments(leaves)):
+        if spec.traced_as == digest and \
+                (not spec.conv.guards or kernel.admits(kernel.arguments(leaves))):
             compiled = backend.load(spec.source, spec.func_name, parallel=spec.parallel)
-            return Kernel(spec, compiled, probes=captures.of_function(fn))
+            return Kernel(spec, compiled, traced=traced, probes=captures.of_function(fn),
+                          shapes=array_shapes(leaves))
     return None
+
+
+def right_for(kernel, shapes, trace):
+    """Whether `kernel` (of either target) is right for a call its guards admit, of array
+    shapes `shapes`. A kernel takes any size its guards admit, but its trace may have
+    decided something by a size that the function's Python kept from an earlier call (a
+    list holding that call's x.shape[0]), which no guard records. So a kernel's first call
+    at other shapes than its trace's traces the function again (`trace()`, on this call's
+    arguments) and compares, the captured arrays first:
+    - one program in the sizes' symbols: the kernel is right at every size (general);
+    - one program as this call runs it (each size its value), though the new trace is
+      another in the symbols (a size of 0 or 1 there is a constant under a guard): right
+      at these shapes, and the next call at other shapes traces again;
+    - else right at the shapes found so far alone (the call compiles its own)."""
+    if kernel.general or shapes in kernel.right_at:
+        return True
+    if kernel.general is None:
+        traced = trace()
+        if not _equal_arrays([array for _, array in traced.program.consts], kernel.consts):
+            kernel.general = False
+        elif trace_digest(traced) == kernel.traced_as:
+            kernel.general = True
+        elif _as_run(kernel.traced, traced) == _as_run(traced, traced):
+            kernel.right_at.add(shapes)
+        else:
+            kernel.general = False
+    return kernel.general or shapes in kernel.right_at
+
+
+def trace_digest(traced):
+    """A digest of what a trace made: its program's text (sizes as their symbols; not its
+    comments, the user lines the equations came from, which name the caller's line where
+    srcxform's own code made them) and what the calling convention takes from the trace.
+    Traces with one digest and equal captured arrays make one kernel."""
+    fields = (traced.leaves, traced.variables, traced.writes, traced.trees, traced.returns,
+              traced.guards)
+    return hashlib.sha256(_text(traced.program, fields).encode()).hexdigest()
+
+
+def _as_run(traced, call):
+    """The text of `traced`'s program and fields (but its guards) as a call of the input
+    sizes of `call` (a trace) runs it: each size its value."""
+    shapes = [[concrete(d) for d in v.aval.shape] for v in call.program.ins]
+    fields = (traced.leaves, traced.variables, traced.writes, traced.trees, traced.returns)
+    try:
+        with valued([shapes[i][axis] for i, axis in traced.program.sizes]):
+            return _text(traced.program, fields)
+    except IndexError:  # another signature's inputs: another program
+        return None
+
+
+def _text(program, fields):
+    lines = [line for line in str(program).splitlines() if not line.lstrip().startswith("#")]
+    return "\n".join(lines + [_spelled(fields)])
+
+
+def _spelled(value):
+    """repr(value), but a Variable by its identity (its repr shows its value)."""
+    if isinstance(value, tuple) and type(value) is tuple:
+        return f"({''.join(_spelled(v) + ', ' for v in value)})"
+    return f"Variable#{id(value)}" if isinstance(value, Variable) else repr(value)
+
+
+def _equal_arrays(arrays, others):
+    return len(arrays) == len(others) and all(
+        a is b or a.dtype == b.dtype and a.shape == b.shape and
+        np.array_equal(a, b, equal_nan=a.dtype.kind in "fc") for a, b in zip(arrays, others))
 
 
 def trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux=False,

@@ -48,21 +48,30 @@ class Spec:
     conv: Convention
     name: str  # the user function's, which the call path's functions are named for
     entries: tuple  # (form, source) of the warm entry generated into the module, if any
+    traced_as: str  # the trace's digest (compiler.trace_digest): what the module was made of
 
 
 class Kernel:
     """One compiled signature: the generated module, its kernel, and how to call it."""
 
-    def __init__(self, spec, fn, consts=(), program=None, probes=(), conv=None):
+    def __init__(self, spec, fn, consts=(), traced=None, probes=(), conv=None, shapes=(),
+                 traced_as=None):
         self.conv = conv or spec.conv  # without a spec: the trace's draft (no buffers yet)
         self.fn = fn
         self.consts = list(consts)  # arrays the trace captured, passed after the leaves
         # Their shapes and dtypes, which the kernel's code holds as the trace saw them.
         self.const_types = [(c.shape, c.dtype) for c in self.consts]
-        self.program = program  # the optimized IR, when this process traced it
+        # This process's trace of it (compiler.trace_function's), and its optimized IR.
+        self.traced = traced
+        self.program = traced and traced.program
         self.probes = list(probes)  # what the trace captured from outside (captures.py)
         # The array_shapes of the calls checked against the eager tape (crosscheck.py).
         self.checked = set()
+        # The trace's digest; the array_shapes the kernel is known to be right at (its
+        # trace's call's first); and whether it is right at every size its guards admit:
+        # None until a call at other shapes finds out (compiler.right_for).
+        self.traced_as = traced_as or spec.traced_as
+        self.right_at, self.general = {shapes}, None
         self.spec = self.source = None
         if spec is not None:
             self.generated(spec)
@@ -148,7 +157,8 @@ class Kernel:
         form = self.conv.form
         name = callpath.entry_name(self.spec.name, form)
         source, namespace = entry.emit(self.conv, self.consts, self.probes, name, args,
-                                       numba_adapter.sole_reference_count(), keywords, check)
+                                       numba_adapter.sole_reference_count(), keywords, check,
+                                       exact=not self.general)
         spare = [np.empty((0,) * len(shape), dtype) for shape, dtype in self._buffer_outs()]
         direct = self.fn
         if isinstance(self.fn, backend.Compiled):
