@@ -979,3 +979,25 @@ def test_a_traced_if_reads_what_may_be_unbound_before_it_as_such():
     value, ok = tf.function(bound_maybe_before_a_traced_if)(np.ones(2), False)
     np.testing.assert_array_equal(value, [3.0, 3.0])
     assert ok is False
+
+
+def test_a_function_naming_the_runtime_is_traced_as_written_with_a_warning():
+    """A parameter named ag__ would shadow the name converted code calls srcxform by (an
+    AttributeError deep in the rewrite): the function is left unconverted, and says so."""
+
+    def scaled(x, ag__=2.0):
+        if ag__ > 1.0:  # a Python condition runs as Python
+            return tf.reduce_sum(x * ag__)
+        return tf.reduce_sum(x)
+
+    with pytest.warns(tf.AutographWarning, match="ag__"):
+        assert float(tf.function(scaled)(np.ones(3))) == 6.0
+
+    def traced_if(x, ag__=2.0):
+        if tf.reduce_sum(x) > 0:
+            return x * ag__
+        return -x
+
+    with pytest.warns(tf.AutographWarning, match="ag__"), \
+            pytest.raises(tf.TracingError, match="bool"):
+        tf.function(traced_if)(np.ones(3))

@@ -42,8 +42,9 @@ BUDGET = {
     # written once was 10 more, taken back with it (helper 62: Python's own semantics
     # lost); +5: `del y` and `y += 1` read y; +5: a size's loop whose body needs a Python
     # index unrolls (it raised at every size but 1); +5: what a traced statement reads as
-    # surely bound leaves out a `with` body's and a walrus's names (UnboundLocalError)
-    "autograph": 1155,
+    # surely bound leaves out a `with` body's and a walrus's names (UnboundLocalError);
+    # +10: a function naming ag__ is left unconverted with a warning (AttributeError)
+    "autograph": 1165,
     # +130: nancheck.py, checks that cost 1.2x a gradient, not 3.2x; +40: products made
     # in blocks of rows inside the nest that reads them (GradBench kmeans 24 -> 11 ms)
     # +5: the template's names made in one method that cuda/lower.py's views and kernels

@@ -172,6 +172,9 @@ def _rewritten_code(fn, called):
     try:
         if called and not _compiles_to(fn, tree):
             return None  # its file changed since it was compiled: not its source now
+        if _uses(fn.__code__, {_AG, _CALLS}):
+            raise NameError(f"it uses a name the converted code calls srcxform by ({_AG} or "
+                            f"{_CALLS}): rename it")
         return _compiled(fn, _rewritten(fn, tree))
     except Exception as error:  # noqa: BLE001 - any failure of the rewriting is ours
         warnings.warn(f"srcxform could not convert the control flow of "
@@ -179,6 +182,14 @@ def _rewritten_code(fn, called):
                       "written (if, while and for on traced values raise TracingError)",
                       AutographWarning, stacklevel=3)
         return None
+
+
+def _uses(code, names):
+    """Whether code, or code defined in it, names one of `names` (a variable, a global
+    or an attribute)."""
+    return bool(names & {*code.co_varnames, *code.co_names, *code.co_freevars,
+                         *code.co_cellvars}) or \
+        any(isinstance(c, types.CodeType) and _uses(c, names) for c in code.co_consts)
 
 
 def _rewrapped(fn, wrapped, called):
