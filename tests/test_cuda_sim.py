@@ -97,12 +97,27 @@ def _on_cuda(tiny):
                           on_device.copy_to_host())
     found["W3 longer"] = _leaves(f.grad(np.concatenate([x, x[:3]])))
     found["W3 kernels"] = sum(len(k) for k in f._kernels.values())
+    found["kept"] = _kept_size("cuda")
     found.update(_w5_buffers(cases["W5"]))
     found["step"] = _training_steps(device="cuda")
     found["cnn step"] = _training_steps(device="cuda", example="cnn")
     found["edges"] = _edge_results("cuda")
     found["random loops"] = _random_loops("cuda")
     return found
+
+
+def _kept_size(device):
+    """A function reading back a size it kept at its first call (compiler.right_for): its
+    value and gradient at 5 elements, then at 3."""
+    kept = []
+
+    def scaled(x):
+        if not kept:
+            kept.append(x.shape[0])
+        return tf.reduce_sum(x * kept[0])
+
+    f = srcxform.differentiable(scaled, device=device)
+    return [_leaves(f.value_and_grad(np.arange(float(n)))) for n in (5, 3)]
 
 
 def _random_loops(device):
@@ -444,6 +459,14 @@ def test_a_new_size_runs_the_same_kernel(simulated):
     np.testing.assert_allclose(simulated["W3 longer"][0],
                                srcxform.differentiable(fn).grad(longer), rtol=1e-12)
     assert simulated["W3 kernels"] == 1
+
+
+@pytest.mark.slow
+def test_a_size_kept_at_an_earlier_call_is_that_calls_number(simulated):
+    (value5, grad5), (value3, grad3) = simulated["kept"]
+    assert (value5, value3) == (50.0, 15.0)
+    np.testing.assert_array_equal(grad5, np.full(5, 5.0))
+    np.testing.assert_array_equal(grad3, np.full(3, 5.0))
 
 
 def check_buffers(found, tiny):
