@@ -267,6 +267,28 @@ def test_a_kernel_is_right_where_a_derived_size_of_its_is_0_or_1():
     assert compiled.cache_info().kernels == 1
 
 
+def test_a_slices_step_of_a_size_is_compared_as_the_size_it_is():
+    """A step is printed, and compared, as the size it is (helper 64): a step kept at the
+    first call was taken for the step the kernel computes (silently wrong at 8, 9 and 10
+    elements), and a step computed from the size made a kernel for each size."""
+    kept = []
+
+    def kept_step(x):
+        if not kept:
+            kept.append(x.shape[0] - 2)
+        return tf.reduce_sum(x[::kept[0]] ** 2)
+
+    halves = tf.differentiable(lambda x: tf.reduce_sum(x[:: x.shape[0] // 2] ** 2), wait=True)
+    compiled = tf.differentiable(kept_step, wait=True)
+    for n in (7, 8, 9, 10):
+        x = np.arange(float(n))
+        value, grad = compiled.value_and_grad(x)
+        assert float(value) == 25.0 and list(np.nonzero(grad)[0]) == [5]
+        assert float(halves(x)) == float(np.sum(x[:: n // 2] ** 2))
+    assert halves.cache_info().kernels == 1
+    assert "index=(::n0 // 2,)" in halves.ir(np.ones(8))
+
+
 def test_sizes_kept_from_finished_traces_are_their_numbers_outside_them():
     """Outside their trace, two traces' sizes compare as their numbers (both are n0), an
     equality of one trace's two sizes found after it ends does not make them one symbol

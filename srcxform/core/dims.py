@@ -78,7 +78,7 @@ class Dim:
         return hash(self._guarded())
 
     def __repr__(self):
-        return repr(self._guarded())
+        return symbol_text(self) if _PRINTING.active else repr(self._guarded())
 
     __str__ = __repr__
 
@@ -298,30 +298,32 @@ def _is_symbol(expr):
     return isinstance(expr, tuple) and expr[0] == "size"
 
 
-class _Valued(threading.local):
-    sizes = None  # the input sizes symbol_text shows sizes at, in this thread, if any
+class _Printing(threading.local):
+    active = False  # whether this thread prints a program's text (`printing`)
+    sizes = None  # the input sizes it shows sizes at, if any
 
 
-_VALUED = _Valued()
+_PRINTING = _Printing()
 
 
 @contextlib.contextmanager
-def valued(sizes):
-    """In the block, this thread's symbol_text shows each size as its value where the
-    input size symbols are `sizes` (a program printed as a call of those sizes runs it)."""
-    saved, _VALUED.sizes = _VALUED.sizes, sizes
+def printing(sizes=None):
+    """In the block, this thread prints each size as symbol_text does, by str() and repr()
+    too (a program's parameters); with `sizes`, as its value where the input size symbols
+    are `sizes` (the program as a call of those sizes runs it)."""
+    saved, (_PRINTING.active, _PRINTING.sizes) = (_PRINTING.active, _PRINTING.sizes), (True, sizes)
     try:
         yield
     finally:
-        _VALUED.sizes = saved
+        _PRINTING.active, _PRINTING.sizes = saved
 
 
 def symbol_text(d):
     """A size as the expression a kernel computes it by (`n0 - 1`), an int as itself."""
     if not isinstance(d, Dim):
         return str(d)
-    if _VALUED.sizes is not None:
-        return str(evaluate(d.expr, _VALUED.sizes))
+    if _PRINTING.sizes is not None:
+        return str(evaluate(d.expr, _PRINTING.sizes))
     text = render(d.expr, lambda k: f"n{d.symbols.label(k)}")
     return text[1:-1] if text.startswith("(") else text
 

@@ -22,7 +22,7 @@ from srcxform.codegen.callconv import Convention
 from srcxform.codegen import callpath, entry
 from srcxform.codegen import generate as generate_source
 from srcxform.codegen.exprs import size_label
-from srcxform.core.dims import Dim, concrete, expr_of, guard_conditions, valued
+from srcxform.core.dims import Dim, concrete, expr_of, guard_conditions, printing
 from srcxform.core.errors import source_text
 from srcxform.jit.kernel import Kernel, Spec, array_shapes
 from srcxform.core.names import function_name
@@ -173,14 +173,15 @@ def _as_run(traced, call):
     shapes = [[concrete(d) for d in v.aval.shape] for v in call.program.ins]
     fields = (traced.leaves, traced.variables, traced.writes, traced.trees, traced.returns)
     try:
-        with valued([shapes[i][axis] for i, axis in traced.program.sizes]):
-            return _text(traced.program, fields)
+        return _text(traced.program, fields, [shapes[i][axis] for i, axis in traced.program.sizes])
     except IndexError:  # another signature's inputs: another program
         return None
 
 
-def _text(program, fields):
-    lines = [line for line in str(program).splitlines() if not line.lstrip().startswith("#")]
+def _text(program, fields, sizes=None):
+    with printing(sizes):
+        lines = str(program).splitlines()
+    lines = [line for line in lines if not line.lstrip().startswith("#")]
     return "\n".join(lines + [_spelled(fields)])
 
 

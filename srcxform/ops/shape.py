@@ -30,7 +30,8 @@ class Slice:
 
     def __str__(self):
         text = lambda v: "" if v is None else symbol_text(v)
-        return f"{text(self.start)}:{text(self.stop)}" + (f":{self.step}" if self.step else "")
+        step = "" if self.step is None else f":{text(self.step)}"
+        return f"{text(self.start)}:{text(self.stop)}{step}"
 
     def to_slice(self):
         return slice(self.start, self.stop, self.step)
