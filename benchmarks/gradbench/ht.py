@@ -372,8 +372,8 @@ def profile(function: str = "jacobian", size: tuple = ("simple", "small", 1)) ->
             return result
         return run
 
-    saved = compiler.trace_kernel, compiler.generate_source
-    compiler.trace_kernel = timed("trace + passes", saved[0])
+    saved = compiler.trace_function, compiler.generate_source
+    compiler.trace_function = timed("trace + passes", saved[0])
     compiler.generate_source = timed("codegen", saved[1])
     numba = _NumbaStages()
     event.register("numba:run_pass", numba)
@@ -387,7 +387,7 @@ def profile(function: str = "jacobian", size: tuple = ("simple", "small", 1)) ->
         stages["first call, wall"] = time.perf_counter() - start
         stages["first call, CPU"] = time.thread_time() - cpu
     finally:
-        compiler.trace_kernel, compiler.generate_source = saved
+        compiler.trace_function, compiler.generate_source = saved
         event.unregister("numba:run_pass", numba)
         event.unregister("numba:llvm_lock", numba)
     stages.update(sorted(numba.stages.items(), key=lambda kv: -kv[1]))
