@@ -173,9 +173,10 @@ def _as_run(traced, call):
     shapes = [[concrete(d) for d in v.aval.shape] for v in call.program.ins]
     fields = (traced.leaves, traced.variables, traced.writes, traced.trees, traced.returns)
     try:
-        return _text(traced.program, fields, [shapes[i][axis] for i, axis in traced.program.sizes])
+        sizes = [shapes[i][axis] for i, axis in traced.program.sizes]
     except IndexError:  # another signature's inputs: another program
         return None
+    return _text(traced.program, fields, sizes)
 
 
 def _text(program, fields, sizes=None):
