@@ -289,6 +289,53 @@ def test_a_slices_step_of_a_size_is_compared_as_the_size_it_is():
     assert "index=(::n0 // 2,)" in halves.ir(np.ones(8))
 
 
+def test_a_captured_zero_of_another_sign_is_another_program():
+    """A captured array compares as the CSE's do, the sign of a zero included (helper 65):
+    its -0.0 read as the kernel's +0.0 gave atan2's other side, silently."""
+    state = {"z": np.zeros(1)}
+
+    def flipping(x):
+        z = state["z"]
+        state["z"] = -z
+        return tf.reduce_sum(tf.math.atan2(z, -1.0 - x * x) * x)
+
+    compiled = tf.differentiable(flipping, wait=True)
+    for n, sign in ((5, 1.0), (3, -1.0)):
+        value, grad = compiled.value_and_grad(np.ones(n))
+        assert float(value) == pytest.approx(sign * n * math.pi, rel=1e-14)
+        np.testing.assert_allclose(grad, sign * math.pi, rtol=1e-14)
+
+
+def test_a_retrace_holding_a_size_to_a_number_tells_nothing_of_other_sizes():
+    """At 2 elements the reversed slice's length is a constant: another program, right at
+    2 alone. The first kernel is not kept to its own size for it: 9 and 4 run it."""
+    compiled = tf.differentiable(lambda x: tf.reduce_sum(x[::-1] * x), wait=True)
+    for n in (6, 2, 9, 4):
+        x = np.arange(1.0, n + 1)
+        value, grad = compiled.value_and_grad(x)
+        assert float(value) == float(np.sum(x[::-1] * x))
+        np.testing.assert_array_equal(grad, 2 * x[::-1])
+    assert compiled.cache_info().kernels == 2
+
+
+@pytest.mark.parametrize("dtype, n, factor", [(tf.uint8, 300, 44), (tf.int8, 200, -56),
+                                              (tf.bool, 6, 1), (tf.float32, 5, 5)])
+def test_a_size_cast_to_a_narrower_dtype_is_cast(dtype, n, factor):
+    """A size cast to a dtype that cannot hold it wraps as NumPy's cast does (helper 65:
+    the cast was folded away, the size kept whole)."""
+    compiled = tf.differentiable(
+        lambda x: tf.reduce_sum(x) * tf.cast(tf.cast(x.shape[0], dtype), tf.float64))
+    value, grad = compiled.value_and_grad(np.ones(n))
+    assert (float(value), float(grad[0])) == (n * factor, factor)
+
+
+def test_a_static_float_of_another_sign_of_zero_is_another_argument():
+    """tf.function keys a Python float by its bits: -0.0 is not 0.0 (helper 65)."""
+    f = tf.function(lambda x, c: tf.reduce_sum(tf.math.atan2(c, -1.0 - x * x)))
+    for c in (0.0, -0.0, 0.0, -0.0):
+        assert float(f(np.ones(4), c)) == pytest.approx(math.copysign(4 * math.pi, c))
+
+
 def test_sizes_kept_from_finished_traces_are_their_numbers_outside_them():
     """Outside their trace, two traces' sizes compare as their numbers (both are n0), an
     equality of one trace's two sizes found after it ends does not make them one symbol

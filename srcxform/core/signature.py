@@ -60,9 +60,10 @@ def check_computed_dtypes(program):
 
 def static_key(leaf):
     """The key part of a static leaf: its type and value (a size kept from a trace, the int
-    it is)."""
-    return ("static", int, operator.index(leaf)) if isinstance(leaf, Dim) else \
-        ("static", type(leaf), leaf)
+    it is; a float by its bits, so that -0.0 is not 0.0 and a NaN is itself)."""
+    if isinstance(leaf, Dim):
+        return ("static", int, operator.index(leaf))
+    return ("static", float, leaf.hex()) if type(leaf) is float else ("static", type(leaf), leaf)
 
 
 class _Static:
@@ -81,6 +82,9 @@ class _Static:
         return static_key(leaf)
 
     def write_tests(self, w, name, leaf):
+        if type(leaf) is float and not leaf:  # == takes -0.0 for 0.0
+            w.fails(f"type({name}) is not float or {name}.hex() != {leaf.hex()!r}")
+            return
         w.fails(f"type({name}) is not {w.constant(type(leaf))} or "
                 f"{name} != {w.constant(leaf)}")
 

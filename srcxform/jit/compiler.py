@@ -26,6 +26,7 @@ from srcxform.core.dims import Dim, concrete, expr_of, guard_conditions, printin
 from srcxform.core.errors import source_text
 from srcxform.jit.kernel import Kernel, Spec, array_shapes
 from srcxform.core.names import function_name
+from srcxform.passes.cse import same_array
 from srcxform.passes.pipeline import optimize
 from srcxform.core.recording import CONTEXT
 from srcxform.ad.tape import GradientTape
@@ -136,23 +137,24 @@ def right_for(kernel, shapes, trace):
     decided something by a size that the function's Python kept from an earlier call (a
     list holding that call's x.shape[0]), which no guard records. So a kernel's first call
     at other shapes than its trace's traces the function again (`trace()`, on this call's
-    arguments) and compares, the captured arrays first:
+    arguments) and compares, with equal captured arrays:
     - one program in the sizes' symbols: the kernel is right at every size (general);
-    - one program as this call runs it (each size its value), though the new trace is
-      another in the symbols (a size of 0 or 1 there is a constant under a guard): right
-      at these shapes, and the next call at other shapes traces again;
-    - else right at the shapes found so far alone (the call compiles its own)."""
+    - one program as this call runs it (each size its value): right at these shapes;
+    - else, where the new trace holds a size to a number the kernel's did not (a derived
+      size of 0 or 1 is a constant under a guard), it tells nothing of the kernel's other
+      sizes: the call compiles its own, kept to such sizes by its guards, and the next
+      call at other shapes compares again;
+    - else the kernel is right at the shapes found so far alone (general is False)."""
     if kernel.general or shapes in kernel.right_at:
         return True
     if kernel.general is None:
         traced = trace()
-        if not _equal_arrays([array for _, array in traced.program.consts], kernel.consts):
-            kernel.general = False
-        elif trace_digest(traced) == kernel.traced_as:
+        same = _equal_arrays([array for _, array in traced.program.consts], kernel.consts)
+        if same and trace_digest(traced) == kernel.traced_as:
             kernel.general = True
-        elif _as_run(kernel.traced, traced) == _as_run(traced, traced):
+        elif same and _as_run(kernel.traced, traced) == _as_run(traced, traced):
             kernel.right_at.add(shapes)
-        else:
+        elif not {g for g in traced.guards if g[1] == "=="} - set(kernel.traced.guards):
             kernel.general = False
     return kernel.general or shapes in kernel.right_at
 
@@ -194,9 +196,8 @@ def _spelled(value):
 
 
 def _equal_arrays(arrays, others):
-    return len(arrays) == len(others) and all(
-        a is b or a.dtype == b.dtype and a.shape == b.shape and
-        np.array_equal(a, b, equal_nan=a.dtype.kind in "fc") for a, b in zip(arrays, others))
+    return len(arrays) == len(others) and all(a is b or same_array(a, b)
+                                              for a, b in zip(arrays, others))
 
 
 def trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux=False,

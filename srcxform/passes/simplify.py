@@ -22,6 +22,10 @@ def _same(a, b):
     return same_shape(a.shape, b.shape) and a.dtype == b.dtype
 
 
+# The dtypes a size cast to is itself in (float64's 53 bits hold any size of an array).
+_HOLD_SIZES = {np.dtype(np.int64), np.dtype(np.uint64), np.dtype(np.float64)}
+
+
 def _replacement(eqn, producers, keep_gradient_stops):
     out = eqn.out.aval
     identity = eqn.prim.algebra.same_aval_is_identity and not (keep_gradient_stops
@@ -30,7 +34,9 @@ def _replacement(eqn, producers, keep_gradient_stops):
         return eqn.ins[0]
     if eqn.prim.algebra.same_aval_is_identity and isinstance(eqn.ins[0], Lit) and not out.shape:
         value = eqn.ins[0].value  # a cast of a literal (a size too: n0 as float64)
-        return Lit(value if isinstance(value, Dim) else np.asarray(value, out.dtype).item(), out)
+        if isinstance(value, Dim):  # a dtype that holds no size exactly casts at run time
+            return Lit(value, out) if out.dtype in _HOLD_SIZES else None
+        return Lit(np.asarray(value, out.dtype).item(), out)
     for literal, pos in eqn.prim.algebra.units:
         atom, other = eqn.ins[pos], eqn.ins[1 - pos]
         if isinstance(atom, Lit) and atom.value == literal and _same(other.aval, out):
