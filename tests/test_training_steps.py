@@ -141,6 +141,21 @@ class _Scaled:
         return tf.reduce_sum(x * self.k)
 
 
+def test_a_global_zero_rebound_to_minus_zero_traces_again():
+    """A captured float is compared by its repr, as a static one is keyed by its bits:
+    -0.0 == 0.0, but 1 / -0.0 is -inf (helper 66: 0.0's kernel ran)."""
+    global _ZERO
+    divided = tf.function(lambda x: x / _ZERO)
+    x = np.array([1.0, -1.0])
+    with np.errstate(divide="ignore"):
+        for zero in (0.0, -0.0, 0.0, -0.0):
+            _ZERO = zero
+            np.testing.assert_array_equal(divided(x), x / zero)
+
+
+_ZERO = 0.0
+
+
 def test_an_attribute_read_through_a_callable_or_a_called_method_traces_again():
     """A callable instance, and a method a closure calls on an object, read obj.k: both
     are probed at each call, as a bound method's self is (an adversarial find: these

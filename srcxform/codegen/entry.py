@@ -197,7 +197,9 @@ def _probe_tests(probes, w):
         seen = w.constant(probe.value)
         if probe.by_value:
             kind = w.constant(type(probe.value))
-            test = f"(p := {read}) is not {seen} and (type(p) is not {kind} or p != {seen})"
+            differs = f"repr(p) != {repr(probe.value)!r}" if isinstance(
+                probe.value, (float, complex)) else f"p != {seen}"  # as Probe.holds
+            test = f"(p := {read}) is not {seen} and (type(p) is not {kind} or {differs})"
         else:
             test = f"{read} is not {seen}"
         lines += guard(test, w.fall_back)

@@ -66,7 +66,11 @@ class Probe:
         now = self.current()
         if now is self.value:
             return True
-        return self.by_value and type(now) is type(self.value) and now == self.value
+        if not self.by_value or type(now) is not type(self.value):
+            return False
+        # A float by its repr: -0.0 is not 0.0 (as ==), and a NaN is itself.
+        return repr(now) == repr(self.value) if isinstance(now, (float, complex)) else \
+            now == self.value
 
     def describe(self):
         if self.kind == "global":
