@@ -49,6 +49,22 @@ def test_compiled_integer_means_equal_eager_ones():
     _eq(mean(x[:, :0]), np.zeros((2, 1)), tf.int32)
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int32])
+def test_a_compiled_sum_to_one_integer_wraps_as_eagerly(dtype):
+    """Numba adds int8s as int64s: a sum to a scalar of a narrow dtype was not cast back,
+    so the float it became was the unwrapped sum (helper 66: 60000 for -16800)."""
+    half = int(np.iinfo(dtype).max // 2)
+
+    def scaled(x):
+        count = tf.reduce_sum(tf.cast(x, dtype) * half)
+        return tf.reduce_sum(x) * tf.cast(count, tf.float64)
+
+    value, grad = tf.differentiable(scaled).value_and_grad(np.ones(300))
+    wrapped = float(np.sum(np.full(300, half, dtype), dtype=dtype))
+    assert (float(value), float(grad[0])) == (300 * wrapped, wrapped) != (300 * 300 * half,
+                                                                            300 * half)
+
+
 # ----- output_gradients of the target's size -----
 
 

@@ -601,6 +601,10 @@ class _Lowering:
         value = fill(e.prim.template, {"acc": acc, "x": self.term}, literal_dtype=dtype)
         target = ast.Name(name, ast.Store()) if not e.out.aval.shape else \
             ast.Subscript(acc.value, acc.slice, ast.Store())
+        if not e.out.aval.shape and dtype.kind in "iu" and dtype.itemsize < 8:
+            # Numba adds int8s as int64s: cast back, to wrap as NumPy's (an array's store does)
+            return before, ast.Assign([target], ast.Call(
+                ast.Attribute(name_ast("np"), dtype.name, ast.Load()), [value], []))
         if isinstance(value, ast.BinOp) and ast.dump(value.left) == ast.dump(acc):
             return before, ast.AugAssign(target, value.op, value.right)
         return before, ast.Assign([target], value)
