@@ -65,6 +65,18 @@ def test_a_compiled_sum_to_one_integer_wraps_as_eagerly(dtype):
                                                                             300 * half)
 
 
+def test_adding_zero_keeps_the_sign_numpy_gives_a_zero():
+    """x + 0.0 is +0.0 where x is -0.0, so it is not simplified to x; x - 0.0 and
+    x + -0.0 are (helper 66: 1 / (-x + 0.0) at 0 gave -inf)."""
+    x = np.array([0.0, -0.0, 1.0])
+    for fn in (lambda x: -x + 0.0, lambda x: 0 + x, lambda x: x - 0.0, lambda x: x + -0.0,
+               lambda x: x - -0.0):
+        got, want = tf.function(fn)(x), fn(x)
+        np.testing.assert_array_equal(np.signbit(np.asarray(got)), np.signbit(want))
+    inverse = tf.differentiable(lambda x: tf.reduce_sum(1.0 / (-x + 0.0)))
+    assert float(inverse(np.array([0.0, 1.0]))) == np.inf
+
+
 # ----- output_gradients of the target's size -----
 
 

@@ -39,7 +39,8 @@ def _replacement(eqn, producers, keep_gradient_stops):
         return Lit(np.asarray(value, out.dtype).item(), out)
     for literal, pos in eqn.prim.algebra.units:
         atom, other = eqn.ins[pos], eqn.ins[1 - pos]
-        if isinstance(atom, Lit) and atom.value == literal and _same(other.aval, out):
+        if isinstance(atom, Lit) and atom.value == literal and _same(other.aval, out) and \
+                _keeps_minus_zero(eqn, pos, atom.value):
             return other
     if eqn.prim.algebra.rearranges:
         scalar = _unbroadcast(eqn.ins[0], producers)
@@ -57,6 +58,16 @@ def _replacement(eqn, producers, keep_gradient_stops):
     if all(not a.aval.shape for a in ins):
         return _hoisted(eqn, ins, producers)
     return None
+
+
+def _keeps_minus_zero(eqn, pos, unit):
+    """Whether `unit` at position pos leaves a float -0.0 as it is: x + 0.0 is +0.0 there,
+    x - 0.0 and x + -0.0 are x."""
+    if eqn.out.aval.dtype.kind != "f":
+        return True
+    operands = [np.float64(-0.0)] * 2
+    operands[pos] = np.float64(unit)
+    return bool(np.signbit(eqn.prim.impl(*operands, **eqn.kwargs)))
 
 
 def _folded(eqn, ins):
