@@ -330,7 +330,7 @@ def test_a_size_cast_to_a_narrower_dtype_is_cast(dtype, n, factor):
 
 
 def test_a_static_float_of_another_sign_of_zero_is_another_argument():
-    """tf.function keys a Python float by its bits: -0.0 is not 0.0 (helper 65)."""
+    """tf.function keys a Python float by its repr: -0.0 is not 0.0 (helper 65)."""
     f = tf.function(lambda x, c: tf.reduce_sum(tf.math.atan2(c, -1.0 - x * x)))
     for c in (0.0, -0.0, 0.0, -0.0):
         assert float(f(np.ones(4), c)) == pytest.approx(math.copysign(4 * math.pi, c))

@@ -60,10 +60,10 @@ def check_computed_dtypes(program):
 
 def static_key(leaf):
     """The key part of a static leaf: its type and value (a size kept from a trace, the int
-    it is; a float by its bits, so that -0.0 is not 0.0 and a NaN is itself)."""
+    it is; a float by its repr, so that -0.0 is not 0.0 and a NaN is itself)."""
     if isinstance(leaf, Dim):
         return ("static", int, operator.index(leaf))
-    return ("static", float, leaf.hex()) if type(leaf) is float else ("static", type(leaf), leaf)
+    return ("static", float, repr(leaf)) if type(leaf) is float else ("static", type(leaf), leaf)
 
 
 class _Static:
@@ -83,7 +83,7 @@ class _Static:
 
     def write_tests(self, w, name, leaf):
         if type(leaf) is float and not leaf:  # == takes -0.0 for 0.0
-            w.fails(f"type({name}) is not float or {name}.hex() != {leaf.hex()!r}")
+            w.fails(f"type({name}) is not float or repr({name}) != {repr(leaf)!r}")
             return
         w.fails(f"type({name}) is not {w.constant(type(leaf))} or "
                 f"{name} != {w.constant(leaf)}")

@@ -61,9 +61,7 @@ class Kernel:
         self.consts = list(consts)  # arrays the trace captured, passed after the leaves
         # Their shapes and dtypes, which the kernel's code holds as the trace saw them.
         self.const_types = [(c.shape, c.dtype) for c in self.consts]
-        # This process's trace of it (compiler.trace_function's), and its optimized IR.
-        self.traced = traced
-        self.program = traced and traced.program
+        self.traced = traced  # this process's trace of it (compiler.trace_function's)
         self.probes = list(probes)  # what the trace captured from outside (captures.py)
         # The array_shapes of the calls checked against the eager tape (crosscheck.py).
         self.checked = set()
@@ -81,6 +79,11 @@ class Kernel:
         self.scalar_types = [dtype.type if not shape and dtype != np.float64 else None
                              for shape, dtype in self.conv.outs]
         self._call = None  # the call path's function running the form, bound to this kernel
+
+    @property
+    def program(self):
+        """The optimized IR, where this process traced the kernel."""
+        return self.traced and self.traced.program
 
     def generated(self, spec):
         """Sets the kernel's generated module (compiler.trace_kernel leaves it to later)."""
