@@ -191,3 +191,21 @@ def test_a_compiled_training_step_over_a_namedtuple():
         params, loss = step(params, np.array([1.0, -1.0]))
         assert type(params) is Params
     assert float(loss) < 2.0
+
+
+def test_dict_keys_one_to_a_dict_but_not_to_the_function():
+    """0.0 and -0.0, 1 and 1.0 are one key to a dict (and to a tuple's ==), but a
+    function that reads its keys sees them apart, so they do not share a kernel."""
+    def quotient(d):
+        (k, v), = d.items()
+        return tf.reduce_sum(v / k)
+
+    f, x = tf.differentiable(quotient), np.ones(3)
+    for _ in range(2):  # the second round takes each warm entry
+        assert f({0.0: x}) == np.inf and f({-0.0: x}) == -np.inf
+    assert f.cache_info().kernels == 2
+    g = f.grad({1.0: x})
+    assert list(g) == [1.0] and type(next(iter(g))) is float
+    g = f.grad({1: x})
+    assert list(g) == [1] and type(next(iter(g))) is int
+    np.testing.assert_array_equal(g[1], np.ones(3))

@@ -37,6 +37,24 @@ class TreeDef(NamedTuple):
         return 1 if self.kind is None else sum(c.num_leaves for c in self.children)
 
 
+class SpelledKeys(tuple):
+    """A dict's keys, equal to other keys only where each is of the same type and spelled
+    the same: 1, 1.0 and True, or 0.0 and -0.0, are one key to a dict but not to a
+    function that reads them (`tf.constant(k)`, `1 / k`), so not to its cache either. It
+    wins a comparison with a plain tuple (Python asks the subclass first), as the entry's
+    test `tuple(d) != keys` does."""
+
+    def __eq__(self, other):
+        return isinstance(other, tuple) and len(self) == len(other) and all(
+            a is b or (type(a) is type(b) and a == b and repr(a) == repr(b))
+            for a, b in zip(self, other))
+
+    def __ne__(self, other):
+        return not self == other
+
+    __hash__ = tuple.__hash__
+
+
 LEAF = TreeDef(None)
 _NONE = TreeDef(type(None), how=NONE)
 _node = functools.partial(tuple.__new__, TreeDef)  # TreeDef(*fields), without its __new__
@@ -91,9 +109,11 @@ def _flatten(tree, leaves):
     if how == SEQUENCE:
         return _node((kind, (), tuple([_flatten(t, leaves) for t in tree]), (), how))
     if how == DICT:
-        keys = tuple(sorted(tree))
+        keys, order = tuple(sorted(tree)), tuple(tree)
+        if not all(type(k) is str for k in order):
+            order = SpelledKeys(order)
         return _node((dict, keys, tuple([_flatten(tree[k], leaves) for k in keys]),
-                      tuple(tree), how))
+                      order, how))
     if how == NONE:
         return _NONE
     if how == NAMEDTUPLE:
