@@ -309,6 +309,8 @@ SAMPLES = {
     # ----- random (ops/random.py): a draw at (counter, key) -----
     "philox": [Row("philox", ((), ()), (constant(np.int64(3)), constant(np.int64(11))),
                    {"count": 6, "dist": "normal", "dtype": np.dtype(np.float32)})],
+    # ----- creation (ops/creation.py): a count traced sizes give -----
+    "iota": [Row("iota", (), (), {"count": 5, "dtype": np.dtype(np.int32)})],
     # ----- reductions -----
     "reduce_sum": reductions("reduce_sum", tf.reduce_sum),
     "reduce_prod": reductions("reduce_prod", tf.reduce_prod, NONZERO) + [

@@ -193,6 +193,9 @@ def _edge_results(device):
         "draws": (lambda x: tf.reduce_sum(x * generator.normal((3,)))
                   + tf.reduce_sum(generator.truncated_normal((2, 2), dtype=tf.float32)),
                   (np.arange(3.0),)),
+        # counts of a traced size (iota), made on the host as draws are
+        "counted": (lambda x: tf.reduce_sum(tf.cast(tf.range(x.shape[0]), x.dtype) * x)
+                    + tf.reduce_sum(tf.eye(x.shape[0], dtype=x.dtype) * x), (np.arange(3.0),)),
     }
     for name, (fn, args) in cases.items():
         found[name] = _leaves(srcxform.differentiable(fn, device=device).value_and_grad(*args))

@@ -238,6 +238,37 @@ def test_a_size_kept_at_an_earlier_call_of_its_own_is_that_calls_number(wait):
     assert compiled.cache_info().kernels == 2  # 5's alone, then any size's
 
 
+def _made_of_sizes(x):
+    """Values made from x's size by each creation op that takes one (zeros, ones, fill,
+    range with each bound a size, one_hot, eye, linspace, pad, split, slice)."""
+    n = x.shape[0]
+    counts = tf.cast(tf.range(n) + tf.range(1, n + 1) + tf.range(n, 0, -1), x.dtype)
+    made = (tf.zeros(x.shape, x.dtype) + tf.ones((n,), x.dtype) * tf.fill([n], 2.0)
+            + counts + tf.one_hot(1, n, dtype=x.dtype) + tf.linspace(x[0], x[-1], n))
+    squares = tf.linalg.matvec(tf.eye(n, dtype=x.dtype), x * made)
+    padded = tf.pad(squares, [[2, 2]], "SYMMETRIC")
+    first, last = tf.split(tf.concat([padded, padded], 0), 2)
+    head, rest = tf.split(first, [3, -1])
+    return (tf.reduce_sum(first * last) + tf.reduce_sum(head) * tf.reduce_sum(rest[::2])
+            + tf.reduce_sum(tf.slice(x, [1], [n - 2])))
+
+
+def test_values_made_from_a_size_are_made_at_each_call():
+    """A creation op given x.shape reuses the kernel at another size (each compiled anew
+    before); the compiled values and gradients are checked against eager by
+    SRCXFORM_CHECK, the tests' default, and here at the sizes a new one compiles."""
+    f = tf.differentiable(_made_of_sizes)
+    for n in (6, 4, 9, 5, 4):
+        x = np.linspace(0.5, 2.0, n) ** 2
+        value, grad = f.value_and_grad(x)
+        assert float(value) == pytest.approx(float(_made_of_sizes(tf.constant(x))), rel=1e-13)
+        eager = tf.Variable(x)
+        with tf.GradientTape() as tape:
+            y = _made_of_sizes(eager)
+        np.testing.assert_allclose(grad, tape.gradient(y, eager), rtol=1e-13)
+    assert f.cache_info().kernels == 1
+
+
 def test_a_kernel_right_at_every_size_is_traced_again_once_and_compiled_once():
     """The first call at another size traces again and finds the same program; after it
     the warm entry takes every size (no trace, no compile)."""

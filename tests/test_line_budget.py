@@ -71,8 +71,9 @@ BUDGET = {
     # at a call (dims.printing) and entries that pass other shapes on, for the retrace
     # below; +5: a size printed by str() in a program's text as the size it is (a slice's
     # step showed its trace's number: silently wrong after the retrace, helper 64); +5:
-    # a static float keyed by its bits (-0.0 ran 0.0's kernel, helper 65)
-    "core": 2675,
+    # a static float keyed by its bits (-0.0 ran 0.0's kernel, helper 65); +20: a dict's
+    # keys key the cache by type and spelling ({-0.0: x} ran {0.0: x}'s kernel)
+    "core": 2700,
     # the CUDA target (issue 35): its first slice, 590 lines; +80: kept buffers per
     # thread, scalar steps folded into the next launch, Variables, methods; +5: a transpose
     # as a view (numba-cuda's .T compiled a kernel per call: W5's GPU gradient 334 ms);
@@ -87,8 +88,9 @@ BUDGET = {
     # +50: gathers, gather_nd and their gradients (rows picked by a loop's index were
     # refused); +45: products to one element, by each thread's partial product (refused:
     # no atomic multiplies; 4 of 10 random programs with loops stopped there); +15: a
-    # kernel's first call at other shapes traces again, as on the CPU (below)
-    "cuda": 1040,
+    # kernel's first call at other shapes traces again, as on the CPU (below); +10: counts
+    # of a traced size (iota), made on the host as draws are
+    "cuda": 1050,
     # +30: a kernel's first call at other shapes traces again and compares (a size kept
     # from an earlier call of its own was read as the call's: silently wrong), and the
     # index loads only what this process's trace would generate (compiler.right_for); +5:
@@ -96,7 +98,10 @@ BUDGET = {
     "jit": 1985,
     "keras": 160,
     "numba_adapter": 780,
-    "ops": 3730,  # +30: batching rules of the structural ops and products (issue 32)
+    # +30: batching rules of the structural ops and products (issue 32); +45: zeros, ones,
+    # fill, range, eye, one_hot, linspace, pad, split and slice of traced sizes stay
+    # symbolic (iota): a new batch size reuses the kernel, where each compiled anew
+    "ops": 3775,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the

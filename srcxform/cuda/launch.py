@@ -353,6 +353,11 @@ def _rows(x):
     return reshape(x, (x.shape[0], int(np.prod(x.shape[1:]))))
 
 
+def counted(count, dtype):
+    """0, 1, ..., count - 1 (iota): made on the host and copied, as a draw is."""
+    return cuda.to_device(np.arange(count, dtype=dtype))
+
+
 def drawn(counter, key, count, dist, dtype):
     """A random draw, made on the host by the CPU kernel's Philox (so with its bits) and
     copied to the device: the counter and key (8 bytes each) come back first."""

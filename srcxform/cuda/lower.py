@@ -39,6 +39,7 @@ from srcxform.codegen.schedule import LoopGroup
 from srcxform.ops.conv import fold_p, patches_p
 from srcxform.ops.linalg import matmul_p, matvec_p
 from srcxform.ops.random import philox_p
+from srcxform.ops.creation import iota_p
 from srcxform.passes.structured import reads_index
 from srcxform.ops.shape import (check_range_p, concat_p, embed_p, gather_p, getitem_p,
                                  reshape_p, scatter_add_p, transpose_p)
@@ -452,10 +453,13 @@ def _scattered(low, eqn):
     return _launched(low, eqn)
 
 
-def _drawn(low, eqn):
-    """A random draw: made on the host with the CPU kernel's bits (launch.drawn)."""
-    params = [param_ast(eqn.kwargs[k], low.sizes) for k in ("count", "dist", "dtype")]
-    return ast.Call(_attr("launch", "drawn"), [low.whole(a) for a in eqn.ins] + params, [])
+def _made(name, keys):
+    """Lowers a value made on the host by launch.<name> from the inputs and the params
+    `keys`, then copied: a random draw (with the CPU kernel's bits), a count (iota)."""
+    def made(low, eqn):
+        params = [param_ast(eqn.kwargs[k], low.sizes) for k in keys]
+        return ast.Call(_attr("launch", name), [low.whole(a) for a in eqn.ins] + params, [])
+    return made
 
 
 def _source_of(low, eqn):
@@ -468,7 +472,9 @@ def _source_of(low, eqn):
 _VIEWS = (getitem_p, reshape_p, transpose_p, check_range_p)  # what returns its input
 _HOST = {getitem_p: _getitem, reshape_p: _reshape, transpose_p: _transpose, embed_p: _embed,
          matmul_p: _product("matmul", (2, 2)), matvec_p: _product("matvec", (2, 1)),
-         patches_p: _launched, fold_p: _launched, philox_p: _drawn, concat_p: _launched,
+         patches_p: _launched, fold_p: _launched,
+         philox_p: _made("drawn", ("count", "dist", "dtype")),
+         iota_p: _made("counted", ("count", "dtype")), concat_p: _launched,
          gather_p: _launched, scatter_add_p: _scattered, check_range_p: functools.partial(_launched, out=False)}
 
 

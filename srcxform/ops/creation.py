@@ -3,19 +3,40 @@ gradients to its ends, as TensorFlow's), and packing nested lists that hold tens
 (which keeps their gradients).
 
 `ones_like`/`zeros_like`/`fill` of a traced value broadcast a scalar, and a packed list
-of traced values is their stack, so those stay traced; everything else makes a Tensor
-directly.
+of traced values is their stack, so those stay traced; so do zeros, ones, fill, range, eye
+and linspace whose sizes are traced (x.shape[0]), computed at run time from the inputs'
+sizes (`iota` counts), so that a new batch size reuses the kernel. Everything else makes
+a Tensor directly.
 """
 
 import builtins
 
 import numpy as np
 
+from srcxform.core.aval import Aval
+from srcxform.core.dims import Dim
 from srcxform.core.dtypes import as_dtype, float32, promote, settled
 from srcxform.core.errors import TracingError, user_line
-from srcxform.ops.elementwise import cast
-from srcxform.ops.shape import broadcast_to, stack
+from srcxform.core.primitive import primitive
+from srcxform.ops.elementwise import cast, equal
+from srcxform.ops.shape import broadcast_to, reshape, shape_argument, stack
 from srcxform.core.tensor import SizeConstant, Tensor, Value, as_value, holds_value
+
+# 0, 1, ..., count - 1: the one creation op traced, for a count that is a traced size.
+iota_p = primitive("iota", "opaque", lambda count, dtype: np.arange(count, dtype=dtype),
+                   lambda *, count, dtype: Aval((count,), dtype),
+                   "np.arange(np.int64(count)).astype(dtype)", nondiff=True)
+
+
+def iota(count, dtype):
+    """0, 1, ..., count - 1 in dtype: a constant, or traced where count is a traced size."""
+    if isinstance(count, Dim):
+        return iota_p.bind(count=count, dtype=np.dtype(dtype))
+    return Tensor._new(np.arange(count, dtype=dtype))
+
+
+def _traced_sizes(*sizes):
+    return any(isinstance(d, Dim) for d in sizes)
 
 
 def constant(value, dtype=None, shape=None, name=None):
@@ -93,12 +114,19 @@ def _first_dtype(value):
 
 def zeros(shape, dtype=float32, name=None):
     """A tensor of `shape` filled with zeros of `dtype` (tf.zeros; float32 unless given)."""
-    return Tensor._new(np.zeros(_shape(shape, "zeros"), as_dtype(dtype)))
+    return _filled(shape, 0, dtype, "zeros")
 
 
 def ones(shape, dtype=float32, name=None):
     """A tensor of `shape` filled with ones of `dtype` (tf.ones; float32 unless given)."""
-    return Tensor._new(np.ones(_shape(shape, "ones"), as_dtype(dtype)))
+    return _filled(shape, 1, dtype, "ones")
+
+
+def _filled(shape, value, dtype, op):
+    dims, dtype = _shape(shape, op), as_dtype(dtype)
+    if _traced_sizes(*dims):
+        return broadcast_to(Tensor._new(np.asarray(value, dtype)), dims)
+    return Tensor._new(np.full(dims, value, dtype))
 
 
 def fill(dims, value, name=None):
@@ -138,8 +166,22 @@ def range(start, limit=None, delta=1, dtype=None, name=None):
                            "length would be known only at run time; use Python's range "
                            "with sizes as ints (range(x.shape[0])), or srcxform.fori_loop")
     dtype = as_dtype(dtype) or _result_dtype(values)
+    if any(isinstance(v, SizeConstant) for v in values) and dtype.kind in "iu" and all(
+            v._array.dtype.kind in "iu" and not v._array.ndim for v in values):
+        return _traced_range(*[v.dim if isinstance(v, SizeConstant) else int(v._array)
+                               for v in values], dtype)
     bounds = [v.numpy() if isinstance(v, SizeConstant) else v._array for v in values]  # guarded
     return Tensor._new(np.arange(*bounds, dtype=dtype))
+
+
+def _traced_range(start, limit, delta, dtype):
+    """range of integer bounds, one or more a traced size: start + delta * iota."""
+    if delta == 0:
+        raise ValueError("range: delta must not be 0")
+    length = 0 - (start - limit) // delta  # ceil((limit - start) / delta)
+    steps = iota(max(0, length), dtype)
+    steps = steps if delta == 1 else steps * cast(delta, dtype)
+    return steps if start == 0 else steps + cast(start, dtype)
 
 
 def linspace(start, stop, num, name=None, axis=0):
@@ -155,7 +197,8 @@ def linspace(start, stop, num, name=None, axis=0):
     traced = lo._trace is not None or hi._trace is not None
     dtype = np.dtype(promote([lo.aval, hi.aval])[0] if traced else _result_dtype([lo, hi]))
     dtype = dtype if dtype.kind == "f" else np.dtype(np.float64)
-    num = int(num)
+    num = num.dim if isinstance(num, SizeConstant) else num
+    num = num if isinstance(num, Dim) else int(num)
     if num < 0:
         raise ValueError(f"linspace: num must be 0 or more; got {num}")
     shape = np.broadcast_shapes(lo.aval.shape, hi.aval.shape)
@@ -163,18 +206,25 @@ def linspace(start, stop, num, name=None, axis=0):
     lo, hi = (expand_dims(broadcast_to(cast(v, dtype), shape), axis) for v in (lo, hi))
     if num < 2:
         return lo if num == 1 else zeros(shape[:axis] + (0,) + shape[axis:], dtype)
-    steps = np.arange(1, num - 1, dtype=dtype).reshape(
-        [-1 if d == axis else 1 for d in builtins.range(len(shape) + 1)])
-    inner = lo + (hi - lo) / (num - 1) * steps
+    steps = reshape(iota(num - 2, dtype) + cast(1, dtype),
+                    [num - 2 if d == axis else 1 for d in builtins.range(len(shape) + 1)])
+    inner = lo + (hi - lo) / cast(num - 1, dtype) * steps
     return concat([lo, inner, hi], axis)
 
 
 def eye(num_rows, num_columns=None, batch_shape=None, dtype=float32, name=None):
     """The identity matrix (tf.eye)."""
-    matrix = np.eye(num_rows, num_columns, dtype=as_dtype(dtype))
+    columns = num_rows if num_columns is None else num_columns
+    if not _traced_sizes(num_rows, columns, *(batch_shape or ())):
+        matrix = np.eye(num_rows, num_columns, dtype=as_dtype(dtype))
+        if batch_shape is not None:
+            matrix = np.broadcast_to(matrix, tuple(batch_shape) + matrix.shape).copy()
+        return Tensor._new(matrix)
+    rows = reshape(iota(num_rows, np.int64), (num_rows, 1))
+    matrix = cast(equal(rows, iota(columns, np.int64)), as_dtype(dtype))
     if batch_shape is not None:
-        matrix = np.broadcast_to(matrix, tuple(batch_shape) + matrix.shape).copy()
-    return Tensor._new(matrix)
+        matrix = broadcast_to(matrix, tuple(batch_shape) + (num_rows, columns))
+    return matrix
 
 
 def _result_dtype(values):
@@ -186,7 +236,10 @@ def _result_dtype(values):
 
 
 def _shape(shape, op):
-    """A shape argument (int, sequence or tensor of ints) as a tuple of ints."""
+    """A shape argument (int, sequence or tensor of ints) as a tuple of ints, or of sizes
+    where it holds a traced size (x.shape), which stays symbolic."""
+    if isinstance(shape, (tuple, list)) and _traced_sizes(*shape):
+        return shape_argument(shape, op)
     if isinstance(shape, Value):
         shape = shape.numpy()
     dims = np.reshape(np.asarray(shape), -1)

@@ -69,7 +69,7 @@ def split(value, num_or_size_splits, axis=0, num=None, name=None):
     given sizes, one of which may be -1 (the rest) (tf.split)."""
     x = as_value(value, "split")
     axis = normalize_axes(axis, x.ndim, "split")[0]
-    n = int(x.shape[axis])
+    n = x.shape[axis]
     if isinstance(num_or_size_splits, (int, np.integer)):
         pieces = int(num_or_size_splits)
         if pieces <= 0 or n % pieces:
@@ -83,7 +83,7 @@ def split(value, num_or_size_splits, axis=0, num=None, name=None):
         if sum(sizes) != n or any(s < 0 for s in sizes):
             raise shape_error(f"split: sizes {list(num_or_size_splits)} do not add up to "
                               f"axis {axis} of {x.aval.short()} (size {n})")
-    starts = np.cumsum([0] + sizes).tolist()
+    starts = list(itertools.accumulate(sizes, initial=0))
     return [getitem(x, _along(axis, x.ndim, _slice(a, b))) for a, b in itertools.pairwise(starts)]
 
 
@@ -97,8 +97,8 @@ def slice(input_, begin, size, name=None):
                           f"of {x.aval.short()}")
     index = []
     for b, s, n in zip(begin, size, x.shape):
-        stop = int(n) if s == -1 else b + s
-        if b < 0 or s < -1 or stop > int(n):
+        stop = n if s == -1 else b + s
+        if b < 0 or s < -1 or stop > n:
             raise shape_error(f"slice: begin {begin} and size {size} reach outside "
                               f"{x.aval.short()}")
         index.append(_slice(b, stop))
@@ -174,8 +174,8 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
         raise ValueError(f"pad: mode must be CONSTANT, REFLECT or SYMMETRIC, got {mode!r}")
     fill = stop_gradient(cast(constant_values, x.dtype))
     for axis, (before, after) in enumerate(pads.tolist()):
-        n = int(x.shape[axis])
-        if mode != "CONSTANT" and max(before, after) > n - (mode == "REFLECT"):
+        n = x.shape[axis]
+        if mode != "CONSTANT" and max(before, after) > n - int(mode == "REFLECT"):
             raise shape_error(f"pad: {max(before, after)} is too much {mode} padding for "
                               f"axis {axis} of size {n}")
         parts = [_side(x, axis, n, k, mode, fill, first) for k, first in

@@ -22,6 +22,7 @@ from srcxform.ops.shape import (FULL, Slice, check_indices, broadcast_to, checke
                                 concat, gather, gather_p, getitem_p, reshape, scatter_add,
                                 transpose)
 from srcxform.core.primitive import primitive
+from srcxform.ops.creation import iota
 from srcxform.core.tensor import as_value
 
 # ----- argmax, argmin -----
@@ -190,8 +191,7 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
     dtype = as_dtype(dtype) or (strong[0] if strong else np.dtype(first))
     on = cast(1 if on_value is None else on_value, dtype)
     off = cast(0 if off_value is None else off_value, dtype)
-    positions = np.arange(depth, dtype=ids.dtype).reshape(
-        (depth,) + (1,) * (ids.ndim - axis))
+    positions = reshape(iota(depth, ids.dtype), (depth,) + (1,) * (ids.ndim - axis))
     hits = equal(reshape(ids, ids.shape[:axis] + (1,) + ids.shape[axis:]), positions)
     return where(hits, stop_gradient(on), stop_gradient(off))
 
