@@ -253,18 +253,31 @@ def _made_of_sizes(x):
             + tf.reduce_sum(tf.slice(x, [1], [n - 2])))
 
 
-def test_values_made_from_a_size_are_made_at_each_call():
-    """A creation op given x.shape reuses the kernel at another size (each compiled anew
-    before); the compiled values and gradients are checked against eager by
-    SRCXFORM_CHECK, the tests' default, and here at the sizes a new one compiles."""
-    f = tf.differentiable(_made_of_sizes)
+def _made_of_tf_shape(x):
+    """The same from tf.shape(x), a traced tensor of sizes, and its elements and slices
+    (TensorFlow's idiom in a tf.function, where x.shape may hold None)."""
+    sizes = tf.shape(x)
+    n = sizes[0]
+    grid = tf.reshape(tf.concat([x, x], 0), [2, n])
+    made = (tf.ones(sizes, x.dtype) + tf.zeros([n], x.dtype)
+            + tf.broadcast_to(x[:1], sizes[:1]) + tf.range(n, dtype=x.dtype))
+    return tf.reduce_sum(grid * tf.fill(tf.shape(grid), 0.5)) + tf.reduce_sum(made * x) \
+        * tf.cast(tf.reduce_prod(sizes), x.dtype)
+
+
+@pytest.mark.parametrize("function", [_made_of_sizes, _made_of_tf_shape])
+def test_values_made_from_a_size_are_made_at_each_call(function):
+    """A creation op given x.shape or tf.shape(x) reuses the kernel at another size (each
+    compiled anew before, or raised); the compiled values and gradients are checked
+    against eager by SRCXFORM_CHECK, the tests' default, and here."""
+    f = tf.differentiable(function)
     for n in (6, 4, 9, 5, 4):
         x = np.linspace(0.5, 2.0, n) ** 2
         value, grad = f.value_and_grad(x)
-        assert float(value) == pytest.approx(float(_made_of_sizes(tf.constant(x))), rel=1e-13)
+        assert float(value) == pytest.approx(float(function(tf.constant(x))), rel=1e-13)
         eager = tf.Variable(x)
         with tf.GradientTape() as tape:
-            y = _made_of_sizes(eager)
+            y = function(eager)
         np.testing.assert_allclose(grad, tape.gradient(y, eager), rtol=1e-13)
     assert f.cache_info().kernels == 1
 

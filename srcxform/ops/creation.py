@@ -19,7 +19,7 @@ from srcxform.core.dtypes import as_dtype, float32, promote, settled
 from srcxform.core.errors import TracingError, user_line
 from srcxform.core.primitive import primitive
 from srcxform.ops.elementwise import cast, equal
-from srcxform.ops.shape import broadcast_to, reshape, shape_argument, stack
+from srcxform.ops.shape import broadcast_to, reshape, shape_argument, sizes_held, stack
 from srcxform.core.tensor import SizeConstant, Tensor, Value, as_value, holds_value
 
 # 0, 1, ..., count - 1: the one creation op traced, for a count that is a traced size.
@@ -161,21 +161,32 @@ def range(start, limit=None, delta=1, dtype=None, name=None):
     if limit is None:
         start, limit = 0, start
     values = [as_value(v, "range") for v in (start, limit, delta)]
-    if any(v._trace is not None for v in values):
+    if any(v._trace is not None and sizes_held(v) is None for v in values):
         raise TracingError(f"{user_line()}\n  range: a bound is a traced tensor, so the "
                            "length would be known only at run time; use Python's range "
                            "with sizes as ints (range(x.shape[0])), or srcxform.fori_loop")
     dtype = as_dtype(dtype) or _result_dtype(values)
-    if any(isinstance(v, SizeConstant) for v in values) and dtype.kind in "iu" and all(
-            v._array.dtype.kind in "iu" and not v._array.ndim for v in values):
-        return _traced_range(*[v.dim if isinstance(v, SizeConstant) else int(v._array)
-                               for v in values], dtype)
-    bounds = [v.numpy() if isinstance(v, SizeConstant) else v._array for v in values]  # guarded
+    bounds = [_bound(v) for v in values]
+    if any(isinstance(b, Dim) for b in bounds):
+        if dtype.kind in "iuf" and all(isinstance(b, Dim) or b.dtype.kind in "iu" and not b.ndim
+                                      for b in bounds):
+            return _traced_range(*[b if isinstance(b, Dim) else int(b) for b in bounds], dtype)
+        bounds = [int(b) if isinstance(b, Dim) else b for b in bounds]  # guarded to its value
     return Tensor._new(np.arange(*bounds, dtype=dtype))
 
 
+def _bound(value):
+    """A range bound: a traced size (x.shape[0], tf.shape(x)[0]) as its Dim, else an array."""
+    if isinstance(value, SizeConstant):
+        return value.dim
+    if value._trace is None:
+        return value._array
+    size = sizes_held(value)[0]
+    return size if isinstance(size, Dim) else np.asarray(size, value.dtype)
+
+
 def _traced_range(start, limit, delta, dtype):
-    """range of integer bounds, one or more a traced size: start + delta * iota."""
+    """range of integer bounds, one or more a traced size: start + delta * iota, in dtype."""
     if delta == 0:
         raise ValueError("range: delta must not be 0")
     length = 0 - (start - limit) // delta  # ceil((limit - start) / delta)
@@ -238,7 +249,8 @@ def _result_dtype(values):
 def _shape(shape, op):
     """A shape argument (int, sequence or tensor of ints) as a tuple of ints, or of sizes
     where it holds a traced size (x.shape), which stays symbolic."""
-    if isinstance(shape, (tuple, list)) and _traced_sizes(*shape):
+    if isinstance(shape, Value) and shape._trace is not None or isinstance(
+            shape, (tuple, list)) and any(isinstance(d, (Dim, Value)) for d in shape):
         return shape_argument(shape, op)
     if isinstance(shape, Value):
         shape = shape.numpy()

@@ -283,17 +283,45 @@ def _rows_everywhere(xs, flags):
 
 def shape_argument(shape, op):
     """A shape argument as a tuple of sizes: a sequence of ints (a traced size stays
-    symbolic), or an integer tensor or array of them, as tf.shape(x) gives. A traced tensor
-    of sizes has its values only at run time, where the trace needs them now."""
+    symbolic), or an integer tensor or array of them, as tf.shape(x) gives (traced, its
+    sizes stay symbolic too). Another traced tensor has its values only at run time, where
+    the trace needs them now."""
     if isinstance(shape, Value):
-        if shape._trace is not None:
-            raise TracingError(f"{user_line()}\n  {op}: the shape is a traced tensor, whose "
-                               "values are known only at run time; give the sizes as "
-                               "ints (x.shape) instead")
-        shape = shape.numpy()
+        shape = _sizes_of(shape, op)
     items = shape if isinstance(shape, (tuple, list)) else np.atleast_1d(shape)
-    return tuple(as_size(d.numpy()[()] if isinstance(d, Value) and d._trace is None else d,
-                         op) for d in items)
+    return tuple(as_size(_size_of(d, op) if isinstance(d, Value) else d, op) for d in items)
+
+
+def _size_of(value, op):
+    """A scalar tensor's value as a size."""
+    sizes = _sizes_of(value, op)
+    return sizes[0] if isinstance(sizes, tuple) else sizes[()]
+
+
+def _sizes_of(value, op):
+    """A tensor's values as a shape: its array, or the tuple of sizes a traced one holds
+    (not an array of them: NumPy would ask each size for its number, which guards it)."""
+    if value._trace is None:
+        return value.numpy()
+    held = sizes_held(value)
+    if held is None:
+        raise TracingError(f"{user_line()}\n  {op}: the shape is a traced tensor, whose "
+                           "values are known only at run time; give the sizes as ints "
+                           "(x.shape, or tf.shape(x) and its elements) instead")
+    return held
+
+
+def sizes_held(value):
+    """The sizes a traced value holds (tf.shape(x), an element or a slice of it), or None."""
+    trace = value._trace
+    return None if trace is None else trace.held_sizes.get(value.var)
+
+
+def holding(value, sizes):
+    """value, noted as holding `sizes` where it is traced (see sizes_held)."""
+    if value._trace is not None:
+        value._trace.held_sizes[value.var] = tuple(sizes)
+    return value
 
 
 def reshape(tensor, shape, name=None):
@@ -473,7 +501,12 @@ def getitem(x, index):
     normalized = _normalize_index(items, x.shape)
     if all(isinstance(i, Slice) and i == FULL for i in normalized):
         return unchanged(x)
-    return getitem_p.bind(x, index=normalized)
+    out = getitem_p.bind(x, index=normalized)
+    held = sizes_held(x) if x._trace is not None else None
+    if held is not None and len(normalized) == 1:  # an element or slice of tf.shape(x)
+        item = normalized[0]
+        holding(out, held[item.to_slice()] if isinstance(item, Slice) else (held[item],))
+    return out
 
 
 def _is_array_index(item):
