@@ -14,6 +14,7 @@ import numpy as np
 from srcxform.core.aval import Aval, broadcast_shapes, is_one
 from srcxform.core.dtypes import promote
 from srcxform.core.errors import shape_error, user_line
+from srcxform.ops.creation import eye, iota
 from srcxform.ops.elementwise import cast, where
 from srcxform.ops.reduce import reduce_sum
 from srcxform.ops.shape import expand_dims, getitem, reshape, stack, transpose
@@ -228,8 +229,8 @@ def _matrix(x, op):
     return x
 
 
-def _eye(rows, columns):
-    return np.eye(rows, columns, dtype=bool)
+def _eye(rows, columns):  # made at run time where a size is traced
+    return eye(rows, columns, dtype=np.bool_)
 
 
 def diag_part(input, name=None):
@@ -269,7 +270,7 @@ def band_part(input, num_lower, num_upper, name=None):
     it, set to zero; a negative count keeps that whole triangle (tf.linalg.band_part)."""
     x = _matrix(input, "band_part")
     m, n = x.shape[-2:]
-    below = np.subtract.outer(np.arange(m), np.arange(n))  # row - column
+    below = reshape(iota(m, np.int64), (m, 1)) - iota(n, np.int64)  # row - column
     keep = ((num_lower < 0) | (below <= num_lower)) & ((num_upper < 0) | (-below <= num_upper))
     return where(keep, x, 0)
 

@@ -416,10 +416,10 @@ def stack(values, axis=0, name=None):
 def tile(input, multiples, name=None):
     """input repeated `multiples[i]` times along axis i (tf.tile)."""
     x = as_value(input, "tile")
-    multiples = tuple(int(m) for m in multiples)
-    if len(multiples) != x.ndim:
-        raise shape_error(f"tile: {len(multiples)} multiples for {x.aval.short()}, of rank "
-                          f"{x.ndim}")
+    multiples = shape_argument(multiples, "tile")  # a traced size stays symbolic
+    if len(multiples) != x.ndim or any(m < 0 for m in multiples):
+        raise shape_error(f"tile: multiples {multiples} for {x.aval.short()}: one count "
+                          f"≥ 0 an axis")
     spread = reshape(x, tuple(d for dim in x.shape for d in (1, dim)))
     grown = broadcast_to(spread, tuple(d for m, dim in zip(multiples, x.shape) for d in (m, dim)))
     return reshape(grown, tuple(m * dim for m, dim in zip(multiples, x.shape)))
