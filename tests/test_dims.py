@@ -257,11 +257,12 @@ def _made_of_sizes(x):
 
 
 def _made_of_tf_shape(x):
-    """The same from tf.shape(x), a traced tensor of sizes, and its elements and slices
-    (TensorFlow's idiom in a tf.function, where x.shape may hold None)."""
+    """The same from tf.shape(x), a traced tensor of sizes, its elements and slices, and
+    integers computed from them (TensorFlow's idiom in a tf.function, where x.shape may
+    hold None)."""
     sizes = tf.shape(x)
     n = sizes[0]
-    grid = tf.reshape(tf.concat([x, x], 0), [2, n])
+    grid = tf.reshape(tf.concat([x, x], 0), tf.concat([[2], sizes[-1:] * 2 // 2], 0))
     made = (tf.ones(sizes, x.dtype) + tf.zeros([n], x.dtype)
             + tf.broadcast_to(x[:1], sizes[:1]) + tf.range(n, dtype=x.dtype))
     return tf.reduce_sum(grid * tf.fill(tf.shape(grid), 0.5)) + tf.reduce_sum(made * x) \

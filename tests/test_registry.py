@@ -22,8 +22,7 @@ INTERNAL = {
     "mathfuncs": {"rsqrt_grad"},
     "nn": {"leaky_relu_grad"},
     "shape": {"shape_argument", "unchanged", "checked_indices", "check_indices",
-              "embed", "getitem", "sizes_held", "holding"},  # indexing's own ops: x[i] and
-    # its adjoint; the sizes a traced value holds (tf.shape(x))
+              "embed", "getitem"},  # indexing's own ops: x[i] and its adjoint
     # TensorFlow's packing of nested lists, which conversions share; range's counting
     "creation": {"pack", "iota"},
     "linalg": {"numpy_matmul", "tensordot_1d"},  # NumPy's matmul and dot rules

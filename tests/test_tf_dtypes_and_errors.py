@@ -319,9 +319,10 @@ def test_layout_ops_compile_and_differentiate():
 
 
 def test_reshape_by_a_traced_shape_tensor_says_why():
-    """tf.shape(x) holds sizes, which a shape argument reads; a tensor computed from it
-    has values only at run time."""
-    f = tf.differentiable(lambda x: tf.reduce_sum(tf.reshape(x, tf.shape(x) * 1)))
+    """tf.shape(x) holds sizes, which a shape argument reads; a tensor computed from x's
+    values has them only at run time."""
+    f = tf.differentiable(lambda x: tf.reduce_sum(tf.reshape(
+        x, tf.cast(tf.reduce_sum(x), tf.int32)[None])))
     with pytest.raises(TracingError, match="traced tensor"):
         f.grad(np.ones(2))
 

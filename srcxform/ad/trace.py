@@ -198,9 +198,6 @@ class Trace:
         # This call's value of each integer argument leaf: a gather checks its indices
         # while tracing when they are one, as it checks constant indices (ops/shape.py).
         self.integer_inputs = {}
-        # The sizes a traced value holds (tf.shape(x), an element or slice of it): a shape
-        # argument takes them symbolic (ops/shape.py, sizes_held).
-        self.held_sizes = {}
         # Library state the traced code reported it relied on (capture): (object, attribute
         # name), or (function, None) for a function it called (captures.py probes them).
         self.captured = []

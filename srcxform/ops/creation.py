@@ -19,7 +19,8 @@ from srcxform.core.dtypes import as_dtype, float32, promote, settled
 from srcxform.core.errors import TracingError, user_line
 from srcxform.core.primitive import primitive
 from srcxform.ops.elementwise import cast, equal
-from srcxform.ops.shape import broadcast_to, reshape, shape_argument, sizes_held, stack
+from srcxform.ops.held_sizes import sizes_held
+from srcxform.ops.shape import broadcast_to, reshape, shape_argument, stack
 from srcxform.core.tensor import SizeConstant, Tensor, Value, as_value, holds_value
 
 # 0, 1, ..., count - 1: the one creation op traced, for a count that is a traced size.

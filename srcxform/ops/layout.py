@@ -17,8 +17,7 @@ from srcxform.core.aval import size as _size
 from srcxform.core.dtypes import as_dtype, int32
 from srcxform.core.errors import shape_error
 from srcxform.ops.elementwise import cast, stop_gradient
-from srcxform.ops.shape import (broadcast_to, concat, getitem, holding, shape_argument, stack,
-                                unchanged)
+from srcxform.ops.shape import broadcast_to, concat, getitem, shape_argument, stack, unchanged
 from srcxform.core.tensor import Tensor, Value, as_value
 
 _slice = builtins.slice  # this module's `slice` is TensorFlow's
@@ -30,7 +29,7 @@ def shape(input, out_type=int32, name=None):
     x = as_value(input, "shape")
     if not x.ndim:
         return Tensor._new(np.zeros(0, as_dtype(out_type)))
-    return holding(stack([cast(d, out_type) for d in x.shape]), x.shape)
+    return stack([cast(d, out_type) for d in x.shape])
 
 
 def size(input, out_type=int32, name=None):

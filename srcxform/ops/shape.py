@@ -16,6 +16,7 @@ from srcxform.core.dtypes import promote
 from srcxform.core.errors import IndexArgumentError, TracingError, shape_error
 from srcxform.core.errors import user_line
 from srcxform.ops.elementwise import add, less, where
+from srcxform.ops.held_sizes import sizes_held
 from srcxform.core.primitive import primitive
 from srcxform.core.tensor import Value, as_value
 
@@ -283,9 +284,9 @@ def _rows_everywhere(xs, flags):
 
 def shape_argument(shape, op):
     """A shape argument as a tuple of sizes: a sequence of ints (a traced size stays
-    symbolic), or an integer tensor or array of them, as tf.shape(x) gives (traced, its
-    sizes stay symbolic too). Another traced tensor has its values only at run time, where
-    the trace needs them now."""
+    symbolic), or an integer tensor or array of them, as tf.shape(x) gives (traced, the
+    sizes it holds stay symbolic too: held_sizes.py). Another traced tensor has its values
+    only at run time, where the trace needs them now."""
     if isinstance(shape, Value):
         shape = _sizes_of(shape, op)
     items = shape if isinstance(shape, (tuple, list)) else np.atleast_1d(shape)
@@ -299,29 +300,15 @@ def _size_of(value, op):
 
 
 def _sizes_of(value, op):
-    """A tensor's values as a shape: its array, or the tuple of sizes a traced one holds
-    (not an array of them: NumPy would ask each size for its number, which guards it)."""
+    """A tensor's values as a shape: its array, or the tuple of sizes a traced one holds."""
     if value._trace is None:
         return value.numpy()
     held = sizes_held(value)
     if held is None:
         raise TracingError(f"{user_line()}\n  {op}: the shape is a traced tensor, whose "
                            "values are known only at run time; give the sizes as ints "
-                           "(x.shape, or tf.shape(x) and its elements) instead")
+                           "(x.shape), or compute it from tf.shape(x) and integers alone")
     return held
-
-
-def sizes_held(value):
-    """The sizes a traced value holds (tf.shape(x), an element or a slice of it), or None."""
-    trace = value._trace
-    return None if trace is None else trace.held_sizes.get(value.var)
-
-
-def holding(value, sizes):
-    """value, noted as holding `sizes` where it is traced (see sizes_held)."""
-    if value._trace is not None:
-        value._trace.held_sizes[value.var] = tuple(sizes)
-    return value
 
 
 def reshape(tensor, shape, name=None):
@@ -501,12 +488,7 @@ def getitem(x, index):
     normalized = _normalize_index(items, x.shape)
     if all(isinstance(i, Slice) and i == FULL for i in normalized):
         return unchanged(x)
-    out = getitem_p.bind(x, index=normalized)
-    held = sizes_held(x) if x._trace is not None else None
-    if held is not None and len(normalized) == 1:  # an element or slice of tf.shape(x)
-        item = normalized[0]
-        holding(out, held[item.to_slice()] if isinstance(item, Slice) else (held[item],))
-    return out
+    return getitem_p.bind(x, index=normalized)
 
 
 def _is_array_index(item):

@@ -1,0 +1,72 @@
+"""The sizes a traced integer value holds, where its trace computes it from sizes and
+integer constants alone: tf.shape(x), an element or slice of it, their sums, products and
+quotients, stacked or concatenated with constants (TensorFlow's idiom for a shape in a
+tf.function: `tf.reshape(x, tf.concat([tf.shape(x)[:-1], [2, -1]], 0))`). A shape argument
+reads them as sizes, which stay symbolic, where the tensor itself is known only at run
+time. The program is read back from the trace's own record of each value's equation
+(`Trace.producers`); nothing is noted while tracing.
+
+Sizes are Python objects here (ints and Dims), never a NumPy array of them: NumPy asks each
+element for its number, which would guard the kernel to this call's sizes.
+"""
+
+import functools
+import math
+import operator
+
+from srcxform.core.ir import Lit
+
+# Integer ops on sizes, elementwise with a scalar broadcast.
+_ARITHMETIC = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mul,
+               "floordiv": operator.floordiv, "mod": operator.mod, "maximum": max,
+               "minimum": min}
+
+
+def sizes_held(value):
+    """The sizes a traced integer scalar or vector holds, flat (a tuple; one for a
+    scalar), or None where it is not computed from sizes and constants alone."""
+    if value._trace is None or value.ndim > 1 or value.dtype.kind not in "iu":
+        return None
+    found = _held(value._trace, value.var)
+    return None if found is None else tuple(found)
+
+
+def _held(trace, atom):
+    """The flat list of sizes `atom` holds, or None."""
+    if isinstance(atom, Lit):
+        return [atom.value] if atom.aval.dtype.kind in "iu" else None
+    if atom.aval.dtype.kind not in "iu" or len(atom.aval.shape) > 1:
+        return None
+    array = trace.const_arrays.get(atom)
+    if array is not None:
+        return [int(v) for v in array.ravel()]
+    eqn = trace.producers.get(atom)
+    if eqn is None:  # an input, or a value of an enclosing trace
+        return None
+    ins = [_held(trace, a) for a in eqn.ins]
+    if any(found is None for found in ins):
+        return None
+    return _apply(eqn.prim.name, ins, eqn.kwargs, eqn.out.aval.shape)
+
+
+def _apply(name, ins, params, shape):
+    """The op `name` applied to sizes, or None for an op this does not follow."""
+    if name in ("cast", "reshape"):  # integer to integer: the same numbers
+        return ins[0]
+    if name == "negative":
+        return [0 - d for d in ins[0]]
+    if name in _ARITHMETIC:
+        a, b = ins
+        n = max(len(a), len(b))
+        return [_ARITHMETIC[name](a[i % len(a)], b[i % len(b)]) for i in range(n)]
+    if name == "concat":
+        return [d for found in ins for d in found]
+    if name == "broadcast_to" and len(ins[0]) == 1:
+        return ins[0] * math.prod(shape)
+    if name == "getitem" and len(params["index"]) == 1:
+        item = params["index"][0]
+        return ins[0][item.to_slice()] if hasattr(item, "to_slice") else [ins[0][item]]
+    if name in ("reduce_sum", "reduce_prod"):
+        combine = operator.add if name == "reduce_sum" else operator.mul
+        return [functools.reduce(combine, ins[0], 0 if name == "reduce_sum" else 1)]
+    return None
