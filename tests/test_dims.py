@@ -315,6 +315,16 @@ def test_a_kernel_is_right_where_a_derived_size_of_its_is_0_or_1():
     assert compiled.cache_info().kernels == 1
 
 
+def test_a_size_of_a_float_dtype_compares_as_the_float_it_is():
+    """At 2 elements n - 1 is 1, which the retrace folds into the float constant 1.0; the
+    kernel's size, of that dtype, is compared as 1.0 too: one kernel."""
+    compiled = tf.differentiable(
+        lambda x: tf.reduce_sum(x) * tf.cast(x.shape[0] - 1, tf.float64), wait=True)
+    for n in (5, 2, 7):
+        np.testing.assert_array_equal(compiled.grad(np.ones(n)), np.full(n, n - 1.0))
+    assert compiled.cache_info().kernels == 1
+
+
 def test_a_slices_step_of_a_size_is_compared_as_the_size_it_is():
     """A step is printed, and compared, as the size it is (helper 64): a step kept at the
     first call was taken for the step the kernel computes (silently wrong at 8, 9 and 10

@@ -323,9 +323,14 @@ def symbol_text(d):
     if not isinstance(d, Dim):
         return str(d)
     if _PRINTING.sizes is not None:
-        return str(evaluate(d.expr, _PRINTING.sizes))
+        return str(printed_value(d))
     text = render(d.expr, lambda k: f"n{d.symbols.label(k)}")
     return text[1:-1] if text.startswith("(") else text
+
+
+def printed_value(d):
+    """The number a size prints as inside `printing(sizes)`, or None outside it."""
+    return None if _PRINTING.sizes is None else evaluate(d.expr, _PRINTING.sizes)
 
 
 def as_index(value):

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from srcxform.core.aval import Aval
-from srcxform.core.dims import Dim, concrete, symbol_text
+from srcxform.core.dims import Dim, concrete, printed_value, symbol_text
 from srcxform.core.errors import SrcxformError
 
 
@@ -113,9 +113,15 @@ def equations(program):
 
 
 def format_atom(atom, namer):
-    if isinstance(atom, Lit):
-        return symbol_text(atom.value) if isinstance(atom.value, Dim) else repr(atom.value)
-    return namer(atom)
+    if not isinstance(atom, Lit):
+        return namer(atom)
+    if not isinstance(atom.value, Dim):
+        return repr(atom.value)
+    value = printed_value(atom.value)
+    if value is None:
+        return symbol_text(atom.value)
+    # Valued (dims.printing(sizes)), in the Lit's dtype: as a constant folded from it prints.
+    return repr(float(value)) if atom.aval.dtype.kind == "f" else str(value)
 
 
 def format_param(value):
