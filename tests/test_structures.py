@@ -209,3 +209,27 @@ def test_dict_keys_one_to_a_dict_but_not_to_the_function():
     g = f.grad({1: x})
     assert list(g) == [1] and type(next(iter(g))) is int
     np.testing.assert_array_equal(g[1], np.ones(3))
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class Key:
+    """A dict key of the user's own, whose repr is no Python expression."""
+
+    name: str
+
+    def __repr__(self):
+        return f"<key {self.name}>"
+
+
+def test_dict_keys_that_are_no_literal_are_named_in_generated_code():
+    """A key whose repr is no expression (an object of the user's, inf) is read and
+    returned through a named constant: the generated entry was a SyntaxError."""
+    x = np.array([1.0, 2.0])
+    for keys in ((Key("a"), Key("b")), (float("-inf"), float("inf"))):
+        f = tf.differentiable(lambda d, a=keys[0], b=keys[1]: tf.reduce_sum(d[a] * d[b]))
+        for _ in range(2):  # the second call takes the warm entry
+            g = f.grad({keys[0]: x, keys[1]: 3 * x})
+            assert list(g) == list(keys)
+            np.testing.assert_array_equal(g[keys[0]], 3 * x)
+            np.testing.assert_array_equal(g[keys[1]], x)
+        assert f.cache_info().hits == 1

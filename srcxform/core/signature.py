@@ -22,7 +22,7 @@ from srcxform.core.errors import user_line
 from srcxform.core.ir import equations
 from srcxform.core.tensor import Tensor, Variable
 from srcxform.core.tree import DATACLASS, DICT, NAMEDTUPLE, NONE, SEQUENCE, \
-    flatten_function, tree_flatten
+    flatten_function, spelled_key, tree_flatten
 
 # The dtypes a kernel computes in (by NumPy's type character; a big-endian array has its
 # native dtype's character and is converted by kernel_value). float16, longdouble and
@@ -302,7 +302,8 @@ class ArgumentTests:
         if tree.how == DICT:  # the same keys in the same order: results come back in it
             self.unpack += guard(f"tuple({expr}) != {self.constant(tree.order)}",
                                  self.fall_back)
-            children = [f"{expr}[{k!r}]" for k in tree.keys]
+            children = [f"{expr}[{repr(k) if spelled_key(k) else self.constant(k)}]"
+                        for k in tree.keys]
         elif tree.how == DATACLASS:
             children = [f"{expr}.{k}" for k in tree.keys]
         elif tree.how in (SEQUENCE, NAMEDTUPLE):

@@ -55,6 +55,12 @@ class SpelledKeys(tuple):
     __hash__ = tuple.__hash__
 
 
+def spelled_key(key) -> bool:
+    """Whether generated code spells a dict key as its repr (a str, int, bool or None);
+    any other key (a float's inf or NaN, an object of the user's) is a named constant."""
+    return type(key) in (str, int, bool, type(None))
+
+
 LEAF = TreeDef(None)
 _NONE = TreeDef(type(None), how=NONE)
 _node = functools.partial(tuple.__new__, TreeDef)  # TreeDef(*fields), without its __new__
