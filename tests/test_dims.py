@@ -264,7 +264,9 @@ def _made_of_tf_shape(x):
     n = sizes[0]
     grid = tf.reshape(tf.concat([x, x], 0), tf.concat([[2], sizes[-1:] * 2 // 2], 0))
     made = (tf.ones(sizes, x.dtype) + tf.zeros([n], x.dtype)
-            + tf.broadcast_to(x[:1], sizes[:1]) + tf.range(n, dtype=x.dtype))
+            + tf.broadcast_to(x[:1], sizes[:1]) + tf.range(n, dtype=x.dtype)
+            + tf.linalg.matvec(tf.eye(n, dtype=x.dtype), x) + tf.linspace(x[0], x[1], n)
+            + tf.one_hot(2, n, dtype=x.dtype))
     return tf.reduce_sum(grid * tf.fill(tf.shape(grid), 0.5)) + tf.reduce_sum(made * x) \
         * tf.cast(tf.reduce_prod(sizes), x.dtype)
 
@@ -284,6 +286,21 @@ def test_values_made_from_a_size_are_made_at_each_call(function):
             y = function(eager)
         np.testing.assert_allclose(grad, tape.gradient(y, eager), rtol=1e-13)
     assert f.cache_info().kernels == 1
+
+
+@pytest.mark.parametrize("make", [
+    lambda n: tf.zeros([n - 4, 2]), lambda n: tf.fill([n - 4], 2.0), lambda n: tf.eye(n - 4),
+    lambda n: tf.one_hot([0, 1], n - 4), lambda n: tf.ones((3, n - 4))])
+def test_a_size_made_negative_raises_as_eagerly(make):
+    """A kernel traced where n - 4 is a length is not run where it is negative: it
+    traces again, and raises as eager does (zeros returned nonsense, helper 67)."""
+    f = tf.differentiable(lambda x: tf.reduce_sum(tf.cast(make(x.shape[0]), x.dtype)) * x[0])
+    assert float(f(np.ones(8))) == float(tf.reduce_sum(tf.cast(make(8), tf.float64)))
+    for n in (3, 2):
+        with pytest.raises(ValueError):
+            make(n)
+        with pytest.raises(ValueError):
+            f(np.ones(n))
 
 
 def test_a_kernel_right_at_every_size_is_traced_again_once_and_compiled_once():

@@ -328,6 +328,22 @@ def symbol_text(d):
     return text[1:-1] if text.startswith("(") else text
 
 
+def negative(d):
+    """Whether a size is negative: for a Dim, guarded unless its expression is never
+    negative (sizes and ints ≥ 0 under +, *, // and %), as an input size's is."""
+    if not isinstance(d, Dim):
+        return d < 0
+    return not _never_negative(d.expr) and d < 0
+
+
+def _never_negative(expr):
+    if isinstance(expr, int):
+        return expr >= 0
+    if expr[0] == "size":
+        return True
+    return expr[0] in ("+", "*", "//", "%") and all(map(_never_negative, expr[1:]))
+
+
 def printed_value(d):
     """The number a size prints as inside `printing(sizes)`, or None outside it."""
     return None if _PRINTING.sizes is None else evaluate(d.expr, _PRINTING.sizes)

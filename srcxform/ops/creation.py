@@ -14,19 +14,25 @@ import builtins
 import numpy as np
 
 from srcxform.core.aval import Aval
-from srcxform.core.dims import Dim
+from srcxform.core.dims import Dim, negative
 from srcxform.core.dtypes import as_dtype, float32, promote, settled
 from srcxform.core.errors import TracingError, user_line
 from srcxform.core.primitive import primitive
 from srcxform.ops.elementwise import cast, equal
-from srcxform.ops.held_sizes import sizes_held
+from srcxform.ops.held_sizes import size_argument, sizes_held
 from srcxform.ops.shape import broadcast_to, reshape, shape_argument, stack
 from srcxform.core.tensor import SizeConstant, Tensor, Value, as_value, holds_value
 
 # 0, 1, ..., count - 1: the one creation op traced, for a count that is a traced size.
 iota_p = primitive("iota", "opaque", lambda count, dtype: np.arange(count, dtype=dtype),
-                   lambda *, count, dtype: Aval((count,), dtype),
+                   lambda *, count, dtype: _iota_shape(count, dtype),
                    "np.arange(np.int64(count)).astype(dtype)", nondiff=True)
+
+
+def _iota_shape(count, dtype):
+    if negative(count):  # a count computed at run time (n - 4) too, guarded
+        raise ValueError(f"a negative count, {count}")
+    return Aval((count,), dtype)
 
 
 def iota(count, dtype):
@@ -162,6 +168,9 @@ def range(start, limit=None, delta=1, dtype=None, name=None):
     if limit is None:
         start, limit = 0, start
     values = [as_value(v, "range") for v in (start, limit, delta)]
+    if any(v.ndim for v in values):
+        raise TypeError(f"range: the bounds must be scalars, got "
+                        f"{', '.join(v.aval.short() for v in values)}")
     if any(v._trace is not None and sizes_held(v) is None for v in values):
         raise TracingError(f"{user_line()}\n  range: a bound is a traced tensor, so the "
                            "length would be known only at run time; use Python's range "
@@ -209,7 +218,7 @@ def linspace(start, stop, num, name=None, axis=0):
     traced = lo._trace is not None or hi._trace is not None
     dtype = np.dtype(promote([lo.aval, hi.aval])[0] if traced else _result_dtype([lo, hi]))
     dtype = dtype if dtype.kind == "f" else np.dtype(np.float64)
-    num = num.dim if isinstance(num, SizeConstant) else num
+    num = num.dim if isinstance(num, SizeConstant) else size_argument(num)
     num = num if isinstance(num, Dim) else int(num)
     if num < 0:
         raise ValueError(f"linspace: num must be 0 or more; got {num}")
@@ -226,6 +235,7 @@ def linspace(start, stop, num, name=None, axis=0):
 
 def eye(num_rows, num_columns=None, batch_shape=None, dtype=float32, name=None):
     """The identity matrix (tf.eye)."""
+    num_rows, num_columns = size_argument(num_rows), size_argument(num_columns)
     columns = num_rows if num_columns is None else num_columns
     if not _traced_sizes(num_rows, columns, *(batch_shape or ())):
         matrix = np.eye(num_rows, num_columns, dtype=as_dtype(dtype))

@@ -10,11 +10,11 @@ Sizes are Python objects here (ints and Dims), never a NumPy array of them: NumP
 element for its number, which would guard the kernel to this call's sizes.
 """
 
-import functools
 import math
 import operator
 
 from srcxform.core.ir import Lit
+from srcxform.core.tensor import Value
 
 # Integer ops on sizes, elementwise with a scalar broadcast.
 _ARITHMETIC = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mul,
@@ -29,6 +29,15 @@ def sizes_held(value):
         return None
     found = _held(value._trace, value.var)
     return None if found is None else tuple(found)
+
+
+def size_argument(value):
+    """An integer argument (a count, a length) as a size: a traced scalar that holds one
+    (tf.shape(x)[0]) as that size, anything else as it is."""
+    if isinstance(value, Value) and value._trace is not None and not value.ndim:
+        held = sizes_held(value)
+        return value if held is None else held[0]
+    return value
 
 
 def _held(trace, atom):
@@ -64,9 +73,10 @@ def _apply(name, ins, params, shape):
     if name == "broadcast_to" and len(ins[0]) == 1:
         return ins[0] * math.prod(shape)
     if name == "getitem" and len(params["index"]) == 1:
-        item = params["index"][0]
-        return ins[0][item.to_slice()] if hasattr(item, "to_slice") else [ins[0][item]]
+        item = params["index"][0]  # a Slice, an int, or None (a new axis)
+        if hasattr(item, "to_slice"):
+            return ins[0][item.to_slice()]
+        return [ins[0][item]] if isinstance(item, int) else None
     if name in ("reduce_sum", "reduce_prod"):
-        combine = operator.add if name == "reduce_sum" else operator.mul
-        return [functools.reduce(combine, ins[0], 0 if name == "reduce_sum" else 1)]
+        return [sum(ins[0]) if name == "reduce_sum" else math.prod(ins[0])]
     return None

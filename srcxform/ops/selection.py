@@ -14,7 +14,7 @@ from collections import namedtuple
 import numpy as np
 
 from srcxform.core.aval import Aval, normalize_axes, size
-from srcxform.core.dims import as_index
+from srcxform.core.dims import as_index, negative
 from srcxform.core.dtypes import as_dtype
 from srcxform.core.errors import IndexArgumentError, TracingError, shape_error, user_line
 from srcxform.ops.elementwise import add, cast, equal, less, stop_gradient, where
@@ -23,6 +23,7 @@ from srcxform.ops.shape import (FULL, Slice, check_indices, broadcast_to, checke
                                 transpose)
 from srcxform.core.primitive import primitive
 from srcxform.ops.creation import iota
+from srcxform.ops.held_sizes import size_argument
 from srcxform.core.tensor import as_value
 
 # ----- argmax, argmin -----
@@ -175,7 +176,9 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
     ids = as_value(indices, "one_hot")
     if ids.dtype.kind not in "iu":
         raise TypeError(f"one_hot: indices must be integers, got {ids.aval.short()}")
-    depth = as_index(depth)
+    depth = as_index(size_argument(depth))
+    if negative(depth):
+        raise ValueError(f"one_hot: depth must be 0 or more, got {depth}")
     axis = ids.ndim if axis is None or axis == -1 else operator.index(axis)
     if not 0 <= axis <= ids.ndim:
         raise ValueError(f"one_hot: axis {axis} is out of range for indices of rank "

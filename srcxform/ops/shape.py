@@ -11,7 +11,7 @@ import numpy as np
 from srcxform.core.aval import (Aval, as_size, broadcast_shapes, dims_equal, is_one, is_zero,
                            normalize_axes, normalize_slice, same_dim, same_shape, size,
                            slice_length, spans)
-from srcxform.core.dims import as_index, concrete, symbol_text
+from srcxform.core.dims import as_index, concrete, negative, symbol_text
 from srcxform.core.dtypes import promote
 from srcxform.core.errors import IndexArgumentError, TracingError, shape_error
 from srcxform.core.errors import user_line
@@ -61,6 +61,8 @@ def _transpose_shape(x, *, perm):
 
 
 def _broadcast_to_shape(x, *, shape):
+    if any(map(negative, shape)):  # a size computed at run time (n - 4) too, guarded
+        raise ValueError(f"negative dimension in shape {shape}")
     if len(shape) < x.ndim or broadcast_shapes(x.shape, shape) != tuple(shape):
         raise ValueError(f"cannot broadcast to shape {shape}")
     return Aval(tuple(shape), x.dtype, x.weak)
@@ -295,6 +297,8 @@ def shape_argument(shape, op):
 
 def _size_of(value, op):
     """A scalar tensor's value as a size."""
+    if value.ndim:
+        raise TypeError(f"{op}: a dimension must be an integer, got {value.aval.short()}")
     sizes = _sizes_of(value, op)
     return sizes[0] if isinstance(sizes, tuple) else sizes[()]
 
