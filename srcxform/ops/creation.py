@@ -26,7 +26,7 @@ from srcxform.core.tensor import SizeConstant, Tensor, Value, as_value, holds_va
 # 0, 1, ..., count - 1: the one creation op traced, for a count that is a traced size.
 iota_p = primitive("iota", "opaque", lambda count, dtype: np.arange(count, dtype=dtype),
                    lambda *, count, dtype: _iota_shape(count, dtype),
-                   "np.arange(np.int64(count)).astype(dtype)", nondiff=True)
+                   "arrays.iota(np.int64(count), dtype)", nondiff=True)
 
 
 def _iota_shape(count, dtype):

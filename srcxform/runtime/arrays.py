@@ -63,6 +63,24 @@ def _allocate_zeros(shape, dtype):
     return out
 
 
+def iota(count, dtype):
+    """0, 1, ..., count - 1 in dtype: count a size, dtype a NumPy scalar type."""
+    return np.arange(count).astype(dtype)
+
+
+@overload(iota, inline="always")
+def _iota(count, dtype):
+    return lambda count, dtype: _counted(count, dtype)
+
+
+@helper
+def _counted(count, dtype):
+    out = _allocate((count,), dtype)
+    for i in range(count):
+        out[i] = i
+    return out
+
+
 # Arrays of 4 MiB or more ask Linux for transparent huge pages, as NumPy's own allocator
 # does, so that their first touch faults 2 MiB at a time, not 4 KiB. Numba allocates with
 # malloc, which maps arrays above 32 MiB afresh at every call (smaller ones stay in its
