@@ -318,11 +318,13 @@ def test_layout_ops_compile_and_differentiate():
                                rtol=1e-12)
 
 
-def test_reshape_by_a_traced_shape_tensor_says_why():
+@pytest.mark.parametrize("shape", [
+    lambda x: tf.cast(tf.reduce_sum(x), tf.int32)[None],  # x's values
+    lambda x: [tf.cast(tf.cast(tf.shape(x)[0], tf.uint8), tf.int32)]])  # may wrap
+def test_reshape_by_a_traced_shape_tensor_says_why(shape):
     """tf.shape(x) holds sizes, which a shape argument reads; a tensor computed from x's
-    values has them only at run time."""
-    f = tf.differentiable(lambda x: tf.reduce_sum(tf.reshape(
-        x, tf.cast(tf.reduce_sum(x), tf.int32)[None])))
+    values has them only at run time, and a size through a narrow int may wrap."""
+    f = tf.differentiable(lambda x: tf.reduce_sum(tf.reshape(x, shape(x))))
     with pytest.raises(TracingError, match="traced tensor"):
         f.grad(np.ones(2))
 

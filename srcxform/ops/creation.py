@@ -42,10 +42,6 @@ def iota(count, dtype):
     return Tensor._new(np.arange(count, dtype=dtype))
 
 
-def _traced_sizes(*sizes):
-    return any(isinstance(d, Dim) for d in sizes)
-
-
 def constant(value, dtype=None, shape=None, name=None):
     """A Tensor from a Python value or array; Python floats become float32 (tf.constant).
     A tensor is passed on (with its gradient, as TensorFlow's eager constant does) and a
@@ -131,7 +127,7 @@ def ones(shape, dtype=float32, name=None):
 
 def _filled(shape, value, dtype, op):
     dims, dtype = _shape(shape, op), as_dtype(dtype)
-    if _traced_sizes(*dims):
+    if any(isinstance(d, Dim) for d in dims):
         return broadcast_to(Tensor._new(np.asarray(value, dtype)), dims)
     return Tensor._new(np.full(dims, value, dtype))
 
@@ -237,7 +233,7 @@ def eye(num_rows, num_columns=None, batch_shape=None, dtype=float32, name=None):
     """The identity matrix (tf.eye)."""
     num_rows, num_columns = size_argument(num_rows), size_argument(num_columns)
     columns = num_rows if num_columns is None else num_columns
-    if not _traced_sizes(num_rows, columns, *(batch_shape or ())):
+    if not any(isinstance(d, Dim) for d in (num_rows, columns, *(batch_shape or ()))):
         matrix = np.eye(num_rows, num_columns, dtype=as_dtype(dtype))
         if batch_shape is not None:
             matrix = np.broadcast_to(matrix, tuple(batch_shape) + matrix.shape).copy()

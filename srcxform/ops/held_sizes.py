@@ -41,11 +41,13 @@ def size_argument(value):
 
 
 def _held(trace, atom):
-    """The flat list of sizes `atom` holds, or None."""
-    if isinstance(atom, Lit):
-        return [atom.value] if atom.aval.dtype.kind in "iu" else None
-    if atom.aval.dtype.kind not in "iu" or len(atom.aval.shape) > 1:
+    """The flat list of sizes `atom` holds, or None. Only integers of 32 bits or more are
+    followed: a size cast to int8 may wrap, which the size itself would not."""
+    dtype = atom.aval.dtype
+    if dtype.kind not in "iu" or dtype.itemsize < 4 or len(atom.aval.shape) > 1:
         return None
+    if isinstance(atom, Lit):
+        return [atom.value]
     array = trace.const_arrays.get(atom)
     if array is not None:
         return [int(v) for v in array.ravel()]

@@ -409,8 +409,8 @@ def tile(input, multiples, name=None):
     x = as_value(input, "tile")
     multiples = shape_argument(multiples, "tile")  # a traced size stays symbolic
     if len(multiples) != x.ndim or any(m < 0 for m in multiples):
-        raise shape_error(f"tile: multiples {multiples} for {x.aval.short()}: one count "
-                          f"≥ 0 an axis")
+        raise shape_error(f"tile: needs a multiple ≥ 0 for each axis of {x.aval.short()}, "
+                          f"got {multiples}")
     spread = reshape(x, tuple(d for dim in x.shape for d in (1, dim)))
     grown = broadcast_to(spread, tuple(d for m, dim in zip(multiples, x.shape) for d in (m, dim)))
     return reshape(grown, tuple(m * dim for m, dim in zip(multiples, x.shape)))
