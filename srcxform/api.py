@@ -33,7 +33,7 @@ from srcxform.core.errors import TracingError
 from srcxform.jit.kernel import NO, Counter, array_shapes
 from srcxform.core.recording import CONTEXT
 from srcxform.core.tensor import Tensor, Updating, Value
-from srcxform.core.tree import tree_flatten, tree_unflatten
+from srcxform.core.tree import tree_flatten, tree_unflatten, unequal_key
 
 CacheInfo = namedtuple("CacheInfo", "hits misses kernels loaded")
 # The method of a Differentiable's own class that runs each form's newest entry (_chain).
@@ -375,6 +375,10 @@ class Differentiable:
 
     def _find_or_compile(self, kernel_form, args, kwargs, tier0=False):
         leaves, treedef = tree_flatten((args, kwargs))
+        if unequal_key(treedef) is not None:
+            raise TypeError(f"{self.__name__}: a dict key not equal to itself (NaN) cannot "
+                            "be part of a compiled call's arguments (its kernel is found by "
+                            "them); use another key")
         # A kernel checking for NaN and inf (debug_nans) is another kernel, cached apart.
         key = (kernel_form, treedef, signature.key(leaves, self._tf_rules),
                *(("debug_nans",) if nan_checks.enabled() else ()))

@@ -263,11 +263,12 @@ def _made_of_tf_shape(x):
     sizes = tf.shape(x)
     n = sizes[0]
     grid = tf.reshape(tf.concat([x, x], 0), tf.concat([[2], sizes[-1:] * 2 // 2], 0))
-    made = (tf.ones(sizes, x.dtype) + tf.zeros([n], x.dtype)
+    made = (tf.ones(sizes, x.dtype) + tf.zeros(tf.shape(x)[:0] + n, x.dtype)
             + tf.broadcast_to(x[:1], sizes[:1]) + tf.range(n, dtype=x.dtype)
             + tf.linalg.matvec(tf.eye(n, dtype=x.dtype), x) + tf.linspace(x[0], x[1], n)
             + tf.one_hot(2, n, dtype=x.dtype))
-    return tf.reduce_sum(grid * tf.fill(tf.shape(grid), 0.5)) + tf.reduce_sum(made * x) \
+    batched = tf.eye(2, batch_shape=sizes, dtype=x.dtype)[..., 0, 0]
+    return tf.reduce_sum(grid * tf.fill(tf.shape(grid), 0.5)) + tf.reduce_sum(made * batched) \
         * tf.cast(tf.reduce_prod(sizes), x.dtype)
 
 
@@ -290,7 +291,8 @@ def test_values_made_from_a_size_are_made_at_each_call(function):
 
 @pytest.mark.parametrize("make", [
     lambda n: tf.zeros([n - 4, 2]), lambda n: tf.fill([n - 4], 2.0), lambda n: tf.eye(n - 4),
-    lambda n: tf.one_hot([0, 1], n - 4), lambda n: tf.ones((3, n - 4))])
+    lambda n: tf.one_hot([0, 1], n - 4), lambda n: tf.ones((3, n - 4)),
+    lambda n: tf.reshape(tf.zeros((0, n)), (n - 4, 0))])
 def test_a_size_made_negative_raises_as_eagerly(make):
     """A kernel traced where n - 4 is a length is not run where it is negative: it
     traces again, and raises as eager does (zeros returned nonsense, helper 67)."""

@@ -17,8 +17,9 @@ BUDGET = {
     # fori_loop bounds, elems' lengths checked (a compiled scan read past the shorter); +10:
     # jacobians.py's vector mode (issue 32) and its Jacobian in the source's dtype; +15:
     # hessian, hvp and the jacobians convert fn's control flow, and a while_loop's Python
-    # number carries take the body's dtype compiled (both raised, found by helper 49)
-    ".": 2905,
+    # number carries take the body's dtype compiled (both raised, found by helper 49);
+    # +5: a NaN dict key in a compiled call's arguments raises (a KeyError, helper 68)
+    ".": 2910,
     # +180: explain's zero, trap and custom_gradient probes; the eager NaN rule; +20: a
     # compiled tape.jacobian's hook to jacobians.py; +30: debug_nans judges only the
     # cotangents a backward pass uses (nan_checks.Holding); +10: output_gradients are
@@ -75,8 +76,9 @@ BUDGET = {
     # a static float keyed by its bits (-0.0 ran 0.0's kernel, helper 65); +20: a dict's
     # keys key the cache by type and spelling ({-0.0: x} ran {0.0: x}'s kernel); +15: a
     # size computed at run time is checked for a negative length (dims.negative: zeros of
-    # n - 4 returned nonsense, helper 67), and prints valued in its dtype
-    "core": 2715,
+    # n - 4 returned nonsense, helper 67), and prints valued in its dtype; +15: dict keys
+    # equal by value share a kernel (one retraced at each call), a NaN key is found
+    "core": 2730,
     # the CUDA target (issue 35): its first slice, 590 lines; +80: kept buffers per
     # thread, scalar steps folded into the next launch, Variables, methods; +5: a transpose
     # as a view (numba-cuda's .T compiled a kernel per call: W5's GPU gradient 334 ms);
@@ -105,8 +107,9 @@ BUDGET = {
     # fill, range, eye, one_hot, linspace, pad, split and slice of traced sizes stay
     # symbolic (iota): a new batch size reuses the kernel, where each compiled anew; +85:
     # so do shape arguments computed from tf.shape(x) (held_sizes.py; TracingError before);
-    # +20: counts taken from tf.shape(x) too, and the checks helper 67 found missing
-    "ops": 3880,
+    # +20: counts taken from tf.shape(x) too, and the checks helper 67 found missing; +10:
+    # held ints kept within their dtype, reshape's negative sizes (helper 68)
+    "ops": 3890,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the

@@ -233,3 +233,26 @@ def test_dict_keys_that_are_no_literal_are_named_in_generated_code():
             np.testing.assert_array_equal(g[keys[0]], 3 * x)
             np.testing.assert_array_equal(g[keys[1]], x)
         assert f.cache_info().hits == 1
+
+
+class Plain:
+    """A key equal by value, with object's repr (its address): a new one each call."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __eq__(self, other):
+        return isinstance(other, Plain) and other.value == self.value
+
+    def __hash__(self):
+        return hash(self.value)
+
+
+def test_dict_keys_equal_by_value_share_a_kernel_and_a_nan_key_raises():
+    f = tf.differentiable(lambda d: tf.reduce_sum(next(iter(d.values())) ** 2))
+    for _ in range(3):
+        g = f.grad({Plain(1): np.ones(2)})
+        assert [k.value for k in g] == [1]
+    assert f.cache_info().kernels == 1
+    with pytest.raises(TypeError, match="not equal to itself"):
+        f({float("nan"): np.ones(2)})

@@ -12,6 +12,8 @@ import functools
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
+import numpy as np
+
 # How each kind of container is taken apart and made again, by its node's `how`.
 SEQUENCE, DICT, NONE, NAMEDTUPLE, DATACLASS, REGISTERED = (
     "sequence", "dict", "none", "namedtuple", "dataclass", "registered")
@@ -38,21 +40,40 @@ class TreeDef(NamedTuple):
 
 
 class SpelledKeys(tuple):
-    """A dict's keys, equal to other keys only where each is of the same type and spelled
-    the same: 1, 1.0 and True, or 0.0 and -0.0, are one key to a dict but not to a
-    function that reads them (`tf.constant(k)`, `1 / k`), so not to its cache either. It
-    wins a comparison with a plain tuple (Python asks the subclass first), as the entry's
-    test `tuple(d) != keys` does."""
+    """A dict's keys, equal to other keys only where each is of the same type and, for a
+    float, spelled the same: 1, 1.0 and True, or 0.0 and -0.0, are one key to a dict but
+    not to a function that reads them (`tf.constant(k)`, `1 / k`), so not to its cache
+    either. It wins a comparison with a plain tuple (Python asks the subclass first), as
+    the entry's test `tuple(d) != keys` does."""
 
     def __eq__(self, other):
         return isinstance(other, tuple) and len(self) == len(other) and all(
-            a is b or (type(a) is type(b) and a == b and repr(a) == repr(b))
-            for a, b in zip(self, other))
+            map(_same_key, self, other))
 
     def __ne__(self, other):
         return not self == other
 
     __hash__ = tuple.__hash__
+
+
+def _same_key(a, b):
+    if a is b:
+        return True
+    if type(a) is not type(b) or a != b:
+        return False
+    if isinstance(a, tuple):
+        return all(map(_same_key, a, b))
+    return not isinstance(a, (float, complex, np.inexact)) or repr(a) == repr(b)
+
+
+def unequal_key(treedef):
+    """A dict key in the structure that is not equal to itself (a NaN), or None: such a
+    structure cannot key a compiled function's cache, where a call finds its kernel."""
+    if isinstance(treedef.order, SpelledKeys):
+        found = next((k for k in treedef.order if k != k), None)  # noqa: PLR0124 - NaN
+        if found is not None:
+            return found
+    return next((k for k in map(unequal_key, treedef.children) if k is not None), None)
 
 
 def spelled_key(key) -> bool:

@@ -233,6 +233,7 @@ def eye(num_rows, num_columns=None, batch_shape=None, dtype=float32, name=None):
     """The identity matrix (tf.eye)."""
     num_rows, num_columns = size_argument(num_rows), size_argument(num_columns)
     columns = num_rows if num_columns is None else num_columns
+    batch_shape = None if batch_shape is None else shape_argument(batch_shape, "eye")
     if not any(isinstance(d, Dim) for d in (num_rows, columns, *(batch_shape or ()))):
         matrix = np.eye(num_rows, num_columns, dtype=as_dtype(dtype))
         if batch_shape is not None:

@@ -13,6 +13,8 @@ element for its number, which would guard the kernel to this call's sizes.
 import math
 import operator
 
+import numpy as np
+
 from srcxform.core.ir import Lit
 from srcxform.core.tensor import Value
 
@@ -57,7 +59,11 @@ def _held(trace, atom):
     ins = [_held(trace, a) for a in eqn.ins]
     if any(found is None for found in ins):
         return None
-    return _apply(eqn.prim.name, ins, eqn.kwargs, eqn.out.aval.shape)
+    found = _apply(eqn.prim.name, ins, eqn.kwargs, eqn.out.aval.shape)
+    bounds = np.iinfo(dtype)  # eagerly a result past them wraps; guarded for sizes
+    if found is None or any(d < bounds.min or d > bounds.max for d in found):
+        return None
+    return found
 
 
 def _apply(name, ins, params, shape):
@@ -68,7 +74,9 @@ def _apply(name, ins, params, shape):
         return [0 - d for d in ins[0]]
     if name in _ARITHMETIC:
         a, b = ins
-        n = max(len(a), len(b))
+        if name in ("floordiv", "mod") and any(d == 0 for d in b):
+            return None  # eager raises, naming the op
+        n = max(len(a), len(b)) if a and b else 0
         return [_ARITHMETIC[name](a[i % len(a)], b[i % len(b)]) for i in range(n)]
     if name == "concat":
         return [d for found in ins for d in found]

@@ -49,6 +49,8 @@ def _numpy_index(index):
 
 
 def _reshape_shape(x, *, shape):
+    if any(map(negative, shape)):  # (n - 3, 0) of 0 elements, at n = 0
+        raise ValueError(f"negative dimension in shape {shape}")
     if size(shape) != size(x.shape):
         raise ValueError(f"cannot reshape {size(x.shape)!r} elements into shape {shape}")
     return Aval(shape, x.dtype, x.weak)
