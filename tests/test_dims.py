@@ -241,7 +241,7 @@ def test_a_size_kept_at_an_earlier_call_of_its_own_is_that_calls_number(wait):
 def _made_of_sizes(x):
     """Values made from x's size by each creation op that takes one (zeros, ones, fill,
     range with each bound a size, one_hot, eye, linspace, pad, split, slice, tile) and the
-    masks of diag and band_part."""
+    masks of diag, band_part and einsum's diagonal."""
     n = x.shape[0]
     counts = tf.cast(tf.range(n) + tf.range(1, n + 1) + tf.range(n, 0, -1), x.dtype)
     made = (tf.zeros(x.shape, x.dtype) + tf.ones((n,), x.dtype) * tf.fill([n], 2.0)
@@ -253,7 +253,7 @@ def _made_of_sizes(x):
     band = tf.linalg.band_part(tf.linalg.diag(x) + x[:, None] * x[None, :], 1, 0)
     return (tf.reduce_sum(first * last) + tf.reduce_sum(head) * tf.reduce_sum(rest[::2])
             + tf.reduce_sum(tf.slice(x, [1], [n - 2])) + tf.reduce_sum(band ** 2)
-            + tf.reduce_sum(tf.tile(x, [n // 2]) ** 3))
+            + tf.reduce_sum(tf.tile(x, [n // 2]) ** 3) + tf.reduce_sum(tf.einsum("ii->i", band)))
 
 
 def _made_of_tf_shape(x):

@@ -14,6 +14,7 @@ import numpy as np
 
 from srcxform.core.aval import normalize_axes, size
 from srcxform.core.errors import shape_error
+from srcxform.ops.creation import eye
 from srcxform.ops.elementwise import where
 from srcxform.ops.linalg import numpy_matmul
 from srcxform.ops.reduce import reduce_sum
@@ -96,7 +97,7 @@ def _diagonals(x, labels):
         rest = [k for k in range(len(labels)) if k not in (first, second)]
         x = transpose(x, tuple(rest) + (first, second))
         n = x.shape[-1]
-        x = reduce_sum(where(np.eye(n, dtype=bool), x, 0), axis=-1)
+        x = reduce_sum(where(eye(n, dtype=np.bool_), x, 0), axis=-1)
         labels = [labels[k] for k in rest] + [c]
     return x, labels
 

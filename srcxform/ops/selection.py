@@ -254,7 +254,7 @@ def _unbatched(x, ids, b):
                           f"those axes")
     n = size(batch)
     ids = reshape(ids, (n,) + tuple(ids.shape[b:]))
-    numbers = np.arange(n, dtype=ids.dtype).reshape((n,) + (1,) * (ids.ndim - 1))
+    numbers = reshape(iota(n, ids.dtype), (n,) + (1,) * (ids.ndim - 1))
     numbers = broadcast_to(numbers, tuple(ids.shape[:-1]) + (1,))
     return reshape(x, (n,) + tuple(x.shape[b:])), concat([numbers, ids], -1)
 
