@@ -21,7 +21,7 @@ from srcxform.core.primitive import primitive
 from srcxform.ops.elementwise import cast, equal
 from srcxform.ops.held_sizes import size_argument, sizes_held
 from srcxform.ops.shape import broadcast_to, reshape, shape_argument, stack
-from srcxform.core.tensor import SizeConstant, Tensor, Value, as_value, holds_value
+from srcxform.core.tensor import Tensor, Value, as_value, holds_value
 
 # 0, 1, ..., count - 1: the one creation op traced, for a count that is a traced size.
 iota_p = primitive("iota", "opaque", lambda count, dtype: np.arange(count, dtype=dtype),
@@ -183,11 +183,9 @@ def range(start, limit=None, delta=1, dtype=None, name=None):
 
 def _bound(value):
     """A range bound: a traced size (x.shape[0], tf.shape(x)[0]) as its Dim, else an array."""
-    if isinstance(value, SizeConstant):
-        return value.dim
-    if value._trace is None:
+    size = size_argument(value)
+    if size is value:
         return value._array
-    size = sizes_held(value)[0]
     return size if isinstance(size, Dim) else np.asarray(size, value.dtype)
 
 
@@ -214,7 +212,7 @@ def linspace(start, stop, num, name=None, axis=0):
     traced = lo._trace is not None or hi._trace is not None
     dtype = np.dtype(promote([lo.aval, hi.aval])[0] if traced else _result_dtype([lo, hi]))
     dtype = dtype if dtype.kind == "f" else np.dtype(np.float64)
-    num = num.dim if isinstance(num, SizeConstant) else size_argument(num)
+    num = size_argument(num)
     num = num if isinstance(num, Dim) else int(num)
     if num < 0:
         raise ValueError(f"linspace: num must be 0 or more; got {num}")

@@ -16,7 +16,7 @@ import operator
 import numpy as np
 
 from srcxform.core.ir import Lit
-from srcxform.core.tensor import Value
+from srcxform.core.tensor import SizeConstant, Value
 
 # Integer ops on sizes, elementwise with a scalar broadcast.
 _ARITHMETIC = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mul,
@@ -34,8 +34,10 @@ def sizes_held(value):
 
 
 def size_argument(value):
-    """An integer argument (a count, a length) as a size: a traced scalar that holds one
-    (tf.shape(x)[0]) as that size, anything else as it is."""
+    """A count or length as a size where it is one made a tensor (x.shape[0] as an operand)
+    or a traced scalar holding one (tf.shape(x)[0]); anything else as it is."""
+    if isinstance(value, SizeConstant):
+        return value.dim
     if isinstance(value, Value) and value._trace is not None and not value.ndim:
         held = sizes_held(value)
         return value if held is None else held[0]
