@@ -266,7 +266,7 @@ def _made_of_tf_shape(x):
     made = (tf.ones(sizes, x.dtype) + tf.zeros(tf.shape(x)[:0] + n, x.dtype)
             + tf.broadcast_to(x[:1], sizes[:1]) + tf.range(n, dtype=x.dtype)
             + tf.linalg.matvec(tf.eye(n, dtype=x.dtype), x) + tf.linspace(x[0], x[1], n)
-            + tf.one_hot(2, n, dtype=x.dtype))
+            + tf.one_hot(2, n, dtype=x.dtype) + tf.reshape(tf.pad(x, [[1, n - 1]]), [2, n])[0])
     batched = tf.eye(2, batch_shape=sizes, dtype=x.dtype)[..., 0, 0]
     return tf.reduce_sum(grid * tf.fill(tf.shape(grid), 0.5)) + tf.reduce_sum(made * batched) \
         * tf.cast(tf.reduce_prod(sizes), x.dtype)

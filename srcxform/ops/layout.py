@@ -12,7 +12,7 @@ import operator
 import numpy as np
 
 from srcxform.core.aval import normalize_axes
-from srcxform.core.dims import as_index
+from srcxform.core.dims import as_index, negative
 from srcxform.core.aval import size as _size
 from srcxform.core.dtypes import as_dtype, int32
 from srcxform.core.errors import shape_error
@@ -165,15 +165,18 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
     (tf.pad): constant_values (CONSTANT, which has no gradient, as TensorFlow's), or the
     tensor mirrored without its edge (REFLECT) or with it (SYMMETRIC)."""
     x = as_value(tensor, "pad")
-    pads = np.asarray(paddings.numpy() if isinstance(paddings, Value) else paddings)
-    if pads.shape != (x.ndim, 2) or pads.dtype.kind not in "iu" or (pads < 0).any():
+    if isinstance(paddings, Value):  # a traced one's rows are read as shapes (held sizes)
+        paddings = paddings.numpy().tolist() if paddings._trace is None else [
+            paddings[i] for i in builtins.range(paddings.shape[0])]
+    pads = [shape_argument(pair, "pad") for pair in paddings]  # a traced size symbolic
+    if len(pads) != x.ndim or any(len(pair) != 2 or any(map(negative, pair)) for pair in pads):
         raise shape_error(f"pad: paddings must be {x.ndim} pairs of sizes ≥ 0 for "
-                          f"{x.aval.short()}, got {pads.tolist()}")
+                          f"{x.aval.short()}, got {pads}")
     mode = mode.upper()
     if mode not in ("CONSTANT", "REFLECT", "SYMMETRIC"):
         raise ValueError(f"pad: mode must be CONSTANT, REFLECT or SYMMETRIC, got {mode!r}")
     fill = stop_gradient(cast(constant_values, x.dtype))
-    for axis, (before, after) in enumerate(pads.tolist()):
+    for axis, (before, after) in enumerate(pads):
         n = x.shape[axis]
         if mode != "CONSTANT" and max(before, after) > n - int(mode == "REFLECT"):
             raise shape_error(f"pad: {max(before, after)} is too much {mode} padding for "
@@ -182,7 +185,7 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
                  ((before, True), (after, False)) if k]
         if parts:
             x = concat(parts[:1] + [x] + parts[1:] if before else [x] + parts, axis)
-    return x if pads.any() else unchanged(x)
+    return x if any(k for pair in pads for k in pair) else unchanged(x)
 
 
 def _side(x, axis, n, k, mode, fill, first):
