@@ -39,7 +39,7 @@ def iota(count, dtype):
     """0, 1, ..., count - 1 in dtype: a constant, or traced where count is a traced size."""
     if isinstance(count, Dim):
         return iota_p.bind(count=count, dtype=np.dtype(dtype))
-    return Tensor._new(np.arange(count, dtype=dtype))
+    return Tensor._new(np.arange(_iota_shape(count, dtype).shape[0], dtype=dtype))
 
 
 def constant(value, dtype=None, shape=None, name=None):
@@ -126,7 +126,7 @@ def ones(shape, dtype=float32, name=None):
 
 
 def _filled(shape, value, dtype, op):
-    dims, dtype = _shape(shape, op), as_dtype(dtype)
+    dims, dtype = shape_argument(shape, op), as_dtype(dtype)  # a traced size symbolic
     if any(isinstance(d, Dim) for d in dims):
         return broadcast_to(Tensor._new(np.asarray(value, dtype)), dims)
     return Tensor._new(np.full(dims, value, dtype))
@@ -140,7 +140,7 @@ def fill(dims, value, name=None):
         # A weak scalar is held as float64/int64; the filled tensor is a strong value of
         # the dtype it reports, not a weak float64 array that a Variable would copy.
         value = cast(value, settled(value.aval.dtype, value._array))
-    return broadcast_to(value, _shape(dims, "fill"))
+    return broadcast_to(value, shape_argument(dims, "fill"))
 
 
 def _like(input, value, dtype):
@@ -231,16 +231,10 @@ def eye(num_rows, num_columns=None, batch_shape=None, dtype=float32, name=None):
     """The identity matrix (tf.eye)."""
     num_rows, num_columns = size_argument(num_rows), size_argument(num_columns)
     columns = num_rows if num_columns is None else num_columns
-    batch_shape = None if batch_shape is None else shape_argument(batch_shape, "eye")
-    if not any(isinstance(d, Dim) for d in (num_rows, columns, *(batch_shape or ()))):
-        matrix = np.eye(num_rows, num_columns, dtype=as_dtype(dtype))
-        if batch_shape is not None:
-            matrix = np.broadcast_to(matrix, tuple(batch_shape) + matrix.shape).copy()
-        return Tensor._new(matrix)
-    rows = reshape(iota(num_rows, np.int64), (num_rows, 1))
+    rows = reshape(iota(num_rows, np.int64), (num_rows, 1))  # constants where sizes are ints
     matrix = cast(equal(rows, iota(columns, np.int64)), as_dtype(dtype))
     if batch_shape is not None:
-        matrix = broadcast_to(matrix, tuple(batch_shape) + (num_rows, columns))
+        matrix = broadcast_to(matrix, shape_argument(batch_shape, "eye") + (num_rows, columns))
     return matrix
 
 
@@ -250,18 +244,3 @@ def _result_dtype(values):
     dtype, weak = promote([v.aval for v in values])
     return settled(dtype, np.concatenate([np.ravel(v._array) for v in values])) if weak \
         else dtype
-
-
-def _shape(shape, op):
-    """A shape argument (int, sequence or tensor of ints) as a tuple of ints, or of sizes
-    where it holds a traced size (x.shape), which stays symbolic."""
-    if isinstance(shape, Value) and shape._trace is not None or isinstance(
-            shape, (tuple, list)) and any(isinstance(d, (Dim, Value)) for d in shape):
-        return shape_argument(shape, op)
-    if isinstance(shape, Value):
-        shape = shape.numpy()
-    dims = np.reshape(np.asarray(shape), -1)
-    # int() would truncate 2.5 silently; TensorFlow rejects a non-integer shape.
-    if dims.size and dims.dtype.kind not in "iu":
-        raise TypeError(f"{op}: the shape must be integers, got {shape!r}")
-    return tuple(int(d) for d in dims)
