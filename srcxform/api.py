@@ -29,7 +29,7 @@ from srcxform.jit import backend, compiler, crosscheck, index, openmp, tiered
 from srcxform.passes import structured
 from srcxform.codegen.callconv import FORMS, form_result
 from srcxform.core import settings, signature
-from srcxform.core.errors import TracingError
+from srcxform.core.errors import OutputNotScalarError, TracingError
 from srcxform.jit.kernel import NO, Counter, array_shapes
 from srcxform.core.recording import CONTEXT
 from srcxform.core.tensor import Tensor, Updating, Value
@@ -156,25 +156,29 @@ class Differentiable:
         return _jvp_form(self)(tuple(primals), tuple(tangents))
 
     def source(self, *args: Any, device: str = "cpu", **kwargs: Any) -> str:
-        """The generated fused forward-and-adjoint source for these arguments, as text;
-        with device="cuda", the CUDA module (kernels and host driver) of srcxform.cuda."""
+        """The generated fused forward-and-adjoint source for these arguments, as text (the
+        forward alone where the output is not a scalar float); with device="cuda", the CUDA module (kernels and host driver) of srcxform.cuda."""
         if settings.device(device) == "cuda":
             from srcxform import cuda
 
             return cuda.differentiable(self).source(*args, **kwargs)
-        return self._kernel("value_and_grad", args, kwargs)[0].source
+        return self._shown(args, kwargs).source
 
     def ir(self, *args: Any, **kwargs: Any) -> str:
         """The printed IR (forward and adjoint, after optimization) for these arguments."""
-        return str(self._program(args, kwargs))
+        return str(self._shown(args, kwargs).program)
 
     def loop_stacks(self, *args: Any, **kwargs: Any) -> list:
         """What the gradient's loops store for their adjoints, for these arguments: a
         structured.LoopStacks per loop (its bytes per iteration, its checkpoint)."""
-        return structured.loop_stacks(self._program(args, kwargs))
+        return structured.loop_stacks(self._shown(args, kwargs).program)
 
-    def _program(self, args, kwargs):
-        return self._kernel("value_and_grad", args, kwargs)[0].program
+    def _shown(self, args, kwargs):
+        """What source and ir show: value and gradient, or the value where it has none."""
+        try:
+            return self._kernel("value_and_grad", args, kwargs)[0]
+        except OutputNotScalarError:
+            return self._kernel("value", args, kwargs)[0]
 
     def kernel(self, *args: Any, **kwargs: Any) -> Callable:
         """The compiled value-and-gradient for arguments like these, as a Numba function

@@ -469,6 +469,18 @@ def test_generated_source_reads_as_the_design_shows():
     assert "return (s" not in source  # no invented names
 
 
+def test_a_function_of_a_non_scalar_output_shows_its_forward_kernel():
+    """source and ir of a function with no gradient (a vector, a Jacobian) show the
+    kernel its call runs; they raised grad's TypeError. Its gradient still raises."""
+    f = tf.differentiable(lambda x: tf.tanh(x) * 2.0)
+    x = np.linspace(-1.0, 1.0, 4)
+    assert "tanh" in f.source(x) and "adjoint" not in f.source(x) and "tanh" in f.ir(x)
+    with pytest.raises(TypeError, match="scalar float output"):
+        f.grad(x)
+    with pytest.raises(TypeError, match="scalar float output"):
+        f.kernel(x)
+
+
 def test_the_kernel_runs_a_whole_training_loop_inside_njit():
     import numba
 

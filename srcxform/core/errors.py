@@ -64,6 +64,10 @@ class LinAlgArgumentError(InvalidArgumentError, np.linalg.LinAlgError):
     NumPy's LinAlgError (and so a ValueError), which NumPy code catches."""
 
 
+class OutputNotScalarError(SrcxformError, TypeError):
+    """grad or value_and_grad of a function whose output is not a scalar float."""
+
+
 class CompileError(SrcxformError):
     """Numba could not compile the generated source; the message quotes the generated line."""
 

@@ -23,7 +23,7 @@ from srcxform.codegen import callpath, entry
 from srcxform.codegen import generate as generate_source
 from srcxform.codegen.exprs import size_label
 from srcxform.core.dims import Dim, concrete, expr_of, guard_conditions, printing
-from srcxform.core.errors import source_text
+from srcxform.core.errors import OutputNotScalarError, source_text
 from srcxform.jit.kernel import Kernel, Spec, array_shapes
 from srcxform.core.names import function_name
 from srcxform.passes.cse import same_array
@@ -425,7 +425,7 @@ def _differentiated(fn, out, has_aux, scalar=True):
     shape, dtype = _shape_and_dtype(out)
     if not scalar or shape == () and dtype is not None and dtype.kind == "f":
         return out
-    raise TypeError(
+    raise OutputNotScalarError(
         f"grad and value_and_grad need a scalar float output, as JAX's do (\"Gradient only "
         f"defined for scalar-output functions\"), but {name} returned {_described(out)}. "
         "To get other values back beside the gradient, return (output, aux) and pass "
