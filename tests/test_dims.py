@@ -272,16 +272,7 @@ def _made_of_tf_shape(x):
         * tf.cast(tf.reduce_prod(sizes), x.dtype)
 
 
-def _in_lists(x):
-    """Lists holding a size as operands (gather's indices, a factor, x.shape itself),
-    alone, nested, beside a tensor and beside a float; each packed, not made a constant."""
-    n = x.shape[0]
-    ends = tf.gather(x, [n - 1, 0]) + tf.gather_nd(x, [[n // 2], [tf.constant(1)]])
-    scales = tf.cast(tf.maximum([n // 2, 1], 2) + tf.reduce_prod(x.shape), x.dtype)
-    return tf.reduce_sum(ends * scales * x[:2] * [n, 0.5])
-
-
-@pytest.mark.parametrize("function", [_made_of_sizes, _made_of_tf_shape, _in_lists])
+@pytest.mark.parametrize("function", [_made_of_sizes, _made_of_tf_shape])
 def test_values_made_from_a_size_are_made_at_each_call(function):
     """A creation op given x.shape or tf.shape(x) reuses the kernel at another size (each
     compiled anew before, or raised); the compiled values and gradients are checked

@@ -532,31 +532,6 @@ def holds_value(value):
                                          and any(map(holds_value, value)))
 
 
-def is_size(value):
-    """Whether value is a size of the trace running in this thread (x.shape[0] - 1)."""
-    return isinstance(value, Dim) and isinstance(local(value), Dim)
-
-
-def holds_size(value):
-    """Whether value is a nested list or tuple with a size of the running trace in it."""
-    return isinstance(value, (list, tuple)) and any(
-        holds_size(v) if isinstance(v, (list, tuple)) else is_size(v) for v in value)
-
-
-def _sizes_dtype(value):
-    """TensorFlow's dtype for a nested list of Python numbers and sizes, as for their
-    values; each size is compared with int32's bounds (a guard), which decide between
-    int32 and int64, so that a kernel never casts a larger size to int32."""
-    def plain(v):
-        if isinstance(v, (list, tuple)):
-            return [plain(u) for u in v]
-        if isinstance(v, Dim):  # past int32 (2**31) stands for a size that is, for its dtype
-            return concrete(v) if -2**31 <= v < 2**31 else 2**31
-        return v
-
-    return _to_array(plain(value)).dtype
-
-
 def as_value(x, op=None):
     """Any operand as a Value: Variables are read, Python scalars become weak constants."""
     if isinstance(x, Value):
@@ -572,8 +547,6 @@ def as_value(x, op=None):
         return Tensor._new(np.asarray(x, dtype=weak_storage(x)), weak=True)
     if holds_value(x):  # a nested list holding tensors, which TensorFlow packs
         return Value._pack(x)
-    if holds_size(x):  # packed too, so that a size in it stays symbolic ([n - 1, 0])
-        return Value._pack(x, _sizes_dtype(x))
     try:
         return Tensor._new(_to_array(x))
     except (TypeError, ValueError):

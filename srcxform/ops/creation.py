@@ -21,7 +21,7 @@ from srcxform.core.primitive import primitive
 from srcxform.ops.elementwise import cast, equal
 from srcxform.ops.held_sizes import size_argument, sizes_held
 from srcxform.ops.shape import broadcast_to, reshape, shape_argument, stack
-from srcxform.core.tensor import Tensor, Value, as_value, holds_size, holds_value, is_size
+from srcxform.core.tensor import Tensor, Value, as_value, holds_value
 
 # 0, 1, ..., count - 1: the one creation op traced, for a count that is a traced size.
 iota_p = primitive("iota", "opaque", lambda count, dtype: np.arange(count, dtype=dtype),
@@ -88,12 +88,12 @@ def pack(value, dtype=None):
 def _pack(value, dtype, cast_tensors):
     rows = []
     for row in value:
-        if isinstance(row, Value) or is_size(row):
+        if isinstance(row, Value):
             row = as_value(row)
-            # A weak value (made of Python scalars or a size) takes the dtype as they would.
+            # A weak value (made of Python scalars) takes the dtype as they would.
             if row.aval.weak or cast_tensors and row.dtype != dtype:
                 row = cast(row, dtype)
-        elif holds_value(row) or holds_size(row):
+        elif holds_value(row):
             row = _pack(row, dtype, cast_tensors)
         else:
             row = constant(row, dtype)
