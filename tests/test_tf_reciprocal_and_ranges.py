@@ -98,6 +98,24 @@ def test_compiled_integer_division_by_zero_raises_as_eager(parallel):
             _divisions(tf.constant(a), tf.constant(divisor, tf.int32))
 
 
+@pytest.mark.parametrize("parallel", [False, True])
+def test_an_integer_to_a_negative_power_raises_compiled_as_eagerly(parallel):
+    """NumPy and TensorFlow raise; Numba's integer x ** y gave 0 (helper 70)."""
+    f = tf.differentiable(lambda a, b: (a ** b, a ** -1 if b.shape[0] > 3 else a), wrt=(),
+                          parallel=parallel)
+    a = np.array([7, -2, 5], np.int64)
+    np.testing.assert_array_equal(np.asarray(f(a, np.array([2, 3, 0]))[0]), [49, -8, 1])
+    for exponent in ([2, -1, 0], [-3, 1, 1]):
+        with pytest.raises(ValueError, match="pow: integers to negative integer powers"):
+            f(a, np.array(exponent))
+        with pytest.raises(tf.errors.InvalidArgumentError, match="negative integer powers"):
+            tf.constant(a) ** tf.constant(exponent, tf.int64)
+    with pytest.raises(ValueError, match="negative integer powers"):
+        f(np.arange(4), np.arange(4))
+    np.testing.assert_array_equal(np.asarray(f(a.astype(float), np.array([-1.0] * 3))[0]),
+                                  1 / a)
+
+
 def test_compiled_float_division_is_not_checked():
     f = tf.differentiable(lambda a, b: (np.floor_divide(a, b), a % b), wrt=())
     x = np.array([1.0, -1.0, 2.0])

@@ -54,6 +54,10 @@ class IndexArgumentError(InvalidArgumentError, IndexError):
     """An index outside the axis it indexes."""
 
 
+class ValueArgumentError(InvalidArgumentError, ValueError):
+    """An operand value the op cannot take: an integer to a negative power."""
+
+
 class ZeroDivisionArgumentError(InvalidArgumentError, ZeroDivisionError):
     """An integer division by zero (NumPy would give 0 silently)."""
 

@@ -11,7 +11,7 @@ import numpy as np
 from srcxform.core.aval import Aval
 from srcxform.core.dtypes import promote
 from srcxform.core.errors import (
-    DtypeArgumentError, ShapeArgumentError, ZeroDivisionArgumentError,
+    DtypeArgumentError, ShapeArgumentError, ValueArgumentError, ZeroDivisionArgumentError,
 )
 from srcxform.core.primitive import ZERO, elementwise, primitive
 from srcxform.core.tensor import Tensor, as_value
@@ -48,19 +48,19 @@ def _integer_division(divide, name):
 
 
 def _integer_result(x, y, out):
-    """raises: integer division is checked (_checked_integer_division), float is not."""
+    """raises: integer division and power are checked (_checked_integer), float not."""
     return out.dtype.kind in "iu"
 
 
-def _checked_integer_division(helper):
-    """emit_for: compiled integer division calls arrays' helper, which raises for 0 as
-    eager does; float division stays an unchecked operator."""
+def _checked_integer(helper):
+    """emit_for: compiled integer division and power call arrays' helper, which raises
+    for a divisor of 0 or a negative exponent as eager does; floats use the operator."""
     return lambda x, y, out: f"arrays.{helper}(x, y)" if _integer_result(x, y, out) else None
 
 
 floordiv_p = elementwise("floordiv", _integer_division(np.floor_divide, "floordiv"), "x // y",
                          nondiff=True, args="x y", kinds="fiu", numpy=(np.floor_divide,),
-                         emit_for=_checked_integer_division("floordiv"), raises=_integer_result)
+                         emit_for=_checked_integer("floordiv"), raises=_integer_result)
 
 
 def _floor_mod(x, y):
@@ -76,7 +76,7 @@ mod_p = elementwise("mod", _integer_division(_floor_mod, "mod"),
                     "np.fmod(x, y) + y if np.fmod(x, y) != 0 and (np.fmod(x, y) < 0) != (y < 0)"
                     " else np.fmod(x, y)",
                     vjp=lambda g, out, x, y: (g, -g * floor(x / y)), kinds="fiu",
-                    numpy=(np.remainder,), emit_for=_checked_integer_division("mod"),
+                    numpy=(np.remainder,), emit_for=_checked_integer("mod"),
                     raises=_integer_result)
 
 
@@ -99,7 +99,10 @@ def _pow_vjp(g, out, x, y):
 def _power(x, y):
     """np.power, as C's pow (TensorFlow's kernel, and the compiled x ** y) at -inf and -0.:
     NumPy takes x ** 0.5 for a one-element exponent as sqrt(x), NaN at -inf where pow gives
-    inf, and -0. at -0. where pow gives 0. (adding 0. makes -0. 0. and leaves the rest)."""
+    inf, and -0. at -0. where pow gives 0. (adding 0. makes -0. 0. and leaves the rest).
+    An integer to a negative power raises, as NumPy's does, compiled too."""
+    if np.result_type(x, y).kind in "iu" and np.any(y < 0):
+        raise ValueArgumentError("pow: integers to negative integer powers are not allowed")
     out = np.power(x, y)
     if y.size == 1 and y.dtype.kind == "f" and y.item() == 0.5:
         out = np.where(np.isneginf(x), np.inf, out) + 0.0
@@ -107,7 +110,8 @@ def _power(x, y):
 
 
 pow_p = elementwise("pow", _power, "x ** y", vjp=_pow_vjp, units=((1, 1),), kinds="fiu",
-                    numpy=(np.power,))
+                    numpy=(np.power,), emit_for=_checked_integer("power"),
+                    raises=_integer_result)
 
 
 def _zeros(x):

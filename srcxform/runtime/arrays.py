@@ -16,7 +16,8 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic, overload
 
-from srcxform.core.errors import IndexArgumentError, ZeroDivisionArgumentError
+from srcxform.core.errors import (IndexArgumentError, ValueArgumentError,
+                                   ZeroDivisionArgumentError)
 from srcxform.numba_adapter import enabled
 from srcxform.numba_adapter.jit import call_as_core, helper, read_only_operand
 from srcxform.runtime import CHUNK
@@ -539,6 +540,14 @@ def mod(x, y):
     if y == 0:
         raise ZeroDivisionArgumentError("mod: integer division by zero")
     return x % y
+
+
+# Integer x ** y: Numba gives 0 for a negative y, where NumPy (so eager) raises.
+@helper
+def power(x, y):
+    if y < 0:
+        raise ValueArgumentError("pow: integers to negative integer powers are not allowed")
+    return x ** y
 
 
 @helper
