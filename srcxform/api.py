@@ -276,7 +276,7 @@ class Differentiable:
                         getattr(self.fn, "__qualname__", "the function"), run,
                         lambda: self._inline(form, *_as_tensors(args, kwargs,
                                                                 self._tf_rules)),
-                        variables)
+                        variables, not any(type(leaf) is float for leaf in leaves))
                 kernel.checked.add(array_shapes(leaves))  # once right: a wrong one raises again
             # The entry is made once the call has compiled the kernel: it calls the
             # compiled code directly.

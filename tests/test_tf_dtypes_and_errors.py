@@ -23,6 +23,23 @@ def test_stack_with_a_python_scalar_takes_the_tensors_dtype():
     _eq(tf.stack([1.0, 2.0]), [1.0, 2.0], tf.float32)  # Python scalars alone
 
 
+def _stacks(x):
+    return (tf.stack([tf.cast(x[0], tf.int32), 3]), tf.stack([tf.cast(x[0], tf.float32), 0.5]),
+            tf.stack([x.shape[0], tf.size(x)]),
+            tf.stack([tf.cast(x[0], tf.uint32), x.shape[0] - 1]),
+            tf.concat([tf.cast(x[:2], tf.float32), [0.5, x.shape[0]]], 0))
+
+
+def test_stack_with_a_python_scalar_or_a_size_takes_the_tensors_dtype_compiled():
+    """The scalar, held as int64 or float64, made the compiled stack int64 or float64
+    (np.concatenate's promotion) where eager gives the tensor's dtype (helper 70)."""
+    x = np.array([2.5, 1.0, 3.0])
+    eager = _stacks(tf.constant(x))
+    assert [t.dtype for t in eager] == [tf.int32, tf.float32, tf.int32, tf.uint32, tf.float32]
+    for got, want in zip(tf.differentiable(_stacks, wrt=())(x), eager):
+        _eq(got, want.numpy(), want.dtype)
+
+
 def test_divide_of_python_ints_is_float64():
     _eq(tf.divide(3, 2), 1.5, tf.float64)
     _eq(tf.constant(3) / 2, 1.5, tf.float64)

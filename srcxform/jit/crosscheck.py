@@ -68,10 +68,11 @@ def enabled(check):
     return check or settings.switch("SRCXFORM_CHECK")
 
 
-def first_call(name, compiled, eager, variables):
+def first_call(name, compiled, eager, variables, dtypes=True):
     """compiled()'s results, after checking them against eager()'s (and, where they are
     not close, against eager() rerun with rounding noise): a kernel's first call with new
-    shapes.
+    shapes. Their dtypes are compared too where `dtypes` (a Python float argument is
+    float64 compiled and float32 eagerly, as README says).
 
     Each is run from the same values of `variables` (the Variables the kernel reads or
     assigns); the kernel's new values stay assigned."""
@@ -88,7 +89,8 @@ def first_call(name, compiled, eager, variables):
 
     try:
         differences = _differences(tree_flatten(results)[0] + after, reference(),
-                                   lambda: [reference(seed) for seed in range(_RERUNS)])
+                                   lambda: [reference(seed) for seed in range(_RERUNS)],
+                                   dtypes)
     finally:
         for v, value in zip(variables, after):
             v._array = value
@@ -98,16 +100,18 @@ def first_call(name, compiled, eager, variables):
     return results
 
 
-def _differences(got, want, reruns):
-    """A line for each result leaf that differs beyond rounding. `reruns()` gives the
-    results of the noisy reruns, asked for only where a float leaf is beyond _RTOL."""
+def _differences(got, want, reruns, dtypes):
+    """A line for each result leaf that differs beyond rounding, or in dtype where
+    `dtypes`. `reruns()` gives the results of the noisy reruns, asked for only where a
+    float leaf is beyond _RTOL."""
     if len(got) != len(want):
         return [f"  {len(got)} results compiled, {len(want)} eager"]
     lines, beyond = {}, {}
     for k, (a, b) in enumerate(zip(got, want)):
         a, b = np.asarray(a), np.asarray(b)
-        if a.shape != b.shape:
-            lines[k] = f"  result {k}: shape {a.shape} compiled, {b.shape} eager"
+        if a.shape != b.shape or dtypes and a.dtype != b.dtype:
+            lines[k] = f"  result {k}: {a.dtype}{list(a.shape)} compiled, " \
+                f"{b.dtype}{list(b.shape)} eager"
         elif b.dtype.kind not in "fc":
             if not np.array_equal(a, b):
                 lines[k] = _both(k, a, b)

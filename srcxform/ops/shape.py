@@ -271,9 +271,18 @@ def _concat_vjp(g, out, *xs, axis):
                  for start, stop in spans(x.shape[axis] for x in xs))
 
 
+def _concat_emit(*avals, axis):
+    """A weak operand (a Python scalar or a size, held as int64 or float64) takes the
+    others' dtype, as eagerly; np.concatenate would give the result its dtype instead."""
+    *xs, out = avals
+    if all(x.dtype == out.dtype for x in xs):
+        return None
+    return f"arrays.concatenate(xs, axis).astype(np.{out.dtype.name})"
+
+
 concat_p = primitive("concat", "structural", lambda *xs, axis: np.concatenate(xs, axis),
                      _concat_shape, "arrays.concatenate(xs, axis)", vjp=_concat_vjp,
-                     joins=True, batch=lambda flags, avals, *, axis: lambda *xs: concat_p.bind(
+                     joins=True, emit_for=_concat_emit, batch=lambda flags, avals, *, axis: lambda *xs: concat_p.bind(
                          *_rows_everywhere(xs, flags), axis=axis + 1))
 
 
