@@ -156,8 +156,8 @@ class Differentiable:
         return _jvp_form(self)(tuple(primals), tuple(tangents))
 
     def source(self, *args: Any, device: str = "cpu", **kwargs: Any) -> str:
-        """The generated fused forward-and-adjoint source for these arguments, as text (the
-        forward alone where the output is not a scalar float); with device="cuda", the CUDA module (kernels and host driver) of srcxform.cuda."""
+        """The generated fused forward-and-adjoint source (the forward's for a non-scalar
+        output) for these arguments; with device="cuda", the CUDA module of srcxform.cuda."""
         if settings.device(device) == "cuda":
             from srcxform import cuda
 

@@ -282,7 +282,8 @@ def _concat_emit(*avals, axis):
 
 concat_p = primitive("concat", "structural", lambda *xs, axis: np.concatenate(xs, axis),
                      _concat_shape, "arrays.concatenate(xs, axis)", vjp=_concat_vjp,
-                     joins=True, emit_for=_concat_emit, batch=lambda flags, avals, *, axis: lambda *xs: concat_p.bind(
+                     joins=True, emit_for=_concat_emit,
+                     batch=lambda flags, avals, *, axis: lambda *xs: concat_p.bind(
                          *_rows_everywhere(xs, flags), axis=axis + 1))
 
 
