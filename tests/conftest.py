@@ -12,6 +12,7 @@ from pathlib import Path
 
 _CACHE = str(Path(__file__).parents[1] / ".srcxform-cache")
 os.environ.setdefault("SRCXFORM_CHECK", "1")
+os.environ.setdefault("SRCXFORM_CHECK_DTYPES", "1")  # results' dtypes too (crosscheck)
 os.environ.setdefault("SRCXFORM_TIERED", "0")
 os.environ.setdefault("SRCXFORM_CACHE_DIR", _CACHE)
 
