@@ -437,3 +437,18 @@ def test_sizes_kept_from_finished_traces_are_their_numbers_outside_them():
     np.testing.assert_array_equal(scaled(np.ones(2), a), [3.0, 3.0])
     np.testing.assert_array_equal(scaled(np.ones(2), b), [5.0, 5.0])
     assert float(tf.fori_loop(0, a, lambda i, s: s + 1.0, tf.constant(0.0))) == 3.0
+
+
+def test_numpy_functions_of_a_size_keep_a_numpy_scalars_dtype_as_eagerly():
+    """np.float32(0.5) * n is float32 eagerly (NEP 50: n is a Python int); the size's
+    __array__ (an int64 array) made it float64 compiled, and everything it met (helper
+    72). Each is computed from the size's value, guarded, as before."""
+    def fn(z):
+        n = z.shape[0]
+        return (tf.constant(np.float32(0.5) * n), tf.constant(np.int8(1) + n),
+                tf.constant(np.maximum(np.float32(1), n)), z * (np.float32(0.5) * n))
+
+    z = np.linspace(0.0, 1.0, 4).astype(np.float32)
+    for got, want in zip(tf.differentiable(fn, wrt=())(z), fn(tf.constant(z))):
+        assert np.asarray(got).dtype == want.dtype
+        np.testing.assert_array_equal(np.asarray(got), want.numpy())

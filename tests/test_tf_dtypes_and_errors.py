@@ -40,6 +40,25 @@ def test_stack_with_a_python_scalar_or_a_size_takes_the_tensors_dtype_compiled()
         _eq(got, want.numpy(), want.dtype)
 
 
+def test_ops_helper_72_found_apart_compiled_agree_with_eager():
+    """Each was other compiled than eager: the sign of a uint past int's max (Numba's is
+    -1, so 255), 0. ** -1 with an integer exponent (ZeroDivisionError, shown as a
+    CompileError, where eager gives inf), and one_hot's on_value or scatter's updates
+    traced (AttributeError: a Tracer has no _weak)."""
+    def fn(u, z, w):
+        return tf.sign(u), tf.pow(z, w), tf.one_hot(w, 3, on_value=z[1], off_value=0.0)
+
+    args = (np.array([200, 3, 0], np.uint8), np.array([0.0, 2.0], np.float32),
+            np.array([-1, 2], np.int32))
+    for got, want in zip(tf.differentiable(fn, wrt=())(*args), fn(*map(tf.constant, args))):
+        _eq(got, want.numpy(), want.dtype)
+    _eq(fn(*map(tf.constant, args))[0], [1, 1, 0], tf.uint8)
+    scatter = tf.differentiable(lambda x: tf.tensor_scatter_nd_update(
+        x, [[0]], tf.cast(x[:1], tf.float32)), wrt=())
+    with pytest.raises(TypeError, match="must have the dtype of tensor"):
+        scatter(np.ones(3))
+
+
 def test_divide_of_python_ints_is_float64():
     _eq(tf.divide(3, 2), 1.5, tf.float64)
     _eq(tf.constant(3) / 2, 1.5, tf.float64)

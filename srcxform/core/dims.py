@@ -88,6 +88,17 @@ class Dim:
     def __array__(self, dtype=None, copy=None):  # NumPy takes a Dim as its value
         return np.asarray(self._guarded(), dtype=dtype)
 
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """A NumPy function of a size (np.float32(0.5) * n) takes its value as the Python
+        int it is eagerly, guarded: NumPy keeps the other operand's dtype for a Python
+        int (NEP 50), where __array__'s int64 array made the result float64. A tensor
+        among the operands takes the call (its own __array_ufunc__)."""
+        if any(hasattr(type(v), "__array_ufunc__") and not isinstance(
+                v, (Dim, np.ndarray, np.generic)) for v in inputs):
+            return NotImplemented
+        plain = [v._guarded() if isinstance(v, Dim) else v for v in inputs]
+        return getattr(ufunc, method)(*plain, **kwargs)
+
     def __reduce__(self):  # pickled or copied: the value, guarded
         return int, (self._guarded(),)
 

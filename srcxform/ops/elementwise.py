@@ -48,13 +48,13 @@ def _integer_division(divide, name):
 
 
 def _integer_result(x, y, out):
-    """raises: integer division and power are checked (_checked_integer), float not."""
+    """raises: integer division and power are checked (arrays' helpers), float not."""
     return out.dtype.kind in "iu"
 
 
 def _checked_integer(helper):
-    """emit_for: compiled integer division and power call arrays' helper, which raises
-    for a divisor of 0 or a negative exponent as eager does; floats use the operator."""
+    """emit_for: compiled integer division calls arrays' helper, which raises for a
+    divisor of 0 as eager does; float division stays an unchecked operator."""
     return lambda x, y, out: f"arrays.{helper}(x, y)" if _integer_result(x, y, out) else None
 
 
@@ -109,9 +109,17 @@ def _power(x, y):
     return out
 
 
+def _power_emit(x, y, out):
+    """An integer power checks its exponent (_checked_integer); a float base takes an
+    integer exponent as a float, C's pow (Numba's float ** int divides: 0. ** -1 raised
+    ZeroDivisionError where eager gives inf)."""
+    if _integer_result(x, y, out):
+        return "arrays.power(x, y)"
+    return f"x ** np.{out.dtype.name}(y)" if y.dtype.kind in "iu" and not y.weak else None
+
+
 pow_p = elementwise("pow", _power, "x ** y", vjp=_pow_vjp, units=((1, 1),), kinds="fiu",
-                    numpy=(np.power,), emit_for=_checked_integer("power"),
-                    raises=_integer_result)
+                    numpy=(np.power,), emit_for=_power_emit, raises=_integer_result)
 
 
 def _zeros(x):
@@ -229,7 +237,9 @@ abs_p = elementwise("abs", np.abs, "np.abs(x)", vjp=lambda g, out, x: (g * sign(
                     kinds="fiu", numpy=(np.absolute,))
 # A zero gradient, as TensorFlow's (so abs has a second derivative, zero).
 sign_p = elementwise("sign", np.sign, "np.sign(x)", vjp=lambda g, out, x: (_zeros(x),),
-                     kinds="fiu", numpy=(np.sign,))
+                     kinds="fiu", numpy=(np.sign,),  # Numba's of a uint past int's max: -1
+                     emit_for=lambda x, out: f"np.{out.dtype.name}(x != 0)"
+                     if out.dtype.kind == "u" else None)
 floor_p = elementwise("floor", np.floor, "np.floor(x)", nondiff=True, args="x", numpy=(np.floor,))
 ceil_p = elementwise("ceil", np.ceil, "np.ceil(x)", nondiff=True, args="x", kinds="f",
                      numpy=(np.ceil,))

@@ -184,7 +184,7 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
         raise ValueError(f"one_hot: axis {axis} is out of range for indices of rank "
                          f"{ids.ndim}")
     given = [as_value(v, "one_hot") for v in (on_value, off_value) if v is not None]
-    strong = [v.dtype for v in given if not v._weak]
+    strong = [v.dtype for v in given if not v.aval.weak]
     if len(set(strong)) > 1:
         raise TypeError(f"one_hot: on_value ({strong[0].name}) and off_value "
                         f"({strong[1].name}) must have one dtype")
@@ -278,7 +278,7 @@ def tensor_scatter_nd_update(tensor, indices, updates, name=None):
 def _scatter_nd_args(tensor, indices, updates, op):
     x, ids, upd = (as_value(v, op) for v in (tensor, indices, updates))
     if upd.dtype != x.dtype:
-        if not upd._weak:
+        if not upd.aval.weak:
             raise TypeError(f"{op}: updates {upd.aval.short()} must have the dtype of "
                             f"tensor {x.aval.short()}")
         upd = cast(upd, x.dtype)
