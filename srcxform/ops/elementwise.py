@@ -110,7 +110,7 @@ def _power(x, y):
 
 
 def _power_emit(x, y, out):
-    """An integer power checks its exponent (_checked_integer); a float base takes an
+    """An integer power checks its exponent (arrays.power); a float base takes a strong
     integer exponent as a float, C's pow (Numba's float ** int divides: 0. ** -1 raised
     ZeroDivisionError where eager gives inf)."""
     if _integer_result(x, y, out):
