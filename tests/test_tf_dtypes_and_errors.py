@@ -59,6 +59,20 @@ def test_ops_helper_72_found_apart_compiled_agree_with_eager():
         scatter(np.ones(3))
 
 
+def test_argmax_of_an_empty_axis_raises_and_fill_takes_a_python_float_argument():
+    """argmax over an axis of 0 read past it and gave 0 compiled (eager raised NumPy's
+    ValueError), so one_hot of it made rows from nothing; fill of a Python float argument
+    raised AttributeError compiled (helper 71)."""
+    f = tf.differentiable(lambda x: (tf.argmax(x, axis=0), tf.argmin(x, axis=0)), wrt=())
+    for got in f(np.zeros((3, 0))):  # no index to give: empty, as eagerly
+        assert np.asarray(got).shape == (0,)
+    for run in (f, lambda x: (tf.argmax(tf.constant(x), 0), tf.argmin(tf.constant(x), 0))):
+        with pytest.raises(ValueError, match="argm.*: the axis is empty"):
+            run(np.zeros((0, 3)))
+    filled = tf.differentiable(lambda s: tf.reduce_sum(tf.fill([3], s)))
+    assert float(filled(0.5)) == 1.5 and float(filled.grad(0.5)) == 3.0
+
+
 def test_divide_of_python_ints_is_float64():
     _eq(tf.divide(3, 2), 1.5, tf.float64)
     _eq(tf.constant(3) / 2, 1.5, tf.float64)

@@ -139,7 +139,7 @@ def fill(dims, value, name=None):
     if value.aval.weak:
         # A weak scalar is held as float64/int64; the filled tensor is a strong value of
         # the dtype it reports, not a weak float64 array that a Variable would copy.
-        value = cast(value, settled(value.aval.dtype, value._array))
+        value = cast(value, settled(value.aval.dtype, getattr(value, "_array", None)))
     return broadcast_to(value, shape_argument(dims, "fill"))
 
 

@@ -8,6 +8,7 @@ scatter that overwrites. Compiled code calls srcxform.runtime.arrays for each; e
 index read or written there is checked at run time.
 """
 
+import math
 import operator
 from collections import namedtuple
 
@@ -16,7 +17,8 @@ import numpy as np
 from srcxform.core.aval import Aval, normalize_axes, size
 from srcxform.core.dims import as_index, negative
 from srcxform.core.dtypes import as_dtype
-from srcxform.core.errors import IndexArgumentError, TracingError, shape_error, user_line
+from srcxform.core.errors import (IndexArgumentError, TracingError, ValueArgumentError,
+                                   shape_error, user_line)
 from srcxform.ops.elementwise import add, cast, equal, less, stop_gradient, where
 from srcxform.ops.shape import (FULL, Slice, check_indices, broadcast_to, checked_indices,
                                 concat, gather, gather_p, getitem_p, reshape, scatter_add,
@@ -38,7 +40,12 @@ def _arg_extreme_shape(x, *, axis, output_type):
 def _arg_extreme_impl(largest):
     def impl(x, axis, output_type):
         # TensorFlow's rule, as arrays.arg_extreme's: the first extreme that is not NaN,
-        # 0 where all are NaN.
+        # 0 where all are NaN; an empty axis raises where there is an index to give.
+        rest = x.shape[:axis] + x.shape[axis + 1:]
+        if x.shape[axis] == 0 and math.prod(rest):
+            raise ValueArgumentError(f"{'argmax' if largest else 'argmin'}: the axis is empty")
+        if x.size == 0:
+            return np.zeros(rest, output_type)
         nan = np.isnan(x) if x.dtype.kind == "f" else np.zeros(x.shape, bool)
         filled = np.where(nan, -np.inf if largest else np.inf, x) if nan.any() else x
         best = (np.max if largest else np.min)(filled, axis=axis, keepdims=True)
@@ -58,7 +65,8 @@ def _arg_extreme_emit(largest):
 def _arg_extreme_primitive(name, largest):
     scalar, shaped = _arg_extreme_emit(largest)
     return primitive(name, "opaque", _arg_extreme_impl(largest), _arg_extreme_shape, shaped,
-                     nondiff=True, emit_for=lambda x, out, **params: out.ndim == 0 and scalar)
+                     nondiff=True, emit_for=lambda x, out, **params: out.ndim == 0 and scalar,
+                     raises=True)
 
 
 argmax_p = _arg_extreme_primitive("argmax", True)

@@ -492,6 +492,8 @@ def arg_extreme(x, axis, largest, out_dtype):
     (before, along, after) (along_axis)."""
     flat = along_axis(x, axis)
     before, n, after = flat.shape
+    if n == 0 and before * after:  # read flat[a, 0, c] past the end, giving 0
+        raise ValueArgumentError(("argmax" if largest else "argmin") + ": the axis is empty")
     out = np.zeros((before, after), out_dtype)
     for a in range(before):
         for c in range(after):
