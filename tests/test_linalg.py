@@ -520,3 +520,13 @@ def test_numpy_dispatch():
         np.linalg.norm(m, "nuc")
     with pytest.raises(TypeError, match="out"):
         np.einsum("ij->ji", a, out=np.empty((3, 3)))
+
+
+def test_det_and_slogdet_of_empty_matrices_compile_as_eagerly():
+    """A stack of 0 x 0 matrices: det 1 and log|det| 0, as eagerly; the compiled
+    reshape((-1, 0, 0)) could not infer the batch (a CompileError, helper 71)."""
+    f = tf.differentiable(lambda a: (tf.linalg.det(a), tf.linalg.slogdet(a)[1]), wrt=())
+    for shape in ((0, 0), (2, 0, 0)):
+        det, logdet = f(np.zeros(shape))
+        np.testing.assert_array_equal(np.asarray(det), np.ones(shape[:-2]))
+        np.testing.assert_array_equal(np.asarray(logdet), np.zeros(shape[:-2]))

@@ -26,7 +26,10 @@ NOT_FACTORED = "LAPACK could not factor the matrix (is it finite?)"
 def _matrices(x):
     """x as a C-contiguous stack of matrices: (batch, rows, columns)."""
     rows, columns = x.shape[-2], x.shape[-1]
-    return np.ascontiguousarray(x).reshape((-1, rows, columns))
+    batch = 1  # counted, not -1: a reshape cannot infer it where a matrix is 0 x 0
+    for k in range(x.ndim - 2):
+        batch *= x.shape[k]
+    return np.ascontiguousarray(x).reshape((batch, rows, columns))
 
 
 @helper
