@@ -73,6 +73,50 @@ def test_argmax_of_an_empty_axis_raises_and_fill_takes_a_python_float_argument()
     assert float(filled(0.5)) == 1.5 and float(filled.grad(0.5)) == 3.0
 
 
+def _session_31_ops(m, u, i):
+    return (m // -1, m // tf.constant(-1, tf.int64), u + i, u > i, tf.maximum(u, i),
+            tf.one_hot(tf.cast(i, tf.int32) % 3, 3, on_value=np.uint64(2)),
+            np.trace(tf.cast(tf.reshape(i * 0 + 100, (2, 2)), tf.int8)),
+            tf.tensor_scatter_nd_update(tf.zeros([3], tf.int8), [[0], [2]], [5, 6]))
+
+
+def test_ops_helpers_70_to_72_left_agree_with_eager():
+    """int64's minimum // -1 was 0 compiled (NumPy wraps to the minimum); a uint64 past
+    2**63 meeting an int64 was read as negative compiled (Numba's int64, where NumPy's is
+    float64); one_hot's on_value of a NumPy uint raised KeyError; np.trace of int8 was
+    int8 (NumPy's is int64); scatter's updates as a list raised (TensorFlow converts it)."""
+    m = np.array([np.iinfo(np.int64).min, 7, -7, 0], np.int64)
+    u = np.array([2**63 + 5, 3, 0, 1], np.uint64)
+    i = np.array([-1, 2, 0, 4], np.int64)
+    eager = _session_31_ops(*map(tf.constant, (m, u, i)))
+    for got, want in zip(tf.differentiable(_session_31_ops, wrt=())(m, u, i), eager):
+        np.testing.assert_array_equal(got, want.numpy())
+        assert got.dtype == want.dtype
+    _eq(eager[0], [np.iinfo(np.int64).min, -7, 7, 0], tf.int64)
+    _eq(eager[2], [2.0**63 + 4, 5, 0, 5], tf.float64)
+    _eq(eager[3], [True, True, False, False], tf.bool)
+    _eq(eager[5][0], [0, 0, 2], tf.uint64)
+    _eq(eager[6], 200, tf.int64)
+    _eq(eager[7], [5, 0, 6], tf.int8)
+    with pytest.raises(TypeError, match="300 does not fit in int8"):
+        tf.tensor_scatter_nd_update(tf.zeros([3], tf.int8), [[0]], [300])
+
+
+def test_branches_of_python_numbers_of_other_dtypes_raise_naming_them():
+    """TensorFlow's rule (tf.cond's outputs converted: 2**40 is int64, 1 int32); the
+    message showed both as `i64[]~`, their storage."""
+    def fn(x):
+        if x[0] > 0:
+            y = 2**40
+        else:
+            y = 1
+        return x * y
+
+    with pytest.raises(TracingError, match=r"i64\[\] \(the Python number 1099511627776\) "
+                                           r"from true_fn but i32\[\] \(the Python number 1\)"):
+        tf.differentiable(fn)(np.ones(2))
+
+
 def test_divide_of_python_ints_is_float64():
     _eq(tf.divide(3, 2), 1.5, tf.float64)
     _eq(tf.constant(3) / 2, 1.5, tf.float64)

@@ -11,6 +11,7 @@ import ast
 from typing import NamedTuple
 
 import astor
+import numpy as np
 
 from srcxform import runtime
 from srcxform.core.aval import is_one, spans
@@ -545,9 +546,11 @@ class _Lowering:
                 names[n] = name_ast(scalar_names[a])
             else:
                 names[n] = self.load_at(a, exprs[len(exprs) - len(a.aval.shape):], dtype)
-            if dtype is not None and isinstance(a, Var) and a.aval.weak and a.aval.dtype != dtype:
+            if dtype is not None and a.aval.dtype != dtype and (
+                    isinstance(a, Var) and a.aval.weak or a.aval.dtype == np.uint64):
                 # A weak value (a Python number traced: fori_loop's index, a float argument)
-                # takes the other operand's dtype, as eagerly; Numba would promote instead.
+                # takes the other operand's dtype, as eagerly, and so does a uint64 (NumPy's
+                # float64 beside a signed int): Numba would promote (the uint64 to int64).
                 names[n] = cast_to(names[n], dtype)
         in_avals = [a.aval for a in e.ins]
         self.nest_raises |= prim.may_raise(in_avals, e.out.aval, e.kwargs)

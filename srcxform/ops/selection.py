@@ -24,9 +24,9 @@ from srcxform.ops.shape import (FULL, Slice, check_indices, broadcast_to, checke
                                 concat, gather, gather_p, getitem_p, reshape, scatter_add,
                                 transpose)
 from srcxform.core.primitive import primitive
-from srcxform.ops.creation import iota
+from srcxform.ops.creation import convert_to_tensor, iota
 from srcxform.ops.held_sizes import size_argument
-from srcxform.core.tensor import as_value
+from srcxform.core.tensor import as_value, holds_value
 
 # ----- argmax, argmin -----
 
@@ -197,9 +197,9 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
         raise TypeError(f"one_hot: on_value ({strong[0].name}) and off_value "
                         f"({strong[1].name}) must have one dtype")
     # A Python number alone counts as TensorFlow converts it (int32, float32).
-    first = {"b": np.bool_, "i": np.int32, "f": np.float32}[given[0].dtype.kind] if given \
-        else np.float32
-    dtype = as_dtype(dtype) or (strong[0] if strong else np.dtype(first))
+    weak = {"b": np.bool_, "i": np.int32, "f": np.float32}.get(given[0].dtype.kind) \
+        if given else np.float32
+    dtype = as_dtype(dtype) or (strong[0] if strong else np.dtype(weak))
     on = cast(1 if on_value is None else on_value, dtype)
     off = cast(0 if off_value is None else off_value, dtype)
     positions = reshape(iota(depth, ids.dtype), (depth,) + (1,) * (ids.ndim - axis))
@@ -284,7 +284,11 @@ def tensor_scatter_nd_update(tensor, indices, updates, name=None):
 
 
 def _scatter_nd_args(tensor, indices, updates, op):
-    x, ids, upd = (as_value(v, op) for v in (tensor, indices, updates))
+    x, ids = as_value(tensor, op), as_value(indices, op)
+    # A list of Python numbers converts in tensor's dtype, as TensorFlow converts an op's
+    # inputs that share a type.
+    upd = convert_to_tensor(updates, x.dtype) if isinstance(updates, list) \
+        and not holds_value(updates) else as_value(updates, op)
     if upd.dtype != x.dtype:
         if not upd.aval.weak:
             raise TypeError(f"{op}: updates {upd.aval.short()} must have the dtype of "

@@ -762,11 +762,21 @@ def cond(pred, true_fn, false_fn):
                            f"{len(f_outs)}\n  at {user_line()}")
     for k, (a, b) in enumerate(zip(t_outs, f_outs)):
         if not _same_shape(a.shape, b.shape) or a.dtype != b.dtype:
-            raise TracingError(f"cond: output {k} is {a.aval.short()} from true_fn but "
-                               f"{b.aval.short()} from false_fn; both branches must give the "
-                               f"same shapes and dtypes\n  at {user_line()}")
+            raise TracingError(f"cond: output {k} is {_branch_value(a)} from true_fn but "
+                               f"{_branch_value(b)} from false_fn; both branches must give "
+                               f"the same shapes and dtypes\n  at {user_line()}")
     (t_region, f_region), captures = align(subs)
     return _bind_cond(as_bool(pred, "cond"), t_region, f_region, captures)
+
+
+def _branch_value(value):
+    """`f32[2]`, or for a Python number the dtype TensorFlow converts it to (which the
+    check compares): `int32[] (the Python number 1)`."""
+    if not value.aval.weak:
+        return value.aval.short()
+    array = getattr(value, "_array", None)  # none where traced (a Python float argument)
+    number = "" if array is None else f" {array.item()!r}"
+    return f"{Aval(value.aval.shape, value.dtype).short()} (the Python number{number})"
 
 
 def _bind_cond(pred, t_region, f_region, captures):

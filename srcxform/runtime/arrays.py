@@ -529,11 +529,14 @@ def argsort(x, descending):
     return out
 
 # Integer x // y and x % y: Numba's error_model="numpy" gives 0 for a divisor of 0, where
-# eager raises (TensorFlow's InvalidArgumentError). Floats divide inline, unchecked.
+# eager raises (TensorFlow's InvalidArgumentError), and 0 for the type's minimum // -1,
+# where NumPy wraps to the minimum (as -x does). Floats divide inline, unchecked.
 @helper
 def floordiv(x, y):
     if y == 0:
         raise ZeroDivisionArgumentError("floordiv: integer division by zero")
+    if y == -1:
+        return -x
     return x // y
 
 
