@@ -333,7 +333,7 @@ def _compiled_fori(lower, upper, body_fun, init_val, checkpoint, names=None, sta
 def _compiled_scan(fn, leaves, elems_def, initializer, reverse, checkpoint):
     """scan as one fori_loop over the elements (any number of them), reading a row of
     each element array and stacking each accumulator's rows."""
-    from srcxform.ops import concat, expand_dims
+    from srcxform.ops import cast, concat, expand_dims
 
     if reverse:
         leaves = [leaf[::-1] for leaf in leaves]
@@ -345,7 +345,10 @@ def _compiled_scan(fn, leaves, elems_def, initializer, reverse, checkpoint):
     acc_leaves, acc_def = _flat(acc, "scan: initializer")
     length = leaves[0].shape[0]
 
+    python_floats = set()
+
     def stacked(rows):  # the accumulators' rows, as the body gives them
+        python_floats.update(k for k, r in enumerate(rows) if r.weak and r.dtype.kind == "f")
         return [Aval((length,) + tuple(r.shape), r.dtype) for r in rows]
 
     def body(i, carries, rows):
@@ -358,6 +361,9 @@ def _compiled_scan(fn, leaves, elems_def, initializer, reverse, checkpoint):
 
     outs = structured.fori_loop(0, length, body, acc_leaves, _leaf_names(acc, "acc"),
                                 leaves, stacked, checkpoint)[len(acc_leaves):]
+    # A Python float accumulator stays exact in the loop (float64), as eagerly, where
+    # eager's stack of the Python floats makes its rows float32 (TensorFlow's conversion).
+    outs = [cast(y, np.float32) if k in python_floats else y for k, y in enumerate(outs)]
     if initializer is None:  # the first element is the first output
         outs = [concat([expand_dims(a, 0), y], 0) for a, y in zip(acc_leaves, outs)]
     if reverse:
