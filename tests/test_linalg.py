@@ -530,3 +530,20 @@ def test_det_and_slogdet_of_empty_matrices_compile_as_eagerly():
         det, logdet = f(np.zeros(shape))
         np.testing.assert_array_equal(np.asarray(det), np.ones(shape[:-2]))
         np.testing.assert_array_equal(np.asarray(logdet), np.zeros(shape[:-2]))
+
+
+def _factors(a):
+    s, u, v = tf.linalg.svd(a, full_matrices=True)
+    return (*tf.linalg.eigh(a[..., :0, :0]), s, u, v, tf.linalg.svd(a, compute_uv=False))
+
+
+def test_svd_and_eigh_of_empty_matrices_are_numpys_eagerly_and_compiled():
+    """Eagerly, eigh and svd of empty matrices raised NumPy's argmax ValueError (the
+    column signs of no rows); compiled, svd raised LinAlgError (Numba's svd refuses
+    empty matrices; helper 71). NumPy's full u or v is then the identity."""
+    for shape in ((0, 3), (3, 0), (2, 0, 0)):
+        eager = _factors(tf.constant(np.zeros(shape)))
+        for got, want in zip(tf.differentiable(_factors, wrt=())(np.zeros(shape)), eager):
+            np.testing.assert_array_equal(np.asarray(got), want.numpy())
+            assert np.shape(got) == want.shape
+    np.testing.assert_array_equal(_factors(tf.constant(np.zeros((0, 3))))[4].numpy(), np.eye(3))

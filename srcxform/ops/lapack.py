@@ -90,7 +90,9 @@ def _svd_shape(x, *, full_matrices):
 
 def _column_signs(vectors):
     """runtime.lapack.column_signs for a batch: each column's sign of its entry of
-    largest magnitude (the first of ties), as (..., 1, k)."""
+    largest magnitude (the first of ties), as (..., 1, k); 1 for columns of no entries."""
+    if vectors.shape[-2] == 0:
+        return np.ones(vectors.shape[:-2] + (1, vectors.shape[-1]), vectors.dtype)
     largest = np.argmax(np.abs(vectors), axis=-2)[..., None, :]
     return np.where(np.take_along_axis(vectors, largest, -2) < 0, -1, 1).astype(vectors.dtype)
 

@@ -182,6 +182,12 @@ def svd(x, full_matrices):
     size = min(m, n)
     width = max(m, n) if full_matrices else size
     out = np.zeros((flat.shape[0], 1 + m + n, width), x.dtype)
+    if size == 0:  # no singular values (Numba's svd raises): NumPy's identities, if full
+        for i in range(m if full_matrices else 0):
+            out[:, 1 + i, i] = 1
+        for i in range(n if full_matrices else 0):
+            out[:, 1 + m + i, i] = 1
+        return out.reshape(x.shape[:-2] + (1 + m + n, width))
     for k in range(flat.shape[0]):
         failed = False
         try:
