@@ -117,6 +117,34 @@ def test_branches_of_python_numbers_of_other_dtypes_raise_naming_them():
         tf.differentiable(fn)(np.ones(2))
 
 
+def _with_a_float_argument(x, s):
+    return (x * tf.cast(s, tf.float64), x * tf.constant(s), x * tf.convert_to_tensor(s),
+            x * tf.constant(s, tf.float64), tf.nn.leaky_relu(x, alpha=s))
+
+
+def test_a_python_float_argument_cast_constant_or_as_an_attribute_is_as_eagerly():
+    """`x32 * tf.cast(s, tf.float64)` of a Python float argument s multiplied in float32
+    compiled (simplify took the cast of the weak float64 for the value itself, which
+    then took x's dtype): 0.10000000149 where eager gives 0.1. tf.constant(s),
+    convert_to_tensor(s) and leaky_relu(alpha=s) raised TracingError (helper 71)."""
+    x = np.array([-1.0, 2.0, 0.0], np.float32)
+    f = tf.differentiable(lambda x, s: tf.add_n([tf.reduce_sum(tf.cast(y, tf.float64))
+                                                for y in _with_a_float_argument(x, s)]),
+                          wrt=(0,))
+    value, (grad,) = f.value_and_grad(x, 0.1)
+    with tf.GradientTape() as tape:
+        xt = tf.constant(x)
+        tape.watch(xt)
+        eager = tf.add_n([tf.reduce_sum(tf.cast(y, tf.float64))
+                          for y in _with_a_float_argument(xt, 0.1)])
+    assert float(value) == float(eager)
+    np.testing.assert_array_equal(grad, tape.gradient(eager, xt).numpy())
+    got = tf.differentiable(_with_a_float_argument, wrt=())(x, 0.1)
+    assert [np.asarray(y).dtype for y in got] == [np.float64, np.float32, np.float32,
+                                                  np.float64, np.float32]
+    np.testing.assert_array_equal(got[0], x.astype(np.float64) * 0.1)
+
+
 def test_divide_of_python_ints_is_float64():
     _eq(tf.divide(3, 2), 1.5, tf.float64)
     _eq(tf.constant(3) / 2, 1.5, tf.float64)

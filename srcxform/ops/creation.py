@@ -15,7 +15,7 @@ import numpy as np
 
 from srcxform.core.aval import Aval
 from srcxform.core.dims import Dim, negative
-from srcxform.core.dtypes import as_dtype, float32, promote, settled
+from srcxform.core.dtypes import as_dtype, check_convertible, float32, promote, settled
 from srcxform.core.errors import TracingError, user_line
 from srcxform.core.primitive import primitive
 from srcxform.ops.elementwise import cast, equal
@@ -46,6 +46,8 @@ def constant(value, dtype=None, shape=None, name=None):
     """A Tensor from a Python value or array; Python floats become float32 (tf.constant).
     A tensor is passed on (with its gradient, as TensorFlow's eager constant does) and a
     nested list holding tensors is packed (see pack)."""
+    if (number := _traced_number(value, dtype, "constant")) is not None:
+        return number
     if holds_value(value) and not isinstance(value, Value):
         t = pack(value, dtype)
     elif isinstance(value, Tensor) and not value._weak and (
@@ -63,6 +65,8 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
     of another dtype than `dtype` raises ValueError, as in TensorFlow: use cast. A nested
     list holding tensors is packed (see pack)."""
     dtype = as_dtype(dtype)
+    if (number := _traced_number(value, dtype, "convert_to_tensor")) is not None:
+        return number
     if holds_value(value) and not isinstance(value, Value):
         return pack(value, dtype)
     if isinstance(value, Value):
@@ -72,6 +76,16 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
             raise ValueError(f"convert_to_tensor: dtype {dtype.name} requested for a tensor "
                              f"of dtype {value.dtype.name}; cast it (srcxform.cast)")
     return Tensor(value, dtype)
+
+
+def _traced_number(value, dtype, what):
+    """A Python number traced (a float argument, fori_loop's index) as a tensor of dtype,
+    else of TensorFlow's dtype for it, as the number converts eagerly; None for others."""
+    if not (isinstance(value, Value) and value._trace is not None and value.aval.weak):
+        return None
+    dtype = as_dtype(dtype) or settled(value.aval.dtype)
+    check_convertible(value.aval.dtype, dtype, what)
+    return cast(value, dtype)
 
 
 def pack(value, dtype=None):

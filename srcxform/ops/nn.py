@@ -19,7 +19,7 @@ from srcxform.ops.mathfuncs import erfc
 from srcxform.ops.reduce import reduce_max, reduce_sum
 from srcxform.ops.shape import checked_indices, gather, reshape
 from srcxform.core.primitive import primitive
-from srcxform.core.tensor import as_value
+from srcxform.core.tensor import Value, as_value
 
 
 def softmax(logits, axis=-1, name=None):
@@ -202,6 +202,9 @@ def leaky_relu(features, alpha=0.2, name=None, *, negative_slope=None):
     x = as_value(features, "leaky_relu")
     if x.dtype.kind in "iu":
         x = cast(x, np.float32)
+    if isinstance(alpha, Value):  # a Python float argument, traced: no attribute, but the
+        slope = stop_gradient(cast(cast(alpha, np.float32), x.dtype))  # same arithmetic
+        return where(x > 0, x, x * slope)
     return leaky_relu_p.bind(x, alpha=_float32(alpha))
 
 

@@ -19,7 +19,8 @@ from srcxform.passes.rewrite import substitute
 
 
 def _same(a, b):
-    return same_shape(a.shape, b.shape) and a.dtype == b.dtype
+    # A weak value cannot stand for a strong one (a Python float argument cast to float64).
+    return same_shape(a.shape, b.shape) and a.dtype == b.dtype and a.weak == b.weak
 
 
 # The dtypes a size cast to is itself in (float64's 53 bits hold any size of an array).
