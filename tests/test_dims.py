@@ -366,6 +366,28 @@ def test_a_slices_step_of_a_size_is_compared_as_the_size_it_is():
     assert "index=(::n0 // 2,)" in halves.ir(np.ones(8))
 
 
+def _sliced_by_tf_shape(x):
+    n = tf.shape(x)[0]
+    return tf.reduce_sum(x[:n // 2]) + tf.reduce_sum(x[n - 2:] * 3) + \
+        tf.reduce_sum(x[1:n:2] ** 2) + tf.reduce_sum(x[:tf.size(x) - 7])
+
+
+def test_slice_ends_made_of_tf_shape_are_the_sizes_they_hold():
+    """`x[:tf.shape(x)[0] // 2]` raised TracingError (helper 71): TensorFlow's idiom for
+    the size as a slice end, which x.shape[0] // 2 compiled already."""
+    f = tf.differentiable(_sliced_by_tf_shape, wait=True)
+    for n in (9, 6, 2, 0):
+        x = np.arange(float(n)) + 1
+        value, grad = f.value_and_grad(x)
+        with tf.GradientTape() as tape:
+            xt = tf.constant(x)
+            tape.watch(xt)
+            eager = _sliced_by_tf_shape(xt)
+        assert float(value) == float(eager)
+        np.testing.assert_array_equal(grad, tape.gradient(eager, xt).numpy())
+    assert "n0 // 2" in f.ir(np.ones(9))
+
+
 def test_a_captured_zero_of_another_sign_is_another_program():
     """A captured array compares as the CSE's do, the sign of a zero included (helper 65):
     its -0.0 read as the kernel's +0.0 gave atan2's other side, silently."""

@@ -16,7 +16,7 @@ from srcxform.core.dtypes import promote
 from srcxform.core.errors import IndexArgumentError, TracingError, shape_error
 from srcxform.core.errors import user_line
 from srcxform.ops.elementwise import add, less, where
-from srcxform.ops.held_sizes import sizes_held
+from srcxform.ops.held_sizes import size_argument, sizes_held
 from srcxform.core.primitive import primitive
 from srcxform.core.tensor import Value, as_value
 
@@ -567,8 +567,9 @@ def _normalize_index(items, shape):
         elif item is None:
             out.append(None)
         elif isinstance(item, slice):
-            ends = (None if v is None else as_index(v) for v in (item.start, item.stop,
-                                                                   item.step))
+            # An end made of sizes (x[:tf.shape(x)[0] // 2]) is the size it holds.
+            ends = (None if v is None else as_index(size_argument(v))
+                    for v in (item.start, item.stop, item.step))
             try:
                 out.append(_canonical_slice(shape[axis], slice(*ends)))
             except ValueError as err:
