@@ -11,6 +11,7 @@ that receives it compiles (or loads) them itself, once.
 import functools
 import hashlib
 import inspect
+import io
 import os
 import pickle
 import sys
@@ -32,7 +33,7 @@ from srcxform.core import settings, signature
 from srcxform.core.errors import OutputNotScalarError, TracingError
 from srcxform.jit.kernel import NO, Counter, array_shapes
 from srcxform.core.recording import CONTEXT
-from srcxform.core.tensor import Tensor, Updating, Value
+from srcxform.core.tensor import Tensor, Updating, Value, Variable
 from srcxform.core.tree import tree_flatten, tree_unflatten, unequal_key
 
 CacheInfo = namedtuple("CacheInfo", "hits misses kernels loaded")
@@ -226,13 +227,14 @@ class Differentiable:
         process makes itself, once (_received)."""
         if _importable(self):
             return self.__qualname__
-        return (_received, (_shipped(self._state()),))
+        return (_received, _shipped(self._state()))
 
     def __dask_tokenize__(self):
         """Dask's token for f: the same for the same function and options in every process
         (the on-disk index's digest of the function, else its pickled form)."""
         state = make, args, flags = self._state()
-        digest = index.function_digest(self.fn) or hashlib.sha256(_shipped(state)).hexdigest()
+        digest = index.function_digest(self.fn) or \
+            hashlib.sha256(_shipped(state)[0]).hexdigest()
         return ("srcxform", make.__qualname__, digest, repr(args[1:]), flags)
 
     def _state(self):
@@ -528,12 +530,13 @@ def _importable(d):
 
 
 def _shipped(state):
-    """state as bytes: pickled by reference where pickle can name each function in it;
-    else by value with cloudpickle (a lambda, a closure, a function of __main__)."""
+    """state as bytes, and whether it holds a Variable: pickled by reference where pickle
+    can name each function in it; else by value with cloudpickle (a lambda, a closure, a
+    function of __main__)."""
     try:
-        payload = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+        payload, holds_variables = _pickled(state, pickle.Pickler)
         if b"__main__" not in payload:
-            return payload
+            return payload, holds_variables
     except (pickle.PicklingError, AttributeError, TypeError):
         pass  # a function pickle cannot name
     try:
@@ -544,19 +547,43 @@ def _shipped(state):
             "and name, and this one has none another process can import (a lambda, a "
             "closure, a function of __main__); install cloudpickle to pickle it by value, "
             "or define it at the top level of a module") from None
-    return cloudpickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+    return _pickled(state, cloudpickle.CloudPickler)
 
 
-@functools.lru_cache(maxsize=256)
-def _received(payload: bytes) -> "Differentiable":
+def _pickled(state, pickler):
+    """state pickled by `pickler`, and whether a Variable was among what it pickled."""
+
+    class Watching(pickler):
+        holds_variables = False
+
+        def persistent_id(self, obj):  # sees every object; returning None pickles it
+            if isinstance(obj, Variable):
+                self.holds_variables = True
+
+    out = io.BytesIO()
+    watching = Watching(out, protocol=pickle.HIGHEST_PROTOCOL)
+    watching.dump(state)
+    return out.getvalue(), watching.holds_variables
+
+
+def _received(payload: bytes, holds_variables: bool = False) -> "Differentiable":
     """The Differentiable a pickled payload describes: one per process for equal payloads
-    (the LRU holds it), so that a worker traces and compiles it once, however many tasks
-    bring it; its first call may find the kernel in the on-disk cache."""
+    (_received_once), so that a worker traces and compiles it once, however many tasks
+    bring it; its first call may find the kernel in the on-disk cache. A payload holding
+    Variables makes a function of its own each time, as pickle.loads does: one function
+    would carry its Variables' updates from one task to the next (helper 74)."""
+    return _made(payload) if holds_variables else _received_once(payload)
+
+
+def _made(payload):
     make, args, flags = pickle.loads(payload)
     made = make(*args)
     if flags is not None:  # a Differentiable's (vmap's forms have none)
         made._as_eager, made._tf_rules = flags
     return made
+
+
+_received_once = functools.lru_cache(maxsize=256)(_made)
 
 
 # ----- public forms -----

@@ -19,8 +19,10 @@ BUDGET = {
     # hessian, hvp and the jacobians convert fn's control flow, and a while_loop's Python
     # number carries take the body's dtype compiled (both raised, found by helper 49);
     # +5: a NaN dict key in a compiled call's arguments raises (a KeyError, helper 68);
-    # +5: a scan's Python float accumulator stacks as float32, as eagerly (helper 72)
-    ".": 2915,
+    # +5: a scan's Python float accumulator stacks as float32, as eagerly (helper 72);
+    # +20: a pickled function holding Variables unpickles to one of its own each time
+    # (one per process carried a task's updates to the next, helper 74)
+    ".": 2935,
     # +180: explain's zero, trap and custom_gradient probes; the eager NaN rule; +20: a
     # compiled tape.jacobian's hook to jacobians.py; +30: debug_nans judges only the
     # cotangents a backward pass uses (nan_checks.Holding); +10: output_gradients are

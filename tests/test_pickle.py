@@ -46,6 +46,14 @@ def _d_tanh_loss(x):
 
 _lambda = tf.differentiable(lambda x: tf.reduce_sum(tf.tanh(x) * x))
 
+
+def _assigning():
+    """A step updating a Variable made after others: its pickled id was past the
+    receiving process's, which took it for one made while tracing (helper 74)."""
+    _made_before = [tf.Variable(0.0) for _ in range(50)]
+    v = tf.Variable(np.zeros(3))
+    return tf.differentiable(lambda x: tf.reduce_sum(v.assign_add(x)))
+
 # name: (the form, its arguments, the expected result)
 FORMS = {
     "decorated": (tanh_loss, (X,), np.sum(np.tanh(X) * X)),
@@ -63,6 +71,7 @@ FORMS = {
     "has_aux": (tf.differentiable(_with_aux, has_aux=True).value_and_grad, (X,),
                 ((np.sum(X * X), X.max()), 2 * X)),
     "tf.function": (tf.function(cubic), (X,), np.sum(X ** 3)),
+    "assigning a Variable": (_assigning(), (X,), np.sum(X)),
 }
 
 
@@ -127,6 +136,15 @@ def test_a_process_makes_one_function_of_equal_payloads():
     first.grad(X)
     second.grad(X)
     assert second.cache_info().misses == 1 and second.cache_info().hits == 1
+
+
+def test_each_unpickling_of_a_step_holding_a_variable_has_its_own():
+    """As pickle.loads makes them: the one function per payload carried a task's updates
+    of its Variable into the next task's copy (helper 74)."""
+    payload = pickle.dumps(_assigning())
+    first, second = pickle.loads(payload), pickle.loads(payload)
+    assert first is not second
+    assert float(first(X)) == float(second(X)) == np.sum(X)
 
 
 def test_without_cloudpickle_a_lambda_is_refused_by_name(monkeypatch):

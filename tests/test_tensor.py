@@ -353,6 +353,32 @@ def test_a_copied_variable_has_its_value_and_a_lock_of_its_own(copied):
     np.testing.assert_array_equal(v.numpy(), [0.0, 1.0, 2.0])
 
 
+@pytest.mark.parametrize("copied", [lambda v: pickle.loads(pickle.dumps(v)), copy.deepcopy],
+                         ids=["pickle", "deepcopy"])
+def test_a_copied_variable_is_another_variable_to_traces_and_tapes(copied):
+    """A copy kept the original's id, which traces and tapes know a Variable by: read,
+    updated and differentiated as the original, eagerly and compiled (a target network
+    made by deepcopy, helper 74). A shallow copy is the Variable itself, as TensorFlow's."""
+    v1 = tf.Variable(np.array([1.0, 2.0]))
+    v2 = copied(v1)
+    v2.assign([10.0, 20.0])
+    assert copy.copy(v1) is v1
+
+    def step(x):
+        v1.assign_add(x)
+        v2.assign(v2 * 2.0)
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(v1 * 3.0 + v2 * v2)
+        return tape.gradient(loss, [v1, v2])
+
+    for run in (step, tf.function(step)):
+        grads = run(tf.ones(2))
+        np.testing.assert_array_equal(grads[0].numpy(), [3.0, 3.0])
+        np.testing.assert_array_equal(grads[1].numpy(), 2 * v2.numpy())
+    np.testing.assert_array_equal(v1.numpy(), [3.0, 4.0])
+    np.testing.assert_array_equal(v2.numpy(), [40.0, 80.0])
+
+
 # ----- creation -----
 
 

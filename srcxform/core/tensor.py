@@ -208,13 +208,21 @@ class Variable(Value):
         # TensorFlow's name is the name of the variable's output: "w" gives "w:0".
         self.name = f"{name or 'Variable'}:0" if name is None or ":" not in name else name
 
-    def __getstate__(self):  # pickle and copy: a lock is no state, and cannot be pickled
-        return {slot: getattr(self, slot) for slot in ("_array", "_id", "name", "trainable")}
+    # A deep copy or an unpickled Variable is a new Variable, as TensorFlow's deepcopy
+    # makes one: its own identity, which traces and tapes know it by, and its own lock.
+    # (Keeping the id made a copy read and update as the original, helper 74.) A shallow
+    # copy is the Variable itself, as TensorFlow's.
+    def __getstate__(self):
+        return {slot: getattr(self, slot) for slot in ("_array", "name", "trainable")}
 
     def __setstate__(self, state):
         for slot, value in state.items():
             setattr(self, slot, value)
+        self._id = next(_ids)
         self._lock = threading.RLock()
+
+    def __copy__(self):
+        return self
 
     @property
     def aval(self):
