@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import srcxform as tf
+from srcxform.core.tensor import eager_tensor
 from srcxform.jit.kernel import Kernel
 
 
@@ -90,7 +91,7 @@ def test_each_shape_is_checked_once(check, monkeypatch):
     eager_runs = []
 
     def loss(x):
-        if isinstance(x, tf.Tensor):  # the eager tape's run, not the trace
+        if eager_tensor(x):  # the eager tape's run, not the trace (a traced x is a Tensor)
             eager_runs.append(x.shape[0])
         return tf.reduce_sum(x * x)
 

@@ -379,6 +379,24 @@ def test_a_copied_variable_is_another_variable_to_traces_and_tapes(copied):
     np.testing.assert_array_equal(v2.numpy(), [40.0, 80.0])
 
 
+def _summed_tensors(x, params):
+    leaves = [v for v in (x, params["a"], params["b"]) if isinstance(v, tf.Tensor)]
+    return tf.add_n([tf.reduce_sum(v) for v in leaves])
+
+
+def test_a_traced_value_is_a_tensor_to_isinstance():
+    """As TensorFlow's symbolic tensors are tf.Tensor: a user's filter by isinstance kept
+    the tensors eagerly and dropped every traced one compiled (0.0, and a zero gradient,
+    helper 74). Variables are not Tensors, as in TensorFlow."""
+    x, params = np.arange(3.0), {"a": np.ones(2), "b": 3}
+    f = tf.differentiable(_summed_tensors)
+    eager = _summed_tensors(tf.constant(x), {"a": tf.constant(params["a"]), "b": 3})
+    assert float(f(x, params)) == float(eager) == 5.0
+    np.testing.assert_array_equal(f.grad(x, params), np.ones(3))
+    assert float(tf.function(_summed_tensors)(tf.constant(x), params)) == 5.0
+    assert not isinstance(tf.Variable(1.0), tf.Tensor) and not isinstance(x, tf.Tensor)
+
+
 # ----- creation -----
 
 

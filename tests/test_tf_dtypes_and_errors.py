@@ -119,7 +119,8 @@ def test_branches_of_python_numbers_of_other_dtypes_raise_naming_them():
 
 def _with_a_float_argument(x, s):
     return (x * tf.cast(s, tf.float64), x * tf.constant(s), x * tf.convert_to_tensor(s),
-            x * tf.constant(s, tf.float64), tf.nn.leaky_relu(x, alpha=s))
+            x * tf.constant(s, tf.float64), tf.nn.leaky_relu(x, alpha=s),
+            x * tf.convert_to_tensor(s, tf.float64))
 
 
 def test_a_python_float_argument_cast_constant_or_as_an_attribute_is_as_eagerly():
@@ -141,7 +142,7 @@ def test_a_python_float_argument_cast_constant_or_as_an_attribute_is_as_eagerly(
     np.testing.assert_array_equal(grad, tape.gradient(eager, xt).numpy())
     got = tf.differentiable(_with_a_float_argument, wrt=())(x, 0.1)
     assert [np.asarray(y).dtype for y in got] == [np.float64, np.float32, np.float32,
-                                                  np.float64, np.float32]
+                                                  np.float64, np.float32, np.float64]
     np.testing.assert_array_equal(got[0], x.astype(np.float64) * 0.1)
 
 

@@ -17,7 +17,7 @@ from srcxform import ops
 from srcxform.ad.backprop import backprop
 from srcxform.core import recording
 from srcxform.core.errors import source_line
-from srcxform.core.tensor import Tensor, Variable, as_value
+from srcxform.core.tensor import Variable, as_value, eager_tensor
 from srcxform.core.tree import tree_flatten, tree_unflatten
 
 # Each kind of explanation, with what to do about it.
@@ -347,7 +347,7 @@ class _Graph:
         for k, rec in enumerate(self.records):
             names = getattr(rec.op, "arg_names", ())
             if "c" not in names or rec.vjp is None or \
-                    not all(isinstance(x, Tensor) for x in rec.inputs):  # traced: no values
+                    not all(map(eager_tensor, rec.inputs)):  # traced: no values
                 continue
             arrays = dict(zip(names, np.broadcast_arrays(*[x._array for x in rec.inputs])))
             branches = [(n, x) for n, x in zip(names, rec.inputs) if n != "c"]
@@ -365,7 +365,7 @@ class _Graph:
         with _quietly():
             cots = backprop(self.records, seeds, list(reached))
         grad = cots.get(source_id)
-        if not isinstance(grad, Tensor) or np.any(grad._array != 0):
+        if not eager_tensor(grad) or np.any(grad._array != 0):
             return ()
         found = []
         for k in sorted(self.passing):
@@ -392,21 +392,21 @@ def _nan_where_unselected(records, branch, source_id, unselected):
     with _quietly():
         back = backprop(records, {branch._id: ops.zeros_like(branch)}, [source_id])
     grad = back.get(source_id)
-    if not isinstance(grad, Tensor):
+    if not eager_tensor(grad):
         return False
     bad = ~np.isfinite(grad._array)
     return bool(np.any(bad & unselected if bad.shape == unselected.shape else bad))
 
 
 def _nonzero(g):
-    return isinstance(g, Tensor) and bool(np.any(g._array != 0))
+    return eager_tensor(g) and bool(np.any(g._array != 0))
 
 
 def _zeroed(outs, g_in):
     """Whether an input's cotangent is 0 where its op's (one) output's is not."""
-    if not isinstance(g_in, Tensor):
+    if not eager_tensor(g_in):
         return g_in is None
-    if len(outs) == 1 and isinstance(outs[0], Tensor) and outs[0].shape == g_in.shape:
+    if len(outs) == 1 and eager_tensor(outs[0]) and outs[0].shape == g_in.shape:
         return bool(np.any((outs[0]._array != 0) & (g_in._array == 0)))
     return not np.any(g_in._array != 0)
 

@@ -24,7 +24,7 @@ from srcxform.core.errors import (
 from srcxform.core.ir import Eqn, Lit, Program, Var
 from srcxform.core.names import assigned_name
 from srcxform.core.primitive import op_name
-from srcxform.core.tensor import SizeConstant, Tensor, Value, Variable, as_value
+from srcxform.core.tensor import SizeConstant, Tensor, Value, Variable, as_value, eager_tensor
 
 _ids = itertools.count(1)
 
@@ -124,7 +124,7 @@ def _eager_kind(operands, python):
     for x in operands:
         if isinstance(x, Tracer):
             kinds.add(x.eager)
-        elif isinstance(x, (Tensor, Variable)):
+        elif eager_tensor(x) or isinstance(x, Variable):
             kinds.add("tensor")
         elif isinstance(x, (list, tuple)):
             kinds.add(_eager_kind(x, python))

@@ -21,7 +21,7 @@ from srcxform.core.errors import (
     DtypeArgumentError, LinAlgArgumentError, ShapeArgumentError, user_line,
 )
 from srcxform.core.names import TEMPLATE_GLOBALS
-from srcxform.core.tensor import SizeConstant, Tensor, as_value
+from srcxform.core.tensor import SizeConstant, Tensor, as_value, eager_tensor
 
 REGISTRY: dict = {}
 
@@ -262,7 +262,7 @@ def _check_python_ints(prim, values):
     """TypeError for a Python int (a weak int operand) that the integer dtype it meets
     cannot hold: casting it there would wrap it (int32 + 2**40 would add 0, as it does in
     TensorFlow); NumPy raises."""
-    weak = [v for v in values if isinstance(v, Tensor) and v._weak and v._array.dtype.kind == "i"]
+    weak = [v for v in values if eager_tensor(v) and v._weak and v._array.dtype.kind == "i"]
     if not weak:
         return
     operands = [v for n, v in zip(prim.arg_names, values) if n != "c"] \

@@ -20,7 +20,7 @@ import numpy as np
 from srcxform.core.dims import Dim, evaluate, render
 from srcxform.core.errors import user_line
 from srcxform.core.ir import equations
-from srcxform.core.tensor import Tensor, Variable
+from srcxform.core.tensor import Tensor, Variable, eager_tensor
 from srcxform.core.tree import DATACLASS, DICT, NAMEDTUPLE, NONE, SEQUENCE, \
     flatten_function, spelled_key, tree_flatten
 
@@ -179,7 +179,7 @@ def key(leaves, tf_rules=False):
 def kernel_value(value):
     """A traced leaf as the kernel receives it: arrays in native byte order, with 0-d ones
     as scalars (the generated call path's `leaf`)."""
-    if isinstance(value, (Tensor, Variable)):
+    if eager_tensor(value) or isinstance(value, Variable):
         value = value._array
     if isinstance(value, (np.ndarray, np.generic)) and not value.dtype.isnative:
         value = value.astype(value.dtype.newbyteorder("="))
@@ -191,7 +191,7 @@ def kernel_value(value):
 def kernel_expr(name, value):
     """kernel_value as the warm entry writes it for a value like `value` held in `name`
     (its tests send a non-native byte order to the slow path)."""
-    if isinstance(value, (Tensor, Variable)):
+    if eager_tensor(value) or isinstance(value, Variable):
         name, value = f"{name}._array", value._array
     return f"{name}[()]" if isinstance(value, np.ndarray) and value.ndim == 0 else name
 

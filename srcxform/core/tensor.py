@@ -72,7 +72,23 @@ class Value:
         return np.asarray(self).item(*args)
 
 
-class Tensor(Value):
+class _TensorType(type):
+    """Tensor's type: a traced value is a Tensor to isinstance, as TensorFlow's symbolic
+    tensors are tf.Tensor (and JAX's tracers jax.Array), so that a user's
+    `isinstance(x, tf.Tensor)` answers alike eagerly and compiled (helper 74).
+    srcxform's own code asks `eager_tensor(x)` for a Tensor that holds values."""
+
+    def __instancecheck__(cls, obj):
+        return type.__instancecheck__(cls, obj) or (
+            cls is Tensor and isinstance(obj, Value) and obj._trace is not None)
+
+
+def eager_tensor(x):
+    """Whether x is a Tensor holding values (an eager tensor), not a traced value."""
+    return type.__instancecheck__(Tensor, x)
+
+
+class Tensor(Value, metaclass=_TensorType):
     """An immutable NumPy-backed value (tf.Tensor)."""
 
     __slots__ = ("_array", "_id", "_weak")

@@ -24,7 +24,7 @@ from srcxform.passes.structured import unrolling
 from srcxform.core.dims import evaluate
 from srcxform.core.errors import CompileError, source_text
 from srcxform.core.signature import static_key
-from srcxform.core.tensor import Tensor, Updating, Variable
+from srcxform.core.tensor import Updating, Variable, eager_tensor
 from srcxform.core.tree import tree_flatten, tree_unflatten
 from srcxform.cuda.lower import generate
 from srcxform.jit import backend, compiler
@@ -221,13 +221,13 @@ class _Kernel:
 
 
 def _array(leaf):
-    return leaf._array if isinstance(leaf, (Tensor, Variable)) else leaf
+    return leaf._array if eager_tensor(leaf) or isinstance(leaf, Variable) else leaf
 
 
 def _on_device(leaf):
     """Whether an argument leaf is a device array (numba-cuda is asked only of a value
     that is not one of the host's)."""
-    if isinstance(leaf, (np.ndarray, np.generic, Tensor, Variable, int, float, str)) or \
+    if eager_tensor(leaf) or isinstance(leaf, (np.ndarray, np.generic, Variable, int, float, str)) or \
             leaf is None:
         return False
     from srcxform.cuda import launch

@@ -30,7 +30,7 @@ from srcxform.passes.cse import same_array
 from srcxform.passes.pipeline import optimize
 from srcxform.core.recording import CONTEXT
 from srcxform.ad.tape import GradientTape
-from srcxform.core.tensor import Tensor, Value, Variable, as_value
+from srcxform.core.tensor import Tensor, Value, Variable, as_value, eager_tensor
 from srcxform.ad.trace import Rerolled, Trace, Tracer
 from srcxform.core.tree import leaf_paths, tree_flatten, tree_unflatten
 
@@ -329,11 +329,11 @@ def _returned(fn, leaf, given, flat):
     if isinstance(leaf, (Variable, float, complex)) or \
             isinstance(leaf, _FIXED) and not isinstance(leaf, np.generic):
         return ("const", leaf)
-    if isinstance(leaf, Tensor) or isinstance(leaf, (np.ndarray, np.generic)) \
+    if eager_tensor(leaf) or isinstance(leaf, (np.ndarray, np.generic)) \
             and leaf.dtype.kind in "biuf":
         flat.append(leaf)
-        return ("out", len(flat) - 1, "tensor" if isinstance(leaf, Tensor) else "numpy",
-                isinstance(leaf, Tensor) and leaf._weak)
+        return ("out", len(flat) - 1, "tensor" if eager_tensor(leaf) else "numpy",
+                eager_tensor(leaf) and leaf._weak)
     name = getattr(fn, "__qualname__", "the function")
     raise TypeError(f"srcxform.differentiable: {name} returns {_short_repr(leaf)} (of type "
                     f"{type(leaf).__name__}); a compiled function returns arrays, tensors, "

@@ -23,7 +23,7 @@ from srcxform.codegen import callpath, entry
 from srcxform.core import signature
 from srcxform.runtime import calls
 from srcxform.runtime.calls import NO
-from srcxform.core.tensor import Tensor, Updating, Variable
+from srcxform.core.tensor import Updating, Variable, eager_tensor
 from srcxform.core.tree import tree_flatten
 
 
@@ -198,7 +198,7 @@ def _module_of(fn):
 def array_shapes(leaves):
     """The shapes of a call's arrays of rank 1 or more, in order: what tells apart the calls
     one kernel takes (the rest of a leaf is the kernel's signature)."""
-    arrays = (leaf._array if isinstance(leaf, (Tensor, Variable)) else leaf for leaf in leaves)
+    arrays = (leaf._array if eager_tensor(leaf) or isinstance(leaf, Variable) else leaf for leaf in leaves)
     return tuple(a.shape for a in arrays if isinstance(a, np.ndarray) and a.ndim)
 
 

@@ -21,7 +21,7 @@ from srcxform.core.primitive import primitive
 from srcxform.ops.elementwise import cast, equal
 from srcxform.ops.held_sizes import size_argument, sizes_held
 from srcxform.ops.shape import broadcast_to, reshape, shape_argument, stack
-from srcxform.core.tensor import Tensor, Value, as_value, holds_value
+from srcxform.core.tensor import Tensor, Value, as_value, eager_tensor, holds_value
 
 # 0, 1, ..., count - 1: the one creation op traced, for a count that is a traced size.
 iota_p = primitive("iota", "opaque", lambda count, dtype: np.arange(count, dtype=dtype),
@@ -50,7 +50,7 @@ def constant(value, dtype=None, shape=None, name=None):
         return number
     if holds_value(value) and not isinstance(value, Value):
         t = pack(value, dtype)
-    elif isinstance(value, Tensor) and not value._weak and (
+    elif eager_tensor(value) and not value._weak and (
             dtype is None or as_dtype(dtype) == value.dtype):
         t = Tensor._new(value._array, id=value._id)  # the same value to the tape
     else:
@@ -65,7 +65,9 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
     of another dtype than `dtype` raises ValueError, as in TensorFlow: use cast. A nested
     list holding tensors is packed (see pack)."""
     dtype = as_dtype(dtype)
-    if (number := _traced_number(value, dtype, "convert_to_tensor")) is not None:
+    # Without a dtype a traced Python number stays one (weak, exact): the loops' carries.
+    number = None if dtype is None else _traced_number(value, dtype, "convert_to_tensor")
+    if number is not None:
         return number
     if holds_value(value) and not isinstance(value, Value):
         return pack(value, dtype)
@@ -120,7 +122,7 @@ def _first_dtype(value):
     for row in value:
         if isinstance(row, Value):
             row = as_value(row)
-            if row.aval.weak and not isinstance(row, Tensor):  # a traced Python float
+            if row.aval.weak and not eager_tensor(row):  # a traced Python float
                 return settled(row.aval.dtype)
             return row.dtype
         found = isinstance(row, (list, tuple)) and _first_dtype(row)
