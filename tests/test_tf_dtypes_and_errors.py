@@ -146,6 +146,22 @@ def test_a_python_float_argument_cast_constant_or_as_an_attribute_is_as_eagerly(
     np.testing.assert_array_equal(got[0], x.astype(np.float64) * 0.1)
 
 
+def _of_zeros(x):
+    return (tf.math.sign(x), tf.cumsum(x), tf.cumsum(x, exclusive=True),
+            tf.cumsum(x, reverse=True), tf.math.cumprod(x, exclusive=True))
+
+
+def test_sign_and_running_sums_keep_a_zeros_sign_as_eagerly():
+    """Compiled, sign(-0.0) was -0.0 (NumPy's is 0.0) and a running sum of -0.0 was 0.0
+    (NumPy's starts from the first element: -0.0); allclose passes both (helper 73)."""
+    x = np.array([-0.0, -0.0, 5.0, -0.0])
+    for got, want in zip(tf.differentiable(_of_zeros, wrt=())(x), _of_zeros(tf.constant(x))):
+        got, want = np.asarray(got), want.numpy()
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+        np.testing.assert_array_equal(got, want)
+    assert list(np.signbit(tf.cumsum(tf.constant(x)).numpy())) == [True, True, False, False]
+
+
 def test_divide_of_python_ints_is_float64():
     _eq(tf.divide(3, 2), 1.5, tf.float64)
     _eq(tf.constant(3) / 2, 1.5, tf.float64)

@@ -237,9 +237,10 @@ abs_p = elementwise("abs", np.abs, "np.abs(x)", vjp=lambda g, out, x: (g * sign(
                     kinds="fiu", numpy=(np.absolute,))
 # A zero gradient, as TensorFlow's (so abs has a second derivative, zero).
 sign_p = elementwise("sign", np.sign, "np.sign(x)", vjp=lambda g, out, x: (_zeros(x),),
-                     kinds="fiu", numpy=(np.sign,),  # Numba's of a uint past int's max: -1
-                     emit_for=lambda x, out: f"np.{out.dtype.name}(x != 0)"
-                     if out.dtype.kind == "u" else None)
+                     kinds="fiu", numpy=(np.sign,),  # Numba's of a uint past int's max: -1,
+                     emit_for=lambda x, out: f"np.{out.dtype.name}(x != 0)"  # of -0.0: -0.0
+                     if out.dtype.kind == "u" else "np.sign(x) + 0.0" if out.dtype.kind == "f"
+                     else None)
 floor_p = elementwise("floor", np.floor, "np.floor(x)", nondiff=True, args="x", numpy=(np.floor,))
 ceil_p = elementwise("ceil", np.ceil, "np.ceil(x)", nondiff=True, args="x", kinds="f",
                      numpy=(np.ceil,))

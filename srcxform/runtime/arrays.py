@@ -446,14 +446,16 @@ def cumulative(x, axis, product, exclusive, reverse):
     flat = along_axis(x, axis)
     before, n, after = flat.shape
     out = np.empty_like(flat)
-    start = np.ones(1, flat.dtype)[0] if product else np.zeros(1, flat.dtype)[0]
+    identity = np.ones(1, flat.dtype)[0] if product else np.zeros(1, flat.dtype)[0]
+    # -0.0 adds nothing, not even a sign: NumPy's running sum keeps a first -0.0.
+    start = identity if product else np.full(1, -0.0, flat.dtype)[0]
     for a in range(before):
         for c in range(after):
             total = start
             for k in range(n):
                 j = n - 1 - k if reverse else k
                 if exclusive:
-                    out[a, j, c] = total
+                    out[a, j, c] = total if k else identity
                 total = total * flat[a, j, c] if product else total + flat[a, j, c]
                 if not exclusive:
                     out[a, j, c] = total
