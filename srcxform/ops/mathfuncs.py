@@ -39,8 +39,11 @@ def _erfc(x):
 
 
 def _lgamma(x):
-    """log|Gamma(x)|: SciPy's, and +inf at -inf as C's lgamma (and TensorFlow's)."""
-    return np.where(np.isneginf(x), np.inf, _special().gammaln(x))
+    """log|Gamma(x)|: SciPy's, and +inf at -inf as C's lgamma (and TensorFlow's); at a
+    subnormal x, -log|x| (its value to rounding there), where SciPy's is inf."""
+    with np.errstate(divide="ignore"):
+        tiny = np.where(np.abs(x) < np.finfo(x.dtype).tiny, -np.log(np.abs(x)), np.inf)
+    return np.where(np.isneginf(x) | (tiny < np.inf), tiny, _special().gammaln(x))
 
 
 def _polygamma(a, x):
