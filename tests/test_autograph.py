@@ -705,6 +705,17 @@ class TestCompiledDataDependent:
             assert grad == 0.0  # built from the bounds alone, as the eager tape finds too
         assert f.cache_info().kernels == 1
 
+    def test_a_while_whose_body_changes_nothing_runs_as_eagerly(self):
+        """It carried no value, and while_loop's 'loop_vars must be provided' came out
+        for a call the user never wrote (helper 74)."""
+        def idle(x):
+            while x > 1.0:
+                pass
+            return x * 2
+
+        f = tf.differentiable(idle)
+        assert f.value_and_grad(0.5) == (1.0, 2.0) == (float(idle(tf.constant(0.5))), 2.0)
+
     def test_for_over_a_traced_bound_one_kernel(self):
         f = tf.differentiable(power_sum)
         x = np.array([0.5, -1.25])

@@ -211,6 +211,15 @@ def test_dict_keys_one_to_a_dict_but_not_to_the_function():
     np.testing.assert_array_equal(g[1], np.ones(3))
 
 
+def test_dict_keys_that_do_not_compare_raise_saying_so():
+    """sorted()'s bare "'<' not supported between 'str' and 'int'" came out (helper 74);
+    TensorFlow and JAX refuse such keys too."""
+    f = tf.differentiable(lambda p: tf.reduce_sum(p[1]) + tf.reduce_sum(p["a"]))
+    for run in (f, f.grad):
+        with pytest.raises(TypeError, match=r"keys of types int, str\) has no order"):
+            run({1: np.ones(2), "a": np.ones(2)})
+
+
 @dataclasses.dataclass(frozen=True, order=True)
 class Key:
     """A dict key of the user's own, whose repr is no Python expression."""

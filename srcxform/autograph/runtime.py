@@ -237,6 +237,14 @@ def while_stmt(test_fn, body_fn, values, names):
         _check_tensors(out, carried, names, where, "the while loop")
         return tuple(out[k] for k in carried)
 
+    if not carried:  # the body changes nothing the condition reads: a trip count is
+        # carried, so that the loop runs as eagerly, never or without end
+        def counted(trips):
+            body()
+            return (trips + 1,)
+
+        while_loop(lambda trips: test_fn(*state.full(())), counted, (0,))
+        return state.full(())
     # The loop variables' names are the user's (while_loop names them by body's params).
     body.__signature__ = inspect.Signature(
         [inspect.Parameter(names[k], inspect.Parameter.POSITIONAL_ONLY) for k in carried])

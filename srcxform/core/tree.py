@@ -125,6 +125,19 @@ def tree_flatten(tree):
     return leaves, _flatten(tree, leaves)
 
 
+def _sorted_keys(mapping):
+    """A dict's keys sorted (its leaves' order, as tf.nest's and JAX's); TypeError saying
+    so where they do not compare (1 and 'a'), as TensorFlow and JAX raise."""
+    try:
+        return tuple(sorted(mapping))
+    except TypeError:
+        kinds = sorted({type(k).__name__ for k in mapping})
+        raise TypeError(f"a dict whose keys do not compare with one another (keys of types "
+                        f"{', '.join(kinds)}) has no order for its values: srcxform orders "
+                        "a dict's values by sorted keys, as tf.nest and JAX do; use keys "
+                        "of one type") from None
+
+
 def _flatten(tree, leaves):
     kind = type(tree)
     how = _KINDS.get(kind, 0)
@@ -136,7 +149,7 @@ def _flatten(tree, leaves):
     if how == SEQUENCE:
         return _node((kind, (), tuple([_flatten(t, leaves) for t in tree]), (), how))
     if how == DICT:
-        keys, order = tuple(sorted(tree)), tuple(tree)
+        keys, order = _sorted_keys(tree), tuple(tree)
         if not all(type(k) is str for k in order):
             order = SpelledKeys(order)
         return _node((dict, keys, tuple([_flatten(tree[k], leaves) for k in keys]),
