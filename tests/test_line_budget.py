@@ -124,8 +124,9 @@ BUDGET = {
     # +5: eigh and svd of empty matrices (NumPy's argmax raised eagerly, helper 71);
     # +15: a Python float argument in tf.constant, convert_to_tensor and leaky_relu's
     # alpha (each raised TracingError, helper 71); +5: sign of -0.0 and lgamma of a
-    # subnormal as eagerly (helper 73)
-    "ops": 3935,
+    # subnormal as eagerly (helper 73); +10: tf.constant and convert_to_tensor of a traced
+    # array argument or tensor as eagerly (each raised, helper 74)
+    "ops": 3945,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the

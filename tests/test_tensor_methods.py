@@ -228,15 +228,15 @@ def _item_of_traced(x):
     return x.sum().item()
 
 
-def _constant_of_traced(x):
-    return tf.constant(x)
+def _variable_of_traced(x):
+    return tf.Variable(x)
 
 
 @pytest.mark.parametrize("fn, line, says", [
     (_unknown_attribute, "return x.frobnicate()", ".frobnicate of a traced value"),
     (_item_assignment, "x[0] = 1.0", "srcxform.where"),
     (_item_of_traced, "return x.sum().item()", ".item() of a traced value"),
-    (_constant_of_traced, "return tf.constant(x)", "cannot become a constant"),
+    (_variable_of_traced, "return tf.Variable(x)", "a Variable's initial value"),
 ])
 def test_tracer_errors_name_the_users_line_and_the_alternative(fn, line, says):
     with pytest.raises(tf.TracingError) as info:

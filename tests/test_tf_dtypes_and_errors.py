@@ -162,6 +162,29 @@ def test_sign_and_running_sums_keep_a_zeros_sign_as_eagerly():
     assert list(np.signbit(tf.cumsum(tf.constant(x)).numpy())) == [True, True, False, False]
 
 
+_INT32_VARIABLE_TARGET = tf.Variable(np.zeros(2))
+
+
+def _converting_an_array_argument(x):
+    return (_INT32_VARIABLE_TARGET.assign(x) * 1.0, tf.convert_to_tensor(x, tf.float64),
+            tf.constant(x, tf.float64), tf.constant(x) * 2, tf.constant(x, shape=(3, 2)))
+
+
+def test_an_array_argument_converts_compiled_as_its_numpy_value_does(monkeypatch):
+    """Eagerly a NumPy array converts as astype does (an int32 array to a float64
+    Variable or tensor); compiled, the traced argument raised TypeError, ValueError or
+    TracingError, and tf.constant of any traced tensor did (helper 74): adding the
+    decorator changes no caller. (The check's eager run takes Tensor arguments, which
+    do not convert so: it is off here.)"""
+    monkeypatch.setenv("SRCXFORM_CHECK", "0")
+    x = np.array([1, 2], np.int32)
+    eager = _converting_an_array_argument(x)
+    for got, want in zip(tf.differentiable(_converting_an_array_argument, wrt=())(x), eager):
+        np.testing.assert_array_equal(np.asarray(got), want.numpy())
+        assert np.asarray(got).dtype == want.dtype
+    assert [t.dtype for t in eager[:4]] == [tf.float64, tf.float64, tf.float64, tf.int32]
+
+
 def test_divide_of_python_ints_is_float64():
     _eq(tf.divide(3, 2), 1.5, tf.float64)
     _eq(tf.constant(3) / 2, 1.5, tf.float64)

@@ -317,6 +317,8 @@ class Variable(Value):
             value = as_value(value, op)
             if value.aval.weak:  # made of Python scalars: converts as they would
                 check_convertible(value.aval.dtype, self.dtype, what)
+            elif getattr(value, "eager", "tensor") != "tensor":  # an array argument, traced
+                value = value.astype(self.dtype)  # as its NumPy value converts
             elif _KINDS[value.dtype.kind] != _KINDS[self.dtype.kind]:
                 raise TypeError(f"{what}: cannot convert a tensor of dtype {value.dtype.name} "
                                 f"to {self.dtype.name}; cast it (srcxform.cast)")

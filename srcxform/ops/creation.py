@@ -46,10 +46,13 @@ def constant(value, dtype=None, shape=None, name=None):
     """A Tensor from a Python value or array; Python floats become float32 (tf.constant).
     A tensor is passed on (with its gradient, as TensorFlow's eager constant does) and a
     nested list holding tensors is packed (see pack)."""
-    if (number := _traced_number(value, dtype, "constant")) is not None:
-        return number
+    if (converted := _traced_conversion(value, dtype, "constant")) is not None:
+        return converted if shape is None else broadcast_to(converted, tuple(shape))
     if holds_value(value) and not isinstance(value, Value):
         t = pack(value, dtype)
+    elif isinstance(value, Value) and value._trace is not None and (
+            dtype is None or as_dtype(dtype) == value.dtype):
+        t = value  # a traced tensor, passed on as eagerly
     elif eager_tensor(value) and not value._weak and (
             dtype is None or as_dtype(dtype) == value.dtype):
         t = Tensor._new(value._array, id=value._id)  # the same value to the tape
@@ -66,9 +69,9 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
     list holding tensors is packed (see pack)."""
     dtype = as_dtype(dtype)
     # Without a dtype a traced Python number stays one (weak, exact): the loops' carries.
-    number = None if dtype is None else _traced_number(value, dtype, "convert_to_tensor")
-    if number is not None:
-        return number
+    converted = None if dtype is None else _traced_conversion(value, dtype, "convert_to_tensor")
+    if converted is not None:
+        return converted
     if holds_value(value) and not isinstance(value, Value):
         return pack(value, dtype)
     if isinstance(value, Value):
@@ -80,14 +83,19 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
     return Tensor(value, dtype)
 
 
-def _traced_number(value, dtype, what):
-    """A Python number traced (a float argument, fori_loop's index) as a tensor of dtype,
-    else of TensorFlow's dtype for it, as the number converts eagerly; None for others."""
-    if not (isinstance(value, Value) and value._trace is not None and value.aval.weak):
+def _traced_conversion(value, dtype, what):
+    """A traced value that is no tensor eagerly, converted as it would be there: a Python
+    number (a float argument, fori_loop's index) to dtype, else to TensorFlow's dtype for
+    it; a NumPy value (an array argument) as astype does. None for any other value."""
+    if not (isinstance(value, Value) and value._trace is not None):
         return None
-    dtype = as_dtype(dtype) or settled(value.aval.dtype)
-    check_convertible(value.aval.dtype, dtype, what)
-    return cast(value, dtype)
+    dtype = as_dtype(dtype)
+    if value.aval.weak:
+        dtype = dtype or settled(value.aval.dtype)
+        check_convertible(value.aval.dtype, dtype, what)
+    elif value.eager == "tensor":
+        return None
+    return cast(value, dtype or value.dtype)
 
 
 def pack(value, dtype=None):
