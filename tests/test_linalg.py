@@ -547,3 +547,16 @@ def test_svd_and_eigh_of_empty_matrices_are_numpys_eagerly_and_compiled():
             np.testing.assert_array_equal(np.asarray(got), want.numpy())
             assert np.shape(got) == want.shape
     np.testing.assert_array_equal(_factors(tf.constant(np.zeros((0, 3))))[4].numpy(), np.eye(3))
+
+
+def test_eigh_reads_the_lower_triangle_alone_compiled_as_eagerly():
+    """A NaN in the upper triangle, which eigh never reads (NumPy's UPLO='L'): compiled,
+    Numba's finiteness check raised LinAlgArgumentError (helper 73). A singular triangle
+    is named as triangular_solve's, not as solve's."""
+    m = np.array([[1.0, np.nan], [0.0, 2.0]])
+    f = tf.differentiable(lambda a: tf.linalg.eigh(a), wrt=())
+    for got, want in zip(f(m), tf.linalg.eigh(tf.constant(m))):
+        np.testing.assert_array_equal(np.asarray(got), want.numpy())
+    solve = tf.differentiable(lambda a, b: tf.linalg.triangular_solve(a, b), wrt=())
+    with pytest.raises(tf.errors.InvalidArgumentError, match="^triangular_solve: the matrix"):
+        solve(np.array([[1.0, 0.0], [5.0, 0.0]]), np.ones((2, 1)))

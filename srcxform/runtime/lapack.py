@@ -102,6 +102,11 @@ def slogdet(x):
 @helper
 def solve(a, b, adjoint):
     """a⁻¹ b (a's transpose's where adjoint) for each matrix of a batch (equal batches)."""
+    return _solve(a, b, adjoint, "solve")
+
+
+@helper
+def _solve(a, b, adjoint, op):
     flat_a, flat_b = _matrices(a), _matrices(b)
     out = np.empty(flat_b.shape, b.dtype)
     for k in range(flat_a.shape[0]):
@@ -111,7 +116,7 @@ def solve(a, b, adjoint):
                                      flat_b[k])
         except Exception:  # noqa: BLE001 - the only class Numba catches
             failed = True
-        check(failed, "solve", SINGULAR, a.shape, k)
+        check(failed, op, SINGULAR, a.shape, k)
     return out.reshape(b.shape)
 
 
@@ -122,7 +127,7 @@ def triangular_solve(a, b, lower, adjoint):
     triangles = np.empty(flat_a.shape, a.dtype)
     for k in range(flat_a.shape[0]):
         triangles[k] = np.tril(flat_a[k]) if lower else np.triu(flat_a[k])
-    return solve(triangles.reshape(a.shape), b, adjoint)
+    return _solve(triangles.reshape(a.shape), b, adjoint, "triangular_solve")
 
 
 @helper
@@ -163,7 +168,9 @@ def eigh(x):
     for k in range(flat.shape[0]):
         failed = False
         try:
-            values, vectors = np.linalg.eigh(flat[k])
+            # The lower triangle alone, as NumPy's eigh reads it (Numba's checks both).
+            lower = np.tril(flat[k])
+            values, vectors = np.linalg.eigh(lower + np.tril(lower, -1).T)
             out[k, 0] = values
             out[k, 1:] = vectors * column_signs(vectors)
         except Exception:  # noqa: BLE001 - the only class Numba catches
