@@ -167,7 +167,8 @@ _INT32_VARIABLE_TARGET = tf.Variable(np.zeros(2))
 
 def _converting_an_array_argument(x):
     return (_INT32_VARIABLE_TARGET.assign(x) * 1.0, tf.convert_to_tensor(x, tf.float64),
-            tf.constant(x, tf.float64), tf.constant(x) * 2, tf.constant(x, shape=(3, 2)))
+            tf.constant(x, tf.float64), tf.constant(x) * 2, tf.constant(x, shape=(3, 2)),
+            tf.constant(x * 2, shape=(3, 2)))
 
 
 def test_an_array_argument_converts_compiled_as_its_numpy_value_does(monkeypatch):

@@ -51,8 +51,8 @@ def constant(value, dtype=None, shape=None, name=None):
     if holds_value(value) and not isinstance(value, Value):
         t = pack(value, dtype)
     elif isinstance(value, Value) and value._trace is not None and (
-            dtype is None or as_dtype(dtype) == value.dtype):
-        t = value  # a traced tensor, passed on as eagerly
+            dtype is None or as_dtype(dtype) == value.dtype):  # passed on, as eagerly
+        return value if shape is None else broadcast_to(value, tuple(shape))
     elif eager_tensor(value) and not value._weak and (
             dtype is None or as_dtype(dtype) == value.dtype):
         t = Tensor._new(value._array, id=value._id)  # the same value to the tape
