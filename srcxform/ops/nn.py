@@ -202,8 +202,8 @@ def leaky_relu(features, alpha=0.2, name=None, *, negative_slope=None):
     x = as_value(features, "leaky_relu")
     if x.dtype.kind in "iu":
         x = cast(x, np.float32)
-    if isinstance(alpha, Value):  # a Python float argument, traced: no attribute, but the
-        slope = stop_gradient(cast(cast(alpha, np.float32), x.dtype))  # same arithmetic
+    if isinstance(alpha, Value):  # a Python float argument, traced: the op's arithmetic
+        slope = stop_gradient(cast(cast(alpha, np.float32), x.dtype))
         return where(x > 0, x, x * slope)
     return leaky_relu_p.bind(x, alpha=_float32(alpha))
 

@@ -771,7 +771,7 @@ def cond(pred, true_fn, false_fn):
 
 def _branch_value(value):
     """`f32[2]`, or for a Python number the dtype TensorFlow converts it to (which the
-    check compares): `int32[] (the Python number 1)`."""
+    check compares): `i32[] (the Python number 1)`."""
     if not value.aval.weak:
         return value.aval.short()
     array = getattr(value, "_array", None)  # none where traced (a Python float argument)
