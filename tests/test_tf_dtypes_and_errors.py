@@ -102,6 +102,21 @@ def test_ops_helpers_70_to_72_left_agree_with_eager():
         tf.tensor_scatter_nd_update(tf.zeros([3], tf.int8), [[0]], [300])
 
 
+def test_floor_division_by_minus_one_of_mixed_dtypes_is_numpys():
+    """The first mend of int64's minimum // -1 negated x in its own dtype before the
+    common one: int8's -128 // int16's -1 gave -128, uint8's 255 // int8's -1 gave 1
+    (helper 75). NumPy (so eager) divides in the common dtype."""
+    pairs = [(np.int8([-128, 5]), np.int16([-1, -1])), (np.uint8([255, 3]), np.int8([-1, -1])),
+             (np.int32([-2**31, 7]), np.int64([-1, 2])), (np.int64([-2**63, 7]), np.int64([-1, -1]))]
+    f = tf.differentiable(lambda a, b: a // b, wrt=())
+    for a, b in pairs:
+        with np.errstate(over="ignore"):
+            want = a // b
+        got = np.asarray(f(a, b))
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == want.dtype
+
+
 def test_branches_of_python_numbers_of_other_dtypes_raise_naming_them():
     """TensorFlow's rule (tf.cond's outputs converted: 2**40 is int64, 1 int32); the
     message showed both as `i64[]~`, their storage."""

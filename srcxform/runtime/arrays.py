@@ -532,13 +532,14 @@ def argsort(x, descending):
 
 # Integer x // y and x % y: Numba's error_model="numpy" gives 0 for a divisor of 0, where
 # eager raises (TensorFlow's InvalidArgumentError), and 0 for the type's minimum // -1,
-# where NumPy wraps to the minimum (as -x does). Floats divide inline, unchecked.
+# where NumPy wraps to the minimum (as x * -1 does, in the dtypes' common width; -x
+# would wrap in x's own). Floats divide inline, unchecked.
 @helper
 def floordiv(x, y):
     if y == 0:
         raise ZeroDivisionArgumentError("floordiv: integer division by zero")
     if y == -1:
-        return -x
+        return x * y
     return x // y
 
 
