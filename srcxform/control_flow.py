@@ -394,8 +394,11 @@ def _truth(pred, op):
 
 
 def _as_tensors(values):
+    """Loop variables as TensorFlow converts them: Python numbers become tensors; a value
+    is kept as it is, a weak one too (a Python number traced: autograph's carries)."""
     leaves, treedef = tree_flatten(values)
-    return tree_unflatten(treedef, [convert_to_tensor(leaf) for leaf in leaves])
+    return tree_unflatten(treedef, [as_value(leaf) if isinstance(leaf, Value) else
+                                    convert_to_tensor(leaf) for leaf in leaves])
 
 
 def _kind(value):

@@ -90,8 +90,19 @@ class Optimizer:
             self._learning_rate = Variable(np.float64(_number(learning_rate, "learning_rate")),
                                            trainable=False, name=f"{name}/learning_rate")
         self._slots = {}  # slot name -> {key: Variable}
+        self._owners = {}  # a Variable's key -> the Variable (whose copy re-keys its slots)
 
     # ----- state -----
+    def __setstate__(self, state):
+        """A copy (deepcopy, pickle) re-keys its slots by its parameters' copies: a
+        Variable's copy is a Variable of its own, with its own id (helper 75: a copied
+        Adam lost its moments, and restarted them silently)."""
+        self.__dict__.update(state)
+        keys = {key: _key(owner, None) for key, owner in self._owners.items()}
+        self._owners = {keys[key]: owner for key, owner in self._owners.items()}
+        self._slots = {name: {keys.get(key, key): slot for key, slot in slots.items()}
+                       for name, slots in self._slots.items()}
+
     @property
     def iterations(self):
         """The number of updates applied (an int64 Variable, TensorFlow's `iterations`)."""
@@ -146,6 +157,8 @@ class Optimizer:
             slot = Variable(np.full(shape, initial_value, dtype=param.dtype), trainable=False,
                             name=f"{self.name}/{_short_name(param)}/{slot_name}")
             slots[key] = slot
+            if isinstance(param, Variable):
+                self._owners[key] = param
         elif slot.shape != shape:
             raise ValueError(f"{self.name}: the {slot_name!r} state of {_describe(param)} was "
                              f"built for shape {slot.shape}, but the parameter now has shape "

@@ -716,6 +716,45 @@ class TestCompiledDataDependent:
         f = tf.differentiable(idle)
         assert f.value_and_grad(0.5) == (1.0, 2.0) == (float(idle(tf.constant(0.5))), 2.0)
 
+    def test_python_number_carries_stay_python_numbers_as_eagerly(self):
+        """A while's Python-number carries were float32 and int32 tensors compiled
+        (16777216.0 + 1.0 three times stayed 16777216; an int wrapped past 2**31), where
+        eagerly they are Python's; and any loop's Python-number result was a strong float64
+        after it, so `t * x32` was float64 compiled, float32 eagerly (helper 72)."""
+        def loops(x):
+            s, n, left = 16777216.0, 2**31 - 2, x[0]
+            while left > 0:
+                s, n, left = s + 1.0, n + 1, left - 1.0
+            t = 0.0
+            for _ in tf.range(tf.shape(x)[0]):
+                t = t + 0.1
+            return s, n, t * x, t
+
+        x = np.array([3.0, 1.0], np.float32)
+        got, want = tf.differentiable(loops, wrt=())(x), loops(tf.constant(x))
+        assert got[:2] == want[:2] == (16777219.0, 2**31 + 1) and type(got[1]) is int
+        assert got[3] == want[3] == 0.1 + 0.1 and type(got[3]) is float
+        np.testing.assert_array_equal(got[2], want[2].numpy())
+        assert np.asarray(got[2]).dtype == want[2].dtype == np.float32
+
+    def test_an_if_giving_python_numbers_gives_a_python_number_as_eagerly(self):
+        """Its result took the true branch's storage, float64, as a strong dtype: `y * x32`
+        was float64 compiled and float32 eagerly, in both of these (found with helper 72's
+        loop carries)."""
+        def branches(x):
+            if x[0] > 0:
+                y, z = 0.1, 0.2
+            else:
+                y, z = 0.3, x[1]
+            return y * x, z * x, y
+
+        for x in (np.array([1.0, 4.0], np.float32), np.array([-1.0, 4.0], np.float32)):
+            got, want = tf.differentiable(branches, wrt=())(x), branches(tf.constant(x))
+            for g, w in zip(got[:2], want[:2]):
+                np.testing.assert_array_equal(np.asarray(g), w.numpy())
+                assert np.asarray(g).dtype == np.float32
+            assert got[2] == want[2] and type(got[2]) is float
+
     def test_for_over_a_traced_bound_one_kernel(self):
         f = tf.differentiable(power_sum)
         x = np.array([0.5, -1.25])

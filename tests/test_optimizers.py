@@ -6,6 +6,8 @@ c + w the tape computes exactly, so eager and compiled updates can be compared w
 references to float rounding.
 """
 
+import copy
+import pickle
 import re
 import warnings
 
@@ -665,3 +667,27 @@ def test_gradient_dict_keeps_the_key_order():
     with tf.GradientTape() as tape:
         loss = tf.reduce_sum(params["w"]) + params["b"]
     assert list(tape.gradient(loss, params)) == ["w", "b"]
+
+
+@pytest.mark.parametrize("copied", [copy.deepcopy, lambda o: pickle.loads(pickle.dumps(o))],
+                         ids=["deepcopy", "pickle"])
+def test_a_copied_optimizer_keeps_its_slots_for_the_copied_parameters(copied):
+    """A Variable's copy has an id of its own, which slots were keyed by: a copied Adam
+    found no moments for the copied parameters and restarted them from zero, silently
+    (helper 75). Copied with its parameters, it goes on as the original does."""
+    w = tf.Variable(np.array([1.0, -2.0]))
+    opt = tf.optimizers.Adam(0.1)
+
+    def step(w, opt):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(w * w)
+        opt.apply_gradients([(tape.gradient(loss, w), w)])
+
+    for _ in range(2):
+        step(w, opt)
+    w2, opt2 = copied((w, opt))
+    np.testing.assert_array_equal(opt2.get_slot(w2, "m").numpy(), opt.get_slot(w, "m").numpy())
+    step(w, opt)
+    step(w2, opt2)
+    np.testing.assert_array_equal(w2.numpy(), w.numpy())
+    assert opt2.iterations.numpy() == opt.iterations.numpy() == 3

@@ -18,7 +18,7 @@ from srcxform.core.dims import Dim
 from srcxform.core.errors import TracingError, user_frame, user_line
 from srcxform.ops import cast, logical_and, logical_not, logical_or
 from srcxform.ops import range as tf_range
-from srcxform.core.tensor import Value
+from srcxform.core.tensor import Value, as_value
 from srcxform.ad.trace import Tracer
 from srcxform.core.tree import leaf_paths, tree_flatten
 
@@ -248,7 +248,10 @@ def while_stmt(test_fn, body_fn, values, names):
     # The loop variables' names are the user's (while_loop names them by body's params).
     body.__signature__ = inspect.Signature(
         [inspect.Parameter(names[k], inspect.Parameter.POSITIONAL_ONLY) for k in carried])
-    result = while_loop(lambda *vals: test_fn(*state.full(vals)), body, state.initial())
+    # A Python number stays one, exact (weak, as a for loop's): while_loop would make it
+    # a float32 or int32 tensor, TensorFlow's rule, where eagerly it is Python's.
+    initial = [as_value(v) if type(v) in (bool, int, float) else v for v in state.initial()]
+    result = while_loop(lambda *vals: test_fn(*state.full(vals)), body, initial)
     return state.full(result)
 
 

@@ -68,9 +68,7 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
     of another dtype than `dtype` raises ValueError, as in TensorFlow: use cast. A nested
     list holding tensors is packed (see pack)."""
     dtype = as_dtype(dtype)
-    # Without a dtype a traced Python number stays one (weak, exact): the loops' carries.
-    converted = None if dtype is None else _traced_conversion(value, dtype, "convert_to_tensor")
-    if converted is not None:
+    if (converted := _traced_conversion(value, dtype, "convert_to_tensor")) is not None:
         return converted
     if holds_value(value) and not isinstance(value, Value):
         return pack(value, dtype)

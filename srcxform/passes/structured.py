@@ -494,7 +494,7 @@ def _bind_loop_results(op, bounds, inits, captures, regions, xs, y_avals, revers
     if not stacked or recording.tapes_watching(values) > 1:
         checkpoint = None  # nothing stored, or a second derivative reads every carry
     avals = carry_avals(values[len(bounds):len(bounds) + n])
-    out_avals = [Aval(a.shape, a.dtype) for a in avals] + list(y_avals)
+    out_avals = avals + list(y_avals)  # a weak carry stays weak: a Python number
     if stacked:
         out_avals += [INDEX] + [Aval((Trips(0),) + tuple(a.shape), a.dtype) for a in avals]
     params = dict(regions, carries=n, stacked=stacked, checkpoint=checkpoint)
@@ -506,7 +506,16 @@ def _bind_loop_results(op, bounds, inits, captures, regions, xs, y_avals, revers
         values += [as_value(v) for v in ins]
     vjp = LoopRule(op, len(bounds), n, m, regions, tuple(y_avals), reverse, checkpoint,
                    bool(recompute)) if stacked else None
-    return bind(op, values, params, out_avals, vjp)
+    return _python_numbers(bind(op, values, params, out_avals, vjp), n)
+
+
+def _python_numbers(outs, n):
+    """outs, each of the first n that is weak (a loop's carry or a branch's result that
+    stays a Python number) returned as one, as eagerly (Tracer.eager)."""
+    for out in outs[:n]:
+        if isinstance(out, Tracer) and out.aval.weak:
+            out.eager = "python"
+    return outs
 
 
 def _rebind_loop(op):
@@ -780,9 +789,15 @@ def _branch_value(value):
 
 
 def _bind_cond(pred, t_region, f_region, captures):
-    avals = [Aval(tuple(a.aval.shape), a.aval.dtype) for a in t_region.outs]
-    return bind(COND, [pred, *captures], {"true": t_region, "false": f_region}, avals,
+    # An output both branches give as a Python number (weak) is one, as eagerly; else it
+    # has the dtype of the branch that gives a tensor (the true one's took a Python
+    # number's float64 before, and float64 spread where eagerly float32 did).
+    avals = [a.aval if a.aval.weak and b.aval.weak else
+             Aval(tuple(a.aval.shape), (b if a.aval.weak else a).aval.dtype)
+             for a, b in zip(t_region.outs, f_region.outs)]
+    outs = bind(COND, [pred, *captures], {"true": t_region, "false": f_region}, avals,
                 _cond_vjp(t_region, f_region))
+    return _python_numbers(outs, len(outs))
 
 
 def _rebind_cond(ins, params):
