@@ -230,10 +230,29 @@ def _compiled_map(fn, leaves, elems_def, length):
         out, trees["out"] = _flat(fn(tree_unflatten(elems_def, rows)), "map_fn: fn")
         return [], out
 
+    python_floats = set()
     outs = structured.fori_loop(0, length, body, [], [], leaves,
-                                lambda rows: [Aval((length,) + tuple(r.shape), r.dtype)
-                                              for r in rows])
-    return outs, trees["out"]
+                                _stacking(length, python_floats))
+    return _stacked_as_eagerly(outs, python_floats), trees["out"]
+
+
+def _stacking(length, python_floats):
+    """fori_loop's stacked outputs' avals, of the rows the body gives; it notes in
+    `python_floats` those rows that are Python floats (weak)."""
+    def stacked(rows):
+        python_floats.update(k for k, r in enumerate(rows) if r.weak and r.dtype.kind == "f")
+        return [Aval((length,) + tuple(r.shape), r.dtype) for r in rows]
+
+    return stacked
+
+
+def _stacked_as_eagerly(outs, python_floats):
+    """Stacked rows of Python floats, exact (float64) in the loop, as float32: eager's stack
+    of the Python floats (TensorFlow's conversion). Python ints stay int64, so that none
+    wraps where eagerly one past int32 would make the stack int64."""
+    from srcxform.ops import cast
+
+    return [cast(y, np.float32) if k in python_floats else y for k, y in enumerate(outs)]
 
 
 def _flat(tree, what):
@@ -333,7 +352,7 @@ def _compiled_fori(lower, upper, body_fun, init_val, checkpoint, names=None, sta
 def _compiled_scan(fn, leaves, elems_def, initializer, reverse, checkpoint):
     """scan as one fori_loop over the elements (any number of them), reading a row of
     each element array and stacking each accumulator's rows."""
-    from srcxform.ops import cast, concat, expand_dims
+    from srcxform.ops import concat, expand_dims
 
     if reverse:
         leaves = [leaf[::-1] for leaf in leaves]
@@ -346,11 +365,6 @@ def _compiled_scan(fn, leaves, elems_def, initializer, reverse, checkpoint):
     length = leaves[0].shape[0]
 
     python_floats = set()
-
-    def stacked(rows):  # the accumulators' rows, as the body gives them
-        python_floats.update(k for k, r in enumerate(rows) if r.weak and r.dtype.kind == "f")
-        return [Aval((length,) + tuple(r.shape), r.dtype) for r in rows]
-
     def body(i, carries, rows):
         new = fn(tree_unflatten(acc_def, carries), tree_unflatten(elems_def, rows))
         new_leaves, new_def = _flat(new, "scan: fn")
@@ -360,10 +374,8 @@ def _compiled_scan(fn, leaves, elems_def, initializer, reverse, checkpoint):
         return new_leaves, new_leaves
 
     outs = structured.fori_loop(0, length, body, acc_leaves, _leaf_names(acc, "acc"),
-                                leaves, stacked, checkpoint)[len(acc_leaves):]
-    # A Python float accumulator stays exact in the loop (float64), as eagerly, where
-    # eager's stack of the Python floats makes its rows float32 (TensorFlow's conversion).
-    outs = [cast(y, np.float32) if k in python_floats else y for k, y in enumerate(outs)]
+                                leaves, _stacking(length, python_floats), checkpoint)
+    outs = _stacked_as_eagerly(outs[len(acc_leaves):], python_floats)
     if initializer is None:  # the first element is the first output
         outs = [concat([expand_dims(a, 0), y], 0) for a, y in zip(acc_leaves, outs)]
     if reverse:

@@ -148,6 +148,25 @@ def test_a_python_float_accumulator_is_exact_and_stacks_as_float32_as_eagerly(mo
     assert ints(x).dtype == np.int64
 
 
+def _python_float_rows(x):
+    return (tf.reduce_sum(tf.scan(lambda a, e: a + 0.5, x, initializer=0.0)),
+            tf.scan(lambda a, e: 1.0, x, initializer=0.0),
+            tf.map_fn(lambda e: 0.5, x, fn_output_signature=tf.float32))
+
+
+def test_rows_of_python_floats_stack_as_float32_tensors_eagerly_and_compiled():
+    """Eagerly a stack of Python floats was a weak float32, so its sum was float64 (TF:
+    float32); compiled, a scan whose body gives a Python number raised ('changes acc from
+    f64[]~ to f64[]~') and map_fn's float32 signature refused its float64 rows (helper
+    75)."""
+    assert tf.reduce_sum(tf.stack([0.5, 1.0])).dtype == tf.float32
+    x = np.ones(3, np.float32)
+    eager = _python_float_rows(tf.constant(x))
+    for got, want in zip(tf.differentiable(_python_float_rows, wrt=())(x), eager):
+        np.testing.assert_array_equal(np.asarray(got), want.numpy())
+        assert np.asarray(got).dtype == want.dtype == np.float32
+
+
 @pytest.mark.parametrize("lower, upper", [(0.0, 3), (0, 2.5), (0, np.float32(3)),
                                           (tf.constant(0.0), 3), (0, np.arange(3)),
                                           (True, 3)])

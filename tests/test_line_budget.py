@@ -22,8 +22,9 @@ BUDGET = {
     # +5: a scan's Python float accumulator stacks as float32, as eagerly (helper 72);
     # +20: a pickled function holding Variables unpickles to one of its own each time
     # (one per process carried a task's updates to the next, helper 74); +15: a copied
-    # optimizer re-keys its slots (a copied Adam restarted its moments, helper 75)
-    ".": 2950,
+    # optimizer re-keys its slots (a copied Adam restarted its moments, helper 75); +10:
+    # map_fn's rows of Python floats stack as scan's do, as float32 (helper 75)
+    ".": 2960,
     # +180: explain's zero, trap and custom_gradient probes; the eager NaN rule; +20: a
     # compiled tape.jacobian's hook to jacobians.py; +30: debug_nans judges only the
     # cotangents a backward pass uses (nan_checks.Holding); +10: output_gradients are

@@ -12,10 +12,10 @@ from srcxform.core.aval import (Aval, as_size, broadcast_shapes, dims_equal, is_
                            normalize_axes, normalize_slice, same_dim, same_shape, size,
                            slice_length, spans)
 from srcxform.core.dims import as_index, concrete, negative, symbol_text
-from srcxform.core.dtypes import promote
+from srcxform.core.dtypes import promote, settled
 from srcxform.core.errors import IndexArgumentError, TracingError, shape_error
 from srcxform.core.errors import user_line
-from srcxform.ops.elementwise import add, less, where
+from srcxform.ops.elementwise import add, cast, less, where
 from srcxform.ops.held_sizes import size_argument, sizes_held
 from srcxform.core.primitive import primitive
 from srcxform.core.tensor import Value, as_value
@@ -413,7 +413,10 @@ def stack(values, axis=0, name=None):
     xs = [as_value(v, "stack") for v in values]
     if not xs:
         raise ValueError("stack: needs at least one tensor")
-    return concat([expand_dims(x, axis) for x in xs], axis)
+    out = concat([expand_dims(x, axis) for x in xs], axis)
+    if out.aval.weak:  # Python numbers alone: a tensor of TensorFlow's dtype for them
+        out = cast(out, settled(out.aval.dtype, getattr(out, "_array", None)))
+    return out
 
 
 def tile(input, multiples, name=None):
