@@ -755,6 +755,40 @@ class TestCompiledDataDependent:
                 assert np.asarray(g).dtype == np.float32
             assert got[2] == want[2] and type(got[2]) is float
 
+    def test_python_numbers_from_loops_meet_branches_as_eagerly(self):
+        """A while's Python-number carry beside an if's literal, a loop inside an if, and an
+        if inside a while giving a tensor or a Python number each raised TracingError
+        once loop results stayed Python numbers (helper 76): the cond compared a traced
+        Python number's storage with a literal's TensorFlow dtype."""
+        def mixed(x):
+            t, k = 0.0, 0
+            while x[0] > t:
+                t, k = t + 0.25, k + 1
+            if x[1] > 1:
+                s, n = t, k
+            else:
+                s, n = -0.5, 5
+            if x[1] > 0:
+                u = 0.0
+                while x[0] > u:
+                    u = u + 0.1
+            else:
+                u = 0.5
+            v, i = 0.0, 0
+            while x[0] > i:
+                if x[1] > i:
+                    v = v + x[1]
+                else:
+                    v = v + 0.1
+                i = i + 1
+            return s, n, u, v
+
+        x = np.array([0.6, 2.0], np.float32)
+        got, want = tf.differentiable(mixed, wrt=())(x), mixed(tf.constant(x))
+        assert got[:3] == want[:3] and got[0] == 0.75 and type(got[1]) is int
+        np.testing.assert_array_equal(np.asarray(got[3]), want[3].numpy())
+        assert np.asarray(got[3]).dtype == np.float32
+
     def test_for_over_a_traced_bound_one_kernel(self):
         f = tf.differentiable(power_sum)
         x = np.array([0.5, -1.25])

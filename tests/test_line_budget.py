@@ -128,8 +128,9 @@ BUDGET = {
     # +15: a Python float argument in tf.constant, convert_to_tensor and leaky_relu's
     # alpha (each raised TracingError, helper 71); +5: sign of -0.0 and lgamma of a
     # subnormal as eagerly (helper 73); +10: tf.constant and convert_to_tensor of a traced
-    # array argument or tensor as eagerly (each raised, helper 74)
-    "ops": 3945,
+    # array argument or tensor as eagerly (each raised, helper 74); +10: tf.constant's
+    # shape= reshapes as TensorFlow's (helper 75)
+    "ops": 3955,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the
@@ -141,8 +142,9 @@ BUDGET = {
     # uint8 of 300 gave 300, helper 65); +10: x + 0.0 is not x where it changes a -0.0
     # (1 / (-x + 0.0) gave -inf at 0, helper 66); +5: cond's message names a Python
     # number's dtype as compared, not its storage ("i64[]~ but i64[]~"); +15: a loop's or
-    # an if's Python-number result stays one (it was a float64 tensor, spreading float64)
-    "passes": 1465,
+    # an if's Python-number result stays one (it was a float64 tensor, spreading float64);
+    # +10: a branch's Python number beside the other's tensor or number (helper 76)
+    "passes": 1475,
     # +10: put_lane, so vmap's prange lanes run on threads; +50: concatenate, slice copies
     # and transposes that compile nothing per kernel (issue 28: ht's first calls); +35:
     # stacked rows copied by cached cores (rows n = 10's first call 1.8 -> 0.9 s); +30:

@@ -39,7 +39,7 @@ def test_format_spec_of_an_array_raises_numpys_type_error():
     (lambda: tf.linspace(0.0, 1.0, 3), tf.float32),
     (lambda: tf.eye(2), tf.float32),
     (lambda: tf.ones(2), tf.float32),
-    (lambda: tf.constant([1.0, 2.0], shape=(2, 2)), tf.float32),
+    (lambda: tf.constant([1.0, 2.0], shape=(2, 1)), tf.float32),
     (lambda: tf.constant(tf.add(2.0, 3.0)), tf.float32),
 ])
 def test_creation_ops_store_the_dtype_they_report(make, dtype):

@@ -117,19 +117,32 @@ def test_floor_division_by_minus_one_of_mixed_dtypes_is_numpys():
         assert got.dtype == want.dtype
 
 
-def test_branches_of_python_numbers_of_other_dtypes_raise_naming_them():
-    """TensorFlow's rule (tf.cond's outputs converted: 2**40 is int64, 1 int32); the
-    message showed both as `i64[]~`, their storage."""
-    def fn(x):
+def test_branches_of_python_numbers_are_one_where_eager_python_takes_them():
+    """2**40 and 1 raised (TensorFlow's int64 and int32); eagerly they are Python ints,
+    and compiled they are now one, exact. An int and a float of Python's still raise,
+    naming both (the message said 'i64[]~ but i64[]~' for the former)."""
+    def ints(x):
         if x[0] > 0:
             y = 2**40
         else:
             y = 1
+        return x * y, y
+
+    for x in (np.ones(2), -np.ones(2)):
+        got, want = tf.differentiable(ints, wrt=())(x), ints(tf.constant(x))
+        np.testing.assert_array_equal(np.asarray(got[0]), want[0].numpy())
+        assert got[1] == want[1] and type(got[1]) is int
+
+    def mixed(x):
+        if x[0] > 0:
+            y = 0.5
+        else:
+            y = 1
         return x * y
 
-    with pytest.raises(TracingError, match=r"i64\[\] \(the Python number 1099511627776\) "
-                                           r"from true_fn but i32\[\] \(the Python number 1\)"):
-        tf.differentiable(fn)(np.ones(2))
+    with pytest.raises(TracingError, match=r"f64\[\]~ \(the Python number 0.5\) from true_fn "
+                                           r"but i64\[\]~ \(the Python number 1\)"):
+        tf.differentiable(mixed)(np.ones(2))
 
 
 def _with_a_float_argument(x, s):
@@ -182,8 +195,8 @@ _INT32_VARIABLE_TARGET = tf.Variable(np.zeros(2))
 
 def _converting_an_array_argument(x):
     return (_INT32_VARIABLE_TARGET.assign(x) * 1.0, tf.convert_to_tensor(x, tf.float64),
-            tf.constant(x, tf.float64), tf.constant(x) * 2, tf.constant(x, shape=(3, 2)),
-            tf.constant(x * 2, shape=(3, 2)))
+            tf.constant(x, tf.float64), tf.constant(x) * 2, tf.constant(x, shape=(2, 1)),
+            tf.constant(x * 2, shape=(1, 2)), tf.constant(x[:1] * 2, shape=(3, 2)))
 
 
 def test_an_array_argument_converts_compiled_as_its_numpy_value_does(monkeypatch):
@@ -199,6 +212,18 @@ def test_an_array_argument_converts_compiled_as_its_numpy_value_does(monkeypatch
         np.testing.assert_array_equal(np.asarray(got), want.numpy())
         assert np.asarray(got).dtype == want.dtype
     assert [t.dtype for t in eager[:4]] == [tf.float64, tf.float64, tf.float64, tf.int32]
+
+
+def test_constant_with_a_shape_reshapes_or_fills_as_tensorflow():
+    """TensorFlow's own example, tf.constant([1, 2, 3, 4, 5, 6], shape=[2, 3]), raised
+    NumPy's broadcasting error: a value of as many elements is reshaped, one element fills
+    the shape, and a broadcast of more is TensorFlow's TypeError (helper 75)."""
+    _eq(tf.constant([1, 2, 3, 4, 5, 6], shape=[2, 3]), [[1, 2, 3], [4, 5, 6]], tf.int32)
+    _eq(tf.constant([7.0], shape=(2,)), [7.0, 7.0], tf.float32)
+    with pytest.raises(TypeError, match="2 elements cannot take the shape"):
+        tf.constant([1, 2], shape=(3, 2))
+    with pytest.raises(TypeError, match="numpy.trace: .*dtype"):  # NumPy's sum of bools: or
+        np.trace(tf.constant(np.eye(2)), dtype=bool)
 
 
 def test_divide_of_python_ints_is_float64():

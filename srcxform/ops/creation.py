@@ -13,7 +13,7 @@ import builtins
 
 import numpy as np
 
-from srcxform.core.aval import Aval
+from srcxform.core.aval import Aval, size
 from srcxform.core.dims import Dim, negative
 from srcxform.core.dtypes import as_dtype, check_convertible, float32, promote, settled
 from srcxform.core.errors import TracingError, user_line
@@ -45,22 +45,33 @@ def iota(count, dtype):
 def constant(value, dtype=None, shape=None, name=None):
     """A Tensor from a Python value or array; Python floats become float32 (tf.constant).
     A tensor is passed on (with its gradient, as TensorFlow's eager constant does) and a
-    nested list holding tensors is packed (see pack)."""
+    nested list holding tensors is packed (see pack). With `shape`, TensorFlow's rule: a
+    value of as many elements is reshaped, one of one element fills it."""
     if (converted := _traced_conversion(value, dtype, "constant")) is not None:
-        return converted if shape is None else broadcast_to(converted, tuple(shape))
-    if holds_value(value) and not isinstance(value, Value):
+        t = converted
+    elif holds_value(value) and not isinstance(value, Value):
         t = pack(value, dtype)
     elif isinstance(value, Value) and value._trace is not None and (
             dtype is None or as_dtype(dtype) == value.dtype):  # passed on, as eagerly
-        return value if shape is None else broadcast_to(value, tuple(shape))
+        t = value
     elif eager_tensor(value) and not value._weak and (
             dtype is None or as_dtype(dtype) == value.dtype):
         t = Tensor._new(value._array, id=value._id)  # the same value to the tape
     else:
         t = Tensor(value, dtype)
-    if shape is not None:
-        t = Tensor._new(np.broadcast_to(t._array, tuple(shape)).copy())
-    return t
+    return t if shape is None else _shaped(t, tuple(shape))
+
+
+def _shaped(t, shape):
+    """t in `shape` as tf.constant gives it one; TypeError for another number of
+    elements (TensorFlow's)."""
+    count, wanted = size(t.shape), size(shape)
+    if count == wanted:
+        return reshape(t, shape)
+    if count == 1:
+        return broadcast_to(reshape(t, ()), shape)
+    raise TypeError(f"constant: a value of {count} elements cannot take the shape {shape} "
+                    f"of {wanted} elements (it is reshaped to as many, or filled from one)")
 
 
 def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
@@ -88,8 +99,10 @@ def _traced_conversion(value, dtype, what):
     if not (isinstance(value, Value) and value._trace is not None):
         return None
     dtype = as_dtype(dtype)
-    if value.aval.weak:
-        dtype = dtype or settled(value.aval.dtype)
+    if value.aval.weak:  # an int as int64: its number, which eagerly picks int32 or
+        # int64 (settled), is not known here, and int32 could wrap it
+        dtype = dtype or (settled(value.aval.dtype) if value.aval.dtype.kind != "i"
+                          else np.dtype(np.int64))
         check_convertible(value.aval.dtype, dtype, what)
     elif value.eager == "tensor":
         return None

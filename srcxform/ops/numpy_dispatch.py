@@ -319,7 +319,8 @@ def _last_two(a, axis1, axis2, name):
 def _trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     """The sum of the diagonal of axes axis1 and axis2 (NumPy's default: the first two), in
     NumPy's dtype (np.sum's: small ints sum to int64)."""
-    _reject("trace", out=out, offset=offset or None)
+    _reject("trace", out=out, offset=offset or None,
+            dtype=dtype if np.dtype(dtype or np.int64) == np.bool_ else None)
     a = _last_two(a, axis1, axis2, "trace")
     want = np.trace(np.ones((1, 1), a.dtype), dtype=dtype).dtype
     return linalg.trace(a if a.dtype == want else ew.cast(a, want))

@@ -770,31 +770,40 @@ def cond(pred, true_fn, false_fn):
         raise TracingError(f"cond: true_fn returns {len(t_outs)} values, false_fn "
                            f"{len(f_outs)}\n  at {user_line()}")
     for k, (a, b) in enumerate(zip(t_outs, f_outs)):
-        if not _same_shape(a.shape, b.shape) or a.dtype != b.dtype:
+        if not _same_shape(a.shape, b.shape) or _branches_aval(a.aval, b.aval) is None:
             raise TracingError(f"cond: output {k} is {_branch_value(a)} from true_fn but "
                                f"{_branch_value(b)} from false_fn; both branches must give "
-                               f"the same shapes and dtypes\n  at {user_line()}")
+                               f"the same shapes and dtypes (a Python number may stand "
+                               f"for a tensor of its kind)\n  at {user_line()}")
     (t_region, f_region), captures = align(subs)
     return _bind_cond(as_bool(pred, "cond"), t_region, f_region, captures)
 
 
+def _branches_aval(a, b):
+    """The aval of a cond's output whose branches give values of avals a and b, or None
+    where they cannot be one: a Python number (weak) both give is one, as eagerly; a
+    Python number beside a tensor takes the tensor's dtype (a float one a float's, an int
+    one any number's), as it would meet it eagerly; tensors must have one dtype. (The
+    true branch's aval was the output's, and a Python number's float64 spread.)"""
+    if a.weak and b.weak:
+        return a if a.dtype == b.dtype else None
+    weak, strong = (a, b) if a.weak else (b, a)
+    if not weak.weak:
+        return a if a.dtype == b.dtype else None
+    kinds = {"b": "biuf", "i": "iuf", "u": "iuf", "f": "f"}[weak.dtype.kind]
+    return Aval(tuple(strong.shape), strong.dtype) if strong.dtype.kind in kinds else None
+
+
 def _branch_value(value):
-    """`f32[2]`, or for a Python number the dtype TensorFlow converts it to (which the
-    check compares): `i32[] (the Python number 1)`."""
-    if not value.aval.weak:
-        return value.aval.short()
+    """`f32[2]`, or for a Python number its storage and the number: `i64[]~ (the Python
+    number 1)`."""
     array = getattr(value, "_array", None)  # none where traced (a Python float argument)
     number = "" if array is None else f" {array.item()!r}"
-    return f"{Aval(value.aval.shape, value.dtype).short()} (the Python number{number})"
+    return value.aval.short() + (f" (the Python number{number})" if value.aval.weak else "")
 
 
 def _bind_cond(pred, t_region, f_region, captures):
-    # An output both branches give as a Python number (weak) is one, as eagerly; else it
-    # has the dtype of the branch that gives a tensor (the true one's took a Python
-    # number's float64 before, and float64 spread where eagerly float32 did).
-    avals = [a.aval if a.aval.weak and b.aval.weak else
-             Aval(tuple(a.aval.shape), (b if a.aval.weak else a).aval.dtype)
-             for a, b in zip(t_region.outs, f_region.outs)]
+    avals = [_branches_aval(a.aval, b.aval) for a, b in zip(t_region.outs, f_region.outs)]
     outs = bind(COND, [pred, *captures], {"true": t_region, "false": f_region}, avals,
                 _cond_vjp(t_region, f_region))
     return _python_numbers(outs, len(outs))
