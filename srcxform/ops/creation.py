@@ -99,10 +99,9 @@ def _traced_conversion(value, dtype, what):
     if not (isinstance(value, Value) and value._trace is not None):
         return None
     dtype = as_dtype(dtype)
-    if value.aval.weak:  # an int as int64: its number, which eagerly picks int32 or
-        # int64 (settled), is not known here, and int32 could wrap it
+    if value.aval.weak:  # an int as int64: eagerly its number picks int32 or int64,
         dtype = dtype or (settled(value.aval.dtype) if value.aval.dtype.kind != "i"
-                          else np.dtype(np.int64))
+                          else np.dtype(np.int64))  # and int32 could wrap it here
         check_convertible(value.aval.dtype, dtype, what)
     elif value.eager == "tensor":
         return None

@@ -363,8 +363,8 @@ def check_carries(op, names, before, after):
         raise TracingError(f"{op}: the body returns {len(after)} values for {len(before)} "
                            f"loop variables\n  at {user_line()}")
     for name, a, b in zip(names, before, after):
-        b = as_value(b)  # (a Python number's .dtype is TensorFlow's for it; compared here,
-        if not _same_shape(a.shape, b.shape) or a.dtype != b.aval.dtype:  # its storage's)
+        b = as_value(b)  # storage with storage (a Python number's .dtype is TensorFlow's)
+        if not _same_shape(a.shape, b.shape) or a.dtype != b.aval.dtype:
             raise TracingError(
                 f"{op}: the body changes loop variable {name!r} from {a.short()} to "
                 f"{b.aval.short()}; a loop-carried value keeps its shape and dtype (cast it, "
