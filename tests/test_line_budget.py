@@ -28,8 +28,9 @@ BUDGET = {
     # +180: explain's zero, trap and custom_gradient probes; the eager NaN rule; +20: a
     # compiled tape.jacobian's hook to jacobians.py; +30: debug_nans judges only the
     # cotangents a backward pass uses (nan_checks.Holding); +10: output_gradients are
-    # broadcast to the target's shape or raise (a compiled slice's gradient overran)
-    "ad": 1440,
+    # broadcast to the target's shape or raise (a compiled slice's gradient overran);
+    # +5: round() of a traced value says what to use (a raw TypeError, helper 76)
+    "ad": 1445,
     # +20: functions defined in the converted one converted with it (TensorFlow's rule),
     # the enclosing function's lists guarded, fn's __future__ imports and the user's
     # qualified names kept (three wrong or lost found by helper 55); +25: the methods of

@@ -232,11 +232,16 @@ def _variable_of_traced(x):
     return tf.Variable(x)
 
 
+def _round_of_traced(x):
+    return round(x.sum(), 2)
+
+
 @pytest.mark.parametrize("fn, line, says", [
     (_unknown_attribute, "return x.frobnicate()", ".frobnicate of a traced value"),
     (_item_assignment, "x[0] = 1.0", "srcxform.where"),
     (_item_of_traced, "return x.sum().item()", ".item() of a traced value"),
     (_variable_of_traced, "return tf.Variable(x)", "a Variable's initial value"),
+    (_round_of_traced, "return round(x.sum(), 2)", "round() of a traced value"),
 ])
 def test_tracer_errors_name_the_users_line_and_the_alternative(fn, line, says):
     with pytest.raises(tf.TracingError) as info:

@@ -76,6 +76,10 @@ class Tracer(Value):
     def __index__(self):  # noqa: PLE0305
         self._fail("a traced value used as an index or count", _NUMBER)
 
+    def __round__(self, ndigits=None):  # a raw TypeError before (helper 76)
+        self._fail("round() of a traced value", "use srcxform.round (to an integer, half to "
+                   "even as Python's), or pass the value as a static argument")
+
     def __len__(self):  # noqa: PLE0303
         self._fail("len() of a traced value", _LENGTH)
 
