@@ -789,6 +789,25 @@ class TestCompiledDataDependent:
         np.testing.assert_array_equal(np.asarray(got[3]), want[3].numpy())
         assert np.asarray(got[3]).dtype == np.float32
 
+    def test_a_python_int_carry_the_body_makes_a_float_is_one_float(self):
+        """`total = 0`, then `total = total + 0.5` in a while or a for over a traced range
+        raised 'changes total from i64[]~ to f64[]~' (the while's since its carries stayed
+        Python numbers; the for's before), and so did such a scan's accumulator."""
+        def totals(x):
+            total, i = 0, 0
+            while i < x[0]:
+                total, i = total + 0.5, i + 1
+            other = 0
+            for _ in tf.range(tf.shape(x)[0]):
+                other = other + 0.25
+            return total * x, other * x, tf.scan(lambda a, e: 2.5, x, initializer=1)
+
+        x = np.array([3.0, 1.0], np.float32)
+        got, want = tf.differentiable(totals, wrt=())(x), totals(tf.constant(x))
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(np.asarray(g), w.numpy())
+            assert np.asarray(g).dtype == w.dtype == np.float32
+
     def test_for_over_a_traced_bound_one_kernel(self):
         f = tf.differentiable(power_sum)
         x = np.array([0.5, -1.25])
