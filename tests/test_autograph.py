@@ -808,6 +808,15 @@ class TestCompiledDataDependent:
             np.testing.assert_array_equal(np.asarray(g), w.numpy())
             assert np.asarray(g).dtype == w.dtype == np.float32
 
+        def narrowed(x):  # int to bool is no widening: it raises (it recursed without end)
+            b, i = 0, 0
+            while i < x[0]:
+                b, i = True, i + 1
+            return x * b
+
+        with pytest.raises(tf.TracingError, match="changes loop variable .b. from i64"):
+            tf.differentiable(narrowed, wrt=())(x)
+
     def test_for_over_a_traced_bound_one_kernel(self):
         f = tf.differentiable(power_sum)
         x = np.array([0.5, -1.25])

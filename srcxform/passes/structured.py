@@ -344,8 +344,7 @@ def _weak_promoted(inits, avals, outs, numbers=()):
     """The loop variables, each that starts weak (a Python number; or at a position in
     `numbers`, one made a tensor by TensorFlow's rule, which the body gives another dtype)
     and that the body makes a strong value of its shape cast to the body's dtype, as
-    eagerly (and by JAX's rule for weak carries), or a Python int the body makes a Python
-    float made one; None where there is none."""
+    eagerly (JAX's rule for weak carries), or a wider Python number made one; None if none."""
     from srcxform.ops import cast
 
     promoted, changed = list(inits), False
@@ -356,7 +355,8 @@ def _weak_promoted(inits, avals, outs, numbers=()):
             continue
         if not after.weak:
             promoted[k], changed = cast(inits[k], after.dtype), True
-        elif before.weak and after.dtype != before.dtype:  # total = 0, then total + 0.5
+        elif before.weak and before.dtype != after.dtype == np.promote_types(
+                before.dtype, after.dtype):  # widened only: total = 0, then total + 0.5
             promoted[k], changed = inits[k] + (0.0 if after.dtype.kind == "f" else 0), True
     return promoted if changed else None
 
