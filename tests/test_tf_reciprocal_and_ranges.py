@@ -168,6 +168,28 @@ def test_documented_python_int_out_of_an_int_tensors_range_raises():
         f(np.array([1.0]))
 
 
+def test_a_python_int_computed_at_run_time_is_checked_where_it_meets_an_int_tensor():
+    # A loop's Python int carry is known only when the kernel runs: where it meets a
+    # narrower integer tensor, compiled code checks it as eager does, not wrapping it.
+    def f(x, m, u):
+        k = 1
+        while x > 0:
+            k, x = k * 4, x - 1
+        return k + m, k > m, (k - 5) * u
+
+    g = tf.differentiable(f, wrt=())
+    m, u = np.array([1, -2], np.int32), np.array([3], np.uint8)
+    for n in (2.0, 3.0):
+        args = (np.float64(n), m, u)
+        for got, want in zip(g(*args), f(*map(tf.constant, args))):
+            assert got.dtype == want.dtype and np.array_equal(got, want.numpy())
+    for n, misfit in ((16.0, "4294967296 does not fit in int32"),  # 4**16 + m
+                      (1.0, "-1 does not fit in uint8")):          # (4**1 - 5) * u
+        for run in (g, lambda *a: f(*map(tf.constant, a))):
+            with pytest.raises(TypeError, match=f"the Python int {misfit}, the dtype it "):
+                run(np.float64(n), m, u)
+
+
 # ----- a Python bool beside a numeric tensor -----
 
 

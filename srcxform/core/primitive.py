@@ -259,9 +259,9 @@ def op_name(op):
 
 
 def _check_python_ints(prim, values):
-    """TypeError for a Python int (a weak int operand) that the integer dtype it meets
-    cannot hold: casting it there would wrap it (int32 + 2**40 would add 0, as it does in
-    TensorFlow); NumPy raises."""
+    """DtypeArgumentError (a TypeError) for a Python int (a weak int operand) that the
+    integer dtype it meets cannot hold: casting it there would wrap it (int32 + 2**40 would
+    add 0, as it does in TensorFlow); NumPy raises."""
     weak = [v for v in values if eager_tensor(v) and v._weak and v._array.dtype.kind == "i"]
     if not weak:
         return
@@ -271,10 +271,19 @@ def _check_python_ints(prim, values):
     bad = next((b for b in (out_of_range(v._array, dtype) for v in weak) if b is not None),
                None)
     if bad is not None:
-        shown = ", ".join(v.aval.short() for v in values)
-        raise TypeError(f"{prim.name}({shown}): the Python int {bad} does not fit in "
-                        f"{dtype.name}, the dtype it meets; make it a tensor of a wider dtype "
-                        f"(TensorFlow would wrap it)\n  at {user_line()}")
+        before, after = python_int_misfit(prim.name, [v.aval for v in values], dtype,
+                                          user_line())
+        raise DtypeArgumentError(f"{before}{bad}{after}")
+
+
+def python_int_misfit(op, avals, dtype, line, symbolic=False):
+    """The DtypeArgumentError's text before and after a Python int that does not fit the
+    integer dtype it meets (compiled code has the number only when it runs, and shows
+    sizes `symbolic`ally: its kernel serves every size)."""
+    shown = ", ".join(a.short(symbolic) for a in avals)
+    after = (f" does not fit in {dtype.name}, the dtype it meets; make it a tensor of a "
+             f"wider dtype (TensorFlow would wrap it)\n  at {line}")
+    return f"{op}({shown}): the Python int ", after
 
 
 def _mentions_size(values, params):

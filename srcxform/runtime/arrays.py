@@ -16,8 +16,8 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic, overload
 
-from srcxform.core.errors import (IndexArgumentError, ValueArgumentError,
-                                   ZeroDivisionArgumentError)
+from srcxform.core.errors import (DtypeArgumentError, IndexArgumentError,
+                                   ValueArgumentError, ZeroDivisionArgumentError)
 from srcxform.numba_adapter import enabled
 from srcxform.numba_adapter.jit import call_as_core, helper, read_only_operand
 from srcxform.runtime import CHUNK
@@ -541,6 +541,15 @@ def floordiv(x, y):
     if y == -1:
         return x * y
     return x // y
+
+
+# A Python int (int64 when traced) cast to the narrower integer dtype it meets: eagerly,
+# one that does not fit raises (TensorFlow would wrap it).
+@helper
+def python_int_in(value, low, high, before, after):
+    if value < low or value > high:
+        raise DtypeArgumentError(before + str(value) + after)
+    return value
 
 
 @helper
