@@ -224,3 +224,21 @@ def test_a_folder_in_place_of_the_ledger_heals(tmp_path, monkeypatch):
         warnings.simplefilter("error")
         backend.code("y = 2\n")  # a write, counted
     assert ledger.is_file() and int(ledger.read_text()) == _size(cache)
+
+
+def test_a_ledger_rewritten_while_processes_append_keeps_every_count(tmp_path):
+    # A rewrite (a prune's) reads the ledger and replaces it; an append in between used to
+    # land in the replaced file and be lost, letting the cache outgrow its limit.
+    ledger = tmp_path / cachesize.LEDGER
+    ledger.write_text("0\n")
+    append = (f"from srcxform.numba_adapter import cachesize\n"
+              f"for _ in range(1000): cachesize._append({str(ledger)!r}, 1)")
+    appenders = [subprocess.Popen([sys.executable, "-c", append], env=checkout_env(tmp_path))
+                 for _ in range(2)]
+    rewrites = 0
+    while any(p.poll() is None for p in appenders) or not rewrites:
+        counts = cachesize._ledger(str(ledger))
+        cachesize._rewrite_ledger(str(ledger), sum(counts), len(counts))
+        rewrites += 1
+    assert all(p.returncode == 0 for p in appenders)
+    assert sum(cachesize._ledger(str(ledger))) == 2000

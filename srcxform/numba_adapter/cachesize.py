@@ -16,8 +16,9 @@ Each process appends the size of each file it writes to the cache's `ledger` fil
 reads the ledger's sum after the write (a small file, read at once); only when that sum passes the
 limit does it measure the cache and remove entries, down to 90% of the limit (so that
 the next writes have room), and start the ledger again from what remains. The ledger may
-count a file twice (written by two processes), which prunes early, or miss a write
-appended in the moment it is rewritten.
+count a file twice (written by two processes), which prunes early; an append and a
+rewrite take a lock on it (flock; on Windows a rewrite may miss an append made in the
+moment it is rewritten).
 """
 
 import contextlib
@@ -27,6 +28,11 @@ import re
 import shutil
 import threading
 import time
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None
 
 from srcxform.numba_adapter import cachefiles
 
@@ -71,11 +77,7 @@ def grown(nbytes):
     root = cachefiles.cache_dir()
     path = os.path.join(root, LEDGER)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
-        try:
-            os.write(fd, f"{nbytes}\n".encode())  # one short write: whole, between others'
-        finally:
-            os.close(fd)
+        _append(path, nbytes)
     except (FileNotFoundError, IsADirectoryError):  # a cache written before it had a
         _prune(root, limit(), int(limit() * PRUNED_TO))  # ledger, or a folder in its place
         return
@@ -86,6 +88,35 @@ def grown(nbytes):
         _prune(root, limit(), int(limit() * PRUNED_TO))
     elif len(counts) > _LEDGER_LINES:
         _rewrite_ledger(path, sum(counts), len(counts))
+
+
+def _append(path, nbytes):
+    """Appends nbytes to the ledger at path, under a shared lock on it: a rewrite holds
+    the exclusive one while it reads the ledger and replaces it, so an append lands in
+    the ledger it reads or in the one that replaced it (the file at path once the lock
+    is held)."""
+    while True:  # again where a rewrite came between the open and the lock
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        try:
+            _lock(fd, exclusive=False)
+            if not _replaced(fd, path):
+                os.write(fd, f"{nbytes}\n".encode())  # one short write, whole
+                return
+        finally:
+            os.close(fd)  # which releases the lock
+
+
+def _lock(fd, exclusive):
+    """flock on fd, where the platform and the file system have it (not on Windows: there
+    a rewrite may miss an append, as the module's docstring says)."""
+    if fcntl is not None:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+
+
+def _replaced(fd, path):
+    """Whether the file open as fd is no longer the one at path."""
+    return os.fstat(fd).st_ino != os.stat(path).st_ino
 
 
 def prune(root=None):
@@ -127,6 +158,8 @@ def clear(root=None):
     cachefiles made them, and so do the files being written; another process may use the
     cache meanwhile (its loads miss)."""
     root = root or cachefiles.cache_dir()
+    path = os.path.join(root, LEDGER)
+    counted = len(_ledger(path))  # what is appended later may be a file kept
     entries = measure(root).values()
     freed = sum(entry.remove() for entry in entries)
     for folder in cachefiles.SUBFOLDERS:
@@ -134,7 +167,7 @@ def clear(root=None):
             for item in found:
                 if item.is_dir(follow_symlinks=False):
                     shutil.rmtree(item.path, ignore_errors=True)
-    _rewrite_ledger(os.path.join(root, LEDGER), 0, None)
+    _rewrite_ledger(path, 0, counted)
     return sum(len(entry.files) for entry in entries), freed
 
 
@@ -209,9 +242,18 @@ def _ledger(path):
 
 def _rewrite_ledger(path, total, counted):
     """The ledger anew: `total`, then what other processes appended after its first
-    `counted` lines were read (None: nothing)."""
-    later = [] if counted is None else _ledger(path)[counted:]
-    with contextlib.suppress(OSError):
+    `counted` lines were read, under the exclusive lock that appends wait for. Where
+    another process rewrote it meanwhile, all that was appended to its rewrite is kept
+    (a file counted twice prunes early; one missed would let the cache outgrow it)."""
+    with contextlib.suppress(OSError), contextlib.ExitStack() as held:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            later = []
+        else:
+            held.callback(os.close, fd)
+            _lock(fd, exclusive=True)
+            later = _ledger(path)[1 if _replaced(fd, path) else counted:]
         cachefiles._write_file(path, "".join(f"{n}\n" for n in [total, *later]).encode())
 
 
