@@ -158,6 +158,27 @@ def bisect_cube_root(lo, hi, target):
     return (lo + hi) / 2.0
 
 
+def flipping(x):
+    b = x[0] > 0
+    c = b
+    i = 0
+    while i < tf.reduce_sum(x):
+        b = not b  # on a traced bool: logical_not, as TensorFlow's autograph makes it
+        c = b and x[1] > 1 or x[2] < 0
+        i += 1
+    return tf.reduce_sum(tf.where(c, x, -x) * tf.cast(b, x.dtype) + x)
+
+
+def python_logic(x):
+    class Options:
+        scale = 2.0
+        doubled = scale and scale * 2  # a lambda here could not read `scale`
+    n = 0 or (m := 3)  # a lambda would bind m in itself
+    if x[0] > 0:
+        x = x * Options.doubled
+    return tf.reduce_sum(x * (m + n))
+
+
 def one_sided(x):
     if tf.reduce_sum(x) > 0:
         z = x * 2.0
@@ -696,6 +717,17 @@ class TestCompiledDataDependent:
         assert f.cache_info().kernels == 1
         line = _line(newton_sqrt, "while abs(step)")
         assert f"test_autograph.py:{line}: while abs(step) > 1e-12:" in f.source(2.0)
+
+    def test_and_or_not_anywhere_on_traced_values_are_logical_ops(self):
+        f = tf.differentiable(flipping)
+        for x in ([3.0, 2.0, 1.0], [1.0, 0.5, -0.5], [2.0, 0.5, -0.5], [-1.0, 3.0, 1.0]):
+            x = np.array(x)
+            value, grad = f.value_and_grad(x)
+            want_value, want_grad = _value_and_grad(flipping, x)
+            assert value == want_value and np.array_equal(grad, want_grad)
+        g = tf.differentiable(python_logic)  # Python's own and, or where they must stay
+        for x in ([1.0, 2.0], [-1.0, 2.0]):
+            assert g(np.array(x)) == python_logic(tf.constant(x)).numpy()
 
     def test_bisection_with_a_data_dependent_while_one_kernel(self):
         f = tf.differentiable(bisect_cube_root, wrt=2)

@@ -229,7 +229,7 @@ def source(fn):
 
 
 def _rewritten(fn, tree):  # fn's FunctionDef, its control flow and calls rewritten
-    return _Callees(fn, tree).rewritten(_Converter(tree).function())
+    return _Callees(fn, tree).rewritten(_Logical().visit(_Converter(tree).function()))
 
 
 def _parse(fn, warn=False):
@@ -686,7 +686,7 @@ class _Converter:
         static = ast.If(_name(test), self.block(node.body, defined, loops),
                         self.block(node.orelse, defined, loops))
         return _located([
-            ast.Assign([_name(test, True)], _logical(node.test)),
+            ast.Assign([_name(test, True)], copy.deepcopy(node.test)),
             ast.If(_call("is_traced", _name(test)), self.traced_if(node, test, defined, loops),
                    [static])], node)
 
@@ -711,7 +711,7 @@ class _Converter:
     def while_(self, node, defined, loops):
         traced = self.fresh("traced", node)
         inner = loops + (node,)
-        test = _call("static_truth", _logical(node.test), _name(traced))
+        test = _call("static_truth", copy.deepcopy(node.test), _name(traced))
         orelse = [ast.If(_name(traced), self.traced_while(node, defined, loops), [])]
         loop = ast.While(test, self.block(node.body, defined, inner),
                          orelse + self.block(node.orelse, defined, loops))
@@ -725,7 +725,7 @@ class _Converter:
                                               | self.live_after(node, loops)))
         test_fn, body_fn = self.fresh("while_test", node), \
             self.fresh("while_body", node)
-        test_def = ast.FunctionDef(test_fn, _params(state), [ast.Return(_logical(node.test))],
+        test_def = ast.FunctionDef(test_fn, _params(state), [ast.Return(copy.deepcopy(node.test))],
                                    [])
         call = _call("while_stmt", _name(test_fn), _name(body_fn), self.values(state, defined),
                      _strings(state))
@@ -814,18 +814,33 @@ class _Converter:
         return later | self.anytime
 
 
-def _logical(test):
-    """A condition with its `and`, `or` and `not` as ag__ calls (Python's own on Python
-    values; logical_and, logical_or, logical_not on traced ones), the operands after the
-    first as lambdas, so they are evaluated only where Python would evaluate them."""
-    if isinstance(test, ast.BoolOp):
-        helper = "and_" if isinstance(test.op, ast.And) else "or_"
-        operands = [_logical(v) for v in test.values]
-        return ast.copy_location(_call(helper, operands[0], *(
-            ast.Lambda(_params(()), v) for v in operands[1:])), test)
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return ast.copy_location(_call("not_", _logical(test.operand)), test)
-    return copy.deepcopy(test)
+class _Logical(ast.NodeTransformer):
+    """`and`, `or` and `not` as ag__ calls, wherever they are in a converted function, as
+    TensorFlow's autograph converts them: Python's own on Python values; logical_and,
+    logical_or and logical_not on traced ones. The operands after the first are lambdas,
+    evaluated only where Python would evaluate them; an operand holding a `:=` stays as
+    written (in a lambda it would bind the lambda's name), and so does a class body's
+    (a lambda there cannot read the class's names)."""
+
+    def visit_BoolOp(self, node):
+        self.generic_visit(node)
+        if any(isinstance(n, ast.NamedExpr) for v in node.values[1:] for n in ast.walk(v)):
+            return node
+        helper = "and_" if isinstance(node.op, ast.And) else "or_"
+        return ast.copy_location(_call(helper, node.values[0], *(
+            ast.Lambda(_params(()), v) for v in node.values[1:])), node)
+
+    def visit_UnaryOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Not):
+            return ast.copy_location(_call("not_", node.operand), node)
+        return node
+
+    def visit_ClassDef(self, node):
+        for stmt in node.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.visit(stmt)
+        return node
 
 
 def _range_args(iterable):
