@@ -44,7 +44,8 @@ from srcxform.core import recording
 from srcxform.core.errors import GradientCutWarning, user_frame, warn_once_at
 from srcxform.ad.tape import GradientTape
 from srcxform.core.tensor import Value, Variable
-from srcxform.core.tree import tree_flatten, tree_unflatten
+from srcxform.core.tree import (DATACLASS, DICT, NAMEDTUPLE, SEQUENCE, tree_flatten,
+                                 tree_unflatten)
 
 __all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Nadam", "Optimizer", "RMSprop",
            "clip_by_global_norm", "clip_by_norm", "global_norm"]
@@ -195,12 +196,8 @@ class Optimizer:
         value: the Variable itself, or a Tensor for an array or tensor parameter.
         """
         param_leaves, param_tree = tree_flatten(trainable_variables)
-        grad_leaves, grad_tree = tree_flatten(grads)
-        if grad_tree != param_tree:
-            raise ValueError(f"{self.name}.apply: the gradients' structure does not match the "
-                             f"parameters' ({len(grad_leaves)} gradients for "
-                             f"{len(param_leaves)} parameters)")
-        new = self._apply(grad_leaves, param_leaves)
+        new = self._apply(_matched(grads, param_tree, f"{self.name}.apply", "grads"),
+                          param_leaves)
         return tree_unflatten(param_tree, new)
 
     def minimize(self, loss, var_list, tape=None):
@@ -683,6 +680,40 @@ def _check_list(t_list, op):
 
 def _read(param):
     return param.read_value() if isinstance(param, Variable) else _ops.convert_to_tensor(param)
+
+
+def _matched(grads, treedef, op, path):
+    """The gradient for each leaf of the parameters' structure `treedef`: None where
+    `grads` has None (a parameter the loss does not use, as tape.gradient gives it) for
+    a leaf or a whole part. A dict's gradients are found by key, whatever their order."""
+    if treedef.kind is None:
+        return [grads]
+    if grads is None:
+        return [None] * treedef.num_leaves
+    if treedef.how == DICT and isinstance(grads, dict) and set(grads) == set(treedef.keys):
+        children = [(f"{path}[{k!r}]", grads[k]) for k in treedef.keys]
+    elif treedef.how == SEQUENCE and isinstance(grads, (list, tuple)) and \
+            len(grads) == len(treedef.children):
+        children = [(f"{path}[{i}]", g) for i, g in enumerate(grads)]
+    elif treedef.how in (NAMEDTUPLE, DATACLASS) and type(grads) is treedef.kind:
+        children = [(f"{path}.{k}", getattr(grads, k)) for k in treedef.keys]
+    else:
+        leaves, tree = tree_flatten(grads)
+        if tree != treedef:
+            raise ValueError(f"{op}: the gradients' structure does not match the "
+                             f"parameters': {path} is {_shape_of(tree)} where the parameter "
+                             f"is {_shape_of(treedef)}")
+        return leaves
+    return [g for (where, grad), child in zip(children, treedef.children)
+            for g in _matched(grad, child, op, where)]
+
+
+def _shape_of(treedef):
+    if treedef.kind is None:
+        return "one array"
+    if treedef.how == DICT:
+        return f"a dict of keys {list(treedef.keys)}"
+    return f"a {treedef.kind.__name__} of {len(treedef.children)}"
 
 
 def _key(param, position):

@@ -399,6 +399,22 @@ def test_apply_returns_the_structure():
     assert isinstance(new[1]["b"], tf.Tensor) and float(new[1]["b"]) == 0.0
 
 
+def test_apply_takes_tape_gradients_with_none_and_dicts_in_any_key_order():
+    params = {"a": tf.Variable(np.ones(2)), "b": tf.Variable(np.ones(2)), "c": [tf.ones(1)]}
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(params["a"] ** 2)
+    grads = tape.gradient(loss, params)  # None for b and c: the loss does not use them
+    with pytest.warns(UserWarning, match="gradients do not exist"):
+        new = SGD(0.25).apply(grads, params)
+    assert params["a"].numpy().tolist() == [0.5, 0.5] and params["b"].numpy().tolist() == [1, 1]
+    assert new["c"][0].numpy().tolist() == [1.0]
+    SGD(0.5).apply({"c": [np.ones(1)], "b": np.ones(2), "a": np.zeros(2)}, params)  # by key
+    assert params["a"].numpy().tolist() == [0.5, 0.5] and params["b"].numpy().tolist() == [.5, .5]
+    with pytest.raises(ValueError, match=r"grads\['c'\] is a tuple of 2 where the parameter is "
+                                         r"a list of 1"):
+        SGD(0.5).apply({"a": np.ones(2), "b": np.ones(2), "c": (np.ones(1), np.ones(1))}, params)
+
+
 # ----- bad input -----
 
 
