@@ -154,7 +154,7 @@ class Differentiable:
         """(f(*primals), its Jacobian-vector product along `tangents`), JAX's jvp:
         primals and tangents are tuples of positional arguments. Compiled: the forward
         pass and its tangents are one kernel (forward.py derives each op's JVP)."""
-        return _jvp_form(self)(tuple(primals), tuple(tangents))
+        return _jvp_form(self)(*forward.argument_tuples(primals, tangents))
 
     def source(self, *args: Any, device: str = "cpu", **kwargs: Any) -> str:
         """The generated fused forward-and-adjoint source (the forward's for a non-scalar

@@ -67,11 +67,15 @@ def linearize(fn: Callable, *primals: Any) -> tuple:
 
     def f_jvp(*tangents):
         """The JVP of fn at the linearization point along `tangents`."""
-        tangent_leaves = tree_flatten(list(tangents))[0]
+        tangent_leaves = [as_value(t) for t in tree_flatten(list(tangents))[0]]
         if len(tangent_leaves) != len(leaves):
             raise ValueError(f"linearize: {len(tangent_leaves)} tangent leaves for "
                              f"{len(leaves)} primal leaves")
-        seeds = {x._id: ops.cast(as_value(t), x.dtype) for x, t in zip(leaves, tangent_leaves)}
+        for x, t in zip(leaves, tangent_leaves):
+            if tuple(t.shape) != tuple(x.shape):  # as jvp's: never broadcast
+                raise ValueError(f"linearize: a tangent of shape {tuple(t.shape)} for a "
+                                 f"primal of shape {tuple(x.shape)}")
+        seeds = {x._id: ops.cast(t, x.dtype) for x, t in zip(leaves, tangent_leaves)}
         found = forward.linearized_tangents(records, seeds)
         return tree_unflatten(out_def, [_tangent_or_zeros(found, o) for o in out_leaves])
 

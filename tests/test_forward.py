@@ -3,6 +3,8 @@ against central finite differences and against J @ v from the reverse-mode Jacob
 table-driven by tests/samples.py; ForwardAccumulator on TensorFlow's guide cases; JAX's
 forms (jvp, linearize, jacfwd, jacrev, hvp) eager and compiled."""
 
+import re
+
 import numpy as np
 import pytest
 from samples import COMPOSITES, SAMPLES, function
@@ -307,6 +309,17 @@ def test_linearize_replays_without_the_primal():
         np.testing.assert_allclose(f_jvp(v).numpy(), want, rtol=1e-14)
     assert len(calls) == 1
     np.testing.assert_allclose(out.numpy(), np.sin(x) * x)
+
+
+def test_linearize_and_jvp_refuse_tangents_and_primals_that_would_broadcast_or_unpack():
+    _, f_jvp = tf.linearize(lambda x: tf.reduce_sum(tf.sin(x)), np.array([1.0, 2.0, 3.0]))
+    for tangent in (np.ones((2, 3)), np.ones(1), np.array(1.0)):  # each broadcast before
+        with pytest.raises(ValueError, match=re.escape(f"tangent of shape {tangent.shape} for")):
+            f_jvp(tangent)
+    three = tf.differentiable(lambda a, b, c: a * b + c)
+    for jvp_of in (three.jvp, lambda p, t: tf.jvp(three.fn, p, t)):  # ran three(1., 2., 3.)
+        with pytest.raises(TypeError, match="must be tuples"):
+            jvp_of(np.array([1.0, 2.0, 3.0]), np.array([1.0, 0.0, 0.0]))
 
 
 def map3(x):

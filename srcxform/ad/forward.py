@@ -184,7 +184,7 @@ def jvp(fn: Callable, primals: tuple, tangents: tuple) -> tuple:
     """(fn(*primals), its JVP along `tangents`), run eagerly: JAX's jvp on the tape's
     machinery. primals and tangents are tuples of positional arguments (structures of
     arrays, tensors or Python floats)."""
-    primals, tangents = _as_argument_tuples(primals, tangents)
+    primals, tangents = argument_tuples(primals, tangents)
     inputs = [_as_input(p) for p in primals]
     with ForwardAccumulator(inputs, list(tangents)) as acc:
         out = fn(*inputs)
@@ -194,7 +194,9 @@ def jvp(fn: Callable, primals: tuple, tangents: tuple) -> tuple:
     return out, tree_unflatten(out_def, out_tangents)
 
 
-def _as_argument_tuples(primals, tangents):
+def argument_tuples(primals, tangents):
+    """jvp's primals and tangents as tuples; TypeError for an array given as either (its
+    rows would be taken for the arguments)."""
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError("jvp: primals and tangents must be tuples (or lists) of arguments, "
                         "as JAX's jvp takes them")
