@@ -9,6 +9,7 @@ and a distributed Client runs the graph, scattered to every worker once per call
 training loop. Dask is imported here only: `pip install srcxform[dask]`.
 """
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -188,13 +189,20 @@ def _data_positions(args, wrt):
 def _row_blocks(arrays):
     """Each array's blocks of rows, as delayed values: the first array's row chunks for
     all of them, and one chunk across their other axes."""
+    for a in arrays:
+        if a.ndim and any(math.isnan(n) for n in a.chunks[0]):
+            raise ValueError(f"srcxform.dask.value_and_grad: a data array of shape {a.shape} "
+                             "has blocks of unknown sizes (a boolean mask makes them): call "
+                             "its compute_chunk_sizes() first")
     rows = arrays[0].shape[0]
     for a in arrays:
         if a.ndim == 0 or a.shape[0] != rows or rows == 0:
             raise ValueError(f"srcxform.dask.value_and_grad: the data arrays need rows, "
                              f"the same number, got shapes {[x.shape for x in arrays]}")
     chunks = arrays[0].chunks[0]
-    return [a.rechunk((chunks,) + tuple(-1 for _ in a.shape[1:])).to_delayed().ravel()
+    # A block of no rows is left out: its mean would be NaN, weighted by 0 rows.
+    kept = [i for i, n in enumerate(chunks) if n]
+    return [a.rechunk((chunks,) + tuple(-1 for _ in a.shape[1:])).to_delayed().ravel()[kept]
             for a in arrays]
 
 

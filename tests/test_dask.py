@@ -79,6 +79,26 @@ def test_equals_the_one_process_gradient_with_processes():
     _assert_equal_to_one_process("mean", "processes")
 
 
+def test_blocks_of_no_rows_and_blocks_of_unknown_sizes():
+    # A mask gives blocks of unknown sizes; computed, some may have no rows: their mean
+    # was NaN, weighted by 0 rows, and the whole loss NaN.
+    w, X, y = _data()
+    keep = X[:, 0] > 0
+    step = sxdask.value_and_grad(logistic_mean, scheduler="threads")
+    Xd, yd = da.from_array(X, chunks=(UNEVEN, 2)), da.from_array(y, chunks=UNEVEN)
+    masked = Xd[da.from_array(keep, chunks=UNEVEN)], yd[da.from_array(keep, chunks=UNEVEN)]
+    with pytest.raises(ValueError, match=r"unknown sizes .* compute_chunk_sizes\(\)"):
+        step(w, *masked)
+    assert step(w, *(a.compute_chunk_sizes() for a in masked))[0] > 0
+    n = int(keep.sum())
+    rows = (n - 2, 0, 2, 0)
+    value, grad = step(w, da.from_array(X[keep], chunks=(rows, 3)),
+                       da.from_array(y[keep], chunks=(rows,)))
+    want_value, want_grad = tf.value_and_grad(logistic_mean)(w, X[keep], y[keep])
+    np.testing.assert_allclose(value, want_value, rtol=1e-12)
+    np.testing.assert_allclose(grad, want_grad, rtol=1e-12, atol=1e-15)
+
+
 def test_a_loss_that_is_not_a_mean_over_rows_is_refused():
     def worst_row(w, X, y):
         return tf.reduce_max(tf.reduce_sum(X * w, axis=1) - y)
