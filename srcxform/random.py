@@ -9,6 +9,7 @@ The numbers are not TensorFlow's: a seed reproduces srcxform's stream, not Tenso
 Draws have no gradient: to a tape they are constants (None for the generator's state).
 """
 
+import os
 import secrets
 import threading
 
@@ -69,6 +70,15 @@ class Generator:
         counter, key = (int(v) for v in np.asarray(state, np.int64).reshape(2))
         self._counter = Variable(np.int64(counter), trainable=False, name="rng_counter")
         self._key = Variable(np.int64(key), trainable=False, name="rng_key")
+        self._lock = threading.Lock()
+
+    def __getstate__(self):  # a copy or an unpickled one: new Variables at this state
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
         self._lock = threading.Lock()
 
     @classmethod
@@ -174,10 +184,26 @@ def _scaled(x, scale, shift):
 
 # ----- the global generator and op-level seeds -----
 
-_global_generator = Generator.from_non_deterministic_state()
+_global_generator = _NON_DETERMINISTIC = Generator.from_non_deterministic_state()
 _global_seed = None
 _seeded = {}  # op seed -> its Generator, made at first use
 _seeded_lock = threading.Lock()
+
+
+def _after_fork():
+    """In a forked child: the unseeded global generator starts a stream of its own (the
+    parent's would repeat in every worker of a process pool, as Python's random module
+    avoids by the same hook), and the locks a parent's thread may have held are new."""
+    global _seeded_lock
+    _seeded_lock = threading.Lock()
+    for generator in (_global_generator, *_seeded.values()):
+        generator._lock = threading.Lock()
+    if _global_seed is None and _global_generator is _NON_DETERMINISTIC:
+        _global_generator.reset((0, secrets.randbits(63)))
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def get_global_generator():

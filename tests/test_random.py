@@ -335,3 +335,42 @@ def test_bad_arguments_raise():
         Generator.from_seed(0, alg="threefry")
     with pytest.raises(tf.TracingError, match="split before"):
         tf.differentiable(_splits)(np.ones(2))
+
+
+def test_a_generator_copies_and_pickles_at_its_state():
+    import copy
+    import pickle
+
+    gen = Generator.from_seed(1)
+    copies = [pickle.loads(pickle.dumps(gen)), copy.deepcopy(gen)]
+    first = gen.uniform((3,)).numpy()
+    for other in copies:  # each its own stream, from the state it was copied at
+        np.testing.assert_array_equal(other.uniform((3,)).numpy(), first)
+    assert not np.array_equal(gen.uniform((3,)).numpy(), first)
+    f = tf.differentiable(lambda x: tf.nn.experimental.general_dropout(x, 0.5, gen.uniform))
+    assert pickle.loads(pickle.dumps(f))(np.ones(8)).shape == (8,)
+
+
+def test_forked_workers_draw_streams_of_their_own_unless_seeded():
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+
+    def draws():
+        with context.Pool(2) as pool:
+            return pool.map(_draw_in_worker, range(2), chunksize=1)
+
+    tf.random.uniform((1,))  # the parent's generator in use before the fork
+    first, second = draws()
+    assert first[0] != second[0] and first[1] != second[1]  # two processes, two streams
+    tf.random.set_seed(3)
+    first, second = draws()
+    assert first[1] == second[1]  # seeded: each worker repeats the parent's stream
+
+
+def _draw_in_worker(_):
+    import os
+    import time
+
+    time.sleep(0.2)  # so that the two tasks run in two workers
+    return os.getpid(), float(tf.random.uniform((1,))[0])
