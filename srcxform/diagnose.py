@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from srcxform.api import Differentiable, _as_tensors
 from srcxform.ad.tape import GradientTape
+from srcxform.jit.compiler import check_positions
 
 
 def explain(fn: Callable, *args, wrt: int | tuple = 0, has_aux: bool | None = None,
@@ -27,6 +28,7 @@ def explain(fn: Callable, *args, wrt: int | tuple = 0, has_aux: bool | None = No
         has_aux = isinstance(fn, Differentiable) and fn.has_aux
     args, kwargs = _as_tensors(args, kwargs)
     positions = (wrt,) if isinstance(wrt, int) else tuple(wrt)
+    check_positions(positions, args)
     with GradientTape(persistent=True) as tape:
         for position in positions:
             tape.watch(args[position])

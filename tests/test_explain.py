@@ -488,6 +488,8 @@ def test_has_aux_explains_only_the_differentiated_output():
     assert tf.explain(tf.differentiable(_string_aux, has_aux=True), w).kind == "connected"
     with pytest.raises(TypeError, match="must return a pair"):
         tf.explain(lambda w: tf.reduce_sum(w), w, has_aux=True)
+    with pytest.raises(TypeError, match="wrt=1, but the function got 1 positional"):
+        tf.explain(lambda w: tf.reduce_sum(w), w, wrt=1)  # was a raw IndexError
 
 
 def test_a_where_condition_before_the_real_cut_is_not_named():

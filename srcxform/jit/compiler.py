@@ -377,13 +377,18 @@ def form_value(form, out, has_aux):
     return out
 
 
+def check_positions(positions, args):
+    """TypeError for a `wrt` position past the positional arguments given."""
+    for p in positions:
+        if not -len(args) <= p < len(args):
+            raise TypeError(f"wrt={p}, but the function got {len(args)} positional arguments")
+
+
 def traced_value_and_grad(fn, args, kwargs, positions, has_aux=False):
     """Runs fn under a tape watching the args at `positions`; unconnected gradients are
     zeros, as JAX gives. Works on Tracers (emitting the adjoint) and on Tensors. Returns
     fn's output (with has_aux, its pair) and the gradients of the scalar it differentiates."""
-    for p in positions:
-        if p >= len(args):
-            raise TypeError(f"wrt={p}, but the function got {len(args)} positional arguments")
+    check_positions(positions, args)
     _check_wrt(fn, args, positions)
     sources = []
     with GradientTape(persistent=False, watch_accessed_variables=False) as tape:
