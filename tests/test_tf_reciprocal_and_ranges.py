@@ -142,9 +142,12 @@ def test_python_ints_alone_become_int64_where_int32_cannot_hold_them():
 
 def test_python_int_beyond_int64_raises_value_error():
     for make in (lambda: tf.constant(2**63), lambda: tf.constant([1], tf.int64) + 2**63,
-                 lambda: tf.constant([1], tf.int32) - (-2**63 - 1)):
+                 lambda: tf.constant([1], tf.int32) - (-2**63 - 1),
+                 lambda: tf.constant(2**70), lambda: tf.constant([1, -2**80], tf.int64)):
         with pytest.raises(ValueError, match="does not fit in int64"):
             make()
+    # A float dtype takes them, as TensorFlow's (a TypeError of dtype object before).
+    _eq(tf.constant([1, 2**70], tf.float64), [1.0, 2.0**70], tf.float64)
 
 
 def test_documented_python_int_out_of_an_int_tensors_range_raises():

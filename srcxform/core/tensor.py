@@ -517,6 +517,12 @@ def _to_array(value, dtype=None, copy=False, what="constant"):
         _check_kind(value.dtype, value)
         return np.array(value, dtype) if copy else np.asarray(value, dtype)
     array = np.array(value)  # a new array, even from an object that holds one
+    if array.dtype == object and array.size and \
+            all(isinstance(v, int) for v in array.flat):  # Python ints past int64
+        if dtype is not None and np.dtype(dtype).kind == "f":
+            return np.array(value, dtype)  # as TensorFlow converts them
+        big = max(array.flat, key=abs)
+        raise ValueError(f"{what}: {big} does not fit in int64")
     _check_kind(array.dtype, value)
     return _python_array(array, dtype, what)
 
