@@ -302,6 +302,18 @@ def _over_zero(x):
     return tf.reduce_sum(x / 0.0)  # its gradient 1 / 0.0: a constant a kernel does not fold
 
 
+@tf.custom_gradient
+def _unit_scale(v):
+    def grad(up):
+        return up / v
+
+    return v * 1.0, grad
+
+
+def _custom_divided(x):
+    return tf.reduce_sum(_unit_scale(x))  # its gradient divides by x: named at this line
+
+
 def _at(fn, head, text):
     """The verdict `head` at fn's line holding `text`, as _named gives it."""
     lines, first = inspect.getsourcelines(fn)
@@ -323,8 +335,11 @@ def _at(fn, head, text):
     (_inf_products, ([[1e200, 1.0]], [[1e200], [1.0]]), ("matmul made an inf", "matmul"),
      None),
     (_over_zero, ([NAN, NAN],), "ok", ("divide made an inf in the gradient of divide", "/")),
+    # A custom_gradient's gradient is named at the call, not at the line inside it.
+    (_custom_divided, ([0.0, 2.0],), "ok",
+     ("divide made an inf in the gradient of custom_gradient", "_unit_scale(x)")),
 ], ids=["forward order", "adjoint order", "literal's cotangent", "matmul of infs",
-        "matmul overflow", "a constant inf"])
+        "matmul overflow", "a constant inf", "custom_gradient"])
 @pytest.mark.usefixtures("_plain_python")
 def test_eager_and_compiled_name_the_same_op_and_line(fn, args, forward, gradient):
     """Forward before adjoint, each in program order (a kernel's schedule differs), and
