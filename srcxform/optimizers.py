@@ -701,19 +701,11 @@ def _matched(grads, treedef, op, path):
         leaves, tree = tree_flatten(grads)
         if tree != treedef:
             raise ValueError(f"{op}: the gradients' structure does not match the "
-                             f"parameters': {path} is {_shape_of(tree)} where the parameter "
-                             f"is {_shape_of(treedef)}")
+                             f"parameters' at {path} ({tree.num_leaves} gradients for "
+                             f"{treedef.num_leaves} parameters there)")
         return leaves
     return [g for (where, grad), child in zip(children, treedef.children)
             for g in _matched(grad, child, op, where)]
-
-
-def _shape_of(treedef):
-    if treedef.kind is None:
-        return "one array"
-    if treedef.how == DICT:
-        return f"a dict of keys {list(treedef.keys)}"
-    return f"a {treedef.kind.__name__} of {len(treedef.children)}"
 
 
 def _key(param, position):

@@ -351,9 +351,12 @@ def test_a_generator_copies_and_pickles_at_its_state():
     assert pickle.loads(pickle.dumps(f))(np.ones(8)).shape == (8,)
 
 
-def test_forked_workers_draw_streams_of_their_own_unless_seeded():
+def test_forked_workers_draw_streams_of_their_own_unless_seeded(monkeypatch):
     import multiprocessing
 
+    random = tf.random  # unseeded, as a process starts (an earlier test may have seeded it)
+    monkeypatch.setattr(random, "_global_seed", None)
+    monkeypatch.setattr(random, "_global_generator", random._NON_DETERMINISTIC)
     context = multiprocessing.get_context("fork")
 
     def draws():

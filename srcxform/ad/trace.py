@@ -257,9 +257,11 @@ class Trace:
         adjoint = recording.CONTEXT.adjoint
         rec = adjoint[-1][0] if adjoint else None
         if rec is not None and isinstance(rec.out, Tracer):
-            # The forward op's line, as its record has it (a custom_gradient's: where it
-            # is called, not the line inside it that made its output), as eagerly.
-            origin = rec.origin or self.origins.get(rec.out.var)
+            # The forward op's line; a custom_gradient's is where it is called (its
+            # record's, as eagerly), not the line inside it that made its output. (Another
+            # record's may be a replay's, made away from the user's line: structured.py.)
+            origin = rec.origin if rec.op == "custom_gradient" else \
+                self.origins.get(rec.out.var)
         else:
             origin = user_frame()
         of = op_name(rec.op) if rec is not None and rec.op else None
