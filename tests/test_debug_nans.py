@@ -403,3 +403,11 @@ def test_grad_names_a_forward_op_its_own_kernel_would_drop(_plain_python):
         assert _eager_named(_matmul_then_sum, args) == (want, want)
         assert _named(lambda: f.grad(*args)) == want
     np.testing.assert_array_equal(f.grad(*args)[0], np.tile(args[2].T, (2, 1)))  # ones @ w.T
+
+
+def test_debug_nans_takes_a_bool_only():
+    for wrong in ("yes", None, "false"):  # each was taken by its truth
+        with pytest.raises(TypeError, match="enable must be True or False"):
+            tf.debug_nans(wrong)
+    with tf.debug_nans(np.bool_(True)), pytest.raises(FloatingPointError):
+        tf.math.log(tf.constant([0.0, -1.0]))

@@ -65,6 +65,8 @@ def debug_nans(enable: bool = True) -> _DebugNans:
         >>> with srcxform.debug_nans(True):    # on inside the block only
         ...     tape.gradient(loss, w)
     """
+    if not isinstance(enable, (bool, np.bool_)):  # a string or None would be its truth
+        raise TypeError(f"debug_nans: enable must be True or False, got {enable!r}")
     previous = recording.DEBUG_NANS
     _set(enable)
     return _DebugNans(previous)
