@@ -121,6 +121,9 @@ def test_integer_division_by_zero_raises():
     with pytest.raises(ZeroDivisionError, match="integer division by zero"):
         tf.constant([1, 0]) % tf.constant([2, 0])
     _eq(tf.constant([1.0, -1.0]) // 0.0, [np.inf, -np.inf], tf.float32)
+    with pytest.raises(ZeroDivisionError, match=r"zero\n  at test_tf_compat.py:\d+: "
+                                                r"tf.constant\(\[3\]\) // 0"):
+        tf.constant([3]) // 0  # the user's line, as shape and dtype errors name it
 
 
 def test_clip_by_value_with_min_above_max_gives_min():

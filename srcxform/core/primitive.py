@@ -18,7 +18,8 @@ from srcxform.core.aval import Aval, broadcast_shapes, normalize_axes
 from srcxform.core.dims import Dim, localized
 from srcxform.core.dtypes import out_of_range, promote
 from srcxform.core.errors import (
-    DtypeArgumentError, LinAlgArgumentError, ShapeArgumentError, user_line,
+    DtypeArgumentError, InvalidArgumentError, LinAlgArgumentError, ShapeArgumentError,
+    user_line,
 )
 from srcxform.core.names import TEMPLATE_GLOBALS
 from srcxform.core.tensor import SizeConstant, Tensor, as_value, eager_tensor
@@ -243,6 +244,10 @@ class Primitive:
             operands = ", ".join(v.aval.short() for v in values)
             raise LinAlgArgumentError(f"{self.name}({operands}): {err}\n  at {user_line()}"
                                       ) from None
+        except InvalidArgumentError as err:  # an impl's check (an index, a divisor of 0)
+            if "\n  at " in str(err):
+                raise
+            raise type(err)(f"{err}\n  at {user_line()}") from None
         if result.dtype != out_aval.dtype:
             result = result.astype(out_aval.dtype)
         if recording.PERTURBING and recording.CONTEXT.perturb is not None:
