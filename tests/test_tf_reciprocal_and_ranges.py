@@ -105,6 +105,8 @@ def test_an_integer_to_a_negative_power_raises_compiled_as_eagerly(parallel):
                           parallel=parallel)
     a = np.array([7, -2, 5], np.int64)
     np.testing.assert_array_equal(np.asarray(f(a, np.array([2, 3, 0]))[0]), [49, -8, 1])
+    big = np.array([65537, 10**9 + 7, 64])  # past 65536 Numba's ** went through floats
+    np.testing.assert_array_equal(np.asarray(f(a, big)[0]), a ** big)  # wrapped, as NumPy
     for exponent in ([2, -1, 0], [-3, 1, 1]):
         with pytest.raises(ValueError, match="pow: integers to negative integer powers"):
             f(a, np.array(exponent))

@@ -559,12 +559,20 @@ def mod(x, y):
     return x % y
 
 
-# Integer x ** y: Numba gives 0 for a negative y, where NumPy (so eager) raises.
+# Integer x ** y: Numba gives 0 for a negative y, where NumPy (so eager) raises, and past
+# y = 65536 computes in floats (2 ** 65537 gave int64's minimum). By squaring, wrapping as
+# NumPy's (a narrower dtype's result is cast back by the caller).
 @helper
 def power(x, y):
     if y < 0:
         raise ValueArgumentError("pow: integers to negative integer powers are not allowed")
-    return x ** y
+    result, base = x ** 0, x
+    while y > 0:
+        if y & 1:
+            result = result * base
+        base = base * base
+        y >>= 1
+    return result
 
 
 @helper
