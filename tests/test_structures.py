@@ -3,6 +3,7 @@ of no leaves, as in JAX) and types registered with srcxform.register_pytree_node
 arguments and results of compiled functions (the warm entry included), as the tape's
 sources, and through an optimizer; gradients come back in the same types."""
 
+import collections
 import dataclasses
 from typing import NamedTuple
 
@@ -128,6 +129,19 @@ def test_none_is_an_empty_subtree():
     g, _ = f.grad({"w": np.ones(2), "b": np.zeros(2)}, x)  # not None: another kernel
     np.testing.assert_array_equal(g["b"], 2 * x)
     assert tree_flatten([None, (None,)]) == ([], tree_flatten([None, (None,)])[1])
+
+
+def test_an_ordered_dict_comes_back_an_ordered_dict():
+    # A compiled call returned a plain dict for an OrderedDict, and .grad of one too.
+    f = tf.differentiable(lambda d: tf.reduce_sum(d["a"] * d["b"]))
+    x = np.array([1.0, 2.0])
+    for _ in range(2):  # the general path, then the warm entry
+        g = f.grad(collections.OrderedDict(b=x, a=2 * x))
+        assert type(g) is collections.OrderedDict and list(g) == ["b", "a"]
+        np.testing.assert_array_equal(g["a"], x)
+    out = tf.differentiable(lambda x: collections.OrderedDict(b=x, a=x * 2))(x)
+    assert type(out) is collections.OrderedDict and list(out) == ["b", "a"]
+    assert type(f.grad(collections.defaultdict(list, a=x, b=x))) is dict  # no factory kept
 
 
 def test_a_registered_type():

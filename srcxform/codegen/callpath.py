@@ -22,8 +22,8 @@ import numpy as np
 from srcxform.codegen.exprs import dtype_ast
 from srcxform.core.dims import render
 from srcxform.core.names import identifier
-from srcxform.core.tree import DATACLASS, DICT, NAMEDTUPLE, NONE, SEQUENCE, spelled_key, \
-    unflatten_function
+from srcxform.core.tree import (DATACLASS, DICT, NAMEDTUPLE, NONE, SEQUENCE, dict_type,
+                                 spelled_key, unflatten_function)
 from srcxform.core import syntax
 
 # The globals the call path reads; names made by counting (sizes n<k>, captured objects)
@@ -267,8 +267,10 @@ def _node(node, children, name):
         return ast.Constant(None)
     if node.how == DICT:
         by_key = dict(zip(node.keys, children))
-        return ast.Dict([ast.Constant(k) if spelled_key(k) else name(k) for k in node.order],
-                        [by_key[k] for k in node.order])
+        built = ast.Dict([ast.Constant(k) if spelled_key(k) else name(k) for k in node.order],
+                         [by_key[k] for k in node.order])
+        kind = dict_type(node.kind)
+        return built if kind is dict else ast.Call(name(kind), [built], [])
     if node.how == SEQUENCE and node.kind in (tuple, list):
         return structure(node.kind(children))
     if node.how == SEQUENCE:  # a subclass

@@ -7,6 +7,7 @@ tf.nest and JAX do), so a structure's leaves are deterministic; a dict is rebuil
 own key order (as tf.nest does). TreeDefs are hashable: they key the kernel cache.
 """
 
+import collections
 import dataclasses
 import functools
 from collections.abc import Callable, Iterable
@@ -152,7 +153,7 @@ def _flatten(tree, leaves):
         keys, order = _sorted_keys(tree), tuple(tree)
         if not all(type(k) is str for k in order):
             order = SpelledKeys(order)
-        return _node((dict, keys, tuple([_flatten(tree[k], leaves) for k in keys]),
+        return _node((kind, keys, tuple([_flatten(tree[k], leaves) for k in keys]),
                       order, how))
     if how == NONE:
         return _NONE
@@ -207,7 +208,8 @@ def make_node(node: TreeDef, children: list):
         return node.kind(children)
     if how == DICT:
         by_key = dict(zip(node.keys, children))
-        return {k: by_key[k] for k in node.order}
+        built, kind = {k: by_key[k] for k in node.order}, dict_type(node.kind)
+        return built if kind is dict else kind(built)
     if how == NONE:
         return None
     if how == NAMEDTUPLE:
@@ -215,6 +217,12 @@ def make_node(node: TreeDef, children: list):
     if how == DATACLASS:
         return node.kind(**dict(zip(node.keys, children)))
     return _REGISTERED[node.kind][1](node.keys, children)
+
+
+def dict_type(kind: type) -> type:
+    """The type a dict of `kind` is rebuilt as: its own (OrderedDict, a subclass made from
+    a dict), but a defaultdict's, whose factory the structure does not hold: a dict."""
+    return dict if issubclass(kind, collections.defaultdict) else kind
 
 
 def unflatten_function(kind: type) -> Callable:
