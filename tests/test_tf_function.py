@@ -126,3 +126,11 @@ def test_an_array_argument_is_a_tensor_inside_as_in_tensorflow():
     got = f(np.ones(2), 3.0)
     assert isinstance(got, tf.Tensor) and got.dtype == tf.float64  # eager NumPy: an array
     np.testing.assert_array_equal(got.numpy(), [3.0, 3.0])
+    # ... and one it returns as it is comes back a Tensor too (it was the array itself).
+    same = tf.function(lambda x, y: (x, y, x * 2.0))
+    for _ in range(2):  # the general path, then the warm entry
+        x, y, _ = same(np.ones(2), np.float32(2.0))
+        assert isinstance(x, tf.Tensor) and isinstance(y, tf.Tensor) and y.dtype == tf.float32
+        assert x.numpy().tolist() == [1.0, 1.0] and float(y) == 2.0
+    t = tf.ones(2)
+    assert tf.function(lambda x: x)(t) is t

@@ -241,7 +241,11 @@ def _trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux, tf_rule
         flat, trees, returns = [], [], []
         # What the function returned: its argument leaves themselves (the plain call's
         # own), values the kernel computes, or values fixed by the trace.
+        # (Under tf.function's rules an array argument is a tensor to the function: one
+        # it returns comes back a Tensor, a kernel output.)
         given = {id(leaf): i for i, leaf in enumerate(call_leaves) if kernel_form == "value"
+                 and not (tf_rules and i in inputs and rules[i].eager == "tensor"
+                          and not eager_tensor(leaves[i]))
                  or isinstance(leaf, Variable)}
         for result in results:
             result_leaves, tree = tree_flatten(result)
