@@ -112,7 +112,7 @@ class Differentiable:
         self._chained = set()  # (kernel, form) pairs with an entry in self._warm's chain
         self._hits, self._misses, self._loaded = Counter(), 0, 0
         _LIVE.add(self)  # its warm entries are dropped when debug_nans changes
-        self._bound = weakref.WeakKeyDictionary()
+        self._bound = PerInstance()
         self._lock = threading.RLock()  # held finding or compiling a kernel, and chaining
         if tiered.enabled(wait):
             tiered.start_worker()  # ready by the first call, where it can be
@@ -125,14 +125,14 @@ class Differentiable:
         (the instance is not an argument the kernel could take)."""
         if obj is None:
             return self
-        bound = self._bound.get(obj)
-        if bound is None:
-            bound = self._bound[obj] = Differentiable(self.fn.__get__(obj, objtype), self.wrt,
-                                                      self.parallel, self.check, self.wait,
-                                                      self.autograph, self.has_aux)
-            bound._as_eager = self._as_eager
-            bound._tf_rules = self._tf_rules
-        return bound
+
+        def make():
+            bound = Differentiable(self.fn.__get__(obj, objtype), self.wrt, self.parallel,
+                                   self.check, self.wait, self.autograph, self.has_aux)
+            bound._as_eager, bound._tf_rules = self._as_eager, self._tf_rules
+            return bound
+
+        return self._bound.get(obj, make)
 
     # ----- public calls -----
     def __call__(self, *args, **kwargs):
@@ -471,6 +471,22 @@ class Differentiable:
 
 # Each Differentiable's jvp form: a Differentiable of its function's forward mode.
 _JVP_FORMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+class PerInstance:
+    """What a method decorated in a class body keeps for each instance, by the instance's
+    id: a dataclass's instances do not hash (their __eq__), and a class with __slots__
+    may not take weak references. The compiled method holds its instance, so both live
+    as long as the decorated function (as with functools.lru_cache on a method)."""
+
+    def __init__(self):
+        self._by_id = {}
+
+    def get(self, obj, make):
+        found = self._by_id.get(id(obj))
+        if found is None:
+            found = self._by_id[id(obj)] = (obj, make())
+        return found[1]
 
 
 def _jvp_form(f):

@@ -15,7 +15,6 @@ again for a new shape, unless reduce_retracing relaxes it: srcxform needs no rel
 """
 
 import inspect
-import weakref
 from collections.abc import Callable
 
 import numpy as np
@@ -66,7 +65,6 @@ class Function(api.Differentiable):
         self.python_function = func
         self.input_signature = None if input_signature is None else tuple(input_signature)
         self._parameters = inspect.signature(func) if input_signature is not None else None
-        self._functions = weakref.WeakKeyDictionary()  # per instance, for a method
 
     def __repr__(self):
         return f"<srcxform.function {getattr(self.fn, '__qualname__', self.fn)}>"
@@ -75,11 +73,8 @@ class Function(api.Differentiable):
         """A method: each instance gets its own compiled function, as Differentiable's."""
         if obj is None:
             return self
-        bound = self._functions.get(obj)
-        if bound is None:
-            bound = self._functions[obj] = Function(self.fn.__get__(obj, objtype),
-                                                    self.input_signature, self.autograph)
-        return bound
+        return self._bound.get(obj, lambda: Function(
+            self.fn.__get__(obj, objtype), self.input_signature, self.autograph))
 
     def __call__(self, *args, **kwargs):
         if self.input_signature is not None:

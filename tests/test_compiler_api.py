@@ -1,6 +1,7 @@
 """The compiled path's contract: kernel reuse across batch sizes, the disk cache across
 processes, guards, tracing errors, Numba errors, Variables written back, parallel loops."""
 
+import dataclasses
 import gc
 import os
 import pickle
@@ -541,3 +542,36 @@ def test_a_method_decorated_in_a_class_body_compiles_per_instance():
     assert a.loss(x) == 3.0 and b.loss(x) == 6.0
     np.testing.assert_allclose(b.loss.grad(x), np.full(3, 2.0))
     assert a.loss is a.loss and a.loss.cache_info().kernels == 1
+
+
+def test_a_method_of_a_dataclass_or_a_slots_class_compiles_per_instance():
+    # A dataclass's instances do not hash, a __slots__ class's take no weak reference:
+    # both raised a raw TypeError from weakref (helper 81).
+    @dataclasses.dataclass
+    class Scaled:
+        k: float
+
+        @tf.function
+        def __call__(self, x):
+            return x * self.k
+
+        @tf.differentiable
+        def loss(self, x):
+            return tf.reduce_sum(x * self.k)
+
+    class Slotted:
+        __slots__ = ("k",)
+
+        def __init__(self, k):
+            self.k = k
+
+        @tf.differentiable
+        def loss(self, x):
+            return tf.reduce_sum(x * self.k)
+
+    x = np.array([1.0, 2.0])
+    for make in (Scaled, Slotted):
+        a, b = make(2.0), make(2.0)  # equal dataclasses, each its own compiled method
+        assert a.loss(x) == 6.0 and a.loss is a.loss and a.loss is not b.loss
+        np.testing.assert_array_equal(b.loss.grad(x), [2.0, 2.0])
+    assert Scaled(3.0)(x).numpy().tolist() == [3.0, 6.0]
