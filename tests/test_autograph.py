@@ -173,10 +173,21 @@ def python_logic(x):
     class Options:
         scale = 2.0
         doubled = scale and scale * 2  # a lambda here could not read `scale`
+
+        def shown(self):
+            return True and super().__repr__()  # a lambda's super() has no class
+
     n = 0 or (m := 3)  # a lambda would bind m in itself
+    names = len(True and locals())  # a lambda's locals() are its own: none
+
+    def pair():
+        got = True and (yield 1)  # a lambda's yield would make it a generator
+        yield got
+
     if x[0] > 0:
         x = x * Options.doubled
-    return tf.reduce_sum(x * (m + n))
+    shown = Options().shown().startswith("<")
+    return tf.reduce_sum(x * (m + n + names + len(list(pair())) + shown))
 
 
 def one_sided(x):

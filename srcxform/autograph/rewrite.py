@@ -818,13 +818,13 @@ class _Logical(ast.NodeTransformer):
     """`and`, `or` and `not` as ag__ calls, wherever they are in a converted function, as
     TensorFlow's autograph converts them: Python's own on Python values; logical_and,
     logical_or and logical_not on traced ones. The operands after the first are lambdas,
-    evaluated only where Python would evaluate them; an operand holding a `:=` stays as
-    written (in a lambda it would bind the lambda's name), and so does a class body's
-    (a lambda there cannot read the class's names)."""
+    evaluated only where Python would evaluate them. An `and` or `or` stays as written
+    where a lambda would change what a later operand means (`_SCOPED`), and so does a
+    class body's (a lambda there cannot read the class's names)."""
 
     def visit_BoolOp(self, node):
         self.generic_visit(node)
-        if any(isinstance(n, ast.NamedExpr) for v in node.values[1:] for n in ast.walk(v)):
+        if any(_scoped(n) for v in node.values[1:] for n in ast.walk(v)):
             return node
         helper = "and_" if isinstance(node.op, ast.And) else "or_"
         return ast.copy_location(_call(helper, node.values[0], *(
@@ -841,6 +841,16 @@ class _Logical(ast.NodeTransformer):
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.visit(stmt)
         return node
+
+
+def _scoped(node):
+    """Whether node means something else inside a lambda: a `:=` would bind the lambda's
+    name, a `yield` make it a generator; super(), locals(), vars() and dir() without
+    arguments would see the lambda's frame."""
+    if isinstance(node, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await)):
+        return True
+    return isinstance(node, ast.Call) and not node.args and not node.keywords and \
+        isinstance(node.func, ast.Name) and node.func.id in ("super", "locals", "vars", "dir")
 
 
 def _range_args(iterable):
