@@ -195,6 +195,33 @@ def test_a_python_int_computed_at_run_time_is_checked_where_it_meets_an_int_tens
                 run(np.float64(n), m, u)
 
 
+def _doubled(n, k=1):
+    while n > 0:
+        k, n = k * 2, n - 1
+    return k
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_a_run_time_python_int_is_checked_in_every_op_that_meets_it(parallel):
+    # stack, concat and where (before: only elementwise operands, in codegen), and in a
+    # loop over lanes: under parallel=True the check must keep the loop serial (helper 80).
+    ops = [lambda n, m: tf.stack([m[0], _doubled(n)]),
+           lambda n, m: tf.concat([m, tf.reshape(_doubled(n), [1])], 0),
+           lambda n, m: tf.where(m > 0, m, _doubled(n)),
+           lambda n, m: tf.vmap(lambda r: tf.fori_loop(0, 2, lambda i, a: a + _doubled(n),
+                                                       r))(tf.stack([m, m]))]
+    m = np.array([1, 2], np.int8)
+    for op in ops:
+        f = tf.differentiable(op, wrt=(), parallel=parallel)
+        np.testing.assert_array_equal(np.asarray(f(np.float64(5.0), m)),
+                                      np.asarray(op(tf.constant(5.0), tf.constant(m))))
+        for run in (f, lambda n, m, op=op: op(tf.constant(n), tf.constant(m))):
+            with pytest.raises(TypeError, match="the Python int 128 does not fit in int8"):
+                run(np.float64(7.0), m)
+    # An index is not an operand the int meets: gather's row 200 of an int16 table.
+    assert int(tf.gather(tf.constant(np.arange(300, dtype=np.int16)), 200)) == 200
+
+
 # ----- a Python bool beside a numeric tensor -----
 
 

@@ -31,7 +31,6 @@ from srcxform.codegen.placement import place
 from srcxform.core.dtypes import promote
 from srcxform.core.errors import cut, user_line
 from srcxform.core.ir import Lit, Var
-from srcxform.core.primitive import python_int_misfit
 from srcxform.core.names import Namer
 from srcxform.codegen.schedule import LoopGroup, schedule
 from srcxform.core.version import __version__
@@ -552,8 +551,6 @@ class _Lowering:
                 # A weak value (a Python number traced: fori_loop's index, a float argument)
                 # takes the other operand's dtype, as eagerly, and so does a uint64 (NumPy's
                 # float64 beside a signed int): Numba would promote (the uint64 to int64).
-                if a.aval.weak and a.aval.dtype.kind == "i" and dtype.kind in "iu":
-                    names[n] = self.python_int_fitted(names[n], e, dtype)
                 names[n] = cast_to(names[n], dtype)
         in_avals = [a.aval for a in e.ins]
         self.nest_raises |= prim.may_raise(in_avals, e.out.aval, e.kwargs)
@@ -566,25 +563,6 @@ class _Lowering:
             # (a reduce_max's step takes one dtype) and wraps around as TensorFlow's does.
             value = cast_to(value, out)
         return value
-
-    def python_int_fitted(self, value, e, dtype):
-        """`arrays.python_int_in(...)`: a Python int's value (int64) met by the narrower
-        integer dtype of e's other operand, raising where it does not fit, as eagerly
-        (the cast would wrap it). A Python int known when tracing was checked then."""
-        info = np.iinfo(dtype)
-        low, high = max(info.min, -2**63), min(info.max, 2**63 - 1)
-        if (low, high) == (-2**63, 2**63 - 1):
-            return value
-        self.nest_raises = True
-        line = user_line(e.origin) if e.origin else "an unknown line"
-        # user_line has made the user's text safe to quote; on one line, as astor would
-        # indent a literal's later lines.
-        before, after = python_int_misfit(e.prim.name, [a.aval for a in e.ins], dtype, line,
-                                          symbolic=True)
-        return ast.Call(
-            ast.Attribute(ast.Name("arrays", ast.Load()), "python_int_in", ast.Load()),
-            [value] + [ast.Constant(c) for c in (low, high, before,
-                                                 after.replace("\n  ", " "))], [])
 
     def nan_scan(self, scan, e, local, exprs, scalar_names):
         """debug_nans: tells `scan` of the elementwise e, its element `local` at the index

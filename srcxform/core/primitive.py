@@ -22,7 +22,7 @@ from srcxform.core.errors import (
     user_line,
 )
 from srcxform.core.names import TEMPLATE_GLOBALS
-from srcxform.core.tensor import SizeConstant, Tensor, as_value, eager_tensor
+from srcxform.core.tensor import SizeConstant, Tensor, as_value
 
 REGISTRY: dict = {}
 
@@ -197,7 +197,7 @@ class Primitive:
         if context.traces:  # a size kept from another trace is a constant here
             params = localized(params)
         out_aval = self.abstract_eval(values, params)
-        _check_python_ints(self, values)
+        values = _checked_python_ints(self, values)
         trace = next((v._trace for v in values if v._trace is not None), None)
         if trace is None and context.traces and _mentions_size(values, params):
             trace = context.traces[-1]  # a traced size must be computed, not folded
@@ -263,22 +263,41 @@ def op_name(op):
     return getattr(op, "name", op)
 
 
-def _check_python_ints(prim, values):
-    """DtypeArgumentError (a TypeError) for a Python int (a weak int operand) that the
-    integer dtype it meets cannot hold: casting it there would wrap it (int32 + 2**40 would
-    add 0, as it does in TensorFlow); NumPy raises."""
-    weak = [v for v in values if eager_tensor(v) and v._weak and v._array.dtype.kind == "i"]
+def _checked_python_ints(prim, values):
+    """values, where a Python int (a weak int operand) meets an integer dtype that may not
+    hold it: DtypeArgumentError (a TypeError) for one that does not fit (casting would
+    wrap it: int32 + 2**40 would add 0, as it does in TensorFlow; NumPy raises), and a
+    traced one (a loop's Python int carry) checked when the kernel runs. Only operands
+    that meet in one dtype (an elementwise op's, a concat's), not an index or a size."""
+    if prim.kind == "elementwise":
+        operands = [v for n, v in zip(prim.arg_names, values) if n != "c"]
+    elif prim.algebra.joins:
+        operands = values
+    else:
+        return values
+    weak = [v for v in operands if v.aval.weak and v.aval.dtype.kind == "i"]
     if not weak:
-        return
-    operands = [v for n, v in zip(prim.arg_names, values) if n != "c"] \
-        if prim.kind == "elementwise" else values
+        return values
     dtype = promote([v.aval for v in operands])[0]
-    bad = next((b for b in (out_of_range(v._array, dtype) for v in weak) if b is not None),
-               None)
-    if bad is not None:
-        before, after = python_int_misfit(prim.name, [v.aval for v in values], dtype,
-                                          user_line())
-        raise DtypeArgumentError(f"{before}{bad}{after}")
+    if dtype.kind not in "iu" or out_of_range(np.array([-2**63, 2**63 - 1]), dtype) is None:
+        return values
+    avals, line = [v.aval for v in values], user_line()
+    for v in weak:
+        bad = None if v._trace is not None else out_of_range(v._array, dtype)
+        if bad is not None:
+            before, after = python_int_misfit(prim.name, avals, dtype, line)
+            raise DtypeArgumentError(f"{before}{bad}{after}")
+    traced = {id(v) for v in weak if v._trace is not None}
+    if not traced:
+        return values
+    before, after = python_int_misfit(prim.name, avals, dtype, line, symbolic=True)
+    return [FIT_PYTHON_INT(v, dtype, before, after) if id(v) in traced else v
+            for v in values]
+
+
+# A traced Python int, checked when the kernel runs and cast to a narrower integer dtype
+# it meets (ops/elementwise.py's python_int_in; set there, as core cannot import ops).
+FIT_PYTHON_INT = None
 
 
 def python_int_misfit(op, avals, dtype, line, symbolic=False):

@@ -9,7 +9,8 @@ float32 as float32 where Python's math module would widen it.
 import numpy as np
 
 from srcxform.core.aval import Aval
-from srcxform.core.dtypes import promote
+from srcxform.core import primitive as _primitive
+from srcxform.core.dtypes import out_of_range, promote
 from srcxform.core.errors import (
     DtypeArgumentError, ShapeArgumentError, ValueArgumentError, ZeroDivisionArgumentError,
 )
@@ -265,6 +266,33 @@ def _cast_shape(x, *, dtype):
 cast_p = primitive("cast", "elementwise", lambda x, dtype: x.astype(dtype), _cast_shape,
                    "dtype(x)",
                    vjp=lambda g, out, x, dtype: (cast(g, x.dtype),), same_aval_is_identity=True)
+
+
+def _fit_python_int(x, *, dtype, before, after):
+    bad = out_of_range(x, dtype)
+    if bad is not None:
+        raise DtypeArgumentError(f"{before}{bad}{after}")
+    return x.astype(dtype)
+
+
+def _fit_emit(x, out, *, dtype, before, after):
+    """arrays.python_int_in: the bounds of dtype that int64 holds, and the message on one
+    line (astor would indent a literal's later lines); user_line has made the user's
+    text safe to quote."""
+    info = np.iinfo(dtype)
+    low, high = max(int(info.min), -2**63), min(int(info.max), 2**63 - 1)
+    return (f"dtype(arrays.python_int_in(x, {low}, {high}, {before!r}, "
+            f"{after.replace(chr(10) + '  ', ' ')!r}))")
+
+
+# A traced Python int (a loop's carry, held as int64) met by a narrower integer dtype:
+# checked when the kernel runs, as the eager op checks it (core/primitive.py binds it).
+python_int_in_p = primitive(
+    "python_int_in", "elementwise", _fit_python_int,
+    lambda x, *, dtype, before, after: Aval(x.shape, dtype), "dtype(x)", nondiff=True,
+    emit_for=_fit_emit, raises=True)
+_primitive.FIT_PYTHON_INT = lambda v, dtype, before, after: python_int_in_p.bind(
+    v, dtype=dtype, before=before, after=after)
 
 
 # ----- wrappers (TensorFlow names) -----
