@@ -150,6 +150,13 @@ def test_python_int_beyond_int64_raises_value_error():
             make()
     # A float dtype takes them, as TensorFlow's (a TypeError of dtype object before).
     _eq(tf.constant([1, 2**70], tf.float64), [1.0, 2.0**70], tf.float64)
+    _eq(tf.constant([2**70, 1.5]), [2.0**70, 1.5], tf.float32)  # a float among them
+    # In a list NumPy made them floats: [1, 2**63] was a float32 tensor (helper 80).
+    for make in (lambda: tf.constant([1, 2**63]), lambda: tf.Variable([-1, 2**64 - 1]),
+                 lambda: tf.constant([1, 1], tf.int64) + [1, 2**63],
+                 lambda: tf.constant([1, 2**63], tf.int64)):
+        with pytest.raises(ValueError, match="does not fit in int64"):
+            make()
 
 
 def test_documented_python_int_out_of_an_int_tensors_range_raises():

@@ -20,7 +20,7 @@ from srcxform.core.dims import Dim, concrete, local
 from srcxform.core.dtypes import (as_dtype, check_convertible, out_of_range, settled,
                              weak_storage)
 from srcxform.core.errors import (GradientCutWarning, ShapeArgumentError, TracingError,
-                             is_own_file, user_line, warn_once_at)
+                             ValueArgumentError, is_own_file, user_line, warn_once_at)
 from srcxform.core.tensor_shape import TensorShape
 
 _ids = itertools.count(1)
@@ -517,14 +517,33 @@ def _to_array(value, dtype=None, copy=False, what="constant"):
         _check_kind(value.dtype, value)
         return np.array(value, dtype) if copy else np.asarray(value, dtype)
     array = np.array(value)  # a new array, even from an object that holds one
-    if array.dtype == object and array.size and \
-            all(isinstance(v, int) for v in array.flat):  # Python ints past int64
-        if dtype is not None and np.dtype(dtype).kind == "f":
-            return np.array(value, dtype)  # as TensorFlow converts them
-        big = max(array.flat, key=abs)
-        raise ValueError(f"{what}: {big} does not fit in int64")
+    if array.dtype.kind in "uO" or array.dtype.kind == "f" and array.size and \
+            np.nanmax(np.abs(array)) >= 2**63:  # NumPy's making of ints past int64
+        big, floats = _past_int64(value)
+        if big is not None:
+            if dtype is not None and np.dtype(dtype).kind == "f":
+                return np.array(value, dtype)  # as TensorFlow converts them
+            if not floats:
+                raise ValueArgumentError(f"{what}: {big} does not fit in int64")
+            array = np.array(value, np.float64)  # beside a float: floats, as eagerly
     _check_kind(array.dtype, value)
     return _python_array(array, dtype, what)
+
+
+def _past_int64(value):
+    """(the Python int furthest past int64's range among value's numbers, or None; whether
+    a float is among them), value a Python number or a nested list or tuple of them."""
+    big, floats, todo = None, False, [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, (list, tuple)):
+            todo.extend(item)
+        elif isinstance(item, float):
+            floats = True
+        elif isinstance(item, int) and not -2**63 <= item < 2**63 and \
+                (big is None or abs(item) > abs(big)):
+            big = item
+    return big, floats
 
 
 def _python_array(array, dtype, what):
@@ -580,7 +599,9 @@ def as_value(x, op=None):
     if holds_value(x):  # a nested list holding tensors, which TensorFlow packs
         return Value._pack(x)
     try:
-        return Tensor._new(_to_array(x))
+        return Tensor._new(_to_array(x, what=op or "constant"))
+    except ValueArgumentError:
+        raise  # a Python int past int64
     except (TypeError, ValueError):
         where = f"{op}: " if op else ""
         what = type(x).__name__ + (f" of dtype {x.dtype}" if isinstance(x, np.ndarray) else "")
