@@ -226,6 +226,36 @@ def test_a_folder_in_place_of_the_ledger_heals(tmp_path, monkeypatch):
     assert ledger.is_file() and int(ledger.read_text()) == _size(cache)
 
 
+@pytest.mark.parametrize("planted", ["link", "fifo"])
+def test_a_link_or_a_fifo_in_place_of_the_ledger_heals(tmp_path, monkeypatch, planted):
+    # A link to /dev/null swallowed every count (the limit never reached); a FIFO hung
+    # the write that opened it (helper 80).
+    cache, _ = _filled(tmp_path, monkeypatch, 2)
+    ledger = cache / cachesize.LEDGER
+    ledger.unlink()
+    ledger.symlink_to(os.devnull) if planted == "link" else os.mkfifo(ledger)
+    monkeypatch.setattr(cachefiles, "_WRITE_ERROR", None)
+    backend.code(f"y = {planted!r}\n")  # a write, counted
+    assert ledger.is_file() and not ledger.is_symlink()
+    assert int(ledger.read_text()) == _size(cache)
+
+
+def test_a_ledger_this_process_cannot_write_still_keeps_the_limit(tmp_path, monkeypatch):
+    # A read-only ledger (another user's, in a shared cache) ended all pruning (helper 80).
+    cache, _ = _filled(tmp_path, monkeypatch, 4)
+    limit = _size(cache) + 500
+    monkeypatch.setenv("SRCXFORM_CACHE_MAX", str(limit))
+    monkeypatch.setattr(cachefiles, "_WRITE_ERROR", None)
+
+    def refused(path, nbytes):
+        raise PermissionError(13, "Permission denied", path)
+
+    monkeypatch.setattr(cachesize, "_append", refused)
+    for k in range(4):  # it measures the cache each tenth of the limit it writes
+        backend.code(f"z = {'x' * (limit // 30) + str(k)!r}\n")
+    assert _size(cache) <= limit
+
+
 def test_a_ledger_rewritten_while_processes_append_keeps_every_count(tmp_path):
     # A rewrite (a prune's) reads the ledger and replaces it; an append in between used to
     # land in the replaced file and be lost, letting the cache outgrow its limit.

@@ -18,14 +18,18 @@ limit does it measure the cache and remove entries, down to 90% of the limit (so
 the next writes have room), and start the ledger again from what remains. The ledger may
 count a file twice (written by two processes), which prunes early; an append and a
 rewrite take a lock on it (flock; on Windows a rewrite may miss an append made in the
-moment it is rewritten).
+moment it is rewritten). Something else at the ledger's path (a link, a FIFO, a folder)
+is replaced by a ledger; a process that may not write the ledger measures the cache
+itself each tenth of the limit it writes.
 """
 
 import contextlib
 import dataclasses
+import errno
 import os
 import re
 import shutil
+import stat
 import threading
 import time
 
@@ -74,20 +78,47 @@ def parse_size(text):
 def grown(nbytes):
     """Counts nbytes this process has just written to the cache, and prunes the cache if
     the ledger says it has outgrown its limit (cachefiles.write_atomic, after a write)."""
+    global _unledgered
     root = cachefiles.cache_dir()
     path = os.path.join(root, LEDGER)
     try:
         _append(path, nbytes)
-    except (FileNotFoundError, IsADirectoryError):  # a cache written before it had a
-        _prune(root, limit(), int(limit() * PRUNED_TO))  # ledger, or a folder in its place
+    except (FileNotFoundError, IsADirectoryError, NotALedger):  # a cache written before it
+        _prune(root, limit(), int(limit() * PRUNED_TO))  # had a ledger, or something else
+        return                                            # in its place: made anew
+    except OSError:  # a ledger this process may not write: it measures the cache itself,
+        _unledgered += nbytes  # each tenth of the limit it writes
+        if _unledgered > limit() // 10:
+            _unledgered = 0
+            _prune(root, limit(), int(limit() * PRUNED_TO))
         return
-    except OSError:
-        return  # whoever writes next keeps the limit
     counts = _ledger(path)
     if sum(counts) > limit():
         _prune(root, limit(), int(limit() * PRUNED_TO))
     elif len(counts) > _LEDGER_LINES:
         _rewrite_ledger(path, sum(counts), len(counts))
+
+
+_unledgered = 0  # bytes this process wrote that no ledger counted
+
+
+class NotALedger(OSError):
+    """What is at the ledger's path is not a file (a link, a FIFO, a device)."""
+
+
+def _open_ledger(path, flags):
+    """The ledger at path opened with flags, never through a link and never waiting (a
+    FIFO); NotALedger where it is not a regular file."""
+    try:
+        fd = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError as err:
+        if err.errno in (errno.ELOOP, errno.ENXIO):  # a link; a FIFO no one reads
+            raise NotALedger(err.errno, "not a ledger", path) from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise NotALedger(errno.EINVAL, "not a ledger", path)
+    return fd
 
 
 def _append(path, nbytes):
@@ -96,7 +127,7 @@ def _append(path, nbytes):
     the ledger it reads or in the one that replaced it (the file at path once the lock
     is held)."""
     while True:  # again where a rewrite came between the open and the lock
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        fd = _open_ledger(path, os.O_WRONLY | os.O_APPEND)
         try:
             _lock(fd, exclusive=False)
             if not _replaced(fd, path):
@@ -234,8 +265,8 @@ def _entry_of(folder, name):
 
 
 def _ledger(path):
-    """The byte counts in the ledger at path."""
-    with contextlib.suppress(OSError), open(path, "rb") as f:
+    """The byte counts in the ledger at path (none where it is not a file)."""
+    with contextlib.suppress(OSError), open(_open_ledger(path, os.O_RDONLY), "rb") as f:
         return [int(n) for n in f.read().split() if n.isdigit()]  # what is not, is skipped
     return []
 
@@ -247,8 +278,8 @@ def _rewrite_ledger(path, total, counted):
     (a file counted twice prunes early; one missed would let the cache outgrow it)."""
     with contextlib.suppress(OSError), contextlib.ExitStack() as held:
         try:
-            fd = os.open(path, os.O_RDONLY)
-        except FileNotFoundError:
+            fd = _open_ledger(path, os.O_RDONLY)
+        except (FileNotFoundError, NotALedger):  # replaced by the write below
             later = []
         else:
             held.callback(os.close, fd)
