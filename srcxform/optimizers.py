@@ -44,8 +44,8 @@ from srcxform.core import recording
 from srcxform.core.errors import GradientCutWarning, user_frame, warn_once_at
 from srcxform.ad.tape import GradientTape
 from srcxform.core.tensor import Value, Variable
-from srcxform.core.tree import (DATACLASS, DICT, NAMEDTUPLE, SEQUENCE, tree_flatten,
-                                 tree_unflatten)
+from srcxform.core.tree import (DATACLASS, DICT, NAMEDTUPLE, REGISTERED, SEQUENCE,
+                                 flatten_function, tree_flatten, tree_unflatten)
 
 __all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Nadam", "Optimizer", "RMSprop",
            "clip_by_global_norm", "clip_by_norm", "global_norm"]
@@ -697,6 +697,9 @@ def _matched(grads, treedef, op, path):
         children = [(f"{path}[{i}]", g) for i, g in enumerate(grads)]
     elif treedef.how in (NAMEDTUPLE, DATACLASS) and type(grads) is treedef.kind:
         children = [(f"{path}.{k}", getattr(grads, k)) for k in treedef.keys]
+    elif treedef.how == REGISTERED and type(grads) is treedef.kind:
+        parts = flatten_function(treedef.kind)(grads)[0]
+        children = [(f"{path}[{i}]", g) for i, g in enumerate(parts)]
     else:
         leaves, tree = tree_flatten(grads)
         if tree != treedef:

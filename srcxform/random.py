@@ -71,6 +71,7 @@ class Generator:
         self._counter = Variable(np.int64(counter), trainable=False, name="rng_counter")
         self._key = Variable(np.int64(key), trainable=False, name="rng_key")
         self._lock = threading.Lock()
+        self._non_deterministic = False  # from_non_deterministic_state's, until reset
 
     def __getstate__(self):  # a copy or an unpickled one: new Variables at this state
         state = self.__dict__.copy()
@@ -87,7 +88,9 @@ class Generator:
 
     @classmethod
     def from_non_deterministic_state(cls, alg=None):
-        return cls(state=(0, secrets.randbits(63)), alg=alg)
+        made = cls(state=(0, secrets.randbits(63)), alg=alg)
+        made._non_deterministic = True  # a global one starts anew in a forked child
+        return made
 
     @classmethod
     def from_state(cls, state, alg=None):
@@ -106,6 +109,7 @@ class Generator:
     def reset(self, state):
         """Moves to `state` (a (counter, key) pair); draws from then on repeat those made
         from that state before."""
+        self._non_deterministic = False
         counter, key = (int(v) for v in np.asarray(state, np.int64).reshape(2))
         self._counter.assign(np.int64(counter))
         self._key.assign(np.int64(key))
@@ -184,22 +188,24 @@ def _scaled(x, scale, shift):
 
 # ----- the global generator and op-level seeds -----
 
-_global_generator = _NON_DETERMINISTIC = Generator.from_non_deterministic_state()
+_global_generator = Generator.from_non_deterministic_state()
 _global_seed = None
 _seeded = {}  # op seed -> its Generator, made at first use
 _seeded_lock = threading.Lock()
 
 
 def _after_fork():
-    """In a forked child: the unseeded global generator starts a stream of its own (the
-    parent's would repeat in every worker of a process pool, as Python's random module
-    avoids by the same hook), and the locks a parent's thread may have held are new."""
+    """In a forked child: a global generator of a non-deterministic state (not seeded
+    since) starts a stream of its own (the parent's would repeat in every worker of a
+    process pool, as Python's random module avoids by the same hook), and the locks a
+    parent's thread may have held are new."""
     global _seeded_lock
     _seeded_lock = threading.Lock()
     for generator in (_global_generator, *_seeded.values()):
         generator._lock = threading.Lock()
-    if _global_seed is None and _global_generator is _NON_DETERMINISTIC:
+    if _global_generator._non_deterministic:
         _global_generator.reset((0, secrets.randbits(63)))
+        _global_generator._non_deterministic = True
 
 
 if hasattr(os, "register_at_fork"):

@@ -399,6 +399,14 @@ def test_apply_returns_the_structure():
     assert isinstance(new[1]["b"], tf.Tensor) and float(new[1]["b"]) == 0.0
 
 
+class _Pair:
+    def __init__(self, w, b):
+        self.w, self.b = w, b
+
+
+tf.register_pytree_node(_Pair, lambda p: ((p.w, p.b), None), lambda _, parts: _Pair(*parts))
+
+
 def test_apply_takes_tape_gradients_with_none_and_dicts_in_any_key_order():
     params = {"a": tf.Variable(np.ones(2)), "b": tf.Variable(np.ones(2)), "c": [tf.ones(1)]}
     with tf.GradientTape() as tape:
@@ -410,6 +418,12 @@ def test_apply_takes_tape_gradients_with_none_and_dicts_in_any_key_order():
     assert new["c"][0].numpy().tolist() == [1.0]
     SGD(0.5).apply({"c": [np.ones(1)], "b": np.ones(2), "a": np.zeros(2)}, params)  # by key
     assert params["a"].numpy().tolist() == [0.5, 0.5] and params["b"].numpy().tolist() == [.5, .5]
+    registered = _Pair(tf.Variable(np.ones(2)), tf.Variable(np.ones(2)))
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(registered.w ** 2)
+    with pytest.warns(UserWarning, match="gradients do not exist"):  # for b: None
+        SGD(0.25).apply(tape.gradient(loss, registered), registered)
+    assert registered.w.numpy().tolist() == [0.5, 0.5] and registered.b.numpy().tolist() == [1, 1]
     with pytest.raises(ValueError, match=r"parameters. at grads\[.c.\] \(2 gradients for 1 "
                                          r"parameters there\)"):
         SGD(0.5).apply({"a": np.ones(2), "b": np.ones(2), "c": (np.ones(1), np.ones(1))}, params)

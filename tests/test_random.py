@@ -354,9 +354,10 @@ def test_a_generator_copies_and_pickles_at_its_state():
 def test_forked_workers_draw_streams_of_their_own_unless_seeded(monkeypatch):
     import multiprocessing
 
-    random = tf.random  # unseeded, as a process starts (an earlier test may have seeded it)
-    monkeypatch.setattr(random, "_global_seed", None)
-    monkeypatch.setattr(random, "_global_generator", random._NON_DETERMINISTIC)
+    # A global generator of a non-deterministic state, as a process starts (an earlier
+    # test may have seeded that one) or as set_global_generator gives it.
+    monkeypatch.setattr(tf.random, "_global_generator",
+                        Generator.from_non_deterministic_state())
     context = multiprocessing.get_context("fork")
 
     def draws():

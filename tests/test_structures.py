@@ -160,6 +160,20 @@ def test_a_registered_type():
     assert leaves == [1.0, 2.0] and tree_unflatten(tree, [3.0, 4.0]).y == 4.0
 
 
+class _Listed:
+    def __init__(self, a):
+        self.a = a
+
+
+tf.register_pytree_node(_Listed, lambda u: ((u.a,), [1]), lambda aux, parts: _Listed(*parts))
+
+
+def test_aux_data_that_does_not_hash_is_named():
+    # A raw "unhashable type: 'list'" from the kernel cache before (helper 81).
+    with pytest.raises(TypeError, match=r"registered for _Listed returned aux data \[1\]"):
+        tf.grad(lambda u: tf.reduce_sum(u.a ** 2))(_Listed(np.ones(2)))
+
+
 @pytest.mark.parametrize("sources", [
     lambda x, y: Params(x, y), lambda x, y: Pair(x, y), lambda x, y: Point(x, y, "p"),
     lambda x, y: {"x": x, "skip": None, "y": y},

@@ -164,6 +164,12 @@ def _flatten(tree, leaves):
         children = [getattr(tree, k) for k in keys]
     else:
         children, keys = _REGISTERED[kind][0](tree)
+        try:
+            hash(keys)  # it keys the kernel cache, as JAX's aux data keys its
+        except TypeError:
+            raise TypeError(f"the flatten function registered for {kind.__name__} returned "
+                            f"aux data {keys!r} that does not hash; return a tuple (or "
+                            f"another hashable value) instead") from None
     return _node((kind, keys, tuple([_flatten(t, leaves) for t in children]), (), how))
 
 
