@@ -269,6 +269,10 @@ SAMPLES = {
     "cast": [Row("cast", ((3, 4),), params={"dtype": tf.float32}, op=tf.cast, label="f32",
                  rtol=1e-3, atol=1e-4, eps=1e-3),
              Row("cast", ((3, 4),), params={"dtype": tf.float64}, op=tf.cast, label="f64")],
+    # A traced Python int checked where it meets a narrower integer dtype.
+    "python_int_in": [Row("python_int_in", ((3, 4),), (integers,),
+                          params={"dtype": np.dtype(np.int8), "before": "add(i64[]~, i8[3]): "
+                                  "the Python int ", "after": " does not fit in int8"})],
     # ----- shape -----
     "reshape": [Row("reshape", ((3, 4),), params={"shape": (2, 6)}, op=tf.reshape),
                 Row("reshape", ((2, 3, 4),), params={"shape": (-1, 4)}, op=tf.reshape,

@@ -266,32 +266,27 @@ def op_name(op):
 def _checked_python_ints(prim, values):
     """values, where a Python int (a weak int operand) meets an integer dtype that may not
     hold it: DtypeArgumentError (a TypeError) for one that does not fit (casting would
-    wrap it: int32 + 2**40 would add 0, as it does in TensorFlow; NumPy raises), and a
-    traced one (a loop's Python int carry) checked when the kernel runs. Only operands
-    that meet in one dtype (an elementwise op's, a concat's), not an index or a size."""
-    if prim.kind == "elementwise":
-        operands = [v for n, v in zip(prim.arg_names, values) if n != "c"]
-    elif prim.algebra.joins:
-        operands = values
-    else:
-        return values
+    wrap it, as TensorFlow does; NumPy raises), and a traced one (a loop's Python int
+    carry) checked when the kernel runs. Only operands that meet in one dtype (an
+    elementwise op's, a concat's), not an index or a size."""
+    operands = [v for n, v in zip(prim.arg_names, values) if n != "c"] \
+        if prim.kind == "elementwise" else values if prim.algebra.joins else ()
     weak = [v for v in operands if v.aval.weak and v.aval.dtype.kind == "i"]
-    if not weak:
+    dtype = weak and promote([v.aval for v in operands])[0]
+    if not weak or dtype.kind not in "iu" or dtype == np.int64:
         return values
-    dtype = promote([v.aval for v in operands])[0]
-    if dtype.kind not in "iu" or out_of_range(np.array([-2**63, 2**63 - 1]), dtype) is None:
-        return values
-    avals, line = [v.aval for v in values], user_line()
     for v in weak:
         bad = None if v._trace is not None else out_of_range(v._array, dtype)
         if bad is not None:
-            before, after = python_int_misfit(prim.name, avals, dtype, line)
+            before, after = python_int_misfit(prim.name, [v.aval for v in values], dtype,
+                                              user_line())
             raise DtypeArgumentError(f"{before}{bad}{after}")
-    traced = {id(v) for v in weak if v._trace is not None}
+    traced = [v for v in weak if v._trace is not None]
     if not traced:
         return values
-    before, after = python_int_misfit(prim.name, avals, dtype, line, symbolic=True)
-    return [FIT_PYTHON_INT(v, dtype, before, after) if id(v) in traced else v
+    before, after = python_int_misfit(prim.name, [v.aval for v in values], dtype,
+                                      user_line(), symbolic=True)
+    return [FIT_PYTHON_INT(v, dtype, before, after) if any(v is t for t in traced) else v
             for v in values]
 
 
