@@ -49,3 +49,20 @@ def test_a_value_another_loop_computed_is_marked_recomputed_under_its_line():
     assert kernel[again - 1].strip().endswith("residual = X @ w - y")  # its line heads it
     # The next statement, the adjoint's, is headed by its own line again.
     assert kernel[again + 1].strip().startswith("# grad of ")
+
+
+def _rotated(x):
+    m = tf.reshape(x[:4], (2, 2))
+    return tf.reduce_sum(tf.tanh(m @ m), axis=1)
+
+
+def test_a_jacobians_pushes_are_headed_by_the_lines_they_push_through():
+    # jacfwd pushes each basis vector through the records: the code it makes was headed
+    # by the line that called the Jacobian, every statement of it (not the function's).
+    # (The basis itself is the call's own.)
+    source = tf.jacfwd(_rotated).source(np.arange(5.0))
+    heads = {line.strip() for line in source.split("\n") if line.strip().startswith("# ")}
+    called = [h for h in heads if h.startswith("# grad of") and "tf.jacfwd(_rotated)" in h]
+    assert called == [], called
+    assert any(h.endswith("m = tf.reshape(x[:4], (2, 2))") for h in heads)
+    assert any(h.endswith("return tf.reduce_sum(tf.tanh(m @ m), axis=1)") for h in heads)

@@ -37,7 +37,9 @@ BUDGET = {
     # broadcast to the target's shape or raise (a compiled slice's gradient overran);
     # +5: round() of a traced value says what to use (a raw TypeError, helper 76); +5:
     # a custom_gradient's gradient named at its call compiled, as eagerly (helper 78)
-    "ad": 1450,
+    # +5: a JVP pushed through a record is the recorded op's line's (jacfwd's code was
+    # all headed by the line that called it)
+    "ad": 1455,
     # +20: functions defined in the converted one converted with it (TensorFlow's rule),
     # the enclosing function's lists guarded, fn's __future__ imports and the user's
     # qualified names kept (three wrong or lost found by helper 55); +25: the methods of
@@ -106,8 +108,9 @@ BUDGET = {
     # +25: a Python int a loop computes is checked where it meets a narrower integer
     # dtype, as an op of its own (4**16 + int32 gave 1, and stack/concat wrapped it,
     # helpers 76 and 80); +20: lists holding ints past int64 refused (NumPy made them
-    # floats); +10: OrderedDicts keep their type, unhashable aux data named
-    "core": 2835,
+    # floats); +10: OrderedDicts keep their type, unhashable aux data named; +20: the
+    # line ops belong to while a record is replayed (recording.replaying)
+    "core": 2855,
     # the CUDA target (issue 35): its first slice, 590 lines; +80: kept buffers per
     # thread, scalar steps folded into the next launch, Variables, methods; +5: a transpose
     # as a view (numba-cuda's .T compiled a kernel per call: W5's GPU gradient 334 ms);

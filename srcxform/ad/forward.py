@@ -43,6 +43,11 @@ def jvp_of_record(rec: Record, tangents: list) -> list:
     tangent (not a float, or not reached by any input's tangent)."""
     if rec.vjp is None or all(t is None for t in tangents):
         return [None] * len(rec.outs or (rec.out,))
+    with recording.replaying(rec.origin):  # its ops are the recorded op's line's
+        return _jvp_of_record(rec, tangents)
+
+
+def _jvp_of_record(rec, tangents):
     own = getattr(rec.vjp, "jvp", None)
     if own is not None:  # a compiled loop's (structured.LoopRule)
         return own(tangents, rec.outs, rec.inputs)

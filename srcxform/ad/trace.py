@@ -263,7 +263,7 @@ class Trace:
             origin = rec.origin if rec.op == "custom_gradient" else \
                 self.origins.get(rec.out.var)
         else:
-            origin = user_frame()
+            origin = recording.current_origin()
         of = op_name(rec.op) if rec is not None and rec.op else None
         eqn = Eqn(out, prim, tuple(self._atom(v) for v in values), tuple(sorted(params.items())),
                   origin, bool(adjoint), of)

@@ -38,6 +38,10 @@ class Context(threading.local):
         self.holding = 0
         self.held = {}
         self.nans_quiet = False
+        # The user's (file, line) that ops belong to while srcxform replays one of theirs
+        # (forward.py pushes a JVP through a record), else None: the innermost frame
+        # outside srcxform is theirs.
+        self.origin = None
 
 
 CONTEXT = Context()
@@ -101,6 +105,23 @@ def leave(stack, item):
     OPEN_ANYWHERE.remove(item)
 
 
+def current_origin():
+    """The user's (file, line) an op made now belongs to (Context.origin)."""
+    return CONTEXT.origin or user_frame()
+
+
+@contextlib.contextmanager
+def replaying(at):
+    """Ops made inside belong to the user's line `at` (a record's origin; None: as they
+    would), as a JVP pushed through a record belongs to the op recorded."""
+    saved = CONTEXT.origin
+    CONTEXT.origin = at or saved
+    try:
+        yield
+    finally:
+        CONTEXT.origin = saved
+
+
 def record(vjp, inputs, out, params, op=None):
     """Appends the op to every recording tape that watches one of its inputs. An op whose
     output is not float carries no gradient: the tape keeps it as a Cut instead."""
@@ -112,7 +133,7 @@ def record(vjp, inputs, out, params, op=None):
     for tape in CONTEXT.tapes:
         if tape._recording and any(v._id in tape._watched for v in inputs):
             tape._records.append(Record(vjp, tuple(inputs), out, params, None, op,
-                                        user_frame()))
+                                        current_origin()))
             tape._watched.add(out._id)
         elif tape._cut_ids and tape._recording:
             _through(tape, op, inputs, out._id)
@@ -127,7 +148,7 @@ def record_outputs(vjp, inputs, outs, params, op=None):
     for tape in CONTEXT.tapes:
         if tape._recording and any(v._id in tape._watched for v in inputs):
             tape._records.append(Record(vjp, tuple(inputs), outs[0], params, tuple(outs),
-                                        op, user_frame()))
+                                        op, current_origin()))
             tape._watched.update(out._id for out in outs)
     for accumulator in CONTEXT.accumulators:
         accumulator.observe(Record(vjp, tuple(inputs), outs[0], params, tuple(outs)))
@@ -146,7 +167,7 @@ def cut_by(kind, op, inputs, out, detail="", origin=None):
             continue
         if any(v._id in tape._watched for v in inputs):
             tape._cuts.append(Cut(kind, op, tuple(v._id for v in inputs), out_id,
-                                  origin or user_frame(), detail))
+                                  origin or current_origin(), detail))
             kept = True
             if out_id is not None:
                 tape._cut_ids.add(out_id)
