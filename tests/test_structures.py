@@ -142,6 +142,15 @@ def test_an_ordered_dict_comes_back_an_ordered_dict():
     out = tf.differentiable(lambda x: collections.OrderedDict(b=x, a=x * 2))(x)
     assert type(out) is collections.OrderedDict and list(out) == ["b", "a"]
     assert type(f.grad(collections.defaultdict(list, a=x, b=x))) is dict  # no factory kept
+    g = f.grad(_Tagged("t", a=x, b=x))  # a constructor that takes no dict: a dict back
+    assert type(g) is dict and list(g) == ["a", "b"]
+    np.testing.assert_array_equal(g["a"], x)  # it raised KeyError (helper 83)
+
+
+class _Tagged(dict):
+    def __init__(self, tag=None, **items):
+        super().__init__(**items)
+        self.tag = tag
 
 
 def test_a_registered_type():

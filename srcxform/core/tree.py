@@ -226,9 +226,10 @@ def make_node(node: TreeDef, children: list):
 
 
 def dict_type(kind: type) -> type:
-    """The type a dict of `kind` is rebuilt as: its own (OrderedDict, a subclass made from
-    a dict), but a defaultdict's, whose factory the structure does not hold: a dict."""
-    return dict if issubclass(kind, collections.defaultdict) else kind
+    """The type a dict of `kind` is rebuilt as: an OrderedDict's its own; any other a dict
+    (a defaultdict's factory is not part of the structure, and a subclass's constructor
+    may not take a dict)."""
+    return kind if kind is collections.OrderedDict else dict
 
 
 def unflatten_function(kind: type) -> Callable:
