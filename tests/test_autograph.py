@@ -179,6 +179,7 @@ def python_logic(x):
 
     n = 0 or (m := 3)  # a lambda would bind m in itself
     names = len(True and locals())  # a lambda's locals() are its own: none
+    names += True and sys._getframe().f_locals.get("m", -1)  # and so is its frame
 
     def pair():
         got = True and (yield 1)  # a lambda's yield would make it a generator

@@ -229,6 +229,32 @@ def test_a_run_time_python_int_is_checked_in_every_op_that_meets_it(parallel):
     assert int(tf.gather(tf.constant(np.arange(300, dtype=np.int16)), 200)) == 200
 
 
+def test_a_run_time_python_int_converted_to_a_narrow_dtype_is_checked():
+    # tf.constant(k, tf.int8) and the like cast a loop's Python int: 128 became -128
+    # compiled where eager raises (helper 83); one_hot, pad and range wrapped eagerly too.
+    v = tf.Variable(np.int8(0))
+    converts = [lambda n: tf.constant(_doubled(n), tf.int8),
+                lambda n: tf.convert_to_tensor(_doubled(n), dtype=tf.int8),
+                lambda n: tf.constant([_doubled(n), 1], dtype=tf.int8),
+                lambda n: v.assign(_doubled(n)).read_value() * 1,
+                lambda n: tf.one_hot([0], 2, on_value=_doubled(n), dtype=tf.int8),
+                lambda n: tf.pad(tf.constant([1], tf.int8), [[1, 0]],
+                                 constant_values=_doubled(n)),
+                lambda n: tf.tensor_scatter_nd_update(tf.constant([1, 2], tf.int8), [[0]],
+                                                      [_doubled(n)])]
+    for convert in converts:
+        f = tf.differentiable(convert, wrt=())
+        np.testing.assert_array_equal(np.asarray(f(np.float64(6.0))),
+                                      np.asarray(convert(tf.constant(6.0))))
+        for run in (f, lambda n, convert=convert: convert(tf.constant(n))):
+            with pytest.raises(TypeError, match="128 does not fit in int8"):
+                run(np.float64(7.0))
+    for wraps in (lambda: tf.one_hot([0], 2, off_value=-1, dtype=tf.uint8),
+                  lambda: tf.range(0, 300, 100, dtype=tf.int8)):
+        with pytest.raises(TypeError, match="does not fit in u?int8"):
+            wraps()
+
+
 # ----- a Python bool beside a numeric tensor -----
 
 

@@ -846,11 +846,15 @@ class _Logical(ast.NodeTransformer):
 def _scoped(node):
     """Whether node means something else inside a lambda: a `:=` would bind the lambda's
     name, a `yield` make it a generator; super(), locals(), vars() and dir() without
-    arguments would see the lambda's frame."""
+    arguments, sys._getframe() and inspect.currentframe() would see the lambda's frame."""
     if isinstance(node, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await)):
         return True
-    return isinstance(node, ast.Call) and not node.args and not node.keywords and \
-        isinstance(node.func, ast.Name) and node.func.id in ("super", "locals", "vars", "dir")
+    if not isinstance(node, ast.Call):
+        return False
+    if isinstance(node.func, ast.Attribute):
+        return node.func.attr in ("_getframe", "currentframe")
+    return not node.args and not node.keywords and isinstance(node.func, ast.Name) and \
+        node.func.id in ("super", "locals", "vars", "dir")
 
 
 def _range_args(iterable):

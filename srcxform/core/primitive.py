@@ -295,6 +295,17 @@ def _checked_python_ints(prim, values):
 FIT_PYTHON_INT = None
 
 
+def converted_python_int(value, dtype, what):
+    """A traced Python int converted to the integer dtype given (tf.constant(k, tf.int8),
+    an assign), checked when the kernel runs as the eager conversion checks it: `what: N
+    does not fit in int8`. Any other value as it is."""
+    dtype = np.dtype(dtype)
+    if value._trace is None or not value.aval.weak or value.aval.dtype.kind != "i" or \
+            dtype.kind not in "iu" or dtype == np.int64:
+        return value
+    return FIT_PYTHON_INT(value, dtype, f"{what}: ", f" does not fit in {dtype.name}")
+
+
 def python_int_misfit(op, avals, dtype, line, symbolic=False):
     """The DtypeArgumentError's text before and after a Python int that does not fit the
     integer dtype it meets (compiled code has the number only when it runs, and shows

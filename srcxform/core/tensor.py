@@ -317,6 +317,8 @@ class Variable(Value):
             value = as_value(value, op)
             if value.aval.weak:  # made of Python scalars: converts as they would
                 check_convertible(value.aval.dtype, self.dtype, what)
+                from srcxform.core.primitive import converted_python_int  # imports this
+                value = converted_python_int(value, self.dtype, what)
             elif getattr(value, "eager", "tensor") != "tensor":  # an array argument, traced
                 value = value.astype(self.dtype)  # as its NumPy value converts
             elif _KINDS[value.dtype.kind] != _KINDS[self.dtype.kind]:
@@ -349,7 +351,7 @@ class Variable(Value):
         if new.shape != self._array.shape:
             raise ValueError(f"assign: cannot assign a value of shape {new.shape} to "
                              f"{self.name} of shape {self._array.shape}")
-        _check_range(new, self.dtype, f"assign to {self.name}")
+        check_fits(new, self.dtype, f"assign to {self.name}")
         _assigned(value, "assign", self)
         self._array = new.astype(self._array.dtype, copy=True)
         return self
@@ -423,7 +425,7 @@ class VariablePart(Tensor):
                              f"{self._variable.name}[...] of shape {self.shape}")
         what = f"assign to {self._variable.name}"
         check_convertible(value.dtype, self.dtype, what)
-        _check_range(value._array, self.dtype, what)
+        check_fits(value._array, self.dtype, what)
         _assigned(value, "assign", self._variable, "[...]")
         with self._variable._lock:  # the rest of the value is as it is now
             new = self._variable.numpy()
@@ -560,11 +562,11 @@ def _python_array(array, dtype, what):
             return array
     if array.size:  # an empty list has no kind: [[]] is any dtype's
         check_convertible(array.dtype, dtype, what)
-    _check_range(array, dtype, what)
+    check_fits(array, dtype, what)
     return array.astype(dtype, copy=False)
 
 
-def _check_range(array, dtype, what):
+def check_fits(array, dtype, what):
     bad = out_of_range(array, dtype)
     if bad is not None:
         raise TypeError(f"{what}: {bad} does not fit in {np.dtype(dtype).name}")

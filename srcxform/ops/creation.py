@@ -17,11 +17,12 @@ from srcxform.core.aval import Aval, size
 from srcxform.core.dims import Dim, negative
 from srcxform.core.dtypes import as_dtype, check_convertible, float32, promote, settled
 from srcxform.core.errors import TracingError, user_line
-from srcxform.core.primitive import primitive
+from srcxform.core.primitive import converted_python_int, primitive
 from srcxform.ops.elementwise import cast, equal
 from srcxform.ops.held_sizes import size_argument, sizes_held
 from srcxform.ops.shape import broadcast_to, reshape, shape_argument, stack
-from srcxform.core.tensor import Tensor, Value, as_value, eager_tensor, holds_value
+from srcxform.core.tensor import (Tensor, Value, as_value, check_fits, eager_tensor,
+                                  holds_value)
 
 # 0, 1, ..., count - 1: the one creation op traced, for a count that is a traced size.
 iota_p = primitive("iota", "opaque", lambda count, dtype: np.arange(count, dtype=dtype),
@@ -105,7 +106,17 @@ def _traced_conversion(value, dtype, what):
         check_convertible(value.aval.dtype, dtype, what)
     elif value.eager == "tensor":
         return None
-    return cast(value, dtype or value.dtype)
+    return cast(converted_python_int(value, dtype or value.dtype, what), dtype or value.dtype)
+
+
+def fitted(value, dtype, what):
+    """An op's scalar argument (one_hot's on_value, pad's constant_values) in `dtype`, as
+    TensorFlow converts it: a Python int that does not fit raises TypeError (a traced one
+    when the kernel runs), where a cast would wrap it; anything else is cast."""
+    value, dtype = as_value(value, what), np.dtype(dtype)
+    if value._trace is None and value.aval.weak and value.dtype.kind == "i":
+        check_fits(value._array, dtype, what)
+    return cast(converted_python_int(value, dtype, what), dtype)
 
 
 def pack(value, dtype=None):
@@ -126,7 +137,7 @@ def _pack(value, dtype, cast_tensors):
             row = as_value(row)
             # A weak value (made of Python scalars) takes the dtype as they would.
             if row.aval.weak or cast_tensors and row.dtype != dtype:
-                row = cast(row, dtype)
+                row = cast(converted_python_int(row, dtype, "constant"), dtype)
         elif holds_value(row):
             row = _pack(row, dtype, cast_tensors)
         else:
@@ -207,6 +218,9 @@ def range(start, limit=None, delta=1, dtype=None, name=None):
                            "with sizes as ints (range(x.shape[0])), or srcxform.fori_loop")
     dtype = as_dtype(dtype) or _result_dtype(values)
     bounds = [_bound(v) for v in values]
+    for bound in bounds:  # as TensorFlow converts each to dtype: range(0, 300, int8) raises
+        if not isinstance(bound, Dim) and dtype.kind in "iu":
+            check_fits(bound, dtype, "range")
     if any(isinstance(b, Dim) for b in bounds):
         if dtype.kind in "iuf" and all(isinstance(b, Dim) or b.dtype.kind in "iu" and not b.ndim
                                       for b in bounds):

@@ -16,6 +16,7 @@ from srcxform.core.dims import as_index, negative
 from srcxform.core.aval import size as _size
 from srcxform.core.dtypes import as_dtype, int32
 from srcxform.core.errors import shape_error
+from srcxform.ops.creation import fitted
 from srcxform.ops.elementwise import cast, stop_gradient
 from srcxform.ops.shape import broadcast_to, concat, getitem, shape_argument, stack, unchanged
 from srcxform.core.tensor import Tensor, Value, as_value
@@ -175,7 +176,7 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
     mode = mode.upper()
     if mode not in ("CONSTANT", "REFLECT", "SYMMETRIC"):
         raise ValueError(f"pad: mode must be CONSTANT, REFLECT or SYMMETRIC, got {mode!r}")
-    fill = stop_gradient(cast(constant_values, x.dtype))
+    fill = stop_gradient(fitted(constant_values, x.dtype, "pad"))
     for axis, (before, after) in enumerate(pads):
         n = x.shape[axis]
         if mode != "CONSTANT" and max(before, after) > n - int(mode == "REFLECT"):

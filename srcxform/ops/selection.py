@@ -24,9 +24,9 @@ from srcxform.ops.shape import (FULL, Slice, check_indices, broadcast_to, checke
                                 concat, gather, gather_p, getitem_p, reshape, scatter_add,
                                 transpose)
 from srcxform.core.primitive import primitive
-from srcxform.ops.creation import convert_to_tensor, iota
+from srcxform.ops.creation import convert_to_tensor, fitted, iota
 from srcxform.ops.held_sizes import size_argument
-from srcxform.core.tensor import as_value, holds_value
+from srcxform.core.tensor import Value, as_value
 
 # ----- argmax, argmin -----
 
@@ -200,8 +200,8 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
     weak = {"b": np.bool_, "i": np.int32, "f": np.float32}.get(given[0].dtype.kind) \
         if given else np.float32
     dtype = as_dtype(dtype) or (strong[0] if strong else np.dtype(weak))
-    on = cast(1 if on_value is None else on_value, dtype)
-    off = cast(0 if off_value is None else off_value, dtype)
+    on = fitted(1 if on_value is None else on_value, dtype, "one_hot")
+    off = fitted(0 if off_value is None else off_value, dtype, "one_hot")
     positions = reshape(iota(depth, ids.dtype), (depth,) + (1,) * (ids.ndim - axis))
     hits = equal(reshape(ids, ids.shape[:axis] + (1,) + ids.shape[axis:]), positions)
     return where(hits, stop_gradient(on), stop_gradient(off))
@@ -283,12 +283,18 @@ def tensor_scatter_nd_update(tensor, indices, updates, name=None):
     return reshape(scatter_set_p.bind(_table(x, k), rows, upd), x.shape)
 
 
+def _holds_strong(value):
+    """Whether a nested list holds a tensor that is no Python number."""
+    return any(_holds_strong(v) if isinstance(v, (list, tuple)) else
+               isinstance(v, Value) and not as_value(v).aval.weak for v in value)
+
+
 def _scatter_nd_args(tensor, indices, updates, op):
     x, ids = as_value(tensor, op), as_value(indices, op)
-    # A list of Python numbers converts in tensor's dtype, as TensorFlow converts an op's
-    # inputs that share a type.
+    # A list of Python numbers (traced ones too: a loop's int) converts in tensor's dtype,
+    # as TensorFlow converts an op's inputs that share a type.
     upd = convert_to_tensor(updates, x.dtype) if isinstance(updates, list) \
-        and not holds_value(updates) else as_value(updates, op)
+        and not _holds_strong(updates) else as_value(updates, op)
     if upd.dtype != x.dtype:
         if not upd.aval.weak:
             raise TypeError(f"{op}: updates {upd.aval.short()} must have the dtype of "
