@@ -151,6 +151,11 @@ def test_python_int_beyond_int64_raises_value_error():
     # A float dtype takes them, as TensorFlow's (a TypeError of dtype object before).
     _eq(tf.constant([1, 2**70], tf.float64), [1.0, 2.0**70], tf.float64)
     _eq(tf.constant([2**70, 1.5]), [2.0**70, 1.5], tf.float32)  # a float among them
+    _eq(tf.constant([1, 2**63], tf.uint64), [1, 2**63], tf.uint64)  # uint64 holds them
+    for misfit, message in ((lambda: tf.constant([-1, 2**63], tf.uint64), "-1 does not fit"),
+                            (lambda: tf.constant([1.0, 2**1100]), "does not fit in float64")):
+        with pytest.raises(ValueError, match=message):  # an OverflowError before
+            misfit()
     # In a list NumPy made them floats: [1, 2**63] was a float32 tensor (helper 80).
     for make in (lambda: tf.constant([1, 2**63]), lambda: tf.Variable([-1, 2**64 - 1]),
                  lambda: tf.constant([1, 1], tf.int64) + [1, 2**63],

@@ -523,13 +523,39 @@ def _to_array(value, dtype=None, copy=False, what="constant"):
             np.nanmax(np.abs(array)) >= 2**63:  # NumPy's making of ints past int64
         big, floats = _past_int64(value)
         if big is not None:
-            if dtype is not None and np.dtype(dtype).kind == "f":
-                return np.array(value, dtype)  # as TensorFlow converts them
-            if not floats:
-                raise ValueArgumentError(f"{what}: {big} does not fit in int64")
-            array = np.array(value, np.float64)  # beside a float: floats, as eagerly
+            # A float dtype takes them, and uint64 those it holds, as TensorFlow converts
+            # them; beside a float they are floats; else they fit no tensor's int.
+            given = np.dtype(dtype) if dtype is not None else None
+            into = given if given is not None and (
+                given.kind == "f" or given == np.uint64 and 0 <= big < 2**64) else \
+                np.dtype(np.float64) if floats and given is None else None
+            if into is None:
+                raise ValueArgumentError(f"{what}: {big} does not fit in "
+                                         f"{(given or np.dtype(np.int64)).name}")
+            try:
+                array = np.array(value, into)
+            except OverflowError:  # past float64, or a negative one for uint64
+                raise ValueArgumentError(f"{what}: {_misfit(value, into)} does not fit in "
+                                         f"{into.name}") from None
+            if given is not None:
+                return array
     _check_kind(array.dtype, value)
     return _python_array(array, dtype, what)
+
+
+def _misfit(value, dtype):
+    """The first of value's numbers that dtype cannot hold (np.array raises for it)."""
+    todo = [value]
+    while todo:
+        item = todo.pop(0)
+        if isinstance(item, (list, tuple)):
+            todo[:0] = item
+            continue
+        try:
+            np.array(item, dtype)
+        except OverflowError:
+            return item
+    return value
 
 
 def _past_int64(value):
