@@ -24,7 +24,7 @@ INTERNAL = {
     "shape": {"shape_argument", "unchanged", "checked_indices", "check_indices",
               "embed", "getitem"},  # indexing's own ops: x[i] and its adjoint
     # TensorFlow's packing of nested lists, which conversions share; range's counting
-    "creation": {"pack", "iota"},
+    "creation": {"pack", "iota", "fitted"},
     "linalg": {"numpy_matmul", "tensordot_1d"},  # NumPy's matmul and dot rules
     # Tensor's NumPy protocols, and the table of ufuncs they dispatch
     "numpy_dispatch": {"array_ufunc", "array_function", "ufuncs"},

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from srcxform.core import recording, syntax
+from srcxform.core import tensor as _tensor
 from srcxform.core.aval import Aval, broadcast_shapes, normalize_axes
 from srcxform.core.dims import Dim, localized
 from srcxform.core.dtypes import out_of_range, promote
@@ -286,24 +287,9 @@ def _checked_python_ints(prim, values):
         return values
     before, after = python_int_misfit(prim.name, [v.aval for v in values], dtype,
                                       user_line(), symbolic=True)
-    return [FIT_PYTHON_INT(v, dtype, before, after) if any(v is t for t in traced) else v
+    return [_tensor.FIT_PYTHON_INT(v, dtype, before, after) if any(v is t for t in traced)
+            else v
             for v in values]
-
-
-# A traced Python int, checked when the kernel runs and cast to a narrower integer dtype
-# it meets (ops/elementwise.py's python_int_in; set there, as core cannot import ops).
-FIT_PYTHON_INT = None
-
-
-def converted_python_int(value, dtype, what):
-    """A traced Python int converted to the integer dtype given (tf.constant(k, tf.int8),
-    an assign), checked when the kernel runs as the eager conversion checks it: `what: N
-    does not fit in int8`. Any other value as it is."""
-    dtype = np.dtype(dtype)
-    if value._trace is None or not value.aval.weak or value.aval.dtype.kind != "i" or \
-            dtype.kind not in "iu" or dtype == np.int64:
-        return value
-    return FIT_PYTHON_INT(value, dtype, f"{what}: ", f" does not fit in {dtype.name}")
 
 
 def python_int_misfit(op, avals, dtype, line, symbolic=False):

@@ -317,7 +317,6 @@ class Variable(Value):
             value = as_value(value, op)
             if value.aval.weak:  # made of Python scalars: converts as they would
                 check_convertible(value.aval.dtype, self.dtype, what)
-                from srcxform.core.primitive import converted_python_int  # imports this
                 value = converted_python_int(value, self.dtype, what)
             elif getattr(value, "eager", "tensor") != "tensor":  # an array argument, traced
                 value = value.astype(self.dtype)  # as its NumPy value converts
@@ -521,57 +520,40 @@ def _to_array(value, dtype=None, copy=False, what="constant"):
     array = np.array(value)  # a new array, even from an object that holds one
     if array.dtype.kind in "uO" or array.dtype.kind == "f" and array.size and \
             np.nanmax(np.abs(array)) >= 2**63:  # NumPy's making of ints past int64
-        big, floats = _past_int64(value)
-        if big is not None:
-            # A float dtype takes them, and uint64 those it holds, as TensorFlow converts
-            # them; beside a float they are floats; else they fit no tensor's int.
-            given = np.dtype(dtype) if dtype is not None else None
-            into = given if given is not None and (
-                given.kind == "f" or given == np.uint64 and 0 <= big < 2**64) else \
-                np.dtype(np.float64) if floats and given is None else None
-            if into is None:
-                raise ValueArgumentError(f"{what}: {big} does not fit in "
-                                         f"{(given or np.dtype(np.int64)).name}")
-            try:
-                array = np.array(value, into)
-            except OverflowError:  # past float64, or a negative one for uint64
-                raise ValueArgumentError(f"{what}: {_misfit(value, into)} does not fit in "
-                                         f"{into.name}") from None
-            if given is not None:
-                return array
+        array = _past_int64(value, array, None if dtype is None else np.dtype(dtype), what)
+        if dtype is not None and array.dtype == dtype:
+            return array
     _check_kind(array.dtype, value)
     return _python_array(array, dtype, what)
 
 
-def _misfit(value, dtype):
-    """The first of value's numbers that dtype cannot hold (np.array raises for it)."""
-    todo = [value]
-    while todo:
-        item = todo.pop(0)
-        if isinstance(item, (list, tuple)):
-            todo[:0] = item
-            continue
-        try:
-            np.array(item, dtype)
-        except OverflowError:
-            return item
-    return value
-
-
-def _past_int64(value):
-    """(the Python int furthest past int64's range among value's numbers, or None; whether
-    a float is among them), value a Python number or a nested list or tuple of them."""
-    big, floats, todo = None, False, [value]
+def _past_int64(value, array, given, what):
+    """array, value's array as NumPy made it, or, where value (Python numbers in nested
+    lists) holds ints past int64's range: an array of the dtype `given` if it is a float
+    dtype, or uint64 and holds them, as TensorFlow converts them; else of float64 beside
+    a float; else ValueArgumentError naming one that does not fit."""
+    low = high = 0
+    floats, todo = False, [value]
     while todo:
         item = todo.pop()
         if isinstance(item, (list, tuple)):
             todo.extend(item)
         elif isinstance(item, float):
             floats = True
-        elif isinstance(item, int) and not -2**63 <= item < 2**63 and \
-                (big is None or abs(item) > abs(big)):
-            big = item
-    return big, floats
+        elif isinstance(item, int):
+            low, high = min(low, item), max(high, item)
+    if -2**63 <= low and high < 2**63:
+        return array
+    unsigned = given == np.uint64 and low >= 0
+    into = given if given is not None and (given.kind == "f" or unsigned) else \
+        np.dtype(np.float64) if floats and given is None else given or np.dtype(np.int64)
+    try:
+        if into.kind in "fu":
+            return np.array(value, into)
+    except OverflowError:  # past float64 or uint64 too
+        pass
+    misfit = low if low < 0 and (into.kind == "u" or low < -2**63 or -low > high) else high
+    raise ValueArgumentError(f"{what}: {misfit} does not fit in {into.name}")
 
 
 def _python_array(array, dtype, what):
@@ -590,6 +572,22 @@ def _python_array(array, dtype, what):
         check_convertible(array.dtype, dtype, what)
     check_fits(array, dtype, what)
     return array.astype(dtype, copy=False)
+
+
+# A traced Python int, checked when the kernel runs and cast to a narrower integer dtype
+# it meets (ops/elementwise.py's python_int_in; set there, as core cannot import ops).
+FIT_PYTHON_INT = None
+
+
+def converted_python_int(value, dtype, what):
+    """A traced Python int converted to the integer dtype given (tf.constant(k, tf.int8),
+    an assign), checked when the kernel runs as the eager conversion checks it: `what: N
+    does not fit in int8`. Any other value as it is."""
+    dtype = np.dtype(dtype)
+    if value._trace is None or not value.aval.weak or value.aval.dtype.kind != "i" or \
+            dtype.kind not in "iu" or dtype == np.int64:
+        return value
+    return FIT_PYTHON_INT(value, dtype, f"{what}: ", f" does not fit in {dtype.name}")
 
 
 def check_fits(array, dtype, what):

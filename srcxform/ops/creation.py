@@ -17,12 +17,12 @@ from srcxform.core.aval import Aval, size
 from srcxform.core.dims import Dim, negative
 from srcxform.core.dtypes import as_dtype, check_convertible, float32, promote, settled
 from srcxform.core.errors import TracingError, user_line
-from srcxform.core.primitive import converted_python_int, primitive
+from srcxform.core.primitive import primitive
 from srcxform.ops.elementwise import cast, equal
 from srcxform.ops.held_sizes import size_argument, sizes_held
 from srcxform.ops.shape import broadcast_to, reshape, shape_argument, stack
-from srcxform.core.tensor import (Tensor, Value, as_value, check_fits, eager_tensor,
-                                  holds_value)
+from srcxform.core.tensor import (Tensor, Value, as_value, check_fits,
+                                  converted_python_int, eager_tensor, holds_value)
 
 # 0, 1, ..., count - 1: the one creation op traced, for a count that is a traced size.
 iota_p = primitive("iota", "opaque", lambda count, dtype: np.arange(count, dtype=dtype),

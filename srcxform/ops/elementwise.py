@@ -9,7 +9,7 @@ float32 as float32 where Python's math module would widen it.
 import numpy as np
 
 from srcxform.core.aval import Aval
-from srcxform.core import primitive as _primitive
+from srcxform.core import tensor as _tensor
 from srcxform.core.dtypes import out_of_range, promote
 from srcxform.core.errors import (
     DtypeArgumentError, ShapeArgumentError, ValueArgumentError, ZeroDivisionArgumentError,
@@ -291,7 +291,7 @@ python_int_in_p = primitive(
     "python_int_in", "elementwise", _fit_python_int,
     lambda x, *, dtype, before, after: Aval(x.shape, dtype), "dtype(x)", nondiff=True,
     emit_for=_fit_emit, raises=True)
-_primitive.FIT_PYTHON_INT = lambda v, dtype, before, after: python_int_in_p.bind(
+_tensor.FIT_PYTHON_INT = lambda v, dtype, before, after: python_int_in_p.bind(
     v, dtype=dtype, before=before, after=after)
 
 
