@@ -111,8 +111,9 @@ BUDGET = {
     # floats); +10: OrderedDicts keep their type, unhashable aux data named; +20: the
     # line ops belong to while a record is replayed (recording.replaying); +20: a traced
     # Python int converted to a narrow dtype is checked (tf.constant(k, int8) wrapped),
-    # and uint64 takes Python ints past int64 (helper 83)
-    "core": 2875,
+    # and uint64 takes Python ints past int64 (helper 83); +10: a traced Python int on
+    # its own settles to int64 (fill and stack wrapped 2**31 in int32, helper 84)
+    "core": 2885,
     # the CUDA target (issue 35): its first slice, 590 lines; +80: kept buffers per
     # thread, scalar steps folded into the next launch, Variables, methods; +5: a transpose
     # as a view (numba-cuda's .T compiled a kernel per call: W5's GPU gradient 334 ms);
@@ -159,8 +160,10 @@ BUDGET = {
     # shape= reshapes as TensorFlow's (helper 75); +20: python_int_in, the check of a
     # Python int known at run time where it narrows (moved from codegen, which lost 20);
     # +20: one_hot's and pad's values and range's bounds converted as TensorFlow's (a
-    # Python int wrapped), a traced int in scatter's updates list (helper 83)
-    "ops": 3995,
+    # Python int wrapped), a traced int in scatter's updates list (helper 83); +20: a
+    # list's dtype from all its numbers, floats refused by int dtypes, NumPy's solve of
+    # a stack and a vector, max of an empty axis, a bool index (helpers 84 and 85)
+    "ops": 4015,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the

@@ -525,3 +525,17 @@ def test_where_accepts_a_numeric_condition_as_numpy_does():
 def test_float_only_functions_reject_integers_as_tensorflow():
     with pytest.raises(TypeError, match="exp"):
         np.exp(tf.constant([1, 2]))
+
+
+def test_numpys_own_rules_where_srcxform_differed():
+    # Helper 85: each was a silent difference from NumPy, eager and compiled alike.
+    a, b = np.stack([2 * np.eye(3), 4 * np.eye(3)]), np.array([2.0, 4.0, 8.0])
+    solve = tf.differentiable(lambda a, b: np.linalg.solve(a, b))
+    np.testing.assert_array_equal(np.asarray(solve(a, b)), np.linalg.solve(a, b))  # (2, 3)
+    empty_max = tf.differentiable(lambda x: np.max(x, axis=0))
+    for run in (empty_max, lambda x: np.max(tf.constant(x), axis=0)):
+        with pytest.raises(ValueError, match="zero-size array"):  # it gave -inf
+            run(np.zeros((0, 3)))
+    np.testing.assert_array_equal(np.asarray(empty_max(np.ones((2, 3)))), np.ones(3))
+    with pytest.raises(TypeError, match="a bool index"):  # it was x[1]
+        tf.constant(np.ones((2, 3)))[True]

@@ -260,6 +260,35 @@ def test_a_run_time_python_int_converted_to_a_narrow_dtype_is_checked():
             wraps()
 
 
+def test_a_run_time_python_int_on_its_own_is_int64_not_wrapped_int32():
+    # fill, stack and a list of a loop's Python int settled to int32 and wrapped 2**31
+    # compiled (helper 84); eagerly its number picks int32 or int64. A float beside it
+    # makes the list float32, as eagerly (it was int32 [8, 1]).
+    ops = [lambda n: tf.fill([2], _doubled(n)),  # a lambda a line: autograph converts it
+           lambda n: tf.stack([_doubled(n), 1]),
+           lambda n: tf.constant([_doubled(n), 1]),
+           lambda n: tf.constant([_doubled(n), np.float32(1.5)]),
+           lambda n: tf.constant([[0.5], [_doubled(n)]])]
+    for op in ops:
+        got = tf.differentiable(op, wrt=())(np.float64(31.0))
+        want = op(tf.constant(31.0))
+        np.testing.assert_array_equal(np.asarray(got), want.numpy())
+        assert got.dtype == want.dtype or (got.dtype, want.dtype) == (tf.int64, tf.int32)
+
+
+def test_floats_and_ints_into_other_dtypes_as_tensorflow_converts_them():
+    # A float into an int dtype raises, as tf.constant(1.5, tf.int8) does (range, one_hot
+    # and pad truncated it); uint64 takes no float beside an int past int64 (helper 84).
+    for convert in (lambda: tf.range(0, 3, 0.5, dtype=tf.int32),
+                    lambda: tf.one_hot([0], 2, on_value=1.5, dtype=tf.int8),
+                    lambda: tf.pad(tf.constant([1], tf.int8), [[1, 0]], constant_values=1.5),
+                    lambda: tf.constant([2**63, 0.5], tf.uint64),
+                    lambda: tf.constant([2**63, float("nan")], tf.uint64)):
+        with pytest.raises(TypeError, match="cannot convert a float value"):
+            convert()
+    _eq(tf.constant([2**63, np.float32(1.5)]), [2.0**63, 1.5], tf.float32)
+
+
 # ----- a Python bool beside a numeric tensor -----
 
 

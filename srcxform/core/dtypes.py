@@ -51,6 +51,15 @@ def settled(dtype, value=None):
     return {"f": float32, "b": bool_}.get(kind, dtype)
 
 
+def settled_of(value):
+    """The dtype a weak Value settles to (settled), a traced int's int64: its value is
+    known only when the kernel runs, and int32 could wrap it."""
+    array = getattr(value, "_array", None)
+    if array is None and value.aval.dtype.kind in "iu":
+        return int64
+    return settled(value.aval.dtype, array)
+
+
 def promote(avals):
     """The common dtype of some avals, weak ones taking the strong ones' dtype (NEP 50)."""
     strong = [a.dtype for a in avals if not a.weak]

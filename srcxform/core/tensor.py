@@ -538,14 +538,16 @@ def _past_int64(value, array, given, what):
         item = todo.pop()
         if isinstance(item, (list, tuple)):
             todo.extend(item)
-        elif isinstance(item, float):
+        elif isinstance(item, (float, np.floating)):
             floats = True
         elif isinstance(item, int):
             low, high = min(low, item), max(high, item)
     if -2**63 <= low and high < 2**63:
         return array
-    unsigned = given == np.uint64 and low >= 0
-    into = given if given is not None and (given.kind == "f" or unsigned) else \
+    if floats and given is not None:
+        check_convertible(np.float64, given, what)  # 1.5 never becomes an int
+    into = given if given is not None and (given.kind == "f" or given == np.uint64 and
+                                           low >= 0) else \
         np.dtype(np.float64) if floats and given is None else given or np.dtype(np.int64)
     try:
         if into.kind in "fu":

@@ -15,7 +15,8 @@ import numpy as np
 
 from srcxform.core.aval import Aval, size
 from srcxform.core.dims import Dim, negative
-from srcxform.core.dtypes import as_dtype, check_convertible, float32, promote, settled
+from srcxform.core.dtypes import (as_dtype, check_convertible, float32, promote, settled,
+                                  settled_of)
 from srcxform.core.errors import TracingError, user_line
 from srcxform.core.primitive import primitive
 from srcxform.ops.elementwise import cast, equal
@@ -114,6 +115,8 @@ def fitted(value, dtype, what):
     TensorFlow converts it: a Python int that does not fit raises TypeError (a traced one
     when the kernel runs), where a cast would wrap it; anything else is cast."""
     value, dtype = as_value(value, what), np.dtype(dtype)
+    if value.aval.weak:  # a Python number: 1.5 never becomes an int
+        check_convertible(value.aval.dtype, dtype, what)
     if value._trace is None and value.aval.weak and value.dtype.kind == "i":
         check_fits(value._array, dtype, what)
     return cast(converted_python_int(value, dtype, what), dtype)
@@ -147,17 +150,24 @@ def _pack(value, dtype, cast_tensors):
 
 
 def _first_dtype(value):
-    """The dtype of the first tensor in a nested list, depth first, or None."""
-    for row in value:
-        if isinstance(row, Value):
-            row = as_value(row)
-            if row.aval.weak and not eager_tensor(row):  # a traced Python float
-                return settled(row.aval.dtype)
-            return row.dtype
-        found = isinstance(row, (list, tuple)) and _first_dtype(row)
-        if found:
-            return found
-    return None
+    """The dtype of a nested list's first tensor that is no Python number, depth first;
+    where its tensors are all Python numbers (traced ones: a loop's int, a float
+    argument), the dtype TensorFlow gives its numbers: float32 if a float is among them,
+    else int64 (a traced int's value is known only when the kernel runs: int32 could
+    wrap it); None where it holds no tensor."""
+    found, todo = [], [value]
+    while todo:
+        item = todo.pop(0)
+        if isinstance(item, (list, tuple)):
+            todo[:0] = item
+        elif isinstance(item, Value):
+            item = as_value(item)
+            if not item.aval.weak:
+                return item.dtype
+            found.append(item.aval.dtype.kind)
+        elif isinstance(item, (float, np.floating)):
+            found.append("f")
+    return None if not found else float32 if "f" in found else np.dtype(np.int64)
 
 
 def zeros(shape, dtype=float32, name=None):
@@ -184,12 +194,12 @@ def fill(dims, value, name=None):
     if value.aval.weak:
         # A weak scalar is held as float64/int64; the filled tensor is a strong value of
         # the dtype it reports, not a weak float64 array that a Variable would copy.
-        value = cast(value, settled(value.aval.dtype, getattr(value, "_array", None)))
+        value = cast(value, settled_of(value))
     return broadcast_to(value, shape_argument(dims, "fill"))
 
 
 def _like(input, value, dtype):
-    x = as_value(input, "ones_like")
+    x = as_value(input, "ones_like" if value else "zeros_like")
     dtype = as_dtype(dtype) or x.dtype
     return broadcast_to(Tensor._new(np.asarray(value, dtype)), x.shape)
 
@@ -220,6 +230,7 @@ def range(start, limit=None, delta=1, dtype=None, name=None):
     bounds = [_bound(v) for v in values]
     for bound in bounds:  # as TensorFlow converts each to dtype: range(0, 300, int8) raises
         if not isinstance(bound, Dim) and dtype.kind in "iu":
+            check_convertible(bound.dtype, dtype, "range")
             check_fits(bound, dtype, "range")
     if any(isinstance(b, Dim) for b in bounds):
         if dtype.kind in "iuf" and all(isinstance(b, Dim) or b.dtype.kind in "iu" and not b.ndim

@@ -118,6 +118,12 @@ def _extremum(func, op):
     """np.max/min/amax/amin."""
     def call(a, axis=None, out=None, keepdims=False, **unsupported):
         _reject(func.__name__, out=out, **unsupported)
+        a = as_value(a, func.__name__)
+        # NumPy raises where an axis reduced has no element (TensorFlow gives -inf or inf).
+        if any(a.shape[i] == 0 for i in normalize_axes(axis, a.ndim, func.__name__)):
+            raise ValueError(f"{func.__name__}: a zero-size array has no maximum or minimum "
+                             f"(shape {tuple(a.shape)}, axis {axis}), as in NumPy\n  at "
+                             f"{user_line()}")
         return op(a, axis=axis, keepdims=keepdims)
 
     return call
@@ -258,7 +264,8 @@ def _solve(a, b):
     a, b = (x if x.dtype == dtype else ew.cast(x, dtype) for x in (a, b))
     if b.ndim != 1:
         return lapack.solve(a, b)
-    return shape_ops.reshape(lapack.solve(a, shape_ops.expand_dims(b, -1)), (-1,))
+    # one vector for every matrix of a stack: (..., n), not the stack's solutions flattened
+    return shape_ops.squeeze(lapack.solve(a, shape_ops.expand_dims(b, -1)), -1)
 
 
 def _cholesky(a, /, *, upper=False):

@@ -12,7 +12,7 @@ from srcxform.core.aval import (Aval, as_size, broadcast_shapes, dims_equal, is_
                            normalize_axes, normalize_slice, same_dim, same_shape, size,
                            slice_length, spans)
 from srcxform.core.dims import as_index, concrete, negative, symbol_text
-from srcxform.core.dtypes import promote, settled
+from srcxform.core.dtypes import promote, settled_of
 from srcxform.core.errors import IndexArgumentError, TracingError, shape_error
 from srcxform.core.errors import user_line
 from srcxform.ops.elementwise import add, cast, less, where
@@ -415,7 +415,7 @@ def stack(values, axis=0, name=None):
         raise ValueError("stack: needs at least one tensor")
     out = concat([expand_dims(x, axis) for x in xs], axis)
     if out.aval.weak:  # Python numbers alone: a tensor of TensorFlow's dtype for them
-        out = cast(out, settled(out.aval.dtype, getattr(out, "_array", None)))
+        out = cast(out, settled_of(out))
     return out
 
 
@@ -501,6 +501,10 @@ def getitem(x, index):
     is a tuple of indices, as in TensorFlow: x[[0, 1]] is x[0, 1]."""
     x = as_value(x, "getitem")
     items = tuple(index) if isinstance(index, (tuple, list)) else (index,)
+    if any(isinstance(item, (bool, np.bool_)) for item in items):  # an int to Python
+        raise TypeError(f"{user_line()}\n  getitem: a bool index (NumPy adds an axis of 1 "
+                        "or 0 elements; TensorFlow refuses it): index with an int, or "
+                        "None for a new axis")
     arrays = [i for i, item in enumerate(items) if _is_array_index(item)]
     if arrays:
         return _advanced_getitem(x, items, arrays)
