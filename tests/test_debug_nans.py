@@ -411,3 +411,17 @@ def test_debug_nans_takes_a_bool_only():
             tf.debug_nans(wrong)
     with tf.debug_nans(np.bool_(True)), pytest.raises(FloatingPointError):
         tf.math.log(tf.constant([0.0, -1.0]))
+
+
+def _power_sum(x):
+    y = x + 0.0
+    z = y ** 1.5  # its second derivative is inf at 0
+    return tf.reduce_sum(z)
+
+
+def test_a_hessian_names_the_line_of_the_op_not_the_call():
+    # hessian (jacfwd of grad) named the line that called it (helper 84).
+    line = _at(_power_sum, "pow made an inf", "y ** 1.5")
+    with tf.debug_nans(True):
+        for second_order in (tf.hessian(_power_sum), tf.jacfwd(tf.grad(_power_sum))):
+            assert _named(lambda f=second_order: f(np.array([0.0, 1.0]))) == line

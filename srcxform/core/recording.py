@@ -239,12 +239,14 @@ def paused():
 
 @contextlib.contextmanager
 def adjoint(rec=None, cotangent=None):
-    """Marks ops run inside as the adjoint of `rec` (whose output's cotangent is given)."""
+    """Marks ops run inside as the adjoint of `rec` (whose output's cotangent is given),
+    made at its line (a tape recording them, for a higher order, records that line)."""
     context = CONTEXT
     context.adjoint.append((rec, cotangent))
     if context.traces and rec is not None:
         context.traces[-1].on_backward(rec, cotangent)
     try:
-        yield
+        with replaying(rec.origin if rec is not None else None):
+            yield
     finally:
         context.adjoint.pop()
