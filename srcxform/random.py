@@ -203,6 +203,8 @@ def _after_fork():
     _seeded_lock = threading.Lock()
     for generator in (_global_generator, *_seeded.values()):
         generator._lock = threading.Lock()
+        for state in (generator._counter, generator._key):  # a draw's assign held them
+            state._lock = threading.RLock()
     if _global_generator._non_deterministic:
         _global_generator.reset((0, secrets.randbits(63)))
         _global_generator._non_deterministic = True

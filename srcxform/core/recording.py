@@ -39,8 +39,8 @@ class Context(threading.local):
         self.held = {}
         self.nans_quiet = False
         # The user's (file, line) that ops belong to while srcxform replays one of theirs
-        # (forward.py pushes a JVP through a record), else None: the innermost frame
-        # outside srcxform is theirs.
+        # (a JVP pushed through a record, a reverse sweep's VJP of one), else None: the
+        # innermost frame outside srcxform is theirs.
         self.origin = None
 
 
