@@ -29,8 +29,9 @@ BUDGET = {
     # worker's unseeded stream is its own (every pool worker repeated the parent's);
     # dask leaves out blocks of no rows (a mean loss was NaN); linearize checks tangent
     # shapes (it broadcast them: twice the JVP); +10: compiled methods of dataclasses
-    # and __slots__ classes (a raw TypeError), pytree types' None gradients in apply
-    ".": 3025,
+    # and __slots__ classes (a raw TypeError), pytree types' None gradients in apply;
+    # +5: a forked child renews its generators' Variable locks (a reseed could hang)
+    ".": 3030,
     # +180: explain's zero, trap and custom_gradient probes; the eager NaN rule; +20: a
     # compiled tape.jacobian's hook to jacobians.py; +30: debug_nans judges only the
     # cotangents a backward pass uses (nan_checks.Holding); +10: output_gradients are
