@@ -12,6 +12,7 @@ Draws have no gradient: to a tape they are constants (None for the generator's s
 import os
 import secrets
 import threading
+import weakref
 
 import numpy as np
 
@@ -52,6 +53,10 @@ def _check_algorithm(alg):
         raise ValueError(f"Generator: unknown algorithm {alg!r}; srcxform has Philox only")
 
 
+# Every Generator, whose locks a forked child makes anew (_after_fork).
+_GENERATORS: "weakref.WeakSet[Generator]" = weakref.WeakSet()
+
+
 class Generator:
     """A random number generator whose state is carried like a Variable (tf.random.Generator).
 
@@ -72,6 +77,7 @@ class Generator:
         self._key = Variable(np.int64(key), trainable=False, name="rng_key")
         self._lock = threading.Lock()
         self._non_deterministic = False  # from_non_deterministic_state's, until reset
+        _GENERATORS.add(self)
 
     def __getstate__(self):  # a copy or an unpickled one: new Variables at this state
         state = self.__dict__.copy()
@@ -81,6 +87,7 @@ class Generator:
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._lock = threading.Lock()
+        _GENERATORS.add(self)
 
     @classmethod
     def from_seed(cls, seed, alg=None):
@@ -199,12 +206,11 @@ def _after_fork():
     since) starts a stream of its own (the parent's would repeat in every worker of a
     process pool, as Python's random module avoids by the same hook), and the locks a
     parent's thread may have held are new."""
-    global _seeded_lock
-    _seeded_lock = threading.Lock()
-    for generator in (_global_generator, *_seeded.values()):
-        generator._lock = threading.Lock()
-        for state in (generator._counter, generator._key):  # a draw's assign held them
-            state._lock = threading.RLock()
+    # Made anew in place: a compiled function's entry holds the Variables' lock objects.
+    _seeded_lock._at_fork_reinit()
+    for generator in list(_GENERATORS):  # a draw's assign held its Variables' locks
+        for lock in (generator._lock, generator._counter._lock, generator._key._lock):
+            lock._at_fork_reinit()
     if _global_generator._non_deterministic:
         _global_generator.reset((0, secrets.randbits(63)))
         _global_generator._non_deterministic = True

@@ -425,3 +425,6 @@ def test_a_hessian_names_the_line_of_the_op_not_the_call():
     with tf.debug_nans(True):
         for second_order in (tf.hessian(_power_sum), tf.jacfwd(tf.grad(_power_sum))):
             assert _named(lambda f=second_order: f(np.array([0.0, 1.0]))) == line
+        # jacrev of the gradient named "an unknown line" (helper 86)
+        reverse = _named(lambda: tf.jacrev(tf.grad(_power_sum))(np.array([0.0, 1.0])))
+        assert reverse.endswith(line.split(" at ", 1)[1])

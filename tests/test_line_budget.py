@@ -30,8 +30,9 @@ BUDGET = {
     # dask leaves out blocks of no rows (a mean loss was NaN); linearize checks tangent
     # shapes (it broadcast them: twice the JVP); +10: compiled methods of dataclasses
     # and __slots__ classes (a raw TypeError), pytree types' None gradients in apply;
-    # +5: a forked child renews its generators' Variable locks (a reseed could hang)
-    ".": 3030,
+    # +5: a forked child renews its generators' Variable locks (a reseed could hang); +5:
+    # every Generator's, in place (a compiled draw's entry holds them: helper 86)
+    ".": 3035,
     # +180: explain's zero, trap and custom_gradient probes; the eager NaN rule; +20: a
     # compiled tape.jacobian's hook to jacobians.py; +30: debug_nans judges only the
     # cotangents a backward pass uses (nan_checks.Holding); +10: output_gradients are
@@ -113,8 +114,9 @@ BUDGET = {
     # line ops belong to while a record is replayed (recording.replaying); +20: a traced
     # Python int converted to a narrow dtype is checked (tf.constant(k, int8) wrapped),
     # and uint64 takes Python ints past int64 (helper 83); +10: a traced Python int on
-    # its own settles to int64 (fill and stack wrapped 2**31 in int32, helper 84)
-    "core": 2885,
+    # its own settles to int64 (fill and stack wrapped 2**31 in int32, helper 84); +5: a
+    # list a Variable is assigned converts in its dtype (a loop's int wrapped, helper 86)
+    "core": 2895,
     # the CUDA target (issue 35): its first slice, 590 lines; +80: kept buffers per
     # thread, scalar steps folded into the next launch, Variables, methods; +5: a transpose
     # as a view (numba-cuda's .T compiled a kernel per call: W5's GPU gradient 334 ms);

@@ -539,3 +539,4 @@ def test_numpys_own_rules_where_srcxform_differed():
     np.testing.assert_array_equal(np.asarray(empty_max(np.ones((2, 3)))), np.ones(3))
     with pytest.raises(TypeError, match="a bool index"):  # it was x[1]
         tf.constant(np.ones((2, 3)))[True]
+    assert float(np.max(tf.constant(2.0), axis=0)) == 2.0  # a scalar's one axis, as NumPy

@@ -378,3 +378,46 @@ def _draw_in_worker(_):
 
     time.sleep(0.2)  # so that the two tasks run in two workers
     return os.getpid(), float(tf.random.uniform((1,))[0])
+
+
+def test_a_forked_child_draws_though_a_thread_was_drawing_at_the_fork():
+    # A draw holds the generator's and its Variables' locks: a child forked meanwhile
+    # waited on them forever (19 of 20 forks, helper 86), a compiled draw's entry holding
+    # the lock objects themselves.
+    import os
+    import time
+
+    draw = tf.differentiable(lambda x: x + tf.random.normal([4], dtype=tf.float64))
+    own = Generator.from_seed(5)
+    x = np.zeros(4)
+    draw(x)
+    stop = threading.Event()
+
+    def drawing():
+        while not stop.is_set():
+            draw(x)
+            own.normal([3])
+
+    thread = threading.Thread(target=drawing)
+    thread.start()
+    hung = 0
+    try:
+        for _ in range(8):
+            time.sleep(0.01)
+            pid = os.fork()
+            if pid == 0:
+                draw(x)
+                own.normal([3])
+                os._exit(0)
+            deadline = time.monotonic() + 20
+            while os.waitpid(pid, os.WNOHANG)[0] == 0:
+                if time.monotonic() > deadline:
+                    hung += 1
+                    os.kill(pid, 9)
+                    os.waitpid(pid, 0)
+                    break
+                time.sleep(0.02)
+    finally:
+        stop.set()
+        thread.join()
+    assert hung == 0

@@ -237,7 +237,7 @@ def test_a_run_time_python_int_is_checked_in_every_op_that_meets_it(parallel):
 def test_a_run_time_python_int_converted_to_a_narrow_dtype_is_checked():
     # tf.constant(k, tf.int8) and the like cast a loop's Python int: 128 became -128
     # compiled where eager raises (helper 83); one_hot, pad and range wrapped eagerly too.
-    v = tf.Variable(np.int8(0))
+    v, w = tf.Variable(np.int8(0)), tf.Variable(np.zeros(1, np.int8))
     converts = [lambda n: tf.constant(_doubled(n), tf.int8),
                 lambda n: tf.convert_to_tensor(_doubled(n), dtype=tf.int8),
                 lambda n: tf.constant([_doubled(n), 1], dtype=tf.int8),
@@ -246,7 +246,8 @@ def test_a_run_time_python_int_converted_to_a_narrow_dtype_is_checked():
                 lambda n: tf.pad(tf.constant([1], tf.int8), [[1, 0]],
                                  constant_values=_doubled(n)),
                 lambda n: tf.tensor_scatter_nd_update(tf.constant([1, 2], tf.int8), [[0]],
-                                                      [_doubled(n)])]
+                                                      [_doubled(n)]),
+                lambda n: w.assign([_doubled(n)]).read_value() * 1]  # a list too
     for convert in converts:
         f = tf.differentiable(convert, wrt=())
         np.testing.assert_array_equal(np.asarray(f(np.float64(6.0))),
@@ -287,6 +288,10 @@ def test_floats_and_ints_into_other_dtypes_as_tensorflow_converts_them():
         with pytest.raises(TypeError, match="cannot convert a float value"):
             convert()
     _eq(tf.constant([2**63, np.float32(1.5)]), [2.0**63, 1.5], tf.float32)
+    # A bool tensor pads with False by default, and in REFLECT mode (both raised, helper 86).
+    _eq(tf.pad(tf.constant([True]), [[1, 0]]), [False, True], tf.bool)
+    _eq(tf.pad(tf.constant([True, False]), [[1, 0]], mode="REFLECT"), [False, True, False],
+        tf.bool)
 
 
 # ----- a Python bool beside a numeric tensor -----

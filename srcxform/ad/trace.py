@@ -261,7 +261,7 @@ class Trace:
             # record's, as eagerly), not the line inside it that made its output. (Another
             # record's may be a replay's, made away from the user's line: structured.py.)
             origin = rec.origin if rec.op == "custom_gradient" else \
-                self.origins.get(rec.out.var)
+                self.origins.get(rec.out.var, rec.origin)  # another trace's: its record's
         else:
             origin = recording.current_origin()
         of = op_name(rec.op) if rec is not None and rec.op else None

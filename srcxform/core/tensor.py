@@ -314,7 +314,10 @@ class Variable(Value):
         the Variable's shape exactly, as nothing broadcasts into a Variable."""
         what = f"{op} to {self.name}"
         if isinstance(value, Value) or holds_value(value):
-            value = as_value(value, op)
+            # A list of Python numbers (a loop's int among them, checked) converts in the
+            # Variable's dtype, as tf.constant(list, dtype) does.
+            value = Value._pack(value, self.dtype) if not isinstance(value, Value) and \
+                not holds_strong(value) else as_value(value, op)
             if value.aval.weak:  # made of Python scalars: converts as they would
                 check_convertible(value.aval.dtype, self.dtype, what)
                 value = converted_python_int(value, self.dtype, what)
@@ -603,6 +606,12 @@ def _check_kind(dtype, value):
         # Strings and objects have no ops, and complex values no real-valued gradients.
         raise TypeError(f"cannot convert a {type(value).__name__} of dtype {dtype} to a "
                         "tensor: srcxform supports bool, integer and float values")
+
+
+def holds_strong(value):
+    """Whether a nested list holds a tensor that is no Python number."""
+    return any(holds_strong(v) if isinstance(v, (list, tuple)) else
+               isinstance(v, Value) and not as_value(v).aval.weak for v in value)
 
 
 def holds_value(value):

@@ -176,7 +176,10 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
     mode = mode.upper()
     if mode not in ("CONSTANT", "REFLECT", "SYMMETRIC"):
         raise ValueError(f"pad: mode must be CONSTANT, REFLECT or SYMMETRIC, got {mode!r}")
-    fill = stop_gradient(fitted(constant_values, x.dtype, "pad"))
+    # TensorFlow pads with zeros of x's dtype (False for bools) unless given a value.
+    zero = type(constant_values) in (int, float) and constant_values == 0
+    fill = stop_gradient(cast(0, x.dtype) if zero or mode != "CONSTANT" else
+                         fitted(constant_values, x.dtype, "pad"))
     for axis, (before, after) in enumerate(pads):
         n = x.shape[axis]
         if mode != "CONSTANT" and max(before, after) > n - int(mode == "REFLECT"):

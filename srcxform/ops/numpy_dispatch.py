@@ -119,6 +119,8 @@ def _extremum(func, op):
     def call(a, axis=None, out=None, keepdims=False, **unsupported):
         _reject(func.__name__, out=out, **unsupported)
         a = as_value(a, func.__name__)
+        if a.ndim == 0 and axis in (0, -1, (0,), (-1,)):  # NumPy's: a scalar's one axis
+            axis = None
         # NumPy raises where an axis reduced has no element (TensorFlow gives -inf or inf).
         if any(a.shape[i] == 0 for i in normalize_axes(axis, a.ndim, func.__name__)):
             raise ValueError(f"{func.__name__}: a zero-size array has no maximum or minimum "

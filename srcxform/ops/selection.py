@@ -26,7 +26,7 @@ from srcxform.ops.shape import (FULL, Slice, check_indices, broadcast_to, checke
 from srcxform.core.primitive import primitive
 from srcxform.ops.creation import convert_to_tensor, fitted, iota
 from srcxform.ops.held_sizes import size_argument
-from srcxform.core.tensor import Value, as_value
+from srcxform.core.tensor import as_value, holds_strong
 
 # ----- argmax, argmin -----
 
@@ -283,18 +283,12 @@ def tensor_scatter_nd_update(tensor, indices, updates, name=None):
     return reshape(scatter_set_p.bind(_table(x, k), rows, upd), x.shape)
 
 
-def _holds_strong(value):
-    """Whether a nested list holds a tensor that is no Python number."""
-    return any(_holds_strong(v) if isinstance(v, (list, tuple)) else
-               isinstance(v, Value) and not as_value(v).aval.weak for v in value)
-
-
 def _scatter_nd_args(tensor, indices, updates, op):
     x, ids = as_value(tensor, op), as_value(indices, op)
     # A list of Python numbers (traced ones too: a loop's int) converts in tensor's dtype,
     # as TensorFlow converts an op's inputs that share a type.
     upd = convert_to_tensor(updates, x.dtype) if isinstance(updates, list) \
-        and not _holds_strong(updates) else as_value(updates, op)
+        and not holds_strong(updates) else as_value(updates, op)
     if upd.dtype != x.dtype:
         if not upd.aval.weak:
             raise TypeError(f"{op}: updates {upd.aval.short()} must have the dtype of "
