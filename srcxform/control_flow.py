@@ -26,7 +26,7 @@ from srcxform.passes import structured
 from srcxform.core.aval import Aval
 from srcxform.core.dims import Dim
 from srcxform.core.dtypes import as_dtype
-from srcxform.core.errors import IndexArgumentError
+from srcxform.core.errors import IndexArgumentError, user_line
 from srcxform.ops.creation import convert_to_tensor, zeros
 from srcxform.ops.shape import stack
 from srcxform.core.tensor import Value, as_value
@@ -65,6 +65,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     numbers = {k for k, leaf in enumerate(tree_flatten(loop_vars)[0])
                if type(leaf) in (int, float)}
     loop_vars = _as_tensors(loop_vars)
+    _check_iterations(maximum_iterations)
     if CONTEXT.traces and isinstance(maximum_iterations, (Tracer, Dim)):  # known at run time
         return _compiled_while_bounded(cond, body, loop_vars, maximum_iterations, checkpoint,
                                        numbers)
@@ -119,6 +120,20 @@ def named_fori_loop(lower, upper, body_fun, init_val, names=None, checkpoint=Non
     for i in range(lower, upper):
         val = body_fun(i, val)
     return val
+
+
+def _check_iterations(bound):
+    """TypeError for a maximum_iterations that is no integer scalar: eagerly int() would
+    truncate 2.5 to 2, and compiled the counter would be compared with 2.5 (3 trips)."""
+    if bound is None or isinstance(bound, Dim) or \
+            isinstance(bound, int) and not isinstance(bound, bool):
+        return
+    aval = getattr(bound, "aval", None)
+    kind, ndim = (aval.dtype.kind, len(aval.shape)) if aval is not None else \
+        (np.asarray(bound).dtype.kind, np.ndim(bound))
+    if kind not in "iu" or ndim:
+        raise TypeError(f"while_loop: maximum_iterations must be an integer scalar; got "
+                        f"{bound!r}\n  at {user_line()}")
 
 
 def _int_bound(bound, which):

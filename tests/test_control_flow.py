@@ -24,6 +24,23 @@ def test_while_loop_stops_at_maximum_iterations():
     assert int(i) == 4  # TF: 4
 
 
+def _doubled_until(x, most):
+    return tf.while_loop(lambda k, y: k < 100, lambda k, y: (k + 1, y * 2.0), (0, x),
+                         maximum_iterations=most)[1]
+
+
+def test_a_float_maximum_iterations_is_refused_eagerly_and_compiled():
+    # Eagerly int() truncated 2.5 to 2 trips; compiled the counter was compared with 2.5:
+    # 3 trips, a value and gradient twice eager's (helper 87).
+    x = np.array([1.0])
+    compiled = tf.differentiable(_doubled_until)
+    for most in (2.5, np.float64(2.5)):
+        for run in (compiled, lambda x, m: _doubled_until(tf.constant(x), m)):
+            with pytest.raises(TypeError, match="maximum_iterations must be an integer"):
+                run(x, most)
+    assert np.asarray(compiled(x, np.int32(2))).tolist() == [4.0]
+
+
 @pytest.mark.parametrize("loop_vars", [0, tf.constant(0), ()])
 def test_while_loop_needs_a_tuple_or_list(loop_vars):
     with pytest.raises(ValueError, match="'loop_vars' must be provided"):
