@@ -125,13 +125,7 @@ def named_fori_loop(lower, upper, body_fun, init_val, names=None, checkpoint=Non
 def _check_iterations(bound):
     """TypeError for a maximum_iterations that is no integer scalar: eagerly int() would
     truncate 2.5 to 2, and compiled the counter would be compared with 2.5 (3 trips)."""
-    if bound is None or isinstance(bound, Dim) or \
-            isinstance(bound, int) and not isinstance(bound, bool):
-        return
-    aval = getattr(bound, "aval", None)
-    kind, ndim = (aval.dtype.kind, len(aval.shape)) if aval is not None else \
-        (np.asarray(bound).dtype.kind, np.ndim(bound))
-    if kind not in "iu" or ndim:
+    if bound is not None and not isinstance(bound, Dim) and not _integer_scalar(bound):
         raise TypeError(f"while_loop: maximum_iterations must be an integer scalar; got "
                         f"{bound!r}\n  at {user_line()}")
 
@@ -139,13 +133,21 @@ def _check_iterations(bound):
 def _int_bound(bound, which):
     """A fori_loop bound known when tracing, as a Python int; a float one is a TypeError,
     as in JAX (int() would truncate 2.5 to 2 silently)."""
-    if isinstance(bound, int) and not isinstance(bound, bool):
-        return bound  # a Python int of any size: the loop is Python's
-    value = np.asarray(bound.numpy() if isinstance(bound, Value) else bound)
-    if value.dtype.kind not in "iu" or value.ndim != 0:
+    if not _integer_scalar(bound):
         raise TypeError(f"fori_loop: the {which} bound must be an integer scalar; got "
                         f"{bound!r}")
-    return int(bound)
+    return bound if isinstance(bound, int) else int(bound)  # a Python int of any size
+
+
+def _integer_scalar(bound):
+    """Whether a loop bound is an integer scalar: a Python int (not a bool), or a tensor,
+    traced value or array of an integer dtype and no axis."""
+    if isinstance(bound, int):
+        return not isinstance(bound, bool)
+    aval = getattr(bound, "aval", None)
+    kind, ndim = (aval.dtype.kind, len(aval.shape)) if aval is not None else \
+        (np.asarray(bound).dtype.kind, np.ndim(bound))
+    return kind in "iu" and not ndim
 
 
 def _rolled_fori(lower, upper, body_fun, init_val, checkpoint, names):
