@@ -28,6 +28,7 @@ from srcxform.core.tensor import Tensor, Variable  # noqa: F401
 from srcxform.core.tree import register_pytree_node  # noqa: F401
 from srcxform.api import differentiable, grad, value_and_grad  # noqa: F401
 from srcxform.diagnose import explain  # noqa: F401
+from srcxform.config import show_config  # noqa: F401
 from srcxform.transforms import hessian, hvp, jacfwd, jacobian, jacrev, jvp, linearize  # noqa: F401
 from srcxform.vmap import vectorized_map, vmap  # noqa: F401
 from srcxform import autodiff  # noqa: F401

@@ -1,4 +1,5 @@
-"""`python -m srcxform cache info|clear|prune`: what srcxform's cache folder holds, how
+"""`python -m srcxform config`: what this process runs with (srcxform.show_config()).
+`python -m srcxform cache info|clear|prune`: what srcxform's cache folder holds, how
 big and how old; clear it; prune it to its limit (SRCXFORM_CACHE_MAX; cachesize.py).
 `python -m srcxform docs OUT`: the API reference, built from the public namespaces'
 docstrings by pdoc (the `docs` extra), as HTML in the folder OUT."""
@@ -9,6 +10,7 @@ import pathlib
 import pkgutil
 import time
 
+from srcxform.config import show_config
 from srcxform.numba_adapter import cachefiles, cachesize
 
 ACTIONS = {
@@ -28,7 +30,11 @@ def main(argv=None):
     cache.add_argument("action", choices=ACTIONS)
     docs = commands.add_parser("docs", help="build the API reference (needs pdoc)")
     docs.add_argument("out", help="the folder to write its HTML into")
+    commands.add_parser("config", help="the versions, CPU, BLAS and settings srcxform runs with")
     args = parser.parse_args(argv)
+    if args.command == "config":
+        show_config()
+        return
     if args.command == "docs":
         print(f"the API reference is in {build_docs(pathlib.Path(args.out))}")
         return

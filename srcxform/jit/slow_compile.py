@@ -14,7 +14,8 @@ import warnings
 from srcxform.core.errors import SlowCompileWarning
 
 
-def _limit():
+def limit():
+    """Seconds before a compile says it is slow: SRCXFORM_SLOW_COMPILE, else 5 (0: never)."""
     return float(os.environ.get("SRCXFORM_SLOW_COMPILE", "5"))
 
 
@@ -25,8 +26,8 @@ class Watch:
     def __init__(self, what, source):
         self._what, self._lines = what, source.count("\n")
         self._start = time.monotonic()
-        limit = _limit()
-        self._timer = threading.Timer(limit, self._warn) if limit > 0 else None
+        seconds = limit()
+        self._timer = threading.Timer(seconds, self._warn) if seconds > 0 else None
         if self._timer is not None:
             self._timer.daemon = True
             self._timer.start()
