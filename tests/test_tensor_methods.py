@@ -219,6 +219,10 @@ def _unknown_attribute(x):
     return x.frobnicate()
 
 
+def _variance_method(x):  # NumPy's method, not srcxform's (the tracer's IR variable was
+    return x.var()  # its `var` attribute: "'Var' object is not callable", helper 85)
+
+
 def _item_assignment(x):
     x[0] = 1.0
     return x
@@ -238,6 +242,7 @@ def _round_of_traced(x):
 
 @pytest.mark.parametrize("fn, line, says", [
     (_unknown_attribute, "return x.frobnicate()", ".frobnicate of a traced value"),
+    (_variance_method, "return x.var()", ".var of a traced value"),
     (_item_assignment, "x[0] = 1.0", "srcxform.where"),
     (_item_of_traced, "return x.sum().item()", ".item() of a traced value"),
     (_variable_of_traced, "return tf.Variable(x)", "a Variable's initial value"),

@@ -264,7 +264,7 @@ class GradientTape:
 def _check_not_rerolled(leaves):
     for s in leaves:  # an intermediate a reroll went around: no path leads to it
         trace = getattr(s, "_trace", None)  # (a gradient the compiler takes never is)
-        if trace is not None and trace.rerolled and s.var not in trace.ins \
+        if trace is not None and trace.rerolled and s.ir_var not in trace.ins \
                 and not recording.CONTEXT.adjoint:
             raise Rerolled
 

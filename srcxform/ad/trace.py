@@ -49,17 +49,17 @@ _IMMUTABLE = ("values are immutable; build a new one: srcxform.where(mask, new, 
 class Tracer(Value):
     """A value being traced: an aval (with symbolic sizes) and its IR variable."""
 
-    # `eager` is what the same value would be in an eager run (see _eager_kind): "tensor"
+    # `eager_kind` is what the same value would be in an eager run (see _eager_kind): "tensor"
     # (what srcxform's functions return), "numpy" or "python" (what NumPy's operators and
     # functions give on NumPy arrays and Python floats). The compiled call returns that.
-    __slots__ = ("_id", "_trace", "aval", "eager", "var")
+    __slots__ = ("_id", "_trace", "aval", "eager_kind", "ir_var")
 
     def __init__(self, trace, var, id=None, eager="tensor"):
         self._trace = trace
         self.aval = var.aval
-        self.var = var
+        self.ir_var = var
         self._id = next(_ids) + (1 << 62) if id is None else id
-        self.eager = eager
+        self.eager_kind = eager
 
     def _fail(self, what, message):
         raise TracingError(f"{user_line()}\n  {what}: {message}")
@@ -127,7 +127,7 @@ def _eager_kind(operands, python):
     kinds = set()
     for x in operands:
         if isinstance(x, Tracer):
-            kinds.add(x.eager)
+            kinds.add(x.eager_kind)
         elif eager_tensor(x) or isinstance(x, Variable):
             kinds.add("tensor")
         elif isinstance(x, (list, tuple)):
@@ -158,7 +158,7 @@ def _tracking(name, python):
                 operands = args[2]
             else:
                 operands = (self,) + args
-            out.eager = _eager_kind(operands, python)
+            out.eager_kind = _eager_kind(operands, python)
         return out
 
     tracked.__name__ = name
@@ -261,7 +261,7 @@ class Trace:
             # record's, as eagerly), not the line inside it that made its output. (Another
             # record's may be a replay's, made away from the user's line: structured.py.)
             origin = rec.origin if rec.op == "custom_gradient" else \
-                self.origins.get(rec.out.var, rec.origin)  # another trace's: its record's
+                self.origins.get(rec.out.ir_var, rec.origin)  # another trace's: its record's
         else:
             origin = recording.current_origin()
         of = op_name(rec.op) if rec is not None and rec.op else None
@@ -287,7 +287,7 @@ class Trace:
             if value._trace is not self:
                 raise TracingError(f"{user_line()}: a value traced by another function is used "
                                    "here; pass it as an argument instead")
-            return value.var
+            return value.ir_var
         array = value._array
         if isinstance(value, SizeConstant):
             return Lit(value.dim, value.aval)
@@ -304,12 +304,12 @@ class Trace:
     def on_backward(self, rec, cotangent):
         """Names a cotangent after the value it is the cotangent of (b<name>)."""
         if isinstance(cotangent, Tracer) and isinstance(rec.out, Tracer):
-            self.adjoint_of.setdefault(cotangent.var, rec.out.var)
+            self.adjoint_of.setdefault(cotangent.ir_var, rec.out.ir_var)
 
     def name_gradient(self, grad, source):
         """Names a gradient after its source (b<name>)."""
         if isinstance(grad, Tracer) and isinstance(source, Tracer):
-            self.adjoint_of.setdefault(grad.var, source.var)
+            self.adjoint_of.setdefault(grad.ir_var, source.ir_var)
 
     # ----- variables -----
     def read_variable(self, variable):
@@ -337,7 +337,7 @@ class Trace:
 
             value = cast(value, variable.dtype)
         if isinstance(value, Tracer):
-            value = Tracer(self, value.var, variable._id)
+            value = Tracer(self, value.ir_var, variable._id)
         else:
             value = Tensor._new(value._array, id=variable._id)
         self.variables[variable._id][2] = value
@@ -363,7 +363,7 @@ class Trace:
     def variable_writes(self):
         """(Variable, final value) for each Variable assigned while tracing."""
         return [(v, now) for v, var, now in self.variables.values()
-                if not (isinstance(now, Tracer) and now.var is var)]
+                if not (isinstance(now, Tracer) and now.ir_var is var)]
 
     # ----- the result -----
     def program(self, outs):

@@ -321,7 +321,7 @@ class Variable(Value):
             if value.aval.weak:  # made of Python scalars: converts as they would
                 check_convertible(value.aval.dtype, self.dtype, what)
                 value = converted_python_int(value, self.dtype, what)
-            elif getattr(value, "eager", "tensor") != "tensor":  # an array argument, traced
+            elif getattr(value, "eager_kind", "tensor") != "tensor":  # an array argument, traced
                 value = value.astype(self.dtype)  # as its NumPy value converts
             elif _KINDS[value.dtype.kind] != _KINDS[self.dtype.kind]:
                 raise TypeError(f"{what}: cannot convert a tensor of dtype {value.dtype.name} "

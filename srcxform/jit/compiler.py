@@ -326,7 +326,7 @@ def _returned(fn, leaf, given, flat):
         return ("arg", given[id(leaf)])
     if isinstance(leaf, Tracer):
         flat.append(leaf)
-        return ("out", len(flat) - 1, leaf.eager, leaf.aval.weak)
+        return ("out", len(flat) - 1, leaf.eager_kind, leaf.aval.weak)
     if isinstance(leaf, Dim):  # x.shape[0]: a Python int eagerly, read at each call
         flat.append(as_value(leaf))
         return ("out", len(flat) - 1, "python", False)

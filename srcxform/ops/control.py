@@ -51,7 +51,7 @@ def custom_gradient(f):
         recording.record(vjp, inputs, y, {}, "custom_gradient")
         trace = getattr(y, "_trace", None)
         if trace is not None:
-            trace.custom_gradients.add(y.var)
+            trace.custom_gradients.add(y.ir_var)
         return y
 
     return wrapper

@@ -105,7 +105,7 @@ def _traced_conversion(value, dtype, what):
         dtype = dtype or (settled(value.aval.dtype) if value.aval.dtype.kind != "i"
                           else np.dtype(np.int64))  # and int32 could wrap it here
         check_convertible(value.aval.dtype, dtype, what)
-    elif value.eager == "tensor":
+    elif value.eager_kind == "tensor":
         return None
     return cast(converted_python_int(value, dtype or value.dtype, what), dtype or value.dtype)
 

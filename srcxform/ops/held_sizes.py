@@ -29,7 +29,7 @@ def sizes_held(value):
     scalar), or None where it is not computed from sizes and constants alone."""
     if value._trace is None or value.ndim > 1 or value.dtype.kind not in "iu":
         return None
-    found = _held(value._trace, value.var)
+    found = _held(value._trace, value.ir_var)
     return None if found is None else tuple(found)
 
 

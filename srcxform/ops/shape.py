@@ -471,7 +471,7 @@ def _known_indices(indices):
     """The values of gather indices known while tracing: a constant's, or those of an
     integer argument in the call being traced; else None."""
     trace = getattr(indices, "_trace", None)
-    return indices._array if trace is None else trace.integer_inputs.get(indices.var)
+    return indices._array if trace is None else trace.integer_inputs.get(indices.ir_var)
 
 
 def _batch_rows(indices, b, n):

@@ -97,7 +97,7 @@ def joined(trace, values, axis):
             or any(v._trace is not trace or not _same_aval(v.aval, values[0].aval) for v in values):
         return None
     plan = _Plan(trace, len(values))
-    root = plan.node(tuple(v.var for v in values))
+    root = plan.node(tuple(v.ir_var for v in values))
     if root is None or not plan.sources:
         return None
     one = values[0].aval
@@ -171,19 +171,19 @@ class Folder:
         if fold is None:
             return None
         running, term = (x, y) if fold.link[1] == 0 else (y, x)
-        plain = self.folds[running.var].plain if running.var in self.folds else running
+        plain = self.folds[running.ir_var].plain if running.ir_var in self.folds else running
         out = _sum_loop(trace, fold)
-        self.folds[out.var] = dataclasses.replace(fold, plain=fold.bind(plain, term))
-        fold.body.latest = out.var
+        self.folds[out.ir_var] = dataclasses.replace(fold, plain=fold.bind(plain, term))
+        fold.body.latest = out.ir_var
         trace.rerolled = True
         return out
 
     def _fold(self, trace, x, y, op):
         """The fold of op(x, y), the sum so far either side: one made longer, or a new one."""
         sides = [(side, r, t) for side, r, t in ((0, x, y), (1, y, x))
-                 if _keeps_aval(op, r, t) and not self._was_read(trace, r.var)]
+                 if _keeps_aval(op, r, t) and not self._was_read(trace, r.ir_var)]
         for side, running, term in sides:
-            fold = self.folds.get(running.var)
+            fold = self.folds.get(running.ir_var)
             if fold is not None and fold.link == (op, side):
                 return self._longer(trace, fold, term)
         firsts = (self._first(trace, running, term, (op, side)) for side, running, term in sides)
@@ -198,11 +198,11 @@ class Folder:
             return values
         read = list(values)
         for j, value in enumerate(values):
-            fold = self.folds.get(getattr(value, "var", None))
+            fold = self.folds.get(getattr(value, "ir_var", None))
             if fold is None:
                 continue
-            if fold.body.latest is value.var:
-                self.read.add(value.var)
+            if fold.body.latest is value.ir_var:
+                self.read.add(value.ir_var)
             else:
                 read[j] = fold.plain
         return read
@@ -212,7 +212,7 @@ class Folder:
         """The fold of link (op, side) of running, which ends a chain of MIN_TERMS - 1 such
         links of terms computed alike, and term: the terms' rows are their copy number's."""
         op, side = link
-        terms, atom = [term.var], running.var
+        terms, atom = [term.ir_var], running.ir_var
         while len(terms) < MIN_TERMS:
             eqn = trace.producers.get(atom)
             ins = eqn.ins if eqn is not None and eqn.prim is op else (None, None)
@@ -245,7 +245,7 @@ class Folder:
         """fold one term longer where term is its next copy: the plan of (its last term,
         term) is the fold's, and reads each source one row on."""
         plan = _Plan(trace, 2, MAX_TERM_NODES)
-        root = plan.node((fold.last, term.var))
+        root = plan.node((fold.last, term.ir_var))
         k = fold.k
         if root is None or len(plan.sources) != len(fold.sources) or any(
                 (source, start, step) != (first, start0 + step0 * (k - 1), step0)
@@ -254,7 +254,7 @@ class Folder:
                 or not _alike(plan.shape(root), fold.plan.shape(fold.root),
                               trace.const_arrays):
             return None
-        return dataclasses.replace(fold, k=k + 1, last=term.var)
+        return dataclasses.replace(fold, k=k + 1, last=term.ir_var)
 
 
 def _keeps_aval(op, running, term):

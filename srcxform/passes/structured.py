@@ -183,11 +183,11 @@ class SubTrace(Trace):
         return super()._atom(value)
 
     def _capture(self, outer):
-        inner = self._capture_vars.get(outer.var)
+        inner = self._capture_vars.get(outer.ir_var)
         if inner is None:
-            inner = self._capture_vars[outer.var] = Var(outer.aval)
+            inner = self._capture_vars[outer.ir_var] = Var(outer.aval)
             self.captures.append(outer)
-            hint = outer._trace.hints.get(outer.var)  # the outer name, where it has one
+            hint = outer._trace.hints.get(outer.ir_var)  # the outer name, where it has one
             if hint:
                 self.hints[inner] = hint
         return inner
@@ -249,8 +249,8 @@ def align(subs_and_outs):
     captures, seen = [], set()
     for sub, _ in subs_and_outs:
         for c in sub.captures:
-            if c.var not in seen:
-                seen.add(c.var)
+            if c.ir_var not in seen:
+                seen.add(c.ir_var)
                 captures.append(c)
     check = settings.switch("SRCXFORM_CHECK")
     regions = []
@@ -259,7 +259,7 @@ def align(subs_and_outs):
     saved, CONTEXT.guards = CONTEXT.guards, None
     try:
         for (sub, _), program in zip(subs_and_outs, programs):
-            ins = program.ins + [sub._capture_vars.get(c.var) or Var(c.aval) for c in captures]
+            ins = program.ins + [sub._capture_vars.get(c.ir_var) or Var(c.aval) for c in captures]
             program = program.replace(ins=ins)
             if check:
                 program.check()
@@ -283,9 +283,9 @@ def bind(op, values, params, avals, vjp=None):
             for k, aval in enumerate(avals)]
     for out, aval in zip(outs, avals):  # the stacks a loop keeps for its adjoint
         if aval is INDEX and op is not COND:
-            trace.hints[out.var] = "trips"
+            trace.hints[out.ir_var] = "trips"
         elif aval.shape and isinstance(aval.shape[0], Trips):
-            trace.hints[out.var] = "stack"
+            trace.hints[out.ir_var] = "stack"
     if vjp is not None and (CONTEXT.tapes or CONTEXT.accumulators):
         recording.record_outputs(vjp, values, outs, {})
     return outs
@@ -321,9 +321,9 @@ def at_origin(value, origin):
     """value, its equation (just traced) attributed to the user's line `origin`: the
     line the recomputed equation came from, not the line that called the compiler."""
     trace = getattr(value, "_trace", None)
-    if trace is not None and trace.eqns and trace.eqns[-1].out is value.var:
+    if trace is not None and trace.eqns and trace.eqns[-1].out is value.ir_var:
         trace.eqns[-1] = dataclasses.replace(trace.eqns[-1], origin=origin)
-        trace.origins[value.var] = origin
+        trace.origins[value.ir_var] = origin
     return value
 
 
@@ -516,10 +516,10 @@ def _bind_loop_results(op, bounds, inits, captures, regions, xs, y_avals, revers
 
 def _python_numbers(outs, n):
     """outs, each of the first n that is weak (a loop's carry or a branch's result that
-    stays a Python number) returned as one, as eagerly (Tracer.eager)."""
+    stays a Python number) returned as one, as eagerly (Tracer.eager_kind)."""
     for out in outs[:n]:
         if isinstance(out, Tracer) and out.aval.weak:
-            out.eager = "python"
+            out.eager_kind = "python"
     return outs
 
 
