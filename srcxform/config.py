@@ -62,7 +62,7 @@ def _blas():
     except ImportError:
         blas["threads"] = "unknown (pip install threadpoolctl to see them)"
         return blas
-    for pool in threadpoolctl.threadpool_info():
+    for pool in sorted(threadpoolctl.threadpool_info(), key=lambda pool: pool["filepath"]):
         if pool["user_api"] == "blas":
             name = os.path.basename(pool["filepath"])
             blas[name] = (f"{pool['internal_api']} {pool['version']}, {pool['num_threads']} "
