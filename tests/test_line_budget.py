@@ -168,8 +168,10 @@ BUDGET = {
     # +20: one_hot's and pad's values and range's bounds converted as TensorFlow's (a
     # Python int wrapped), a traced int in scatter's updates list (helper 83); +20: a
     # list's dtype from all its numbers, floats refused by int dtypes, NumPy's solve of
-    # a stack and a vector, max of an empty axis, a bool index (helpers 84 and 85)
-    "ops": 4015,
+    # a stack and a vector, max of an empty axis, a bool index (helpers 84 and 85); +40
+    # (session 33): tf.roll and np.roll (AttributeError before), NumPy's axis 0 of a
+    # scalar in its ufunc reductions where TensorFlow's ops now refuse it
+    "ops": 4055,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the

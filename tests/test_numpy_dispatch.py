@@ -540,3 +540,24 @@ def test_numpys_own_rules_where_srcxform_differed():
     with pytest.raises(TypeError, match="a bool index"):  # it was x[1]
         tf.constant(np.ones((2, 3)))[True]
     assert float(np.max(tf.constant(2.0), axis=0)) == 2.0  # a scalar's one axis, as NumPy
+
+
+def test_a_scalar_has_no_axis_but_numpy_s_ufunc_reductions_take_axis_0():
+    # TensorFlow's ops raise for any axis of a scalar (they raised NumPy's raw AxisError, or
+    # an IndexError, or reversed nothing); NumPy's sum, prod, max, min, cumsum and cumprod
+    # read a scalar's axis 0 as None, where its mean, var and std raise.
+    s = tf.constant(2.0)
+    for op in (lambda: tf.reduce_max(s, axis=0), lambda: tf.reduce_sum(s, axis=-1),
+               lambda: tf.reduce_logsumexp(s, axis=0), lambda: tf.math.reduce_std(s, axis=0),
+               lambda: tf.nn.moments(s, axes=[0]), lambda: tf.squeeze(s, 0),
+               lambda: tf.split(s, 1), lambda: tf.reverse(s, [0]), lambda: tf.gather(s, [0]),
+               lambda: np.mean(s, axis=0)):
+        with pytest.raises(tf.ShapeError, match="out of range for a value of rank 0"):
+            op()
+    for func in (np.sum, np.prod, np.max, np.min, np.cumsum, np.cumprod):
+        eager = func(s, axis=0)
+        assert np.asarray(eager).shape == func(np.array(2.0), axis=0).shape
+        np.testing.assert_array_equal(np.asarray(eager), func(np.float32(2.0), axis=0))
+    compiled = tf.differentiable(lambda x: np.sum(x, axis=0) + np.cumsum(x, axis=-1)[0])
+    assert float(compiled(np.float64(3.0))) == 6.0
+    assert float(compiled.grad(np.float64(3.0))) == 2.0

@@ -397,3 +397,29 @@ def test_dir_lists_tensorflows_namespaces_and_hides_the_implementations_modules(
 def test_tf_random_lists_its_functions_not_its_imports():
     assert dir(tf.random) == sorted(tf.random.__all__)
     assert {"Generator", "normal", "set_seed", "shuffle", "uniform"} <= set(dir(tf.random))
+
+
+@pytest.mark.parametrize("shift, axis", [(1, 0), (-1, 1), (5, 2), ([1, 2], [0, 2]),
+                                         ([1, 1], [2, 2]), (0, 1), ([2, -3], [1, 1])])
+def test_roll_moves_elements_round_as_numpy(shift, axis):
+    x = np.arange(24.0).reshape(2, 3, 4)
+    axes = axis if np.ndim(axis) == 0 else tuple(axis)
+    np.testing.assert_array_equal(np.asarray(tf.roll(x, shift, axis)), np.roll(x, shift, axes))
+    np.testing.assert_array_equal(np.asarray(np.roll(tf.constant(x), shift, axes)),
+                                  np.roll(x, shift, axes))
+
+
+def test_roll_compiles_for_every_size_with_its_gradient():
+    weights = np.arange(5.0)
+    rolled = tf.differentiable(lambda x: tf.reduce_sum(tf.roll(x, [2, -1], [1, 0]) ** 2 *
+                                                       weights[:x.shape[1]]))
+    for n in (1, 3, 5):
+        x = np.arange(2.0 * n).reshape(2, n) + 1
+        np.testing.assert_allclose(float(rolled(x)),
+                                   np.sum(np.roll(x, (2, -1), (1, 0)) ** 2 * weights[:n]))
+        check_grads(rolled, (x,))
+    assert tf.roll(tf.zeros((0, 3)), 2, 0).shape == (0, 3)
+    with pytest.raises(tf.ShapeError, match="shift and axis must be of one length"):
+        tf.roll(np.ones((2, 2)), [1], [0, 1])
+    with pytest.raises(TypeError, match="roll's shift must be ints"):
+        tf.roll(np.ones(2), 1.5, 0)

@@ -151,16 +151,18 @@ def spans(sizes):
 
 
 def normalize_axes(axis, ndim, op):
-    """An axis argument (None, int or sequence) as a sorted tuple of non-negative axes."""
+    """An axis argument (None, int or sequence) as a sorted tuple of non-negative axes. A
+    scalar has none (TensorFlow's rule; NumPy's functions take 0 and -1 as its axis, which
+    ops/numpy_dispatch.py reads as None)."""
     if axis is None:
         return tuple(range(ndim))
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     out = []
     for a in axes:
         a = int(a)
-        if not -ndim <= a < max(ndim, 1):
+        if not -ndim <= a < ndim:
             raise shape_error(f"{op}: axis {a} is out of range for a value of rank {ndim}")
-        out.append(a % ndim if ndim else 0)
+        out.append(a % ndim)
     if len(set(out)) != len(out):
         raise shape_error(f"{op}: repeated axis in {axis}")
     return tuple(sorted(out))

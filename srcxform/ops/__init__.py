@@ -41,7 +41,7 @@ from srcxform.ops.nn import (  # noqa: F401
 # Only under srcxform.nn, as TensorFlow has them: imported here to register in order.
 from srcxform.ops import conv, normalization  # noqa: F401
 from srcxform.ops.layout import (  # noqa: F401
-    is_tensor, pad, rank, reverse, shape, size, slice, split, strided_slice, unstack,
+    is_tensor, pad, rank, reverse, roll, shape, size, slice, split, strided_slice, unstack,
 )
 from srcxform.ops.control import custom_gradient  # noqa: F401
 from srcxform.ops import random as _random  # noqa: F401  (the philox primitive)

@@ -1,5 +1,5 @@
 """Composites over the shape primitives, by TensorFlow's names: shape, size, rank,
-unstack, split, slice, strided_slice, reverse and pad. They declare no primitive: each is
+unstack, split, slice, strided_slice, reverse, roll and pad. They declare no primitive: each is
 indexing, concat and broadcasting, so each works eagerly, on a tape and compiled.
 
 A count of pieces is decided from a size (`int(n)`), which a trace records as a guard.
@@ -114,8 +114,9 @@ def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0,
     axis or the single index begin[i] where ellipsis_mask's, new_axis_mask's or
     shrink_axis_mask's is."""
     x = as_value(input_, "strided_slice")
-    begin, end = _entries(begin, "begin"), _entries(end, "end")
-    strides = (1,) * len(begin) if strides is None else _entries(strides, "strides")
+    begin, end = _entries(begin, "strided_slice's begin"), _entries(end, "strided_slice's end")
+    strides = (1,) * len(begin) if strides is None else \
+        _entries(strides, "strided_slice's strides")
     if not len(begin) == len(end) == len(strides):
         raise shape_error(f"strided_slice: begin, end and strides need one entry each per "
                           f"index, got {len(begin)}, {len(end)} and {len(strides)}")
@@ -134,7 +135,8 @@ def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0,
 
 
 def _entries(values, what):
-    """strided_slice's begin, end or strides as a tuple of ints (traced sizes stay)."""
+    """strided_slice's begin, end or strides, or roll's shift or axis, as a tuple of ints
+    (traced sizes stay)."""
     if isinstance(values, Value):
         values = values.numpy()  # a traced tensor raises: its values come at run time
     if isinstance(values, int):
@@ -143,7 +145,7 @@ def _entries(values, what):
         return tuple(as_index(v) for v in (values if isinstance(values, (list, tuple))
                                            else np.atleast_1d(np.asarray(values, dtype=object))))
     except TypeError:
-        raise TypeError(f"strided_slice: {what} must be ints, got {values!r}") from None
+        raise TypeError(f"{what} must be ints, got {values!r}") from None
 
 
 def reverse(tensor, axis, name=None):
@@ -159,6 +161,29 @@ def reverse(tensor, axis, name=None):
         return unchanged(x)
     return getitem(x, tuple(_slice(None, None, -1) if i in axes else _slice(None)
                             for i in range(x.ndim)))
+
+
+def roll(input, shift, axis, name=None):
+    """input with its elements moved `shift` places along `axis`, those moved past the end
+    coming round to the start (tf.roll, in np.roll's direction). shift and axis are ints,
+    or lists of one length; the shifts of an axis named twice add up."""
+    x = as_value(input, "roll")
+    shifts, axes = _entries(shift, "roll's shift"), _entries(axis, "roll's axis")
+    if len(shifts) != len(axes):
+        raise shape_error(f"roll: shift and axis must be of one length, got {shift!r} and "
+                          f"{axis!r}")
+    totals = {}
+    for k, a in zip(shifts, axes):
+        a = normalize_axes(a, x.ndim, "roll")[0]
+        totals[a] = totals.get(a, 0) + k
+    rolled = x
+    for a, k in totals.items():
+        n = x.shape[a]
+        if n != 0 and k % n != 0:
+            cut = n - k % n
+            rolled = concat([getitem(rolled, _along(a, x.ndim, _slice(cut, None))),
+                             getitem(rolled, _along(a, x.ndim, _slice(None, cut)))], a)
+    return unchanged(x) if rolled is x else rolled
 
 
 def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):

@@ -18,7 +18,7 @@ from srcxform.core.aval import normalize_axes, size
 from srcxform.core.errors import TracingError
 from srcxform.core.errors import user_line
 from srcxform.ops import elementwise as ew
-from srcxform.ops import cumulative, lapack, linalg, nn, reduce, selection
+from srcxform.ops import cumulative, lapack, layout, linalg, nn, reduce, selection
 from srcxform.ops import mathfuncs as mf
 from srcxform.ops.creation import ones_like, zeros_like
 from srcxform.core.primitive import REGISTRY
@@ -74,11 +74,18 @@ def _reject(name, **options):
 # ----- reductions -----
 
 
+def _scalar_axis(a, axis):
+    """The axis of a NumPy ufunc's reduction or accumulation (sum, prod, max, min, cumsum,
+    cumprod): a scalar's axis 0 (or -1) is None. (np.mean, var and std raise there.)"""
+    return None if a.ndim == 0 and axis in (0, -1, (0,), (-1,)) else axis
+
+
 def _accumulating(func, op):
     """np.sum/prod/mean: NumPy's result dtype (int32 sums to int64, int means to float64)."""
     def call(a, axis=None, dtype=None, out=None, keepdims=False, **unsupported):
         _reject(func.__name__, out=out, **unsupported)
         a = as_value(a, func.__name__)
+        axis = axis if func is np.mean else _scalar_axis(a, axis)
         want = func(np.ones(1, a.dtype), dtype=dtype).dtype
         return op(a if a.dtype == want else ew.cast(a, want), axis=axis, keepdims=keepdims)
 
@@ -90,6 +97,7 @@ def _cumulative(func, op):
     def call(a, axis=None, dtype=None, out=None):
         _reject(func.__name__, out=out)
         a = as_value(a, func.__name__)
+        axis = _scalar_axis(a, axis)
         want = func(np.ones(1, a.dtype), dtype=dtype).dtype
         a = a if a.dtype == want else ew.cast(a, want)
         return op(shape_ops.reshape(a, (-1,)), 0) if axis is None else op(a, axis)
@@ -119,8 +127,7 @@ def _extremum(func, op):
     def call(a, axis=None, out=None, keepdims=False, **unsupported):
         _reject(func.__name__, out=out, **unsupported)
         a = as_value(a, func.__name__)
-        if a.ndim == 0 and axis in (0, -1, (0,), (-1,)):  # NumPy's: a scalar's one axis
-            axis = None
+        axis = _scalar_axis(a, axis)
         # NumPy raises where an axis reduced has no element (TensorFlow gives -inf or inf).
         if any(a.shape[i] == 0 for i in normalize_axes(axis, a.ndim, func.__name__)):
             raise ValueError(f"{func.__name__}: a zero-size array has no maximum or minimum "
@@ -350,6 +357,14 @@ def _diag(v, k=0):
     return linalg.diag(v) if v.ndim == 1 else linalg.diag_part(v)
 
 
+def _roll(a, shift, axis=None):
+    """np.roll: over the flattened array without an axis."""
+    a = as_value(a, "roll")
+    if axis is None:
+        return shape_ops.reshape(layout.roll(shape_ops.reshape(a, (-1,)), shift, 0), a.shape)
+    return layout.roll(a, shift, axis)
+
+
 def _copy(a, order="K", subok=False):
     _reject("copy", order=None if order == "K" else order, subok=subok or None)
     return ew.identity(a)
@@ -392,6 +407,7 @@ FUNCTIONS = {
     np.stack: _stack,
     np.tile: _tile,
     np.take: _take,
+    np.roll: _roll,
     np.copy: _copy,
     np.argmax: _arg_extreme(np.argmax, selection.argmax),
     np.argmin: _arg_extreme(np.argmin, selection.argmin),
