@@ -43,8 +43,9 @@ BUDGET = {
     # +5: round() of a traced value says what to use (a raw TypeError, helper 76); +5:
     # a custom_gradient's gradient named at its call compiled, as eagerly (helper 78)
     # +5: a JVP pushed through a record is the recorded op's line's (jacfwd's code was
-    # all headed by the line that called it)
-    "ad": 1455,
+    # all headed by the line that called it); +20 (session 33): a None output gradient is
+    # its target's ones (the next target's weight weighed it: helper 88)
+    "ad": 1475,
     # +20: functions defined in the converted one converted with it (TensorFlow's rule),
     # the enclosing function's lists guarded, fn's __future__ imports and the user's
     # qualified names kept (three wrong or lost found by helper 55); +25: the methods of
@@ -170,8 +171,9 @@ BUDGET = {
     # list's dtype from all its numbers, floats refused by int dtypes, NumPy's solve of
     # a stack and a vector, max of an empty axis, a bool index (helpers 84 and 85); +40
     # (session 33): tf.roll and np.roll (AttributeError before), NumPy's axis 0 of a
-    # scalar in its ufunc reductions where TensorFlow's ops now refuse it
-    "ops": 4055,
+    # scalar in its ufunc reductions where TensorFlow's ops now refuse it; +15: a
+    # custom_gradient of several outputs takes an upstream for each (TypeError, helper 88)
+    "ops": 4070,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the

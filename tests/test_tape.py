@@ -835,3 +835,84 @@ def test_pows_exponent_gradient_is_made_only_where_the_exponent_needs_one(monkey
     np.testing.assert_allclose(tape.gradient(z, y).numpy(),
                                0.125 * np.log(0.5) + 8.0 * np.log(2.0), rtol=1e-6)
     assert len(logs) == 1
+
+
+def _two_targets(weights):
+    x = tf.constant(2.0)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        a, b = x * x, x * 3.0
+    return tape.gradient([a, b], x, output_gradients=weights)
+
+
+def test_a_none_output_gradient_is_that_target_s_ones():
+    # Helper 88: flattening dropped the None, so the next target's weight weighed this one
+    # ([None, 10] gave 40, not 4 + 30), and zip dropped the last targets' weights.
+    assert float(_two_targets([None, tf.constant(10.0)])) == 34.0
+    assert float(_two_targets([tf.constant(1.0), None])) == 7.0
+    assert float(_two_targets([None, None])) == 7.0
+    with pytest.raises(ValueError, match="output_gradients has 1 entries for 2 targets"):
+        _two_targets([2.0])
+
+
+def _wrt_an_unchanged_copy(x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = x[:]
+        z = tf.reduce_sum(x * y)
+    return tape.gradient(z, y)
+
+
+def _an_unwatched_source_reversed_on_no_axes(x):
+    with tf.GradientTape() as tape:
+        y = tf.reverse(x, [])
+    return tape.gradient(y, x)
+
+
+def _a_copy_made_before_the_tape(x):
+    r = x[...]
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.reduce_sum(r * x)
+    return tape.gradient(y, x)
+
+
+@pytest.mark.parametrize("fn, expected", [
+    (_wrt_an_unchanged_copy, [1.5, 2.0]),
+    (_an_unwatched_source_reversed_on_no_axes, None),
+    (_a_copy_made_before_the_tape, [1.5, 2.0]),
+])
+def test_an_op_that_changes_nothing_makes_a_new_value_compiled_too(fn, expected):
+    # Helper 88: traced, x[:], reverse(x, []), reshape(x, x.shape) ... returned x itself,
+    # so the compiled gradients were [3, 4], [1, 1] and [3, 4].
+    x = np.array([1.5, 2.0])
+    for run in (fn, tf.differentiable(fn)):
+        got = run(tf.constant(x))
+        assert got is None if expected is None else np.array_equal(np.asarray(got), expected)
+
+
+@tf.custom_gradient
+def _doubled_and_tripled(x):
+    def grad(da, db):
+        return da * 2.0 + db * 3.0
+    return (x * 2.0, x * 3.0), grad
+
+
+def _through_two_outputs(x):
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        a, b = _doubled_and_tripled(x)
+        z = a + 2.0 * b
+    return tape.gradient(z, x), tape.gradient(a, x)
+
+
+def test_custom_gradient_of_several_outputs_takes_an_upstream_for_each():
+    # TensorFlow's rule: grad_fn(*upstreams), zeros for an output with none (helper 88:
+    # the outputs were stacked and grad_fn called with one argument, a TypeError).
+    x = tf.constant(1.5, tf.float64)
+    for run in (_through_two_outputs, tf.differentiable(_through_two_outputs)):
+        total, first = run(x)
+        assert (float(total), float(first)) == (8.0, 2.0)
+    with tf.autodiff.ForwardAccumulator(x, tf.constant(1.0, tf.float64)) as acc:
+        a, b = _doubled_and_tripled(x)
+    assert (float(acc.jvp(a)), float(acc.jvp(b))) == (2.0, 3.0)

@@ -19,7 +19,8 @@ from srcxform.ad.backprop import backprop
 from srcxform.ad.explain import explain_tape
 from srcxform.ad.trace import Rerolled, Tracer
 from srcxform.core.tensor import Value, Variable, as_value
-from srcxform.core.tree import tree_flatten, tree_unflatten
+from srcxform.core.errors import user_line
+from srcxform.core.tree import dict_type, tree_flatten, tree_unflatten
 
 
 # Inside a compiled function, jacobian and batch_jacobian are one loop in the kernel, over
@@ -140,8 +141,11 @@ class GradientTape:
         TensorFlow's `gradient`. Its `jacobian` slices the target first, so there an
         unwatched target is unconnected even to itself."""
         targets = tree_flatten(target)[0]
-        weights = (tree_flatten(output_gradients)[0] if output_gradients is not None
+        weights = (_weights(output_gradients) if output_gradients is not None
                    else [None] * len(targets))
+        if len(weights) != len(targets):  # zip would drop the last targets' weights
+            raise ValueError(f"gradient: output_gradients has {len(weights)} entries for "
+                             f"{len(targets)} targets\n  at {user_line()}")
         _check_not_rerolled(leaves)
         ids = [_source_id(s) for s in leaves]
         seeds = {}
@@ -280,6 +284,27 @@ def _source_id(source):
         raise TypeError(f"gradient: sources must be tensors or Variables, got "
                         f"{type(source).__name__}")
     return source._id
+
+
+_ONES = object()  # an output gradient given as None: the target's ones
+
+
+def _weights(output_gradients):
+    """output_gradients as one entry per target, None where an entry is None (that
+    target's ones, as TensorFlow's tape makes them): flattening alone drops a None, and
+    the next target's weight would weigh this one."""
+    return [None if w is _ONES else w
+            for w in tree_flatten(_nones_as_leaves(output_gradients))[0]]
+
+
+def _nones_as_leaves(tree):
+    if tree is None:
+        return _ONES
+    if isinstance(tree, (list, tuple)):
+        return [_nones_as_leaves(t) for t in tree]
+    if isinstance(tree, dict):
+        return dict_type(type(tree))({k: _nones_as_leaves(v) for k, v in tree.items()})
+    return tree
 
 
 def _seed(weight, target):

@@ -10,11 +10,15 @@ from srcxform.core import recording
 from srcxform.core.errors import TracingError, user_line
 from srcxform.ops.elementwise import stop_gradient
 from srcxform.core.tensor import as_value
+from srcxform.core.tree import LEAF, tree_flatten, tree_unflatten
+from srcxform.ops.creation import zeros_like
 
 
 def custom_gradient(f):
     """Decorates `f(*xs) -> (y, grad_fn)`; the gradient of y is `grad_fn(upstream)`, which
-    returns one gradient per input (tf.custom_gradient).
+    returns one gradient per input (tf.custom_gradient). Where y is a list, tuple or dict
+    of outputs, grad_fn takes one upstream gradient per output, in flattened order (zeros
+    for an output that has none), as TensorFlow's.
 
     Example:
         >>> @srcxform.custom_gradient
@@ -34,13 +38,20 @@ def custom_gradient(f):
         inputs = [as_value(a, name) for a in args]
         with recording.paused():
             y, grad_fn = f(*inputs, **kwargs)
-        y = as_value(y, name)
-        if any(y._id == x._id for x in inputs):
-            with recording.paused():  # no cut: the record below is the gradient
-                y = stop_gradient(y)  # the record needs an output distinct from its inputs
+        leaves, treedef = tree_flatten(y)
+        several = treedef != LEAF
+        outs = []
+        for leaf in leaves:
+            out = as_value(leaf, name)
+            if any(out._id == x._id for x in inputs + outs):
+                with recording.paused():  # no cut: the record below is the gradient
+                    out = stop_gradient(out)  # the record needs outputs of its own
+            outs.append(out)
 
         def vjp(g, out, *xs):
-            grads = grad_fn(g)
+            upstream = [zeros_like(o) if u is None else u for u, o in zip(g, outs)] \
+                if several else [g]
+            grads = grad_fn(*upstream)
             # One per input, None where an input has none (flattening would drop it).
             grads = list(grads) if isinstance(grads, (list, tuple)) else [grads]
             if len(grads) != len(xs):
@@ -48,10 +59,13 @@ def custom_gradient(f):
                                  f"{len(grads)} gradients for {len(xs)} inputs")
             return tuple(None if gr is None else as_value(gr) for gr in grads)
 
-        recording.record(vjp, inputs, y, {}, "custom_gradient")
-        trace = getattr(y, "_trace", None)
+        if several:
+            recording.record_outputs(vjp, inputs, outs, {}, "custom_gradient")
+        else:
+            recording.record(vjp, inputs, outs[0], {}, "custom_gradient")
+        trace = getattr(outs[0], "_trace", None) if outs else None
         if trace is not None:
-            trace.custom_gradients.add(y.ir_var)
-        return y
+            trace.custom_gradients.update(out.ir_var for out in outs)
+        return tree_unflatten(treedef, outs)
 
     return wrapper

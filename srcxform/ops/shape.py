@@ -350,12 +350,12 @@ def reshape(tensor, shape, name=None):
 
 
 def unchanged(x):
-    """The result of an op that changes nothing (a reshape to x's shape, x[...]). Traced,
-    x itself: no equation. Eager, a new tensor on x's array, recorded as a reshape, as
-    TensorFlow's result is a new tensor: a target that is x's alias would otherwise be x
-    as a source too, connected to itself where TensorFlow's is not."""
-    if x._trace is not None:
-        return x
+    """The result of an op that changes nothing (a reshape to x's shape, x[...]): a new
+    value, recorded as a reshape, as TensorFlow's result is a new tensor. An alias of x
+    would be x to a tape: a gradient with respect to it would be x's whole gradient, and
+    a target that is x's alias would be x as a source too, connected to itself where
+    TensorFlow's is not (eagerly and compiled alike; passes/simplify.py drops the reshape
+    from a kernel)."""
     return reshape_p.bind(x, shape=tuple(x.shape))
 
 
