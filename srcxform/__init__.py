@@ -21,7 +21,9 @@ from srcxform.ops import (  # noqa: F401
     abs, cast, constant, convert_to_tensor, custom_gradient, range, round, stop_gradient,
 )
 from srcxform import dtypes, errors, linalg, math, nn, random  # noqa: F401
-from srcxform.control_flow import cond, fori_loop, map_fn, scan, while_loop  # noqa: F401
+from srcxform.control_flow import (  # noqa: F401
+    cond, fori_loop, map_fn, scan, switch_case, while_loop,
+)
 from srcxform.ad.tape import GradientTape, UnconnectedGradients  # noqa: F401
 from srcxform.ad.nan_checks import debug_nans  # noqa: F401
 from srcxform.core.tensor import Tensor, Variable  # noqa: F401

@@ -18,6 +18,7 @@ gradient to the bit for a fraction of the memory. Eager loops record every itera
 on the tape regardless.
 """
 
+import functools
 import math
 
 import numpy as np
@@ -48,6 +49,41 @@ def cond(pred, true_fn=None, false_fn=None, name=None):
     if isinstance(pred, Tracer):
         return _compiled_cond(pred, true_fn, false_fn)
     return true_fn() if _truth(pred, "cond") else false_fn()
+
+
+def switch_case(branch_index, branch_fns, default=None, name=None):
+    """branch_fns[branch_index]() (tf.switch_case): branch_fns is a list of functions of no
+    arguments, or a dict or list of (int, function) pairs whose keys are 0 .. n-1; an index
+    out of range runs `default`, or the last branch where there is none. An index known
+    only at run time compiles as a chain of conds."""
+    fns = _branches(branch_fns)
+    if not _integer_scalar(branch_index):
+        raise TypeError(f"switch_case: branch_index must be an integer scalar; got "
+                        f"{branch_index!r}\n  at {user_line()}")
+    cases, otherwise = (fns, default) if default is not None else (fns[:-1], fns[-1])
+    if isinstance(branch_index, Tracer):
+        chain = otherwise
+        for k in reversed(range(len(cases))):
+            chain = functools.partial(cond, branch_index == k, cases[k], chain)
+        return chain()
+    index = int(branch_index)
+    return cases[index]() if 0 <= index < len(cases) else otherwise()
+
+
+def _branches(branch_fns):
+    """switch_case's functions in the order of their keys."""
+    pairs = list(branch_fns.items()) if isinstance(branch_fns, dict) else list(branch_fns)
+    if pairs and all(isinstance(pair, tuple) for pair in pairs):
+        keys = [key for key, _ in pairs]
+        if not all(type(key) is int for key in keys) or \
+                sorted(keys) != list(range(len(keys))):
+            raise ValueError(f"switch_case: the branches' keys must be the ints 0 to "
+                             f"{len(keys) - 1}, got {keys}")
+        pairs = [fn for _, fn in sorted(pairs, key=lambda pair: pair[0])]
+    if not pairs or not all(callable(fn) for fn in pairs):
+        raise TypeError(f"switch_case: branch_fns must be a non-empty list or dict of "
+                        f"functions, got {branch_fns!r}")
+    return pairs
 
 
 def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations=10,

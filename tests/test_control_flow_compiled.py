@@ -479,3 +479,30 @@ def test_an_array_carry_updated_in_place_is_never_shared():
     np.testing.assert_allclose(value, eager_value, rtol=1e-14)
     np.testing.assert_allclose(grad, eager_grad, rtol=1e-14)
     assert re.search(r"\w+ = \w+\.copy\(\)", f.source(x, np.int64(5)))  # the adjoint's
+
+
+def _switched(i, x):
+    return tf.switch_case(i, [lambda: x * 2.0, lambda: x * x, lambda: -x])
+
+
+def _switched_with_default(i, x):
+    return tf.switch_case(i, {1: lambda: x * x, 0: lambda: x * 2.0}, default=lambda: x + 100.0)
+
+
+def test_switch_case_one_kernel_for_every_index_with_tensorflows_fallbacks():
+    # An index out of range runs the default, else the last branch (TensorFlow's rule).
+    compiled = tf.differentiable(_switched, wrt=1)
+    defaulted = tf.differentiable(_switched_with_default, wrt=1)
+    for i, value, slope, other, other_slope in [(-1, -3.0, -1.0, 103.0, 1.0),
+                                                (0, 6.0, 2.0, 6.0, 2.0), (1, 9.0, 6.0, 9.0, 6.0),
+                                                (2, -3.0, -1.0, 103.0, 1.0),
+                                                (7, -3.0, -1.0, 103.0, 1.0)]:
+        assert float(_switched(i, 3.0)) == float(compiled(np.int32(i), 3.0)) == value
+        assert float(compiled.grad(np.int32(i), 3.0)) == slope
+        assert float(defaulted(np.int32(i), 3.0)) == float(_switched_with_default(i, 3.0)) == other
+        assert float(defaulted.grad(np.int32(i), 3.0)) == other_slope
+    assert compiled.cache_info().kernels == 2  # the value's and the gradient's, every index
+    with pytest.raises(ValueError, match="keys must be the ints 0 to 1"):
+        tf.switch_case(0, [(0, lambda: 1.0), (2, lambda: 2.0)])
+    with pytest.raises(TypeError, match="branch_index must be an integer scalar"):
+        tf.switch_case(1.0, [lambda: 1.0])

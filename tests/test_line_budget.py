@@ -34,8 +34,9 @@ BUDGET = {
     # every Generator's, in place (a compiled draw's entry holds them: helper 86); +10: a
     # float maximum_iterations refused (compiled ran one trip more than eager, helper 87)
     # +90 (session 33): show_config and `python -m srcxform config`, the versions, BLAS and
-    # settings a process runs with (issue 34 asks the BLAS choice be reported there)
-    ".": 3135,
+    # settings a process runs with (issue 34 asks the BLAS choice be reported there);
+    # +30: tf.switch_case, a chain of conds where its index is known at run time only
+    ".": 3170,
     # +180: explain's zero, trap and custom_gradient probes; the eager NaN rule; +20: a
     # compiled tape.jacobian's hook to jacobians.py; +30: debug_nans judges only the
     # cotangents a backward pass uses (nan_checks.Holding); +10: output_gradients are
