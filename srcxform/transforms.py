@@ -30,6 +30,7 @@ from srcxform.core.aval import size
 from srcxform.ad.tape import GradientTape
 from srcxform.core.tensor import Value, as_value
 from srcxform.core.tree import tree_flatten, tree_unflatten
+from srcxform.jit import compiler
 
 __all__ = ["hessian", "hvp", "jacfwd", "jacrev", "jvp", "linearize"]
 
@@ -89,25 +90,27 @@ def _tangent_or_zeros(found, out):
     return ops.zeros_like(out) if tangent is None else tangent
 
 
-def jacfwd(fn: Callable, wrt: int | tuple = 0) -> Differentiable:
+def jacfwd(fn: Callable, wrt: int | tuple = 0, has_aux: bool = False) -> Differentiable:
     """The compiled Jacobian of fn wrt argument `wrt` by forward mode (JAX's jacfwd):
     shape out.shape + arg.shape for each output leaf, in the output's structure (a tuple
     of Jacobians for a tuple output). A tuple wrt gives, in place of each output leaf's
     Jacobian, a tuple of them, one per argument (JAX's argnums tuple). The primal runs
     once, recorded; a loop over each argument's elements pushes one basis tangent a trip
     through the records (jacobians.columns: one kernel, whose loop runs for every input
-    size). Float inputs and outputs only (TypeError)."""
+    size). Float inputs and outputs only (TypeError). With `has_aux` fn returns (output,
+    aux) and the result is (Jacobian, aux), as JAX's; so for jacrev, jacobian and hessian."""
 
     def jac(*args, **kwargs):
-        xs, outs, out_def, records = _recorded(fn, args, kwargs, wrt, "jacfwd")
+        xs, outs, out_def, records, aux = _recorded(fn, args, kwargs, wrt, "jacfwd", has_aux)
         per_arg = [_columns(records, x, outs) for x in xs]
-        return _assembled(wrt, out_def, [list(js) for js in zip(*per_arg)], xs, outs)
+        return _with_aux(_assembled(wrt, out_def, [list(js) for js in zip(*per_arg)], xs,
+                                    outs), aux, has_aux)
 
     jac.__name__ = f"jacfwd_of_{getattr(fn, '__name__', 'f')}"
-    return _compiled_jacobian(jac, (jacfwd, (fn, wrt)))
+    return _compiled_jacobian(jac, (jacfwd, (fn, wrt, has_aux)))
 
 
-def jacrev(fn: Callable, wrt: int | tuple = 0) -> Differentiable:
+def jacrev(fn: Callable, wrt: int | tuple = 0, has_aux: bool = False) -> Differentiable:
     """The compiled Jacobian of fn wrt argument `wrt` by reverse mode (JAX's jacrev):
     shape out.shape + arg.shape for each output leaf, in the output's structure; a tuple
     wrt gives a tuple per output leaf, as jacfwd's. The primal runs once, recorded; a loop
@@ -116,34 +119,35 @@ def jacrev(fn: Callable, wrt: int | tuple = 0) -> Differentiable:
     only."""
 
     def jac(*args, **kwargs):
-        xs, outs, out_def, records = _recorded(fn, args, kwargs, wrt, "jacrev")
+        xs, outs, out_def, records, aux = _recorded(fn, args, kwargs, wrt, "jacrev", has_aux)
         per_out = [_rows(records, out, xs) for out in outs]
-        return _assembled(wrt, out_def, per_out, xs, outs)
+        return _with_aux(_assembled(wrt, out_def, per_out, xs, outs), aux, has_aux)
 
     jac.__name__ = f"jacrev_of_{getattr(fn, '__name__', 'f')}"
-    return _compiled_jacobian(jac, (jacrev, (fn, wrt)))
+    return _compiled_jacobian(jac, (jacrev, (fn, wrt, has_aux)))
 
 
-def jacobian(fn: Callable, wrt: int | tuple = 0) -> Differentiable:
+def jacobian(fn: Callable, wrt: int | tuple = 0, has_aux: bool = False) -> Differentiable:
     """The compiled Jacobian of fn: jacfwd's or jacrev's, whichever loops over the smaller
     side (the arguments' elements or the outputs'), as JAX's jacobians choose; in the
     output's structure, a tuple per argument for a tuple wrt. Float inputs and outputs
     only (TypeError)."""
 
     def jac(*args, **kwargs):
-        xs, outs, out_def, records = _recorded(fn, args, kwargs, wrt, "jacobian")
+        xs, outs, out_def, records, aux = _recorded(fn, args, kwargs, wrt, "jacobian",
+                                                    has_aux)
         if sum(size(x.shape) for x in xs) < sum(size(out.shape) for out in outs):
             per_arg = [_columns(records, x, outs) for x in xs]
             per_out = [list(js) for js in zip(*per_arg)]
         else:
             per_out = [_rows(records, out, xs) for out in outs]
-        return _assembled(wrt, out_def, per_out, xs, outs)
+        return _with_aux(_assembled(wrt, out_def, per_out, xs, outs), aux, has_aux)
 
     jac.__name__ = f"jacobian_of_{getattr(fn, '__name__', 'f')}"
-    return _compiled_jacobian(jac, (jacobian, (fn, wrt)))
+    return _compiled_jacobian(jac, (jacobian, (fn, wrt, has_aux)))
 
 
-def hessian(fn: Callable, wrt: int | tuple = 0) -> Differentiable:
+def hessian(fn: Callable, wrt: int | tuple = 0, has_aux: bool = False) -> Differentiable:
     """The compiled Hessian of fn (a scalar function) wrt argument `wrt`, forward over
     reverse as JAX's hessian is: jacfwd of the gradient, so its loop pushes one basis
     tangent a trip through the gradient's records (about two gradients a column). Shape
@@ -155,17 +159,17 @@ def hessian(fn: Callable, wrt: int | tuple = 0) -> Differentiable:
         sources = [args[p] for p in positions]
         with GradientTape(watch_accessed_variables=False) as tape:
             tape.watch(sources)
-            y = autograph.convert(fn)(*args)
+            y, aux = _split(autograph.convert(fn)(*args), fn, "hessian", has_aux)
         if not isinstance(y, Value) or y.shape != ():
             raise TypeError(f"hessian: {getattr(fn, '__qualname__', 'the function')} must "
                             f"return a scalar (the Hessian of a scalar function, as JAX's "
                             f"hessian needs), got {getattr(y, 'shape', type(y).__name__)}")
         grads = tape.gradient(y, sources, unconnected_gradients="zero")
-        return grads[0] if isinstance(wrt, int) else tuple(grads)
+        return _with_aux(grads[0] if isinstance(wrt, int) else tuple(grads), aux, has_aux)
 
     gradient.__name__ = f"gradient_of_{getattr(fn, '__name__', 'f')}"
-    compiled = jacfwd(gradient, wrt)
-    compiled._recipe = (hessian, (fn, wrt))
+    compiled = jacfwd(gradient, wrt, has_aux)
+    compiled._recipe = (hessian, (fn, wrt, has_aux))
     return compiled
 
 
@@ -192,10 +196,25 @@ def _assembled(wrt, out_def, per_out, xs, outs):
     return tree_unflatten(out_def, leaves)
 
 
-def _recorded(fn, args, kwargs, wrt, form):
+def _split(out, fn, form, has_aux):
+    """(output, aux) of what fn returned: the pair's, with has_aux; else (out, None)."""
+    if not has_aux:
+        return out, None
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise TypeError(f"{form}: {getattr(fn, '__qualname__', 'the function')} has has_aux="
+                        f"True, so it must return a pair (output, aux), but it returned "
+                        f"{compiler.described(out)}")
+    return out[0], out[1]
+
+
+def _with_aux(result, aux, has_aux):
+    return (result, aux) if has_aux else result
+
+
+def _recorded(fn, args, kwargs, wrt, form, has_aux=False):
     """fn(*args, **kwargs) recorded on a tape watching the arguments `wrt` (an int or a
-    tuple): (those arguments, the output's leaves, its structure, the records). Both must
-    be floats, as JAX's jacobians need."""
+    tuple): (those arguments, the output's leaves, its structure, the records, the aux
+    where has_aux). Both must be floats, as JAX's jacobians need."""
     positions = (wrt,) if isinstance(wrt, int) else tuple(wrt)
     if max(positions, default=-1) >= len(args):
         raise TypeError(f"{form}: {getattr(fn, '__qualname__', 'the function')} is "
@@ -212,7 +231,7 @@ def _recorded(fn, args, kwargs, wrt, form):
     xs = [full[p] for p in positions]
     with GradientTape(persistent=True, watch_accessed_variables=False) as tape:
         tape.watch(xs)
-        out = autograph.convert(fn)(*full, **kwargs)
+        out, aux = _split(autograph.convert(fn)(*full, **kwargs), fn, form, has_aux)
     leaves, out_def = tree_flatten(out)
     outs = [as_value(leaf, form) for leaf in leaves]
     for k, leaf in enumerate(outs):
@@ -223,7 +242,7 @@ def _recorded(fn, args, kwargs, wrt, form):
                 f"dtype {leaf.dtype.name} (shape {tuple(leaf.shape)}); a Jacobian needs "
                 f"float outputs, as JAX's {form} does: cast it (tf.cast(y, tf.float64)) "
                 "or return it from a function you do not differentiate")
-    return xs, outs, out_def, list(tape._records)
+    return xs, outs, out_def, list(tape._records), aux
 
 
 def _compiled_jacobian(jac, recipe) -> Differentiable:

@@ -5,6 +5,8 @@ batching rule (tests/test_batching.py has the rules), else in a loop; tuple `wrt
 tuple per argument, as JAX's argnums. Values against the eager tape's per-row Jacobian and
 central differences. Kernels run as Python (SRCXFORM_JIT=0) except where marked."""
 
+import pickle
+
 import numpy as np
 import pytest
 from objectives import rosen, rosen_hessian
@@ -289,3 +291,30 @@ def test_a_float32_input_of_a_float64_output_gives_a_float32_jacobian_every_way(
         np.testing.assert_allclose(got, want, rtol=1e-6)
         empty = form(lambda v: mixed(v)[:0])(x)  # no row to walk: zeros, made apart
         assert empty.shape == (0, 16) and empty.dtype == np.float32, form
+
+
+def _with_aux(x, y):
+    out = tf.sin(x) * y
+    return out, {"norm": tf.reduce_sum(out ** 2), "count": 3}
+
+
+@pytest.mark.parametrize("form", [tf.jacfwd, tf.jacrev, tf.jacobian])
+def test_has_aux_gives_the_jacobian_and_the_aux_as_jax(form):
+    x, y = np.array([0.1, 0.2, 0.3]), np.array([1.0, 2.0, 3.0])
+    jac, aux = form(_with_aux, has_aux=True)(x, y)
+    np.testing.assert_allclose(jac, np.diag(np.cos(x) * y))
+    np.testing.assert_allclose(float(aux["norm"]), np.sum((np.sin(x) * y) ** 2))
+    assert aux["count"] == 3
+    (_, jac_y), _ = form(_with_aux, wrt=(0, 1), has_aux=True)(x, y)
+    np.testing.assert_allclose(jac_y, np.diag(np.sin(x)))
+    again = pickle.loads(pickle.dumps(form(_with_aux, has_aux=True)))
+    np.testing.assert_allclose(again(x, y)[0], jac)
+    with pytest.raises(TypeError, match="must return a pair \\(output, aux\\)"):
+        form(np.sin, has_aux=True)(x)
+
+
+def test_hessian_has_aux():
+    x = np.array([0.5, -1.0])
+    hess, aux = tf.hessian(lambda x: (tf.reduce_sum(x ** 3), x * 2.0), has_aux=True)(x)
+    np.testing.assert_allclose(hess, np.diag(6 * x))
+    np.testing.assert_allclose(aux, 2 * x)

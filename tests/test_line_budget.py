@@ -35,8 +35,9 @@ BUDGET = {
     # float maximum_iterations refused (compiled ran one trip more than eager, helper 87)
     # +90 (session 33): show_config and `python -m srcxform config`, the versions, BLAS and
     # settings a process runs with (issue 34 asks the BLAS choice be reported there);
-    # +30: tf.switch_case, a chain of conds where its index is known at run time only
-    ".": 3170,
+    # +30: tf.switch_case, a chain of conds where its index is known at run time only;
+    # +20: has_aux for jacfwd, jacrev, jacobian and hessian (JAX's; helper 81)
+    ".": 3190,
     # +180: explain's zero, trap and custom_gradient probes; the eager NaN rule; +20: a
     # compiled tape.jacobian's hook to jacobians.py; +30: debug_nans judges only the
     # cotangents a backward pass uses (nan_checks.Holding); +10: output_gradients are

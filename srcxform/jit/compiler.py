@@ -429,14 +429,14 @@ def _differentiated(fn, out, has_aux, scalar=True):
     if has_aux:
         if not isinstance(out, (tuple, list)) or len(out) != 2:
             raise TypeError(f"{name} is differentiated with has_aux=True, so it must return "
-                            f"a pair (output, aux), but it returned {_described(out)}")
+                            f"a pair (output, aux), but it returned {described(out)}")
         out = out[0]
     shape, dtype = _shape_and_dtype(out)
     if not scalar or shape == () and dtype is not None and dtype.kind == "f":
         return out
     raise OutputNotScalarError(
         f"grad and value_and_grad need a scalar float output, as JAX's do (\"Gradient only "
-        f"defined for scalar-output functions\"), but {name} returned {_described(out)}. "
+        f"defined for scalar-output functions\"), but {name} returned {described(out)}. "
         "To get other values back beside the gradient, return (output, aux) and pass "
         "has_aux=True; for the derivatives of each element of a non-scalar output, use "
         "srcxform.jacobian; for the gradient of its sum, return tf.reduce_sum(...)")
@@ -454,7 +454,7 @@ def _shape_and_dtype(out):
     return None, None
 
 
-def _described(out):
+def described(out):
     """What a function returned, for a message: a tuple of 2 values, an output of shape
     (3,) and dtype float64."""
     shape, dtype = _shape_and_dtype(out)
