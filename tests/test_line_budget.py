@@ -174,8 +174,9 @@ BUDGET = {
     # a stack and a vector, max of an empty axis, a bool index (helpers 84 and 85); +40
     # (session 33): tf.roll and np.roll (AttributeError before), NumPy's axis 0 of a
     # scalar in its ufunc reductions where TensorFlow's ops now refuse it; +15: a
-    # custom_gradient of several outputs takes an upstream for each (TypeError, helper 88)
-    "ops": 4070,
+    # custom_gradient of several outputs takes an upstream for each (TypeError, helper 88);
+    # +10: numpy.linalg of integer and bool arrays in float64, as NumPy (helper 86)
+    "ops": 4080,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the

@@ -561,3 +561,17 @@ def test_a_scalar_has_no_axis_but_numpy_s_ufunc_reductions_take_axis_0():
     compiled = tf.differentiable(lambda x: np.sum(x, axis=0) + np.cumsum(x, axis=-1)[0])
     assert float(compiled(np.float64(3.0))) == 6.0
     assert float(compiled.grad(np.float64(3.0))) == 2.0
+
+
+@pytest.mark.parametrize("func, args", [
+    (np.linalg.solve, ([[2, 1], [1, 3]], [1, 2])), (np.linalg.det, ([[2, 1], [1, 3]],)),
+    (np.linalg.inv, ([[2, 1], [1, 3]],)), (np.linalg.eigvalsh, ([[2, 1], [1, 3]],)),
+    (np.linalg.cholesky, ([[2, 1], [1, 3]],)), (np.linalg.norm, ([True, False, True],)),
+])
+def test_numpy_linalg_computes_integer_and_bool_arrays_in_float64(func, args):
+    # srcxform's LAPACK ops take floats; NumPy's linalg takes these as float64 (helper 86:
+    # np.linalg.solve of integer matrices raised)
+    arrays = [np.array(a) for a in args]
+    got = np.asarray(func(*(tf.constant(a) for a in arrays)))
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, func(*arrays))

@@ -22,7 +22,7 @@ from srcxform.ops import cumulative, lapack, layout, linalg, nn, reduce, selecti
 from srcxform.ops import mathfuncs as mf
 from srcxform.ops.creation import ones_like, zeros_like
 from srcxform.core.primitive import REGISTRY
-from srcxform.core.tensor import as_value
+from srcxform.core.tensor import Value, as_value
 from srcxform.core.tree import tree_flatten
 
 # The module: srcxform.ops.shape as an attribute is tf.shape, the function.
@@ -261,6 +261,16 @@ EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
 SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
 
 
+def _in_floats(func):
+    """A numpy.linalg function on integer and bool arrays as NumPy computes it: in float64
+    (srcxform's LAPACK ops take floats only)."""
+    def call(*args, **kwargs):
+        return func(*(ew.cast(a, np.float64) if isinstance(a, (Value, np.ndarray)) and
+                      a.dtype.kind in "biu" else a for a in args), **kwargs)
+
+    return call
+
+
 def _slogdet(a):
     return SlogdetResult(*lapack.slogdet(a))
 
@@ -388,15 +398,15 @@ FUNCTIONS = {
     np.trace: _trace,
     np.diagonal: _diagonal,
     np.diag: _diag,
-    np.linalg.det: lapack.det,
-    np.linalg.slogdet: _slogdet,
-    np.linalg.inv: lapack.inv,
-    np.linalg.solve: _solve,
-    np.linalg.cholesky: _cholesky,
-    np.linalg.eigh: _eigh,
-    np.linalg.eigvalsh: lambda a, UPLO="L": lapack.eigvalsh(_lower_of(a, UPLO)),
-    np.linalg.svd: _svd,
-    np.linalg.norm: _norm,
+    np.linalg.det: _in_floats(lapack.det),
+    np.linalg.slogdet: _in_floats(_slogdet),
+    np.linalg.inv: _in_floats(lapack.inv),
+    np.linalg.solve: _in_floats(_solve),
+    np.linalg.cholesky: _in_floats(_cholesky),
+    np.linalg.eigh: _in_floats(_eigh),
+    np.linalg.eigvalsh: _in_floats(lambda a, UPLO="L": lapack.eigvalsh(_lower_of(a, UPLO))),
+    np.linalg.svd: _in_floats(_svd),
+    np.linalg.norm: _in_floats(_norm),
     np.outer: _no_out("outer", linalg.outer),
     np.transpose: lambda a, axes=None: shape_ops.transpose(a, axes),
     np.reshape: _reshape,
