@@ -201,3 +201,23 @@ def test_a_tensor_where_a_variable_was_traced_is_not_assigned():
     with pytest.raises(AttributeError, match="assign"):  # as eagerly: a Tensor has none
         scale(t, x)
     assert t.numpy().tolist() == [1.0] * 3
+
+
+_ASSIGNED = tf.Variable(np.zeros(3))
+
+
+@tf.differentiable
+def _assigns_its_argument(x):
+    _ASSIGNED.assign(x[...])
+    return tf.reduce_sum(x)
+
+
+def test_a_variable_assigned_an_argument_owns_a_copy_at_every_call():
+    # Helper 90: the general path and the warm entry gave the Variable the caller's array
+    # (x[...] is x in a kernel), so changing the array after the call changed the Variable;
+    # an eager assign copies.
+    for k in range(3):  # the general path, then the warm entry
+        x = np.full(3, float(k))
+        _assigns_its_argument(x)
+        x[0] = 100.0
+        np.testing.assert_array_equal(_ASSIGNED.numpy(), np.full(3, float(k)))

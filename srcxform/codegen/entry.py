@@ -271,11 +271,16 @@ def _holding_locks(conv, w, leaves, lines):
 
 
 def _variable_writes(conv, w, leaves, results):
-    """Lines giving each Variable the function assigns its new value (the last results)."""
+    """Lines giving each Variable the function assigns its new value (the last results).
+    A value the kernel returns rather than fills (an argument, a view of one, another
+    Variable's array) is copied, as an eager assign copies: the Variable would share the
+    caller's memory (helper 90: `v.assign(x[...])`, then `x[0] = 100` changed v)."""
     lines, start = [], len(results) - len(conv.writes)
     for j, source in enumerate(conv.writes):
         v, variable = w.variable(source, leaves)
         value = results[start + j]
-        lines.append(f"{v}._array = {value}" if variable.ndim
-                     else f"{v}._array = np.asarray({value}, {w.constant(variable.dtype)})")
+        if not variable.ndim:
+            lines.append(f"{v}._array = np.asarray({value}, {w.constant(variable.dtype)})")
+        else:
+            lines.append(f"{v}._array = {value}{'.copy()' if value.startswith('r') else ''}")
     return lines

@@ -40,6 +40,7 @@ import numpy as np
 
 from srcxform.core import settings, signature
 from srcxform.jit import backend, compile_worker, index, interpret, slow_compile
+from srcxform.runtime import calls
 from srcxform.numba_adapter import cachefiles
 from srcxform.numba_adapter.cachefiles import cache_dir
 from srcxform.core.errors import PACKAGE_DIR, TieredWarning, user_frame_object
@@ -218,7 +219,7 @@ def results(kernel, leaves):
     with Updating(written):
         outputs = interpret.run(kernel.program, kernel.arguments(leaves))
         for variable, value in zip(written, outputs[len(outputs) - len(written):]):
-            variable._array = np.asarray(value, variable.dtype).reshape(variable.shape)
+            calls.assign(variable, value)
     return conv.results(conv.result_leaves(_Values(conv, leaves, outputs)))
 
 

@@ -23,5 +23,6 @@ __all__ = ["CONTEXT", "NO", "OPEN_ANYWHERE", "asarray", "assign", "empty", "getr
 
 
 def assign(variable, value):
-    """A Variable's new value, from the kernel's output (a scalar for rank 0)."""
-    variable._array = np.asarray(value, variable.dtype).reshape(variable.shape)
+    """A Variable's new value, from the kernel's output (a scalar for rank 0): a copy, as
+    an eager assign makes, since the output may be an argument or a view of one."""
+    variable._array = np.array(value, variable.dtype).reshape(variable.shape)
