@@ -916,3 +916,20 @@ def test_custom_gradient_of_several_outputs_takes_an_upstream_for_each():
     with tf.autodiff.ForwardAccumulator(x, tf.constant(1.0, tf.float64)) as acc:
         a, b = _doubled_and_tripled(x)
     assert (float(acc.jvp(a)), float(acc.jvp(b))) == (2.0, 3.0)
+
+
+
+@tf.custom_gradient
+def _constant_then_doubled(r):
+    return (tf.constant(0.0, tf.float64), r * 2.0), lambda d1, d2: d2 * 100.0
+
+
+def test_custom_gradient_whose_first_output_is_a_constant_keeps_its_gradient():
+    # Helper 90: only a traced first output marked the record's outputs, so the rows'
+    # reroll differentiated f's own ops (2, not 100); a constant after a traced output
+    # raised AttributeError.
+    rows = tf.differentiable(lambda x: tf.reduce_sum(tf.stack(
+        [_constant_then_doubled(x[i])[1] for i in range(x.shape[0])])))
+    np.testing.assert_array_equal(rows.grad(np.arange(12.0).reshape(6, 2)), np.full((6, 2), 100.0))
+    assert float(tf.differentiable(lambda x: tf.reduce_sum(_constant_then_doubled(x)[::-1][0]))(
+        np.ones(2))) == 4.0

@@ -63,9 +63,9 @@ def custom_gradient(f):
             recording.record_outputs(vjp, inputs, outs, {}, "custom_gradient")
         else:
             recording.record(vjp, inputs, outs[0], {}, "custom_gradient")
-        trace = getattr(outs[0], "_trace", None) if outs else None
-        if trace is not None:
-            trace.custom_gradients.update(out.ir_var for out in outs)
+        for out in outs:  # a traced output: reroll must not differentiate f's own ops
+            if getattr(out, "_trace", None) is not None:
+                out._trace.custom_gradients.add(out.ir_var)
         return tree_unflatten(treedef, outs)
 
     return wrapper
