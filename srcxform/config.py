@@ -81,12 +81,16 @@ def _built_with(module):
 
 def _settings():
     """Each setting under the environment variable that sets it, as this process has it."""
+    try:
+        device = settings.device()
+    except ValueError as err:  # reported, as the rest is
+        device = str(err)
     return {
         "SRCXFORM_JIT": backend.jit_enabled(),
         "SRCXFORM_TIERED": tiered.enabled(False),
         "SRCXFORM_CHECK": crosscheck.enabled(False),
         "SRCXFORM_DEBUG_NANS": nan_checks.enabled(),  # or srcxform.debug_nans
-        "SRCXFORM_DEVICE": settings.device(),
+        "SRCXFORM_DEVICE": device,
         "SRCXFORM_CACHE_DIR": cachefiles.cache_dir(),
         "SRCXFORM_CACHE_TRUST": os.environ.get("SRCXFORM_CACHE_TRUST", "private"),
         "SRCXFORM_CACHE_MAX": cachesize.limit(),

@@ -51,3 +51,9 @@ def test_stdout_prints_each_section_and_the_cli_prints_the_same(capsys):
 def test_an_unknown_mode_raises():
     with pytest.raises(ValueError, match="'stdout' or 'dicts', not 'yaml'"):
         tf.show_config(mode="yaml")
+
+
+def test_an_unknown_device_is_reported_not_raised(monkeypatch):
+    monkeypatch.setenv("SRCXFORM_DEVICE", "tpu")
+    device = tf.show_config(mode="dicts")["settings"]["SRCXFORM_DEVICE"]
+    assert "SRCXFORM_DEVICE='tpu' is not a device" in device

@@ -35,3 +35,12 @@ def test_zero_turns_the_notice_off(monkeypatch):
     monkeypatch.setenv("SRCXFORM_SLOW_COMPILE", "0")
     watch = slow_compile.Watch("anything", "")
     assert watch._timer is None
+
+
+def test_a_setting_that_is_no_number_warns_and_keeps_five_seconds(monkeypatch):
+    # It raised a raw ValueError from every compile and from show_config (helper 90).
+    monkeypatch.setenv("SRCXFORM_SLOW_COMPILE", "soon")
+    with pytest.warns(UserWarning, match="SRCXFORM_SLOW_COMPILE='soon' is not a number"):
+        assert slow_compile.limit() == 5.0
+    monkeypatch.setenv("SRCXFORM_SLOW_COMPILE", "")
+    assert slow_compile.limit() == 5.0

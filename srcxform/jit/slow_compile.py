@@ -15,8 +15,20 @@ from srcxform.core.errors import SlowCompileWarning
 
 
 def limit():
-    """Seconds before a compile says it is slow: SRCXFORM_SLOW_COMPILE, else 5 (0: never)."""
-    return float(os.environ.get("SRCXFORM_SLOW_COMPILE", "5"))
+    """Seconds before a compile says it is slow: SRCXFORM_SLOW_COMPILE, else 5 (0: never;
+    warned once where it is not a number)."""
+    text = os.environ.get("SRCXFORM_SLOW_COMPILE", "").strip()
+    try:
+        return float(text) if text else 5.0
+    except ValueError:
+        if text not in _WARNED:
+            _WARNED.add(text)
+            warnings.warn(f"SRCXFORM_SLOW_COMPILE={text!r} is not a number of seconds: a "
+                          f"compile says it is slow after 5", stacklevel=2)
+        return 5.0
+
+
+_WARNED = set()
 
 
 class Watch:
