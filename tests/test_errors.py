@@ -347,3 +347,13 @@ def test_empty_jacobian():
         tape.watch(e)
         y = e * 2.0
     assert tape.jacobian(y, e).shape == (0, 0)
+
+
+
+@pytest.mark.parametrize("shape, perm", [((1, 3), [2, 1]), ((2,), [5]), ((2, 3), [0, -3])])
+def test_transpose_refuses_a_perm_naming_an_axis_out_of_range(shape, perm):
+    # perm was taken modulo the rank: [2, 1] of a (1, 3) matrix returned it unchanged
+    # (helper 90); TensorFlow raises. Negative axes count from the end, as NumPy's.
+    with pytest.raises(tf.ShapeError, match="names an axis out of range"):
+        tf.transpose(tf.ones(shape), perm)
+    assert tf.transpose(tf.ones((2, 3)), [-1, 0]).shape == (3, 2)

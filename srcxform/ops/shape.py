@@ -362,8 +362,14 @@ def unchanged(x):
 def transpose(a, perm=None, conjugate=False, name=None):
     """Permutes the axes; reverses them when perm is None (tf.transpose)."""
     x = as_value(a, "transpose")
-    perm = tuple(reversed(range(x.ndim))) if perm is None else tuple(int(p) % max(x.ndim, 1)
-                                                                      for p in perm)
+    if perm is None:
+        perm = tuple(reversed(range(x.ndim)))
+    else:  # negative axes count from the end, as NumPy's; others out of range raise
+        perm = tuple(int(p) for p in perm)
+        if any(not -x.ndim <= p < x.ndim for p in perm):
+            raise shape_error(f"transpose: perm {perm} names an axis out of range for "
+                              f"{x.aval.short()}")
+        perm = tuple(p % x.ndim for p in perm)
     return unchanged(x) if perm == tuple(range(x.ndim)) else transpose_p.bind(x, perm=perm)
 
 
