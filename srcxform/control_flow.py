@@ -29,6 +29,7 @@ from srcxform.core.dims import Dim
 from srcxform.core.dtypes import as_dtype
 from srcxform.core.errors import IndexArgumentError, user_line
 from srcxform.ops.creation import convert_to_tensor, zeros
+from srcxform.ops.elementwise import identity
 from srcxform.ops.shape import stack
 from srcxform.core.tensor import Value, as_value
 from srcxform.ad.trace import Rerolled, Tracer
@@ -459,11 +460,14 @@ def _truth(pred, op):
 
 
 def _as_tensors(values):
-    """Loop variables as TensorFlow converts them: Python numbers become tensors; a value
-    is kept as it is, a weak one too (a Python number traced: autograph's carries)."""
+    """Loop variables as TensorFlow converts them: Python numbers and arrays become
+    tensors (a traced array argument too: the compiled call returns a Tensor where one
+    comes back unchanged, as eagerly); a value is kept as it is, a weak one too (a Python
+    number traced: autograph's carries)."""
     leaves, treedef = tree_flatten(values)
-    return tree_unflatten(treedef, [as_value(leaf) if isinstance(leaf, Value) else
-                                    convert_to_tensor(leaf) for leaf in leaves])
+    return tree_unflatten(treedef, [
+        (identity(leaf) if getattr(leaf, "eager_kind", None) == "numpy" else leaf)
+        if isinstance(leaf, Value) else convert_to_tensor(leaf) for leaf in leaves])
 
 
 def _kind(value):

@@ -506,3 +506,16 @@ def test_switch_case_one_kernel_for_every_index_with_tensorflows_fallbacks():
         tf.switch_case(0, [(0, lambda: 1.0), (2, lambda: 2.0)])
     with pytest.raises(TypeError, match="branch_index must be an integer scalar"):
         tf.switch_case(1.0, [lambda: 1.0])
+
+
+
+def _carried_unchanged(x):
+    return tf.while_loop(lambda i, c: i < 3, lambda i, c: (i + 1, c), (0, x))[1]
+
+
+def test_while_loop_returns_its_array_argument_as_a_tensor_compiled_too():
+    # tf.while_loop makes its loop variables tensors; compiled, a carry the body returned
+    # unchanged came back as the caller's ndarray (helper 90).
+    x = np.ones(2)
+    for run in (_carried_unchanged, tf.differentiable(_carried_unchanged)):
+        assert isinstance(run(x), tf.Tensor)
