@@ -423,3 +423,20 @@ def test_roll_compiles_for_every_size_with_its_gradient():
         tf.roll(np.ones((2, 2)), [1], [0, 1])
     with pytest.raises(TypeError, match="roll's shift must be ints"):
         tf.roll(np.ones(2), 1.5, 0)
+
+
+def test_roll_by_a_shift_known_at_run_time_and_numpys_broadcast_shift():
+    # Helper 90: a traced shift raised (.numpy() of a traced value); np.roll broadcasts
+    # shift against axis, where tf.roll wants one length.
+    weights = np.arange(5.0)
+    by = tf.differentiable(lambda x, s: tf.reduce_sum(tf.roll(x, s, 0) * weights), wrt=0)
+    x = np.arange(5.0) + 1
+    for s in (0, 1, -2, 7):
+        assert float(by(x, np.int32(s))) == np.sum(np.roll(x, s) * weights)
+        np.testing.assert_array_equal(by.grad(x, np.int32(s)), np.roll(weights, -s))
+    half = tf.differentiable(lambda x: tf.roll(x, tf.shape(x)[0] // 2, 0))
+    np.testing.assert_array_equal(np.asarray(half(np.arange(4.0))), [2.0, 3.0, 0.0, 1.0])
+    a = np.arange(6.0).reshape(2, 3)
+    for shift, axis in [([1, 2], None), (1, (0, 1)), ([1, 2], 0), ([2], [0, 1])]:
+        np.testing.assert_array_equal(np.asarray(np.roll(tf.constant(a), shift, axis)),
+                                      np.roll(a, shift, axis))

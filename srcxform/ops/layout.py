@@ -14,11 +14,13 @@ import numpy as np
 from srcxform.core.aval import normalize_axes
 from srcxform.core.dims import as_index, negative
 from srcxform.core.aval import size as _size
-from srcxform.core.dtypes import as_dtype, int32
+from srcxform.core.dtypes import as_dtype, int32, int64
 from srcxform.core.errors import shape_error
 from srcxform.ops.creation import fitted
-from srcxform.ops.elementwise import cast, stop_gradient
-from srcxform.ops.shape import broadcast_to, concat, getitem, shape_argument, stack, unchanged
+from srcxform.ops.creation import range as creation_range
+from srcxform.ops.elementwise import cast, mod, stop_gradient
+from srcxform.ops.shape import (broadcast_to, concat, gather, getitem, reshape, shape_argument,
+                                stack, unchanged)
 from srcxform.core.tensor import Tensor, Value, as_value
 
 _slice = builtins.slice  # this module's `slice` is TensorFlow's
@@ -168,6 +170,8 @@ def roll(input, shift, axis, name=None):
     coming round to the start (tf.roll, in np.roll's direction). shift and axis are ints,
     or lists of one length; the shifts of an axis named twice add up."""
     x = as_value(input, "roll")
+    if isinstance(shift, Value) and shift._trace is not None:  # known at run time only
+        return _rolled_by(x, shift, _entries(axis, "roll's axis"))
     shifts, axes = _entries(shift, "roll's shift"), _entries(axis, "roll's axis")
     if len(shifts) != len(axes):
         raise shape_error(f"roll: shift and axis must be of one length, got {shift!r} and "
@@ -184,6 +188,20 @@ def roll(input, shift, axis, name=None):
             rolled = concat([getitem(rolled, _along(a, x.ndim, _slice(cut, None))),
                              getitem(rolled, _along(a, x.ndim, _slice(None, cut)))], a)
     return unchanged(x) if rolled is x else rolled
+
+
+def _rolled_by(x, shift, axes):
+    """roll by a traced shift: along each axis, the elements at (i - shift) mod n."""
+    shifts = reshape(cast(shift, int64), (-1,))
+    if shifts.shape[0] != len(axes):
+        raise shape_error(f"roll: shift and axis must be of one length, got a shift of "
+                          f"shape {tuple(shift.shape)} and axis {list(axes)}")
+    for k, a in enumerate(axes):
+        a = normalize_axes(a, x.ndim, "roll")[0]
+        n = x.shape[a]
+        if n != 0:
+            x = gather(x, mod(creation_range(n, dtype=int64) - shifts[k], n), axis=a)
+    return x
 
 
 def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):

@@ -368,11 +368,16 @@ def _diag(v, k=0):
 
 
 def _roll(a, shift, axis=None):
-    """np.roll: over the flattened array without an axis."""
+    """np.roll: over the flattened array without an axis; shift and axis broadcast
+    against each other, as NumPy's."""
     a = as_value(a, "roll")
-    if axis is None:
-        return shape_ops.reshape(layout.roll(shape_ops.reshape(a, (-1,)), shift, 0), a.shape)
-    return layout.roll(a, shift, axis)
+    flat = axis is None
+    axis = 0 if flat else axis
+    if not isinstance(shift, Value) and np.shape(shift) != np.shape(axis):
+        shift, axis = (v.ravel().tolist() for v in np.broadcast_arrays(shift, axis))
+    if not flat:
+        return layout.roll(a, shift, axis)
+    return shape_ops.reshape(layout.roll(shape_ops.reshape(a, (-1,)), shift, axis), a.shape)
 
 
 def _copy(a, order="K", subok=False):
