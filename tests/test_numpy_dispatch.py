@@ -575,3 +575,14 @@ def test_numpy_linalg_computes_integer_and_bool_arrays_in_float64(func, args):
     got = np.asarray(func(*(tf.constant(a) for a in arrays)))
     assert got.dtype == np.float64
     np.testing.assert_allclose(got, func(*arrays))
+
+
+@pytest.mark.parametrize("func", [lambda x: np.squeeze(x, axis=0), lambda x: x.squeeze(0),
+                                  lambda x: np.take(x, 0, axis=0),
+                                  lambda x: np.argmax(x, axis=0), lambda x: np.argmin(x, axis=-1),
+                                  np.argsort])
+def test_numpy_s_functions_take_a_scalar_s_axis_0_as_numpy(func):
+    # They raised ShapeError (helper 90), where NumPy reads a scalar's axis 0 as None.
+    got, want = np.asarray(func(tf.constant(2.0))), func(np.array(2.0, np.float32))
+    assert got.shape == np.shape(want)
+    np.testing.assert_array_equal(got, want)

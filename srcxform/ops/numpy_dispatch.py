@@ -75,8 +75,9 @@ def _reject(name, **options):
 
 
 def _scalar_axis(a, axis):
-    """The axis of a NumPy ufunc's reduction or accumulation (sum, prod, max, min, cumsum,
-    cumprod): a scalar's axis 0 (or -1) is None. (np.mean, var and std raise there.)"""
+    """The axis NumPy's reductions and accumulations as ufuncs (sum, prod, max, min, cumsum,
+    cumprod), argmax, argmin, argsort, take and squeeze mean: a scalar's axis 0 (or -1)
+    is None. (np.mean, var, std and sort raise there.)"""
     return None if a.ndim == 0 and axis in (0, -1, (0,), (-1,)) else axis
 
 
@@ -177,9 +178,15 @@ def _tile(A, reps):
     return shape_ops.tile(a, (1,) * (n - len(reps)) + reps)
 
 
+def _squeeze(a, axis=None):
+    a = as_value(a, "squeeze")
+    return shape_ops.squeeze(a, _scalar_axis(a, axis))
+
+
 def _take(a, indices, axis=None, out=None, mode="raise"):
     _reject("take", out=out, mode=None if mode == "raise" else mode)
-    if axis is None:  # NumPy indexes the flattened array
+    a = as_value(a, "take")
+    if _scalar_axis(a, axis) is None:  # NumPy indexes the flattened array
         return shape_ops.gather(shape_ops.reshape(a, (-1,)), indices)
     return shape_ops.gather(a, indices, axis)
 
@@ -198,7 +205,8 @@ def _arg_extreme(func, op):
     returns the first NaN's index)."""
     def call(a, axis=None, out=None, *, keepdims=False):
         _reject(func.__name__, out=out, keepdims=keepdims or None)
-        a, axis = _flat_or(a, axis, func.__name__)
+        a = as_value(a, func.__name__)
+        a, axis = _flat_or(a, _scalar_axis(a, axis), func.__name__)
         return op(a, axis=axis, output_type=np.int64)
 
     return call
@@ -208,7 +216,9 @@ def _sorting(func, op):
     """np.sort/argsort: any kind sorts stably (NumPy's 'stable'); argsort gives int64."""
     def call(a, axis=-1, kind=None, order=None, *, stable=None):
         _reject(func.__name__, order=order)
-        a, axis = _flat_or(a, axis, func.__name__)
+        a = as_value(a, func.__name__)  # a scalar's argsort is [0]; its sort raises
+        a, axis = _flat_or(a, _scalar_axis(a, axis) if func is np.argsort else axis,
+                           func.__name__)
         out = op(a, axis=axis)
         return ew.cast(out, np.int64) if func is np.argsort else out
 
@@ -416,7 +426,7 @@ FUNCTIONS = {
     np.transpose: lambda a, axes=None: shape_ops.transpose(a, axes),
     np.reshape: _reshape,
     np.expand_dims: _expand_dims,
-    np.squeeze: lambda a, axis=None: shape_ops.squeeze(a, axis),
+    np.squeeze: _squeeze,
     np.broadcast_to: lambda array, shape, subok=False: shape_ops.broadcast_to(array, shape),
     np.concatenate: _concatenate,
     np.stack: _stack,
