@@ -440,3 +440,23 @@ def test_roll_by_a_shift_known_at_run_time_and_numpys_broadcast_shift():
     for shift, axis in [([1, 2], None), (1, (0, 1)), ([1, 2], 0), ([2], [0, 1])]:
         np.testing.assert_array_equal(np.asarray(np.roll(tf.constant(a), shift, axis)),
                                       np.roll(a, shift, axis))
+
+
+@pytest.mark.parametrize("axis", [tf.constant(1), np.array(1), np.int64(1)])
+def test_an_axis_given_as_a_scalar_tensor_or_array(axis):
+    # normalize_axes called tuple() on it: a bare TypeError naming no op (helper 89).
+    x = tf.ones((2, 3))
+    assert tf.reduce_sum(x, axis=axis).shape == (2,)
+    assert tf.concat([x, x], axis).shape == (2, 6)
+    assert tf.nn.softmax(x, axis=axis).shape == (2, 3)
+    assert len(tf.unstack(x, axis=axis)) == 3
+
+
+def test_a_reduction_of_a_python_number_is_tensorflows_dtype():
+    # It kept the weak number's float64 or int64 (helper 89); tf.exp(1.5) was float32.
+    assert tf.reduce_sum(1.5).dtype == tf.float32
+    assert tf.reduce_mean(2.5).dtype == tf.float32
+    assert tf.reduce_max(2.5).dtype == tf.float32
+    assert tf.reduce_sum(3).dtype == tf.int32
+    assert tf.reduce_prod(3).dtype == tf.int32
+    assert float(tf.reduce_sum(1.5) + np.float64(1.0)) == 2.5  # weak: the array's dtype

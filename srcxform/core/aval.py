@@ -156,6 +156,8 @@ def normalize_axes(axis, ndim, op):
     ops/numpy_dispatch.py reads as None)."""
     if axis is None:
         return tuple(range(ndim))
+    if not isinstance(axis, (int, np.integer, tuple, list)):  # a tensor's or array's values
+        axis = np.asarray(axis).tolist()
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     out = []
     for a in axes:

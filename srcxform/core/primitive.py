@@ -403,7 +403,7 @@ def reduction(name, impl, emit, init, vjp=None, nondiff=False, sums=False):
             out = tuple(1 if i in axis else d for i, d in enumerate(x.shape))
         else:
             out = tuple(d for i, d in enumerate(x.shape) if i not in axis)
-        return Aval(out, x.dtype)
+        return Aval(out, x.dtype, x.weak)  # a Python number's stays one: float32 on its own
 
     return Primitive(name, "reduction", impl, shape, vjp, emit, ("x",), nondiff, init,
                      algebra=Algebra(sums=sums))
