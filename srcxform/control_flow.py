@@ -466,7 +466,7 @@ def _as_tensors(values):
     number traced: autograph's carries)."""
     leaves, treedef = tree_flatten(values)
     return tree_unflatten(treedef, [
-        (identity(leaf) if getattr(leaf, "eager_kind", None) == "numpy" else leaf)
+        (identity(leaf) if getattr(leaf, "eager_kind", None) == "numpy" else as_value(leaf))
         if isinstance(leaf, Value) else convert_to_tensor(leaf) for leaf in leaves])
 
 

@@ -519,3 +519,13 @@ def test_while_loop_returns_its_array_argument_as_a_tensor_compiled_too():
     x = np.ones(2)
     for run in (_carried_unchanged, tf.differentiable(_carried_unchanged)):
         assert isinstance(run(x), tf.Tensor)
+
+
+def test_while_loop_reads_a_variable_carry_as_a_tensor_even_without_trips():
+    # Helper 91: 346790a kept a Variable leaf itself, so a loop of no trips returned the
+    # Variable, whose later assign changed the result.
+    v = tf.Variable([1.0, 2.0])
+    result = tf.while_loop(lambda a: False, lambda a: (a,), [v])[0]
+    v.assign([5.0, 5.0])
+    assert not isinstance(result, tf.Variable)
+    np.testing.assert_array_equal(result.numpy(), [1.0, 2.0])
