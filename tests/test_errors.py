@@ -357,3 +357,9 @@ def test_transpose_refuses_a_perm_naming_an_axis_out_of_range(shape, perm):
     with pytest.raises(tf.ShapeError, match="names an axis out of range"):
         tf.transpose(tf.ones(shape), perm)
     assert tf.transpose(tf.ones((2, 3)), [-1, 0]).shape == (3, 2)
+
+
+@pytest.mark.parametrize("perm", [[1.7, 0], [True, False]])
+def test_transpose_refuses_a_perm_that_is_no_ints(perm):
+    with pytest.raises(TypeError, match="transpose: perm must be ints"):  # it truncated 1.7
+        tf.transpose(tf.ones((2, 3)), perm)

@@ -180,8 +180,10 @@ BUDGET = {
     # custom_gradient of several outputs takes an upstream for each (TypeError, helper 88);
     # +10: numpy.linalg of integer and bool arrays in float64, as NumPy (helper 86);
     # +20: roll by a shift known at run time, np.roll's broadcast shift (helper 90); +10:
-    # NumPy's squeeze, take, argmax, argmin, argsort of a scalar's axis 0 (helper 90)
-    "ops": 4110,
+    # NumPy's squeeze, take, argmax, argmin, argsort of a scalar's axis 0 (helper 90);
+    # +20: transpose's perm of floats or bools, a float shift traced, np.roll's 2-d shift
+    # refused (each accepted, helper 91)
+    "ops": 4130,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the

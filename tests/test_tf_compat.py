@@ -460,3 +460,15 @@ def test_a_reduction_of_a_python_number_is_tensorflows_dtype():
     assert tf.reduce_sum(3).dtype == tf.int32
     assert tf.reduce_prod(3).dtype == tf.int32
     assert float(tf.reduce_sum(1.5) + np.float64(1.0)) == 2.5  # weak: the array's dtype
+
+
+def test_roll_refuses_a_float_shift_compiled_and_shifts_by_int64s_minimum():
+    # Helper 91: a traced float shift was truncated (1.7 rolled by 1), and i - shift
+    # overflowed for a shift of -2**63.
+    rolled = tf.differentiable(lambda x, s: tf.roll(x, s, 0))
+    x = np.arange(12.0).reshape(3, 4)
+    with pytest.raises(TypeError, match="roll's shift must be ints"):
+        rolled(x, 1.7)
+    np.testing.assert_array_equal(np.asarray(rolled(x, np.int64(-2**63))), np.roll(x, -2**63, 0))
+    with pytest.raises(TypeError, match="scalars or 1D sequences"):
+        np.roll(tf.constant(x), [[1], [2]], axis=(0, 1))

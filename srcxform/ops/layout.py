@@ -15,7 +15,7 @@ from srcxform.core.aval import normalize_axes
 from srcxform.core.dims import as_index, negative
 from srcxform.core.aval import size as _size
 from srcxform.core.dtypes import as_dtype, int32, int64
-from srcxform.core.errors import shape_error
+from srcxform.core.errors import shape_error, user_line
 from srcxform.ops.creation import fitted
 from srcxform.ops.creation import range as creation_range
 from srcxform.ops.elementwise import cast, mod, stop_gradient
@@ -191,7 +191,11 @@ def roll(input, shift, axis, name=None):
 
 
 def _rolled_by(x, shift, axes):
-    """roll by a traced shift: along each axis, the elements at (i - shift) mod n."""
+    """roll by a traced shift: along each axis, the elements at (i - shift mod n) mod n
+    (the shift reduced first: i - shift could overflow)."""
+    if shift.dtype.kind not in "iu":
+        raise TypeError(f"roll's shift must be ints, got a {shift.dtype.name} value\n  at "
+                        f"{user_line()}")
     shifts = reshape(cast(shift, int64), (-1,))
     if shifts.shape[0] != len(axes):
         raise shape_error(f"roll: shift and axis must be of one length, got a shift of "
@@ -200,7 +204,7 @@ def _rolled_by(x, shift, axes):
         a = normalize_axes(a, x.ndim, "roll")[0]
         n = x.shape[a]
         if n != 0:
-            x = gather(x, mod(creation_range(n, dtype=int64) - shifts[k], n), axis=a)
+            x = gather(x, mod(creation_range(n, dtype=int64) - mod(shifts[k], n), n), axis=a)
     return x
 
 

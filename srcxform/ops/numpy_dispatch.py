@@ -78,7 +78,8 @@ def _scalar_axis(a, axis):
     """The axis NumPy's reductions and accumulations as ufuncs (sum, prod, max, min, cumsum,
     cumprod), argmax, argmin, argsort, take and squeeze mean: a scalar's axis 0 (or -1)
     is None. (np.mean, var, std and sort raise there.)"""
-    return None if a.ndim == 0 and axis in (0, -1, (0,), (-1,)) else axis
+    scalar = a.ndim == 0 and isinstance(axis, (int, np.integer)) and axis in (0, -1)
+    return None if scalar else axis  # (a tuple of a scalar's axis is an error in NumPy)
 
 
 def _accumulating(func, op):
@@ -383,6 +384,8 @@ def _roll(a, shift, axis=None):
     a = as_value(a, "roll")
     flat = axis is None
     axis = 0 if flat else axis
+    if np.ndim(shift) > 1 or np.ndim(axis) > 1:
+        raise TypeError("numpy.roll: 'shift' and 'axis' should be scalars or 1D sequences")
     if not isinstance(shift, Value) and np.shape(shift) != np.shape(axis):
         shift, axis = (v.ravel().tolist() for v in np.broadcast_arrays(shift, axis))
     if not flat:

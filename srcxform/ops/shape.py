@@ -4,6 +4,7 @@ composites built on them (expand_dims, squeeze, stack, tile).
 Their emit templates are array expressions over the input and param names.
 """
 
+import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -359,13 +360,23 @@ def unchanged(x):
     return reshape_p.bind(x, shape=tuple(x.shape))
 
 
+def _perm_entry(p, perm):
+    """An entry of transpose's perm as an int; a float or bool raises, as in NumPy."""
+    try:
+        if isinstance(p, (bool, np.bool_)):
+            raise TypeError
+        return operator.index(p)
+    except TypeError:
+        raise TypeError(f"transpose: perm must be ints, got {list(perm)}") from None
+
+
 def transpose(a, perm=None, conjugate=False, name=None):
     """Permutes the axes; reverses them when perm is None (tf.transpose)."""
     x = as_value(a, "transpose")
     if perm is None:
         perm = tuple(reversed(range(x.ndim)))
     else:  # negative axes count from the end, as NumPy's; others out of range raise
-        perm = tuple(int(p) for p in perm)
+        perm = tuple(_perm_entry(p, perm) for p in perm)
         if any(not -x.ndim <= p < x.ndim for p in perm):
             raise shape_error(f"transpose: perm {perm} names an axis out of range for "
                               f"{x.aval.short()}")
