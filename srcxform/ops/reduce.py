@@ -172,8 +172,9 @@ def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
     and 0 over no elements."""
     x, params = reduce_params(input_tensor, axis, keepdims, "reduce_mean")
     count = size([x.shape[i] for i in params["axis"]])
-    if x.dtype.kind == "f":
-        return reduce_sum_p.bind(x, **params) / cast(count, x.dtype)
+    if x.dtype.kind == "f":  # a weak x's count weak too: the mean of a Python float stays one
+        return reduce_sum_p.bind(x, **params) / (as_value(count) if x.aval.weak else
+                                                 cast(count, x.dtype))
     if x.dtype.kind not in "iu":
         raise DtypeArgumentError(f"reduce_mean({x.aval.short()}): cannot average a "
                                  f"{x.dtype.name} value; cast it first")
