@@ -595,3 +595,10 @@ def test_only_an_int_axis_0_is_a_scalars_axis_as_in_numpy(func):
     # raised a raw "truth value of an array" ValueError.
     with pytest.raises(tf.ShapeError, match="out of range for a value of rank 0"):
         func(tf.constant(2.5))
+
+
+@pytest.mark.parametrize("axis", [np.array(0), tf.constant(0)])
+def test_a_scalar_s_axis_may_be_a_0d_array_or_tensor_as_in_numpy(axis):
+    for func in (np.sum, np.max, np.squeeze, np.argmax, np.argsort, np.cumsum):
+        got, want = func(tf.constant(5.0), axis=axis), func(np.float32(5.0), axis=np.array(0))
+        np.testing.assert_array_equal(np.asarray(got), want)

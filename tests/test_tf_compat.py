@@ -472,3 +472,31 @@ def test_roll_refuses_a_float_shift_compiled_and_shifts_by_int64s_minimum():
     np.testing.assert_array_equal(np.asarray(rolled(x, np.int64(-2**63))), np.roll(x, -2**63, 0))
     with pytest.raises(TypeError, match="scalars or 1D sequences"):
         np.roll(tf.constant(x), [[1], [2]], axis=(0, 1))
+
+
+def test_mean_variance_and_std_of_a_python_float_agree_compiled_and_with_the_sum():
+    # Helper 92: after 06b1a41 the sum of a Python float stayed weak but its mean was a
+    # strong float64 compiled and float32 eagerly; the sum and the mean then differed.
+    stats = (lambda s: (tf.reduce_mean(s), tf.math.reduce_std(s), tf.reduce_sum(s),
+                        tf.math.reduce_variance(s)))
+    for run in (stats, tf.differentiable(stats)):
+        assert [r.dtype for r in run(0.1)] == [tf.float32] * 4
+    x64 = np.float64(1.0)
+    assert float(tf.reduce_sum(0.1) + x64) == float(tf.reduce_mean(0.1) + x64) == 1.1
+
+
+@pytest.mark.parametrize("axis", [[1.7], tf.constant([1.5]), np.array([1.0]), ["1"], 1.7,
+                                  tf.constant(1.0), [[0, 1]], True])
+def test_an_axis_that_is_no_int_raises_naming_the_op(axis):
+    # Helper 92: int() truncated [1.7] to 1 and read "1" as 1; a float scalar axis raised
+    # a bare "'float' object is not iterable".
+    with pytest.raises(TypeError, match="reduce_sum: an axis must be an int"):
+        tf.reduce_sum(tf.ones((2, 3)), axis=axis)
+    assert tf.reduce_sum(tf.ones((2, 3)), axis=[tf.rank(tf.ones((2, 3))) - 1]).shape == (2,)
+
+
+def test_roll_refuses_a_shift_of_two_dimensions_eager_and_compiled():
+    x, shift = np.arange(6.0).reshape(2, 3), np.array([[1, 2]])  # compiled flattened it
+    for run in (tf.roll, tf.differentiable(lambda x, s, a: tf.roll(x, s, a))):
+        with pytest.raises(tf.ShapeError, match="shift must be a scalar or a vector"):
+            run(x, shift, [0, 1])

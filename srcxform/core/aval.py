@@ -5,6 +5,7 @@ rather than doing arithmetic on dims themselves, so that a dim may be a plain in
 (eager) or a symbolic size (tracing) without the rules knowing which.
 """
 
+import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -150,6 +151,17 @@ def spans(sizes):
     return found
 
 
+def _axis_index(a, axis, op):
+    """An axis entry as an int: an int, or an integer scalar array or tensor; a float, bool
+    or string raises (int() truncated 1.7 to 1)."""
+    try:
+        if isinstance(a, (bool, np.bool_)):
+            raise TypeError
+        return operator.index(a)
+    except TypeError:
+        raise TypeError(f"{op}: an axis must be an int, got {axis!r}") from None
+
+
 def normalize_axes(axis, ndim, op):
     """An axis argument (None, int or sequence) as a sorted tuple of non-negative axes. A
     scalar has none (TensorFlow's rule; NumPy's functions take 0 and -1 as its axis, which
@@ -158,10 +170,10 @@ def normalize_axes(axis, ndim, op):
         return tuple(range(ndim))
     if not isinstance(axis, (int, np.integer, tuple, list)):  # a tensor's or array's values
         axis = np.asarray(axis).tolist()
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
     out = []
     for a in axes:
-        a = int(a)
+        a = _axis_index(a, axis, op)
         if not -ndim <= a < ndim:
             raise shape_error(f"{op}: axis {a} is out of range for a value of rank {ndim}")
         out.append(a % ndim)

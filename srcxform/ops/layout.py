@@ -170,6 +170,9 @@ def roll(input, shift, axis, name=None):
     coming round to the start (tf.roll, in np.roll's direction). shift and axis are ints,
     or lists of one length; the shifts of an axis named twice add up."""
     x = as_value(input, "roll")
+    if len(np.shape(shift)) > 1:
+        raise shape_error(f"roll: shift must be a scalar or a vector, got shape "
+                          f"{tuple(np.shape(shift))}")
     if isinstance(shift, Value) and shift._trace is not None:  # known at run time only
         return _rolled_by(x, shift, _entries(axis, "roll's axis"))
     shifts, axes = _entries(shift, "roll's shift"), _entries(axis, "roll's axis")

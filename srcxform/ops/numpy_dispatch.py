@@ -78,8 +78,12 @@ def _scalar_axis(a, axis):
     """The axis NumPy's reductions and accumulations as ufuncs (sum, prod, max, min, cumsum,
     cumprod), argmax, argmin, argsort, take and squeeze mean: a scalar's axis 0 (or -1)
     is None. (np.mean, var, std and sort raise there.)"""
-    scalar = a.ndim == 0 and isinstance(axis, (int, np.integer)) and axis in (0, -1)
-    return None if scalar else axis  # (a tuple of a scalar's axis is an error in NumPy)
+    if a.ndim or np.ndim(axis) or axis is None or isinstance(axis, (bool, np.bool_)):
+        return axis  # (a tuple (0,) of a scalar's axis is an error in NumPy)
+    try:
+        return None if operator.index(axis) in (0, -1) else axis  # an int, or a 0-d one
+    except TypeError:
+        return axis
 
 
 def _accumulating(func, op):
@@ -382,6 +386,8 @@ def _roll(a, shift, axis=None):
     """np.roll: over the flattened array without an axis; shift and axis broadcast
     against each other, as NumPy's."""
     a = as_value(a, "roll")
+    if isinstance(shift, Value) and shift._trace is None:  # its values, as NumPy's
+        shift = shift.numpy()
     flat = axis is None
     axis = 0 if flat else axis
     if np.ndim(shift) > 1 or np.ndim(axis) > 1:

@@ -376,6 +376,8 @@ def transpose(a, perm=None, conjugate=False, name=None):
     if perm is None:
         perm = tuple(reversed(range(x.ndim)))
     else:  # negative axes count from the end, as NumPy's; others out of range raise
+        if np.ndim(perm) != 1:
+            raise TypeError(f"transpose: perm must be a list of ints, got {perm!r}")
         perm = tuple(_perm_entry(p, perm) for p in perm)
         if any(not -x.ndim <= p < x.ndim for p in perm):
             raise shape_error(f"transpose: perm {perm} names an axis out of range for "
