@@ -151,9 +151,9 @@ def spans(sizes):
     return found
 
 
-def _axis_index(a, axis, op):
-    """An axis entry as an int: an int, or an integer scalar array or tensor; a float, bool
-    or string raises (int() truncated 1.7 to 1)."""
+def axis_index(a, axis, op):
+    """An entry `a` of an axis argument `axis` as an int: an int, or an integer scalar
+    array or tensor; a float, bool or string raises, naming `op` (int() truncated 1.7)."""
     try:
         if isinstance(a, (bool, np.bool_)):
             raise TypeError
@@ -173,7 +173,7 @@ def normalize_axes(axis, ndim, op):
     axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
     out = []
     for a in axes:
-        a = _axis_index(a, axis, op)
+        a = axis_index(a, axis, op)
         if not -ndim <= a < ndim:
             raise shape_error(f"{op}: axis {a} is out of range for a value of rank {ndim}")
         out.append(a % ndim)

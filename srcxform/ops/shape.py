@@ -4,14 +4,13 @@ composites built on them (expand_dims, squeeze, stack, tile).
 Their emit templates are array expressions over the input and param names.
 """
 
-import operator
 from dataclasses import dataclass
 
 import numpy as np
 
-from srcxform.core.aval import (Aval, as_size, broadcast_shapes, dims_equal, is_one, is_zero,
-                           normalize_axes, normalize_slice, same_dim, same_shape, size,
-                           slice_length, spans)
+from srcxform.core.aval import (Aval, as_size, axis_index, broadcast_shapes, dims_equal, is_one,
+                                is_zero, normalize_axes, normalize_slice, same_dim, same_shape,
+                                size, slice_length, spans)
 from srcxform.core.dims import as_index, concrete, negative, symbol_text
 from srcxform.core.dtypes import promote, settled_of
 from srcxform.core.errors import IndexArgumentError, TracingError, shape_error
@@ -360,16 +359,6 @@ def unchanged(x):
     return reshape_p.bind(x, shape=tuple(x.shape))
 
 
-def _perm_entry(p, perm):
-    """An entry of transpose's perm as an int; a float or bool raises, as in NumPy."""
-    try:
-        if isinstance(p, (bool, np.bool_)):
-            raise TypeError
-        return operator.index(p)
-    except TypeError:
-        raise TypeError(f"transpose: perm must be ints, got {list(perm)}") from None
-
-
 def transpose(a, perm=None, conjugate=False, name=None):
     """Permutes the axes; reverses them when perm is None (tf.transpose)."""
     x = as_value(a, "transpose")
@@ -378,7 +367,7 @@ def transpose(a, perm=None, conjugate=False, name=None):
     else:  # negative axes count from the end, as NumPy's; others out of range raise
         if np.ndim(perm) != 1:
             raise TypeError(f"transpose: perm must be a list of ints, got {perm!r}")
-        perm = tuple(_perm_entry(p, perm) for p in perm)
+        perm = tuple(axis_index(p, list(perm), "transpose") for p in perm)
         if any(not -x.ndim <= p < x.ndim for p in perm):
             raise shape_error(f"transpose: perm {perm} names an axis out of range for "
                               f"{x.aval.short()}")
