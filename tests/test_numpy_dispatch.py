@@ -588,7 +588,8 @@ def test_numpy_s_functions_take_a_scalar_s_axis_0_as_numpy(func):
     np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("func", [lambda x: np.squeeze(x, axis=(0,)), lambda x: np.sum(x, axis=(0,)),
+@pytest.mark.parametrize("func", [lambda x: np.squeeze(x, axis=(0,)),
+                                  lambda x: np.sum(x, axis=(0,)),
                                   lambda x: np.squeeze(x, axis=np.array([0, 0]))])
 def test_only_an_int_axis_0_is_a_scalars_axis_as_in_numpy(func):
     # Helper 91: a tuple (0,) was read as None too, where NumPy raises; an array axis
