@@ -500,3 +500,35 @@ def test_roll_refuses_a_shift_of_two_dimensions_eager_and_compiled():
     for run in (tf.roll, tf.differentiable(lambda x, s, a: tf.roll(x, s, a))):
         with pytest.raises(tf.ShapeError, match="shift must be a scalar or a vector"):
             run(x, shift, [0, 1])
+
+
+@pytest.mark.parametrize("op", [lambda x: tf.concat([x, x], axis=(1, 2)),
+                                lambda x: tf.gather(x, [0, 1], axis=(2, 0)),
+                                lambda x: tf.split(x, 2, axis=(2, 0)),
+                                lambda x: tf.unstack(x, axis=(2, 0)),
+                                lambda x: tf.expand_dims(x, [1, 2]),
+                                lambda x: tf.concat([x, x], axis=[])])
+def test_an_op_of_one_axis_refuses_several(op):
+    # Helper 93: the smallest of several was taken (gather on axis 0 for (2, 0)); an
+    # empty list raised a bare IndexError.
+    with pytest.raises(TypeError, match="axis must be one int"):
+        op(tf.ones((2, 3, 4)))
+
+
+@pytest.mark.parametrize("op", [lambda x: tf.cumsum(x, axis=True), lambda x: tf.argmax(x, True),
+                                lambda x: tf.sort(x, axis=True), lambda x: tf.reverse(x, [True]),
+                                lambda x: tf.roll(x, 1, axis=True),
+                                lambda x: tf.one_hot([0, 1], 3, axis=True),
+                                lambda x: tf.cumsum(x, axis=1.0)])
+def test_a_bool_or_float_axis_raises_where_it_was_read_as_1(op):
+    with pytest.raises(TypeError, match="must be an int|must be ints"):
+        op(tf.ones((2, 3)))
+
+
+def test_roll_by_a_traced_unsigned_shift_past_int64():
+    # Helper 93: a uint64 shift of 2**64 - 1 was cast to int64 (-1) before its mod.
+    rolled = tf.differentiable(lambda x, s: tf.roll(x, s, 0))
+    x = np.array([10.0, 20.0, 30.0])
+    for shift in (2**64 - 1, 2**63 + 1):
+        np.testing.assert_array_equal(np.asarray(rolled(x, np.array(shift, np.uint64))),
+                                      np.roll(x, shift % 3))

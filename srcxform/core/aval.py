@@ -162,6 +162,16 @@ def axis_index(a, axis, op):
         raise TypeError(f"{op}: an axis must be an int, got {axis!r}") from None
 
 
+def normalize_axis(axis, ndim, op):
+    """One axis (an int, an integer scalar array or tensor, or a sequence of exactly one)
+    as a non-negative int. A sequence of another length raises: the smallest of several
+    was taken, and none raised a bare IndexError."""
+    axes = normalize_axes(axis, ndim, op)
+    if axis is None or np.ndim(axis) and len(axes) != 1:
+        raise TypeError(f"{op}: axis must be one int, got {axis!r}")
+    return axes[0]
+
+
 def normalize_axes(axis, ndim, op):
     """An axis argument (None, int or sequence) as a sorted tuple of non-negative axes. A
     scalar has none (TensorFlow's rule; NumPy's functions take 0 and -1 as its axis, which

@@ -1,11 +1,9 @@
 """Running sums and products along an axis (tf.math.cumsum, tf.math.cumprod), each with
 TensorFlow's `exclusive` and `reverse`. Compiled code calls arrays.cumulative."""
 
-import operator
-
 import numpy as np
 
-from srcxform.core.aval import Aval, normalize_axes
+from srcxform.core.aval import Aval, normalize_axis
 from srcxform.core.errors import shape_error
 from srcxform.ops.elementwise import divide_no_nan
 from srcxform.core.primitive import primitive
@@ -52,7 +50,7 @@ def _params(x, axis, exclusive, reverse, op):
     x = as_value(x, op)
     if x.ndim == 0:
         raise shape_error(f"{op}: x must have at least one axis, got a scalar")
-    (axis,) = normalize_axes(operator.index(axis), x.ndim, op)
+    axis = normalize_axis(axis, x.ndim, op)
     return x, {"axis": axis, "exclusive": bool(exclusive), "reverse": bool(reverse)}
 
 

@@ -12,7 +12,7 @@ import operator
 
 import numpy as np
 
-from srcxform.core.aval import normalize_axes, size
+from srcxform.core.aval import normalize_axis, size
 from srcxform.core.errors import shape_error
 from srcxform.ops.creation import eye
 from srcxform.ops.elementwise import where
@@ -184,8 +184,8 @@ def tensordot(a, b, axes, name=None):
         if len(a_axes) != len(b_axes):
             raise shape_error(f"tensordot: axes {axes!r} pair {len(a_axes)} axes of a with "
                               f"{len(b_axes)} of b")
-        a_axes = [normalize_axes(k, x.ndim, "tensordot")[0] for k in a_axes]
-        b_axes = [normalize_axes(k, y.ndim, "tensordot")[0] for k in b_axes]
+        a_axes = [normalize_axis(k, x.ndim, "tensordot") for k in a_axes]
+        b_axes = [normalize_axis(k, y.ndim, "tensordot") for k in b_axes]
         if len(set(a_axes)) != len(a_axes) or len(set(b_axes)) != len(b_axes):
             raise shape_error(f"tensordot: repeated axis in {axes!r}")
     x_labels = list(_letters(x.ndim, 0))

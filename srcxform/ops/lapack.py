@@ -18,7 +18,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from srcxform.core.aval import Aval, broadcast_shapes, dims_equal, normalize_axes
+from srcxform.core.aval import Aval, broadcast_shapes, dims_equal, normalize_axes, normalize_axis
 from srcxform.core.errors import shape_error
 from srcxform.ops.elementwise import abs, pow, sqrt, where
 from srcxform.ops.linalg import _swap, matmul
@@ -397,7 +397,7 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None):
     gradient at zero is NaN, as TensorFlow's."""
     x = as_value(tensor, "norm")
     if isinstance(axis, (tuple, list)) and len(axis) == 2:
-        rows, columns = (normalize_axes(a, x.ndim, "norm")[0] for a in axis)
+        rows, columns = (normalize_axis(a, x.ndim, "norm") for a in axis)
         if rows == columns or ord not in ("euclidean", "fro", 1, 2, np.inf):
             raise ValueError(f"norm: a matrix norm takes two distinct axes and ord "
                              f"'euclidean', 'fro', 1, 2 or inf, got axis={axis}, ord={ord!r}")

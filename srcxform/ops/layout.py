@@ -7,11 +7,10 @@ A count of pieces is decided from a size (`int(n)`), which a trace records as a 
 
 import builtins
 import itertools
-import operator
 
 import numpy as np
 
-from srcxform.core.aval import normalize_axes
+from srcxform.core.aval import normalize_axes, normalize_axis
 from srcxform.core.dims import as_index, negative
 from srcxform.core.aval import size as _size
 from srcxform.core.dtypes import as_dtype, int32, int64
@@ -60,7 +59,7 @@ def unstack(value, num=None, axis=0, name=None):
     x = as_value(value, "unstack")
     if not x.ndim:
         raise shape_error("unstack: cannot unstack a scalar")
-    axis = normalize_axes(axis, x.ndim, "unstack")[0]
+    axis = normalize_axis(axis, x.ndim, "unstack")
     n = int(x.shape[axis])
     if num is not None and num != n:
         raise shape_error(f"unstack: num={num}, but axis {axis} of {x.aval.short()} has {n}")
@@ -71,7 +70,7 @@ def split(value, num_or_size_splits, axis=0, num=None, name=None):
     """value cut along axis into num_or_size_splits equal pieces, or into pieces of the
     given sizes, one of which may be -1 (the rest) (tf.split)."""
     x = as_value(value, "split")
-    axis = normalize_axes(axis, x.ndim, "split")[0]
+    axis = normalize_axis(axis, x.ndim, "split")
     n = x.shape[axis]
     if isinstance(num_or_size_splits, (int, np.integer)):
         pieces = int(num_or_size_splits)
@@ -144,8 +143,11 @@ def _entries(values, what):
     if isinstance(values, int):
         values = [values]
     try:  # a list as it is: NumPy would take a traced size's value, guarding it
-        return tuple(as_index(v) for v in (values if isinstance(values, (list, tuple))
-                                           else np.atleast_1d(np.asarray(values, dtype=object))))
+        entries = values if isinstance(values, (list, tuple)) else \
+            np.atleast_1d(np.asarray(values, dtype=object))
+        if any(isinstance(v, (bool, np.bool_)) for v in entries):
+            raise TypeError  # not 1
+        return tuple(as_index(v) for v in entries)
     except TypeError:
         raise TypeError(f"{what} must be ints, got {values!r}") from None
 
@@ -158,7 +160,7 @@ def reverse(tensor, axis, name=None):
         axis = axis.numpy()
     if np.ndim(axis) != 1:
         raise shape_error(f"reverse: axis must be a list of axes, got {axis!r}")
-    axes = normalize_axes([operator.index(a) for a in axis], x.ndim, "reverse")
+    axes = normalize_axes(list(axis), x.ndim, "reverse")
     if not axes:
         return unchanged(x)
     return getitem(x, tuple(_slice(None, None, -1) if i in axes else _slice(None)
@@ -181,7 +183,7 @@ def roll(input, shift, axis, name=None):
                           f"{axis!r}")
     totals = {}
     for k, a in zip(shifts, axes):
-        a = normalize_axes(a, x.ndim, "roll")[0]
+        a = normalize_axis(a, x.ndim, "roll")
         totals[a] = totals.get(a, 0) + k
     rolled = x
     for a, k in totals.items():
@@ -199,15 +201,16 @@ def _rolled_by(x, shift, axes):
     if shift.dtype.kind not in "iu":
         raise TypeError(f"roll's shift must be ints, got a {shift.dtype.name} value\n  at "
                         f"{user_line()}")
-    shifts = reshape(cast(shift, int64), (-1,))
+    shifts = reshape(shift, (-1,))
     if shifts.shape[0] != len(axes):
         raise shape_error(f"roll: shift and axis must be of one length, got a shift of "
                           f"shape {tuple(shift.shape)} and axis {list(axes)}")
     for k, a in enumerate(axes):
-        a = normalize_axes(a, x.ndim, "roll")[0]
+        a = normalize_axis(a, x.ndim, "roll")
         n = x.shape[a]
-        if n != 0:
-            x = gather(x, mod(creation_range(n, dtype=int64) - mod(shifts[k], n), n), axis=a)
+        if n != 0:  # an unsigned shift reduced in its own dtype: int64 could wrap it
+            step = mod(shifts[k], n) if shift.dtype.kind == "u" else mod(cast(shifts[k], int64), n)
+            x = gather(x, mod(creation_range(n, dtype=int64) - cast(step, int64), n), axis=a)
     return x
 
 

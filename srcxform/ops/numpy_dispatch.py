@@ -14,7 +14,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from srcxform.core.aval import normalize_axes, size
+from srcxform.core.aval import normalize_axes, normalize_axis, size
 from srcxform.core.errors import TracingError
 from srcxform.core.errors import user_line
 from srcxform.ops import elementwise as ew
@@ -352,7 +352,7 @@ def _einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="saf
 def _last_two(a, axis1, axis2, name):
     """a with axes axis1 and axis2 moved last (the matrices tf.linalg's ops take)."""
     a = as_value(a, name)
-    first, second = (normalize_axes(k, a.ndim, f"numpy.{name}")[0] for k in (axis1, axis2))
+    first, second = (normalize_axis(k, a.ndim, f"numpy.{name}") for k in (axis1, axis2))
     rest = tuple(k for k in range(a.ndim) if k not in (first, second))
     return shape_ops.transpose(a, rest + (first, second))
 
@@ -386,8 +386,8 @@ def _roll(a, shift, axis=None):
     """np.roll: over the flattened array without an axis; shift and axis broadcast
     against each other, as NumPy's."""
     a = as_value(a, "roll")
-    if isinstance(shift, Value) and shift._trace is None:  # its values, as NumPy's
-        shift = shift.numpy()
+    shift, axis = (v.numpy() if isinstance(v, Value) and v._trace is None else v
+                   for v in (shift, axis))  # an eager tensor's values, as NumPy takes them
     flat = axis is None
     axis = 0 if flat else axis
     if np.ndim(shift) > 1 or np.ndim(axis) > 1:

@@ -14,7 +14,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from srcxform.core.aval import Aval, normalize_axes, size
+from srcxform.core.aval import Aval, axis_index, normalize_axis, size
 from srcxform.core.dims import as_index, negative
 from srcxform.core.dtypes import as_dtype
 from srcxform.core.errors import (IndexArgumentError, TracingError, ValueArgumentError,
@@ -77,7 +77,7 @@ def _arg_extreme(p, input, axis, output_type, op):
     x = as_value(input, op)
     if x.ndim == 0:
         raise shape_error(f"{op}: the input must have at least one axis, got a scalar")
-    (axis,) = normalize_axes(operator.index(0 if axis is None else axis), x.ndim, op)
+    axis = normalize_axis(0 if axis is None else axis, x.ndim, op)
     output_type = as_dtype(output_type)
     if output_type not in (np.int32, np.int64):
         raise TypeError(f"{op}: output_type must be int32 or int64, got {output_type}")
@@ -128,7 +128,7 @@ def _direction(direction, op):
 
 def _last_axis_order(x, axis, descending, op):
     """x with `axis` moved last, the permutation sorting that axis, and the perm back."""
-    (axis,) = normalize_axes(operator.index(axis), x.ndim, op)
+    axis = normalize_axis(axis, x.ndim, op)
     perm = tuple(i for i in range(x.ndim) if i != axis) + (axis,)
     moved = transpose(x, perm)
     return moved, argsort_p.bind(moved, descending=descending), tuple(np.argsort(perm))
@@ -187,7 +187,8 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
     depth = as_index(size_argument(depth))
     if negative(depth):
         raise ValueError(f"one_hot: depth must be 0 or more, got {depth}")
-    axis = ids.ndim if axis is None or axis == -1 else operator.index(axis)
+    axis = -1 if axis is None else axis_index(axis, axis, "one_hot")
+    axis = ids.ndim if axis == -1 else axis
     if not 0 <= axis <= ids.ndim:
         raise ValueError(f"one_hot: axis {axis} is out of range for indices of rank "
                          f"{ids.ndim}")

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from srcxform.core.aval import (Aval, as_size, axis_index, broadcast_shapes, dims_equal, is_one,
-                                is_zero, normalize_axes, normalize_slice, same_dim, same_shape,
-                                size, slice_length, spans)
+                                is_zero, normalize_axes, normalize_axis, normalize_slice,
+                                same_dim, same_shape, size, slice_length, spans)
 from srcxform.core.dims import as_index, concrete, negative, symbol_text
 from srcxform.core.dtypes import promote, settled_of
 from srcxform.core.errors import IndexArgumentError, TracingError, shape_error
@@ -385,7 +385,7 @@ def broadcast_to(input, shape, name=None):
 def expand_dims(input, axis, name=None):
     """input with a new axis of size 1 at `axis` (tf.expand_dims)."""
     x = as_value(input, "expand_dims")
-    axis = normalize_axes(axis, x.ndim + 1, "expand_dims")[0]
+    axis = normalize_axis(axis, x.ndim + 1, "expand_dims")
     return reshape(x, x.shape[:axis] + (1,) + x.shape[axis:])
 
 
@@ -408,7 +408,7 @@ def concat(values, axis, name=None):
         raise ValueError("concat: needs at least one tensor")
     if any(x.ndim == 0 for x in xs):
         raise shape_error("concat: cannot join scalars, which have no axis; use stack")
-    axis = normalize_axes(axis, xs[0].ndim, "concat")[0]
+    axis = normalize_axis(axis, xs[0].ndim, "concat")
     if len(xs) == 1:
         return unchanged(xs[0])
     trace = xs[0]._trace
@@ -445,7 +445,7 @@ def gather(params, indices, axis=None, batch_dims=0, name=None):
     from its own slice of params."""
     x, indices = as_value(params, "gather"), as_value(indices, "gather")
     b = batch_dims + indices.ndim if batch_dims < 0 else batch_dims
-    axis = normalize_axes(b if axis is None else axis, x.ndim, "gather")[0]
+    axis = normalize_axis(b if axis is None else axis, x.ndim, "gather")
     if not 0 <= b <= min(axis, indices.ndim):
         raise ValueError(f"gather: batch_dims={batch_dims} must be at most axis={axis} and "
                          f"the rank of indices ({indices.ndim})")
@@ -559,7 +559,7 @@ def boolean_mask(tensor, mask, axis=None, name=None):
     if m.dtype.kind != "b" or m.ndim == 0:
         raise TypeError(f"boolean_mask: the mask must be a bool tensor of rank 1 or more, "
                         f"got {m.aval.short()}")
-    axis = 0 if axis is None else normalize_axes(axis, x.ndim, "boolean_mask")[0]
+    axis = 0 if axis is None else normalize_axis(axis, x.ndim, "boolean_mask")
     if tuple(x.shape[axis:axis + m.ndim]) != tuple(m.shape):
         raise shape_error(f"boolean_mask: mask {m.aval.short()} does not match the axes "
                           f"from {axis} on of {x.aval.short()}")
