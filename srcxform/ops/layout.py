@@ -146,7 +146,7 @@ def _entries(values, what):
         entries = values if isinstance(values, (list, tuple)) else \
             np.atleast_1d(np.asarray(values, dtype=object))
         if any(isinstance(v, (bool, np.bool_)) for v in entries):
-            raise TypeError  # not 1
+            raise TypeError  # True would be read as 1
         return tuple(as_index(v) for v in entries)
     except TypeError:
         raise TypeError(f"{what} must be ints, got {values!r}") from None
