@@ -532,3 +532,23 @@ def test_roll_by_a_traced_unsigned_shift_past_int64():
     for shift in (2**64 - 1, 2**63 + 1):
         np.testing.assert_array_equal(np.asarray(rolled(x, np.array(shift, np.uint64))),
                                       np.roll(x, shift % 3))
+
+
+def test_roll_by_a_traced_uint8_shift_along_a_long_axis():
+    # Helper 94 on 7a14827: the unsigned shift's mod ran in uint8, where 256 does not fit.
+    rolled = tf.differentiable(lambda x, s: tf.reduce_sum(np.roll(x, s) * np.arange(256.0)))
+    x = np.arange(256.0)
+    assert float(rolled(x, np.uint8(3))) == np.sum(np.roll(x, 3) * np.arange(256.0))
+
+
+@pytest.mark.parametrize("axes", [tf.constant(1), np.array(1), [1, 0], ([1], [0])])
+def test_tensordot_takes_numpys_axes_forms(axes):
+    a, b = np.arange(12.0).reshape(3, 4), np.arange(12.0).reshape(4, 3)
+    np.testing.assert_array_equal(np.asarray(tf.tensordot(a, b, axes)), a @ b)
+
+
+@pytest.mark.parametrize("axes", [([1.7], [0.2]), [[True], [False]]])
+def test_tensordot_refuses_axes_that_are_no_ints(axes):
+    # Helper 94: they were cast to int64 (1.7 as 1, True as 1): a @ b silently.
+    with pytest.raises(TypeError, match="tensordot: an axis must be an int"):
+        tf.tensordot(np.ones((3, 4)), np.ones((4, 3)), axes)

@@ -8,11 +8,10 @@ as the batch. So a product with no batch label is BLAS's gemm, every gradient is
 gradients of transpose, reshape, matmul and reduce_sum, and compiled code is theirs.
 """
 
-import operator
 
 import numpy as np
 
-from srcxform.core.aval import normalize_axis, size
+from srcxform.core.aval import axis_index, normalize_axis, size
 from srcxform.core.errors import shape_error
 from srcxform.ops.creation import eye
 from srcxform.ops.elementwise import where
@@ -173,14 +172,16 @@ def tensordot(a, b, axes, name=None):
     np.tensordot); an int n means a's last n axes and b's first n. The result has a's
     other axes, then b's."""
     x, y = as_value(a, "tensordot"), as_value(b, "tensordot")
-    if isinstance(axes, (int, np.integer)):
-        n = operator.index(axes)
+    if not isinstance(axes, (int, np.integer, tuple, list)):  # a tensor's or array's values
+        axes = np.asarray(axes).tolist()
+    if np.ndim(axes) == 0:
+        n = axis_index(axes, axes, "tensordot")
         if not 0 <= n <= min(x.ndim, y.ndim):
             raise shape_error(f"tensordot: axes={n} is out of range for {x.aval.short()} "
                               f"and {y.aval.short()}")
         a_axes, b_axes = tuple(range(x.ndim - n, x.ndim)), tuple(range(n))
     else:
-        a_axes, b_axes = (np.atleast_1d(np.asarray(v, dtype=np.int64)).tolist() for v in axes)
+        a_axes, b_axes = (np.atleast_1d(np.asarray(v, dtype=object)).tolist() for v in axes)
         if len(a_axes) != len(b_axes):
             raise shape_error(f"tensordot: axes {axes!r} pair {len(a_axes)} axes of a with "
                               f"{len(b_axes)} of b")

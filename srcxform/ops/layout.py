@@ -13,7 +13,7 @@ import numpy as np
 from srcxform.core.aval import normalize_axes, normalize_axis
 from srcxform.core.dims import as_index, negative
 from srcxform.core.aval import size as _size
-from srcxform.core.dtypes import as_dtype, int32, int64
+from srcxform.core.dtypes import as_dtype, int32, int64, uint64
 from srcxform.core.errors import shape_error, user_line
 from srcxform.ops.creation import fitted
 from srcxform.ops.creation import range as creation_range
@@ -208,8 +208,9 @@ def _rolled_by(x, shift, axes):
     for k, a in enumerate(axes):
         a = normalize_axis(a, x.ndim, "roll")
         n = x.shape[a]
-        if n != 0:  # an unsigned shift reduced in its own dtype: int64 could wrap it
-            step = mod(shifts[k], n) if shift.dtype.kind == "u" else mod(cast(shifts[k], int64), n)
+        if n != 0:  # an unsigned shift reduced as a uint64: int64 could wrap it
+            wide = uint64 if shift.dtype.kind == "u" else int64
+            step = mod(cast(shifts[k], wide), n)
             x = gather(x, mod(creation_range(n, dtype=int64) - cast(step, int64), n), axis=a)
     return x
 
