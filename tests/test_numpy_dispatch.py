@@ -603,3 +603,16 @@ def test_a_scalar_s_axis_may_be_a_0d_array_or_tensor_as_in_numpy(axis):
     for func in (np.sum, np.max, np.squeeze, np.argmax, np.argsort, np.cumsum):
         got, want = func(tf.constant(5.0), axis=axis), func(np.float32(5.0), axis=np.array(0))
         np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_trace_and_diagonal_of_one_axis_twice_and_norm_over_a_0d_array_axis():
+    # Helper 94: the same axis twice raised a transpose message; a 0-d array axis raised
+    # "axis must be None, an int or a pair" where NumPy takes it.
+    t = tf.constant(np.arange(24.0).reshape(2, 3, 4))
+    for func in (np.trace, np.diagonal):
+        with pytest.raises(ValueError, match="axis1 and axis2 cannot be the same"):
+            func(t, axis1=1, axis2=-2)
+    np.testing.assert_allclose(np.asarray(np.linalg.norm(t, axis=np.array(1))),
+                               np.linalg.norm(np.arange(24.0).reshape(2, 3, 4), axis=1))
+    with pytest.raises(TypeError, match="top_k: k must be an int"):  # True was k = 1
+        tf.math.top_k(t, k=True)

@@ -14,7 +14,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from srcxform.core.aval import normalize_axes, normalize_axis, size
+from srcxform.core.aval import axis_index, normalize_axes, normalize_axis, size
 from srcxform.core.errors import TracingError
 from srcxform.core.errors import user_line
 from srcxform.ops import elementwise as ew
@@ -329,6 +329,8 @@ def _norm(x, ord=None, axis=None, keepdims=False):
     """NumPy's defaults: the 2-norm of vectors, Frobenius's of matrices, of the flattened
     array when neither ord nor axis is given."""
     x = as_value(x, "norm")
+    if np.ndim(axis) == 0 and axis is not None:  # an int, or a 0-d array or tensor's
+        axis = axis_index(axis, axis, "numpy.linalg.norm")
     if axis is None and ord is not None:
         if x.ndim not in (1, 2):
             raise ValueError("numpy.linalg.norm: ord needs a vector or a matrix, or an axis")
@@ -353,6 +355,8 @@ def _last_two(a, axis1, axis2, name):
     """a with axes axis1 and axis2 moved last (the matrices tf.linalg's ops take)."""
     a = as_value(a, name)
     first, second = (normalize_axis(k, a.ndim, f"numpy.{name}") for k in (axis1, axis2))
+    if first == second:
+        raise ValueError(f"numpy.{name}: axis1 and axis2 cannot be the same, as in NumPy")
     rest = tuple(k for k in range(a.ndim) if k not in (first, second))
     return shape_ops.transpose(a, rest + (first, second))
 

@@ -164,6 +164,8 @@ def top_k(input, k=1, sorted=True, name=None):
     largest first, the lower index first among ties. Always sorted (TensorFlow leaves
     the order of sorted=False unspecified). The gradient flows through the values."""
     x = as_value(input, "top_k")
+    if isinstance(k, (bool, np.bool_)):  # operator.index would take True as 1
+        raise TypeError(f"top_k: k must be an int, got {k!r}")
     k = as_index(k)
     if x.ndim == 0 or not 0 <= k <= x.shape[-1]:
         raise shape_error(f"top_k: k={k} must be between 0 and the last axis' size, for "
