@@ -781,6 +781,30 @@ class TestCompiledDataDependent:
         np.testing.assert_array_equal(got[2], want[2].numpy())
         assert np.asarray(got[2]).dtype == want[2].dtype == np.float32
 
+    def test_a_python_number_carry_given_a_tensor_is_a_tensor_as_eagerly(self):
+        """`c = 0.0`, then `c = c + tf.reduce_sum(0.5)` in a loop: eagerly c is a (weak)
+        Tensor after it, compiled it came back a Python float, as was any weak carry and
+        any weak result of an if, such as tf.exp(s) of a Python float s (helper 92)."""
+        def loops(x, s):
+            c, d, e = 0.0, 0.0, 0.0
+            for r in x:
+                c = c + tf.reduce_sum(s * 5)
+                d = d + 0.5
+            while e < 1.0:
+                e = e + tf.exp(s - 0.1)
+            if x[0] > 0:
+                y, z = tf.exp(s), 0.1
+            else:
+                y, z = 0.2, 0.2
+            return c, d, e, y, z
+
+        x = np.array([1.0, 2.0], np.float32)
+        got, want = tf.differentiable(loops, wrt=())(x, 0.1), loops(tf.constant(x), 0.1)
+        assert [type(g) for g in got] == [type(w) for w in want] == [tf.Tensor, float, tf.Tensor, tf.Tensor,
+                                                                float]
+        assert [float(g) for g in got] == [float(w) for w in want] == pytest.approx(
+            [1.0, 1.0, 1.0, np.exp(0.1), 0.1])
+
     def test_an_if_giving_python_numbers_gives_a_python_number_as_eagerly(self):
         """Its result took the true branch's storage, float64, as a strong dtype: `y * x32`
         was float64 compiled and float32 eagerly, in both of these (found with helper 72's

@@ -163,11 +163,11 @@ class SubTrace(Trace):
             parent = getattr(parent, "parent", None)
         return False
 
-    def input(self, aval, hint):
+    def input(self, aval, hint, eager="tensor"):
         var = Var(aval)
         self.ins.append(var)
         self.hints[var] = hint
-        return Tracer(self, var)
+        return Tracer(self, var, eager=eager)
 
     def _atom(self, value):
         if isinstance(value, Tracer) and value._trace is not self:
@@ -212,12 +212,14 @@ class AssignInRegion(TracingError):
         self.where, self.variable = where, variable
 
 
-def trace_region(name, fn, avals, hints):
+def trace_region(name, fn, avals, hints, kinds=()):
     """Traces fn on fresh inputs of `avals` as a region of the innermost trace, no tape
-    recording it. Returns the SubTrace and fn's result."""
+    recording it; the first inputs are what `kinds` says in an eager run (Tracer.eager_kind),
+    the rest tensors. Returns the SubTrace and fn's result."""
     sub = SubTrace(CONTEXT.traces[-1], name)
+    kinds = list(kinds) + ["tensor"] * (len(avals) - len(kinds))
     with recording.paused(), sub:
-        args = [sub.input(aval, hint) for aval, hint in zip(avals, hints)]
+        args = [sub.input(aval, hint, kind) for aval, hint, kind in zip(avals, hints, kinds)]
         result = fn(*args)
     return sub, result
 
@@ -334,6 +336,14 @@ def carry_avals(values):
     return [as_value(v).aval for v in values]
 
 
+def eager_kinds(values):
+    """What each value is in an eager run (Tracer.eager_kind): a Tracer's own kind, a weak
+    constant a Python number (autograph passes its Python numbers so; a weak op of Python
+    numbers alone, tf.exp(0.1), is taken as one too), anything else a tensor."""
+    return [v.eager_kind if isinstance(v, Tracer) else
+            "python" if as_value(v).aval.weak else "tensor" for v in values]
+
+
 def _same_shape(a, b):
     """Whether two shapes are equal; sizes of different inputs found equal are guarded
     so (dims.py), as an elementwise op of the two would."""
@@ -380,17 +390,17 @@ def while_loop(cond_fn, body_fn, inits, names, checkpoint=None, numbers=()):
     """The structured while loop over flat loop variables `inits` (values); cond_fn and
     body_fn take and give flat lists. `numbers`: the positions of those that were Python
     numbers, which take the dtype the body gives them (_weak_promoted)."""
-    avals = carry_avals(inits)
+    avals, kinds = carry_avals(inits), eager_kinds(inits)
     cond_sub, pred = trace_region("cond", lambda *c: as_bool(cond_fn(list(c))), avals,
                                   names)
-    body_sub, outs = trace_region("body", lambda *c: body_fn(list(c)), avals, names)
+    body_sub, outs = trace_region("body", lambda *c: body_fn(list(c)), avals, names, kinds)
     promoted = _weak_promoted(inits, avals, outs, numbers)
     if promoted is not None:  # traced again from inits of the dtypes the body gives
         return while_loop(cond_fn, body_fn, promoted, names, checkpoint)
     check_carries("while_loop", names, avals, outs)
     (cond_region, body_region), captures = align([(cond_sub, [pred]), (body_sub, list(outs))])
     return _bind_loop(WHILE, [], inits, captures, {"cond": cond_region, "body": body_region},
-                      checkpoint=checkpoint)
+                      checkpoint=checkpoint, kinds=eager_kinds(outs))
 
 
 def fori_loop(lower, upper, body_fn, inits, names, xs=(), y_avals=(), checkpoint=None,
@@ -410,7 +420,8 @@ def fori_loop(lower, upper, body_fn, inits, names, xs=(), y_avals=(), checkpoint
         return list(carries) + list(rows)
 
     sub, outs = trace_region("body", traced, [_WEAK_INDEX if static else INDEX] + avals +
-                             row_avals, ["i"] + names + [f"row{k}" for k in range(m)])
+                             row_avals, ["i"] + names + [f"row{k}" for k in range(m)],
+                             ["python" if static else "tensor"] + eager_kinds(inits))
     if static and not sub.reads_traced and not any(isinstance(v, Tracer) for v in inits):
         return None
     promoted = _weak_promoted(inits, avals, outs[:n])
@@ -423,7 +434,7 @@ def fori_loop(lower, upper, body_fn, inits, names, xs=(), y_avals=(), checkpoint
     (body_region,), captures = align([(sub, list(outs))])
     bounds = [_as_index(lower), _as_index(upper)]
     return _bind_loop(FORI, bounds, inits, captures, {"body": body_region}, xs,
-                      tuple(y_avals), checkpoint=checkpoint)
+                      tuple(y_avals), checkpoint=checkpoint, kinds=eager_kinds(outs[:n]))
 
 
 def map_loop(region, captures, xs, y_avals):
@@ -470,7 +481,7 @@ def checked_checkpoint(checkpoint, op):
 
 
 def _bind_loop(op, bounds, inits, captures, regions, xs=(), y_avals=(), reverse=False,
-               checkpoint=None, recompute=()):
+               checkpoint=None, recompute=(), kinds=None):
     """Binds a loop (a fori_loop runs i from upper - 1 down with `reverse`): its results
     are the carries, then the stacked outputs (`y_avals`), then where a tape
     differentiates it the trip count and the stacks of the carries (the value at the
@@ -478,13 +489,16 @@ def _bind_loop(op, bounds, inits, captures, regions, xs=(), y_avals=(), reverse=
     while_loop; with `checkpoint=k` of every k-th iteration only, at row count // k).
     `recompute`: a checkpointed loop's adjoint's (forward body, counts of its inputs,
     the inputs, (k, the forward carries whose segment rows the adjoint reads)), as
-    _loop_vjp makes it. Returns the carries and the stacked outputs."""
-    return _bind_loop_results(op, bounds, inits, captures, regions, xs, y_avals, reverse,
-                              checkpoint, recompute, False)[:len(inits) + len(y_avals)]
+    _loop_vjp makes it. `kinds`: what each carry is after the loop in an eager run (the
+    body's results' eager_kinds: a trip count known only at run time is taken as not 0).
+    Returns the carries and the stacked outputs."""
+    outs = _bind_loop_results(op, bounds, inits, captures, regions, xs, y_avals, reverse,
+                              checkpoint, recompute, False, kinds)
+    return outs[:len(inits) + len(y_avals)]
 
 
 def _bind_loop_results(op, bounds, inits, captures, regions, xs, y_avals, reverse,
-                       checkpoint, recompute, stacked):
+                       checkpoint, recompute, stacked, kinds=None):
     """_bind_loop, returning every result; with `stacked` the trip count and stacks are
     results even where no tape differentiates the loop."""
     n, m = len(inits), len(xs)
@@ -511,15 +525,18 @@ def _bind_loop_results(op, bounds, inits, captures, regions, xs, y_avals, revers
         values += [as_value(v) for v in ins]
     vjp = LoopRule(op, len(bounds), n, m, regions, tuple(y_avals), reverse, checkpoint,
                    bool(recompute)) if stacked else None
-    return _python_numbers(bind(op, values, params, out_avals, vjp), n)
+    return _with_kinds(bind(op, values, params, out_avals, vjp), kinds, n)
 
 
-def _python_numbers(outs, n):
-    """outs, each of the first n that is weak (a loop's carry or a branch's result that
-    stays a Python number) returned as one, as eagerly (Tracer.eager_kind)."""
-    for out in outs[:n]:
-        if isinstance(out, Tracer) and out.aval.weak:
-            out.eager_kind = "python"
+def _with_kinds(outs, kinds, n):
+    """outs, the first n of them given eager kinds `kinds` (Tracer.eager_kind); where no
+    traced value tells (an equation bound again), each weak one is taken as a Python
+    number (a loop's carry or a branch's result that stays one)."""
+    if kinds is None:
+        kinds = ["python" if out.aval.weak else "tensor" for out in outs[:n]]
+    for out, kind in zip(outs[:n], kinds):
+        if isinstance(out, Tracer):
+            out.eager_kind = kind
     return outs
 
 
@@ -781,7 +798,9 @@ def cond(pred, true_fn, false_fn):
                                f"the same shapes and dtypes (a Python number may stand "
                                f"for a tensor of its kind)\n  at {user_line()}")
     (t_region, f_region), captures = align(subs)
-    return _bind_cond(as_bool(pred, "cond"), t_region, f_region, captures)
+    kinds = [a if a == b else "tensor" if "tensor" in (a, b) else "numpy"
+             for a, b in zip(eager_kinds(t_outs), eager_kinds(f_outs))]
+    return _bind_cond(as_bool(pred, "cond"), t_region, f_region, captures, kinds)
 
 
 def _branches_aval(a, b):
@@ -807,11 +826,13 @@ def _branch_value(value):
     return value.aval.short() + (f" (the Python number{number})" if value.aval.weak else "")
 
 
-def _bind_cond(pred, t_region, f_region, captures):
+def _bind_cond(pred, t_region, f_region, captures, kinds=None):
+    """The cond's results, of eager kinds `kinds` (where the branches give different
+    kinds: a tensor if either gives one, else a NumPy value)."""
     avals = [_branches_aval(a.aval, b.aval) for a, b in zip(t_region.outs, f_region.outs)]
     outs = bind(COND, [pred, *captures], {"true": t_region, "false": f_region}, avals,
                 _cond_vjp(t_region, f_region))
-    return _python_numbers(outs, len(outs))
+    return _with_kinds(outs, kinds, len(outs))
 
 
 def _rebind_cond(ins, params):
