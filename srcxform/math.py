@@ -21,6 +21,7 @@ from srcxform.ops.mathfuncs import (
 # Not in tf.math: tf.experimental.numpy's log2, log10 and exp2, computed as it does.
 from srcxform.ops.mathfuncs import exp2, log2, log10
 from srcxform.ops.nn import log_sigmoid, softsign
+from srcxform.ops.normalization import l2_normalize
 from srcxform.ops.reduce import (
     reduce_euclidean_norm, reduce_std, reduce_variance,
 )
@@ -59,6 +60,7 @@ __all__ = [
     "greater",
     "greater_equal",
     "is_finite",
+    "l2_normalize",
     "less",
     "less_equal",
     "lgamma",

@@ -36,8 +36,9 @@ BUDGET = {
     # +90 (session 33): show_config and `python -m srcxform config`, the versions, BLAS and
     # settings a process runs with (issue 34 asks the BLAS choice be reported there);
     # +30: tf.switch_case, a chain of conds where its index is known at run time only;
-    # +20: has_aux for jacfwd, jacrev, jacobian and hessian (JAX's; helper 81)
-    ".": 3190,
+    # +20: has_aux for jacfwd, jacrev, jacobian and hessian (JAX's; helper 81);
+    # +5: tf.math.l2_normalize (TensorFlow's name; only tf.nn's existed)
+    ".": 3195,
     # +180: explain's zero, trap and custom_gradient probes; the eager NaN rule; +20: a
     # compiled tape.jacobian's hook to jacobians.py; +30: debug_nans judges only the
     # cotangents a backward pass uses (nan_checks.Holding); +10: output_gradients are
@@ -186,8 +187,10 @@ BUDGET = {
     # NumPy's squeeze, take, argmax, argmin, argsort of a scalar's axis 0 (helper 90);
     # +20: transpose's perm of floats or bools, a float shift traced, np.roll's 2-d shift
     # refused (each accepted, helper 91); +10: a 0-d array's axis 0 of a scalar in
-    # NumPy's rule, a 2-d roll shift refused compiled too, np.roll of a tensor shift
-    "ops": 4140,
+    # NumPy's rule, a 2-d roll shift refused compiled too, np.roll of a tensor shift;
+    # +15: composites name themselves in their errors (softmax said reduce_max), one_hot's
+    # depth and tensordot's axes checked (helper 93)
+    "ops": 4155,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the

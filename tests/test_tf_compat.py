@@ -552,3 +552,35 @@ def test_tensordot_refuses_axes_that_are_no_ints(axes):
     # Helper 94: they were cast to int64 (1.7 as 1, True as 1): a @ b silently.
     with pytest.raises(TypeError, match="tensordot: an axis must be an int"):
         tf.tensordot(np.ones((3, 4)), np.ones((4, 3)), axes)
+
+
+@pytest.mark.parametrize("axes", [[1], [[1]], [1, 0, 1]])
+def test_tensordot_refuses_axes_of_other_than_two_lists(axes):
+    # Helper 93: a raw "not enough values to unpack".
+    with pytest.raises(ValueError, match="tensordot: axes must be an int or a pair"):
+        tf.tensordot(np.ones((3, 4)), np.ones((4, 3)), axes)
+
+
+@pytest.mark.parametrize("depth", [True, 2.5, "3"])
+def test_one_hot_refuses_a_depth_that_is_no_int(depth):
+    # Helper 93: True was a depth of 1; a float or string raised Python's own message.
+    with pytest.raises(TypeError, match="one_hot: depth must be an int"):
+        tf.one_hot([0, 1], depth)
+
+
+@pytest.mark.parametrize("call, op", [
+    (lambda: tf.nn.softmax(tf.constant(1.0)), "softmax"),
+    (lambda: tf.nn.log_softmax(tf.constant(1.0)), "log_softmax"),
+    (lambda: tf.nn.softmax_cross_entropy_with_logits([1.0], [1.0], axis=1),
+     "softmax_cross_entropy_with_logits"),
+    (lambda: tf.math.reduce_std(tf.ones(2), axis=3), "reduce_std"),
+    (lambda: tf.math.reduce_variance(tf.ones(2), axis=3), "reduce_variance"),
+    (lambda: tf.math.reduce_euclidean_norm(tf.ones(2), axis=3), "reduce_euclidean_norm"),
+    (lambda: tf.math.l2_normalize(tf.ones(2), axis=3), "l2_normalize"),
+    (lambda: tf.reduce_logsumexp(3), "reduce_logsumexp"),
+])
+def test_a_composite_op_names_itself_in_its_errors(call, op):
+    # Helper 93: they named the op they are built of (reduce_max, reduce_mean, reduce_sum,
+    # exp), which the user never called.
+    with pytest.raises((ValueError, TypeError), match=f"^{op}[:(]"):
+        call()

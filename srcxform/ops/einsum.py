@@ -181,6 +181,9 @@ def tensordot(a, b, axes, name=None):
                               f"and {y.aval.short()}")
         a_axes, b_axes = tuple(range(x.ndim - n, x.ndim)), tuple(range(n))
     else:
+        if len(axes) != 2:
+            raise ValueError(f"tensordot: axes must be an int or a pair (a's axes, b's axes), "
+                             f"got {axes!r}")
         a_axes, b_axes = (np.atleast_1d(np.asarray(v, dtype=object)).tolist() for v in axes)
         if len(a_axes) != len(b_axes):
             raise shape_error(f"tensordot: axes {axes!r} pair {len(a_axes)} axes of a with "

@@ -7,7 +7,7 @@ The softmax family subtracts the (gradient-stopped) max or uses softplus, so inp
 
 import numpy as np
 
-from srcxform.core.aval import Aval, broadcast_shapes
+from srcxform.core.aval import Aval, broadcast_shapes, normalize_axis
 from srcxform.core.dtypes import promote
 from srcxform.core.errors import shape_error
 from srcxform.ops.elementwise import (
@@ -25,6 +25,7 @@ from srcxform.core.tensor import Value, as_value
 def softmax(logits, axis=-1, name=None):
     """exp(x) / sum(exp(x)) along `axis`, shifted by the max (tf.nn.softmax)."""
     x = as_value(logits, "softmax")
+    axis = normalize_axis(axis, x.ndim, "softmax")
     e = exp(x - stop_gradient(reduce_max(x, axis=axis, keepdims=True)))
     return e / reduce_sum(e, axis=axis, keepdims=True)
 
@@ -33,7 +34,8 @@ def log_softmax(logits, axis=-1, name=None):
     """x - logsumexp(x) along `axis` (tf.nn.log_softmax), as TensorFlow's kernel computes
     it: shifted = x - max(x), then shifted - log(sum(exp(shifted))), so that an inf logit
     makes its whole row NaN there as well."""
-    shifted, log_total = _shifted(as_value(logits, "log_softmax"), axis)
+    x = as_value(logits, "log_softmax")
+    shifted, log_total = _shifted(x, normalize_axis(axis, x.ndim, "log_softmax"))
     return shifted - log_total
 
 
@@ -48,7 +50,8 @@ def softmax_cross_entropy_with_logits(labels, logits, axis=-1, name=None):
     TensorFlow's kernel does, labels * (log_total - shifted): a loss of 0 is +0, not -0."""
     x = as_value(logits, "softmax_cross_entropy_with_logits")
     z = _labels(labels, x, "softmax_cross_entropy_with_logits")
-    shifted, log_total = _shifted(x, axis)
+    shifted, log_total = _shifted(x, normalize_axis(axis, x.ndim,
+                                                    "softmax_cross_entropy_with_logits"))
     return reduce_sum(multiply(z, log_total - shifted), axis=axis)
 
 

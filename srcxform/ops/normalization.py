@@ -16,7 +16,7 @@ def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):
     """x / sqrt(max(sum(x**2, axis), epsilon)) (tf.math.l2_normalize): a norm below
     sqrt(epsilon) is taken as sqrt(epsilon), so zeros stay zeros."""
     x = as_value(x, "l2_normalize")
-    axis = dim if axis is None else axis
+    axis = normalize_axes(dim if axis is None else axis, x.ndim, "l2_normalize")
     square_sum = reduce_sum(x * x, axis=axis, keepdims=True)
     return x * rsqrt(maximum(square_sum, epsilon))
 

@@ -8,7 +8,7 @@ starting from `init`.
 
 import numpy as np
 
-from srcxform.core.aval import size
+from srcxform.core.aval import normalize_axes, size
 from srcxform.core.errors import DtypeArgumentError
 from srcxform.ops.elementwise import (
     cast,
@@ -189,7 +189,8 @@ def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
 
 def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
     """log(sum(exp(x))) over `axis`, shifted by the max so large inputs stay finite."""
-    x, params = reduce_params(input_tensor, axis, keepdims, "reduce_logsumexp")
+    x, params = reduce_params(_float_input(input_tensor, "reduce_logsumexp"), axis, keepdims,
+                              "reduce_logsumexp")
     top = stop_gradient(reduce_max_p.bind(x, axis=params["axis"], keepdims=True))
     top = where(is_finite(top), top, 0)
     total = log(reduce_sum_p.bind(exp(x - top), axis=params["axis"], keepdims=True)) + top
@@ -202,6 +203,7 @@ def reduce_variance(input_tensor, axis=None, keepdims=False, name=None):
     """The mean squared deviation from the mean over `axis`, for floats
     (tf.math.reduce_variance)."""
     x = _float_input(input_tensor, "reduce_variance")
+    axis = normalize_axes(axis, x.ndim, "reduce_variance")
     deviations = x - reduce_mean(x, axis=axis, keepdims=True)
     return reduce_mean(deviations * deviations, axis=axis, keepdims=keepdims)
 
@@ -209,13 +211,15 @@ def reduce_variance(input_tensor, axis=None, keepdims=False, name=None):
 def reduce_std(input_tensor, axis=None, keepdims=False, name=None):
     """sqrt(reduce_variance(x)) (tf.math.reduce_std); its gradient is NaN where the
     variance is 0, as TensorFlow's."""
-    return sqrt(reduce_variance(_float_input(input_tensor, "reduce_std"), axis, keepdims))
+    x = _float_input(input_tensor, "reduce_std")
+    return sqrt(reduce_variance(x, normalize_axes(axis, x.ndim, "reduce_std"), keepdims))
 
 
 def reduce_euclidean_norm(input_tensor, axis=None, keepdims=False, name=None):
     """sqrt(sum(x * x)) over `axis` (tf.math.reduce_euclidean_norm); NaN gradient where
     the norm is 0, as TensorFlow's. Integers give the truncated norm, as TensorFlow."""
     x = as_value(input_tensor, "reduce_euclidean_norm")
+    axis = normalize_axes(axis, x.ndim, "reduce_euclidean_norm")
     total = reduce_sum(x * x, axis=axis, keepdims=keepdims)
     if x.dtype.kind == "f":
         return sqrt(total)

@@ -186,7 +186,13 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
     ids = as_value(indices, "one_hot")
     if ids.dtype.kind not in "iu":
         raise TypeError(f"one_hot: indices must be integers, got {ids.aval.short()}")
-    depth = as_index(size_argument(depth))
+    depth = size_argument(depth)
+    try:
+        if isinstance(depth, (bool, np.bool_)):
+            raise TypeError
+        depth = as_index(depth)
+    except TypeError:
+        raise TypeError(f"one_hot: depth must be an int, got {depth!r}") from None
     if negative(depth):
         raise ValueError(f"one_hot: depth must be 0 or more, got {depth}")
     axis = -1 if axis is None else axis_index(axis, axis, "one_hot")
