@@ -62,7 +62,7 @@ def _checked_rate(rate, x):
     if isinstance(rate, _numbers.Real) and not isinstance(rate, bool):
         if not 0 <= rate < 1:
             raise ValueError(f"dropout: rate must be a number in [0, 1), got {rate!r}")
-        return rate
+        return float(rate)  # a NumPy float64 made float32 x float64
     try:
         value = _as_value(rate, "dropout")
     except TypeError:

@@ -294,7 +294,10 @@ class Optimizer:
     def _current_learning_rate(self):
         if self._schedule is not None:
             lr = self._schedule(self._iterations)
-            return _ops.convert_to_tensor(lr) if not isinstance(lr, Value) else lr
+            # A number as float64, as a fixed rate is: float32 moved float64 parameters by
+            # 0.1's float32 rounding.
+            return lr if isinstance(lr, Value) else _ops.convert_to_tensor(
+                np.float64(_number(lr, "learning_rate")))
         return self._learning_rate.read_value()
 
     def _step(self, dtype):

@@ -20,11 +20,11 @@ from srcxform.core import recording
 from srcxform.core.aval import size
 from srcxform.core.dtypes import as_dtype, float32
 from srcxform.core.errors import TracingError, user_line
-from srcxform.ops.elementwise import cast
+from srcxform.ops.elementwise import cast, where
 from srcxform.ops.random import philox_p
 from srcxform.ops.selection import argsort
 from srcxform.ops.shape import gather, reshape, shape_argument
-from srcxform.core.tensor import Tensor, Variable, as_value
+from srcxform.core.tensor import Tensor, Variable, as_value, eager_tensor
 
 __all__ = ["Generator", "get_global_generator", "normal", "set_global_generator", "set_seed",
            "shuffle", "truncated_normal", "uniform"]
@@ -72,7 +72,7 @@ class Generator:
             state = copy_from.state
         if state is None:
             raise ValueError("Generator: give copy_from or state, or use from_seed")
-        counter, key = (int(v) for v in np.asarray(state, np.int64).reshape(2))
+        counter, key = _counter_and_key(state)
         self._counter = Variable(np.int64(counter), trainable=False, name="rng_counter")
         self._key = Variable(np.int64(key), trainable=False, name="rng_key")
         self._lock = threading.Lock()
@@ -117,7 +117,7 @@ class Generator:
         """Moves to `state` (a (counter, key) pair); draws from then on repeat those made
         from that state before."""
         self._non_deterministic = False
-        counter, key = (int(v) for v in np.asarray(state, np.int64).reshape(2))
+        counter, key = _counter_and_key(state)
         self._counter.assign(np.int64(counter))
         self._key.assign(np.int64(key))
 
@@ -137,33 +137,44 @@ class Generator:
 
     def normal(self, shape, mean=0.0, stddev=1.0, dtype=float32, name=None):
         """Normal values (tf.random.Generator.normal)."""
-        return _scaled(self._draw("normal", shape, _float(dtype, "normal"), "normal"),
-                       stddev, mean)
+        dtype = _float(dtype, "normal")
+        return _scaled(self._draw("normal", shape, dtype, "normal"),
+                       *_params((stddev, mean), dtype, "normal"))
 
     def truncated_normal(self, shape, mean=0.0, stddev=1.0, dtype=float32, name=None):
         """Normal values within two standard deviations of the mean: those outside are
         drawn again (tf.random.Generator.truncated_normal)."""
         dtype = _float(dtype, "truncated_normal")
         return _scaled(self._draw("truncated_normal", shape, dtype, "truncated_normal"),
-                       stddev, mean)
+                       *_params((stddev, mean), dtype, "truncated_normal"))
 
     def uniform(self, shape, minval=0, maxval=None, dtype=float32, name=None):
         """Uniform values in [minval, maxval) (tf.random.Generator.uniform): for floats
         maxval defaults to 1; integer dtypes (int32, int64) need maxval, and give
-        minval + (63 random bits mod (maxval - minval))."""
+        minval + (random bits mod (maxval - minval)): 63 bits, or 64 for an int64 range
+        wider than 2**63."""
         dtype = as_dtype(dtype)
         if dtype.kind == "f":
             unit = self._draw("uniform", shape, dtype, "uniform")
-            maxval = 1 if maxval is None else maxval
-            return _scaled(unit, maxval - minval, minval)
+            low, high = _params((minval, 1 if maxval is None else maxval), dtype, "uniform")
+            return _scaled(unit, high - low, low)
         if dtype not in (np.int32, np.int64):
             raise TypeError(f"uniform: dtype must be a float or int32/int64, got {dtype.name}")
         if maxval is None:
             raise ValueError("uniform: an integer dtype needs maxval (TensorFlow's rule)")
-        if isinstance(minval, int) and isinstance(maxval, int) and maxval <= minval:
-            raise ValueError(f"uniform: need minval < maxval, got [{minval}, {maxval})")
-        bits = self._draw("integers", shape, np.dtype(np.int64), "uniform")
-        return cast(bits % (maxval - minval) + minval, dtype)
+        low, high = (as_value(v, "uniform") for v in (minval, maxval))
+        if any(v.dtype.kind not in "iu" or v.ndim for v in (low, high)):
+            raise TypeError(f"uniform: an integer draw's minval and maxval must be integer "
+                            f"scalars, got {low.aval.short()} and {high.aval.short()}")
+        if eager_tensor(low) and eager_tensor(high) and high._array <= low._array:
+            raise ValueError(f"uniform: need minval < maxval, got [{low._array}, {high._array})")
+        # The range as unsigned (maxval - minval wrapped in int32 or int64); an empty one,
+        # known only at run time, is 0: its mod raises, as TensorFlow does.
+        unsigned = [cast(cast(v, np.int64), np.uint64) for v in (low, high)]
+        span = where(high > low, unsigned[1] - unsigned[0], np.uint64(0))
+        bits = self._draw("bits", shape, np.dtype(np.uint64), "uniform")
+        offset = where(span > np.uint64(2**63), bits % span, bits // np.uint64(2) % span)
+        return cast(cast(unsigned[0] + offset, np.int64), dtype)
 
     def split(self, count=1):
         """`count` new Generators, keyed by draws from this one (eager only)."""
@@ -174,11 +185,29 @@ class Generator:
         return [Generator(state=(0, key), alg=None) for key in keys]
 
 
+def _counter_and_key(state):
+    """A state's (counter, key): srcxform's pair, or TensorFlow's Philox state (counter's
+    low and high words, key), whose counter must fit in one word here."""
+    words = [int(v) for v in np.asarray(state, np.int64).ravel()]
+    if len(words) == 3 and words[1] == 0:
+        return words[0], words[2]
+    if len(words) != 2:
+        raise ValueError(f"Generator: a state is (counter, key), or TensorFlow's (counter, 0, "
+                         f"key), got {state!r}")
+    return words[0], words[1]
+
+
 def _float(dtype, op):
     dtype = as_dtype(dtype)
     if dtype.kind != "f":
         raise TypeError(f"{op}: dtype must be a float dtype, got {dtype.name}")
     return dtype
+
+
+def _params(values, dtype, op):
+    """A draw's mean and scale, or bounds, of its dtype (TensorFlow converts them so: a
+    float64 NumPy scalar made float32 draws float64); Python numbers as they are."""
+    return [v if type(v) in (int, float) else cast(as_value(v, op), dtype) for v in values]
 
 
 def _is(value, number):
@@ -236,8 +265,13 @@ def set_seed(seed):
     from `seed`, and each op-level seed's stream from (seed, op seed). They are reset in
     place, so compiled functions see the new state too."""
     global _global_seed
-    _global_seed = int(seed)
-    _global_generator.reset_from_seed(seed)
+    if seed is None:  # TensorFlow's: draws unseeded again
+        _global_seed = None
+        _global_generator.reset((0, secrets.randbits(63)))
+        _global_generator._non_deterministic = True
+    else:
+        _global_seed = int(seed)
+        _global_generator.reset_from_seed(seed)
     with _seeded_lock:
         for op_seed, generator in _seeded.items():
             generator.reset_from_seed(_op_seed(op_seed))

@@ -146,6 +146,12 @@ def _looped(fn, args, kwargs, axes, out_axes):
         try:
             return fn(*full, **rows[-1])
         except AssignInRegion as error:
+            if error.draw:
+                raise TracingError(
+                    f"{error.where}\n  vmap: {_name(fn)} draws random numbers (srcxform."
+                    "random, nn.dropout) in each lane, which a compiled vmap cannot: draw a "
+                    "batch of them before the vmap and map over it, or vmap the function "
+                    "eagerly") from None
             raise TracingError(
                 f"{error.where}\n  vmap: {_name(fn)} assigns Variable "
                 f"{error.variable!r} in each lane; the lanes of a vmap are independent "

@@ -37,8 +37,11 @@ BUDGET = {
     # settings a process runs with (issue 34 asks the BLAS choice be reported there);
     # +30: tf.switch_case, a chain of conds where its index is known at run time only;
     # +20: has_aux for jacfwd, jacrev, jacobian and hessian (JAX's; helper 81);
-    # +5: tf.math.l2_normalize (TensorFlow's name; only tf.nn's existed)
-    ".": 3195,
+    # +5: tf.math.l2_normalize (TensorFlow's name; only tf.nn's existed); +35: integer
+    # uniform over an unsigned range (tensor bounds wrapped), draw parameters of the
+    # draw's dtype, set_seed(None), TensorFlow's Philox state, a draw under vmap named
+    # (helpers 95, 96)
+    ".": 3230,
     # +180: explain's zero, trap and custom_gradient probes; the eager NaN rule; +20: a
     # compiled tape.jacobian's hook to jacobians.py; +30: debug_nans judges only the
     # cotangents a backward pass uses (nan_checks.Holding); +10: output_gradients are
@@ -205,8 +208,9 @@ BUDGET = {
     # an if's Python-number result stays one (it was a float64 tensor, spreading float64);
     # +10: a branch's Python number beside the other's tensor or number (helper 76);
     # +20: a loop's carry and an if's result are what its body or branches give eagerly
-    # (a Python number made a weak Tensor came back a float; helper 92)
-    "passes": 1495,
+    # (a Python number made a weak Tensor came back a float; helper 92); +10: a draw in a
+    # compiled loop or branch says so (it named the Generator's counter; helper 95)
+    "passes": 1505,
     # +10: put_lane, so vmap's prange lanes run on threads; +50: concatenate, slice copies
     # and transposes that compile nothing per kernel (issue 28: ht's first calls); +35:
     # stacked rows copied by cached cores (rows n = 10's first call 1.8 -> 0.9 s); +30:

@@ -721,3 +721,12 @@ def test_a_copied_optimizer_keeps_its_slots_for_the_copied_parameters(copied):
     step(w2, opt2)
     np.testing.assert_array_equal(w2.numpy(), w.numpy())
     assert opt2.iterations.numpy() == opt.iterations.numpy() == 3
+
+
+def test_a_schedule_giving_a_python_float_moves_float64_parameters_by_it():
+    """The schedule's 0.1 became a float32 tensor: w = 1 moved to 0.8999999985098839
+    (helper 95); a fixed rate of 0.1 gave 0.9."""
+    w = tf.Variable(1.0, dtype=tf.float64)
+    tf.keras.optimizers.SGD(lambda iterations: 0.1).apply_gradients(
+        [(tf.constant(1.0, tf.float64), w)])
+    assert w.numpy().item() == 0.9

@@ -337,6 +337,79 @@ def test_bad_arguments_raise():
         tf.differentiable(_splits)(np.ones(2))
 
 
+@pytest.mark.parametrize("low, high, dtype", [
+    (-2**31, 2**31 - 1, tf.int32), (-2_000_000_000, 2_000_000_000, tf.int32),
+    (-2**62, 2**62, tf.int64), (-2**63, 2**63 - 1, tf.int64), (3, 7, tf.int32)])
+def test_integer_uniform_stays_in_its_range_wider_than_the_dtype(low, high, dtype):
+    """maxval - minval wrapped in the bounds' dtype where they were tensors: every draw
+    was minval, or outside [minval, maxval); a full int64 range raised from mod (helper
+    95). Python-int and tensor bounds, eager and compiled, give the same draws."""
+    compiled = Generator.from_seed(5)
+    draw = tf.differentiable(lambda lo, hi: compiled.uniform((4000,), lo, hi, dtype), wrt=())
+    bounds = tf.constant(low, dtype), tf.constant(high, dtype)
+    draws = [Generator.from_seed(5).uniform((4000,), low, high, dtype).numpy(),
+             Generator.from_seed(5).uniform((4000,), *bounds, dtype).numpy(),
+             np.asarray(draw(*(b.numpy() for b in bounds)))]
+    for d in draws:
+        np.testing.assert_array_equal(d, draws[0])
+    assert low <= draws[0].min() and draws[0].max() < high
+    quarter = (high - low) // 4  # each quarter of the range is drawn about 1000 times
+    counts = np.histogram(draws[0].astype(float), [low + k * quarter for k in range(5)])[0]
+    assert counts.min() > 850, counts
+
+
+def test_an_empty_integer_range_of_tensors_raises():
+    """TensorFlow raises; from tensors it drew values in (minval - 2, minval] (helper 95).
+    Compiled, where the bounds are known at run time only, its mod by 0 raises."""
+    g = Generator.from_seed(0)
+    with pytest.raises(ValueError, match=r"need minval < maxval, got \[5, 3\)"):
+        g.uniform((4,), tf.constant(5), tf.constant(3), tf.int32)
+    draw = tf.differentiable(lambda lo, hi: g.uniform((4,), lo, hi, tf.int32), wrt=())
+    with pytest.raises(ZeroDivisionError):
+        draw(np.int32(5), np.int32(5))
+
+
+def test_draw_parameters_take_the_draws_dtype():
+    """A NumPy float64 mean, stddev, bound, dropout rate or label smoothing made float32
+    results float64; a list bound raised a raw TypeError (helper 95)."""
+    g = Generator.from_seed(0)
+    x = tf.ones(4)
+    assert {g.normal((2,), mean=np.float64(1.0)).dtype, g.normal((2,), stddev=np.array(2.0)).dtype,
+            g.truncated_normal((2,), mean=np.float64(1.0)).dtype,
+            g.uniform((2,), maxval=np.float64(3.0)).dtype, tf.nn.dropout(x, np.float64(0.5)).dtype,
+            tf.keras.losses.binary_crossentropy(x * 0.5, x * 0.3, label_smoothing=np.float64(0.1)).dtype,
+            tf.keras.losses.categorical_crossentropy(x * 0.5, x * 0.3,
+                                                     label_smoothing=np.float64(0.1)).dtype,
+            } == {tf.float32}
+    draws = g.uniform((3000, 3), maxval=[5.0, 15.0, 25.0]).numpy()
+    np.testing.assert_allclose(draws.max(0), [5.0, 15.0, 25.0], rtol=0.01)
+
+
+def test_tensorflows_seed_and_state_forms():
+    """set_seed(None) and TensorFlow's three-word Philox state raised raw errors (helper 95)."""
+    tf.random.set_seed(None)
+    assert tf.random.uniform((2,)).shape == (2,)
+    assert tf.random.Generator.from_state([5, 0, 77]).state.numpy().tolist() == [5, 77]
+    with pytest.raises(ValueError, match="counter, 0, key"):
+        tf.random.Generator.from_state([5, 1, 77])
+
+
+def test_a_draw_in_a_compiled_loop_or_vmap_says_so():
+    """Both said a Variable 'rng_counter:0' was assigned, which the user never made, and
+    vmap's told them to assign after the vmap (helper 96)."""
+    def loop(x):
+        s = 0.0
+        while s < x[0]:
+            s = s + tf.reduce_sum(tf.nn.dropout(x, 0.5))
+        return s
+
+    with pytest.raises(tf.TracingError, match="a random draw .* inside a compiled loop"):
+        tf.differentiable(loop)(np.ones(3))
+    noisy = tf.differentiable(lambda a: a + tf.random.uniform(()))
+    with pytest.raises(tf.TracingError, match="<lambda> draws random numbers"):
+        tf.vmap(noisy)(np.zeros(3))
+
+
 def test_a_generator_copies_and_pickles_at_its_state():
     import copy
     import pickle

@@ -61,9 +61,15 @@ def uniform(counter, key, count, digits):
 
 
 def integers(counter, key, count):
-    """Uniform non-negative int64 values (63 random bits)."""
+    """Uniform non-negative int64 values (63 random bits: bits' shifted right by one)."""
     w0, w1, _, _ = blocks(_counters(counter, count), key, 0)
     return (((w0 << _HALF) | w1) >> np.uint64(1)).astype(np.int64)
+
+
+def bits(counter, key, count):
+    """Uniform uint64 values (64 random bits)."""
+    w0, w1, _, _ = blocks(_counters(counter, count), key, 0)
+    return (w0 << _HALF) | w1
 
 
 def normal(counter, key, count):

@@ -56,7 +56,8 @@ def binary_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, 
     y_true, y_pred = _pair(y_true, y_pred)
     _check_same_shape(y_true, y_pred, "binary_crossentropy")
     if label_smoothing:
-        y_true = y_true * (1.0 - label_smoothing) + 0.5 * label_smoothing
+        smoothing = ops.cast(label_smoothing, y_pred.dtype)  # Keras's: a float64 made float64
+        y_true = y_true * (1.0 - smoothing) + 0.5 * smoothing
     if from_logits:
         elementwise = ops.sigmoid_cross_entropy_with_logits(labels=y_true, logits=y_pred)
     else:
@@ -77,7 +78,8 @@ def categorical_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=
     _check_same_shape(y_true, y_pred, "categorical_crossentropy")
     if label_smoothing:
         classes = ops.cast(ops.shape(y_true)[-1], y_pred.dtype)
-        y_true = y_true * (1.0 - label_smoothing) + label_smoothing / classes
+        smoothing = ops.cast(label_smoothing, y_pred.dtype)
+        y_true = y_true * (1.0 - smoothing) + smoothing / classes
     if from_logits:
         return ops.softmax_cross_entropy_with_logits(labels=y_true, logits=y_pred, axis=axis)
     p = y_pred / ops.reduce_sum(y_pred, axis=axis, keepdims=True)

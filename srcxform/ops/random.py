@@ -15,8 +15,10 @@ from srcxform.core.aval import Aval
 from srcxform.core.primitive import primitive
 
 # What a draw gives: uniform in [0, 1), standard normal, standard normal within 2 of 0
-# (floats, of the draw's dtype), or uniform non-negative int64s with 63 random bits.
-DISTRIBUTIONS = ("uniform", "normal", "truncated_normal", "integers")
+# (floats, of the draw's dtype), uniform non-negative int64s with 63 random bits, or
+# uniform uint64s (all 64 bits; their halves are the integers).
+DISTRIBUTIONS = ("uniform", "normal", "truncated_normal", "integers", "bits")
+_INTEGERS = {"integers": np.dtype(np.int64), "bits": np.dtype(np.uint64)}
 
 
 def _philox_shape(counter, key, *, count, dist, dtype):
@@ -27,7 +29,7 @@ def _philox_shape(counter, key, *, count, dist, dtype):
         raise ValueError(f"cannot draw a negative number ({count}) of values")
     if dist not in DISTRIBUTIONS:
         raise ValueError(f"unknown distribution {dist!r}")
-    if dtype != np.int64 if dist == "integers" else dtype.kind != "f":
+    if dtype != _INTEGERS[dist] if dist in _INTEGERS else dtype.kind != "f":
         raise TypeError(f"a {dist} draw cannot be of dtype {dtype.name}")
     return Aval((count,), dtype)
 

@@ -207,8 +207,15 @@ class AssignInRegion(TracingError):
     """A Variable assigned inside a compiled loop body or branch (vmap names its own)."""
 
     def __init__(self, where, variable):
-        super().__init__(f"{where}\n  assigning a Variable inside a compiled loop body or "
-                         f"branch ({variable}): return the new value from it and assign after")
+        # A Generator's draw advances its counter, a Variable (srcxform.random).
+        self.draw = variable.startswith("rng_counter")
+        super().__init__(
+            f"{where}\n  a random draw (srcxform.random, nn.dropout) inside a compiled loop "
+            f"body or branch, which would advance its Generator there: draw every "
+            f"iteration's values before it (one draw of shape (n, ...)) and index them" if
+            self.draw else
+            f"{where}\n  assigning a Variable inside a compiled loop body or branch "
+            f"({variable}): return the new value from it and assign after")
         self.where, self.variable = where, variable
 
 

@@ -16,5 +16,6 @@ for _function in philox.INTERNALS:
 
 uniform = helper(philox.uniform)
 integers = helper(philox.integers)
+bits = helper(philox.bits)
 normal = helper(philox.normal)
 truncated_normal = helper(philox.truncated_normal)
