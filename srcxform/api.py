@@ -401,7 +401,8 @@ class Differentiable:
         shapes = array_shapes(leaves)
         for kernel in candidates:
             general = kernel.general
-            if (not kernel.guards or kernel.admits(kernel.arguments(leaves))) and \
+            if kernel.conv.admits_variables(leaves) and \
+                    (not kernel.guards or kernel.admits(kernel.arguments(leaves))) and \
                     compiler.right_for(kernel, shapes, trace):
                 if kernel.general and not general:  # its entries passed other shapes on
                     self._drop([])

@@ -221,3 +221,52 @@ def test_a_variable_assigned_an_argument_owns_a_copy_at_every_call():
         _assigns_its_argument(x)
         x[0] = 100.0
         np.testing.assert_array_equal(_ASSIGNED.numpy(), np.full(3, float(k)))
+
+
+_COUNTER = tf.Variable(1.0)
+_PARAMS = [tf.Variable(2.0), tf.Variable(3.0)]
+
+
+def test_a_kernel_is_used_only_for_variables_alike_to_its_traces():
+    """A kernel read and wrote each Variable object its trace saw once: traced on
+    alias(a, a), alias(b, c) incremented c (and returned 6.0); traced on count(_COUNTER),
+    count(other) incremented other, not _COUNTER; traced on count(other) first,
+    count(_COUNTER) returned the value from before the increment (helper 97). Each order,
+    each form, through the slow path and then the warm entry, and new Variables each
+    call (one kernel serves them all)."""
+    def alias(p, q):
+        p.assign_add(1.0)
+        return q * 1.0
+
+    def count(v):
+        _COUNTER.assign_add(1.0)
+        return v * 1.0
+
+    def listed(w, x):
+        _PARAMS[0].assign(_PARAMS[0] * 2.0)
+        return w * x * _PARAMS[1]
+
+    for compiled in (tf.function, tf.differentiable):
+        for first_aliased in (True, False):
+            f = compiled(alias)
+            for k in range(6):
+                if (k % 2 == 0) == first_aliased:
+                    a = tf.Variable(0.0)
+                    assert float(f(a, a)) == 1.0 == float(a.numpy())
+                else:
+                    b, c = tf.Variable(0.0), tf.Variable(5.0)
+                    assert float(f(b, c)) == 5.0 and (b.numpy(), c.numpy()) == (1.0, 5.0)
+            g = compiled(count)
+            for k in range(6):
+                before = float(_COUNTER.numpy())
+                if (k % 2 == 0) == first_aliased:
+                    assert float(g(_COUNTER)) == before + 1
+                else:
+                    other = tf.Variable(10.0)
+                    assert float(g(other)) == 10.0 == float(other.numpy())
+                assert float(_COUNTER.numpy()) == before + 1
+    h = tf.differentiable(listed)
+    for k in range(4):
+        _PARAMS[0].assign(2.0)
+        w = _PARAMS[0] if k % 2 == 0 else tf.Variable(2.0)
+        assert h.value_and_grad(w, 1.5) == ((18.0 if k % 2 == 0 else 9.0), 4.5)

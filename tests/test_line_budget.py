@@ -40,8 +40,8 @@ BUDGET = {
     # +5: tf.math.l2_normalize (TensorFlow's name; only tf.nn's existed); +35: integer
     # uniform over an unsigned range (tensor bounds wrapped), draw parameters of the
     # draw's dtype, set_seed(None), TensorFlow's Philox state, a draw under vmap named
-    # (helpers 95, 96)
-    ".": 3230,
+    # (helpers 95, 96); +5: a kernel only for Variable arguments alike to its trace's
+    ".": 3235,
     # +180: explain's zero, trap and custom_gradient probes; the eager NaN rule; +20: a
     # compiled tape.jacobian's hook to jacobians.py; +30: debug_nans judges only the
     # cotangents a backward pass uses (nan_checks.Holding); +10: output_gradients are
@@ -90,7 +90,9 @@ BUDGET = {
     # +5: a dict key that is no literal is a named constant (a SyntaxError, helper 67)
     # +5 (session 33): a Variable assigned a returned output owns a copy (it shared the
     # caller's array, helper 90)
-    "codegen": 2490,
+    # +40: the identities of Variable arguments, a kernel's and its warm entry's tests of
+    # them (a kernel traced on f(a, a) assigned c for f(b, c); helper 97)
+    "codegen": 2530,
     # +310: branches.py (explain), signature.py (the argument rules); +5 joins; +5 spans
     # (a concat's, once for lowering and its VJP: codegen and ops shrank as much); +10: a
     # primitive's batching rule (vector mode, issue 32); +10: the identity's rows as a
@@ -157,7 +159,9 @@ BUDGET = {
     # +5: explain's wrt checked as grad's (a raw IndexError, helper 78); +5: an array
     # argument tf.function returns as it is comes back a Tensor (helper 81); +10
     # (session 33): an SRCXFORM_SLOW_COMPILE that is no number warns (a raw ValueError)
-    "jit": 2010,
+    # +15: a Variable argument the function also reaches by itself is that object
+    # (helper 97)
+    "jit": 2025,
     "keras": 160,
     # +20: the cache's ledger appended and rewritten under a lock (a rewrite lost counts
     # appended meanwhile, and the cache outgrew its limit); +25: a ledger that is a link,

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from srcxform.core.tensor import Variable
 from srcxform.core.tree import tree_unflatten
 
 FORMS = ("value", "grad", "value_and_grad")
@@ -59,6 +60,20 @@ class Convention:
     # tf.function's rules (core/signature.py's TF_RULES): a Python float argument is
     # static, an array a tensor.
     tf_rules: bool = False
+    # Where the kernel reads or assigns Variables: which Variable argument leaves were one
+    # object at the trace, and which were Variables it captured (variable_identities). A
+    # call must have the same: the kernel reads and writes each object once.
+    identities: tuple = ()
+
+    def captured_variables(self):
+        """The Variables the kernel captured (not argument leaves), in order, once each."""
+        return list({id(v): v for v in self.variables + self.writes
+                     if not isinstance(v, int)}.values())
+
+    def admits_variables(self, leaves):
+        """Whether a call's Variable argument leaves are alike to the kernel's trace."""
+        return not self.identities or \
+            variable_identities(leaves, self.captured_variables()) == self.identities
 
     @property
     def inputs(self):
@@ -113,3 +128,15 @@ def form_result(form, single, value, grads, has_aux=False):
     if form == "grad":
         return (grad, value) if has_aux else grad
     return value, grad
+
+
+def variable_identities(leaves, captured):
+    """For each Variable among the leaves, in order: the index of the first leaf that is
+    the same object, or -1 - k where it is the k-th of `captured` (a kernel's own)."""
+    first, found = {}, []
+    for i, leaf in enumerate(leaves):
+        if isinstance(leaf, Variable):
+            k = next((k for k, c in enumerate(captured) if c is leaf), None)
+            found.append(first.setdefault(id(leaf), i) if k is None else -1 - k)
+    return tuple(found)
+

@@ -30,6 +30,7 @@ from srcxform.codegen.exprs import name_ast
 from srcxform.core.dims import render
 from srcxform.core.signature import ArgumentTests, failing, guard, kernel_expr
 from srcxform.core.tree import tree_flatten
+from srcxform.core.tensor import Variable
 
 
 def _buffer_shapes(conv, size, shape_names):
@@ -73,6 +74,28 @@ class _EntryWriter(ArgumentTests):
 # rather than allocating: nobody can see the difference. The pair is the array and its
 # shape, read and replaced at once: a call in another thread that replaces the array
 # between this call's tests cannot pair it with the other array's shape.
+
+
+def _identity_tests(conv, w, leaves):
+    """Tests that the call's Variable argument leaves are alike to the trace's
+    (Convention.identities): each the same object as the leaf or captured Variable it
+    was, and the others distinct from each other and from the captured ones."""
+    captured, own = conv.captured_variables(), []
+    variables = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Variable)]
+    for i, token in zip(variables, conv.identities):
+        if token < 0:
+            w.fails(f"{w.names[i]} is not {w.constant(captured[-1 - token])}")
+        elif token != i:
+            w.fails(f"{w.names[i]} is not {w.names[token]}")
+        else:
+            own.append(w.names[i])
+    if captured and own:
+        ids = w.constant(frozenset(id(v) for v in captured))
+        for name in own:
+            w.fails(f"id({name}) in {ids}", "a Variable the kernel captured")
+    if len(own) > 1:
+        w.fails(f"len({{{', '.join(f'id({name})' for name in own)}}}) != {len(own)}",
+                "one Variable passed twice")
 
 
 def in_module(entries):
@@ -121,6 +144,7 @@ def emit(conv, consts, probes, name, args, sole, keywords=True, check=False, exa
         kernel_args.append(kernel_expr(v, variable))
         if variable.ndim and not isinstance(source, int):  # a leaf's is tested with it
             w.layout(f"{v}._array", variable.dtype, fixed=True)
+    _identity_tests(conv, w, leaves)
     for c in consts:
         kernel_args.append(w.constant(c))
         w.captured_layout(kernel_args[-1], c)

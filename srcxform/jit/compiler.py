@@ -18,7 +18,7 @@ from srcxform import numba_adapter
 from srcxform.core import settings, signature
 from srcxform.jit import backend, captures, index
 from srcxform.passes import reroll
-from srcxform.codegen.callconv import Convention
+from srcxform.codegen.callconv import Convention, variable_identities
 from srcxform.codegen import callpath, entry
 from srcxform.codegen import generate as generate_source
 from srcxform.codegen.exprs import size_label
@@ -77,6 +77,9 @@ def trace_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel,
         tuple(program.sizes), outs, (), traced.trees, traced.returns, traced.guards,
         isinstance(wrt, int), as_eager, traced.leaf_names, traced.in_names,
         traced.out_names, has_aux, tf_rules)
+    if draft.variables or draft.writes:
+        draft = dataclasses.replace(draft, identities=variable_identities(
+            leaves, draft.captured_variables()))
     probes = captures.of_function(fn) + traced.probes
 
     def generate():
@@ -123,7 +126,7 @@ def load_indexed(fn, found, leaves, traced):
     digest = trace_digest(traced)
     for spec in index.load(found):
         kernel = Kernel(spec, None)
-        if spec.traced_as == digest and \
+        if spec.traced_as == digest and spec.conv.admits_variables(leaves) and \
                 (not spec.conv.guards or kernel.admits(kernel.arguments(leaves))):
             compiled = backend.load(spec.source, spec.func_name, parallel=spec.parallel)
             return Kernel(spec, compiled, traced=traced, probes=captures.of_function(fn),
@@ -259,8 +262,11 @@ def _trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux, tf_rule
         print(f"# traced\n{program}\n")
     program = optimize(program, check=check)
     # A Variable passed as an argument is found by its position at each call; one the
-    # function reaches by itself (a global, a closure, self) is the same object always.
-    position = {id(leaf): i for i, leaf in enumerate(leaves) if isinstance(leaf, Variable)}
+    # function reaches by itself (a global, a closure, self) is the same object always,
+    # and so is an argument that is also one of those (Convention.identities).
+    reached = _reached_variables(fn) if any(isinstance(v, Variable) for v in leaves) else ()
+    position = {id(leaf): i for i, leaf in enumerate(leaves)
+                if isinstance(leaf, Variable) and id(leaf) not in reached}
     variables = [position.get(id(v), v)
                  for v, _ in sorted(trace.variable_inputs(), key=lambda p: p[1])]
     writes = [position.get(id(v), v) for v, _ in writes]
@@ -271,6 +277,15 @@ def _trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux, tf_rule
                    tuple(trees), tuple(returns), tuple(guard_conditions(trace.guards)),
                    _probes(trace.captured), trace.created(returned), tuple(names),
                    in_names, out_names)
+
+
+def _reached_variables(fn):
+    """The ids of the Variables fn reaches by itself, as captures.py finds what it reads:
+    a global's, a closure's or an attribute's value, or an element of one (a list)."""
+    values = [probe.value for probe in captures.of_function(fn)]
+    values += [v for c in values if isinstance(c, (list, tuple)) for v in c]
+    values += [v for c in values if isinstance(c, dict) for v in c.values()]
+    return {id(v) for v in values if isinstance(v, Variable)}
 
 
 def _kernel_names(positions, args, names, program, traced, variables, writes, trees, returns):
