@@ -78,8 +78,8 @@ class _EntryWriter(ArgumentTests):
 
 def _identity_tests(conv, w, leaves):
     """Tests that the call's Variable argument leaves are alike to the trace's
-    (Convention.identities): each the same object as the leaf or captured Variable it
-    was, and the others distinct from each other and from the captured ones."""
+    (Convention.identities): each the object (a leaf or captured Variable) it was, or
+    distinct from the others and from the captured ones."""
     captured, own = conv.captured_variables(), []
     variables = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Variable)]
     for i, token in zip(variables, conv.identities):
