@@ -727,3 +727,22 @@ def test_explains_quiet_nan_checks_come_back_as_they_were_when_nested():
             assert CONTEXT.nans_quiet
         assert CONTEXT.nans_quiet  # reset to False before: the outer probe's NaNs raised
     assert not CONTEXT.nans_quiet
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: tf.reduce_sum(tf.nn.softmax(x)),
+    lambda x: tf.reduce_sum(x * 3.0) - tf.reduce_sum(x * 3.0),
+    lambda x: tf.reduce_sum(x - tf.reduce_mean(x)),
+])
+def test_a_zero_gradient_of_paths_that_cancel_blames_no_op(fn):
+    """Helper 97: these named reduce_sum, divide, multiply or subtract as ops of a zero
+    derivative, which none of them has: the input's uses cancel. An op is named only
+    where the cotangent it alone gives its input is 0."""
+    x = tf.constant([1.0, 2.0, 3.0])
+    with tf.GradientTape() as t:
+        t.watch(x)
+        y = fn(x)
+    np.testing.assert_allclose(t.gradient(y, x).numpy(), 0.0, atol=1e-6)
+    why = t.explain(y, x)
+    assert (why.kind, why.zeros, why.op, why.cut) == ("cancelled", (), None, None)
+    assert "whose contributions cancel" in str(why) and "path 1" in str(why)

@@ -38,7 +38,7 @@ def backprop(records, seeds, sources):
             # those: not a literal operand's, which a VJP computes too.
             with Holding() as holding:
                 cotangents = rec.vjp(g, out, *rec.inputs, **rec.params)
-                used = [(x, _made(ct, x)) for x, ct in zip(rec.inputs, cotangents)
+                used = [(x, cotangent_value(ct, x)) for x, ct in zip(rec.inputs, cotangents)
                         if ct is not None and x._id in live and x.dtype.kind == "f"]
                 holding.judge([ct for _, ct in used])
             for x, ct in used:
@@ -48,7 +48,7 @@ def backprop(records, seeds, sources):
     return {k: grads[k] for k in sources if k in grads}
 
 
-def _made(ct, x):
+def cotangent_value(ct, x):
     """The cotangent `ct` of x as a value."""
     if ct is ZERO:
         return ops.zeros_like(x)

@@ -14,18 +14,22 @@ from dataclasses import dataclass
 import numpy as np
 
 from srcxform import ops
-from srcxform.ad.backprop import backprop
+from srcxform.ad.backprop import backprop, cotangent_value, unbroadcast
 from srcxform.core import recording
 from srcxform.core.errors import source_line
 from srcxform.core.tensor import Variable, as_value, eager_tensor
 from srcxform.core.tree import tree_flatten, tree_unflatten
 
+# The kinds of a gradient that flows (the others say why it is None).
+_FLOWS = ("connected", "zero", "cancelled")
 # Each kind of explanation, with what to do about it.
 ADVICE = {
     "connected": "",
     "zero": "these ops have a zero derivative at these values (relu below 0, a where() "
             "selecting the other value, a product with 0, a clip at its bound): the "
             "gradient flows, and is 0 here",
+    "cancelled": "the gradient flows by several paths whose contributions cancel (the "
+                 "sum of a softmax is constant, x * 3 - x * 3 is 0): it is 0 here",
     "unwatched": "the tape never watched it: call tape.watch() on it inside the tape, or "
                  "make it a trainable Variable read inside the tape",
     "integer dtype": "an integer value carries no gradient: keep the computation in a float "
@@ -85,9 +89,10 @@ class Cut:
 @dataclass(frozen=True)
 class Explanation:
     """What tape.explain found. `kind` is "connected", "zero" (connected, but every element
-    of the gradient is 0 at these values), or the kind of the cut that makes the gradient
-    None; `file`, `line` and `op` are that cut's, or for "zero" the first op with a zero
-    derivative (None when connected); `cuts` are every cut met on the way (the first the
+    of the gradient is 0 at these values), "cancelled" (0 too, though no op on the way has
+    a zero derivative: the paths' contributions cancel), or the kind of the cut that makes
+    the gradient None; `file`, `line` and `op` are that cut's, or for "zero" the first op
+    with a zero derivative (None otherwise); `cuts` are every cut met on the way (the first the
     reason, when the gradient is None); `paths` the ways from source to target, each a
     tuple of Steps; `where_traps` the where()s on the way whose unselected side has a NaN
     or inf gradient (which the where turns into NaN); `zeros` the ops with a zero
@@ -104,7 +109,7 @@ class Explanation:
 
     @property
     def cut(self) -> Cut | None:
-        return self.cuts[0] if self.cuts and self.kind not in ("connected", "zero") else None
+        return self.cuts[0] if self.cuts and self.kind not in _FLOWS else None
 
     @property
     def _site(self) -> Step | None:
@@ -129,6 +134,10 @@ class Explanation:
         by = _count(self.path_count, "path")
         if self.kind == "connected":
             return "\n".join([head + f"connected, by {by}", *self._paths_text(),
+                              *self._lost_text()])
+        if self.kind == "cancelled":
+            return "\n".join([head + f"zero (connected by {by}, whose contributions cancel)",
+                              f"  {ADVICE['cancelled']}", *self._paths_text(),
                               *self._lost_text()])
         if self.kind == "zero":
             return "\n".join([head + f"zero (connected by {by}, and 0 at these values)",
@@ -197,11 +206,11 @@ def _explain_one(tape, target, source) -> Explanation:
     if reached & target_ids:
         paths, count = graph.paths(source._id, reached)
         traps = tuple(graph.where_traps(source._id, reached))
-        zeros = graph.zeroing_ops(source._id, reached, targets)
+        all_zero, zeros = graph.zeroing_ops(source._id, reached, targets)
         # The other branch of a condition loses nothing of a gradient that flows.
         cuts = tuple(c for c in cuts if c.kind != "branch not taken")
-        return Explanation("zero" if zeros else "connected", *shown, cuts, paths, count,
-                           traps, zeros)
+        kind = ("zero" if zeros else "cancelled") if all_zero else "connected"
+        return Explanation(kind, *shown, cuts, paths, count, traps, zeros)
     # The cut whose value reaches a target explains the None; one srcxform cannot follow
     # (a NumPy array, a branch not run) is the likeliest cause where none does, then one
     # that reaches a target only as a condition or an index.
@@ -358,23 +367,24 @@ class _Graph:
                     break
 
     def zeroing_ops(self, source_id, reached, targets):
-        """Where the gradient is connected and 0 in every element: the ops on the way whose
-        output's cotangent is nonzero somewhere their input's is 0 (a zero derivative at
-        these values), as Steps; () where the gradient is not all zeros."""
+        """Whether the gradient is connected and 0 in every element, and then the ops on
+        the way whose output's cotangent is nonzero somewhere the cotangent they alone give
+        their input is 0 (a zero derivative at these values), as Steps. None of them: the
+        paths' contributions cancel (the input's other uses give the rest)."""
         seeds = {t._id: ops.ones_like(t) for t in targets if t._id in reached}
         with _quietly():
             cots = backprop(self.records, seeds, list(reached))
         grad = cots.get(source_id)
         if not eager_tensor(grad) or np.any(grad._array != 0):
-            return ()
+            return False, ()
         found = []
         for k in sorted(self.passing):
             rec = self.records[k]
             outs = [cots.get(o._id) for o in _outs(rec)]
             if any(_nonzero(g) for g in outs) and any(
-                    _zeroed(outs, cots.get(rec.inputs[p]._id)) for p in self.passing[k]):
+                    _zeroed(outs, _own_cotangent(rec, outs, p)) for p in self.passing[k]):
                 found.append(_step(_op_name(rec.op), rec.origin))
-        return tuple(dict.fromkeys(found))
+        return True, tuple(dict.fromkeys(found))
 
 
 def _custom_nones(rec):
@@ -396,6 +406,15 @@ def _nan_where_unselected(records, branch, source_id, unselected):
         return False
     bad = ~np.isfinite(grad._array)
     return bool(np.any(bad & unselected if bad.shape == unselected.shape else bad))
+
+
+def _own_cotangent(rec, outs, p):
+    """The cotangent of rec's input p from rec alone, for its outputs' cotangents outs."""
+    g, out = (outs[0], rec.out) if rec.outs is None else (outs, rec.outs)
+    with _quietly():
+        ct = rec.vjp(g, out, *rec.inputs, **rec.params)[p]
+    return None if ct is None else unbroadcast(cotangent_value(ct, rec.inputs[p]),
+                                               rec.inputs[p])
 
 
 def _nonzero(g):
