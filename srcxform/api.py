@@ -111,6 +111,7 @@ class Differentiable:
         self._warm = {form: functools.partial(self._slow, form) for form in FORMS}
         self._chained = set()  # (kernel, form) pairs with an entry in self._warm's chain
         self._hits, self._misses, self._loaded = Counter(), 0, 0
+        self._traces = 0  # how often tracing ran the function's Python
         _LIVE.add(self)  # its warm entries are dropped when debug_nans changes
         self._bound = PerInstance()
         self._lock = threading.RLock()  # held finding or compiling a kernel, and chaining
@@ -395,6 +396,7 @@ class Differentiable:
 
         @functools.cache
         def trace():  # at most once a call: it runs the function's Python
+            self._traces += 1
             return compiler.trace_function(self._traced_fn(), self.wrt, kernel_form, args,
                                            kwargs, leaves, self.has_aux, self._tf_rules)
 

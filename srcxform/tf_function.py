@@ -82,8 +82,10 @@ class Function(api.Differentiable):
         return self._warm["value"](*args, **kwargs)
 
     def experimental_get_tracing_count(self) -> int:
-        """How many times the function has been traced in this process."""
-        return self.cache_info().misses
+        """How many times the function has been traced in this process (its Python run:
+        a kernel's first call at new shapes traces again to compare, as compiler.right_for
+        says)."""
+        return self._traces
 
     def _conformed(self, args, kwargs):
         """The arguments the input_signature covers as tensors of its specs (TypeError

@@ -59,13 +59,23 @@ def test_python_floats_are_constants_that_trace_again():
     for gamma in (2.0, 2.0, 3.0, 2.0):  # math.log of a traced float would raise
         np.testing.assert_allclose(float(f(x, gamma)), 3 * math.log(gamma))
     assert f.experimental_get_tracing_count() == 2
-    for n in (3, 5, 9):  # another size: the same kernel (TensorFlow would trace again)
-        f(np.ones(n), 2.0)
-    assert f.experimental_get_tracing_count() == 2
+    for n in (3, 5, 9):  # another size: the same kernel (TensorFlow would trace again),
+        f(np.ones(n), 2.0)  # whose first call there traces once more, to compare
+    assert f.experimental_get_tracing_count() == 3
     g = tf.function(lambda x, gamma: tf.reduce_sum(x) * gamma)
     for gamma in (2.0, 5.0):  # a NumPy scalar is a traced value, as in TensorFlow
         assert float(g(np.ones(3), np.float64(gamma))) == 3 * gamma
     assert g.experimental_get_tracing_count() == 1
+
+
+def test_the_tracing_count_counts_every_run_of_the_python(monkeypatch):
+    """It counted kernels: 2 where the Python had run 3 times (helper 97)."""
+    monkeypatch.delenv("SRCXFORM_CHECK", raising=False)  # no eager run to compare
+    calls = []
+    h = tf.function(lambda x: (calls.append(x.shape), x * 2.0)[1])
+    for shape in ((3,), (5,), (7,), (2, 2)):
+        h(np.ones(shape))
+    assert h.experimental_get_tracing_count() == len(calls) == 3
 
 
 def test_side_effects_run_when_traced(monkeypatch):
