@@ -76,8 +76,19 @@ class Function(api.Differentiable):
         return self._bound.get(obj, lambda: Function(
             self.fn.__get__(obj, objtype), self.input_signature, self.autograph))
 
+    def _through_class(self, args):
+        """Whether this is M.f(m, x), the method called through its class: then it runs
+        as m.f(x), as TensorFlow's (the warm entries send such a call on to _slow)."""
+        return bool(args) and \
+            getattr(type(args[0]), getattr(self.fn, "__name__", ""), None) is self
+
+    def _slow(self, form, *args, **kwargs):
+        if self._through_class(args):
+            return self.__get__(args[0], type(args[0]))(*args[1:], **kwargs)
+        return super()._slow(form, *args, **kwargs)
+
     def __call__(self, *args, **kwargs):
-        if self.input_signature is not None:
+        if self.input_signature is not None and not self._through_class(args):
             args, kwargs = self._conformed(args, kwargs)
         return self._warm["value"](*args, **kwargs)
 

@@ -144,3 +144,24 @@ def test_an_array_argument_is_a_tensor_inside_as_in_tensorflow():
         assert x.numpy().tolist() == [1.0, 1.0] and float(y) == 2.0
     t = tf.ones(2)
     assert tf.function(lambda x: x)(t) is t
+
+
+class _Scaled:
+    def __init__(self):
+        self.w = tf.Variable(2.0)
+
+    @tf.function
+    def times(self, a):
+        return a * self.w
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+    def thrice(self, a):
+        return a * 3.0
+
+
+def test_a_method_called_through_its_class_runs_as_bound():
+    # Helper 97: M.f(m, x) raised "cannot pass a _Scaled" (TensorFlow runs it).
+    m, x = _Scaled(), np.ones(2, np.float32)
+    for _ in range(2):  # the slow path, then the warm entries passing it on
+        assert _Scaled.times(m, x).numpy().tolist() == m.times(x).numpy().tolist() == [2, 2]
+        assert _Scaled.thrice(m, x).numpy().tolist() == [3, 3]
