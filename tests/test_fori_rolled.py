@@ -309,7 +309,7 @@ def test_value_leaked_from_a_rolled_body_raises():
         tf.fori_loop(0, 3, lambda i, v: kept.append(v * x) or v + 1.0, x)
         return tf.reduce_sum(kept[0])
 
-    with pytest.raises(TracingError, match="a value traced by another function"):
+    with pytest.raises(TracingError, match="loop body is used after its trace ended"):
         tf.differentiable(fn)(X)
 
 

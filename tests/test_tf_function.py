@@ -165,3 +165,19 @@ def test_a_method_called_through_its_class_runs_as_bound():
     for _ in range(2):  # the slow path, then the warm entries passing it on
         assert _Scaled.times(m, x).numpy().tolist() == m.times(x).numpy().tolist() == [2, 2]
         assert _Scaled.thrice(m, x).numpy().tolist() == [3, 3]
+
+
+def test_a_traced_value_kept_past_its_trace_raises_at_its_next_use():
+    # Helper 97: saved[0] + 1.0 and reduce_sum(saved[0]) returned Tracers, quietly, until
+    # a float() said "unknown while compiling".
+    saved = []
+
+    @tf.function
+    def keeps(x):
+        saved.append(x * 2.0)
+        return x + 1.0
+
+    keeps(np.ones(2))
+    for use in (lambda: saved[0] + 1.0, lambda: tf.reduce_sum(saved[0])):
+        with pytest.raises(tf.TracingError, match="used after its trace ended"):
+            use()
