@@ -16,7 +16,9 @@ block's best call. The libraries, each called from a Numba-compiled function on 
 - NumPy's OpenBLAS: the `cblas_dgemm` of the OpenBLAS NumPy's wheel bundles (64-bit
   integers), by address through ctypes;
 - MKL (PyTorch): the Fortran `dgemm_` of the MKL linked into PyTorch's libtorch_cpu, by
-  address, where PyTorch is installed (loading that library costs about half a second).
+  address, where PyTorch is installed (loading that library costs about half a second);
+- MKL (the `mkl` wheel): the same from the wheel's libmkl_rt, where `pip install mkl` put
+  it in this environment's lib/ (or at `--mkl PATH`), asked for one thread.
 
 Reference rows, not from Numba: NumPy's `np.dot` and PyTorch's `torch.mm`.
 """
@@ -57,15 +59,25 @@ def _numpy_cblas():
     return signature(ctypes.cast(symbol, _P).value)
 
 
-def _torch_mkl():
-    """The Fortran dgemm_ of the MKL in PyTorch's libtorch_cpu, or None."""
-    lib = _library("torch/lib/libtorch_cpu.so")
+def _mkl_dgemm(lib):
+    """The Fortran dgemm_ of an MKL library, or None."""
     if lib is None or not hasattr(lib, "mkl_get_max_threads"):
         return None
     return ctypes.CFUNCTYPE(None, *[_P] * 13)(ctypes.cast(lib.dgemm_, _P).value)
 
 
-def _products():
+def _wheel_mkl(path=None):
+    """The `mkl` wheel's libmkl_rt (at `path`, or in this environment's lib/), asked for
+    one thread, or None."""
+    found = [path] if path else glob.glob(os.path.join(sys.prefix, "lib", "libmkl_rt.so*"))
+    if not found:
+        return None
+    lib = ctypes.CDLL(found[0])
+    lib.MKL_Set_Num_Threads(1)
+    return lib
+
+
+def _products(mkl_path=None):
     """{name: f(a, b, out)} for every library found: a @ b, written into out (None
     returned) or returned."""
     import numba
@@ -93,30 +105,11 @@ def _products():
                   b.ctypes.data, n, 0.0, out.ctypes.data, n)
 
         products["NumPy's OpenBLAS"] = numpy_openblas
-    mkl = _torch_mkl()
-    if mkl is not None:
-        @numba.njit
-        def alive(*arrays):
-            """Nothing: a use of arrays whose addresses a call took, so that they outlive
-            it (Numba frees an array after its last use, and taking an address is not
-            one: MKL's first call, loading its kernels, reused their memory: NaNs)."""
-
-        @numba.njit
-        def torch_mkl(a, b, out):
-            m, k = a.shape
-            n = b.shape[1]
-            # Column-major: out.T (n×m) = b.T (n×k) @ a.T (k×m), each C array read as its
-            # transpose in place.
-            sizes = np.array([n, m, k, n, k, n], np.int32)
-            scalars = np.array([1.0, 0.0])
-            no = np.array([ord("N")], np.uint8)
-            mkl(no.ctypes.data, no.ctypes.data, sizes[0:].ctypes.data, sizes[1:].ctypes.data,
-                sizes[2:].ctypes.data, scalars.ctypes.data, b.ctypes.data,
-                sizes[3:].ctypes.data, a.ctypes.data, sizes[4:].ctypes.data,
-                scalars[1:].ctypes.data, out.ctypes.data, sizes[5:].ctypes.data)
-            alive(sizes, scalars, no)
-
-        products["MKL (PyTorch's), from Numba"] = torch_mkl
+    for name, lib in (("PyTorch's", _library("torch/lib/libtorch_cpu.so")),
+                      ("the mkl wheel's", _wheel_mkl(mkl_path))):
+        mkl = _mkl_dgemm(lib)
+        if mkl is not None:
+            products[f"MKL ({name}), from Numba"] = _fortran_product(mkl)
     products["np.dot from Python"] = lambda a, b, out: np.dot(a, b, out)
     try:
         import torch
@@ -126,6 +119,35 @@ def _products():
     products["torch.mm (MKL)"] = lambda a, b, out: torch.mm(
         torch.from_numpy(a), torch.from_numpy(b), out=torch.from_numpy(out)).numpy()
     return products
+
+
+def _fortran_product(dgemm):
+    """out = a @ b from Numba by a Fortran dgemm_ (every argument by address)."""
+    import numba
+    import numpy as np
+
+    @numba.njit
+    def alive(*arrays):
+        """Nothing: a use of arrays whose addresses a call took, so that they outlive it
+        (Numba frees an array after its last use, and taking an address is not one: MKL's
+        first call, loading its kernels, reused their memory: NaNs)."""
+
+    @numba.njit
+    def product(a, b, out):
+        m, k = a.shape
+        n = b.shape[1]
+        # Column-major: out.T (n×m) = b.T (n×k) @ a.T (k×m), each C array read as its
+        # transpose in place.
+        sizes = np.array([n, m, k, n, k, n], np.int32)
+        scalars = np.array([1.0, 0.0])
+        no = np.array([ord("N")], np.uint8)
+        dgemm(no.ctypes.data, no.ctypes.data, sizes[0:].ctypes.data, sizes[1:].ctypes.data,
+              sizes[2:].ctypes.data, scalars.ctypes.data, b.ctypes.data,
+              sizes[3:].ctypes.data, a.ctypes.data, sizes[4:].ctypes.data,
+              scalars[1:].ctypes.data, out.ctypes.data, sizes[5:].ctypes.data)
+        alive(sizes, scalars, no)
+
+    return product
 
 
 def _rates(products, shape, rounds, meters):
@@ -159,11 +181,12 @@ def _rates(products, shape, rounds, meters):
 def main(argv=None):
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--mkl", help="the path of an mkl wheel's libmkl_rt.so.N")
     options = parser.parse_args(argv)
     core = max(os.sched_getaffinity(0))
     threads.limit_pools(1)
     threads.pin({core})
-    products = _products()
+    products = _products(options.mkl)
     meters = {name: threads.CpuMeter() for name in products}
     names = list(products)
     print(f"One core (core {core}), every pool asked for 1 thread; GFLOP/s, the median "
