@@ -99,20 +99,25 @@ class Function(api.Differentiable):
         return self._traces
 
     def _conformed(self, args, kwargs):
-        """The arguments the input_signature covers as tensors of its specs (TypeError
-        where one cannot be), bound as the function's parameters."""
+        """The positional arguments the input_signature covers (a default left out, and
+        *args's elements, in order) as tensors of its specs (TypeError where one cannot
+        be), bound as the function's parameters."""
         try:
             bound = self._parameters.bind(*args, **kwargs)
         except TypeError as err:
             raise TypeError(f"{self.fn.__qualname__}: {err}") from None
-        names = list(bound.arguments)
-        if len(names) < len(self.input_signature):
-            raise TypeError(f"{self.fn.__qualname__} takes {len(self.input_signature)} "
-                            f"arguments by its input_signature, got {len(names)}")
-        for name, spec in zip(names, self.input_signature):
-            bound.arguments[name] = _conformed(self.fn.__qualname__, name, spec,
-                                               bound.arguments[name])
-        return bound.args, bound.kwargs
+        bound.apply_defaults()
+        values, n = list(bound.args), len(self.input_signature)
+        if len(values) < n:
+            raise TypeError(f"{self.fn.__qualname__} takes {n} arguments by its "
+                            f"input_signature, got {len(values)}")
+        params = self._parameters.parameters.values()
+        names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        varargs = next((p.name for p in params if p.kind == p.VAR_POSITIONAL), "args")
+        names += [f"{varargs}[{k}]" for k in range(len(values) - len(names))]
+        values[:n] = [_conformed(self.fn.__qualname__, name, spec, value)
+                      for name, spec, value in zip(names, self.input_signature, values)]
+        return tuple(values), bound.kwargs
 
 
 def _conformed(function, name, spec, value):

@@ -41,8 +41,9 @@ BUDGET = {
     # uniform over an unsigned range (tensor bounds wrapped), draw parameters of the
     # draw's dtype, set_seed(None), TensorFlow's Philox state, a draw under vmap named
     # (helpers 95, 96); +5: a kernel only for Variable arguments alike to its trace's;
-    # +10: tf.function's M.f(m, x) and its tracing count of every trace (helper 97)
-    ".": 3245,
+    # +10: tf.function's M.f(m, x) and its tracing count of every trace (helper 97); +5:
+    # input_signature over *args and defaults (helpers 85, 97)
+    ".": 3250,
     # +180: explain's zero, trap and custom_gradient probes; the eager NaN rule; +20: a
     # compiled tape.jacobian's hook to jacobians.py; +30: debug_nans judges only the
     # cotangents a backward pass uses (nan_checks.Holding); +10: output_gradients are

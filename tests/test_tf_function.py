@@ -181,3 +181,25 @@ def test_a_traced_value_kept_past_its_trace_raises_at_its_next_use():
     for use in (lambda: saved[0] + 1.0, lambda: tf.reduce_sum(saved[0])):
         with pytest.raises(tf.TracingError, match="used after its trace ended"):
             use()
+
+
+def test_input_signature_covers_star_args_and_defaults():
+    # Helper 97 (and helper 85 before): both raised "takes 2 arguments by its
+    # input_signature, got 1"; TensorFlow conforms *args's elements and fills defaults.
+    spec = tf.TensorSpec([None], tf.float32)
+
+    @tf.function(input_signature=[spec, spec])
+    def added(*xs):
+        return xs[0] + xs[1]
+
+    @tf.function(input_signature=[spec, tf.TensorSpec([], tf.float32)])
+    def scaled(a, b=2.0):
+        return a * b
+
+    x = np.ones(2, np.float32)
+    assert added(x, x).numpy().tolist() == [2.0, 2.0]
+    assert [scaled(x).numpy().tolist(), scaled(x, 3.0).numpy().tolist(),
+            scaled(x, b=4.0).numpy().tolist()] == [[2.0, 2.0], [3.0, 3.0], [4.0, 4.0]]
+    assert scaled(x).dtype == tf.float32  # the default conformed to its spec
+    with pytest.raises(TypeError, match=r"argument 'xs\[1\]' of dtype float64"):
+        added(x, np.ones(2))
