@@ -270,3 +270,30 @@ def test_a_kernel_is_used_only_for_variables_alike_to_its_traces():
         _PARAMS[0].assign(2.0)
         w = _PARAMS[0] if k % 2 == 0 else tf.Variable(2.0)
         assert h.value_and_grad(w, 1.5) == ((18.0 if k % 2 == 0 else 9.0), 4.5)
+
+
+_W = np.ones(3)
+
+
+def _with_constants(x):
+    return x * 2.0, np.zeros(3), _W * 2.0
+
+
+def test_a_captured_array_returned_is_a_new_array_at_every_call():
+    """np.zeros(3) and _W * 2.0 (folded at the trace) came back as the same array at every
+    call, so a caller's change to one result changed the next call's (helper 100); the
+    gradient of reduce_sum(x) * 3 for an x of shape (1,) was one read-only array. The
+    kernel (and tier 0, running the program on NumPy) copies such an output."""
+    from srcxform.jit import tiered
+
+    f, x = tf.differentiable(_with_constants), np.array([1.0, 2.0, 3.0])
+    kernel, leaves = f._kernel("value", (x,), {})
+    for call in (lambda: f(x), lambda: tiered.results(kernel, leaves)) * 2:
+        first, second = call(), call()
+        first[1][0], first[2][0] = 99.0, 77.0
+        np.testing.assert_array_equal(second[1], np.zeros(3))
+        np.testing.assert_array_equal(second[2], np.full(3, 2.0))
+    g = tf.differentiable(lambda v: tf.reduce_sum(v) * 3.0).grad
+    first, second = g(np.array([2.0])), g(np.array([5.0]))
+    first *= 0.5  # writable, and not the next call's
+    assert second.tolist() == [3.0]

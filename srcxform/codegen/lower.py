@@ -624,7 +624,11 @@ class _Lowering:
 
     def function(self, func_name, doc):
         self.statements()
-        outs = [self.whole(a) for p, a in enumerate(self.program.outs) if p not in self.buffers]
+        # A captured array returned is copied: eagerly each call makes it anew, and a
+        # caller changing one result must not change the next call's.
+        consts = {v for v, _ in self.program.consts}
+        outs = [_copied(self.whole(a)) if a in consts else self.whole(a)
+                for p, a in enumerate(self.program.outs) if p not in self.buffers]
         # One output is returned as itself: Numba boxes no tuple (callpath.returns_one).
         ret = outs[0] if len(outs) == 1 else ast.Tuple(outs, ast.Load())
         params = list(self.program.ins) + [self.program.outs[p] for p in self.buffers]
@@ -686,6 +690,10 @@ def _index_exprs(index):
 
 def _statement(text):
     return syntax.parse(text).body[0]
+
+
+def _copied(node):
+    return ast.Call(ast.Attribute(node, "copy", ast.Load()), [], [])
 
 
 def generate(program, func_name, doc, parallel=False, imports=(), nan_checks=False):

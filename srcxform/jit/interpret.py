@@ -24,8 +24,10 @@ def run(program, args):
     the traced leaves, the Variables' values, the captured arrays)."""
     values = [np.asarray(a) for a in args]
     sizes = [np.shape(values[i])[axis] for i, axis in program.sizes]
-    return [t._array for t in _region(program, [_tensor(v, a.aval) for v, a in
-                                                 zip(values, program.ins)], sizes)]
+    outs = _region(program, [_tensor(v, a.aval) for v, a in zip(values, program.ins)], sizes)
+    consts = {var for var, _ in program.consts}  # a captured array returned: a copy, as
+    return [t._array.copy() if a in consts else t._array  # the kernel's (lower.py)
+            for a, t in zip(program.outs, outs)]
 
 
 def _tensor(array, aval):
