@@ -112,3 +112,22 @@ def test_the_tapes_gradient_of_a_vector_still_sums():
         return t.gradient(y, x)
 
     np.testing.assert_array_equal(np.asarray(summed(np.array([1.0, 2.0]))), [2.0, 4.0])
+
+
+def test_one_tensor_passed_for_two_arguments_gets_a_gradient_for_each():
+    """Compiled, f.grad(t, t) gave one gradient per argument (JAX's rule, as for arrays);
+    under a tape, where the function runs on it, it gave their totals twice, and check=True
+    raised CheckError (helper 100). Each place is its own source on every path now."""
+    def g(a, b):
+        return tf.reduce_sum(a * 2.0) + tf.reduce_sum(b * b * 3.0)
+
+    t = tf.constant([0.3, -0.5, 0.8])
+    want = [[2.0] * 3, (6.0 * t.numpy()).tolist()]
+    f = tf.differentiable(g, wrt=(0, 1), check=True)
+    np.testing.assert_allclose(f.grad(t, t), want, rtol=1e-6)
+    with tf.GradientTape() as tape:
+        tape.watch(t)
+        inline = f.grad(t, t)
+        total = tf.reduce_sum(inline[1])
+    np.testing.assert_allclose([inline[0].numpy(), inline[1].numpy()], want, rtol=1e-6)
+    np.testing.assert_allclose(tape.gradient(total, t).numpy(), [6.0] * 3)  # still linked

@@ -10,7 +10,7 @@ import hashlib
 import inspect
 import os
 import pickle
-from collections import namedtuple
+from collections import Counter, namedtuple
 
 import numpy as np
 
@@ -407,13 +407,20 @@ def traced_value_and_grad(fn, args, kwargs, positions, has_aux=False):
     """Runs fn under a tape watching the args at `positions`; unconnected gradients are
     zeros, as JAX gives. Works on Tracers (emitting the adjoint) and on Tensors. Returns
     fn's output (with has_aux, its pair) and the gradients of the scalar it differentiates."""
+    from srcxform.ops import identity
+
     check_positions(positions, args)
     _check_wrt(fn, args, positions)
     sources = []
+    # A tensor passed at two places is two sources, as a kernel's leaves are (JAX's rule:
+    # a gradient per argument); a Variable is one object wherever it is.
+    ids = Counter(id(leaf) for p in positions for leaf in tree_flatten(args[p])[0])
+    twice = {i for i, n in ids.items() if n > 1}
     with GradientTape(persistent=False, watch_accessed_variables=False) as tape:
         for p in positions:
             leaves, tree = tree_flatten(args[p])
-            leaves = [leaf if isinstance(leaf, Value) else Tensor(np.asarray(leaf))
+            leaves = [identity(leaf) if id(leaf) in twice and not isinstance(leaf, Variable)
+                      else leaf if isinstance(leaf, Value) else Tensor(np.asarray(leaf))
                       for leaf in leaves]
             sources.append((leaves, tree))
             tape.watch(leaves)
