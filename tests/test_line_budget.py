@@ -95,8 +95,9 @@ BUDGET = {
     # +5 (session 33): a Variable assigned a returned output owns a copy (it shared the
     # caller's array, helper 90)
     # +45: the identities of Variable arguments, a kernel's and its warm entry's tests of
-    # them (a kernel traced on f(a, a) assigned c for f(b, c); helper 97)
-    "codegen": 2535,
+    # them (a kernel traced on f(a, a) assigned c for f(b, c); helper 97); +10: a
+    # captured array returned is copied (the caller's change reached later calls: helper 100)
+    "codegen": 2545,
     # +310: branches.py (explain), signature.py (the argument rules); +5 joins; +5 spans
     # (a concat's, once for lowering and its VJP: codegen and ops shrank as much); +10: a
     # primitive's batching rule (vector mode, issue 32); +10: the identity's rows as a
@@ -165,8 +166,9 @@ BUDGET = {
     # argument tf.function returns as it is comes back a Tensor (helper 81); +10
     # (session 33): an SRCXFORM_SLOW_COMPILE that is no number warns (a raw ValueError)
     # +15: a Variable argument the function also reaches by itself is that object
-    # (helper 97)
-    "jit": 2025,
+    # (helper 97); +15: tier 0 copies a captured array it returns, and a tensor passed
+    # for two wrt arguments is two sources on the eager path too (helper 100)
+    "jit": 2040,
     "keras": 160,
     # +20: the cache's ledger appended and rewritten under a lock (a rewrite lost counts
     # appended meanwhile, and the cache outgrew its limit); +25: a ledger that is a link,

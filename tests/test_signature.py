@@ -56,7 +56,9 @@ ARGUMENTS = [
     Variable(2.0),
     (np.ones(3), 1), [np.ones(3), 1], (np.ones(3), 1, 2), {"a": 1.0, "b": np.ones(2)},
     {"a": 1.0, "c": np.ones(2)}, {"b": np.ones(2), "a": 1.0}, Pair(np.ones(2), 2),
-    Box(np.ones(2)), Node(np.ones(2), "t"), Node(np.ones(2), "u"), None, (None,),
+    Box(np.ones(2)), Node(np.ones(2), "t"), Node(np.ones(2), "u"), Node(np.ones(2), 1),
+    Node(np.ones(2), True), Node(np.ones(2), 1.0), Node(np.ones(2), (0.0, 1)),
+    Node(np.ones(2), (-0.0, 1)), None, (None,),
 ]
 
 
@@ -276,3 +278,17 @@ def test_a_weak_tensor_argument_takes_the_other_operands_dtype_as_eagerly(other)
         np.testing.assert_allclose(np.asarray(got), want.numpy(), rtol=1e-6)
     strong = tf.constant(3.5)
     assert f(strong, other).dtype == (strong * tf.constant(other) + strong).dtype
+
+
+def test_a_registered_types_aux_data_keys_kernels_by_type_and_spelling():
+    """Aux data 1, True and 1.0 compare equal, so they shared a kernel: a function
+    reading `p.tag is True` got the first call's answer (0.6 for 6.0; helper 100). They
+    are compared as a dict's keys are now, by the cache and by the warm entry."""
+    def scaled(p):
+        return tf.reduce_sum(p.x) * (10.0 if p.tag is True else 1.0)
+
+    f, x = tf.differentiable(scaled), np.array([0.3, -0.5, 0.8])
+    for tag in (1, True, 1, True, 1.0, (1, 2), (True, 2), 0.0, -0.0):
+        for _ in range(2):  # the slow path, then the warm entry
+            assert float(f(Node(x, tag))) == float(scaled(Node(tf.constant(x), tag)))
+            assert repr(f.grad(Node(x, tag)).tag) == repr(tag)

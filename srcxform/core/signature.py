@@ -310,9 +310,10 @@ class ArgumentTests:
             children = [f"{expr}[{k}]" for k in range(n)]
         else:  # a registered type: its flatten function's children and aux data
             flat, flatten = f"c{len(self.unpack)}", self.constant(flatten_function(tree.kind))
-            aux = self.constant(tree.keys)
+            aux = self.constant(tree.order)  # the aux data, compared as tree.py's keys are
             self.unpack += [f"{flat}, {flat}_aux = {flatten}({expr})", f"{flat} = tuple({flat})"]
-            self.unpack += guard(f"{flat}_aux != {aux} or len({flat}) != {n}", self.fall_back)
+            self.unpack += guard(f"({flat}_aux,) != {aux} or len({flat}) != {n}",
+                                 self.fall_back)
             children = [f"{flat}[{k}]" for k in range(n)]
         for child, child_expr in zip(tree.children, children):
             self._unpack(child, child_expr, leaves)

@@ -32,7 +32,9 @@ class TreeDef(NamedTuple):
     kind: type | None
     keys: tuple = ()
     children: tuple = ()
-    order: tuple = ()  # a dict's keys in its own order, to rebuild it so
+    # A dict's keys in its own order, to rebuild it so; a registered type's aux data
+    # (SpelledKeys: compared by type and spelling, as the cache must).
+    order: tuple = ()
     how: str = SEQUENCE
 
     @property
@@ -70,7 +72,7 @@ def _same_key(a, b):
 def unequal_key(treedef):
     """A dict key in the structure that is not equal to itself (a NaN), or None: such a
     structure cannot key a compiled function's cache, where a call finds its kernel."""
-    if isinstance(treedef.order, SpelledKeys):
+    if treedef.how == DICT and isinstance(treedef.order, SpelledKeys):
         found = next((k for k in treedef.order if k != k), None)  # noqa: PLR0124 - NaN
         if found is not None:
             return found
@@ -170,7 +172,10 @@ def _flatten(tree, leaves):
             raise TypeError(f"the flatten function registered for {kind.__name__} returned "
                             f"aux data {keys!r} that does not hash; return a tuple (or "
                             f"another hashable value) instead") from None
-    return _node((kind, keys, tuple([_flatten(t, leaves) for t in children]), (), how))
+    # A registered type's aux data is compared as a dict's keys are (1 is not True there:
+    # a function reading it may tell them apart), through `order`.
+    order = SpelledKeys((keys,)) if how == REGISTERED else ()
+    return _node((kind, keys, tuple([_flatten(t, leaves) for t in children]), order, how))
 
 
 def leaf_paths(treedef):
