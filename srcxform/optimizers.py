@@ -225,6 +225,10 @@ class Optimizer:
         warning."""
         params = [p if isinstance(p, Value) else _ops.convert_to_tensor(p) for p in params]
         keys = [_key(p, i) for i, p in enumerate(params)]
+        for trace in recording.CONTEXT.traces:  # each Variable's own slots, found by it
+            for p in params:
+                if isinstance(p, Variable):
+                    trace.rely_on_identity(p)
         missing = [p for g, p in zip(grads, params) if g is None]
         if missing and len(missing) == len(params):
             raise ValueError(f"{self.name}: no gradients provided for any variable: "

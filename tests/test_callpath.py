@@ -2,6 +2,7 @@
 general path and f.kernel() (codegen/callpath.py), and the warm entries (codegen/entry.py)."""
 
 import dis
+import functools
 import re
 
 import numpy as np
@@ -297,3 +298,50 @@ def test_a_captured_array_returned_is_a_new_array_at_every_call():
     first, second = g(np.array([2.0])), g(np.array([5.0]))
     first *= 0.5  # writable, and not the next call's
     assert second.tolist() == [3.0]
+
+
+_W0 = tf.Variable(2.0)
+_NESTED = {"dense": {"w": _W0}}
+
+
+class _Layer:
+    def __init__(self, w):
+        self.w = w
+
+
+_LAYERS = [_Layer(_W0)]
+
+
+def _by_default(x, w=_W0):
+    return x * 10.0 + w
+
+
+def test_a_variable_argument_the_function_reaches_anyhow_is_that_object():
+    """Helper 98 on f1923cc: only globals, closures, named attributes and one level of
+    items were searched, so a Variable reached as a default, in a nested dict, as
+    layers[0].w or through a partial was read by argument position: traced on f(_W0),
+    f(w1) gave 55 for 52. A Variable the function only returns came back as the argument;
+    and an optimizer's slots, found by their Variable, were the first call's for the next
+    Variable passed (its own never made)."""
+    partial = functools.partial(lambda x, w: x * 10.0 + w, w=_W0)
+    functions = [_by_default, lambda x: x * 10.0 + _NESTED["dense"]["w"],
+                 lambda x: x * 10.0 + _LAYERS[0].w, lambda x: partial(x)]
+    w1 = tf.Variable(5.0)
+    for fn in functions:
+        f = tf.differentiable(fn)
+        assert [float(f(_W0)), float(f(w1)), float(f(_W0))] == [22.0, 52.0, 22.0]
+    returned = tf.differentiable(lambda v, x: (x * 2.0, _W0))
+    assert returned(_W0, 1.0)[1] is _W0 and returned(w1, 1.0)[1] is _W0
+    optimizer = tf.optimizers.Adam(0.1)
+
+    def step(w):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(w * w)
+        optimizer.apply_gradients([(tape.gradient(loss, w), w)])
+        return loss
+
+    compiled, a, b = tf.differentiable(step), tf.Variable([1.0, 2.0]), tf.Variable([3.0, -1.0])
+    compiled(a), compiled(b)
+    np.testing.assert_allclose(b.numpy(), [2.9, -0.9], atol=0.03)
+    np.testing.assert_allclose(optimizer.get_slot(b, "m").numpy(), [0.6, -0.2], rtol=1e-5)
+    np.testing.assert_allclose(optimizer.get_slot(a, "m").numpy(), [0.2, 0.4], rtol=1e-5)

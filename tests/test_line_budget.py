@@ -42,8 +42,9 @@ BUDGET = {
     # draw's dtype, set_seed(None), TensorFlow's Philox state, a draw under vmap named
     # (helpers 95, 96); +5: a kernel only for Variable arguments alike to its trace's;
     # +10: tf.function's M.f(m, x) and its tracing count of every trace (helper 97); +5:
-    # input_signature over *args and defaults (helpers 85, 97)
-    ".": 3250,
+    # input_signature over *args and defaults (helpers 85, 97); +5: an optimizer's kernel
+    # is for the Variables it keeps slots of (helper 98)
+    ".": 3255,
     # +180: explain's zero, trap and custom_gradient probes; the eager NaN rule; +20: a
     # compiled tape.jacobian's hook to jacobians.py; +30: debug_nans judges only the
     # cotangents a backward pass uses (nan_checks.Holding); +10: output_gradients are
@@ -54,8 +55,9 @@ BUDGET = {
     # all headed by the line that called it); +20 (session 33): a None output gradient is
     # its target's ones (the next target's weight weighed it: helper 88)
     # +15: explain's "cancelled" kind, ops named only where their own cotangent is 0
-    # (a softmax's sum blamed divide; helper 97)
-    "ad": 1490,
+    # (a softmax's sum blamed divide; helper 97); +5: a trace relies on a Variable's
+    # identity (helper 98)
+    "ad": 1495,
     # +20: functions defined in the converted one converted with it (TensorFlow's rule),
     # the enclosing function's lists guarded, fn's __future__ imports and the user's
     # qualified names kept (three wrong or lost found by helper 55); +25: the methods of
@@ -167,8 +169,10 @@ BUDGET = {
     # (session 33): an SRCXFORM_SLOW_COMPILE that is no number warns (a raw ValueError)
     # +15: a Variable argument the function also reaches by itself is that object
     # (helper 97); +15: tier 0 copies a captured array it returns, and a tensor passed
-    # for two wrt arguments is two sources on the eager path too (helper 100)
-    "jit": 2040,
+    # for two wrt arguments is two sources on the eager path too (helper 100); +35: the
+    # Variables a function reaches by itself searched in full (defaults, nested items, a
+    # partial's: helper 98)
+    "jit": 2075,
     "keras": 160,
     # +20: the cache's ledger appended and rewritten under a lock (a rewrite lost counts
     # appended meanwhile, and the cache outgrew its limit); +25: a ledger that is a link,

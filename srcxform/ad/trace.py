@@ -205,6 +205,9 @@ class Trace:
         # Library state the traced code reported it relied on (capture): (object, attribute
         # name), or (function, None) for a function it called (captures.py probes them).
         self.captured = []
+        # The ids of Variables whose identity what it computes relies on (an optimizer's
+        # slots are found by their Variable): a kernel for those objects only.
+        self.identities = set()
         self.first_reads = {}  # Variable id -> where the trace first read it
         self.const_vars, self.const_arrays = {}, {}  # id(array) -> Var -> array
         self.producers = {}  # Var -> the Eqn computing it
@@ -359,6 +362,10 @@ class Trace:
         """Tells the trace that what it computes relies on obj.name staying the object it
         is now (obj a function, without a name: on what that function reads)."""
         self.captured.append((obj, name))
+
+    def rely_on_identity(self, variable):
+        """Tells the trace that what it computes is for this Variable object only."""
+        self.identities.add(id(variable))
 
     def variable_writes(self):
         """(Variable, final value) for each Variable assigned while tracing."""

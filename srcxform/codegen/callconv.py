@@ -66,8 +66,11 @@ class Convention:
     identities: tuple = ()
 
     def captured_variables(self):
-        """The Variables the kernel captured (not argument leaves), in order, once each."""
-        return list({id(v): v for v in self.variables + self.writes
+        """The Variables the kernel captured (not argument leaves: read, assigned or
+        returned), in order, once each."""
+        returned = tuple(how[1] for how in self.returns
+                         if how[0] == "const" and isinstance(how[1], Variable))
+        return list({id(v): v for v in self.variables + self.writes + returned
                      if not isinstance(v, int)}.values())
 
     def admits_variables(self, leaves):

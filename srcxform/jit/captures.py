@@ -148,6 +148,12 @@ def _contents(cell):
         return _MISSING
 
 
+def cell_value(cell):
+    """A closure cell's contents, or None where it is empty."""
+    value = _contents(cell)
+    return None if value is _MISSING else value
+
+
 def _reached(value, fn, found, seen):
     """Follows a value fn reads: a function is read through too, an object of the user's
     one attribute deep."""

@@ -6,10 +6,12 @@ tiered.py's worker.
 """
 
 import dataclasses
+import functools
 import hashlib
 import inspect
 import os
 import pickle
+import types
 from collections import Counter, namedtuple
 
 import numpy as np
@@ -77,7 +79,7 @@ def trace_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel,
         tuple(program.sizes), outs, (), traced.trees, traced.returns, traced.guards,
         isinstance(wrt, int), as_eager, traced.leaf_names, traced.in_names,
         traced.out_names, has_aux, tf_rules)
-    if draft.variables or draft.writes:
+    if draft.variables or draft.writes or draft.captured_variables():
         draft = dataclasses.replace(draft, identities=variable_identities(
             leaves, draft.captured_variables()))
     probes = captures.of_function(fn) + traced.probes
@@ -241,15 +243,26 @@ def _trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux, tf_rule
             # drop what only the value needs (dce.py), such as the sum of a loss's terms.
             results = [form_value(kernel_form, out, has_aux), grads]
         writes = trace.variable_writes()
+        # A Variable passed as an argument is found by its position at each call; one the
+        # function reaches by itself (a global, a closure, self) is the same object always,
+        # and so is an argument that is also one of those, or whose identity the trace
+        # relied on (Convention.identities).
+        arguments = {id(leaf) for leaf in leaves if isinstance(leaf, Variable)}
+        pinned = trace.identities | _reached_variables(fn, arguments) if arguments else set()
         flat, trees, returns = [], [], []
         # What the function returned: its argument leaves themselves (the plain call's
         # own), values the kernel computes, or values fixed by the trace.
         # (Under tf.function's rules an array argument is a tensor to the function: one
         # it returns comes back a Tensor, a kernel output.)
-        given = {id(leaf): i for i, leaf in enumerate(call_leaves) if kernel_form == "value"
-                 and not (tf_rules and i in inputs and rules[i].eager == "tensor"
-                          and not eager_tensor(leaves[i]))
-                 or isinstance(leaf, Variable)}
+        def given_back(i, leaf):  # returned as the argument leaf itself
+            if id(leaf) in pinned:
+                return False
+            if isinstance(leaf, Variable):
+                return True
+            return kernel_form == "value" and not (tf_rules and i in inputs and rules[
+                i].eager == "tensor" and not eager_tensor(leaves[i]))
+
+        given = {id(leaf): i for i, leaf in enumerate(call_leaves) if given_back(i, leaf)}
         for result in results:
             result_leaves, tree = tree_flatten(result)
             trees.append(tree)
@@ -261,12 +274,8 @@ def _trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux, tf_rule
     if "ir" in dump:
         print(f"# traced\n{program}\n")
     program = optimize(program, check=check)
-    # A Variable passed as an argument is found by its position at each call; one the
-    # function reaches by itself (a global, a closure, self) is the same object always,
-    # and so is an argument that is also one of those (Convention.identities).
-    reached = _reached_variables(fn) if any(isinstance(v, Variable) for v in leaves) else ()
     position = {id(leaf): i for i, leaf in enumerate(leaves)
-                if isinstance(leaf, Variable) and id(leaf) not in reached}
+                if isinstance(leaf, Variable) and id(leaf) not in pinned}
     variables = [position.get(id(v), v)
                  for v, _ in sorted(trace.variable_inputs(), key=lambda p: p[1])]
     writes = [position.get(id(v), v) for v, _ in writes]
@@ -279,13 +288,44 @@ def _trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux, tf_rule
                    in_names, out_names)
 
 
-def _reached_variables(fn):
-    """The ids of the Variables fn reaches by itself, as captures.py finds what it reads:
-    a global's, a closure's or an attribute's value, or an element of one (a list)."""
-    values = [probe.value for probe in captures.of_function(fn)]
-    values += [v for c in values if isinstance(c, (list, tuple)) for v in c]
-    values += [v for c in values if isinstance(c, dict) for v in c.values()]
-    return {id(v) for v in values if isinstance(v, Variable)}
+# Objects searched for Variables a function reaches by itself; past it, every argument is
+# taken as reached (its kernel then serves those objects only).
+_SEARCHED = 20000
+_OPAQUE = (str, bytes, int, float, complex, type(None), np.ndarray, np.generic, Value, type,
+           types.ModuleType)
+
+
+def _reached_variables(fn, wanted):
+    """The ids among `wanted` (Variable arguments') of the Variables fn reaches by itself:
+    what it reads (captures.py's globals, closures and attributes), its defaults, and
+    whatever those hold (attributes, items, a partial's arguments), searched in full."""
+    todo = [fn, getattr(fn, "__defaults__", None), getattr(fn, "__kwdefaults__", None)]
+    todo += [probe.value for probe in captures.of_function(fn)]
+    seen, found = set(), set()
+    while todo and len(found) < len(wanted):
+        obj = todo.pop()
+        if id(obj) in seen or isinstance(obj, _OPAQUE) and id(obj) not in wanted:
+            continue
+        seen.add(id(obj))
+        if id(obj) in wanted:
+            found.add(id(obj))
+        elif len(seen) > _SEARCHED:
+            return set(wanted)
+        elif isinstance(obj, dict):
+            todo += obj.values()
+        elif isinstance(obj, (list, tuple, set, frozenset)):
+            todo += obj
+        elif isinstance(obj, functools.partial):
+            todo += [obj.func, obj.args, obj.keywords]
+        elif isinstance(obj, types.MethodType):
+            todo += [obj.__self__, obj.__func__]
+        elif isinstance(obj, types.FunctionType):
+            todo += [obj.__defaults__, obj.__kwdefaults__]
+            todo += [captures.cell_value(c) for c in obj.__closure__ or ()]
+        else:
+            todo += vars(obj).values() if hasattr(obj, "__dict__") else ()
+            todo += [getattr(obj, k, None) for k in getattr(type(obj), "__slots__", ())]
+    return found
 
 
 def _kernel_names(positions, args, names, program, traced, variables, writes, trees, returns):
