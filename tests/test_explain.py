@@ -746,3 +746,19 @@ def test_a_zero_gradient_of_paths_that_cancel_blames_no_op(fn):
     why = t.explain(y, x)
     assert (why.kind, why.zeros, why.op, why.cut) == ("cancelled", (), None, None)
     assert "whose contributions cancel" in str(why) and "path 1" in str(why)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda w: tf.reduce_sum(tf.where(w > 0, w, 2.0 * w)) - (w[0] + 2.0 * w[1]),
+    lambda w: tf.reduce_sum(tf.maximum(w, w) - w),
+    lambda w: tf.reduce_sum(w[0] * tf.constant([1.0, -1.0])),
+])
+def test_an_op_another_of_whose_inputs_carries_the_gradient_zeroes_nothing(fn):
+    """Helper 98 on 92353ef: where(c, w, 2w) was named for the elements where it selects
+    the other input, which carries them; x * [1, -1] for a scalar x for the sum to x's
+    shape, which is where its gradient cancels."""
+    w = tf.Variable([1.0, -2.0])
+    with tf.GradientTape() as t:
+        y = fn(w)
+    np.testing.assert_array_equal(t.gradient(y, w).numpy(), 0.0)
+    assert (t.explain(y, w).kind, t.explain(y, w).zeros) == ("cancelled", ())

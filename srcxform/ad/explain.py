@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from srcxform import ops
-from srcxform.ad.backprop import backprop, cotangent_value, unbroadcast
+from srcxform.ad.backprop import backprop, cotangent_value
 from srcxform.core import recording
 from srcxform.core.errors import source_line
 from srcxform.core.tensor import Variable, as_value, eager_tensor
@@ -381,8 +381,8 @@ class _Graph:
         for k in sorted(self.passing):
             rec = self.records[k]
             outs = [cots.get(o._id) for o in _outs(rec)]
-            if any(_nonzero(g) for g in outs) and any(
-                    _zeroed(outs, _own_cotangent(rec, outs, p)) for p in self.passing[k]):
+            if any(_nonzero(g) for g in outs) and _zeroes(
+                    outs, [_own_cotangent(rec, outs, p) for p in self.passing[k]]):
                 found.append(_step(_op_name(rec.op), rec.origin))
         return True, tuple(dict.fromkeys(found))
 
@@ -409,12 +409,24 @@ def _nan_where_unselected(records, branch, source_id, unselected):
 
 
 def _own_cotangent(rec, outs, p):
-    """The cotangent of rec's input p from rec alone, for its outputs' cotangents outs."""
+    """The cotangent of rec's input p from rec alone, for its outputs' cotangents outs,
+    before it is summed to p's shape (a sum may cancel: x * [1, -1] for a scalar x)."""
     g, out = (outs[0], rec.out) if rec.outs is None else (outs, rec.outs)
     with _quietly():
         ct = rec.vjp(g, out, *rec.inputs, **rec.params)[p]
-    return None if ct is None else unbroadcast(cotangent_value(ct, rec.inputs[p]),
-                                               rec.inputs[p])
+    return None if ct is None else cotangent_value(ct, rec.inputs[p])
+
+
+def _zeroes(outs, cotangents):
+    """Whether an op gives the inputs the source reaches no cotangent somewhere its
+    output's is not 0 (not where another input carries it: where(c, x, 2 * x))."""
+    if len(outs) == 1 and eager_tensor(outs[0]) and all(
+            eager_tensor(c) and c.shape == outs[0].shape for c in cotangents):
+        lost = outs[0]._array != 0
+        for c in cotangents:
+            lost &= c._array == 0
+        return bool(np.any(lost))
+    return all(_zeroed(outs, c) for c in cotangents)
 
 
 def _nonzero(g):
