@@ -166,6 +166,13 @@ class Generator:
         if any(v.dtype.kind not in "iu" or v.ndim for v in (low, high)):
             raise TypeError(f"uniform: an integer draw's minval and maxval must be integer "
                             f"scalars, got {low.aval.short()} and {high.aval.short()}")
+        info = np.iinfo(dtype)
+        for v in (low, high):  # TensorFlow converts them to the draw's dtype, or raises
+            if not v.aval.weak and not np.can_cast(v.dtype, dtype) or eager_tensor(v) and \
+                    not info.min <= int(v._array) <= info.max:
+                shown = int(v._array) if eager_tensor(v) and v.aval.weak else v.aval.short()
+                raise TypeError(f"uniform: the bounds of an {dtype.name} draw must be "
+                                f"{dtype.name} values, got {shown}")
         if eager_tensor(low) and eager_tensor(high) and high._array <= low._array:
             raise ValueError(f"uniform: need minval < maxval, got [{low._array}, {high._array})")
         # The range as unsigned (maxval - minval wrapped in int32 or int64); an empty one,

@@ -43,8 +43,9 @@ BUDGET = {
     # (helpers 95, 96); +5: a kernel only for Variable arguments alike to its trace's;
     # +10: tf.function's M.f(m, x) and its tracing count of every trace (helper 97); +5:
     # input_signature over *args and defaults (helpers 85, 97); +5: an optimizer's kernel
-    # is for the Variables it keeps slots of (helper 98)
-    ".": 3255,
+    # is for the Variables it keeps slots of (helper 98); +5: integer uniform's bounds of
+    # another dtype refused (they wrapped: helper 98)
+    ".": 3260,
     # +180: explain's zero, trap and custom_gradient probes; the eager NaN rule; +20: a
     # compiled tape.jacobian's hook to jacobians.py; +30: debug_nans judges only the
     # cotangents a backward pass uses (nan_checks.Holding); +10: output_gradients are

@@ -369,6 +369,16 @@ def test_an_empty_integer_range_of_tensors_raises():
         draw(np.int32(5), np.int32(5))
 
 
+@pytest.mark.parametrize("low, high, dtype", [
+    (0, 2**40, tf.int32), (np.int64(0), np.int64(9), tf.int32),
+    (np.uint64(2**64 - 2), np.uint64(2**64 - 1), tf.int64)])
+def test_integer_uniform_bounds_of_another_dtype_raise(low, high, dtype):
+    """Helper 98 on 7be488f: they wrapped into the draw's dtype (half of the draws in
+    [0, 2**40) as int32 were negative; uint64 bounds near 2**64 drew -2 only)."""
+    with pytest.raises(TypeError, match="the bounds of an int.. draw must be"):
+        Generator.from_seed(0).uniform((3,), low, high, dtype)
+
+
 def test_draw_parameters_take_the_draws_dtype():
     """A NumPy float64 mean, stddev, bound, dropout rate or label smoothing made float32
     results float64; a list bound raised a raw TypeError (helper 95)."""
