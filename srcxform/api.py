@@ -28,11 +28,10 @@ from srcxform import autograph
 from srcxform.ad import forward, nan_checks
 from srcxform.jit import backend, compiler, crosscheck, index, openmp, tiered
 from srcxform.passes import structured
-from srcxform.codegen.callconv import FORMS, form_result
+from srcxform.codegen.callconv import FORMS
 from srcxform.core import settings, signature
 from srcxform.core.errors import OutputNotScalarError, TracingError
 from srcxform.jit.kernel import NO, Counter, array_shapes
-from srcxform.core.recording import CONTEXT
 from srcxform.core.tensor import Tensor, Updating, Value, Variable
 from srcxform.core.tree import tree_flatten, tree_unflatten, unequal_key
 
@@ -250,8 +249,7 @@ class Differentiable:
         path. The arguments an entry passes on end with a NO for each one the call left out."""
         while args and args[-1] is NO:
             args = args[:-1]
-        tapes = CONTEXT.tapes
-        if CONTEXT.traces or CONTEXT.accumulators or tapes and any(t._recording for t in tapes):
+        if compiler.inline_here():
             return self._inline(form, args, kwargs)
         if form == "grad" and nan_checks.enabled():
             # The gradient's kernel drops forward values the gradient does not read, and
@@ -312,12 +310,7 @@ class Differentiable:
     def _inline(self, form, args, kwargs):
         """Runs the Python function itself, for a caller that is tracing (composition:
         differentiable(f.grad)) or recording on a tape."""
-        if form == "value":
-            return self._traced_fn()(*args, **kwargs)
-        out, grads = compiler.traced_value_and_grad(self._traced_fn(), args, kwargs,
-                                                   compiler.wrt_positions(self.wrt), self.has_aux)
-        return form_result(form, isinstance(self.wrt, int),
-                           compiler.form_value(form, out, self.has_aux), grads, self.has_aux)
+        return compiler.inline(self._traced_fn(), self.wrt, self.has_aux, form, args, kwargs)
 
     def _keywords(self):
         """Whether a call of f.grad or f.value_and_grad passing an argument by keyword can

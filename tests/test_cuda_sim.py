@@ -103,7 +103,36 @@ def _on_cuda(tiny):
     found["cnn step"] = _training_steps(device="cuda", example="cnn")
     found["edges"] = _edge_results("cuda")
     found["random loops"] = _random_loops("cuda")
+    found["calls"] = _calls("cuda")
     return found
+
+
+_SCALE = 2.0
+
+
+def _calls(device):
+    """How a compiled function is called, beside what it computes (helper 99): under a
+    tape (it runs on it, as on the CPU), inside another compiled function, wrapping a
+    CPU one with another wrt, and after a global it read is rebound."""
+    x = tf.constant([0.5, -1.0, 2.0])
+    squares = tf.differentiable(lambda a: tf.reduce_sum(a ** 2), device=device)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = squares(x) + tf.reduce_sum(x)
+    inner = tf.differentiable(lambda a: tf.reduce_sum(tf.sin(a)), device=device)
+    outer = tf.differentiable(lambda a: inner(a) * 3.0, device=device)
+    on_cpu = tf.differentiable(lambda a, b: tf.reduce_sum(a * a * b))
+    both = tf.differentiable(on_cpu, wrt=(0, 1), device=device)
+    global _SCALE
+    scaled = tf.differentiable(lambda a: tf.reduce_sum(a * _SCALE), device=device)
+    before = float(scaled(x.numpy()))
+    _SCALE = 3.0
+    try:
+        after = float(scaled(x.numpy()))
+    finally:
+        _SCALE = 2.0
+    return (tape.gradient(y, x).numpy(), float(outer(np.ones(3))),
+            _leaves(both.grad(np.array([1.0, 2.0]), np.array([3.0, 4.0]))), before, after)
 
 
 def _kept_size(device):
@@ -528,6 +557,20 @@ def test_random_programs_with_loops_and_branches_give_the_cpu_kernels_results(si
     for seed in ran:
         for got, expected in zip(found[seed], want[seed], strict=True):
             np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-11, err_msg=seed)
+
+
+@pytest.mark.slow
+def test_calls_under_a_tape_composed_rewrapped_and_rebound_are_the_cpus(simulated):
+    """Each was wrong on CUDA (helper 99): not recorded on the tape ([1, 1, 1]), a raw
+    'unhashable Tracer' composed, the CPU function's wrt taken over the one given, and
+    the first trace's global kept (3.0 for 4.5)."""
+    got, want = simulated["calls"], _calls("cpu")
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
+    np.testing.assert_allclose(got[0], [2.0, -1.0, 5.0])
+    assert len(got[2]) == len(want[2]) == 2
+    for g, w in zip(got[2], want[2]):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+    assert got[1] == pytest.approx(want[1]) and got[3:] == want[3:] == (3.0, 4.5)
 
 
 @pytest.mark.slow

@@ -11,16 +11,17 @@ from srcxform.cuda.compiled import CudaDifferentiable
 from srcxform.cuda.lower import UnsupportedOnCuda
 
 
-def differentiable(fn: Callable, *, wrt: int | tuple = 0, has_aux: bool = False,
+def differentiable(fn: Callable, *, wrt: int | tuple | None = None,
+                   has_aux: bool | None = None,
                    convert: Callable | None = None) -> CudaDifferentiable:
     """fn and its gradient compiled to CUDA kernels; `srcxform.differentiable(fn,
     device="cuda")` is this with fn's control flow converted (autograph's `convert`).
 
     Args:
-        fn: the function, or a srcxform.differentiable of it (its wrt, has_aux and
-            conversion are taken then).
-        wrt: the argument positions the gradient is taken with respect to.
-        has_aux: whether fn returns (output, aux).
+        fn: the function, or a srcxform.differentiable of it (its conversion is taken
+            then, and its wrt and has_aux where these are not given).
+        wrt: the argument positions the gradient is taken with respect to (default 0).
+        has_aux: whether fn returns (output, aux) (default False).
 
     Example:
         >>> f = srcxform.differentiable(lambda x: tf.reduce_sum(tf.tanh(x)), device="cuda")
@@ -28,8 +29,10 @@ def differentiable(fn: Callable, *, wrt: int | tuple = 0, has_aux: bool = False,
         >>> print(f.source(np.ones(3)))  # doctest: +SKIP
     """
     if hasattr(fn, "_traced_fn") and hasattr(fn, "wrt"):  # a srcxform.differentiable
-        return CudaDifferentiable(fn.fn, fn.wrt, fn.has_aux, lambda _: fn._traced_fn())
-    return CudaDifferentiable(fn, wrt, has_aux, convert)
+        return CudaDifferentiable(fn.fn, fn.wrt if wrt is None else wrt,
+                                  fn.has_aux if has_aux is None else has_aux,
+                                  lambda _: fn._traced_fn())
+    return CudaDifferentiable(fn, 0 if wrt is None else wrt, bool(has_aux), convert)
 
 
 def source(fn, *args, **kwargs):

@@ -27,7 +27,7 @@ from srcxform.core.signature import static_key
 from srcxform.core.tensor import Updating, Variable, eager_tensor
 from srcxform.core.tree import tree_flatten, tree_unflatten
 from srcxform.cuda.lower import generate
-from srcxform.jit import backend, compiler
+from srcxform.jit import backend, captures, compiler
 from srcxform.jit.kernel import array_shapes
 
 FORMS = ("value", "grad", "value_and_grad")
@@ -89,6 +89,11 @@ class CudaDifferentiable:
         return found
 
     def _run(self, form, args, kwargs):
+        if compiler.inline_here():  # under a tape or a trace: its Python, as the CPU's
+            with self._lock:
+                if self._python is None:
+                    self._python = self._convert(self.fn) if self._convert else self.fn
+            return compiler.inline(self._python, self.wrt, self.has_aux, form, args, kwargs)
         kernel, leaves = self._kernel(form, args, kwargs)
         return kernel.run(leaves)
 
@@ -105,12 +110,17 @@ class CudaDifferentiable:
                 return _trace(self._python, self.wrt, self.has_aux, form, args, kwargs,
                               stand_ins)
 
-            candidates = self._kernels.setdefault(key, [])
+            # A kernel whose trace captured what has changed since (a global rebound, a
+            # Variable replaced, a learning rate set: captures.py) is traced again.
+            candidates = [kernel for kernel in self._kernels.get(key, ())
+                          if all(probe.holds() for probe in kernel.probes)]
+            self._kernels[key] = candidates
             shapes = array_shapes(stand_ins)
             for kernel in candidates:
                 if kernel.admits(leaves) and compiler.right_for(kernel, shapes, trace):
                     return kernel, leaves
             kernel = _Kernel(trace(), self.wrt, self.has_aux, form, shapes)
+            kernel.probes = captures.of_function(self._python) + kernel.traced.probes
             candidates.append(kernel)
             return kernel, leaves
 

@@ -20,7 +20,7 @@ from srcxform import numba_adapter
 from srcxform.core import settings, signature
 from srcxform.jit import backend, captures, index
 from srcxform.passes import reroll
-from srcxform.codegen.callconv import Convention, variable_identities
+from srcxform.codegen.callconv import Convention, form_result, variable_identities
 from srcxform.codegen import callpath, entry
 from srcxform.codegen import generate as generate_source
 from srcxform.codegen.exprs import size_label
@@ -441,6 +441,23 @@ def check_positions(positions, args):
     for p in positions:
         if not -len(args) <= p < len(args):
             raise TypeError(f"wrt={p}, but the function got {len(args)} positional arguments")
+
+
+def inline_here():
+    """Whether a compiled function called now runs its Python instead: a caller is
+    tracing (composition: differentiable(f.grad)), or recording on a tape or accumulator."""
+    tapes = CONTEXT.tapes
+    return bool(CONTEXT.traces or CONTEXT.accumulators or
+                tapes and any(t._recording for t in tapes))
+
+
+def inline(fn, wrt, has_aux, form, args, kwargs):
+    """What `form` of fn (as tracing runs it) returns, run on the caller's values."""
+    if form == "value":
+        return fn(*args, **kwargs)
+    out, grads = traced_value_and_grad(fn, args, kwargs, wrt_positions(wrt), has_aux)
+    return form_result(form, isinstance(wrt, int), form_value(form, out, has_aux), grads,
+                       has_aux)
 
 
 def traced_value_and_grad(fn, args, kwargs, positions, has_aux=False):
