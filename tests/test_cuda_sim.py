@@ -749,3 +749,17 @@ def cumulative(x):
 def test_an_op_the_target_does_not_lower_is_refused_naming_it(fn, message):
     with pytest.raises(sc.UnsupportedOnCuda, match=message):
         srcxform.differentiable(fn, device="cuda").source(np.ones(4))
+
+
+def _squares(x):
+    return tf.reduce_sum(x * x)
+
+
+def test_a_cuda_function_and_its_forms_pickle():
+    """They raised "cannot pickle '_thread.RLock' object" (helper 99); a copy traces and
+    compiles its own kernels, as a CPU function's does."""
+    for f in (sc.differentiable(_squares, wrt=(0,)), sc.differentiable(
+            srcxform.differentiable(_squares), has_aux=False)):
+        copy = pickle.loads(pickle.dumps(f))
+        assert (copy.fn, copy.wrt, copy.has_aux) == (f.fn, f.wrt, f.has_aux)
+        assert pickle.loads(pickle.dumps(f.grad)).__self__.wrt == f.wrt

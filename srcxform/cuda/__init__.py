@@ -5,6 +5,7 @@ simulator, NUMBA_ENABLE_CUDASIM=1, runs them on the CPU for tests).
 Importing this package loads neither Numba nor numba-cuda: a first call does.
 """
 
+import functools
 from collections.abc import Callable
 
 from srcxform.cuda.compiled import CudaDifferentiable
@@ -31,8 +32,13 @@ def differentiable(fn: Callable, *, wrt: int | tuple | None = None,
     if hasattr(fn, "_traced_fn") and hasattr(fn, "wrt"):  # a srcxform.differentiable
         return CudaDifferentiable(fn.fn, fn.wrt if wrt is None else wrt,
                                   fn.has_aux if has_aux is None else has_aux,
-                                  lambda _: fn._traced_fn())
+                                  functools.partial(_traced_by, fn))
     return CudaDifferentiable(fn, 0 if wrt is None else wrt, bool(has_aux), convert)
+
+
+def _traced_by(compiled, _fn):
+    """fn as a CPU-compiled function `compiled` traces it (autograph's conversion)."""
+    return compiled._traced_fn()
 
 
 def source(fn, *args, **kwargs):

@@ -60,6 +60,9 @@ class CudaDifferentiable:
     def __repr__(self):
         return f"<srcxform.differentiable {getattr(self.fn, '__qualname__', self.fn)} on CUDA>"
 
+    def __reduce__(self):  # its kernels are this process's: a copy traces its own
+        return CudaDifferentiable, (self.fn, self.wrt, self.has_aux, self._convert)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._run("value", args, kwargs)
 
