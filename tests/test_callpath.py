@@ -1,6 +1,7 @@
 """The call path generated into each kernel's module from its calling convention: the
 general path and f.kernel() (codegen/callpath.py), and the warm entries (codegen/entry.py)."""
 
+import collections
 import dis
 import functools
 import re
@@ -345,3 +346,47 @@ def test_a_variable_argument_the_function_reaches_anyhow_is_that_object():
     np.testing.assert_allclose(b.numpy(), [2.9, -0.9], atol=0.03)
     np.testing.assert_allclose(optimizer.get_slot(b, "m").numpy(), [0.6, -0.2], rtol=1e-5)
     np.testing.assert_allclose(optimizer.get_slot(a, "m").numpy(), [0.2, 0.4], rtol=1e-5)
+
+
+class _Held:
+    w = _W0
+
+
+class _Slotted:
+    __slots__ = ("w",)
+
+
+class _MoreSlotted(_Slotted):
+    __slots__ = ("z",)
+
+
+_SLOTTED = _MoreSlotted()
+_SLOTTED.w = _W0
+_QUEUE = collections.deque([_W0])
+
+
+def test_variables_reached_through_classes_slots_deques_or_by_identity_alone():
+    """Helper 101 on 5bc151e: a class attribute, a base class's slot and a deque's item
+    were not searched (traced on f(_W0), f(w1) gave w1's sum twice); and a function
+    deciding a branch by `a is b`, reading neither, kept the first call's branch."""
+    w1 = tf.Variable(5.0)
+    for fn in (lambda x: x * 10.0 + _Held.w, lambda x: x * 10.0 + _SLOTTED.w,
+               lambda x: x * 10.0 + _QUEUE[0]):
+        f = tf.differentiable(fn)
+        assert [float(f(_W0)), float(f(w1)), float(f(_W0))] == [22.0, 52.0, 22.0]
+    same = tf.differentiable(lambda a, b, x: x * 2.0 if a is b else x * 3.0)
+    assert [float(same(_W0, w1, 1.0)), float(same(_W0, _W0, 1.0))] == [3.0, 2.0]
+
+
+def test_a_result_that_is_an_input_is_a_copy():
+    """Helper 101: the gradient of reduce_sum(x * y) with respect to x was y itself, and
+    an aux of v.read_value() was v's own array: changing the result changed y, or v."""
+    x, y = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    gx, _ = tf.differentiable(lambda a, b: tf.reduce_sum(a * b), wrt=(0, 1)).grad(x, y)
+    gx *= 0.0
+    assert y.tolist() == [3.0, 4.0]
+    v = tf.Variable([5.0, 8.0])
+    h = tf.differentiable(lambda a: (tf.reduce_sum(a * a), v.read_value()), has_aux=True)
+    for _ in range(2):
+        h.grad(x)[1][0] = -1.0
+    assert v.numpy().tolist() == [5.0, 8.0]

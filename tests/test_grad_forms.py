@@ -131,3 +131,16 @@ def test_one_tensor_passed_for_two_arguments_gets_a_gradient_for_each():
         total = tf.reduce_sum(inline[1])
     np.testing.assert_allclose([inline[0].numpy(), inline[1].numpy()], want, rtol=1e-6)
     np.testing.assert_allclose(tape.gradient(total, t).numpy(), [6.0] * 3)  # still linked
+
+
+def test_a_wrt_tensor_also_read_elsewhere_gets_its_own_gradient():
+    """Helper 101 on b46eb3f: the same tensor at a wrt and another position, or read as a
+    global, gave the totals under a tape and a CheckError with check=True (JAX's rule: the
+    argument's own partial)."""
+    t = tf.constant([1.0, 2.0])
+    f = tf.differentiable(lambda a, b: tf.reduce_sum(a * b ** 2), check=True)
+    g = tf.differentiable(lambda a: tf.reduce_sum(a * t ** 2), check=True)
+    np.testing.assert_array_equal(f.grad(t, t), [1.0, 4.0])
+    np.testing.assert_array_equal(g.grad(t), [1.0, 4.0])
+    with tf.GradientTape():
+        np.testing.assert_array_equal(f.grad(t, t).numpy(), [1.0, 4.0])

@@ -292,3 +292,10 @@ def test_a_registered_types_aux_data_keys_kernels_by_type_and_spelling():
         for _ in range(2):  # the slow path, then the warm entry
             assert float(f(Node(x, tag))) == float(scaled(Node(tf.constant(x), tag)))
             assert repr(f.grad(Node(x, tag)).tag) == repr(tag)
+
+
+def test_aux_sets_of_floats_spelled_apart_key_apart():
+    # Helper 101: frozenset({0.0}) and frozenset({-0.0}) are equal sets.
+    f = tf.differentiable(lambda p: tf.reduce_sum(p.x) / next(iter(p.tag)))
+    x = np.array([1.0, 2.0])
+    assert [float(f(Node(x, frozenset({s})))) for s in (0.0, -0.0)] == [np.inf, -np.inf]

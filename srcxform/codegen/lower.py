@@ -624,10 +624,11 @@ class _Lowering:
 
     def function(self, func_name, doc):
         self.statements()
-        # A captured array returned is copied: eagerly each call makes it anew, and a
-        # caller changing one result must not change the next call's.
-        consts = {v for v, _ in self.program.consts}
-        outs = [_copied(self.whole(a)) if a in consts else self.whole(a)
+        # An input returned (a captured array, an argument, a Variable's value) is copied:
+        # eagerly each call makes a new one, and a caller changing one result must not
+        # change an argument, a Variable or the next call's result.
+        ins = {v for v in self.program.ins if v.aval.shape}  # (a scalar is a number)
+        outs = [_copied(self.whole(a)) if a in ins else self.whole(a)
                 for p, a in enumerate(self.program.outs) if p not in self.buffers]
         # One output is returned as itself: Numba boxes no tuple (callpath.returns_one).
         ret = outs[0] if len(outs) == 1 else ast.Tuple(outs, ast.Load())

@@ -66,6 +66,8 @@ def _same_key(a, b):
         return False
     if isinstance(a, tuple):
         return all(map(_same_key, a, b))
+    if isinstance(a, (set, frozenset)):  # equal sets: each element spelled alike
+        return sorted(map(repr, a)) == sorted(map(repr, b))
     return not isinstance(a, (float, complex, np.inexact)) or repr(a) == repr(b)
 
 

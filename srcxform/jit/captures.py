@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from srcxform.jit.index import _library, _names
+from srcxform.jit.index import _library, code_names
 
 # Values compared by value, not identity: a global rebound to an equal number is the same.
 SIMPLE = (bool, int, float, complex, str, bytes, type(None))
@@ -124,16 +124,16 @@ def _function(fn, found, seen):
             if callable(value):
                 _function(value, found, seen)
         return
-    names = _names(fn.__code__)
+    names = code_names(fn.__code__)
     for name in sorted(names & fn.__globals__.keys()):
         value = fn.__globals__[name]
-        if not _is_library(value):
+        if not is_library(value):
             _add(found, Probe("global", fn.__globals__, name, value))
             _reached(value, fn, found, seen)
     for cell in fn.__closure__ or ():
         value = _contents(cell)
         # A library module is not rebound, as for globals (autograph's ag__ is one).
-        if value is _MISSING or isinstance(value, types.ModuleType) and _is_library(value):
+        if value is _MISSING or isinstance(value, types.ModuleType) and is_library(value):
             continue
         _add(found, Probe("cell", cell, None, value))
         _reached(value, fn, found, seen)
@@ -162,7 +162,7 @@ def _reached(value, fn, found, seen):
         _function(value, found, seen)
     elif not isinstance(value, (type, types.ModuleType) + SIMPLE):
         _attributes(value, fn, found)
-        for name in sorted(_names(fn.__code__)):  # obj.loss(x): what loss reads of obj too
+        for name in sorted(code_names(fn.__code__)):  # obj.loss(x): what loss reads of obj too
             _method(value, name, found, seen)
 
 
@@ -179,11 +179,11 @@ def _attributes(obj, fn, found):
     """Probes for the attributes of obj (an object of the user's) that fn's code names."""
     if _library(type(obj).__module__ or "") or not hasattr(obj, "__dict__"):
         return
-    for name in sorted(_names(fn.__code__) & vars(obj).keys()):
+    for name in sorted(code_names(fn.__code__) & vars(obj).keys()):
         _add(found, Probe("attr", obj, name, vars(obj)[name]))
 
 
-def _is_library(value):
+def is_library(value):
     """A module, class or function of srcxform's, NumPy's or the standard library: not
     probed (they are not rebound in practice, and each probe costs warm call time)."""
     if isinstance(value, types.ModuleType):

@@ -10,6 +10,7 @@ import functools
 import hashlib
 import inspect
 import os
+import collections
 import pickle
 import types
 from collections import Counter, namedtuple
@@ -79,7 +80,7 @@ def trace_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel,
         tuple(program.sizes), outs, (), traced.trees, traced.returns, traced.guards,
         isinstance(wrt, int), as_eager, traced.leaf_names, traced.in_names,
         traced.out_names, has_aux, tf_rules)
-    if draft.variables or draft.writes or draft.captured_variables():
+    if any(isinstance(leaf, Variable) for leaf in leaves):  # `a is b` may decide a branch
         draft = dataclasses.replace(draft, identities=variable_identities(
             leaves, draft.captured_variables()))
     probes = captures.of_function(fn) + traced.probes
@@ -291,8 +292,7 @@ def _trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux, tf_rule
 # Objects searched for Variables a function reaches by itself; past it, every argument is
 # taken as reached (its kernel then serves those objects only).
 _SEARCHED = 20000
-_OPAQUE = (str, bytes, int, float, complex, type(None), np.ndarray, np.generic, Value, type,
-           types.ModuleType)
+_OPAQUE = (str, bytes, int, float, complex, type(None), np.generic, Value)
 
 
 def _reached_variables(fn, wanted):
@@ -311,20 +311,28 @@ def _reached_variables(fn, wanted):
             found.add(id(obj))
         elif len(seen) > _SEARCHED:
             return set(wanted)
+        elif isinstance(obj, (type, types.ModuleType)):  # the user's classes and modules
+            todo += () if captures.is_library(obj) else vars(obj).values()
         elif isinstance(obj, dict):
             todo += obj.values()
-        elif isinstance(obj, (list, tuple, set, frozenset)):
+        elif isinstance(obj, (list, tuple, set, frozenset, collections.deque)):
             todo += obj
+        elif isinstance(obj, np.ndarray):
+            todo += obj.ravel().tolist() if obj.dtype == object else ()
         elif isinstance(obj, functools.partial):
             todo += [obj.func, obj.args, obj.keywords]
         elif isinstance(obj, types.MethodType):
             todo += [obj.__self__, obj.__func__]
         elif isinstance(obj, types.FunctionType):
+            if captures.is_library(obj):
+                continue
             todo += [obj.__defaults__, obj.__kwdefaults__]
+            todo += [obj.__globals__.get(name) for name in index.code_names(obj.__code__)]
             todo += [captures.cell_value(c) for c in obj.__closure__ or ()]
         else:
             todo += vars(obj).values() if hasattr(obj, "__dict__") else ()
-            todo += [getattr(obj, k, None) for k in getattr(type(obj), "__slots__", ())]
+            todo += [getattr(obj, k, None) for c in type(obj).__mro__
+                     for k in getattr(c, "__slots__", ())]
     return found
 
 
@@ -469,16 +477,17 @@ def traced_value_and_grad(fn, args, kwargs, positions, has_aux=False):
     check_positions(positions, args)
     _check_wrt(fn, args, positions)
     sources = []
-    # A tensor passed at two places is two sources, as a kernel's leaves are (JAX's rule:
-    # a gradient per argument); a Variable is one object wherever it is.
-    ids = Counter(id(leaf) for p in positions for leaf in tree_flatten(args[p])[0])
-    twice = {i for i, n in ids.items() if n > 1}
+    # Each tensor argument is a source of its own, as a kernel's leaves are (JAX's rule):
+    # not its uses elsewhere (another argument, a global). A tracer (a kernel's leaf) is
+    # one already unless it is passed twice; a Variable is one object wherever it is.
+    counts = Counter(id(leaf) for leaf in tree_flatten((args, kwargs))[0])
     with GradientTape(persistent=False, watch_accessed_variables=False) as tape:
         for p in positions:
             leaves, tree = tree_flatten(args[p])
-            leaves = [identity(leaf) if id(leaf) in twice and not isinstance(leaf, Variable)
-                      else leaf if isinstance(leaf, Value) else Tensor(np.asarray(leaf))
-                      for leaf in leaves]
+            leaves = [identity(leaf) if isinstance(leaf, Value) and not isinstance(
+                leaf, Variable) and (counts[id(leaf)] > 1 or not isinstance(leaf, Tracer))
+                else leaf if isinstance(leaf, Value) else Tensor(np.asarray(leaf))
+                for leaf in leaves]
             sources.append((leaves, tree))
             tape.watch(leaves)
         call_args = list(args)

@@ -127,7 +127,7 @@ def _function(fn, seen):
         return repr([name] + _made_with(fn, seen)) if "<locals>" in name else name
     if _reads_unseen(code):
         raise _Unknown
-    reads = sorted(name for name in _names(code) if name in fn.__globals__)
+    reads = sorted(name for name in code_names(code) if name in fn.__globals__)
     return repr([module, fn.__qualname__, code.co_filename, code.co_firstlineno, _code(code),
                  [(name, _digestible(fn.__globals__[name], seen)) for name in reads]]
                 + _made_with(fn, seen))
@@ -171,12 +171,12 @@ def _library(module_name):
     return module_name.split(".")[0] in _LIBRARIES
 
 
-def _names(code):
+def code_names(code):
     """The global (and attribute) names code and the code nested in it use."""
     names = set(code.co_names)
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
-            names |= _names(const)
+            names |= code_names(const)
     return names
 
 

@@ -25,9 +25,8 @@ def run(program, args):
     values = [np.asarray(a) for a in args]
     sizes = [np.shape(values[i])[axis] for i, axis in program.sizes]
     outs = _region(program, [_tensor(v, a.aval) for v, a in zip(values, program.ins)], sizes)
-    consts = {var for var, _ in program.consts}  # a captured array returned: a copy, as
-    return [t._array.copy() if a in consts else t._array  # the kernel's (lower.py)
-            for a, t in zip(program.outs, outs)]
+    ins = set(program.ins)  # an input returned: a copy, as the kernel's (lower.py)
+    return [t._array.copy() if a in ins else t._array for a, t in zip(program.outs, outs)]
 
 
 def _tensor(array, aval):
