@@ -31,7 +31,7 @@ from srcxform.passes import structured
 from srcxform.codegen.callconv import FORMS
 from srcxform.core import settings, signature
 from srcxform.core.errors import OutputNotScalarError, TracingError
-from srcxform.jit.kernel import NO, Counter, array_shapes
+from srcxform.jit.kernel import NO, Counter, PerInstance, array_shapes
 from srcxform.core.tensor import Tensor, Updating, Value, Variable
 from srcxform.core.tree import tree_flatten, tree_unflatten, unequal_key
 
@@ -467,22 +467,6 @@ class Differentiable:
 
 # Each Differentiable's jvp form: a Differentiable of its function's forward mode.
 _JVP_FORMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-class PerInstance:
-    """What a method decorated in a class body keeps for each instance, by the instance's
-    id: a dataclass's instances do not hash (their __eq__), and a class with __slots__
-    may not take weak references. The compiled method holds its instance, so both live
-    as long as the decorated function (as with functools.lru_cache on a method)."""
-
-    def __init__(self):
-        self._by_id = {}
-
-    def get(self, obj, make):
-        found = self._by_id.get(id(obj))
-        if found is None:
-            found = self._by_id[id(obj)] = (obj, make())
-        return found[1]
 
 
 def _jvp_form(f):

@@ -79,8 +79,8 @@ class Function(api.Differentiable):
     def _through_class(self, args):
         """Whether this is M.f(m, x), the method called through its class: then it runs
         as m.f(x), as TensorFlow's (the warm entries send such a call on to _slow)."""
-        return bool(args) and \
-            getattr(type(args[0]), getattr(self.fn, "__name__", ""), None) is self
+        name = getattr(self.fn, "__name__", "")  # A.f(self, x) from B's override too
+        return bool(args) and any(vars(c).get(name) is self for c in type(args[0]).__mro__)
 
     def _slow(self, form, *args, **kwargs):
         if self._through_class(args):
@@ -106,11 +106,12 @@ class Function(api.Differentiable):
             bound = self._parameters.bind(*args, **kwargs)
         except TypeError as err:
             raise TypeError(f"{self.fn.__qualname__}: {err}") from None
+        given, n = len(bound.args), len(self.input_signature)
         bound.apply_defaults()
-        values, n = list(bound.args), len(self.input_signature)
-        if len(values) < n:
-            raise TypeError(f"{self.fn.__qualname__} takes {n} arguments by its "
-                            f"input_signature, got {len(values)}")
+        values = list(bound.args)
+        if not given <= n <= len(values):  # TensorFlow's: no positional argument unspecified
+            raise TypeError(f"{self.fn.__qualname__} takes {n} positional arguments by its "
+                            f"input_signature, got {given}")
         params = self._parameters.parameters.values()
         names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         varargs = next((p.name for p in params if p.kind == p.VAR_POSITIONAL), "args")

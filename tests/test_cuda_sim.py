@@ -763,3 +763,23 @@ def test_a_cuda_function_and_its_forms_pickle():
         copy = pickle.loads(pickle.dumps(f))
         assert (copy.fn, copy.wrt, copy.has_aux) == (f.fn, f.wrt, f.has_aux)
         assert pickle.loads(pickle.dumps(f.grad)).__self__.wrt == f.wrt
+
+
+def test_a_cuda_method_binds_to_a_dataclass_or_slotted_instance():
+    # Helper 102: "unhashable type" and "cannot create weak reference" (a WeakKeyDictionary).
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Scaled:
+        k: float = 2.0
+
+        @sc.differentiable
+        def f(self, x):
+            return tf.reduce_sum(x * x) * self.k
+
+    class Slotted:
+        __slots__ = ()
+        f = Scaled.f
+
+    for obj in (Scaled(), Slotted()):
+        assert obj.f.fn.__self__ is obj and obj.f is obj.f

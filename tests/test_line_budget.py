@@ -142,8 +142,9 @@ BUDGET = {
     # +15 (session 33): an axis is an int or an integer scalar array or tensor, else a
     # TypeError naming the op (tuple() of a tensor, int() truncating 1.7: helpers 89, 92);
     # +10: an op of one axis refuses several (it took the smallest: helper 93); +10: a
-    # traced value used after its trace raises (it gave Tracers quietly: helper 97)
-    "core": 2930,
+    # traced value used after its trace raises (it gave Tracers quietly: helper 97); +10:
+    # in as_value, and as an argument (helper 102), set aux spelled (helper 101)
+    "core": 2940,
     # the CUDA target (issue 35): its first slice, 590 lines; +80: kept buffers per
     # thread, scalar steps folded into the next launch, Variables, methods; +5: a transpose
     # as a view (numba-cuda's .T compiled a kernel per call: W5's GPU gradient 334 ms);
@@ -176,8 +177,10 @@ BUDGET = {
     # for two wrt arguments is two sources on the eager path too (helper 100); +35: the
     # Variables a function reaches by itself searched in full (defaults, nested items, a
     # partial's: helper 98); +10: inline_here and inline, what the CPU and CUDA
-    # targets both run under a tape or a trace (CUDA's ignored the tape: helper 99)
-    "jit": 2085,
+    # targets both run under a tape or a trace (CUDA's ignored the tape: helper 99);
+    # +20: classes, modules, slots, deques and object arrays searched, PerInstance here
+    # for both targets (helpers 101, 102)
+    "jit": 2105,
     "keras": 160,
     # +20: the cache's ledger appended and rewritten under a lock (a rewrite lost counts
     # appended meanwhile, and the cache outgrew its limit); +25: a ledger that is a link,

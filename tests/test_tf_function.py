@@ -203,3 +203,45 @@ def test_input_signature_covers_star_args_and_defaults():
     assert scaled(x).dtype == tf.float32  # the default conformed to its spec
     with pytest.raises(TypeError, match=r"argument 'xs\[1\]' of dtype float64"):
         added(x, np.ones(2))
+
+
+def test_a_base_method_called_from_an_override_and_extra_positional_arguments():
+    """Helper 102: A.f(self, x) inside B's override of f raised "cannot pass a B"; a
+    positional argument past the input_signature went through unchecked (TensorFlow
+    raises)."""
+    class A:
+        @tf.function
+        def f(self, x):
+            return x * 2.0
+
+    class B(A):
+        def f(self, x):
+            return A.f(self, x) + 1.0
+
+    assert B().f(np.array([1.0])).numpy().tolist() == [3.0]
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+    def h(x, y=None):
+        return x if y is None else x + y
+
+    assert h([1.0]).numpy().tolist() == [1.0]
+    with pytest.raises(TypeError, match="takes 1 positional arguments by its input_signature"):
+        h([1.0], [5.0])
+
+
+def test_a_traced_value_kept_past_its_trace_is_refused_wherever_it_goes():
+    # Helper 102: v.assign(leak) and f(leak) raised raw AttributeErrors, tf.constant(leak)
+    # returned the stale tracer.
+    stash = []
+
+    @tf.differentiable
+    def keeps(x):
+        stash.append(tf.sin(x))
+        return tf.reduce_sum(x)
+
+    keeps(np.ones(2))
+    v = tf.Variable(np.zeros(2))
+    for use in (lambda: v.assign(stash[0]), lambda: keeps(stash[0]),
+                lambda: tf.constant(stash[0])):
+        with pytest.raises(tf.TracingError, match="used after its trace ended"):
+            use()

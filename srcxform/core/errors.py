@@ -119,10 +119,12 @@ def user_frame():
 
 
 def user_frame_object():
-    """The innermost Python frame outside srcxform's own modules, or None."""
+    """The innermost Python frame outside srcxform's own modules and the modules it
+    generates (a warm entry passing a call on), or None."""
     frame = sys._getframe(1)
     while frame is not None:
-        if not is_own_file(frame.f_code.co_filename):
+        if not is_own_file(frame.f_code.co_filename) and \
+                "__srcxform_generated__" not in frame.f_globals:
             return frame
         frame = frame.f_back
     return None

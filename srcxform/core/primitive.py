@@ -20,10 +20,10 @@ from srcxform.core.dims import Dim, localized
 from srcxform.core.dtypes import out_of_range, promote
 from srcxform.core.errors import (
     DtypeArgumentError, InvalidArgumentError, LinAlgArgumentError, ShapeArgumentError,
-    TracingError, user_line,
+    user_line,
 )
 from srcxform.core.names import TEMPLATE_GLOBALS
-from srcxform.core.tensor import SizeConstant, Tensor, as_value
+from srcxform.core.tensor import SizeConstant, Tensor, as_value, live
 
 REGISTRY: dict = {}
 
@@ -193,7 +193,7 @@ class Primitive:
     def bind(self, *args, **params):
         """Applies the primitive: traced if any input is a Tracer, else computed eagerly;
         then recorded on every tape that watches an input."""
-        values = [as_value(a, self.name) for a in args]
+        values = [live(as_value(a, self.name), self.name) for a in args]
         context = recording.CONTEXT
         if context.traces:  # a size kept from another trace is a constant here
             params = localized(params)
@@ -204,11 +204,6 @@ class Primitive:
             trace = context.traces[-1]  # a traced size must be computed, not folded
         elif trace is not None and context.traces and context.traces[-1].encloses(trace):
             trace = context.traces[-1]  # a loop body or branch reading an outer value
-        if trace is not None and not any(t is trace for t in context.traces):
-            raise TracingError(f"{user_line()}\n  {self.name}: a value traced inside a compiled "
-                               "function or loop body is used after its trace ended (it was "
-                               "kept in a list, a global or an attribute while traced): "
-                               "return it instead")
         if trace is not None:
             folder = getattr(trace, "folder", None)
             if folder is not None:  # a sum of a chain of adds may be read another way

@@ -20,7 +20,7 @@ import numpy as np
 from srcxform.core.dims import Dim, evaluate, render
 from srcxform.core.errors import user_line
 from srcxform.core.ir import equations
-from srcxform.core.tensor import Tensor, Variable, eager_tensor
+from srcxform.core.tensor import Tensor, Variable, eager_tensor, live
 from srcxform.core.tree import DATACLASS, DICT, NAMEDTUPLE, NONE, SEQUENCE, \
     flatten_function, spelled_key, tree_flatten
 
@@ -160,6 +160,7 @@ TF_RULES = (*RULES[:2], _Array(eager="tensor"), _Scalar(np.generic, eager="tenso
 
 def rule_of(leaf, tf_rules=False):
     """The rule for an argument leaf; a TypeError for a leaf a kernel cannot take."""
+    live(leaf, "a compiled function's argument")
     for rule in TF_RULES if tf_rules else RULES:
         if rule.matches(leaf):
             return rule

@@ -313,6 +313,7 @@ class Variable(Value):
         another float or integer dtype it is converted: the README's difference); then of
         the Variable's shape exactly, as nothing broadcasts into a Variable."""
         what = f"{op} to {self.name}"
+        live(value, op)
         if isinstance(value, Value) or holds_value(value):
             # A list of Python numbers (a loop's int among them, checked) converts in the
             # Variable's dtype, as tf.constant(list, dtype) does.
@@ -620,6 +621,17 @@ def holds_value(value):
     """Whether value is a tensor, or a nested list or tuple with one in it."""
     return isinstance(value, Value) or (isinstance(value, (list, tuple))
                                          and any(map(holds_value, value)))
+
+
+def live(x, op):
+    """x; a TracingError where it is a value traced by a trace that has ended (kept in a
+    list, a global or an attribute while traced), at its next use by `op`."""
+    if getattr(x, "_trace", None) is not None and \
+            not any(t is x._trace for t in recording.CONTEXT.traces):
+        raise TracingError(f"{user_line()}\n  {op}: a value traced inside a compiled function "
+                           "or loop body is used after its trace ended (it was kept in a "
+                           "list, a global or an attribute while traced): return it instead")
+    return x
 
 
 def as_value(x, op=None):

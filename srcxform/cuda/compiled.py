@@ -14,7 +14,6 @@ copied to the device at each call, and those assigned copied back.
 import functools
 import sys
 import threading
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -28,7 +27,7 @@ from srcxform.core.tensor import Updating, Variable, eager_tensor
 from srcxform.core.tree import tree_flatten, tree_unflatten
 from srcxform.cuda.lower import generate
 from srcxform.jit import backend, captures, compiler
-from srcxform.jit.kernel import array_shapes
+from srcxform.jit.kernel import PerInstance, array_shapes
 
 FORMS = ("value", "grad", "value_and_grad")
 
@@ -44,18 +43,15 @@ class CudaDifferentiable:
         self._convert, self._python = convert, None
         self._kernels = {}  # signature key: [_Kernel, ...], one per set of guards
         self._lock = threading.RLock()
-        self._bound = weakref.WeakKeyDictionary()
+        self._bound = PerInstance()  # as the CPU's: a dataclass's instance does not hash
 
     def __get__(self, obj, objtype=None):
         """A method decorated in a class body: each instance gets its own compiled method
         (the instance is not an argument a kernel could take), as on the CPU."""
         if obj is None:
             return self
-        bound = self._bound.get(obj)
-        if bound is None:
-            bound = self._bound[obj] = CudaDifferentiable(
-                self.fn.__get__(obj, objtype), self.wrt, self.has_aux, self._convert)
-        return bound
+        return self._bound.get(obj, lambda: CudaDifferentiable(
+            self.fn.__get__(obj, objtype), self.wrt, self.has_aux, self._convert))
 
     def __repr__(self):
         return f"<srcxform.differentiable {getattr(self.fn, '__qualname__', self.fn)} on CUDA>"

@@ -204,3 +204,19 @@ def array_shapes(leaves):
 
 def _variable(source, leaves):
     return leaves[source] if isinstance(source, int) else source
+
+
+class PerInstance:
+    """What a method decorated in a class body keeps for each instance, by the instance's
+    id: a dataclass's instances do not hash (their __eq__), and a class with __slots__
+    may not take weak references. The compiled method holds its instance, so both live
+    as long as the decorated function (as with functools.lru_cache on a method)."""
+
+    def __init__(self):
+        self._by_id = {}
+
+    def get(self, obj, make):
+        found = self._by_id.get(id(obj))
+        if found is None:
+            found = self._by_id[id(obj)] = (obj, make())
+        return found[1]

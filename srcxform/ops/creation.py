@@ -23,7 +23,7 @@ from srcxform.ops.elementwise import cast, equal
 from srcxform.ops.held_sizes import size_argument, sizes_held
 from srcxform.ops.shape import broadcast_to, reshape, shape_argument, stack
 from srcxform.core.tensor import (Tensor, Value, as_value, check_fits,
-                                  converted_python_int, eager_tensor, holds_value)
+                                  converted_python_int, eager_tensor, holds_value, live)
 
 # 0, 1, ..., count - 1: the one creation op traced, for a count that is a traced size.
 iota_p = primitive("iota", "opaque", lambda count, dtype: np.arange(count, dtype=dtype),
@@ -55,7 +55,7 @@ def constant(value, dtype=None, shape=None, name=None):
         t = pack(value, dtype)
     elif isinstance(value, Value) and value._trace is not None and (
             dtype is None or as_dtype(dtype) == value.dtype):  # passed on, as eagerly
-        t = value
+        t = live(value, "constant")  # (not one kept past its trace)
     elif eager_tensor(value) and not value._weak and (
             dtype is None or as_dtype(dtype) == value.dtype):
         t = Tensor._new(value._array, id=value._id)  # the same value to the tape
