@@ -79,8 +79,9 @@ class Function(api.Differentiable):
     def _through_class(self, args):
         """Whether this is M.f(m, x), the method called through its class: then it runs
         as m.f(x), as TensorFlow's (the warm entries send such a call on to _slow)."""
-        name = getattr(self.fn, "__name__", "")  # A.f(self, x) from B's override too
-        return bool(args) and any(vars(c).get(name) is self for c in type(args[0]).__mro__)
+        # A.f(self, x) from B's override too, and a Function set under another name
+        return bool(args) and any(value is self for c in type(args[0]).__mro__
+                                  for value in vars(c).values())
 
     def _slow(self, form, *args, **kwargs):
         if self._through_class(args):

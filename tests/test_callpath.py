@@ -390,3 +390,15 @@ def test_a_result_that_is_an_input_is_a_copy():
     for _ in range(2):
         h.grad(x)[1][0] = -1.0
     assert v.numpy().tolist() == [5.0, 8.0]
+
+
+def test_a_value_returned_twice_is_two_arrays():
+    # Helper 103: y and y * 1.0 (simplified to y) came back as one array, compiled and at
+    # tier 0; changing one changed the other, where eagerly they are two.
+    from srcxform.jit import tiered
+
+    f, x = tf.differentiable(lambda v: (v * 2.0, v * 2.0 * 1.0)), np.array([1.0, 2.0])
+    kernel, leaves = f._kernel("value", (x,), {})
+    for a, b in (f(x), tiered.results(kernel, leaves)):
+        a[0] = 99.0
+        assert b.tolist() == [2.0, 4.0]

@@ -144,3 +144,21 @@ def test_a_wrt_tensor_also_read_elsewhere_gets_its_own_gradient():
     np.testing.assert_array_equal(g.grad(t), [1.0, 4.0])
     with tf.GradientTape():
         np.testing.assert_array_equal(f.grad(t, t).numpy(), [1.0, 4.0])
+
+
+@pytest.mark.parametrize("form", ["grad", "jacobian", "method"])
+def test_a_nested_gradient_takes_a_closed_over_value_as_a_constant(form):
+    """Helper 103: inside a compiled function, tf.grad(lambda z: sum(z * x))(x), its
+    jacobian and a compiled function's .grad counted the closure's x as the variable too
+    (6.0 for 3.0; JAX's jit gives 8.0 for the y = 2x case below, as eagerly)."""
+    nested = {"grad": lambda f, v: tf.grad(f)(v), "jacobian": lambda f, v: tf.jacobian(f)(v),
+              "method": lambda f, v: tf.differentiable(f).grad(v)}[form]
+
+    def outer(x):
+        y = x * 2.0
+        return (tf.reduce_sum(nested(lambda z: tf.reduce_sum(z * x), x)),
+                tf.reduce_sum(nested(lambda z: tf.reduce_sum(z * y), y)))
+
+    x = np.array([1.0, 2.0])
+    eager = [float(v) for v in outer(tf.constant(x))]
+    assert [float(v) for v in tf.differentiable(outer)(x)] == eager == [3.0, 6.0]

@@ -100,8 +100,9 @@ BUDGET = {
     # caller's array, helper 90)
     # +45: the identities of Variable arguments, a kernel's and its warm entry's tests of
     # them (a kernel traced on f(a, a) assigned c for f(b, c); helper 97); +10: a
-    # captured array returned is copied (the caller's change reached later calls: helper 100)
-    "codegen": 2545,
+    # captured array returned is copied (the caller's change reached later calls: helper 100);
+    # +10: an array returned twice is copied (y, y * 1.0 shared one: helper 103)
+    "codegen": 2555,
     # +310: branches.py (explain), signature.py (the argument rules); +5 joins; +5 spans
     # (a concat's, once for lowering and its VJP: codegen and ops shrank as much); +10: a
     # primitive's batching rule (vector mode, issue 32); +10: the identity's rows as a
@@ -179,8 +180,9 @@ BUDGET = {
     # partial's: helper 98); +10: inline_here and inline, what the CPU and CUDA
     # targets both run under a tape or a trace (CUDA's ignored the tape: helper 99);
     # +20: classes, modules, slots, deques and object arrays searched, PerInstance here
-    # for both targets (helpers 101, 102)
-    "jit": 2105,
+    # for both targets (helpers 101, 102); +10: nested gradients' sources of their own,
+    # tier 0's copies of results returned twice (helper 103)
+    "jit": 2115,
     "keras": 160,
     # +20: the cache's ledger appended and rewritten under a lock (a rewrite lost counts
     # appended meanwhile, and the cache outgrew its limit); +25: a ledger that is a link,

@@ -245,3 +245,16 @@ def test_a_traced_value_kept_past_its_trace_is_refused_wherever_it_goes():
                 lambda: tf.constant(stash[0])):
         with pytest.raises(tf.TracingError, match="used after its trace ended"):
             use()
+
+
+def test_a_function_set_on_a_class_under_another_name_is_a_method():
+    # Helper 103: D.g = tf.function(impl); D.g(d, x) raised "cannot pass a D".
+    class D:
+        k = 2.0
+
+    def impl(self, x):
+        return tf.reduce_sum(x * self.k)
+
+    D.g = tf.function(impl)
+    d, x = D(), np.array([1.0, 2.0, 3.0])
+    assert float(D.g(d, x)) == float(d.g(x)) == 12.0

@@ -239,7 +239,7 @@ def _trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux, tf_rule
             results = [out]
         else:
             out, grads = traced_value_and_grad(fn, call_args, call_kwargs,
-                                                wrt_positions(wrt), has_aux)
+                                                wrt_positions(wrt), has_aux, fresh=True)
             # The gradient-only kernel does not return the value (but an aux): the passes
             # drop what only the value needs (dce.py), such as the sum of a loss's terms.
             results = [form_value(kernel_form, out, has_aux), grads]
@@ -468,7 +468,7 @@ def inline(fn, wrt, has_aux, form, args, kwargs):
                        has_aux)
 
 
-def traced_value_and_grad(fn, args, kwargs, positions, has_aux=False):
+def traced_value_and_grad(fn, args, kwargs, positions, has_aux=False, fresh=False):
     """Runs fn under a tape watching the args at `positions`; unconnected gradients are
     zeros, as JAX gives. Works on Tracers (emitting the adjoint) and on Tensors. Returns
     fn's output (with has_aux, its pair) and the gradients of the scalar it differentiates."""
@@ -478,14 +478,15 @@ def traced_value_and_grad(fn, args, kwargs, positions, has_aux=False):
     _check_wrt(fn, args, positions)
     sources = []
     # Each tensor argument is a source of its own, as a kernel's leaves are (JAX's rule):
-    # not its uses elsewhere (another argument, a global). A tracer (a kernel's leaf) is
-    # one already unless it is passed twice; a Variable is one object wherever it is.
+    # not its uses elsewhere (another argument, a global, a closure of fn). A kernel's own
+    # leaves (`fresh`) are sources of their own already unless passed twice; a Variable is
+    # one object wherever it is.
     counts = Counter(id(leaf) for leaf in tree_flatten((args, kwargs))[0])
     with GradientTape(persistent=False, watch_accessed_variables=False) as tape:
         for p in positions:
             leaves, tree = tree_flatten(args[p])
             leaves = [identity(leaf) if isinstance(leaf, Value) and not isinstance(
-                leaf, Variable) and (counts[id(leaf)] > 1 or not isinstance(leaf, Tracer))
+                leaf, Variable) and (counts[id(leaf)] > 1 or not fresh)
                 else leaf if isinstance(leaf, Value) else Tensor(np.asarray(leaf))
                 for leaf in leaves]
             sources.append((leaves, tree))
