@@ -80,8 +80,9 @@ class Function(api.Differentiable):
         """Whether this is M.f(m, x), the method called through its class: then it runs
         as m.f(x), as TensorFlow's (the warm entries send such a call on to _slow)."""
         # A.f(self, x) from B's override too, and a Function set under another name
-        return bool(args) and any(value is self for c in type(args[0]).__mro__
-                                  for value in vars(c).values())
+        if not args or isinstance(args[0], _ARGUMENTS):  # what a kernel takes: no method's
+            return False
+        return any(value is self for c in type(args[0]).__mro__ for value in vars(c).values())
 
     def _slow(self, form, *args, **kwargs):
         if self._through_class(args):
@@ -120,6 +121,10 @@ class Function(api.Differentiable):
         values[:n] = [_conformed(self.fn.__qualname__, name, spec, value)
                       for name, spec, value in zip(names, self.input_signature, values)]
         return tuple(values), bound.kwargs
+
+
+# Arguments a compiled function takes, none of them an instance a method is bound to.
+_ARGUMENTS = (Value, np.ndarray, np.generic, int, float, complex, str, list, tuple, dict)
 
 
 def _conformed(function, name, spec, value):

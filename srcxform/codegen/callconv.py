@@ -60,9 +60,10 @@ class Convention:
     # tf.function's rules (core/signature.py's TF_RULES): a Python float argument is
     # static, an array a tensor.
     tf_rules: bool = False
-    # Where the kernel reads or assigns Variables: which Variable argument leaves were one
-    # object at the trace, and which were Variables it captured (variable_identities). A
-    # call must have the same: the kernel reads and writes each object once.
+    # Where the trace's call passed Variables: which of those argument leaves were one
+    # object, and which were Variables the kernel captured (variable_identities). A call
+    # must have the same: the kernel reads and writes each object once, and the function
+    # may have told them apart (`a is b`).
     identities: tuple = ()
 
     def captured_variables(self):

@@ -10,10 +10,9 @@ import functools
 import hashlib
 import inspect
 import os
-import collections
 import pickle
 import types
-from collections import Counter, namedtuple
+from collections import Counter, deque, namedtuple
 
 import numpy as np
 
@@ -298,7 +297,8 @@ _OPAQUE = (str, bytes, int, float, complex, type(None), np.generic, Value)
 def _reached_variables(fn, wanted):
     """The ids among `wanted` (Variable arguments') of the Variables fn reaches by itself:
     what it reads (captures.py's globals, closures and attributes), its defaults, and
-    whatever those hold (attributes, items, a partial's arguments), searched in full."""
+    whatever those hold (attributes, items, slots, a partial's arguments, the user's
+    classes and modules), searched to _SEARCHED objects (past them, all of `wanted`)."""
     todo = [fn, getattr(fn, "__defaults__", None), getattr(fn, "__kwdefaults__", None)]
     todo += [probe.value for probe in captures.of_function(fn)]
     seen, found = set(), set()
@@ -315,7 +315,7 @@ def _reached_variables(fn, wanted):
             todo += () if captures.is_library(obj) else vars(obj).values()
         elif isinstance(obj, dict):
             todo += obj.values()
-        elif isinstance(obj, (list, tuple, set, frozenset, collections.deque)):
+        elif isinstance(obj, (list, tuple, set, frozenset, deque)):
             todo += obj
         elif isinstance(obj, np.ndarray):
             todo += obj.ravel().tolist() if obj.dtype == object else ()
@@ -470,8 +470,9 @@ def inline(fn, wrt, has_aux, form, args, kwargs):
 
 def traced_value_and_grad(fn, args, kwargs, positions, has_aux=False, fresh=False):
     """Runs fn under a tape watching the args at `positions`; unconnected gradients are
-    zeros, as JAX gives. Works on Tracers (emitting the adjoint) and on Tensors. Returns
-    fn's output (with has_aux, its pair) and the gradients of the scalar it differentiates."""
+    zeros, as JAX gives. Works on Tracers (emitting the adjoint) and on Tensors; `fresh`:
+    the args are a kernel's own input leaves. Returns fn's output (with has_aux, its
+    pair) and the gradients of the scalar it differentiates."""
     from srcxform.ops import identity
 
     check_positions(positions, args)
