@@ -376,9 +376,9 @@ class Differentiable:
     def _find_or_compile(self, kernel_form, args, kwargs, tier0=False):
         leaves, treedef = tree_flatten((args, kwargs))
         if unequal_key(treedef) is not None:
-            raise TypeError(f"{self.__name__}: a dict key not equal to itself (NaN) cannot "
-                            "be part of a compiled call's arguments (its kernel is found by "
-                            "them); use another key")
+            raise TypeError(f"{self.__name__}: a dict key or pytree aux data not equal to "
+                            "itself (NaN) cannot be part of a compiled call's arguments (its "
+                            "kernel is found by them); use another value")
         # A kernel checking for NaN and inf (debug_nans) is another kernel, cached apart.
         key = (kernel_form, treedef, signature.key(leaves, self._tf_rules),
                *(("debug_nans",) if nan_checks.enabled() else ()))

@@ -299,3 +299,12 @@ def test_aux_sets_of_floats_spelled_apart_key_apart():
     f = tf.differentiable(lambda p: tf.reduce_sum(p.x) / next(iter(p.tag)))
     x = np.array([1.0, 2.0])
     assert [float(f(Node(x, frozenset({s})))) for s in (0.0, -0.0)] == [np.inf, -np.inf]
+
+
+@pytest.mark.parametrize("tag", [float("nan"), (1, float("nan")), frozenset({float("nan")})])
+def test_aux_data_not_equal_to_itself_is_refused(tag):
+    # Helper 101: a NaN made by the flatten function missed the cache at every call, a
+    # kernel each time; a NaN dict key raised already.
+    f = tf.differentiable(lambda p: tf.reduce_sum(p.x))
+    with pytest.raises(TypeError, match="aux data not equal to itself"):
+        f(Node(np.ones(2), tag))

@@ -72,13 +72,22 @@ def _same_key(a, b):
 
 
 def unequal_key(treedef):
-    """A dict key in the structure that is not equal to itself (a NaN), or None: such a
-    structure cannot key a compiled function's cache, where a call finds its kernel."""
+    """A dict key or a registered type's aux data in the structure that is not equal to
+    itself (a NaN, or one inside a tuple or set), or None: such a structure cannot key a
+    compiled function's cache, where a call finds its kernel (each call missed it)."""
     if treedef.how == DICT and isinstance(treedef.order, SpelledKeys):
-        found = next((k for k in treedef.order if k != k), None)  # noqa: PLR0124 - NaN
+        found = next((k for k in treedef.order if _unequal(k)), None)
         if found is not None:
             return found
+    if treedef.how == REGISTERED and _unequal(treedef.keys):
+        return treedef.keys
     return next((k for k in map(unequal_key, treedef.children) if k is not None), None)
+
+
+def _unequal(value):
+    if isinstance(value, (tuple, frozenset)):
+        return any(map(_unequal, value))
+    return value != value  # noqa: PLR0124 - NaN
 
 
 def spelled_key(key) -> bool:
