@@ -23,7 +23,7 @@ from srcxform.core.errors import (
     user_line,
 )
 from srcxform.core.names import TEMPLATE_GLOBALS
-from srcxform.core.tensor import SizeConstant, Tensor, as_value, live
+from srcxform.core.tensor import SizeConstant, Tensor, as_value, check_active
 
 REGISTRY: dict = {}
 
@@ -193,13 +193,15 @@ class Primitive:
     def bind(self, *args, **params):
         """Applies the primitive: traced if any input is a Tracer, else computed eagerly;
         then recorded on every tape that watches an input."""
-        values = [live(as_value(a, self.name), self.name) for a in args]
+        values = [as_value(a, self.name) for a in args]
         context = recording.CONTEXT
         if context.traces:  # a size kept from another trace is a constant here
             params = localized(params)
         out_aval = self.abstract_eval(values, params)
         values = _checked_python_ints(self, values)
         trace = next((v._trace for v in values if v._trace is not None), None)
+        if trace is not None:  # not one kept past its trace (an eager op tests nothing)
+            check_active(trace, self.name)
         if trace is None and context.traces and _mentions_size(values, params):
             trace = context.traces[-1]  # a traced size must be computed, not folded
         elif trace is not None and context.traces and context.traces[-1].encloses(trace):

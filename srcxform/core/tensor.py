@@ -624,14 +624,19 @@ def holds_value(value):
 
 
 def live(x, op):
-    """x; a TracingError where it is a value traced by a trace that has ended (kept in a
-    list, a global or an attribute while traced), at its next use by `op`."""
-    if getattr(x, "_trace", None) is not None and \
-            not any(t is x._trace for t in recording.CONTEXT.traces):
+    """x, unless a trace that has ended traced it (check_active)."""
+    if getattr(x, "_trace", None) is not None:
+        check_active(x._trace, op)
+    return x
+
+
+def check_active(trace, op):
+    """A TracingError at the use by `op` of a value of `trace` unless it is being traced
+    now (a value kept in a list, a global or an attribute past its trace)."""
+    if not any(t is trace for t in recording.CONTEXT.traces):
         raise TracingError(f"{user_line()}\n  {op}: a value traced inside a compiled function "
                            "or loop body is used after its trace ended (it was kept in a "
                            "list, a global or an attribute while traced): return it instead")
-    return x
 
 
 def as_value(x, op=None):

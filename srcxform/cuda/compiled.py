@@ -87,12 +87,17 @@ class CudaDifferentiable:
             found[name] = cuda.compile_ptx(fn, f"({', '.join(types)},)", cc=cc)[0]
         return found
 
+    def _traced_fn(self):
+        """fn as tracing runs it (its control flow converted), made at the first call."""
+        with self._lock:
+            if self._python is None:
+                self._python = self._convert(self.fn) if self._convert else self.fn
+            return self._python
+
     def _run(self, form, args, kwargs):
         if compiler.inline_here():  # under a tape or a trace: its Python, as the CPU's
-            with self._lock:
-                if self._python is None:
-                    self._python = self._convert(self.fn) if self._convert else self.fn
-            return compiler.inline(self._python, self.wrt, self.has_aux, form, args, kwargs)
+            return compiler.inline(self._traced_fn(), self.wrt, self.has_aux, form, args,
+                                   kwargs)
         kernel, leaves = self._kernel(form, args, kwargs)
         return kernel.run(leaves)
 
@@ -101,12 +106,11 @@ class CudaDifferentiable:
         key = (form, treedef, tuple(_leaf_key(leaf) for leaf in leaves))
         stand_ins = [_stand_in(leaf) for leaf in leaves]
         with self._lock:
-            if self._python is None:
-                self._python = self._convert(self.fn) if self._convert else self.fn
+            python = self._traced_fn()
 
             @functools.cache
             def trace():  # at most once a call: it runs the function's Python
-                return _trace(self._python, self.wrt, self.has_aux, form, args, kwargs,
+                return _trace(python, self.wrt, self.has_aux, form, args, kwargs,
                               stand_ins)
 
             # A kernel whose trace captured what has changed since (a global rebound, a
@@ -119,7 +123,7 @@ class CudaDifferentiable:
                 if kernel.admits(leaves) and compiler.right_for(kernel, shapes, trace):
                     return kernel, leaves
             kernel = _Kernel(trace(), self.wrt, self.has_aux, form, shapes)
-            kernel.probes = captures.of_function(self._python) + kernel.traced.probes
+            kernel.probes = captures.of_function(python) + kernel.traced.probes
             candidates.append(kernel)
             return kernel, leaves
 
