@@ -310,12 +310,17 @@ def _stacked_as_eagerly(outs, python_floats):
 
 
 def _flat(tree, what):
+    """The leaves of a loop's variables or a branch's results, each checked to be a value:
+    Python numbers and NumPy values are kept as they are, so that the loop or cond knows
+    what each is in an eager run (structured.eager_kinds); the rest as values."""
     leaves, treedef = tree_flatten(tree)
     try:
-        return [as_value(leaf) for leaf in leaves], treedef
+        values = [as_value(leaf) for leaf in leaves]
     except TypeError:
         raise TypeError(f"{what} must give tensors, numbers or structures of them, got "
                         f"{_kind(tree)}") from None
+    return [leaf if isinstance(leaf, (bool, int, float, np.generic, np.ndarray)) else value
+            for leaf, value in zip(leaves, values)], treedef
 
 
 def _leaf_names(tree, root):

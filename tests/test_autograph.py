@@ -805,6 +805,32 @@ class TestCompiledDataDependent:
         assert [float(g) for g in got] == [float(w) for w in want] == pytest.approx(
             [1.0, 1.0, 1.0, np.exp(0.1), 0.1])
 
+    def test_numpy_values_and_weak_tensors_in_loops_and_ifs_are_what_they_are_eagerly(self):
+        """Helper 98's leftovers: a carry or an if's result computed with NumPy on a NumPy
+        argument came back a Tensor compiled (eagerly np.float32), and a weak op of Python
+        numbers alone (tf.exp(0.1)) carried as a Python number: float64 compiled, float32
+        eagerly. Autograph's own Python numbers are marked (PythonNumber) so a weak Tensor
+        is told apart from them."""
+        def numpy_loops(x):
+            c, k, i = 0.0, tf.exp(0.1), 0
+            for r in x:
+                c = c + np.sum(r)
+            while np.sum(x) > i:
+                k, i = k * 2.0, i + 1
+            if np.sum(x) > 0:
+                y = np.float32(2.0)
+            else:
+                y = np.float32(3.0)
+            return c, k, y
+
+        f = tf.differentiable(numpy_loops, wrt=())
+        for x in (np.ones((3, 2), np.float32), -np.ones((2, 2), np.float32)):
+            got, want = f(x), numpy_loops(x)
+            assert [type(g) for g in got] == [type(w) for w in want] == [
+                np.float32, tf.Tensor, np.float32]
+            assert [float(g) for g in got] == [float(w) for w in want]
+            assert got[1].dtype == want[1].dtype == np.float32
+
     def test_an_if_giving_python_numbers_gives_a_python_number_as_eagerly(self):
         """Its result took the true branch's storage, float64, as a strong dtype: `y * x32`
         was float64 compiled and float32 eagerly, in both of these (found with helper 72's

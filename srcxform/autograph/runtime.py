@@ -18,7 +18,7 @@ from srcxform.core.dims import Dim
 from srcxform.core.errors import TracingError, user_frame, user_line
 from srcxform.ops import cast, logical_and, logical_not, logical_or
 from srcxform.ops import range as tf_range
-from srcxform.core.tensor import Value, as_value
+from srcxform.core.tensor import PythonNumber, Value
 from srcxform.ad.trace import Tracer
 from srcxform.core.tree import leaf_paths, tree_flatten
 
@@ -183,8 +183,14 @@ def len_(value):
 
 
 def row(items, taken):
-    """T in `for T in items` (for_rows): a tensor's row at the number taken, else the item."""
-    return items[taken] if isinstance(items, Value) and items.ndim else taken
+    """T in `for T in items` (for_rows): a tensor's row at the number taken (a NumPy
+    array's row is NumPy's in an eager run, Tracer.eager_kind), else the item."""
+    if not (isinstance(items, Value) and items.ndim):
+        return taken
+    item = items[taken]
+    if isinstance(item, Tracer):
+        item.eager_kind = getattr(items, "eager_kind", "tensor")
+    return item
 
 
 def if_stmt(pred, true_fn, false_fn, values, names, sure_true, sure_false):
@@ -250,7 +256,8 @@ def while_stmt(test_fn, body_fn, values, names):
         [inspect.Parameter(names[k], inspect.Parameter.POSITIONAL_ONLY) for k in carried])
     # A Python number stays one, exact (weak, as a for loop's): while_loop would make it
     # a float32 or int32 tensor, TensorFlow's rule, where eagerly it is Python's.
-    initial = [as_value(v) if type(v) in (bool, int, float) else v for v in state.initial()]
+    initial = [PythonNumber.of(v) if type(v) in (bool, int, float) else v
+               for v in state.initial()]
     result = while_loop(lambda *vals: test_fn(*state.full(vals)), body, initial)
     return state.full(result)
 

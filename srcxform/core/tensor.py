@@ -198,6 +198,18 @@ class SizeConstant(Tensor):
         return np.asarray(self.dim.__index__(), self._array.dtype)
 
 
+class PythonNumber(Tensor):
+    """A Python number kept as one where TensorFlow's rule would make it a tensor: a
+    variable of the user's loop autograph converts, which is the number in an eager run
+    (a weak op of numbers alone, tf.exp(0.1), is a Tensor there)."""
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, x):
+        return cls._new(np.asarray(x, dtype=weak_storage(x)), weak=True)
+
+
 class Variable(Value):
     """A mutable value whose reads are watched by tapes (tf.Variable).
 

@@ -39,12 +39,13 @@ import numpy as np
 
 from srcxform.core import recording, settings
 from srcxform.core.aval import Aval
+from srcxform.core.dims import Dim
 from srcxform.core.errors import TracingError, user_line
 from srcxform.core.ir import Var
 from srcxform.core.primitive import Algebra, Codegen
 from srcxform.passes.pipeline import optimize
 from srcxform.core.recording import CONTEXT
-from srcxform.core.tensor import SizeConstant, Tensor, as_value
+from srcxform.core.tensor import PythonNumber, SizeConstant, Tensor, as_value
 from srcxform.ad.trace import Trace, Tracer
 
 
@@ -344,11 +345,13 @@ def carry_avals(values):
 
 
 def eager_kinds(values):
-    """What each value is in an eager run (Tracer.eager_kind): a Tracer's own kind, a weak
-    constant a Python number (autograph passes its Python numbers so; a weak op of Python
-    numbers alone, tf.exp(0.1), is taken as one too), anything else a tensor."""
+    """What each value is in an eager run (Tracer.eager_kind): a Tracer's own kind, a
+    NumPy value NumPy's, a Python number (autograph's PythonNumber, a size) one, anything
+    else (a Tensor, tf.exp(0.1) folded at the trace) a tensor."""
     return [v.eager_kind if isinstance(v, Tracer) else
-            "python" if as_value(v).aval.weak else "tensor" for v in values]
+            "numpy" if isinstance(v, (np.generic, np.ndarray)) else
+            "python" if isinstance(v, (bool, int, float, PythonNumber, SizeConstant, Dim))
+            else "tensor" for v in values]
 
 
 def _same_shape(a, b):
@@ -370,8 +373,15 @@ def _weak_promoted(inits, avals, outs, numbers=()):
         number = before.weak or (k in numbers and after.dtype != before.dtype)
         if not number or not _same_shape(before.shape, after.shape):
             continue
-        if not after.weak:
-            promoted[k], changed = cast(inits[k], after.dtype), True
+        if not after.weak:  # as the first trip leaves it eagerly: a NumPy value or a tensor
+            kind = eager_kinds([out])[0]
+            if kind == "numpy" and isinstance(inits[k], (bool, int, float)):
+                promoted[k] = np.asarray(inits[k], after.dtype)[()]
+            else:
+                promoted[k] = cast(inits[k], after.dtype)
+                if isinstance(promoted[k], Tracer):
+                    promoted[k].eager_kind = kind
+            changed = True
         elif before.weak and before.dtype != after.dtype == np.promote_types(
                 before.dtype, after.dtype):  # widened only: total = 0, then total + 0.5
             promoted[k], changed = inits[k] + (0.0 if after.dtype.kind == "f" else 0), True
@@ -428,7 +438,7 @@ def fori_loop(lower, upper, body_fn, inits, names, xs=(), y_avals=(), checkpoint
 
     sub, outs = trace_region("body", traced, [_WEAK_INDEX if static else INDEX] + avals +
                              row_avals, ["i"] + names + [f"row{k}" for k in range(m)],
-                             ["python" if static else "tensor"] + eager_kinds(inits))
+                             ["python"] + eager_kinds(inits))
     if static and not sub.reads_traced and not any(isinstance(v, Tracer) for v in inits):
         return None
     promoted = _weak_promoted(inits, avals, outs[:n])
@@ -790,9 +800,10 @@ def _reached(rule, carries, rows, captures, inits):
 def cond(pred, true_fn, false_fn):
     """The structured cond: true_fn() or false_fn(), each giving a flat list of values of
     the same shapes and dtypes."""
-    subs = []
+    subs, branch_kinds = [], []
     for name, fn in (("true_fn", true_fn), ("false_fn", false_fn)):
         sub, outs = trace_region(name, fn, [], [])
+        branch_kinds.append(eager_kinds(outs))
         subs.append((sub, [as_value(o) for o in outs]))  # as_value: a Python number
     (t_outs, f_outs) = (subs[0][1], subs[1][1])
     if len(t_outs) != len(f_outs):
@@ -806,7 +817,7 @@ def cond(pred, true_fn, false_fn):
                                f"for a tensor of its kind)\n  at {user_line()}")
     (t_region, f_region), captures = align(subs)
     kinds = [a if a == b else "tensor" if "tensor" in (a, b) else "numpy"
-             for a, b in zip(eager_kinds(t_outs), eager_kinds(f_outs))]
+             for a, b in zip(*branch_kinds)]
     return _bind_cond(as_bool(pred, "cond"), t_region, f_region, captures, kinds)
 
 
