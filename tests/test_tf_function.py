@@ -231,7 +231,7 @@ def test_a_base_method_called_from_an_override_and_extra_positional_arguments():
 
 def test_a_traced_value_kept_past_its_trace_is_refused_wherever_it_goes():
     # Helper 102: v.assign(leak) and f(leak) raised raw AttributeErrors, tf.constant(leak)
-    # returned the stale tracer.
+    # and tf.convert_to_tensor(leak) returned the stale tracer.
     stash = []
 
     @tf.differentiable
@@ -242,7 +242,8 @@ def test_a_traced_value_kept_past_its_trace_is_refused_wherever_it_goes():
     keeps(np.ones(2))
     v = tf.Variable(np.zeros(2))
     for use in (lambda: v.assign(stash[0]), lambda: keeps(stash[0]),
-                lambda: tf.constant(stash[0])):
+                lambda: tf.constant(stash[0]), lambda: tf.convert_to_tensor(stash[0]),
+                lambda: tf.convert_to_tensor(stash[0], tf.float64)):
         with pytest.raises(tf.TracingError, match="used after its trace ended"):
             use()
 

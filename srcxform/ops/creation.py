@@ -98,7 +98,7 @@ def _traced_conversion(value, dtype, what):
     """A traced value that is no tensor eagerly, converted as it would be there: a Python
     number (a float argument, fori_loop's index) to dtype, else to TensorFlow's dtype for
     it; a NumPy value (an array argument) as astype does. None for any other value."""
-    if not (isinstance(value, Value) and value._trace is not None):
+    if not (isinstance(value, Value) and live(value, what)._trace is not None):
         return None
     dtype = as_dtype(dtype)
     if value.aval.weak:  # an int as int64: eagerly its number picks int32 or int64,
