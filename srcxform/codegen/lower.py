@@ -624,18 +624,9 @@ class _Lowering:
 
     def function(self, func_name, doc):
         self.statements()
-        # An input returned (a captured array, an argument, a Variable's value) is copied,
-        # and so is an array returned again (y and y * 1.0, one value once simplified):
-        # eagerly each is made anew, and a caller changing one result must not change an
-        # argument, a Variable, another result or the next call's.
-        shared = {v for v in self.program.ins if v.aval.shape}  # (a scalar is a number)
-        shared |= {self.program.outs[p] for p in self.buffers}
-        outs = []
-        for p, a in enumerate(self.program.outs):
-            if p not in self.buffers:
-                copied = isinstance(a, Var) and a in shared and a.aval.shape
-                outs.append(_copied(self.whole(a)) if copied else self.whole(a))
-                shared.add(a)
+        copied = self.program.copied_outputs(self.buffers)
+        outs = [_copied(self.whole(a)) if p in copied else self.whole(a)
+                for p, a in enumerate(self.program.outs) if p not in self.buffers]
         # One output is returned as itself: Numba boxes no tuple (callpath.returns_one).
         ret = outs[0] if len(outs) == 1 else ast.Tuple(outs, ast.Load())
         params = list(self.program.ins) + [self.program.outs[p] for p in self.buffers]

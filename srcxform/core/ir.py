@@ -102,6 +102,22 @@ class Program:
                 raise SrcxformError("IR: an output is never defined")
         return self
 
+    def copied_outputs(self, filled=()):
+        """The positions of the outputs a kernel returns as copies: an input of rank 1 or
+        more (a captured array, an argument, a Variable's value), or a value returned
+        again (y and y * 1.0, one value once simplified). Eagerly each is made anew, and a
+        caller changing one result must not change an argument, a Variable, another
+        result or the next call's. `filled`: positions written into the caller's own
+        buffers, never copied."""
+        shared = {v for v in self.ins if v.aval.shape} | {self.outs[p] for p in filled}
+        copied = set()
+        for p, atom in enumerate(self.outs):
+            if p not in filled and isinstance(atom, Var):
+                if atom in shared and atom.aval.shape:
+                    copied.add(p)
+                shared.add(atom)
+        return copied
+
 
 def equations(program):
     """Every equation of program, its regions' (a loop's body, a branch) too, depth first."""

@@ -25,11 +25,8 @@ def run(program, args):
     values = [np.asarray(a) for a in args]
     sizes = [np.shape(values[i])[axis] for i, axis in program.sizes]
     outs = _region(program, [_tensor(v, a.aval) for v, a in zip(values, program.ins)], sizes)
-    shared, found = set(program.ins), []  # an input, or a value returned again: a copy,
-    for a, t in zip(program.outs, outs):  # as the kernel's (lower.py)
-        found.append(t._array.copy() if isinstance(a, Var) and a in shared else t._array)
-        shared.add(a)
-    return found
+    copied = program.copied_outputs()  # as the kernel's
+    return [t._array.copy() if p in copied else t._array for p, t in enumerate(outs)]
 
 
 def _tensor(array, aval):
