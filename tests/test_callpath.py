@@ -2,8 +2,10 @@
 general path and f.kernel() (codegen/callpath.py), and the warm entries (codegen/entry.py)."""
 
 import collections
+import copy
 import dis
 import functools
+import pickle
 import re
 
 import numpy as np
@@ -203,6 +205,32 @@ def test_a_tensor_where_a_variable_was_traced_is_not_assigned():
     with pytest.raises(AttributeError, match="assign"):  # as eagerly: a Tensor has none
         scale(t, x)
     assert t.numpy().tolist() == [1.0] * 3
+
+
+def test_a_trainable_variable_and_a_frozen_one_each_get_their_kernel():
+    # Helper 107: a kernel traced on a trainable Variable argument ran for a frozen one
+    # (the tape watched and trained it), and the other way round; and setting trainable
+    # after the trace trained a frozen captured Variable. TensorFlow's trainable is fixed.
+    def step(w, x):
+        with tf.GradientTape() as t:
+            loss = tf.reduce_sum(w * w * x)
+        g = t.gradient(loss, w)
+        if g is not None:
+            w.assign_sub(0.1 * g)
+        return loss
+
+    x = np.array([1.0, 2.0])
+    for order in ((True, False, True), (False, True, False)):
+        compiled = tf.differentiable(step)
+        for trainable in order:
+            v = tf.Variable(np.ones(2), trainable=trainable)
+            compiled(v, x)
+            want = [0.8, 0.6] if trainable else [1.0, 1.0]
+            np.testing.assert_allclose(v.numpy(), want, rtol=1e-15)
+    with pytest.raises(AttributeError, match="fixed when the Variable is made"):
+        v.trainable = True
+    frozen = pickle.loads(pickle.dumps(tf.Variable(1.0, trainable=False)))
+    assert not frozen.trainable and copy.deepcopy(v).trainable is v.trainable
 
 
 _ASSIGNED = tf.Variable(np.zeros(3))

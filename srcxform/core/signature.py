@@ -126,12 +126,16 @@ class _Array:
         key = (array.ndim, _compiled(array.dtype), tuple(d == 1 for d in array.shape))
         if getattr(leaf, "_weak", False):  # traced weak: it takes the other operand's dtype
             return ("weak " + self.tag, key)
+        if self.wrapper is Variable:  # a tape watches a trainable one only
+            return (self.tag, key, leaf._trainable)
         return (self.tag, key) if self.wrapper else key
 
     def write_tests(self, w, name, leaf):
         tests = f"type({name}) is not {w.constant(type(leaf))}"
-        if self.wrapper is Tensor:  # a weak Tensor and a strong one are keyed apart
-            tests += f" or not {name}._weak" if leaf._weak else f" or {name}._weak"
+        # A weak Tensor and a strong one, a trainable Variable and another, are keyed apart.
+        flag = {Tensor: "_weak", Variable: "_trainable"}.get(self.wrapper)
+        if flag:
+            tests += f" or not {name}.{flag}" if getattr(leaf, flag) else f" or {name}.{flag}"
         value, array = (f"{name}._array", leaf._array) if self.wrapper else (name, leaf)
         if array.ndim:
             w.fails(tests)

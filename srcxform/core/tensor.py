@@ -220,7 +220,7 @@ class Variable(Value):
     creation (`Updating`), so two threads never each wait for the other's.
     """
 
-    __slots__ = ("_array", "_id", "_lock", "name", "trainable")
+    __slots__ = ("_array", "_id", "_lock", "_trainable", "name")
 
     def __init__(self, initial_value, trainable=True, name=None, dtype=None):
         if callable(initial_value):
@@ -232,7 +232,7 @@ class Variable(Value):
         self._array = array
         self._id = next(_ids)
         self._lock = threading.RLock()
-        self.trainable = bool(trainable)
+        self._trainable = bool(trainable)
         # TensorFlow's name is the name of the variable's output: "w" gives "w:0".
         self.name = f"{name or 'Variable'}:0" if name is None or ":" not in name else name
 
@@ -241,13 +241,25 @@ class Variable(Value):
     # (Keeping the id made a copy read and update as the original, helper 74.) A shallow
     # copy is the Variable itself, as TensorFlow's.
     def __getstate__(self):
-        return {slot: getattr(self, slot) for slot in ("_array", "name", "trainable")}
+        return {"_array": self._array, "name": self.name, "trainable": self._trainable}
 
     def __setstate__(self, state):
-        for slot, value in state.items():
-            setattr(self, slot, value)
+        self._array, self.name, self._trainable = state["_array"], state["name"], \
+            state["trainable"]
         self._id = next(_ids)
         self._lock = threading.RLock()
+
+    @property
+    def trainable(self):
+        """Whether a tape watches the Variable where it reads it: fixed at creation, as
+        TensorFlow's (a kernel traced for one kind keeps to it)."""
+        return self._trainable
+
+    @trainable.setter
+    def trainable(self, value):
+        raise AttributeError("Variable.trainable is fixed when the Variable is made, as "
+                             "TensorFlow's: make it with trainable=False, or leave it out "
+                             "of the tape (watch_accessed_variables=False and tape.watch)")
 
     def __copy__(self):
         return self
