@@ -526,13 +526,13 @@ def _importable(d):
 
 
 def _shipped(state):
-    """state as bytes, and whether it holds a Variable: pickled by reference where pickle
-    can name each function in it; else by value with cloudpickle (a lambda, a closure, a
-    function of __main__)."""
+    """state as bytes, and whether it holds state of its own (_pickled): pickled by
+    reference where pickle can name each function in it; else by value with cloudpickle
+    (a lambda, a closure, a function of __main__)."""
     try:
-        payload, holds_variables = _pickled(state, pickle.Pickler)
+        payload, holds_state = _pickled(state, pickle.Pickler)
         if b"__main__" not in payload:
-            return payload, holds_variables
+            return payload, holds_state
     except (pickle.PicklingError, AttributeError, TypeError):
         pass  # a function pickle cannot name
     try:
@@ -547,28 +547,32 @@ def _shipped(state):
 
 
 def _pickled(state, pickler):
-    """state pickled by `pickler`, and whether a Variable was among what it pickled."""
+    """state pickled by `pickler`, and whether it holds state of its own: a Variable, or
+    an object of a class (a model that makes its Variables at its first call), pickled
+    by value."""
 
     class Watching(pickler):
-        holds_variables = False
+        holds_state = False
 
         def persistent_id(self, obj):  # sees every object; returning None pickles it
-            if isinstance(obj, Variable):
-                self.holds_variables = True
+            if isinstance(obj, Variable) or hasattr(obj, "__dict__") and not isinstance(
+                    obj, (type, types.FunctionType, types.ModuleType, functools.partial)):
+                self.holds_state = True
 
     out = io.BytesIO()
     watching = Watching(out, protocol=pickle.HIGHEST_PROTOCOL)
     watching.dump(state)
-    return out.getvalue(), watching.holds_variables
+    return out.getvalue(), watching.holds_state
 
 
-def _received(payload: bytes, holds_variables: bool = False) -> "Differentiable":
+def _received(payload: bytes, holds_state: bool = False) -> "Differentiable":
     """The Differentiable a pickled payload describes: one per process for equal payloads
     (_received_once), so that a worker traces and compiles it once, however many tasks
     bring it; its first call may find the kernel in the on-disk cache. A payload holding
-    Variables makes a function of its own each time, as pickle.loads does: one function
-    would carry its Variables' updates from one task to the next (helper 74)."""
-    return _made(payload) if holds_variables else _received_once(payload)
+    state (_pickled) makes a function of its own each time, as pickle.loads does: one
+    function would carry its Variables' updates from one task to the next (helpers 74,
+    107)."""
+    return _made(payload) if holds_state else _received_once(payload)
 
 
 def _made(payload):

@@ -147,6 +147,37 @@ def test_each_unpickling_of_a_step_holding_a_variable_has_its_own():
     assert float(first(X)) == float(second(X)) == np.sum(X)
 
 
+class _LazyModel:
+    """Keras's build pattern: its Variable is made at the first call."""
+
+    w = None
+
+    def __call__(self, x):
+        if self.w is None:
+            self.w = tf.Variable(np.ones(X.shape))
+        return tf.reduce_sum(self.w * x)
+
+
+def _lazy_step():
+    model = _LazyModel()
+
+    def step(x):
+        with tf.GradientTape() as tape:
+            loss = model(x)
+        model.w.assign_sub(tape.gradient(loss, model.w))
+        return loss
+    return tf.differentiable(step)
+
+
+def test_each_unpickling_of_a_step_holding_a_model_not_yet_built_has_its_own():
+    """Helper 107: a step whose model makes its Variables at its first call held none when
+    pickled, so equal payloads gave one function: each task trained the last one's."""
+    payload = pickle.dumps(_lazy_step())
+    first, second = pickle.loads(payload), pickle.loads(payload)
+    assert first is not second
+    assert float(first(X)) == float(second(X)) == np.sum(X)
+
+
 def test_without_cloudpickle_a_lambda_is_refused_by_name(monkeypatch):
     monkeypatch.setitem(sys.modules, "cloudpickle", None)  # its import raises ImportError
     with pytest.raises(pickle.PicklingError, match="install cloudpickle to pickle it by value"):
