@@ -91,6 +91,18 @@ def test_a_sealed_file_whose_payload_does_not_parse_is_a_miss(tmp_path):
     assert cachefiles.read_sealed(str(tmp_path / "none yet"), pickle.loads) is None  # no warning
 
 
+def test_a_sealed_file_copied_over_anothers_name_is_a_miss(tmp_path):
+    # Helper 107: one function's code file copied over another's name ran as the other
+    # (each file's checksum covered its content alone).
+    mine, theirs = str(tmp_path / "code-a.marshal"), str(tmp_path / "code-b.marshal")
+    cachefiles.write_sealed(mine, pickle.dumps("mine"))
+    cachefiles.write_sealed(theirs, pickle.dumps("theirs"))
+    shutil.copyfile(theirs, mine)
+    with pytest.warns(CacheWarning, match="does not match its name and content"):
+        assert cachefiles.read_sealed(mine, pickle.loads) is None
+    assert cachefiles.read_sealed(theirs, pickle.loads) == "theirs"
+
+
 def _fallback_from(monkeypatch, **env):
     for name in ("SRCXFORM_CACHE_DIR", "XDG_CACHE_HOME"):
         monkeypatch.delenv(name, raising=False)

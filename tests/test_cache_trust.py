@@ -218,7 +218,8 @@ def planted():
         marker = str(markers / kind)
         payload = marshal.dumps(compile(f"open({marker!r}, 'w')", str(code_of), "exec")) \
             if kind == "code" else pickle.dumps(_Opens(marker))
-        payloads[artifact] = zlib.crc32(payload).to_bytes(4, "big") + payload  # sealed
+        sealed = zlib.crc32(payload, zlib.crc32(artifact.name.encode()))  # as write_sealed
+        payloads[artifact] = sealed.to_bytes(4, "big") + payload
     yield script, env, markers, payloads
     shutil.rmtree(root, ignore_errors=True)
 

@@ -203,7 +203,13 @@ _STOPPING = threading.Lock()
 
 def write_sealed(path, payload):
     """Writes payload after its checksum, atomically: read_sealed checks it."""
-    write_atomic(path, zlib.crc32(payload).to_bytes(4, "big") + payload)
+    write_atomic(path, _checksum(path, payload).to_bytes(4, "big") + payload)
+
+
+def _checksum(path, payload):
+    """The CRC-32 of the file's name and payload: a sealed file copied over another's name
+    is damage too (one function's code ran as another's: helper 107)."""
+    return zlib.crc32(payload, zlib.crc32(os.path.basename(path).encode()))
 
 
 def read_sealed(path, parse):
@@ -220,8 +226,8 @@ def read_sealed(path, parse):
                 raise ValueError(f"it is not trusted: it is {reason}")
             data = memoryview(f.read())
             _mark_used(f.fileno(), status)
-        if len(data) < 4 or zlib.crc32(data[4:]) != int.from_bytes(data[:4], "big"):
-            raise ValueError("its checksum does not match its content")
+        if len(data) < 4 or _checksum(path, data[4:]) != int.from_bytes(data[:4], "big"):
+            raise ValueError("its checksum does not match its name and content")
         return parse(data[4:])
     except FileNotFoundError:
         return None
