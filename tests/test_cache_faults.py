@@ -59,7 +59,7 @@ def filled(tmp_path_factory):
     artifacts = [
         next(cache.glob("f_py__*.py")),
         sealed_file(cache / "code", lambda c: c.co_filename == str(code_of), marshal.loads),
-        *numba_files.glob("sx1-f_nbi__*.nbi"), *numba_files.glob("sx1-f_nbc__*.nbc"),
+        *numba_files.glob("sx2-f_nbi__*.nbi"), *numba_files.glob("sx2-f_nbc__*.nbc"),
         sealed_file(cache / "index", lambda specs: specs[0].func_name.startswith("f_pkl"),
                 pickle.loads),
     ]

@@ -206,8 +206,8 @@ def planted():
     artifacts = {
         "code": sealed_file(cache / "code", lambda c: c.co_filename == str(code_of),
                         marshal.loads),
-        "nbi": next(numba_files.glob("sx1-f_nbi__*.nbi")),
-        "nbc": next(numba_files.glob("sx1-f_nbc__*.nbc")),
+        "nbi": next(numba_files.glob("sx2-f_nbi__*.nbi")),
+        "nbc": next(numba_files.glob("sx2-f_nbc__*.nbc")),
         "pkl": sealed_file(cache / "index", lambda specs: specs[0].func_name.startswith("f_pkl"),
                        pickle.loads),
     }

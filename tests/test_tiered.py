@@ -202,7 +202,7 @@ def test_a_damaged_cache_file_is_compiled_here(tmp_path):
     x = np.array([0.25, 2.0])
     f.grad(x)
     assert the_job(f).wait(TIMEOUT)
-    damaged = list((tmp_path / "__pycache__").glob("sx1-cos_sum__*.nbc"))
+    damaged = list((tmp_path / "__pycache__").glob("sx2-cos_sum__*.nbc"))
     assert damaged
     for path in damaged:
         path.write_bytes(path.read_bytes()[:100])

@@ -22,8 +22,8 @@ from srcxform.core import settings
 from srcxform.jit import heap, slow_compile
 # Imported for its one effect: each write to the cache then keeps the cache in its limit.
 from srcxform.numba_adapter import cachesize  # noqa: F401
-from srcxform.numba_adapter.cachefiles import (cache_dir, damaged, read_sealed, stop_writing, write_atomic,
-                                 write_sealed)
+from srcxform.numba_adapter.cachefiles import (SEAL, cache_dir, damaged, read_sealed,
+                                               stop_writing, write_atomic, write_sealed)
 from srcxform.core.errors import PACKAGE_DIR, CompileError, InvalidArgumentError
 
 
@@ -110,7 +110,7 @@ def code(source, filename="<srcxform>"):
 
 
 def _code_path(source, filename):
-    digest = hashlib.sha256(f"{filename}\0{source}".encode()).hexdigest()[:24]
+    digest = hashlib.sha256(f"{SEAL}\0{filename}\0{source}".encode()).hexdigest()[:24]
     # A generated module's code is named after it: cachesize.py removes the two together.
     module = os.path.splitext(os.path.basename(filename))[0] + "-" \
         if filename.endswith(".py") else ""

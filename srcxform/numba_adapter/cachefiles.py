@@ -201,6 +201,12 @@ _WRITE_ERROR = None  # the OSError that ended this process's writing to the cach
 _STOPPING = threading.Lock()
 
 
+# The seal's format, in the names of the sealed files a content's hash does not name
+# (Numba's; code/'s digest): a new format is a new name, so a file of the last one is
+# never taken for damage. sx2: the checksum covers the file's name too.
+SEAL = "sx2"
+
+
 def write_sealed(path, payload):
     """Writes payload after its checksum, atomically: read_sealed checks it."""
     write_atomic(path, _checksum(path, payload).to_bytes(4, "big") + payload)

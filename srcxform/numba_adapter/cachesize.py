@@ -255,8 +255,8 @@ def measure(root):
 def _entry_of(folder, name):
     """The entry (kind, name) a file in `folder` belongs to. A kernel's files are named
     after its module (f__grad_0123456789abcdef.py; in code/ and __pycache__/ that name
-    begins theirs, after Numba's sx1-); a runtime helper's Numba files after its module."""
-    stem = re.match(r"(?:sx1-)?([^.-]*)", name).group(1)
+    begins theirs, after the seal's sx2-); a runtime helper's Numba files after its module."""
+    stem = re.match(r"(?:sx\d+-)?([^.-]*)", name).group(1)
     if folder in _KERNEL_FOLDERS and _MODULE.fullmatch(stem):
         return "kernel", stem
     if folder == "runtime":

@@ -85,13 +85,13 @@ class _SealedFile(caching.IndexDataCacheFile):
 
 class _SealedCache(caching.Cache):
     """A Numba cache whose files are sealed. Their layout is not Numba's, and their names
-    differ (sx1-): no cache=True reads one, nor this class an earlier srcxform's unsealed
-    file."""
+    differ (cachefiles.SEAL): no cache=True reads one, nor this class an earlier
+    srcxform's unsealed file."""
 
     def __init__(self, py_func):
         super().__init__(py_func)
         numbas = self._cache_file
-        self._cache_file = _SealedFile(numbas._cache_path, "sx1-" + self._impl.filename_base,
+        self._cache_file = _SealedFile(numbas._cache_path, f"{cachefiles.SEAL}-{self._impl.filename_base}",
                                        numbas._source_stamp)
 
     def _index_key(self, sig, codegen):
