@@ -720,6 +720,42 @@ class TestCompiledDataDependent:
             np.testing.assert_allclose(grad, fd, rtol=1e-6)
         assert f.cache_info().kernels == 2  # one a form (value, value_and_grad), both sides
 
+    def test_a_closure_reads_the_variables_of_this_trip_or_branch(self):
+        """Helper 105: a lambda or def made before a traced loop or if read the value its
+        variable had before it (22.0 eagerly, 4.0 compiled; gradient [2, 2] for [8, 8]),
+        and a while whose test called one never ended."""
+        def loop(x, n):
+            s = x
+            doubled = lambda: s * 2.0  # noqa: E731
+            for i in tf.range(n):
+                s = doubled() + 1.0
+            return tf.reduce_sum(s)
+
+        def branch(x, n):
+            s, r = x, x
+
+            def step():
+                return tf.sin(s) + x
+            if tf.reduce_sum(x) > 0:
+                s = s + 10.0
+                r = step()
+            return tf.reduce_sum(r)
+
+        def test_calls(x, n):
+            s = x
+            small = lambda: tf.reduce_sum(s) < 5.0  # noqa: E731
+            while small():
+                s = s * 2.0
+            return tf.reduce_sum(s)
+
+        x, n = np.array([0.3, 0.7]), np.int32(3)
+        for fn in (loop, branch, test_calls):
+            value, grad = tf.differentiable(fn).value_and_grad(x, n)
+            want_value, want_grad = _value_and_grad(lambda x: fn(x, n), x)
+            np.testing.assert_allclose(value, want_value, rtol=1e-12)
+            np.testing.assert_allclose(grad, want_grad, rtol=1e-12)
+        assert value == 8.0 and grad.tolist() == [8.0, 8.0]
+
     def test_newton_while_every_trip_count_one_kernel(self):
         f = tf.differentiable(newton_sqrt)
         for a in (1.0, 0.25, 2.0, 1e4, 1e-6):

@@ -725,8 +725,7 @@ class _Converter:
                                               | self.live_after(node, loops)))
         test_fn, body_fn = self.fresh("while_test", node), \
             self.fresh("while_body", node)
-        test_def = ast.FunctionDef(test_fn, _params(state), [ast.Return(copy.deepcopy(node.test))],
-                                   [])
+        test_def = self.taking(test_fn, state, [ast.Return(copy.deepcopy(node.test))])
         call = _call("while_stmt", _name(test_fn), _name(body_fn), self.values(state, defined),
                      _strings(state))
         return [test_def,
@@ -781,7 +780,20 @@ class _Converter:
         of the state it reads and assigns (the rest it reads from the enclosing scope)."""
         inside = set(params) | (set(defined) - assigned(body))
         stmts = self.block(body, inside, loops) + [ast.Return(_names(state))]
-        return ast.FunctionDef(name, _params(params), stmts, [])
+        return self.taking(name, params, stmts)
+
+    def taking(self, name, params, stmts):
+        """def name(*params): stmts. A parameter a nested function reads is given to the
+        enclosing function's variable first (nonlocal), so that the nested function reads
+        this trip's or branch's value, as eagerly (it read the value before the loop:
+        helper 105)."""
+        shared = [p for p in params if p in self.anytime]
+        given = {p: next(n for n in (p + "__given" + "_" * k for k in range(len(self.taken) + 1))
+                         if n not in self.taken) for p in shared}
+        first = [ast.Nonlocal(shared)] + [ast.Assign([_name(p, True)], _name(given[p]))
+                                          for p in shared] if shared else []
+        return ast.FunctionDef(name, _params([given.get(p, p) for p in params]),
+                               first + stmts, [])
 
     def values(self, state, defined):
         """The state's values before the statement: a name not surely bound yet is read
