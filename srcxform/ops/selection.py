@@ -286,8 +286,9 @@ def tensor_scatter_nd_add(tensor, indices, updates, name=None):
 def tensor_scatter_nd_update(tensor, indices, updates, name=None):
     """tensor with the slices that index vectors name replaced by `updates`
     (tf.tensor_scatter_nd_update): of repeated indices the last update stays, as on
-    TensorFlow's CPU. The gradient is TensorFlow's: zero for the replaced slices of
-    tensor, and each update's slice of it (repeated or not) for the updates."""
+    TensorFlow's CPU. The gradient is zero for the replaced slices of tensor, and for
+    the updates each one's slice of it where it stayed, zero where a later one replaced
+    it (JAX's; TensorFlow gives a replaced update its slice too)."""
     x, rows, k, upd = _scatter_nd_args(tensor, indices, updates, "tensor_scatter_nd_update")
     return reshape(scatter_set_p.bind(_table(x, k), rows, upd), x.shape)
 
@@ -328,8 +329,12 @@ def _scatter_set_impl(x, indices, updates):
 
 
 def _scatter_set_vjp(g, out, x, indices, updates):
+    # Which updates stayed: update k stayed where the scatter of the numbers k leaves k.
+    k = iota(indices.shape[0], indices.dtype)
+    last = scatter_set_p.bind(iota(x.shape[0], indices.dtype), indices, k)
+    stayed = reshape(equal(gather_p.bind(last, indices), k), (-1,) + (1,) * (g.ndim - 1))
     return (scatter_set_p.bind(g, indices, cast(0, g.dtype) * updates), None,
-            gather_p.bind(g, indices))
+            where(stayed, gather_p.bind(g, indices), cast(0, g.dtype)))
 
 
 # x with rows at indices replaced by those of updates, the last of repeats staying.
