@@ -756,6 +756,23 @@ class TestCompiledDataDependent:
             np.testing.assert_allclose(grad, want_grad, rtol=1e-12)
         assert value == 8.0 and grad.tolist() == [8.0, 8.0]
 
+    def test_ranges_over_narrow_integer_bounds_count_their_trips_as_python(self):
+        """Helper 105: range(0, n, 2) with n = np.int8(127) ran no trip compiled (the trip
+        count wrapped in int8), and range(n, 0, -1) of a uint8 n raised."""
+        def strided(x, n):
+            s = tf.constant(0.0, tf.float64)
+            for i in range(0, n, 2):
+                s = s + 1.0
+            for i in range(n, 0, -1):
+                s = s + tf.cast(i, tf.float64)
+            return s * x
+
+        f, x = tf.differentiable(strided), np.array([0.5])
+        for n in (np.int8(127), np.uint8(255), np.int16(300)):
+            want = (len(range(0, int(n), 2)) + sum(range(int(n), 0, -1))) * 0.5
+            assert f(x, n).numpy().tolist() == strided(tf.constant(x), n).numpy().tolist() \
+                == [want]
+
     def test_newton_while_every_trip_count_one_kernel(self):
         f = tf.differentiable(newton_sqrt)
         for a in (1.0, 0.25, 2.0, 1e4, 1e-6):

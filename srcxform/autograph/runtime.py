@@ -274,7 +274,10 @@ def for_stmt(rng, body_fn, values, names, target):
         return _python_loop(rng, body_fn, values, index)  # a size's loop carrying a list
     _check_tensors(values, carried, names, where, "the for loop")
     state = _State(values, carried, names, where, "for loop")
-    start, step = rng.start, rng.step
+    # The bounds as int64, Python's ints: in an int8 or unsigned bound's own dtype the
+    # trip count wrapped (range(0, n, 2) with n = np.int8(127) ran no trip: helper 105).
+    start, stop, step = (cast(b, np.int64) if traced_value(b) else b
+                         for b in (rng.start, rng.stop, rng.step))
 
     # The state as a dict by the user's names, which name its leaves in errors.
     kept = [names[k] for k in carried]
@@ -289,9 +292,9 @@ def for_stmt(rng, body_fn, values, names, target):
     leaf_names = [path[0] for path in leaf_paths(tree_flatten(initial)[1])]
     try:
         if step == 1:
-            result = named_fori_loop(start, rng.stop, body, initial, leaf_names)
+            result = named_fori_loop(start, stop, body, initial, leaf_names)
         else:  # as many steps as the range has (none if negative)
-            trips = (rng.stop - start + step - (1 if step > 0 else -1)) // step
+            trips = (stop - start + step - (1 if step > 0 else -1)) // step
             result = named_fori_loop(0, trips, body, initial, leaf_names)
     except TracingError:
         if any(traced_value(b) for b in (rng.start, rng.stop)):
