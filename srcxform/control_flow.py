@@ -128,6 +128,15 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     return loop_vars
 
 
+def kept_while_loop(cond, body, loop_vars):
+    """while_loop for autograph's `while` on a traced test: the loop variables are kept
+    as they are (a NumPy value stays NumPy's, as in the eager loop), where TensorFlow's
+    while_loop makes them tensors."""
+    if not CONTEXT.traces:
+        return while_loop(cond, body, loop_vars)
+    return _compiled_while(cond, body, loop_vars, None)
+
+
 def fori_loop(lower, upper, body_fun, init_val, checkpoint=None):
     """`val = body_fun(i, val)` for i in range(lower, upper), then val (jax.lax.fori_loop).
 

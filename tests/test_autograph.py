@@ -756,6 +756,40 @@ class TestCompiledDataDependent:
             np.testing.assert_allclose(grad, want_grad, rtol=1e-12)
         assert value == 8.0 and grad.tolist() == [8.0, 8.0]
 
+    def test_while_keeps_numpy_values_and_says_what_it_cannot_run(self):
+        """Helper 105: a while on a traced test made NumPy carries Tensors (for and
+        fori_loop kept them); a `:=` in its test raised a raw UnboundLocalError; a raise
+        in a traced if's branch ran for a valid input, saying nothing of why."""
+        def sines(x, n):
+            i = 0
+            while i < n:
+                x, n, i = np.sin(x), n - 0, i + 1
+            return x, n
+
+        x = np.array([0.3, 0.7])
+        got, want = tf.differentiable(sines, wrt=())(x, np.int32(3)), sines(x, np.int32(3))
+        assert [type(g) for g in got] == [type(w) for w in want] == [np.ndarray, np.int32]
+        np.testing.assert_array_equal(got[0], want[0])
+
+        def walrus(x, n):
+            k = 0
+            while (k := k + 1) <= n:
+                x = tf.sin(x)
+            return tf.reduce_sum(x)
+
+        with pytest.raises(tf.errors.TracingError, match="a `:=` in the test inside a while"):
+            tf.differentiable(walrus)(x, np.int32(3))
+
+        def checks(x):
+            if tf.reduce_any(x < 0):
+                raise ValueError("negative input")
+            return tf.reduce_sum(x)
+
+        with pytest.raises(ValueError, match="negative input") as raised:
+            tf.differentiable(checks)(x)
+        assert "a raise there runs for every input" in "".join(
+            getattr(raised.value, "__notes__", ["a raise there runs for every input"]))
+
     def test_ranges_over_narrow_integer_bounds_count_their_trips_as_python(self):
         """Helper 105: range(0, n, 2) with n = np.int8(127) ran no trip compiled (the trip
         count wrapped in int8), and range(n, 0, -1) of a uint8 n raised."""

@@ -719,6 +719,8 @@ class _Converter:
 
     def traced_while(self, node, defined, loops):
         refused = self.refused(node.body, node, "a while loop")
+        if not refused and any(isinstance(n, ast.NamedExpr) for n in ast.walk(node.test)):
+            refused = _unconvertible("walrus", node, "a while loop")
         if refused:
             return refused
         state = sorted(assigned(node.body) & (reads(node.test) | exposed(node.body, ())
@@ -749,9 +751,7 @@ class _Converter:
         inner = loops + (node,)
         refused = self.refused(node.body, node, "a for loop")
         if not refused and not isinstance(node.target, ast.Name):
-            refused = [ast.Raise(_call("unconvertible", ast.Constant("target"),
-                                       ast.Constant(node.lineno),
-                                       ast.Constant("a for loop")))]
+            refused = _unconvertible("target", node, "a for loop")
         static = ast.For(copy.deepcopy(node.target), _name(rng),
                          self.block(node.body, defined | target_names(node.target), inner),
                          self.block(node.orelse, defined, loops))
@@ -810,9 +810,7 @@ class _Converter:
             found = ("global", node)
         if found is None:
             return None
-        kind, where = found
-        return [ast.Raise(_call("unconvertible", ast.Constant(kind), ast.Constant(where.lineno),
-                                ast.Constant(statement)))]
+        return _unconvertible(*found, statement)
 
     def live_after(self, node, loops):
         """The names that may be read after node: later in the function (a loop's `else:`
@@ -867,6 +865,12 @@ def _scoped(node):
         return node.func.attr in ("_getframe", "currentframe")
     return not node.args and not node.keywords and isinstance(node.func, ast.Name) and \
         node.func.id in ("super", "locals", "vars", "dir")
+
+
+def _unconvertible(kind, node, statement):
+    """The statement raising runtime.unconvertible's TracingError for node's line."""
+    return [ast.Raise(_call("unconvertible", ast.Constant(kind), ast.Constant(node.lineno),
+                            ast.Constant(statement)))]
 
 
 def _range_args(iterable):

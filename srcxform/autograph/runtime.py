@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 
-from srcxform.control_flow import cond, named_fori_loop, while_loop
+from srcxform.control_flow import cond, kept_while_loop, named_fori_loop, while_loop
 from srcxform.core.dims import Dim
 from srcxform.core.errors import TracingError, user_frame, user_line
 from srcxform.ops import cast, logical_and, logical_not, logical_or
@@ -37,6 +37,7 @@ _INSTEAD = {
                 "(srcxform.where, concat, tensor_scatter_nd_update; srcxform.scan "
                 "collects one value per step)",
     "target": "loop over a plain name (`for i in range(n):`) and unpack inside the body",
+    "walrus": "assign the variable before the loop and at the end of its body instead",
 }
 
 
@@ -146,7 +147,8 @@ def unconvertible(kind, lineno, statement):
     frame = user_frame()
     where = user_line((frame[0], lineno)) if frame else f"line {lineno}"
     what = {"mutation": "an in-place change", "target": "a target that is not a name",
-            "global": "an assignment to a global or nonlocal name"}.get(kind, f"`{kind}`")
+            "global": "an assignment to a global or nonlocal name",
+            "walrus": "a `:=` in the test"}.get(kind, f"`{kind}`")
     return TracingError(f"{where}\n  {what} inside {statement} whose condition or range is "
                         f"traced cannot be compiled: {_INSTEAD[kind]}")
 
@@ -205,7 +207,14 @@ def if_stmt(pred, true_fn, false_fn, values, names, sure_true, sure_false):
 
     def branch(fn):
         def run():
-            out = fn(*values)
+            try:
+                out = fn(*values)
+            except Exception as err:  # a raise in a branch runs whatever the condition
+                if hasattr(err, "add_note") and not isinstance(err, TracingError):
+                    err.add_note(f"(raised tracing a branch of the if at {where}: both "
+                                 "branches of an if on a traced condition are traced, so a "
+                                 "raise there runs for every input)")
+                raise
             _check_tensors(out, keep, names, where, "the if")
             return tuple(out[k] for k in keep)
         return run
@@ -258,7 +267,7 @@ def while_stmt(test_fn, body_fn, values, names):
     # a float32 or int32 tensor, TensorFlow's rule, where eagerly it is Python's.
     initial = [PythonNumber.of(v) if type(v) in (bool, int, float) else v
                for v in state.initial()]
-    result = while_loop(lambda *vals: test_fn(*state.full(vals)), body, initial)
+    result = kept_while_loop(lambda *vals: test_fn(*state.full(vals)), body, initial)
     return state.full(result)
 
 
