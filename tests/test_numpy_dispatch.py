@@ -616,3 +616,21 @@ def test_trace_and_diagonal_of_one_axis_twice_and_norm_over_a_0d_array_axis():
                                np.linalg.norm(np.arange(24.0).reshape(2, 3, 4), axis=1))
     with pytest.raises(TypeError, match="top_k: k must be an int"):  # True was k = 1
         tf.math.top_k(t, k=True)
+
+
+def test_numpy_rules_at_the_edges_of_var_mean_tile_and_dot():
+    # Helpers 106 and 108: np.var with ddof past n was negative (-2.0; NumPy divides by
+    # max(n - ddof, 0): inf), a float16 mean over 70,000 elements inf or NaN (NumPy and
+    # TensorFlow sum float16 in float32), np.tile(t, 2.7) tiled twice (NumPy raises), and
+    # np.dot's out by position raised a raw TypeError.
+    t = tf.constant([0.0, 1.0, 2.0])
+    with np.errstate(divide="ignore"):
+        assert np.var(t, ddof=4).numpy() == np.var(t.numpy(), ddof=4) == np.inf
+    assert np.var(t, ddof=1).numpy() == np.var(t.numpy(), ddof=1) == 1.0
+    halves = np.full(70_000, 100, np.float16)
+    for mean in (tf.reduce_mean(halves), np.mean(tf.constant(halves))):
+        assert mean.dtype == np.float16 and mean.numpy() == np.mean(halves) == 100.0
+    with pytest.raises(TypeError, match="cannot be interpreted as an integer"):
+        np.tile(t, 2.7)
+    with pytest.raises(TypeError, match="numpy.dot: srcxform does not support the argument"):
+        np.dot(t, t.numpy(), np.empty(()))

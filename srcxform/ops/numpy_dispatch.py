@@ -122,7 +122,9 @@ def _spread(func, op):
             return op(a, axis=axis, keepdims=keepdims)
         count = size([a.shape[i] for i in normalize_axes(axis, a.ndim, func.__name__)])
         variance = reduce.reduce_variance(a, axis=axis, keepdims=keepdims)
-        variance = variance * ew.cast(count, want) / ew.cast(count - ddof, want)
+        # NumPy's divisor, max(n - ddof, 0): a ddof past n gives inf, not a negative value
+        divisor = ew.maximum(ew.cast(count - ddof, want), ew.cast(0, want))
+        variance = variance * ew.cast(count, want) / divisor
         return variance if func is np.var else ew.sqrt(variance)
 
     return call
@@ -177,7 +179,7 @@ def _stack(arrays, axis=0, out=None, **unsupported):
 def _tile(A, reps):
     """NumPy pads the shorter of A's shape and reps with leading ones."""
     a = as_value(A, "tile")
-    reps = tuple(int(r) for r in np.atleast_1d(reps))
+    reps = tuple(operator.index(r) for r in np.atleast_1d(reps))  # 2.7 raises, as NumPy
     n = max(a.ndim, len(reps))
     a = shape_ops.reshape(a, (1,) * (n - a.ndim) + a.shape)
     return shape_ops.tile(a, (1,) * (n - len(reps)) + reps)
@@ -252,10 +254,10 @@ def _round(a, decimals=0, out=None):
 
 
 def _no_out(name, op):
-    """A NumPy function whose only option is out=."""
-    def call(*args, out=None):
+    """A NumPy function of two arrays whose only option is out= (given by position too)."""
+    def call(a, b, out=None):
         _reject(name, out=out)
-        return op(*args)
+        return op(a, b)
 
     return call
 

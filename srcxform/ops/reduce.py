@@ -172,6 +172,8 @@ def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
     and 0 over no elements."""
     x, params = reduce_params(input_tensor, axis, keepdims, "reduce_mean")
     count = size([x.shape[i] for i in params["axis"]])
+    if x.dtype == np.float16:  # summed in float32, as NumPy's and TensorFlow's means
+        return cast(reduce_mean(cast(x, np.float32), params["axis"], keepdims), np.float16)
     if x.dtype.kind == "f":  # a weak x's count weak too: the mean of a Python float stays one
         return reduce_sum_p.bind(x, **params) / (as_value(count) if x.aval.weak else
                                                  cast(count, x.dtype))
