@@ -14,6 +14,7 @@ import inspect
 import io
 import os
 import pickle
+import re
 import sys
 import threading
 import types
@@ -547,22 +548,32 @@ def _shipped(state):
 
 
 def _pickled(state, pickler):
-    """state pickled by `pickler`, and whether it holds state of its own: a Variable, or
-    an object of a class (a model that makes its Variables at its first call), pickled
-    by value."""
+    """state pickled by `pickler`, and whether it holds state of its own (_stateful)."""
 
     class Watching(pickler):
         holds_state = False
 
         def persistent_id(self, obj):  # sees every object; returning None pickles it
-            if isinstance(obj, Variable) or hasattr(obj, "__dict__") and not isinstance(
-                    obj, (type, types.FunctionType, types.ModuleType, functools.partial)):
+            if _stateful(obj):
                 self.holds_state = True
 
     out = io.BytesIO()
     watching = Watching(out, protocol=pickle.HIGHEST_PROTOCOL)
     watching.dump(state)
     return out.getvalue(), watching.holds_state
+
+
+def _stateful(obj):
+    """Whether a pickled object may hold state a call changes: a Variable, or an object of
+    the user's classes or a Keras layer (a model that makes its Variables at its first
+    call); not functions, classes, modules, nor srcxform's other objects (a compiled
+    function, whose own payload says so)."""
+    if isinstance(obj, Variable):
+        return True
+    if isinstance(obj, (type, types.FunctionType, types.MethodType, types.ModuleType,
+                        functools.partial)) or not hasattr(obj, "__dict__"):
+        return False
+    return not re.match(r"srcxform\.(?!keras)", type(obj).__module__ + ".")
 
 
 def _received(payload: bytes, holds_state: bool = False) -> "Differentiable":
