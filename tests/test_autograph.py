@@ -790,6 +790,59 @@ class TestCompiledDataDependent:
         assert "a raise there runs for every input" in "".join(
             getattr(raised.value, "__notes__", ["a raise there runs for every input"]))
 
+    def test_loop_indices_are_python_ints_and_tf_range_takes_its_bounds_dtype(self):
+        """Helper 109, on this session's fixes: a float traced bound to range() truncated
+        (eagerly a TypeError; tf.range(2.5) has 3 trips); tf.range's index was int32
+        whatever its bounds' dtype; a Python-number carry meeting a loop's index, or
+        promoted by a while's body, came back a float64 Tensor; a generator expression
+        made before an if read the value before it; a := inside a lambda in a while's
+        test was refused."""
+        def summed(x, n):
+            acc, total = 0.0, 0
+            for i in range(len(x)):
+                acc = acc + i
+            for i in tf.range(n):
+                total = total + i
+            return acc * np.float32(2.0), total
+
+        def promoted(x):
+            s, acc = x[0], 0.0
+            while s < 5.0:
+                s, acc = s * 2.0, acc + s
+            return acc
+
+        def lazy(x):
+            s = tf.reduce_sum(x)
+            gen = (s * k for k in range(3))
+            if s > 0:
+                s = s * 2.0
+                t = sum(gen)
+            else:
+                t = s
+            return t
+
+        def own_scope(x):
+            s = tf.reduce_sum(x)
+            while (lambda: (t := s * 2.0))() < 5.0:  # noqa: F841 - the lambda's own t
+                s = s + 1.0
+            return s
+
+        x = np.array([0.5, 1.5, -0.3])
+        for args in ((x, np.int16(3)), (x, np.int8(127))):
+            got, want = tf.differentiable(summed, wrt=())(*args), summed(*args)
+            assert [(type(g), g.dtype) for g in got] == [(type(w), w.dtype) for w in want]
+            assert [np.asarray(g).tolist() for g in got] == [np.asarray(w).tolist()
+                                                             for w in want]
+        got, want = tf.differentiable(promoted, wrt=())(x), promoted(x)
+        assert type(got) is type(want) is np.float64 and got == want == 7.5
+        for fn in (lazy, own_scope):
+            value, grad = tf.differentiable(fn).value_and_grad(x)
+            want_value, want_grad = _value_and_grad(fn, x)
+            np.testing.assert_allclose(value, want_value, rtol=1e-12)
+            np.testing.assert_allclose(grad, want_grad, rtol=1e-12)
+        with pytest.raises(TypeError, match="a traced bound of dtype float64"):
+            tf.differentiable(summed)(x, np.float64(2.5))
+
     def test_ranges_over_narrow_integer_bounds_count_their_trips_as_python(self):
         """Helper 105: range(0, n, 2) with n = np.int8(127) ran no trip compiled (the trip
         count wrapped in int8), and range(n, 0, -1) of a uint8 n raised."""

@@ -316,6 +316,11 @@ def _explicit_super(fndef, first):
     return fndef
 
 
+def installed(path):
+    """Whether a file is the standard library's or an installed package's."""
+    return path.startswith(_INSTALLED)
+
+
 def library(value):
     """Whether converted code calls `value` as it is: a class, a builtin, a function of an
     installed package or of the standard library (by its file), or a module or callable
@@ -325,7 +330,7 @@ def library(value):
     if isinstance(value, (type, types.BuiltinFunctionType)):  # a class; C code, any module's
         return True
     code = getattr(getattr(value, "__func__", value), "__code__", None)
-    if isinstance(code, types.CodeType) and code.co_filename.startswith(_INSTALLED):
+    if isinstance(code, types.CodeType) and installed(code.co_filename):
         return True
     module = value.__name__ if isinstance(value, types.ModuleType) else \
         getattr(value, "__module__", None)
@@ -617,10 +622,11 @@ class _Converter:
                       for n in ast.walk(fndef)
                       if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Load, ast.Del))
                       or isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)]
-        self.anytime = set()
+        self.anytime = set()  # (a generator expression is run later too)
         for node in ast.walk(fndef):
             if node is not fndef and isinstance(node, (ast.FunctionDef, ast.Lambda,
-                                                       ast.AsyncFunctionDef, ast.ClassDef)):
+                                                       ast.AsyncFunctionDef, ast.ClassDef,
+                                                       ast.GeneratorExp)):
                 self.anytime |= reads(node)
 
     def function(self, decorated=False):
@@ -719,7 +725,7 @@ class _Converter:
 
     def traced_while(self, node, defined, loops):
         refused = self.refused(node.body, node, "a while loop")
-        if not refused and any(isinstance(n, ast.NamedExpr) for n in ast.walk(node.test)):
+        if not refused and any(isinstance(n, ast.NamedExpr) for n in _outside_lambdas(node.test)):
             refused = _unconvertible("walrus", node, "a while loop")
         if refused:
             return refused
@@ -865,6 +871,15 @@ def _scoped(node):
         return node.func.attr in ("_getframe", "currentframe")
     return not node.args and not node.keywords and isinstance(node.func, ast.Name) and \
         node.func.id in ("super", "locals", "vars", "dir")
+
+
+def _outside_lambdas(node):
+    """The nodes of an expression, those of the lambdas in it left out (their own scope;
+    a comprehension's := binds in the function's)."""
+    yield node
+    for child in ast.iter_child_nodes(node):
+        if not isinstance(child, ast.Lambda):
+            yield from _outside_lambdas(child)
 
 
 def _unconvertible(kind, node, statement):

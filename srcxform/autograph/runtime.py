@@ -18,7 +18,8 @@ from srcxform.core.dims import Dim
 from srcxform.core.errors import TracingError, user_frame, user_line
 from srcxform.ops import cast, logical_and, logical_not, logical_or
 from srcxform.ops import range as tf_range
-from srcxform.core.tensor import PythonNumber, Value
+from srcxform.core.dtypes import promote
+from srcxform.core.tensor import PythonNumber, Value, as_value
 from srcxform.ad.trace import Tracer
 from srcxform.core.tree import leaf_paths, tree_flatten
 
@@ -71,8 +72,8 @@ for _name in ("bool", "float", "int", "index", "len", "iter", "array", "call", "
 
 class TracedRange:
     """range(start, stop, step) with a traced or symbolic bound: fori_loop runs it. Its
-    index is the loop's own (an int; a traced int64 compiled), or of `dtype` (tf.range's
-    int32, as in TF)."""
+    index is the loop's own (an int; a traced int64 compiled), or of `dtype` (tf.range's:
+    its bounds' dtype, int32 for Python ints, as in TF)."""
 
     def __init__(self, start, stop, step, dtype=None):
         self.start, self.stop, self.step, self.dtype = start, stop, step, dtype
@@ -167,7 +168,16 @@ def for_range(convertible, range_fn, *args):
     if not isinstance(step, int) or isinstance(step, Dim) or step == 0:
         raise TracingError(f"{user_line()}\n  range() over a traced bound needs a nonzero "
                            "Python int step")
-    return TracedRange(start, stop, step, "int32" if range_fn is tf_range else None)
+    for bound in (start, stop):  # eagerly range(2.5) raises, and tf.range(2.5) has 3 trips
+        if traced_value(bound) and bound.dtype.kind not in "iu":
+            raise TypeError(f"{user_line()}\n  range: a traced bound of dtype "
+                            f"{bound.dtype.name} cannot be a loop's count: cast it to an "
+                            "integer (srcxform.cast(n, tf.int32))")
+    dtype = None
+    if range_fn is tf_range:  # tf.range's dtype: its bounds', Python ints int32
+        dtype, weak = promote([as_value(a).aval for a in args])
+        dtype = np.dtype(np.int32) if weak else dtype
+    return TracedRange(start, stop, step, dtype)
 
 
 def for_rows(convertible, items):

@@ -375,7 +375,7 @@ def _weak_promoted(inits, avals, outs, numbers=()):
             continue
         if not after.weak:  # as the first trip leaves it eagerly: a NumPy value or a tensor
             kind = eager_kinds([out])[0]
-            if kind == "numpy" and isinstance(inits[k], (bool, int, float)):
+            if kind == "numpy" and isinstance(inits[k], (bool, int, float, PythonNumber)):
                 promoted[k] = np.asarray(inits[k], after.dtype)[()]
             else:
                 promoted[k] = cast(inits[k], after.dtype)
@@ -436,7 +436,8 @@ def fori_loop(lower, upper, body_fn, inits, names, xs=(), y_avals=(), checkpoint
         carries, rows = body_fn(i, list(values[:n]), list(values[n:]))
         return list(carries) + list(rows)
 
-    sub, outs = trace_region("body", traced, [_WEAK_INDEX if static else INDEX] + avals +
+    # i is a Python int in an eager run, whatever the bounds: weak, as JAX's static i
+    sub, outs = trace_region("body", traced, [_WEAK_INDEX] + avals +
                              row_avals, ["i"] + names + [f"row{k}" for k in range(m)],
                              ["python"] + eager_kinds(inits))
     if static and not sub.reads_traced and not any(isinstance(v, Tracer) for v in inits):
