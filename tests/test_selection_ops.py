@@ -152,6 +152,20 @@ def test_scatter_gradients_are_those_of_the_values_computed():
         _same(grads[1], [replaced, [2, 3], [6, 7]], np.float32)
 
 
+def test_scatter_update_gradients_at_an_infinite_update_and_narrow_indices():
+    # Helper 110: the replaced slices were zeroed as 0 * updates (NaN for an update of
+    # -inf, a common mask), and the updates were numbered in the indices' dtype (uint8
+    # wrapped past 255 updates: update 43 took 299's gradient).
+    masked = tf.grad(lambda x: tf.reduce_max(tf.tensor_scatter_nd_update(x, [[0]], [-np.inf])))
+    assert masked(np.array([5.0, 2.0, 3.0])).tolist() == [0.0, 0.0, 1.0]
+    updates = tf.constant(np.arange(300.0))
+    with tf.GradientTape() as tape:
+        tape.watch(updates)
+        y = tf.reduce_sum(tf.tensor_scatter_nd_update(tf.zeros(2, tf.float64),
+                                                      np.zeros((300, 1), np.uint8), updates))
+    assert np.flatnonzero(tape.gradient(y, updates).numpy()).tolist() == [299]
+
+
 def test_segment_sums():
     _same(tf.math.segment_sum(D, [0, 0, 2]), [[4, 6], [0, 0], [5, 6]], np.float32)
     _same(tf.math.unsorted_segment_sum(D, [2, 0, 2], 4), [[3, 4], [0, 0], [6, 8], [0, 0]],

@@ -329,12 +329,14 @@ def _scatter_set_impl(x, indices, updates):
 
 
 def _scatter_set_vjp(g, out, x, indices, updates):
-    # Which updates stayed: update k stayed where the scatter of the numbers k leaves k.
-    k = iota(indices.shape[0], indices.dtype)
-    last = scatter_set_p.bind(iota(x.shape[0], indices.dtype), indices, k)
+    # Which updates stayed: update k stayed where the scatter of the numbers k (int64: an
+    # int8 index's dtype wraps past 127 updates) leaves k.
+    k = iota(indices.shape[0], np.int64)
+    last = scatter_set_p.bind(iota(x.shape[0], np.int64), indices, k)
     stayed = reshape(equal(gather_p.bind(last, indices), k), (-1,) + (1,) * (g.ndim - 1))
-    return (scatter_set_p.bind(g, indices, cast(0, g.dtype) * updates), None,
-            where(stayed, gather_p.bind(g, indices), cast(0, g.dtype)))
+    zero = cast(0, g.dtype)
+    return (scatter_set_p.bind(g, indices, broadcast_to(zero, updates.shape)), None,
+            where(stayed, gather_p.bind(g, indices), zero))
 
 
 # x with rows at indices replaced by those of updates, the last of repeats staying.
