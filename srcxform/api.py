@@ -14,7 +14,6 @@ import inspect
 import io
 import os
 import pickle
-import re
 import sys
 import threading
 import types
@@ -26,6 +25,7 @@ from typing import Any, Literal, Protocol, overload, runtime_checkable
 import numpy as np
 
 from srcxform import autograph
+from srcxform.autograph.rewrite import installed
 from srcxform.ad import forward, nan_checks
 from srcxform.jit import backend, compiler, crosscheck, index, openmp, tiered
 from srcxform.passes import structured
@@ -229,6 +229,9 @@ class Differentiable:
         if _importable(self):
             return self.__qualname__
         return (_received, _shipped(self._state()))
+
+    def __copy__(self):  # a function's copy is itself (a copy by pickling had Variables
+        return self      # of its own: helper 110); deepcopy makes one, as pickle does
 
     def __dask_tokenize__(self):
         """Dask's token for f: the same for the same function and options in every process
@@ -565,15 +568,19 @@ def _pickled(state, pickler):
 
 def _stateful(obj):
     """Whether a pickled object may hold state a call changes: a Variable, or an object of
-    the user's classes or a Keras layer (a model that makes its Variables at its first
-    call); not functions, classes, modules, nor srcxform's other objects (a compiled
-    function, whose own payload says so)."""
+    the user's own classes or a Keras layer (a model that makes its Variables at its first
+    call); not functions, classes or modules, nor the objects of srcxform (a compiled
+    function's own payload says), the standard library or installed packages."""
     if isinstance(obj, Variable):
         return True
     if isinstance(obj, (type, types.FunctionType, types.MethodType, types.ModuleType,
-                        functools.partial)) or not hasattr(obj, "__dict__"):
+                        types.BuiltinFunctionType, functools.partial)):
         return False
-    return not re.match(r"srcxform\.(?!keras)", type(obj).__module__ + ".")
+    module = type(obj).__module__ or ""
+    if module.startswith("srcxform."):
+        return module.startswith("srcxform.keras")
+    path = getattr(sys.modules.get(module), "__file__", None)
+    return module == "__main__" or path is not None and not installed(path)
 
 
 def _received(payload: bytes, holds_state: bool = False) -> "Differentiable":

@@ -64,7 +64,7 @@ class Vmapped:
     # Pickled and tokenized for Dask as a Differentiable is (api.py): by reference where
     # its module holds it by name, else as what makes it again, vmap of its function and
     # axes, never its kernels (a process that receives it compiles them once).
-    __reduce__ = Differentiable.__reduce__
+    __reduce__, __copy__ = Differentiable.__reduce__, Differentiable.__copy__
     __dask_tokenize__ = Differentiable.__dask_tokenize__
 
     def __init__(self, fn, in_axes, out_axes):

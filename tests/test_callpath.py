@@ -233,6 +233,33 @@ def test_a_trainable_variable_and_a_frozen_one_each_get_their_kernel():
     assert not frozen.trainable and copy.deepcopy(v).trainable is v.trainable
 
 
+def test_a_shallow_copy_of_a_compiled_function_is_itself():
+    # Helper 110: copy.copy(step) went through pickling, so it trained Variables of its
+    # own; a function's copy is itself. A deep copy has its own, as pickle.loads makes.
+    w = tf.Variable(np.zeros(2))
+    step = tf.differentiable(lambda x: tf.reduce_sum(w.assign_add(x)))
+    assert copy.copy(step) is step
+    copy.copy(step)(np.ones(2))
+    copy.deepcopy(step)(np.ones(2))
+    assert w.numpy().tolist() == [1.0, 1.0]
+
+
+def test_a_result_that_may_be_a_view_of_an_argument_or_variable_is_a_copy():
+    # Helper 110: a gradient that is a transpose of an argument (w.T * X: X's gradient is
+    # w.T) and an aux that is a reshape of a Variable or argument were views of them, so
+    # writing into the result wrote into the argument or the Variable.
+    v = tf.Variable(np.arange(4.0))
+    grads = tf.differentiable(lambda w, X: tf.reduce_sum(tf.transpose(w) * X), wrt=(0, 1))
+    aux = tf.differentiable(lambda x: (tf.reduce_sum(x * v), (tf.reshape(v, (2, 2)),
+                                                              tf.reshape(x, (2, 2))[0])),
+                            has_aux=True)
+    X, w, x = np.arange(6.0).reshape(2, 3), np.zeros((3, 2)), np.ones(4)
+    for _ in range(2):  # the general path, then the warm entry
+        for result in (*grads.grad(w, X), *aux.value_and_grad(x)[0][1]):
+            result[0] = 77.0
+        assert X[0, 0] == w[0, 0] == v.numpy()[0] == 0.0 and x[0] == 1.0
+
+
 _ASSIGNED = tf.Variable(np.zeros(3))
 
 

@@ -2,6 +2,7 @@
 is importable by name, else by value through cloudpickle) and with cloudpickle, and run in
 another process with the right results; a process that receives one compiles it once."""
 
+import http
 import multiprocessing
 import pickle
 import subprocess
@@ -158,9 +159,15 @@ class _LazyModel:
         return tf.reduce_sum(self.w * x)
 
 
-def _lazy_step():
-    model = _LazyModel()
+class _SlottedLazyModel:
+    __slots__ = ("w",)
+    __call__ = _LazyModel.__call__
 
+    def __init__(self):
+        self.w = None
+
+
+def _lazy_step(model):
     def step(x):
         with tf.GradientTape() as tape:
             loss = model(x)
@@ -170,12 +177,18 @@ def _lazy_step():
 
 
 def test_each_unpickling_of_a_step_holding_a_model_not_yet_built_has_its_own():
-    """Helper 107: a step whose model makes its Variables at its first call held none when
-    pickled, so equal payloads gave one function: each task trained the last one's."""
-    payload = pickle.dumps(_lazy_step())
-    first, second = pickle.loads(payload), pickle.loads(payload)
-    assert first is not second
-    assert float(first(X)) == float(second(X)) == np.sum(X)
+    """Helpers 107, 110: a step whose model makes its Variables at its first call held none
+    when pickled (a model with __slots__ too), so equal payloads gave one function: each
+    task trained the last one's. A closure over NumPy's ufunc or a stdlib enum holds no
+    state of its own: one function a process still."""
+    for model in (_LazyModel(), _SlottedLazyModel()):
+        payload = pickle.dumps(_lazy_step(model))
+        first, second = pickle.loads(payload), pickle.loads(payload)
+        assert first is not second
+        assert float(first(X)) == float(second(X)) == np.sum(X)
+    status = http.HTTPStatus.OK
+    payload = pickle.dumps(tf.differentiable(lambda x: tf.reduce_sum(np.tanh(x)) * status))
+    assert pickle.loads(payload) is pickle.loads(payload)
 
 
 def test_without_cloudpickle_a_lambda_is_refused_by_name(monkeypatch):
