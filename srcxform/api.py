@@ -12,6 +12,7 @@ import functools
 import hashlib
 import inspect
 import io
+import linecache
 import os
 import pickle
 import sys
@@ -25,7 +26,7 @@ from typing import Any, Literal, Protocol, overload, runtime_checkable
 import numpy as np
 
 from srcxform import autograph
-from srcxform.autograph.rewrite import installed
+from srcxform.autograph.rewrite import arrived, code_key, installed
 from srcxform.ad import forward, nan_checks
 from srcxform.jit import backend, compiler, crosscheck, index, openmp, tiered
 from srcxform.passes import structured
@@ -530,13 +531,15 @@ def _importable(d):
 
 
 def _shipped(state):
-    """state as bytes, and whether it holds state of its own (_pickled): pickled by
-    reference where pickle can name each function in it; else by value with cloudpickle
-    (a lambda, a closure, a function of __main__)."""
+    """state as bytes, whether it holds state of its own (_pickled), and the sources of
+    the code in it: pickled by reference where pickle can name each function in it (no
+    sources: None); else by value with cloudpickle (a lambda, a closure, a function of
+    __main__), whose code forgets its file: (each code's file, each file's lines), so that
+    autograph reads it where it arrives (rewrite.arrived)."""
     try:
-        payload, holds_state = _pickled(state, pickle.Pickler)
+        payload, holds_state, _ = _pickled(state, pickle.Pickler)
         if b"__main__" not in payload:
-            return payload, holds_state
+            return payload, holds_state, None
     except (pickle.PicklingError, AttributeError, TypeError):
         pass  # a function pickle cannot name
     try:
@@ -547,11 +550,14 @@ def _shipped(state):
             "and name, and this one has none another process can import (a lambda, a "
             "closure, a function of __main__); install cloudpickle to pickle it by value, "
             "or define it at the top level of a module") from None
-    return _pickled(state, cloudpickle.CloudPickler)
+    payload, holds_state, files = _pickled(state, cloudpickle.CloudPickler)
+    lines = {name: linecache.getlines(name) for name in set(files.values())}
+    return payload, holds_state, (files, {name: text for name, text in lines.items() if text})
 
 
 def _pickled(state, pickler):
-    """state pickled by `pickler`, and whether it holds state of its own (_stateful)."""
+    """state pickled by `pickler`, whether it holds state of its own (_stateful), and the
+    file of each code object in it (rewrite.code_key -> file name)."""
 
     class Watching(pickler):
         holds_state = False
@@ -559,11 +565,14 @@ def _pickled(state, pickler):
         def persistent_id(self, obj):  # sees every object; returning None pickles it
             if _stateful(obj):
                 self.holds_state = True
+            elif isinstance(obj, types.CodeType):
+                self.files[code_key(obj)] = obj.co_filename
 
     out = io.BytesIO()
     watching = Watching(out, protocol=pickle.HIGHEST_PROTOCOL)
+    watching.files = {}
     watching.dump(state)
-    return out.getvalue(), watching.holds_state
+    return out.getvalue(), watching.holds_state, watching.files
 
 
 def _stateful(obj):
@@ -583,13 +592,16 @@ def _stateful(obj):
     return module == "__main__" or path is not None and not installed(path)
 
 
-def _received(payload: bytes, holds_state: bool = False) -> "Differentiable":
+def _received(payload: bytes, holds_state: bool = False,
+              sources: tuple | None = None) -> "Differentiable":
     """The Differentiable a pickled payload describes: one per process for equal payloads
     (_received_once), so that a worker traces and compiles it once, however many tasks
     bring it; its first call may find the kernel in the on-disk cache. A payload holding
     state (_pickled) makes a function of its own each time, as pickle.loads does: one
     function would carry its Variables' updates from one task to the next (helpers 74,
-    107)."""
+    107). `sources`: _shipped's."""
+    if sources is not None:
+        arrived(*sources)
     return _made(payload) if holds_state else _received_once(payload)
 
 

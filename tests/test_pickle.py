@@ -125,7 +125,8 @@ def test_importable_function_pickles_by_reference():
 
 def test_pickled_state_holds_no_kernel_lock_or_weakref():
     _lambda.grad(X)  # compiled: it holds a kernel, a lock and weak references
-    payload = pickle.dumps(_lambda.grad)
+    pickle.dumps(_lambda.grad)
+    payload = _lambda.__reduce__()[1][0]  # (beside it, the lines of this file)
     for absent in (b"RLock", b"weakref", b"Kernel", b"Dispatcher"):
         assert absent not in payload
 
@@ -216,6 +217,49 @@ def test_pool_map_of_grad(method):
         results = pool.map(_lambda.grad, batches)
     for got, x in zip(results, batches):
         np.testing.assert_allclose(got, _d_tanh_loss(x), rtol=1e-12)
+
+
+_BRANCHING_SCRIPT = """
+import multiprocessing
+import numpy as np
+import srcxform as tf
+
+
+def sign_of(y):
+    if tf.reduce_sum(y) > 0:
+        z = y * 2.0
+    else:
+        z = -y
+    return z
+
+
+@tf.differentiable
+def loss(x):
+    t = tf.reduce_sum(x)
+    if t > 0:
+        t = t * t
+    for i in tf.range(3):
+        t = t + tf.reduce_sum(sign_of(x))
+    return t
+
+
+if __name__ == "__main__":
+    x = np.array([1.0, 2.0])
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        print(*(g.tolist() for g in pool.map(loss.grad, [x, -x])))
+"""
+
+
+def test_a_function_of_main_with_branches_runs_in_a_spawned_process(tmp_path):
+    # Helper 110: cloudpickle names the code of a function of __main__ <dynamic-code>, so
+    # in the worker autograph could not read it and an `if` on a traced value raised
+    # TracingError; its file's lines now travel with it.
+    script = tmp_path / "branching.py"
+    script.write_text(_BRANCHING_SCRIPT)
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         check=False, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["[12.0,", "12.0]", "[-2.0,", "-2.0]"]
 
 
 _TOKEN = """

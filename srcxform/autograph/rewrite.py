@@ -242,7 +242,7 @@ def _parse(fn, warn=False):
         node = _lambda(code)
         return node if node and _Callees(fn, node).found(node) else None
     try:
-        lines, start = inspect.getsourcelines(code)  # fn's own: not what it wraps
+        lines, start = inspect.getsourcelines(readable(code))  # fn's own, not what it wraps
         tree = syntax.parse(textwrap.dedent("".join(lines)))
     except (OSError, TypeError, SyntaxError):  # no file, a builtin, or an odd indentation
         if warn and _has_control_flow(code):
@@ -263,8 +263,9 @@ def _parse(fn, warn=False):
 def _lambda(code):
     """A lambda as `def <lambda>(...): return body`, its node found in its file's tree by
     its line and parameters; None where no one lambda there is it."""
+    filename = readable(code).co_filename
     try:
-        tree = _tree(code.co_filename, "".join(linecache.getlines(code.co_filename)))
+        tree = _tree(filename, "".join(linecache.getlines(filename)))
     except (SyntaxError, ValueError):
         return None
     count = code.co_argcount + code.co_kwonlyargcount + \
@@ -314,6 +315,30 @@ def _explicit_super(fndef, first):
         node.args = [ast.copy_location(ast.Name(name, ast.Load()), node)
                      for name in ("__class__", first[0].arg)]
     return fndef
+
+
+# Code that arrived by value (cloudpickle names its file <dynamic-code>) -> the file it came
+# from, whose lines `arrived` put in linecache: its source reads as in the sending process.
+_ARRIVED = {}
+
+
+def code_key(code):
+    return code.co_name, code.co_firstlineno, code.co_code
+
+
+def arrived(files, lines):
+    """Registers the files of code objects that arrived by value (`files`: code_key ->
+    file name) and those files' lines, so that autograph converts them as it would have
+    where they were sent from (a function of __main__ sent to a process pool)."""
+    for filename, text in lines.items():
+        linecache.cache[filename] = (sum(map(len, text)), None, text, filename)
+    _ARRIVED.update(files)
+
+
+def readable(code):
+    """code, named after its own file where it arrived by value (`arrived`)."""
+    filename = _ARRIVED.get(code_key(code)) if code.co_filename == "<dynamic-code>" else None
+    return code if filename is None else code.replace(co_filename=filename)
 
 
 def installed(path):
@@ -494,7 +519,8 @@ def _compiled(fn, fndef):
     owner = _owner(qualname)
     outer = ast.ClassDef(owner, [], [], [factory], []) if owner else factory
     module = ast.Module([ast.fix_missing_locations(ast.copy_location(outer, fndef))], [])
-    compiled = syntax.compiled(module, code.co_filename, "exec", flags=code.co_flags & _FUTURE,
+    compiled = syntax.compiled(module, readable(code).co_filename, "exec",
+                               flags=code.co_flags & _FUTURE,
                                dont_inherit=True)  # fn's own __future__ imports (annotations)
     for name in (owner, factory.name, fndef.name):
         compiled = _code_named(compiled, name) if name else compiled
