@@ -349,3 +349,26 @@ def test_numba_kernel_of_a_rolled_loop(monkeypatch):
     g = tf.differentiable(accumulate)
     np.testing.assert_allclose(g.grad(X, 0, 5), eager_value_and_grad(accumulate, X, 0, 5)[1],
                                rtol=1e-13)
+
+
+def test_several_traced_indices_and_an_ellipsis_or_new_axis_around_one():
+    # Helpers 105 and 106: m[i, i] in a loop, x[..., i], x[None, i] and x[i, j] of argmax
+    # and argmin raised TypeError compiled ("a traced integer among ints and slices").
+    def picks(x):
+        i = tf.argmax(tf.reduce_sum(x, axis=(1, 2)))
+        j = tf.argmin(tf.reduce_sum(x, axis=(0, 2)))
+        diagonal = tf.fori_loop(0, 2, lambda k, s: s + x[k, k, k] + x[..., k][0, 0], 0.0)
+        return (tf.reduce_sum(x[i, j]) + tf.reduce_sum(x[..., j]) + diagonal
+                + 2.0 * tf.reduce_sum(x[None, i]) + tf.reduce_sum(x[i, ..., j]))
+
+    m = np.arange(24.0).reshape(2, 3, 4)
+    i, j = 1, 0
+    want = (m[i, j].sum() + m[..., j].sum() + m[0, 0, 0] + m[1, 1, 1] + m[0, 0, 0]
+            + m[0, 0, 1] + 2.0 * m[None, i].sum() + m[i, ..., j].sum())
+    value, grad = tf.differentiable(picks).value_and_grad(m)
+    x = tf.constant(m)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        eager = picks(x)
+    assert value == float(eager) == want
+    np.testing.assert_array_equal(grad, tape.gradient(eager, x).numpy())

@@ -529,21 +529,24 @@ def _is_array_index(item):
 
 
 def _advanced_getitem(x, items, arrays):
-    rest = [i for i, item in enumerate(items) if i not in arrays and item != slice(None)]
-    indices = as_value(items[arrays[0]], "getitem") if len(arrays) == 1 else None
-    if rest and indices is not None and indices.ndim == 0 and indices.dtype.kind in "iu" \
-            and not any(item is None or item is Ellipsis for item in items):
-        # x[i, 0] with i traced (a loop's index): take i's axis first, then the rest
+    first = as_value(items[arrays[0]], "getitem")
+    if first.ndim == 0 and first.dtype.kind in "iu":
+        # x[i, 0], x[..., i], x[i, j] with i traced (a loop's index): i's axis taken first
+        # (the axes before it that an item indexes), then the rest
         k = arrays[0]
-        return getitem(gather(x, indices, axis=k), items[:k] + items[k + 1:])
+        used = sum(item is not None and item is not Ellipsis for item in items)
+        axis = sum(x.ndim - used if item is Ellipsis else item is not None
+                   for item in items[:k])
+        return getitem(gather(x, first, axis=axis), items[:k] + items[k + 1:])
+    rest = [i for i, item in enumerate(items) if i not in arrays and item != slice(None)]
     if len(arrays) != 1 or rest:
         raise TypeError(f"{user_line()}\n  getitem: srcxform supports one integer-array "
-                        "index among full slices (x[idx], x[:, idx]), or a traced integer "
-                        "among ints and slices (x[i, 0]); use srcxform.gather or "
-                        "srcxform.where")
-    if indices.dtype.kind == "b":
-        return boolean_mask(x, indices, axis=arrays[0])
-    return gather(x, indices, axis=arrays[0])
+                        "index among full slices (x[idx], x[:, idx]), or traced integer "
+                        "scalars among any other indices (x[i, j], x[..., i]); use "
+                        "srcxform.gather or srcxform.where")
+    if first.dtype.kind == "b":
+        return boolean_mask(x, first, axis=arrays[0])
+    return gather(x, first, axis=arrays[0])
 
 
 def boolean_mask(tensor, mask, axis=None, name=None):
