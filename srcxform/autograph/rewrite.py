@@ -667,12 +667,15 @@ class _Converter:
         in both of its forms, distinct from every name the function uses."""
         key = (base, id(node))
         if key not in self.made:
-            name = f"{base}__{node.lineno}"
-            while name in self.taken:
-                name += "_"
-            self.taken.add(name)
-            self.made[key] = name
+            self.made[key] = self.unused(f"{base}__{node.lineno}")
         return self.made[key]
+
+    def unused(self, name):
+        """name, with underscores added until the function uses no such name (now taken)."""
+        while name in self.taken:
+            name += "_"
+        self.taken.add(name)
+        return name
 
     # ----- statements -----
     def block(self, stmts, defined, loops):
@@ -820,10 +823,9 @@ class _Converter:
         this trip's or branch's value, as eagerly (it read the value before the loop:
         helper 105)."""
         shared = [p for p in params if p in self.anytime]
-        given = {p: next(n for n in (p + "__given" + "_" * k for k in range(len(self.taken) + 1))
-                         if n not in self.taken) for p in shared}
-        first = [ast.Nonlocal(shared)] + [ast.Assign([_name(p, True)], _name(given[p]))
-                                          for p in shared] if shared else []
+        given = {p: self.unused(p + "__given") for p in shared}
+        first = [ast.Nonlocal(shared)] if shared else []
+        first += [ast.Assign([_name(p, True)], _name(given[p])) for p in shared]
         return ast.FunctionDef(name, _params([given.get(p, p) for p in params]),
                                first + stmts, [])
 

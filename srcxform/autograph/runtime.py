@@ -295,8 +295,8 @@ def for_stmt(rng, body_fn, values, names, target):
     state = _State(values, carried, names, where, "for loop")
     # The bounds as int64, Python's ints: in an int8 or unsigned bound's own dtype the
     # trip count wrapped (range(0, n, 2) with n = np.int8(127) ran no trip: helper 105).
-    start, stop, step = (cast(b, np.int64) if traced_value(b) else b
-                         for b in (rng.start, rng.stop, rng.step))
+    start, stop = (cast(b, np.int64) if traced_value(b) else b for b in (rng.start, rng.stop))
+    step = rng.step
 
     # The state as a dict by the user's names, which name its leaves in errors.
     kept = [names[k] for k in carried]
