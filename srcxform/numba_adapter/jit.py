@@ -91,8 +91,8 @@ class _SealedCache(caching.Cache):
     def __init__(self, py_func):
         super().__init__(py_func)
         numbas = self._cache_file
-        self._cache_file = _SealedFile(numbas._cache_path, f"{cachefiles.SEAL}-{self._impl.filename_base}",
-                                       numbas._source_stamp)
+        name = f"{cachefiles.SEAL}-{self._impl.filename_base}"
+        self._cache_file = _SealedFile(numbas._cache_path, name, numbas._source_stamp)
 
     def _index_key(self, sig, codegen):
         # Code compiled with bounds checks (NUMBA_BOUNDSCHECK=1) is other code: Numba's key
