@@ -141,12 +141,71 @@ def _extremum(func, op):
             raise ValueError(f"{func.__name__}: a zero-size array has no maximum or minimum "
                              f"(shape {tuple(a.shape)}, axis {axis}), as in NumPy\n  at "
                              f"{user_line()}")
+        if a.dtype == np.bool_:  # NumPy's max of bools is any, its min all
+            on_bools = reduce.reduce_any if op is reduce.reduce_max else reduce.reduce_all
+            return on_bools(a, axis=axis, keepdims=keepdims)
         return op(a, axis=axis, keepdims=keepdims)
 
     return call
 
 
+def _any_all(func, op):
+    """np.any/all: of any dtype, each element's truth (x != 0), as NumPy's."""
+    def call(a, axis=None, out=None, keepdims=False, **unsupported):
+        _reject(func.__name__, out=out, **unsupported)
+        a = as_value(a, func.__name__)
+        truth = a if a.dtype == np.bool_ else ew.not_equal(a, ew.cast(0, a.dtype))
+        return op(truth, axis=_scalar_axis(a, axis), keepdims=keepdims)
+
+    return call
+
+
 # ----- shape -----
+
+
+def _ravel(a, order="C"):
+    _reject("ravel", order=None if order == "C" else order)
+    return shape_ops.reshape(a, (-1,))
+
+
+def _flip(m, axis=None):
+    m = as_value(m, "flip")
+    return layout.reverse(m, list(range(m.ndim)) if axis is None else
+                          normalize_axes(axis, m.ndim, "numpy.flip"))
+
+
+def _moveaxis(a, source, destination):
+    """The axes `source` moved to `destination`, the others in their order (NumPy's)."""
+    a = as_value(a, "moveaxis")
+    source, destination = ([normalize_axis(i, a.ndim, "numpy.moveaxis")
+                            for i in np.atleast_1d(axes)] for axes in (source, destination))
+    if len(source) != len(destination):
+        raise ValueError("numpy.moveaxis: `source` and `destination` arguments must have the "
+                         "same number of elements")
+    order = [i for i in range(a.ndim) if i not in source]
+    for to, axis in sorted(zip(destination, source)):
+        order.insert(to, axis)
+    return shape_ops.transpose(a, order)
+
+
+def _swapaxes(a, axis1, axis2):
+    a = as_value(a, "swapaxes")
+    order = list(range(a.ndim))
+    i, j = (normalize_axis(k, a.ndim, "numpy.swapaxes") for k in (axis1, axis2))
+    order[i], order[j] = j, i
+    return shape_ops.transpose(a, order)
+
+
+def _stacked_along(axis_of, least):
+    """np.vstack/hstack: the arrays of rank `least` at least, joined along axis_of(rank)."""
+    def call(tup, *, dtype=None, casting="same_kind"):
+        _reject("stack", dtype=dtype)
+        arrays = [as_value(a, "stack") for a in tup]
+        arrays = [shape_ops.reshape(a, (1,) * (least - a.ndim) + tuple(a.shape))
+                  if a.ndim < least else a for a in arrays]
+        return shape_ops.concat(arrays, axis_of(arrays[0].ndim))
+
+    return call
 
 
 def _reshape(a, shape=None, order="C", *, newshape=None, copy=None):
@@ -418,6 +477,8 @@ FUNCTIONS = {
     np.min: _extremum(np.min, reduce.reduce_min),
     np.amax: _extremum(np.amax, reduce.reduce_max),
     np.amin: _extremum(np.amin, reduce.reduce_min),
+    np.any: _any_all(np.any, reduce.reduce_any),
+    np.all: _any_all(np.all, reduce.reduce_all),
     np.cumsum: _cumulative(np.cumsum, cumulative.cumsum),
     np.cumprod: _cumulative(np.cumprod, cumulative.cumprod),
     np.var: _spread(np.var, reduce.reduce_variance),
@@ -444,6 +505,12 @@ FUNCTIONS = {
     np.squeeze: _squeeze,
     np.broadcast_to: lambda array, shape, subok=False: shape_ops.broadcast_to(array, shape),
     np.concatenate: _concatenate,
+    np.ravel: _ravel,
+    np.flip: _flip,
+    np.moveaxis: _moveaxis,
+    np.swapaxes: _swapaxes,
+    np.vstack: _stacked_along(lambda ndim: 0, 2),
+    np.hstack: _stacked_along(lambda ndim: 1 if ndim > 1 else 0, 1),
     np.stack: _stack,
     np.tile: _tile,
     np.take: _take,
