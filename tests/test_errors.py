@@ -363,3 +363,13 @@ def test_transpose_refuses_a_perm_naming_an_axis_out_of_range(shape, perm):
 def test_transpose_refuses_a_perm_that_is_no_ints(perm):
     with pytest.raises(TypeError, match="transpose: an axis must be an int"):  # 1.7 was 1
         tf.transpose(tf.ones((2, 3)), perm)
+
+
+def test_an_error_inside_numpys_own_python_names_the_users_line():
+    # Helper 106: np.sum of a list of traced values named NumPy's fromnumeric.py line.
+    @tf.differentiable
+    def sums_a_list(x):
+        return np.sum([x[0, 0], x[1, 1]])
+
+    with pytest.raises(tf.errors.TracingError, match=r"test_errors\.py:\d+: return np\.sum"):
+        sums_a_list(np.ones((2, 2)))

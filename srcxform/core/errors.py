@@ -119,15 +119,20 @@ def user_frame():
 
 
 def user_frame_object():
-    """The innermost Python frame outside srcxform's own modules and the modules it
-    generates (a warm entry passing a call on), or None."""
+    """The innermost Python frame outside srcxform's own modules, the modules it
+    generates (a warm entry passing a call on) and NumPy's (np.sum's Python wrapper
+    dispatching to srcxform), or None."""
     frame = sys._getframe(1)
     while frame is not None:
-        if not is_own_file(frame.f_code.co_filename) and \
+        filename = frame.f_code.co_filename
+        if not is_own_file(filename) and not filename.startswith(_NUMPY_DIR) and \
                 "__srcxform_generated__" not in frame.f_globals:
             return frame
         frame = frame.f_back
     return None
+
+
+_NUMPY_DIR = os.path.dirname(np.__file__) + os.sep
 
 
 _OWN_FILES: dict = {}  # file name -> whether it is one of srcxform's modules
