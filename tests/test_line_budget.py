@@ -206,8 +206,9 @@ BUDGET = {
     # +20: the cache's ledger appended and rewritten under a lock (a rewrite lost counts
     # appended meanwhile, and the cache outgrew its limit); +25: a ledger that is a link,
     # a FIFO or read-only no longer ends pruning or hangs (helper 80); +10: a sealed
-    # file's checksum covers its name, the seal's format named (helper 107)
-    "numba_adapter": 835,
+    # file's checksum covers its name, the seal's format named (helper 107); +10: a Numba
+    # data file keeps its key (another process's index could name it: helper 110)
+    "numba_adapter": 845,
     # +30: batching rules of the structural ops and products (issue 32); +45: zeros, ones,
     # fill, range, eye, one_hot, linspace, pad, split and slice of traced sizes stay
     # symbolic (iota): a new batch size reuses the kernel, where each compiled anew; +85:

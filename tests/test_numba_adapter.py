@@ -125,3 +125,17 @@ def test_numba_unoptimized_compiles_what_it_cannot_cache_with_a_warning(tmp_path
     a, b = np.eye(3) / 2, np.ones((3, 2))
     np.testing.assert_allclose(got["value"], np.tanh(a @ b).sum(), rtol=1e-14)
     np.testing.assert_allclose(got["grad"], (1 - np.tanh(a @ b) ** 2) @ b.T, rtol=1e-14)
+
+
+@pytest.mark.skipif(not numba_adapter.enabled(), reason="srcxform's sealed Numba files")
+def test_a_data_file_the_index_names_for_another_key_is_a_miss(tmp_path):
+    # Helper 110: two processes saving overloads of one function at once could leave the
+    # index naming, for signature B, the data file that holds signature A's code.
+    cache = numba_jit._SealedFile(str(tmp_path), "f-1.py311", ("stamp", 1))
+    cache.save("signature A", "code of A")
+    index = cache._load_index()
+    cache._save_index({"signature B": index["signature A"]})  # the other process's index
+    assert cache.load("signature B") is None
+    assert cache.load("signature A") is None  # (no longer indexed)
+    cache.save("signature B", "code of B")
+    assert cache.load("signature B") == "code of B"

@@ -62,12 +62,19 @@ class _Library(JITCodeLibrary):
 
 class _SealedFile(caching.IndexDataCacheFile):
     """Numba's index and data files, sealed: one that is damaged is a miss (warned once),
-    and the save after compiling writes it anew."""
+    and the save after compiling writes it anew. A data file holds its key beside its
+    data: two processes saving overloads of one function at once may leave the index
+    naming, for one key, the data file the other wrote (helper 110); that is a miss too."""
+
+    def save(self, key, data):
+        super().save(key, (key, data))
 
     def load(self, key):
         name = self._load_index().get(key)
-        return None if name is None else cachefiles.read_sealed(self._data_path(name),
-                                                             pickle.loads)
+        found = None if name is None else cachefiles.read_sealed(self._data_path(name),
+                                                              pickle.loads)
+        return found[1] if isinstance(found, tuple) and len(found) == 2 and found[0] == key \
+            else None
 
     def _load_index(self):
         index = cachefiles.read_sealed(self._index_path, pickle.loads)
