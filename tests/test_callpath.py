@@ -260,6 +260,23 @@ def test_a_result_that_may_be_a_view_of_an_argument_or_variable_is_a_copy():
         assert X[0, 0] == w[0, 0] == v.numpy()[0] == 0.0 and x[0] == 1.0
 
 
+def test_what_a_cond_a_loop_or_a_broadcast_gives_back_is_a_copy():
+    # Helper 111: an aux or gradient a cond or loop gave back as it was given (a Variable's
+    # value, an argument, z[::-1] twice) was that array; tier 0's broadcast_to a view.
+    v, w = tf.Variable(np.ones(3)), np.ones(3)
+    picks = tf.value_and_grad(lambda x: (tf.reduce_sum(x * v), tf.cond(
+        tf.reduce_sum(x) > 0, lambda: v.read_value(), lambda: v * 2.0)), has_aux=True)
+    weights = tf.differentiable(lambda x, w: tf.reduce_sum(x * tf.cond(
+        tf.reduce_sum(x) > 0, lambda: w, lambda: 2.0 * w)))
+    spread = tf.value_and_grad(lambda x: (tf.reduce_sum(x), tf.broadcast_to(x, (2, 3))),
+                               has_aux=True)
+    for _ in range(2):  # the general path (tier 0 where it is on), then the warm entry
+        for result in (picks(np.ones(3))[0][1], weights.grad(np.ones(3), w),
+                       spread(w)[0][1]):
+            result[0] = 77.0
+        assert v.numpy()[0] == w[0] == 1.0
+
+
 _ASSIGNED = tf.Variable(np.zeros(3))
 
 

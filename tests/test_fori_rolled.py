@@ -372,3 +372,8 @@ def test_several_traced_indices_and_an_ellipsis_or_new_axis_around_one():
         eager = picks(x)
     assert value == float(eager) == want
     np.testing.assert_array_equal(grad, tape.gradient(eager, x).numpy())
+    # Beside an array index NumPy puts the indexed axes first (x[0, :, idx] is (2, 3)):
+    # refused, as eagerly (helper 111: it gave (3, 2)).
+    with pytest.raises(TypeError, match="one integer-array index"):
+        tf.differentiable(lambda x, i, idx: x[i, :, idx], check=False)(m, np.array(0),
+                                                                       np.array([0, 2]))

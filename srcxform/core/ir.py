@@ -105,14 +105,17 @@ class Program:
     def copied_outputs(self, filled=()):
         """The positions of the outputs a kernel returns as copies: an input of rank 1 or
         more (a captured array, an argument, a Variable's value) or what may be a view of
-        one (a transpose, a reshape, a slice: structural ops), or a value returned again
+        one (a transpose, a reshape, a slice, a broadcast, what a loop or a cond gives
+        back: structural and structured ops), or a value returned again
         (y and y * 1.0, one value once simplified). Eagerly each is made anew, and a caller
         changing one result must not change an argument, a Variable, another result or
         the next call's. `filled`: positions written into the caller's own buffers, never
         copied."""
         shared = {v for v in self.ins if v.aval.shape} | {self.outs[p] for p in filled}
-        for eqn in self.eqns:
-            if eqn.prim.kind == "structural" and any(a in shared for a in eqn.ins):
+        for eqn in self.eqns:  # (a loop's or cond's results may be what it was given)
+            may_view = eqn.prim.kind == "structural" or eqn.prim.algebra.is_broadcast or \
+                getattr(eqn.prim, "structured", False)
+            if may_view and any(a in shared for a in eqn.ins):
                 shared.add(eqn.out)
         copied = set()
         for p, atom in enumerate(self.outs):

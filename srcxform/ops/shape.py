@@ -530,7 +530,9 @@ def _is_array_index(item):
 
 def _advanced_getitem(x, items, arrays):
     first = as_value(items[arrays[0]], "getitem")
-    if first.ndim == 0 and first.dtype.kind in "iu":
+    scalars = all(as_value(items[k]).ndim == 0 and as_value(items[k]).dtype.kind in "iu"
+                  for k in arrays)  # (beside an array index, NumPy's axis order differs)
+    if scalars:
         # x[i, 0], x[..., i], x[i, j] with i traced (a loop's index): i's axis taken first
         # (the axes before it that an item indexes), then the rest
         k = arrays[0]
