@@ -726,7 +726,7 @@ class TestCompiledDataDependent:
         and a while whose test called one never ended."""
         def loop(x, n):
             s = x
-            doubled = lambda: s * 2.0  # noqa: E731
+            doubled = lambda: s * 2.0
             for i in tf.range(n):
                 s = doubled() + 1.0
             return tf.reduce_sum(s)
@@ -743,7 +743,7 @@ class TestCompiledDataDependent:
 
         def test_calls(x, n):
             s = x
-            small = lambda: tf.reduce_sum(s) < 5.0  # noqa: E731
+            small = lambda: tf.reduce_sum(s) < 5.0
             while small():
                 s = s * 2.0
             return tf.reduce_sum(s)
@@ -751,7 +751,7 @@ class TestCompiledDataDependent:
         x, n = np.array([0.3, 0.7]), np.int32(3)
         for fn in (loop, branch, test_calls):
             value, grad = tf.differentiable(fn).value_and_grad(x, n)
-            want_value, want_grad = _value_and_grad(lambda x: fn(x, n), x)
+            want_value, want_grad = _value_and_grad(lambda x, fn=fn: fn(x, n), x)
             np.testing.assert_allclose(value, want_value, rtol=1e-12)
             np.testing.assert_allclose(grad, want_grad, rtol=1e-12)
         assert value == 8.0 and grad.tolist() == [8.0, 8.0]
@@ -823,7 +823,7 @@ class TestCompiledDataDependent:
 
         def own_scope(x):
             s = tf.reduce_sum(x)
-            while (lambda: (t := s * 2.0))() < 5.0:  # noqa: F841 - the lambda's own t
+            while (lambda: (t := s * 2.0))() < 5.0:  # noqa: PLC3002 - the lambda's own t
                 s = s + 1.0
             return s
 
