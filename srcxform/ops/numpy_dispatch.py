@@ -196,11 +196,11 @@ def _swapaxes(a, axis1, axis2):
     return shape_ops.transpose(a, order)
 
 
-def _stacked_along(axis_of, least):
+def _stacked_along(name, axis_of, least):
     """np.vstack/hstack: the arrays of rank `least` at least, joined along axis_of(rank)."""
     def call(tup, *, dtype=None, casting="same_kind"):
-        _reject("stack", dtype=dtype)
-        arrays = [as_value(a, "stack") for a in tup]
+        _reject(name, dtype=dtype)
+        arrays = [as_value(a, name) for a in tup]
         arrays = [shape_ops.reshape(a, (1,) * (least - a.ndim) + tuple(a.shape))
                   if a.ndim < least else a for a in arrays]
         return shape_ops.concat(arrays, axis_of(arrays[0].ndim))
@@ -509,8 +509,8 @@ FUNCTIONS = {
     np.flip: _flip,
     np.moveaxis: _moveaxis,
     np.swapaxes: _swapaxes,
-    np.vstack: _stacked_along(lambda ndim: 0, 2),
-    np.hstack: _stacked_along(lambda ndim: 1 if ndim > 1 else 0, 1),
+    np.vstack: _stacked_along("vstack", lambda ndim: 0, 2),
+    np.hstack: _stacked_along("hstack", lambda ndim: 1 if ndim > 1 else 0, 1),
     np.stack: _stack,
     np.tile: _tile,
     np.take: _take,
