@@ -8,7 +8,7 @@ from srcxform.ops import (
     reduce_mean, reduce_min, reduce_prod, reduce_sum, round, sigmoid, sign, sin, sinh,
     softplus, sqrt, square, subtract, tan, tanh, truediv,
 )
-from srcxform.ops.elementwise import logical_xor
+from srcxform.ops.elementwise import is_inf, is_nan, logical_xor
 from srcxform.ops import mod as floormod
 from srcxform.ops import mod
 from srcxform.ops.cumulative import cumprod
@@ -60,6 +60,8 @@ __all__ = [
     "greater",
     "greater_equal",
     "is_finite",
+    "is_inf",
+    "is_nan",
     "l2_normalize",
     "less",
     "less_equal",

@@ -194,6 +194,10 @@ SAMPLES = {
     "invert": unary("invert", tf.invert, integers),
     "is_finite": [Row("is_finite", ((5,),), (constant([1.0, np.inf, -np.inf, np.nan, -2.0]),),
                       op=tf.math.is_finite)],
+    "is_nan": [Row("is_nan", ((5,),), (constant([1.0, np.inf, -np.inf, np.nan, -2.0]),),
+                   op=tf.math.is_nan)],
+    "is_inf": [Row("is_inf", ((5,),), (constant([1.0, np.inf, -np.inf, np.nan, -2.0]),),
+                   op=tf.math.is_inf)],
     # ----- unary -----
     "negative": unary("negative", tf.negative),
     "exp": unary("exp", tf.exp),

@@ -242,8 +242,9 @@ BUDGET = {
     # replaced updates get no gradient (helper 106); +5: NumPy's var divisor, float16
     # means summed in float32 (helpers 106, 108); +5: traced integer indices beside any
     # others (x[i, j], x[..., i] raised: helpers 105, 106); +55: NumPy's ravel, flip,
-    # moveaxis, swapaxes, vstack, hstack, any, all, and max and min of bools (helper 106)
-    "ops": 4225,
+    # moveaxis, swapaxes, vstack, hstack, any, all, and max and min of bools (helper 106);
+    # +10: tf.math.is_nan and is_inf (np.isnan, np.isinf; helper 106)
+    "ops": 4235,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the

@@ -174,6 +174,10 @@ bitwise_xor_p = elementwise("bitwise_xor", np.bitwise_xor, "x ^ y", nondiff=True
 invert_p = elementwise("invert", np.invert, "~x", nondiff=True, args="x", kinds="iu")
 is_finite_p = elementwise("is_finite", np.isfinite, "np.isfinite(x)", nondiff=True,
                           out_dtype="bool", args="x", numpy=(np.isfinite,))
+is_nan_p = elementwise("is_nan", np.isnan, "np.isnan(x)", nondiff=True, out_dtype="bool",
+                       args="x", numpy=(np.isnan,))
+is_inf_p = elementwise("is_inf", np.isinf, "np.isinf(x)", nondiff=True, out_dtype="bool",
+                       args="x", numpy=(np.isinf,))
 
 # ----- unary -----
 
@@ -472,6 +476,16 @@ def invert(x, name=None):
 def is_finite(x, name=None):
     """Whether each element is neither infinite nor NaN, as bools (tf.math.is_finite)."""
     return is_finite_p.bind(x)
+
+
+def is_nan(x, name=None):
+    """Whether each element is NaN, as bools (tf.math.is_nan)."""
+    return is_nan_p.bind(x)
+
+
+def is_inf(x, name=None):
+    """Whether each element is infinite, as bools (tf.math.is_inf)."""
+    return is_inf_p.bind(x)
 
 
 def negative(x, name=None):
