@@ -529,10 +529,10 @@ def _is_array_index(item):
 
 
 def _advanced_getitem(x, items, arrays):
-    first = as_value(items[arrays[0]], "getitem")
-    scalars = all(as_value(items[k]).ndim == 0 and as_value(items[k]).dtype.kind in "iu"
-                  for k in arrays)  # (beside an array index, NumPy's axis order differs)
-    if scalars:
+    indices = [as_value(items[k], "getitem") for k in arrays]
+    first = indices[0]
+    # Traced integer scalars alone (beside an array index, NumPy's axis order differs):
+    if all(i.ndim == 0 and i.dtype.kind in "iu" for i in indices):
         # x[i, 0], x[..., i], x[i, j] with i traced (a loop's index): i's axis taken first
         # (the axes before it that an item indexes), then the rest
         k = arrays[0]
