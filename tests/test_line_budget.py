@@ -94,8 +94,10 @@ BUDGET = {
     # +15: a := in a traced while's test refused, a raise in a traced branch explained;
     # +20: a traced float bound to range refused, tf.range's index of its bounds' dtype,
     # generator expressions read the trip's variables (helper 109); +20: code that arrived
-    # by value read from the lines sent with it (cloudpickle forgets its file: helper 110)
-    "autograph": 1270,
+    # by value read from the lines sent with it (cloudpickle forgets its file: helper 110);
+    # +15: a decorated function whose file was edited since import is not converted from
+    # the new text (it computed what the new text says: helper 111)
+    "autograph": 1285,
     # +130: nancheck.py, checks that cost 1.2x a gradient, not 3.2x; +40: products made
     # in blocks of rows inside the nest that reads them (GradBench kmeans 24 -> 11 ms)
     # +5: the template's names made in one method that cuda/lower.py's views and kernels

@@ -85,10 +85,10 @@ _FUTURE = functools.reduce(operator.or_, (getattr(__future__, name).compiler_fla
 
 
 def convert(fn, called=False):
-    """fn with its control flow converted; fn itself where there is nothing to convert or
-    its source cannot be read (an AutographWarning says why where it holds control flow).
-    `called`: fn is one converted code calls (`callee`): converted quietly, and only where
-    its file's source compiles to its code (a file edited since would not). A bound
+    """fn with its control flow converted; fn itself where there is nothing to convert, or
+    its source cannot be read or no longer compiles to its code (its file was edited since)
+    (an AutographWarning says why where it holds control flow). `called`: fn is one
+    converted code calls (`callee`): converted quietly. A bound
     method's function is converted and bound again, a partial's wrapped again, and a
     callable object's __call__ as its class binds it. srcxform's own callables (compiled
     functions and their f.grad, layers, ops, transforms) are fn."""
@@ -170,7 +170,13 @@ def _rewritten_code(fn, called):
     if tree is None:
         return None
     try:
-        if called and not _compiles_to(fn, tree):
+        if not _compiles_to(fn, tree) and not _assertions_rewritten(fn):
+            if not called and _has_control_flow(fn.__code__):
+                warn_user(f"srcxform cannot convert the control flow of {fn.__qualname__}: "
+                          f"{readable(fn.__code__).co_filename} changed since it was "
+                          "imported (its text no longer compiles to the function Python "
+                          "runs), so an `if`, `while` or `for` on a traced value in it raises "
+                          "TracingError. Import or run it again", AutographWarning)
             return None  # its file changed since it was compiled: not its source now
         if _uses(fn.__code__, {_AG, _CALLS}):
             raise NameError(f"it uses a name the converted code calls srcxform by ({_AG} or "
@@ -541,14 +547,21 @@ def _compiles_to(fn, tree):
     return raw is not None and _instructions(raw) == _instructions(fn.__code__)
 
 
+def _assertions_rewritten(fn):
+    """Whether pytest compiled fn's module, rewriting its asserts (its code is not what
+    its text compiles to)."""
+    loader = getattr(sys.modules.get(fn.__module__), "__loader__", None)
+    return type(loader).__name__ == "AssertionRewritingHook"
+
+
 def _instructions(code):
     """What code does, apart from where its constants, names and jump targets sit, and
     from the method loads a module's imports decide (3.11: LOAD_ATTR on an imported name,
-    shorter, so a jump past it may need no EXTENDED_ARG)."""
+    after a PUSH_NULL, and shorter, so a jump past it may need no EXTENDED_ARG)."""
     listed, index = [], {}
     for i in dis.get_instructions(code):
         index[i.offset] = len(listed)  # a jump to an EXTENDED_ARG goes to what it extends
-        if i.opname != "EXTENDED_ARG":
+        if i.opname not in ("EXTENDED_ARG", "PUSH_NULL"):
             listed.append(i)
     return [("LOAD_ATTR" if i.opname == "LOAD_METHOD" else i.opname,
              _instructions(i.argval) if isinstance(i.argval, types.CodeType) else
