@@ -164,8 +164,9 @@ BUDGET = {
     # +10: Program.copied_outputs, the one rule for the kernel's and tier 0's copies;
     # +15: a Variable's trainable fixed and keying its kernel (a frozen one was trained:
     # helper 107); +5: a view of an input returned is a copy (helper 110); +5: the user's
-    # line past NumPy's own Python (np.sum's wrapper named: helper 106)
-    "core": 3000,
+    # line past NumPy's own Python (np.sum's wrapper named: helper 106); +5: a float's
+    # key by its bits (-NaN took NaN's kernel: helper 113)
+    "core": 3005,
     # the CUDA target (issue 35): its first slice, 590 lines; +80: kept buffers per
     # thread, scalar steps folded into the next launch, Variables, methods; +5: a transpose
     # as a view (numba-cuda's .T compiled a kernel per call: W5's GPU gradient 334 ms);
@@ -202,8 +203,9 @@ BUDGET = {
     # +20: classes, modules, slots, deques and object arrays searched, PerInstance here
     # for both targets (helpers 101, 102); +10: nested gradients' sources of their own,
     # tier 0's copies of results returned twice (helper 103)
-    # -5: the output copies moved to core (Program.copied_outputs)
-    "jit": 2110,
+    # -5: the output copies moved to core (Program.copied_outputs); +10: what a method's
+    # methods and properties read of its object probed (they kept a stale value: helper 113)
+    "jit": 2120,
     "keras": 160,
     # +20: the cache's ledger appended and rewritten under a lock (a rewrite lost counts
     # appended meanwhile, and the cache outgrew its limit); +25: a ledger that is a link,

@@ -67,6 +67,39 @@ def test_python_floats_are_constants_that_trace_again():
         assert float(g(np.ones(3), np.float64(gamma))) == 3 * gamma
     assert g.experimental_get_tracing_count() == 1
 
+    signed = tf.function(lambda x, s: x * math.copysign(1.0, s))
+    for s, want in ((math.nan, 1.0), (-math.nan, -1.0), (0.0, 1.0), (-0.0, -1.0)):
+        assert float(signed(1.0, s)) == want  # helper 113: -NaN took NaN's trace (1.0)
+
+
+class Scaled:
+    def __init__(self):
+        self.scale = 2.0
+
+    @property
+    def by_property(self):
+        return self.scale
+
+    def by_method(self):
+        return self.scale
+
+    @tf.function
+    def through_property(self, x):
+        return x * self.by_property
+
+    @tf.function
+    def through_method(self, x):
+        return x * self.by_method()
+
+
+def test_what_a_methods_properties_and_methods_read_is_checked():
+    """Found by helper 113: the kernel kept the attribute's value of its trace (2.0)."""
+    scaled = Scaled()
+    x = tf.constant(1.0)
+    assert float(scaled.through_property(x)) == float(scaled.through_method(x)) == 2.0
+    scaled.scale = 5.0
+    assert float(scaled.through_property(x)) == float(scaled.through_method(x)) == 5.0
+
 
 def test_the_tracing_count_counts_every_run_of_the_python(monkeypatch):
     """It counted kernels: 2 where the Python had run 3 times (helper 97)."""

@@ -14,6 +14,7 @@ its type as the compile worker is told it (`described`) are here too.
 """
 
 import operator
+import struct
 
 import numpy as np
 
@@ -60,10 +61,13 @@ def check_computed_dtypes(program):
 
 def static_key(leaf):
     """The key part of a static leaf: its type and value (a size kept from a trace, the int
-    it is; a float by its repr, so that -0.0 is not 0.0 and a NaN is itself)."""
+    it is; a float by its bits, so that -0.0 is not 0.0, a NaN is itself and -NaN not it:
+    copysign tells them apart)."""
     if isinstance(leaf, Dim):
         return ("static", int, operator.index(leaf))
-    return ("static", float, repr(leaf)) if type(leaf) is float else ("static", type(leaf), leaf)
+    if type(leaf) is float:
+        return ("static", float, struct.pack("<d", leaf))
+    return ("static", type(leaf), leaf)
 
 
 class _Static:

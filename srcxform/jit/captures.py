@@ -106,7 +106,7 @@ def _function(fn, found, seen):
     seen.add(id(fn))
     if isinstance(fn, types.MethodType):
         _function(fn.__func__, found, seen)
-        _attributes(fn.__self__, fn.__func__, found)
+        _object(fn.__self__, fn.__func__, found, seen)
         return
     wrapped = getattr(fn, "__wrapped__", None)  # a Differentiable, or a functools.wraps
     if not isinstance(fn, types.FunctionType):
@@ -161,18 +161,29 @@ def _reached(value, fn, found, seen):
             hasattr(value, "__wrapped__") and callable(value):
         _function(value, found, seen)
     elif not isinstance(value, (type, types.ModuleType) + SIMPLE):
-        _attributes(value, fn, found)
-        for name in sorted(code_names(fn.__code__)):  # obj.loss(x): what loss reads of obj too
-            _method(value, name, found, seen)
+        _object(value, fn, found, seen)
+
+
+def _object(obj, fn, found, seen):
+    """Probes for what fn reads of obj (an object of the user's): the attributes its code
+    names, and what the methods and properties it names read of obj (`obj.loss(x)`,
+    `self.scale` where scale is a property)."""
+    if (id(obj), id(fn)) in seen:
+        return
+    seen.add((id(obj), id(fn)))
+    _attributes(obj, fn, found)
+    for name in sorted(code_names(fn.__code__)):
+        _method(obj, name, found, seen)
 
 
 def _method(obj, name, found, seen):
-    """Follows the method `name` of obj's class (the user's), when it is one, as a bound
-    method is followed: its code, and the attributes of obj it names."""
-    method = getattr(type(obj), name, None)
+    """Follows the method or property `name` of obj's class (the user's), when it is one,
+    as a bound method is followed: its code, and what it reads of obj."""
+    member = getattr(type(obj), name, None)
+    method = member.fget if isinstance(member, property) else member
     if isinstance(method, types.FunctionType) and not _library(type(obj).__module__ or ""):
         _function(method, found, seen)
-        _attributes(obj, method, found)
+        _object(obj, method, found, seen)
 
 
 def _attributes(obj, fn, found):
