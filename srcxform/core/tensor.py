@@ -537,7 +537,8 @@ def _to_array(value, dtype=None, copy=False, what="constant"):
             raise TracingError(f"{user_line()}\n  a traced value cannot become a constant or a "
                                "Variable's initial value while compiling; use it as it is (a "
                                "Variable built from an argument's shape takes ints: "
-                               "tf.ones([int(x.shape[-1]), 2]))")
+                               "tf.ones([int(x.shape[-1]), 2]); draw a random one with "
+                               "NumPy, or build the layer before compiling)")
         if source._weak:  # made of Python scalars: converts as they would
             return _python_array(source._array, dtype, what)
         if dtype is not None and dtype != source.dtype:
