@@ -337,6 +337,12 @@ def test_compiled_gather_with_batch_dims_names_the_index_itself(jit, monkeypatch
         with pytest.raises(IndexArgumentError, match=f"gather: index {bad} is out of bounds "
                            "for a dimension of size 4"):
             compiled(x, np.array([[0], [bad], [1]]))
+    # Each batch element's first row is computed from the sizes: one kernel for all
+    # (helper 115: a kernel per size, sort's along an axis too).
+    for rows, cols in ((5, 4), (4, 6)):
+        x = np.arange(rows * cols, dtype=float).reshape(rows, cols)
+        np.testing.assert_array_equal(compiled(x, np.ones((rows, 1), np.int64)), x[:, 1:2])
+    assert compiled.cache_info().kernels == 1
 
 
 @pytest.mark.slow

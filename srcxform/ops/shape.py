@@ -15,7 +15,7 @@ from srcxform.core.dims import as_index, concrete, negative, symbol_text
 from srcxform.core.dtypes import promote, settled_of
 from srcxform.core.errors import IndexArgumentError, TracingError, shape_error
 from srcxform.core.errors import user_line
-from srcxform.ops.elementwise import add, cast, less, where
+from srcxform.ops.elementwise import add, cast, less, multiply, where
 from srcxform.ops.held_sizes import size_argument, sizes_held
 from srcxform.core.primitive import primitive
 from srcxform.core.tensor import Value, as_value
@@ -488,10 +488,10 @@ def _batch_rows(indices, b, n):
     first (at run time too), as a row of another element would pass gather's check."""
     indices = reshape(checked_indices(reshape(indices, (-1,)), n, "gather", "from_end"),
                       indices.shape)
-    batch = tuple(int(d) for d in indices.shape[:b])  # int(): compiled for these sizes
-    starts = (np.arange(size(batch), dtype=indices.dtype) * int(n)).reshape(
-        batch + (1,) * (indices.ndim - b))
-    return add(where(less(indices, 0), add(indices, n), indices), starts)
+    from srcxform.ops.creation import iota  # creation imports this module
+    batch = indices.shape[:b]
+    starts = reshape(iota(size(batch), indices.dtype), batch + (1,) * (indices.ndim - b))
+    return add(where(less(indices, 0), add(indices, n), indices), multiply(starts, n))
 
 
 def embed(g, shape, index):
