@@ -247,8 +247,9 @@ BUDGET = {
     # means summed in float32 (helpers 106, 108); +5: traced integer indices beside any
     # others (x[i, j], x[..., i] raised: helpers 105, 106); +55: NumPy's ravel, flip,
     # moveaxis, swapaxes, vstack, hstack, any, all, and max and min of bools (helper 106);
-    # +10: tf.math.is_nan and is_inf (np.isnan, np.isinf; helper 106)
-    "ops": 4235,
+    # +10: tf.math.is_nan and is_inf (np.isnan, np.isinf; helper 106); +30: tf.slice's
+    # begin traced, read at run time (it raised: helper 106)
+    "ops": 4265,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the

@@ -451,6 +451,35 @@ def test_unstack_split_slice():
         tf.unstack(x, num=4)
 
 
+def window(x, i, j):
+    return tf.slice(x, [i, j], [2, 2]), tf.slice(x, tf.stack([i, j]), [1, 3])
+
+
+def test_slice_with_a_traced_begin_reads_it_at_run_time(monkeypatch):
+    """It raised 'the shape is a traced tensor' (helper 106): a begin that is an
+    argument or computed is read at each call, checked to keep the block inside."""
+    monkeypatch.setenv("SRCXFORM_CHECK", "0")  # the compiled path alone
+    compiled = tf.differentiable(window)
+    for rows in (3, 5):
+        x = np.arange(rows * 4.0).reshape(rows, 4)
+        for i, j in ((0, 0), (rows - 2, 1), (1, 0)):
+            got = compiled(x, np.int64(i), np.int32(j))
+            np.testing.assert_array_equal(got[0], x[i:i + 2, j:j + 2])
+            np.testing.assert_array_equal(got[1], x[i:i + 1, j:j + 3])
+    check_grads(lambda x: tf.reduce_sum(window(x, 1, 0)[0] ** 2), [np.ones((3, 4))])
+    np.testing.assert_array_equal(
+        tf.differentiable(lambda x, i: tf.reduce_sum(window(x, i, 1)[0] ** 2)).grad(
+            np.ones((3, 4)), np.int64(1)),
+        [[0, 0, 0, 0], [0, 2, 2, 0], [0, 2, 2, 0]])
+    x = np.ones((3, 4))
+    for i, j in ((2, 0), (-1, 0), (0, 3)):
+        with pytest.raises(InvalidArgumentError, match="slice: index -?[0-9] is out of bounds"):
+            compiled(x, np.int64(i), np.int64(j))
+    with pytest.raises(TracingError, match="a size of -1 from a traced begin"):
+        tf.differentiable(lambda x, i: tf.slice(x, [0, i], [1, -1]))(x, np.int64(1))
+    with pytest.raises(TypeError, match="begin's entries must be integers"):
+        tf.differentiable(lambda x, i: tf.slice(x, [i, 0], [1, 1]))(x, 1.0)
+
 def test_pad_modes_match_tensorflow():
     x = tf.constant([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
     _eq(tf.pad(x, [[1, 0], [0, 1]], constant_values=9.0),

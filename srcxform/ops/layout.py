@@ -14,12 +14,13 @@ from srcxform.core.aval import normalize_axes, normalize_axis
 from srcxform.core.dims import as_index, negative
 from srcxform.core.aval import size as _size
 from srcxform.core.dtypes import as_dtype, int32, int64, uint64
-from srcxform.core.errors import shape_error, user_line
-from srcxform.ops.creation import fitted
+from srcxform.core.errors import TracingError, shape_error, user_line
+from srcxform.ops.creation import fitted, iota
 from srcxform.ops.creation import range as creation_range
-from srcxform.ops.elementwise import cast, mod, stop_gradient
-from srcxform.ops.shape import (broadcast_to, concat, gather, getitem, reshape, shape_argument,
-                                stack, unchanged)
+from srcxform.ops.elementwise import add, cast, mod, stop_gradient
+from srcxform.ops.held_sizes import sizes_held
+from srcxform.ops.shape import (broadcast_to, checked_indices, concat, gather, getitem, reshape,
+                                shape_argument, stack, unchanged)
 from srcxform.core.tensor import Tensor, Value, as_value
 
 _slice = builtins.slice  # this module's `slice` is TensorFlow's
@@ -91,20 +92,49 @@ def split(value, num_or_size_splits, axis=0, num=None, name=None):
 
 def slice(input_, begin, size, name=None):
     """The block of input_ that starts at `begin` and has `size` (-1: to the end of the
-    axis) (tf.slice); a block reaching past an axis raises, as in TensorFlow."""
+    axis) (tf.slice); a block reaching past an axis raises, as in TensorFlow. A begin
+    traced while compiling (an argument, a computed index) is read at run time, there
+    checked to keep the block inside (its size must then be given)."""
     x = as_value(input_, "slice")
-    begin, size = shape_argument(begin, "slice"), shape_argument(size, "slice")
+    begin, size = _slice_begin(begin), shape_argument(size, "slice")
     if len(begin) != x.ndim or len(size) != x.ndim:
         raise shape_error(f"slice: begin {begin} and size {size} need one entry per axis "
                           f"of {x.aval.short()}")
-    index = []
-    for b, s, n in zip(begin, size, x.shape):
+    index, at_run_time = [], []
+    for axis, (b, s, n) in enumerate(zip(begin, size, x.shape)):
+        if isinstance(b, Value):
+            if s == -1:
+                raise TracingError(f"{user_line()}\n  slice: a size of -1 from a traced "
+                                   "begin is known only at run time; give the size")
+            at_run_time.append((axis, b, s))
+            b = 0  # checked at run time; here, that the size fits
         stop = n if s == -1 else b + s
         if b < 0 or s < -1 or stop > n:
             raise shape_error(f"slice: begin {begin} and size {size} reach outside "
                               f"{x.aval.short()}")
-        index.append(_slice(b, stop))
-    return getitem(x, tuple(index))
+        index.append(_slice(None) if isinstance(begin[axis], Value) else _slice(b, stop))
+    x = getitem(x, tuple(index))
+    for axis, b, s in at_run_time:  # b, b + 1, ..., b + s - 1, each inside the axis
+        rows = checked_indices(add(b, iota(s, b.dtype)), x.shape[axis], "slice", "raise")
+        x = gather(x, rows, axis=axis)
+    return x
+
+
+def _slice_begin(begin):
+    """slice's begin as a tuple: sizes where they are known while tracing (ints,
+    tf.shape's), traced integer scalars where they are read at run time."""
+    if isinstance(begin, Value) and begin._trace is not None and sizes_held(begin) is None:
+        if begin.ndim != 1 or begin.dtype.kind not in "iu":
+            raise TypeError(f"slice: begin must be a vector of integers, got "
+                            f"{begin.aval.short()}")
+        return tuple(getitem(begin, k) for k in range(begin.shape[0]))
+    if not isinstance(begin, (tuple, list)):
+        return shape_argument(begin, "slice")
+    items = [as_value(b, "slice") if isinstance(b, Value) and b._trace is not None
+             and sizes_held(b) is None else shape_argument([b], "slice")[0] for b in begin]
+    if any(isinstance(b, Value) and (b.ndim or b.dtype.kind not in "iu") for b in items):
+        raise TypeError(f"slice: begin's entries must be integers, got {begin}")
+    return tuple(items)
 
 
 def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0,
