@@ -28,7 +28,7 @@ from srcxform.ad import forward
 from srcxform.api import Differentiable, differentiable
 from srcxform.core.aval import size
 from srcxform.ad.tape import GradientTape
-from srcxform.core.tensor import Value, Variable, as_value
+from srcxform.core.tensor import Value, as_value
 from srcxform.core.tree import tree_flatten, tree_unflatten
 from srcxform.jit import compiler
 
@@ -228,11 +228,7 @@ def _recorded(fn, args, kwargs, wrt, form, has_aux=False):
             raise TypeError(f"{form}: argument {p} must be one float array (a Jacobian is "
                             f"with respect to real values, as JAX's {form} requires), got "
                             f"{got}")
-    # Each argument a source of its own, not its uses elsewhere (a closure of fn), as in
-    # compiler.traced_value_and_grad.
-    for p in positions:
-        full[p] = full[p] if isinstance(full[p], Variable) else ops.identity(full[p])
-    xs = [full[p] for p in positions]
+    xs = [full[p] for p in positions]  # each a source of its own (_as_input)
     with GradientTape(persistent=True, watch_accessed_variables=False) as tape:
         tape.watch(xs)
         out, aux = _split(autograph.convert(fn)(*full, **kwargs), fn, form, has_aux)

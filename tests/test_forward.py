@@ -179,6 +179,8 @@ def test_nested_structures_and_errors():
         tf.autodiff.ForwardAccumulator(a, tf.constant(1.0))
     with pytest.raises(ValueError, match="same structure"):
         tf.autodiff.ForwardAccumulator([a, b], [1.0])
+    with pytest.raises(ValueError, match="primal more than once"):  # it kept the last
+        tf.autodiff.ForwardAccumulator([a, a], [a, a])  # tangent (helper 114); TF raises
 
 
 def test_forward_over_reverse_is_a_hessian_vector_product():
@@ -309,6 +311,16 @@ def test_linearize_replays_without_the_primal():
         np.testing.assert_allclose(f_jvp(v).numpy(), want, rtol=1e-14)
     assert len(calls) == 1
     np.testing.assert_allclose(out.numpy(), np.sin(x) * x)
+
+
+def test_each_primal_is_a_source_of_its_own():
+    """Found by helper 114: linearize took a primal's other uses (a closure's, the same
+    tensor passed twice) for the primal: a * x along t gave 2 x t."""
+    x, t = tf.constant([1.0, 2.0]), tf.constant([1.0, 1.0])
+    for jvp_of in (lambda f, *p: tf.linearize(f, *p)[1],
+                   lambda f, *p: lambda *ts: jvp(f, p, ts)[1]):
+        np.testing.assert_array_equal(jvp_of(lambda a: a * x, x)(t), [1.0, 2.0])
+        np.testing.assert_array_equal(jvp_of(lambda a, b: a * b, x, x)(t, 10 * t), [11, 22])
 
 
 def test_linearize_and_jvp_refuse_tangents_and_primals_that_would_broadcast_or_unpack():

@@ -62,8 +62,9 @@ BUDGET = {
     # +15: explain's "cancelled" kind, ops named only where their own cotangent is 0
     # (a softmax's sum blamed divide; helper 97); +5: a trace relies on a Variable's
     # identity (helper 98); +10: an op zeroes only elements none of its inputs carries
-    # (helper 98)
-    "ad": 1505,
+    # (helper 98); +5: a tensor given twice as a primal refused, as TensorFlow's (it kept
+    # the last tangent: helper 114)
+    "ad": 1510,
     # +20: functions defined in the converted one converted with it (TensorFlow's rule),
     # the enclosing function's lists guarded, fn's __future__ imports and the user's
     # qualified names kept (three wrong or lost found by helper 55); +25: the methods of

@@ -125,6 +125,9 @@ class ForwardAccumulator:
             raise TypeError(f"ForwardAccumulator: primals must be tensors or Variables, got "
                             f"{type(primal).__name__}")
         tangent = as_value(tangent, "ForwardAccumulator")
+        if primal._id in self._tangents:  # TensorFlow's rule
+            raise ValueError("ForwardAccumulator: a tensor was given as a primal more than "
+                             "once; if that was meant, sum its tangents")
         if tuple(tangent.shape) != tuple(primal.shape):
             raise ValueError(f"ForwardAccumulator: a tangent of shape {tuple(tangent.shape)} "
                              f"for a primal of shape {tuple(primal.shape)}")
@@ -211,8 +214,9 @@ def argument_tuples(primals, tangents):
 
 
 def _as_input(primal):
-    """A primal argument as the function meets it: its leaves as tensors (Tracers and
-    Variables as they are), so the accumulator can follow them."""
+    """A primal argument as the function meets it, so the accumulator can follow it: each
+    leaf a tensor of its own (an identity: the same tensor used elsewhere, by a closure or
+    passed twice, is not this source, as in JAX), Variables as they are."""
     leaves, treedef = tree_flatten(primal)
-    return tree_unflatten(treedef, [leaf if isinstance(leaf, Value) else as_value(leaf)
-                                    for leaf in leaves])
+    return tree_unflatten(treedef, [leaf if isinstance(leaf, Variable) else
+                                    ops.identity(as_value(leaf)) for leaf in leaves])
