@@ -77,3 +77,14 @@ def test_a_loop_of_them_compiles_to_packed_instructions():
     assert re.search(r"\bv?divpd\b", asm) and "cvttsd2si" not in asm
     if ll.get_host_cpu_features().get("fma") and not numba.config.CPU_NAME:
         assert "vfmadd" in asm
+
+
+def test_float32_values_stay_float32_between_ops(monkeypatch):
+    """Found by helper 116: vecmath computes in float64, and its value went on unrounded
+    to the next op, so float32's exp(100) did not overflow compiled (log(exp(100)) gave
+    100 where eager gives inf, and a NaN gradient was lost)."""
+    monkeypatch.setenv("SRCXFORM_CHECK", "0")  # the compiled path alone
+    f = tf.differentiable(lambda x: tf.reduce_sum(tf.math.log(tf.exp(x)) + tf.sigmoid(x)))
+    x = np.array([100.0, 1.0, -100.0], np.float32)
+    assert np.isinf(f(x)) and f(x).dtype == tf.float32
+    np.testing.assert_array_equal(np.isnan(f.grad(x)), [True, False, False])

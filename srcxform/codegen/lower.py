@@ -554,13 +554,15 @@ class _Lowering:
                 names[n] = cast_to(names[n], dtype)
         in_avals = [a.aval for a in e.ins]
         self.nest_raises |= prim.may_raise(in_avals, e.out.aval, e.kwargs)
-        template = prim.vector_template if self.vectorized and prim.vector_template else \
+        vector = self.vectorized and prim.vector_template is not None
+        template = prim.vector_template if vector else \
             prim.template_for(in_avals, e.out.aval, e.kwargs)
         value = fill(template, names, literal_dtype=compute)
         out = e.out.aval.dtype
-        if out.kind in "iu" and out.itemsize < 8:
+        if out.kind in "iu" and out.itemsize < 8 or vector and out.itemsize < 8:
             # Numba computes int32 + int32 in int64: wrapped back, the value keeps its dtype
             # (a reduce_max's step takes one dtype) and wraps around as TensorFlow's does.
+            # vecmath computes in float64: rounded back, float32's exp(100) is inf, as eager.
             value = cast_to(value, out)
         return value
 
