@@ -584,6 +584,42 @@ def test_no_where_trap_where_the_gradient_has_no_nan_from_it(x, fn):
     assert t.explain(y, x).where_traps == ()
 
 
+@pytest.mark.parametrize("fn", [
+    lambda z: tf.reduce_sum(z) + 0.0 * tf.reduce_sum(  # the where's value cut on its way
+        tf.stop_gradient(tf.where(z > 0.0, tf.math.log(z), 0.0))),
+    lambda z: tf.reduce_sum(tf.where([True] * 3, tf.math.log(z[0]) + tf.zeros(3), 0.0)),
+])
+def test_no_where_trap_where_the_where_selects_all_or_its_value_is_cut(fn):
+    """Found by helper 116: a trap was named for a where whose value never reached the
+    target with its gradient, and for a where selecting every element, of a shape other
+    than the source's (the infinite derivative is a real one)."""
+    z = tf.constant([0.0, 1.0])
+    with tf.GradientTape() as t:
+        t.watch(z)
+        y = fn(z)
+    assert t.explain(y, z).where_traps == ()
+
+
+def test_nones_of_an_ops_operand_a_range_a_variable_and_a_later_target_are_named():
+    """Found by helper 116: each was "connected" (polygamma's order has no gradient) or
+    "not connected" though the target depends on the source."""
+    a = tf.constant([1.0, 2.0])
+    with tf.GradientTape(persistent=True) as t:
+        t.watch(a)
+        y = tf.reduce_sum(tf.math.polygamma(a, 1.5))  # order
+        r = tf.reduce_sum(tf.range(a[0], 4.0))  # range
+        v = tf.reduce_sum(tf.Variable(a * 2.0))  # variable
+    later = y * 2.0
+    for target, kind, op, marker in ((y, "no gradient", "polygamma", "order"),
+                                     (r, "no gradient", "range", "range"),
+                                     (v, "assign", "Variable", "variable")):
+        assert t.gradient(target, a) is None
+        assert (t.explain(target, a).kind, t.explain(target, a).op,
+                t.explain(target, a).line) == (kind, op, _line(marker))
+    assert "input 1" in t.explain(y, a).cut.detail
+    assert t.explain(later, a).kind == "not recorded"
+
+
 def test_a_where_trap_of_a_derivative_made_infinite_upstream():
     x = tf.constant([4.0, 0.0])
     with tf.GradientTape() as t:

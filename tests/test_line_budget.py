@@ -63,8 +63,9 @@ BUDGET = {
     # (a softmax's sum blamed divide; helper 97); +5: a trace relies on a Variable's
     # identity (helper 98); +10: an op zeroes only elements none of its inputs carries
     # (helper 98); +5: a tensor given twice as a primal refused, as TensorFlow's (it kept
-    # the last tangent: helper 114)
-    "ad": 1510,
+    # the last tangent: helper 114); +20: explain's where traps only on the way, nones of
+    # any op's operands, "not recorded" (each misreported: helper 116)
+    "ad": 1530,
     # +20: functions defined in the converted one converted with it (TensorFlow's rule),
     # the enclosing function's lists guarded, fn's __future__ imports and the user's
     # qualified names kept (three wrong or lost found by helper 55); +25: the methods of
@@ -166,8 +167,9 @@ BUDGET = {
     # +15: a Variable's trainable fixed and keying its kernel (a frozen one was trained:
     # helper 107); +5: a view of an input returned is a copy (helper 110); +5: the user's
     # line past NumPy's own Python (np.sum's wrapper named: helper 106); +5: a float's
-    # key by its bits (-NaN took NaN's kernel: helper 113)
-    "core": 3005,
+    # key by its bits (-NaN took NaN's kernel: helper 113); +10: a Variable's initial
+    # value and tf.range's bounds are explain's cuts, next_id dates a tape's end (helper 116)
+    "core": 3015,
     # the CUDA target (issue 35): its first slice, 590 lines; +80: kept buffers per
     # thread, scalar steps folded into the next launch, Variables, methods; +5: a transpose
     # as a view (numba-cuda's .T compiled a kernel per call: W5's GPU gradient 334 ms);

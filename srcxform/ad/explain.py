@@ -52,6 +52,8 @@ ADVICE = {
                         "way): its gradient is None for this run only",
     "not connected": "the target does not depend on the source: nothing computed from the "
                      "source reaches it",
+    "not recorded": "the target was computed after the tape's `with` block, which the tape "
+                    "does not record: compute it inside the block",
 }
 _MAX_PATHS = 3
 _DOUBLE_WHERE = ("make the input safe first, the double-where pattern: "
@@ -197,6 +199,8 @@ def _explain_one(tape, target, source) -> Explanation:
         kind = "bool dtype" if source.dtype.kind == "b" else "integer dtype"
         return Explanation(kind, *shown, (), (), 0)
     graph = _Graph(tape, target_ids)
+    if tape._closed_at is not None and all(t._id > tape._closed_at for t in targets):
+        return Explanation("not recorded", *shown, (), (), 0)
     if source._id not in tape._watched:  # a Variable only a branch not taken reads
         branches = tuple(graph.cuts_from({source._id}, kinds=("branch not taken",)))
         return Explanation("branch not taken" if branches else "unwatched", *shown,
@@ -259,15 +263,16 @@ class _Graph:
         self.nones = {}  # record index -> the positions its custom_gradient gave None for
 
     def differentiable_from(self, source_id):
-        """The ids the gradient flows to from the source: through records with a VJP (and
-        for a custom_gradient, through the inputs its gradient function answers)."""
+        """The ids the gradient flows to from the source: through records with a VJP, by
+        the inputs it answers (not polygamma's order, nor what a custom_gradient's
+        function gives None for)."""
         reached = {source_id}
         for k, rec in enumerate(self.records):
             if rec.vjp is None:
                 continue
             ins = [p for p, x in enumerate(rec.inputs) if x._id in reached]
-            if ins and rec.op == "custom_gradient":
-                self.nones[k] = _custom_nones(rec) & set(ins)
+            if ins:
+                self.nones[k] = _none_positions(rec) & set(ins)
                 ins = [p for p in ins if p not in self.nones[k]]
             if ins:
                 self.passing[k] = ins
@@ -287,6 +292,9 @@ class _Graph:
             for p in sorted(self.nones.get(k, ())):
                 found.append(("custom_gradient returned None", rec.op, rec.origin,
                               f"its gradient function returned None for input {p + 1}",
+                              rec.out._id) if rec.op == "custom_gradient" else
+                             ("no gradient", rec.op, rec.origin,
+                              f"{_op_name(rec.op)} has none for its input {p + 1}",
                               rec.out._id))
         found += [(c.kind, c.op, c.origin, _detail(c), c.out) for c in self.cuts
                   if any(i in reached for i in c.inputs)]
@@ -352,10 +360,12 @@ class _Graph:
         """The selections (an op with a condition input `c`: where) with a branch the
         source reaches whose gradient is NaN or inf where the branch is not selected: the
         where sends it a 0 there, and 0 times an infinite derivative is NaN. Found by
-        sending that branch a zero cotangent back to the source."""
+        sending that branch a zero cotangent back to the source. Only a where whose value
+        reaches a target with its gradient counts."""
+        leading = self._steps().keys() | self.target_ids
         for k, rec in enumerate(self.records):
             names = getattr(rec.op, "arg_names", ())
-            if "c" not in names or rec.vjp is None or \
+            if "c" not in names or rec.vjp is None or rec.out._id not in leading or \
                     not all(map(eager_tensor, rec.inputs)):  # traced: no values
                 continue
             arrays = dict(zip(names, np.broadcast_arrays(*[x._array for x in rec.inputs])))
@@ -387,11 +397,13 @@ class _Graph:
         return True, tuple(dict.fromkeys(found))
 
 
-def _custom_nones(rec):
-    """The input positions a custom_gradient's gradient function gives None for, asked
-    once with ones as the upstream gradient."""
+def _none_positions(rec):
+    """The input positions a record's VJP gives None for (an op's operand without a
+    gradient, what a custom_gradient's function does not answer), asked once with ones
+    as the upstream gradient."""
+    g = ops.ones_like(rec.out) if rec.outs is None else [ops.ones_like(o) for o in rec.outs]
     with _quietly():
-        cotangents = rec.vjp(ops.ones_like(rec.out), rec.out, *rec.inputs, **rec.params)
+        cotangents = rec.vjp(g, rec.outs or rec.out, *rec.inputs, **rec.params)
     return {p for p, ct in enumerate(cotangents) if ct is None}
 
 
@@ -405,7 +417,8 @@ def _nan_where_unselected(records, branch, source_id, unselected):
     if not eager_tensor(grad):
         return False
     bad = ~np.isfinite(grad._array)
-    return bool(np.any(bad & unselected if bad.shape == unselected.shape else bad))
+    return bool(np.any(bad & unselected if bad.shape == unselected.shape else
+                       bad if unselected.any() else False))
 
 
 def _own_cotangent(rec, outs, p):

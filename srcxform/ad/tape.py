@@ -18,7 +18,7 @@ from srcxform.core.aval import size
 from srcxform.ad.backprop import backprop
 from srcxform.ad.explain import explain_tape
 from srcxform.ad.trace import Rerolled, Tracer
-from srcxform.core.tensor import Value, Variable, as_value
+from srcxform.core.tensor import Value, Variable, as_value, next_id
 from srcxform.core.errors import user_line
 from srcxform.core.tree import dict_type, tree_flatten, tree_unflatten
 
@@ -59,6 +59,7 @@ class GradientTape:
         self._recording = False
         self._entered = False
         self._used = False
+        self._closed_at = None  # next_id() when its block ended: what is made later is not on it
 
     def __enter__(self):
         self._recording = True
@@ -68,6 +69,7 @@ class GradientTape:
 
     def __exit__(self, *exc):
         self._recording = False
+        self._closed_at = next_id()
         recording.leave(recording.CONTEXT.tapes, self)
         return False
 

@@ -83,6 +83,11 @@ class _TensorType(type):
             cls is Tensor and isinstance(obj, Value) and obj._trace is not None)
 
 
+def next_id():
+    """An id no value has yet: values made from now on have larger ones."""
+    return next(_ids)
+
+
 def eager_tensor(x):
     """Whether x is a Tensor holding values (an eager tensor), not a traced value."""
     return type.__instancecheck__(Tensor, x)
@@ -235,6 +240,8 @@ class Variable(Value):
         self._trainable = bool(trainable)
         # TensorFlow's name is the name of the variable's output: "w" gives "w:0".
         self.name = f"{name or 'Variable'}:0" if name is None or ":" not in name else name
+        if isinstance(initial_value, Value):  # for explain: a watched value made a Variable
+            _assigned(initial_value, "Variable", self)
 
     # A deep copy or an unpickled Variable is a new Variable, as TensorFlow's deepcopy
     # makes one: its own identity, which traces and tapes know it by, and its own lock.

@@ -13,6 +13,7 @@ import builtins
 
 import numpy as np
 
+from srcxform.core import recording
 from srcxform.core.aval import Aval, size
 from srcxform.core.dims import Dim, negative
 from srcxform.core.dtypes import (as_dtype, check_convertible, float32, promote, settled,
@@ -237,7 +238,9 @@ def range(start, limit=None, delta=1, dtype=None, name=None):
                                       for b in bounds):
             return _traced_range(*[b if isinstance(b, Dim) else int(b) for b in bounds], dtype)
         bounds = [int(b) if isinstance(b, Dim) else b for b in bounds]  # guarded to its value
-    return Tensor._new(np.arange(*bounds, dtype=dtype))
+    out = Tensor._new(np.arange(*bounds, dtype=dtype))
+    recording.cut_by("no gradient", "range", values, out)  # for explain: bounds a tape watched
+    return out
 
 
 def _bound(value):
