@@ -45,8 +45,9 @@ def vmap(fn: Callable, in_axes: Axes = 0, out_axes: Axes = 0) -> "Vmapped":
     is passed whole to every lane). Keyword arguments are always mapped over axis 0
     (JAX's rule): pass an unmapped value positionally with None in in_axes, or close over
     it. out_axes: where the lane axis goes in each output leaf: an int, or a tuple with
-    one per element of a tuple output (None there: that output is lane 0's, the same for
-    all lanes).
+    one per element of a tuple output (None there: that output is the same for all
+    lanes, and lane 0's is returned; eagerly, lanes that differ raise ValueError, as in
+    JAX; compiled, that is not checked).
 
     The lanes are independent (JAX's rule): a compiled function that assigns a Variable
     cannot be mapped (TracingError); return the new value and assign after the map.
@@ -55,6 +56,12 @@ def vmap(fn: Callable, in_axes: Axes = 0, out_axes: Axes = 0) -> "Vmapped":
     Example:
         >>> per_example = srcxform.vmap(srcxform.grad(loss), in_axes=(None, 0))(w, X)
     """
+    for name, axes in (("in_axes", in_axes), ("out_axes", out_axes)):
+        entries = axes if isinstance(axes, (tuple, list)) else (axes,)
+        if not all(ax is None or isinstance(ax, int) and not isinstance(ax, bool)
+                   for ax in entries):
+            raise TypeError(f"vmap: {name} must be an int, None, or a tuple of them, got "
+                            f"{axes!r}")
     return Vmapped(fn, in_axes, out_axes)
 
 
@@ -184,8 +191,11 @@ def _axis_to_front(arg, ax):
 
 def _front_to_axis(leaf, ax):
     if ax is None:
+        if leaf.shape[0] == 0:
+            raise ValueError("vmap: out_axes None gives lane 0's value, and the batch has "
+                             "no lanes")
         return leaf[0]
-    ax = ax % leaf.ndim
+    ax = _out_axis(ax, leaf.ndim)
     if ax == 0:
         return leaf
     perm = list(range(1, ax + 1)) + [0] + list(range(ax + 1, leaf.ndim))
@@ -265,9 +275,21 @@ def _output_axes(out_axes, first, treedef, count):
             for _ in tree_flatten(element)[0]]
 
 
+def _out_axis(ax, ndim):
+    """An out axis of a stacked result of ndim axes (the lane axis among them)."""
+    if not -ndim <= ax < ndim:
+        raise ValueError(f"vmap: out_axes {ax} for an output of rank {ndim - 1} (each "
+                         f"lane's): it must be in [{-ndim}, {ndim - 1}]")
+    return ax % ndim
+
+
 def _stack(leaves, ax):
     if ax is None:
+        if any(not np.array_equal(leaf, leaves[0], equal_nan=True) for leaf in leaves):
+            raise ValueError("vmap: out_axes None for an output that differs between "
+                             "lanes: give it an axis")
         return leaves[0]
+    ax = _out_axis(ax, np.ndim(leaves[0]) + 1)
     if all(isinstance(leaf, Value) for leaf in leaves):
         return ops.stack(leaves, axis=ax)
     return np.stack([np.asarray(leaf) for leaf in leaves], axis=ax)

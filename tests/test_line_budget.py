@@ -48,8 +48,9 @@ BUDGET = {
     # values (kept_while_loop; they became Tensors: helper 105); +15: a pickled function's
     # own state is a Variable or an object of the user's classes (a model with __slots__
     # was shared, a ufunc traced per task: helper 110), a copy of one is itself; +10: a
-    # function sent by value carries its files' lines (helper 110)
-    ".": 3295,
+    # function sent by value carries its files' lines (helper 110); +20: vmap's axes
+    # checked, out_axes None only for lanes that agree (raw errors, lane 0: helper 114)
+    ".": 3315,
     # +180: explain's zero, trap and custom_gradient probes; the eager NaN rule; +20: a
     # compiled tape.jacobian's hook to jacobians.py; +30: debug_nans judges only the
     # cotangents a backward pass uses (nan_checks.Holding); +10: output_gradients are

@@ -77,6 +77,25 @@ def test_in_axes_and_out_axes():
         tf.vmap(lambda a, b: a * b)(np.ones(2), np.ones(3))
 
 
+def test_bad_axes_and_lanes_out_axes_none_cannot_stand_for_are_refused():
+    """Found by helper 114: raw NumPy and Python errors naming neither vmap nor the axis
+    (an out axis past the result's, a float or bool axis), IndexArgumentError for an
+    empty batch compiled, and lane 0's value for out_axes None where lanes differ."""
+    X = np.arange(6.0).reshape(2, 3)
+    with pytest.raises(ValueError, match=r"out_axes 2 for an output of rank 1 .* \[-2, 1\]"):
+        tf.vmap(lambda r: r * 2, out_axes=2)(X)
+    for bad in (1.0, True, (0, "1")):
+        with pytest.raises(TypeError, match="in_axes must be an int, None, or a tuple"):
+            tf.vmap(lambda r: r * 2, in_axes=bad)
+    with pytest.raises(ValueError, match="differs between lanes"):
+        tf.vmap(lambda r: r, out_axes=None)(X)
+    np.testing.assert_array_equal(tf.vmap(lambda r: r * 0, out_axes=None)(X), [0, 0, 0])
+    g = tf.differentiable(lambda r, c: (r * c, tf.reduce_sum(r)))
+    with pytest.raises(ValueError, match="out_axes None gives lane 0's value, and the batch "
+                       "has no lanes"):
+        tf.vmap(g, in_axes=(0, None), out_axes=(0, None))(np.zeros((0, 3)), 2.0)
+
+
 def test_vmap_is_differentiable_on_the_tape():
     x = tf.constant([1., 2., 3.], tf.float64)
     with tf.GradientTape() as tape:
