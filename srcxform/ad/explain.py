@@ -198,9 +198,9 @@ def _explain_one(tape, target, source) -> Explanation:
     if source.dtype.kind != "f":
         kind = "bool dtype" if source.dtype.kind == "b" else "integer dtype"
         return Explanation(kind, *shown, (), (), 0)
-    graph = _Graph(tape, target_ids)
     if tape._closed_at is not None and all(t._id > tape._closed_at for t in targets):
         return Explanation("not recorded", *shown, (), (), 0)
+    graph = _Graph(tape, target_ids)
     if source._id not in tape._watched:  # a Variable only a branch not taken reads
         branches = tuple(graph.cuts_from({source._id}, kinds=("branch not taken",)))
         return Explanation("branch not taken" if branches else "unwatched", *shown,
@@ -260,7 +260,7 @@ class _Graph:
                 for i in c.inputs:
                     self.edges.setdefault(i, []).append((c.out, True))
         self.passing = {}  # record index -> the input positions its gradient flows to
-        self.nones = {}  # record index -> the positions its custom_gradient gave None for
+        self.nones = {}  # record index -> the reached input positions its VJP gives None
 
     def differentiable_from(self, source_id):
         """The ids the gradient flows to from the source: through records with a VJP, by
