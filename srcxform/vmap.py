@@ -285,7 +285,10 @@ def _out_axis(ax, ndim):
 
 def _stack(leaves, ax):
     if ax is None:
-        if any(not np.array_equal(leaf, leaves[0], equal_nan=True) for leaf in leaves):
+        values = [leaf._array if isinstance(leaf, Value) else np.asarray(leaf)
+                  for leaf in leaves]  # not np.asarray(leaf): no numpy conversion on a tape
+        if any(not np.array_equal(v, values[0], equal_nan=v.dtype.kind in "fc")
+               for v in values):
             raise ValueError("vmap: out_axes None for an output that differs between "
                              "lanes: give it an axis")
         return leaves[0]

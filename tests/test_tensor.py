@@ -3,6 +3,7 @@ printing, Variables, creation functions and dtype rules)."""
 
 import copy
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -536,3 +537,12 @@ def test_gradient_has_its_sources_dtype():
         y = tf.cast(v, tf.float32) * 2.0
     g = tape.gradient(y, v)
     assert g.dtype == tf.float64 and g.numpy() == 2.0
+
+
+def test_a_nan_converts_without_numpys_all_nan_warning():
+    """Found while testing vmap: tf.constant(float('nan')) warned 'All-NaN axis
+    encountered' (an error under -W error), from the check for ints past int64."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.isnan(tf.constant(float("nan")).numpy())
+        assert tf.constant([[float("nan")], [2.0**64]]).dtype == tf.float32

@@ -90,6 +90,12 @@ def test_bad_axes_and_lanes_out_axes_none_cannot_stand_for_are_refused():
     with pytest.raises(ValueError, match="differs between lanes"):
         tf.vmap(lambda r: r, out_axes=None)(X)
     np.testing.assert_array_equal(tf.vmap(lambda r: r * 0, out_axes=None)(X), [0, 0, 0])
+    x = tf.constant(X)
+    with tf.GradientTape() as tape, warnings.catch_warnings():  # lanes compared quietly
+        warnings.simplefilter("error")
+        tape.watch(x)
+        same = tf.vmap(lambda r: (tf.constant(3), r[0] * np.nan), out_axes=None)(x)
+    assert same[0].numpy() == 3 and np.isnan(same[1].numpy())
     g = tf.differentiable(lambda r, c: (r * c, tf.reduce_sum(r)))
     with pytest.raises(ValueError, match="out_axes None gives lane 0's value, and the batch "
                        "has no lanes"):

@@ -556,8 +556,10 @@ def _to_array(value, dtype=None, copy=False, what="constant"):
         _check_kind(value.dtype, value)
         return np.array(value, dtype) if copy else np.asarray(value, dtype)
     array = np.array(value)  # a new array, even from an object that holds one
-    if array.dtype.kind in "uO" or array.dtype.kind == "f" and array.size and \
-            np.nanmax(np.abs(array)) >= 2**63:  # NumPy's making of ints past int64
+    # NumPy's making of ints past int64 (fmax passes over NaNs, without nanmax's warning
+    # where all are NaN)
+    if array.dtype.kind in "uO" or array.dtype.kind == "f" and \
+            np.fmax.reduce(np.abs(array), axis=None, initial=0.0) >= 2**63:
         array = _past_int64(value, array, None if dtype is None else np.dtype(dtype), what)
         if dtype is not None and array.dtype == dtype:
             return array
