@@ -50,6 +50,7 @@ from srcxform.ops.creation import (  # noqa: F401
     constant, convert_to_tensor, eye, fill, linspace, ones, ones_like, range, zeros, zeros_like,
 )
 from srcxform.ops import numpy_dispatch  # noqa: F401
+from srcxform.ops import numpy_composites  # noqa: F401  (adds to numpy_dispatch's tables)
 from srcxform.ops import operators as _operators
 
 _operators.install()
