@@ -13,10 +13,12 @@ from srcxform.ops import mod as floormod
 from srcxform.ops import mod
 from srcxform.ops.cumulative import cumprod
 from srcxform.ops.selection import (
-    argmax, argmin, segment_sum, top_k, unsorted_segment_sum,
+    argmax, argmin, segment_max, segment_mean, segment_min, segment_sum, top_k,
+    unsorted_segment_max, unsorted_segment_mean, unsorted_segment_min, unsorted_segment_sum,
 )
 from srcxform.ops.mathfuncs import (
-    digamma, erf, erfc, lgamma, polygamma, rsqrt, squared_difference, xlogy,
+    digamma, erf, erfc, lgamma, polygamma, polyval, reciprocal_no_nan, rsqrt,
+    squared_difference, xlogy,
 )
 # Not in tf.math: tf.experimental.numpy's log2, log10 and exp2, computed as it does.
 from srcxform.ops.mathfuncs import exp2, log2, log10
@@ -82,8 +84,10 @@ __all__ = [
     "negative",
     "not_equal",
     "polygamma",
+    "polyval",
     "pow",
     "reciprocal",
+    "reciprocal_no_nan",
     "reduce_all",
     "reduce_any",
     "reduce_euclidean_norm",
@@ -97,6 +101,9 @@ __all__ = [
     "reduce_variance",
     "round",
     "rsqrt",
+    "segment_max",
+    "segment_mean",
+    "segment_min",
     "segment_sum",
     "sigmoid",
     "sign",
@@ -112,6 +119,9 @@ __all__ = [
     "tanh",
     "top_k",
     "truediv",
+    "unsorted_segment_max",
+    "unsorted_segment_mean",
+    "unsorted_segment_min",
     "unsorted_segment_sum",
     "xlogy",
 ]

@@ -49,8 +49,10 @@ BUDGET = {
     # own state is a Variable or an object of the user's classes (a model with __slots__
     # was shared, a ufunc traced per task: helper 110), a copy of one is itself; +10: a
     # function sent by value carries its files' lines (helper 110); +20: vmap's axes
-    # checked, out_axes None only for lanes that agree (raw errors, lane 0: helper 114)
-    ".": 3315,
+    # checked, out_axes None only for lanes that agree (raw errors, lane 0: helper 114);
+    # +10: tf.math's and tf.nn's names of the new composites (segment max/min/mean,
+    # reciprocal_no_nan, polyval, embedding_lookup)
+    ".": 3325,
     # +180: explain's zero, trap and custom_gradient probes; the eager NaN rule; +20: a
     # compiled tape.jacobian's hook to jacobians.py; +30: debug_nans judges only the
     # cotangents a backward pass uses (nan_checks.Holding); +10: output_gradients are
@@ -252,8 +254,14 @@ BUDGET = {
     # others (x[i, j], x[..., i] raised: helpers 105, 106); +55: NumPy's ravel, flip,
     # moveaxis, swapaxes, vstack, hstack, any, all, and max and min of bools (helper 106);
     # +10: tf.math.is_nan and is_inf (np.isnan, np.isinf; helper 106); +30: tf.slice's
-    # begin traced, read at run time (it raised: helper 106)
-    "ops": 4265,
+    # begin traced, read at run time (it raised: helper 106); +215: TensorFlow names that
+    # ported code reaches for, each a composite (repeat, meshgrid, sequence_mask,
+    # ensure_shape, scatter_nd, tensor_scatter_nd_sub/max/min, segment max/min/mean
+    # sorted and unsorted, embedding_lookup, reciprocal_no_nan, polyval; AttributeError
+    # before); +310: numpy_composites.py, NumPy's pad, split, array_split, repeat, diff,
+    # triu, tril, atleast_1d/2d, full_like, inner, vdot, kron, column_stack, logaddexp,
+    # hypot, average, ptp, isclose, allclose and count_nonzero (each raised TypeError)
+    "ops": 4790,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the

@@ -29,8 +29,8 @@ from srcxform.ops.mathfuncs import (  # noqa: F401
 )
 from srcxform.ops.cumulative import cumsum  # noqa: F401
 from srcxform.ops.selection import (  # noqa: F401
-    argmax, argmin, argsort, gather_nd, one_hot, sort, tensor_scatter_nd_add,
-    tensor_scatter_nd_update,
+    argmax, argmin, argsort, gather_nd, one_hot, scatter_nd, sort, tensor_scatter_nd_add,
+    tensor_scatter_nd_max, tensor_scatter_nd_min, tensor_scatter_nd_sub, tensor_scatter_nd_update,
 )
 from srcxform.ops.linalg import dot, matmul, outer  # noqa: F401
 from srcxform.ops.lapack import norm  # noqa: F401
@@ -41,7 +41,8 @@ from srcxform.ops.nn import (  # noqa: F401
 # Only under srcxform.nn, as TensorFlow has them: imported here to register in order.
 from srcxform.ops import conv, normalization  # noqa: F401
 from srcxform.ops.layout import (  # noqa: F401
-    is_tensor, pad, rank, reverse, roll, shape, size, slice, split, strided_slice, unstack,
+    ensure_shape, is_tensor, meshgrid, pad, rank, repeat, reverse, roll, sequence_mask, shape,
+    size, slice, split, strided_slice, unstack,
 )
 from srcxform.ops.control import custom_gradient  # noqa: F401
 from srcxform.ops import random as _random  # noqa: F401  (the philox primitive)
@@ -49,6 +50,7 @@ from srcxform.ops.creation import (  # noqa: F401
     constant, convert_to_tensor, eye, fill, linspace, ones, ones_like, range, zeros, zeros_like,
 )
 from srcxform.ops import numpy_dispatch  # noqa: F401
+from srcxform.ops import numpy_composites  # noqa: F401  (adds to numpy_dispatch's tables)
 from srcxform.ops import operators as _operators
 
 _operators.install()

@@ -1,6 +1,7 @@
 """Composites over the shape primitives, by TensorFlow's names: shape, size, rank,
-unstack, split, slice, strided_slice, reverse, roll and pad. They declare no primitive: each is
-indexing, concat and broadcasting, so each works eagerly, on a tape and compiled.
+unstack, split, slice, strided_slice, reverse, roll, pad, repeat, meshgrid, sequence_mask
+and ensure_shape. They declare no primitive: each is indexing, concat and broadcasting,
+so each works eagerly, on a tape and compiled.
 
 A count of pieces is decided from a size (`int(n)`), which a trace records as a guard.
 """
@@ -19,8 +20,8 @@ from srcxform.ops.creation import fitted, iota
 from srcxform.ops.creation import range as creation_range
 from srcxform.ops.elementwise import add, cast, mod, stop_gradient
 from srcxform.ops.held_sizes import sizes_held
-from srcxform.ops.shape import (broadcast_to, checked_indices, concat, gather, getitem, reshape,
-                                shape_argument, stack, unchanged)
+from srcxform.ops.shape import (broadcast_to, checked_indices, concat, expand_dims, gather,
+                                getitem, reshape, shape_argument, stack, unchanged)
 from srcxform.core.tensor import Tensor, Value, as_value
 
 _slice = builtins.slice  # this module's `slice` is TensorFlow's
@@ -286,3 +287,92 @@ def _side(x, axis, n, k, mode, fill, first):
     start = k - 1 + skip if first else n - 1 - skip
     stop = start - k
     return getitem(x, _along(axis, x.ndim, _slice(start, stop if stop >= 0 else None, -1)))
+
+
+# ----- repeat, meshgrid, sequence_mask, ensure_shape -----
+
+
+def repeat(input, repeats, axis=None, name=None):
+    """input with each element (each slice along `axis`) repeated `repeats` times
+    (tf.repeat; np.repeat): an int, or one count per slice (a list, an array or an eager
+    tensor: the result's size is their sum, which a trace must know). Without an axis,
+    the flattened input. The gradient adds the copies' gradients back."""
+    return repeated(input, repeats, axis, "repeat")
+
+
+def repeated(a, repeats, axis, op):
+    x = as_value(a, op)
+    if axis is None:
+        x, axis = reshape(x, (-1,)), 0
+    axis = normalize_axis(axis, x.ndim, op)
+    if isinstance(repeats, Value):
+        if repeats._trace is not None:
+            raise TracingError(f"{user_line()}\n  {op}: traced repeats are known only at run "
+                               "time, and they fix the result's shape; give an int or a list")
+        repeats = repeats._array
+    counts = np.asarray(repeats)
+    if counts.dtype.kind not in "iu" or counts.ndim > 1:
+        raise TypeError(f"{op}: repeats must be an int or a vector of ints, got {repeats!r}")
+    if np.any(counts < 0):
+        raise ValueError(f"{op}: repeats must be 0 or more, got {counts.tolist()}")
+    if counts.size == 1:  # one count for every slice: each slice spread over a new axis
+        r = int(counts.reshape(-1)[0])
+        spread = broadcast_to(expand_dims(x, axis + 1),
+                              x.shape[:axis + 1] + (r,) + x.shape[axis + 1:])
+        return reshape(spread, x.shape[:axis] + (x.shape[axis] * r,) + x.shape[axis + 1:])
+    if counts.size != x.shape[axis]:
+        raise shape_error(f"{op}: {counts.size} repeats for axis {axis} of {x.aval.short()} "
+                          f"(size {x.shape[axis]}): give one count, or one a slice")
+    return gather(x, np.repeat(np.arange(counts.size), counts), axis=axis)
+
+
+def meshgrid(*args, indexing="xy", name=None):
+    """Coordinate grids from vectors (tf.meshgrid): N inputs give N tensors of one shape,
+    input i's values along axis i ('ij' indexing), or with the first two axes swapped
+    ('xy', the default, as NumPy's and TensorFlow's)."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    xs = [reshape(as_value(x, "meshgrid"), (-1,)) for x in args]
+    order = list(builtins.range(len(xs)))
+    if indexing == "xy" and len(xs) > 1:
+        order[:2] = [1, 0]  # input i's values lie along axis order[i]
+    shape = [None] * len(xs)
+    for i, x in enumerate(xs):
+        shape[order[i]] = x.shape[0]
+    return [broadcast_to(reshape(x, tuple(-1 if order[i] == k else 1 for k in
+                                          builtins.range(len(xs)))), tuple(shape))
+            for i, x in enumerate(xs)]
+
+
+def sequence_mask(lengths, maxlen=None, dtype=np.bool_, name=None):
+    """Whether position j is below lengths[i...] (tf.sequence_mask): a mask of lengths'
+    shape plus an axis of maxlen, cast to dtype. Without maxlen, the largest length: the
+    lengths' values, so they must be known (not traced)."""
+    x = as_value(lengths, "sequence_mask")
+    if x.dtype.kind not in "iu":
+        raise TypeError(f"sequence_mask: lengths must be integers, got {x.aval.short()}")
+    if maxlen is None:
+        if x._trace is not None:
+            raise TracingError(f"{user_line()}\n  sequence_mask: without maxlen, the mask's "
+                               "size is the traced lengths' largest, known only at run time; "
+                               "give maxlen")
+        maxlen = int(x._array.max()) if x._array.size else 0
+    maxlen = shape_argument([maxlen], "sequence_mask")[0]
+    if negative(maxlen):
+        raise ValueError(f"sequence_mask: maxlen must be 0 or more, got {maxlen}")
+    mask = iota(maxlen, x.dtype) < expand_dims(x, -1)
+    dtype = as_dtype(dtype)
+    return mask if dtype == np.bool_ else cast(mask, dtype)
+
+
+def ensure_shape(x, shape, name=None):
+    """x, once its shape is `shape` (None, or a None size, matches any) (tf.ensure_shape);
+    else a ShapeError naming both."""
+    x = as_value(x, "ensure_shape")
+    if shape is None:
+        return unchanged(x)
+    shape = list(shape)
+    if len(shape) != x.ndim or any(want is not None and want != got
+                                   for want, got in zip(shape, x.shape)):
+        raise shape_error(f"ensure_shape: expected a shape {shape}, got {x.aval.short()}")
+    return unchanged(x)

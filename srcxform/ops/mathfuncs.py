@@ -1,6 +1,6 @@
 """More of tf.math's elementwise functions: inverse trigonometric and hyperbolic ones,
-rsqrt, xlogy, the error function and the gamma family (primitives), and log2, log10, exp2
-and squared_difference (composites).
+rsqrt, xlogy, the error function and the gamma family (primitives), and log2, log10, exp2,
+squared_difference, reciprocal_no_nan and polyval (composites).
 
 Each VJP is TensorFlow's gradient (its math_grad.py), written in srcxform ops. Templates
 use NumPy's scalar functions where NumPy has them, and srcxform.specfun's where it has
@@ -12,11 +12,12 @@ import math
 
 import numpy as np
 
+from srcxform.ops.creation import convert_to_tensor, zeros_like
 from srcxform.ops.elementwise import (
-    cast, equal, exp, log, not_equal, pow, reciprocal, sqrt, subtract, where,
+    cast, divide_no_nan, equal, exp, log, not_equal, pow, reciprocal, sqrt, subtract, where,
 )
 from srcxform.core.primitive import elementwise
-from srcxform.core.tensor import as_value
+from srcxform.core.tensor import Value, as_value
 
 _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
 
@@ -238,3 +239,28 @@ def squared_difference(x, y, name=None):
     """(x - y) ** 2 elementwise (tf.math.squared_difference)."""
     d = subtract(x, y)
     return d * d
+
+
+def reciprocal_no_nan(x, name=None):
+    """1 / x for floats, 0 where x is 0 (tf.math.reciprocal_no_nan); its gradient is 0
+    there too (divide_no_nan's)."""
+    x = as_value(x, "reciprocal_no_nan")
+    if x.dtype.kind != "f":
+        raise TypeError(f"reciprocal_no_nan: expects a float input, got {x.aval.short()}")
+    return divide_no_nan(cast(1, x.dtype), x)
+
+
+def polyval(coeffs, x, name=None):
+    """The polynomial coeffs[0] * x**(n-1) + ... + coeffs[n-1] at x, by Horner's rule
+    (tf.math.polyval): coeffs is a list of tensors or numbers, the highest power first;
+    an empty list gives zeros of x's shape."""
+    if not isinstance(coeffs, list):
+        raise ValueError(  # noqa: TRY004  (TensorFlow's error)
+            f"polyval: coeffs must be a list, got a {type(coeffs).__name__}")
+    x = as_value(x, "polyval") if isinstance(x, Value) else convert_to_tensor(x)
+    if not coeffs:
+        return zeros_like(x)
+    p = as_value(coeffs[0], "polyval")
+    for c in coeffs[1:]:
+        p = c + p * x
+    return p

@@ -1,5 +1,5 @@
-"""Neural-network ops: softmax, log_softmax, the cross-entropies, l2_loss, bias_add and the
-activations, composites but for leaky_relu.
+"""Neural-network ops: softmax, log_softmax, the cross-entropies, l2_loss, bias_add, the
+activations and embedding_lookup, composites but for leaky_relu.
 
 The softmax family subtracts the (gradient-stopped) max or uses softplus, so inputs of
 1000 give finite values and gradients.
@@ -240,3 +240,17 @@ def softsign(features, name=None):
     """x / (1 + |x|) (tf.nn.softsign)."""
     x = as_value(features, "softsign")
     return x / (1 + abs(x))
+
+
+def embedding_lookup(params, ids, max_norm=None, name=None):
+    """The rows of params that ids name, in ids' shape (tf.nn.embedding_lookup): a gather
+    along axis 0, whose gradient adds into the rows read. params is one tensor (or a
+    list of one); sharded tables and max_norm raise TypeError."""
+    if isinstance(params, (list, tuple)):
+        if len(params) != 1:
+            raise TypeError(f"embedding_lookup: srcxform takes one table, not "
+                            f"{len(params)} shards; concat them first")
+        params = params[0]
+    if max_norm is not None:
+        raise TypeError("embedding_lookup: srcxform does not support max_norm")
+    return gather(params, ids, axis=0)

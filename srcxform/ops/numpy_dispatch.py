@@ -469,6 +469,7 @@ def _copy(a, order="K", subok=False):
     return ew.identity(a)
 
 
+# numpy_composites.py adds NumPy's functions that are several ops (pad, split, kron, ...).
 FUNCTIONS = {
     np.sum: _accumulating(np.sum, reduce.reduce_sum),
     np.prod: _accumulating(np.prod, reduce.reduce_prod),

@@ -19,14 +19,16 @@ from srcxform.core.dims import as_index, negative
 from srcxform.core.dtypes import as_dtype
 from srcxform.core.errors import (IndexArgumentError, TracingError, ValueArgumentError,
                                    shape_error, user_line)
-from srcxform.ops.elementwise import add, cast, equal, less, stop_gradient, where
+from srcxform.ops.elementwise import (add, cast, equal, less, maximum, minimum, stop_gradient,
+                                      where)
 from srcxform.ops.shape import (FULL, Slice, check_indices, broadcast_to, checked_indices,
                                 concat, gather, gather_p, getitem_p, reshape, scatter_add,
-                                transpose)
+                                shape_argument, transpose)
 from srcxform.core.primitive import primitive
 from srcxform.ops.creation import convert_to_tensor, fitted, iota
 from srcxform.ops.held_sizes import size_argument
-from srcxform.core.tensor import as_value, holds_strong
+from srcxform.ops.reduce import reduce_any, reduce_max, reduce_min
+from srcxform.core.tensor import Value, as_value, holds_strong
 
 # ----- argmax, argmin -----
 
@@ -293,6 +295,44 @@ def tensor_scatter_nd_update(tensor, indices, updates, name=None):
     return reshape(scatter_set_p.bind(_table(x, k), rows, upd), x.shape)
 
 
+def tensor_scatter_nd_sub(tensor, indices, updates, name=None):
+    """tensor with `updates` subtracted at the slices that index vectors name
+    (tf.tensor_scatter_nd_sub), as tensor_scatter_nd_add adds them."""
+    x, rows, k, upd = _scatter_nd_args(tensor, indices, updates, "tensor_scatter_nd_sub")
+    return x - reshape(scatter_add(upd, rows, size(x.shape[:k])), x.shape)
+
+
+def tensor_scatter_nd_max(tensor, indices, updates, name=None):
+    """tensor with each slice that index vectors name the elementwise maximum of itself and
+    the updates given for it (tf.tensor_scatter_nd_max); repeated indices take the
+    maximum of all. The gradient is shared equally among ties of the updates."""
+    return _scatter_nd_extreme(tensor, indices, updates, True, "tensor_scatter_nd_max")
+
+
+def tensor_scatter_nd_min(tensor, indices, updates, name=None):
+    """As tensor_scatter_nd_max, with minima (tf.tensor_scatter_nd_min)."""
+    return _scatter_nd_extreme(tensor, indices, updates, False, "tensor_scatter_nd_min")
+
+
+def _scatter_nd_extreme(tensor, indices, updates, largest, op):
+    x, rows, k, upd = _scatter_nd_args(tensor, indices, updates, op)
+    table = _table(x, k)
+    found, present = _extremes(upd, rows, table.shape[0], largest)
+    return reshape(where(present, (maximum if largest else minimum)(table, found), table),
+                   x.shape)
+
+
+def scatter_nd(indices, updates, shape, name=None):
+    """Zeros of `shape` (updates' dtype) with `updates` added at the slices that index
+    vectors name (tf.scatter_nd): repeated indices add up, as TensorFlow's."""
+    # Python numbers convert as TensorFlow's (float32, int32); arrays keep their dtype.
+    upd = as_value(updates, "scatter_nd") if isinstance(updates, Value) else \
+        convert_to_tensor(updates)
+    dims = shape_argument(shape, "scatter_nd")
+    zeros = broadcast_to(cast(0, upd.dtype), dims)
+    return tensor_scatter_nd_add(zeros, indices, upd)
+
+
 def _scatter_nd_args(tensor, indices, updates, op):
     x, ids = as_value(tensor, op), as_value(indices, op)
     # A list of Python numbers (traced ones too: a loop's int) converts in tensor's dtype,
@@ -348,23 +388,110 @@ scatter_set_p = primitive("scatter_set", "opaque", _scatter_set_impl, _scatter_s
 # ----- segment sums -----
 
 
+def _segments(data, segment_ids, num_segments, op):
+    """data as a table of rows, the vector of their segment ids (checked below
+    num_segments at each call; a negative one passes, its row dropped), and the number."""
+    x, ids = as_value(data, op), as_value(segment_ids, op)
+    n = as_index(num_segments)
+    r = ids.ndim
+    if ids.dtype.kind not in "iu" or tuple(x.shape[:r]) != tuple(ids.shape):
+        raise shape_error(f"{op}: segment_ids {ids.aval.short()} must be integers whose "
+                          f"shape begins data's, {x.aval.short()}")
+    if x.dtype.kind not in "fiu":
+        raise TypeError(f"{op}: data must be numbers, got {x.aval.short()}")
+    return _table(x, r), checked_indices(reshape(ids, (-1,)), n, op, negatives="pass"), n
+
+
+def _summed(table, ids, n):
+    # Dropped slices go to an extra row past the segments, cut off at the end.
+    rows = where(less(ids, 0), cast(n, ids.dtype), ids)
+    return getitem_p.bind(scatter_add(table, rows, n + 1), index=(Slice(None, n, None),))
+
+
+def _extremes(table, ids, n, largest):
+    """Each of the n segments' largest (or smallest) row of table, and whether it has one.
+    A reduction over an (n, rows, ...) mask of which row is in which segment, so the
+    gradient is reduce_max's, shared equally among ties (as TensorFlow's segment ops)."""
+    hits = equal(reshape(iota(n, ids.dtype), (n, 1)), reshape(ids, (1, ids.shape[0])))
+    hits = reshape(hits, tuple(hits.shape) + (1,) * (table.ndim - 1))
+    # Outside its segment a row counts as -inf (inf) for floats, the extreme int for ints.
+    bound = np.inf if table.dtype.kind == "f" else np.iinfo(table.dtype).max
+    bound = -np.inf if largest and bound == np.inf else \
+        np.iinfo(table.dtype).min if largest else bound
+    spread = where(hits, reshape(table, (1,) + tuple(table.shape)), cast(bound, table.dtype))
+    found = (reduce_max if largest else reduce_min)(spread, axis=1)
+    return found, reduce_any(hits, axis=1)
+
+
+def _empty(dtype, largest, lowest):
+    """An empty segment's value: the dtype's lowest (largest) or highest, else 0."""
+    if not lowest:
+        return cast(0, dtype)
+    info = np.finfo if dtype.kind == "f" else np.iinfo
+    return cast(info(dtype).min if largest else info(dtype).max, dtype)
+
+
+def _segment_reduce(kind, data, segment_ids, num_segments, op):
+    """The segments' sums, means, maxima or minima (kind); an empty one is 0, or for an
+    unsorted max (min) the dtype's lowest (highest) value, as TensorFlow's."""
+    table, ids, n = _segments(data, segment_ids, num_segments, op)
+    if kind == "sum":
+        return _summed(table, ids, n)
+    if kind == "mean":
+        if table.dtype.kind != "f":
+            raise TypeError(f"{op}: data must be floats, got {table.aval.short()}")
+        counts = _summed(broadcast_to(cast(1, table.dtype), ids.shape), ids, n)
+        counts = reshape(counts, tuple(counts.shape) + (1,) * (table.ndim - 1))
+        one = cast(1, table.dtype)
+        return _summed(table, ids, n) / where(equal(counts, 0), one, counts)
+    found, present = _extremes(table, ids, n, kind == "max")
+    return where(present, found, _empty(table.dtype, kind == "max", op.startswith("unsorted")))
+
+
+def _sorted_count(segment_ids, op):
+    """The number of segments sorted ids name, the last + 1. That number is the ids'
+    values, so traced ids (whose values the trace does not know) raise TracingError."""
+    ids = as_value(segment_ids, op)
+    if ids._trace is not None:
+        raise TracingError(f"{user_line()}\n  {op}: its number of segments is the traced "
+                           "segment_ids' last value, known only at run time; use "
+                           f"srcxform.math.unsorted_{op}(data, ids, num_segments)")
+    values = ids._array
+    if values.ndim != 1:
+        raise shape_error(f"{op}: segment_ids must be a vector, got {ids.aval.short()}")
+    if values.size and values[0] < 0:
+        raise IndexArgumentError(f"{op}: segment id {values[0]} is negative")
+    if np.any(np.diff(values) < 0):
+        raise IndexArgumentError(f"{op}: segment ids are not increasing")
+    return int(values[-1]) + 1 if values.size else 0
+
+
 def unsorted_segment_sum(data, segment_ids, num_segments, name=None):
     """The sums of data's slices that share a segment id (tf.math.unsorted_segment_sum):
     segment_ids' shape is a prefix of data's; the result has num_segments rows. A
     negative id drops its slice; one at or past num_segments raises, as TensorFlow's
     CPU kernel does. The gradient gathers each slice's segment row."""
-    x, ids = as_value(data, "unsorted_segment_sum"), as_value(segment_ids,
-                                                              "unsorted_segment_sum")
-    n = as_index(num_segments)
-    r = ids.ndim
-    if ids.dtype.kind not in "iu" or tuple(x.shape[:r]) != tuple(ids.shape):
-        raise shape_error(f"unsorted_segment_sum: segment_ids {ids.aval.short()} must be "
-                          f"integers whose shape begins data's, {x.aval.short()}")
-    flat = checked_indices(reshape(ids, (-1,)), n, "unsorted_segment_sum", negatives="pass")
-    # Dropped slices go to an extra row past the segments, cut off at the end.
-    rows = where(less(flat, 0), cast(n, flat.dtype), flat)
-    sums = scatter_add(_table(x, r), rows, n + 1)
-    return getitem_p.bind(sums, index=(Slice(None, n, None),))
+    return _segment_reduce("sum", data, segment_ids, num_segments, "unsorted_segment_sum")
+
+
+def unsorted_segment_max(data, segment_ids, num_segments, name=None):
+    """The largest of data's slices that share a segment id, elementwise
+    (tf.math.unsorted_segment_max); an empty segment holds the dtype's lowest value
+    (float32's -3.4e38, not -inf). Ids as unsorted_segment_sum's; the gradient is shared
+    equally among ties, as TensorFlow's."""
+    return _segment_reduce("max", data, segment_ids, num_segments, "unsorted_segment_max")
+
+
+def unsorted_segment_min(data, segment_ids, num_segments, name=None):
+    """The smallest of data's slices that share a segment id
+    (tf.math.unsorted_segment_min); an empty segment holds the dtype's highest value."""
+    return _segment_reduce("min", data, segment_ids, num_segments, "unsorted_segment_min")
+
+
+def unsorted_segment_mean(data, segment_ids, num_segments, name=None):
+    """The means of data's slices (floats) that share a segment id
+    (tf.math.unsorted_segment_mean); an empty segment is 0."""
+    return _segment_reduce("mean", data, segment_ids, num_segments, "unsorted_segment_mean")
 
 
 def segment_sum(data, segment_ids, name=None):
@@ -372,16 +499,26 @@ def segment_sum(data, segment_ids, name=None):
     being the last id + 1. That number is the ids' values, so traced ids (whose values
     the trace does not know) raise TracingError: give them as a constant, or use
     unsorted_segment_sum with num_segments."""
-    ids = as_value(segment_ids, "segment_sum")
-    if ids._trace is not None:
-        raise TracingError(f"{user_line()}\n  segment_sum: its number of segments is the "
-                           "traced segment_ids' last value, known only at run time; use "
-                           "srcxform.math.unsorted_segment_sum(data, ids, num_segments)")
-    values = ids._array
-    if values.ndim != 1:
-        raise shape_error(f"segment_sum: segment_ids must be a vector, got {ids.aval.short()}")
-    if values.size and values[0] < 0:
-        raise IndexArgumentError(f"segment_sum: segment id {values[0]} is negative")
-    if np.any(np.diff(values) < 0):
-        raise IndexArgumentError("segment_sum: segment ids are not increasing")
-    return unsorted_segment_sum(data, ids, int(values[-1]) + 1 if values.size else 0)
+    n = _sorted_count(segment_ids, "segment_sum")
+    return _segment_reduce("sum", data, segment_ids, n, "segment_sum")
+
+
+def segment_max(data, segment_ids, name=None):
+    """unsorted_segment_max for sorted ids (tf.math.segment_max), their count as
+    segment_sum's; an empty segment is 0, as TensorFlow's."""
+    n = _sorted_count(segment_ids, "segment_max")
+    return _segment_reduce("max", data, segment_ids, n, "segment_max")
+
+
+def segment_min(data, segment_ids, name=None):
+    """unsorted_segment_min for sorted ids (tf.math.segment_min), their count as
+    segment_sum's; an empty segment is 0, as TensorFlow's."""
+    n = _sorted_count(segment_ids, "segment_min")
+    return _segment_reduce("min", data, segment_ids, n, "segment_min")
+
+
+def segment_mean(data, segment_ids, name=None):
+    """unsorted_segment_mean for sorted ids (tf.math.segment_mean), their count as
+    segment_sum's; an empty segment is 0."""
+    n = _sorted_count(segment_ids, "segment_mean")
+    return _segment_reduce("mean", data, segment_ids, n, "segment_mean")
