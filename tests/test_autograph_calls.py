@@ -409,6 +409,27 @@ def test_a_decorated_function_whose_file_changed_since_import_is_not_converted(
     with pytest.warns(tf.AutographWarning, match="edited_decorated.py changed since it was "
                       "imported"), pytest.raises(tf.TracingError, match="bool"):
         tf.differentiable(edited_decorated.f)(np.ones(3))
+    path = tmp_path / "shifted_decorated.py"  # its def's line holds another line now
+    path.write_text(text)
+    import shifted_decorated
+    path.write_text("# a line above it\n" + text)
+    os.utime(path, (os.stat(path).st_mtime + 5,) * 2)
+    with pytest.warns(tf.AutographWarning, match="changed since it was imported"), \
+            pytest.raises(tf.TracingError, match="bool"):
+        tf.differentiable(shifted_decorated.f)(np.ones(3))
+
+
+class WithText:
+    def measured(self, x):
+        text = """a
+        b"""  # dedented, its second line lost 4 spaces: 12 became 8 (helper 119)
+        if tf.reduce_sum(x) > 0:
+            x = x * len(text)
+        return tf.reduce_sum(x)
+
+
+def test_a_methods_multiline_string_is_as_written():
+    np.testing.assert_allclose(tf.differentiable(WithText().measured)(np.ones(2)), 22.0)
 
 
 # ----- found by helper 58's random programs -----

@@ -43,7 +43,6 @@ import linecache
 import operator
 import sys
 import sysconfig
-import textwrap
 import types
 import warnings
 import weakref
@@ -65,7 +64,7 @@ from srcxform.core import syntax
 _AG = "ag__"  # the name the rewritten code calls autograph_runtime by
 _CALLS = "ag__calls"  # and this module, for `callee` (a module: no entry guards its cell)
 # function -> (its code and defaults, the converted function or None for itself), and
-# code -> the converted function's code or None; each per `called` (convert's): a function
+# code -> its file -> the converted function's code or None; each per `called`: a function
 # refused as one converted code calls may be converted where srcxform is given it.
 _CONVERTED = {True: weakref.WeakKeyDictionary(), False: weakref.WeakKeyDictionary()}
 _REWRITTEN = {True: weakref.WeakKeyDictionary(), False: weakref.WeakKeyDictionary()}
@@ -149,11 +148,14 @@ def _converted(fn, called):
     if rewrapped:
         return rewrapped
     code = fn.__code__
-    rewritten = _REWRITTEN[called]
-    if code not in rewritten:  # once per code: a factory's closures share theirs
-        rewritten[code] = _rewritten_code(fn, called)
-    if rewritten[code]:  # a wrapper not holding what it wraps: what it calls converted
-        return _bound(fn, rewritten[code])
+    # Once per code (a factory's closures share theirs), and file: equal code objects of
+    # two files (the same function in each) compare equal.
+    per_file = _REWRITTEN[called].setdefault(code, {})
+    if code.co_filename not in per_file:
+        per_file[code.co_filename] = _rewritten_code(fn, called)
+    # A wrapper not holding what it wraps: what it calls converted.
+    if per_file[code.co_filename]:
+        return _bound(fn, per_file[code.co_filename])
     if rewrapped is None and not called:
         warn_user(f"srcxform cannot convert the control flow of {fn.__qualname__}: it wraps "
                   f"{getattr(wrapped, '__qualname__', wrapped)} (its __wrapped__, as "
@@ -172,11 +174,7 @@ def _rewritten_code(fn, called):
     try:
         if not _compiles_to(fn, tree) and not _assertions_rewritten(fn):
             if not called and _has_control_flow(fn.__code__):
-                warn_user(f"srcxform cannot convert the control flow of {fn.__qualname__}: "
-                          f"{readable(fn.__code__).co_filename} changed since it was "
-                          "imported (its text no longer compiles to the function Python "
-                          "runs), so an `if`, `while` or `for` on a traced value in it raises "
-                          "TracingError. Import or run it again", AutographWarning)
+                _warn_changed(fn)
             return None  # its file changed since it was compiled: not its source now
         if _uses(fn.__code__, {_AG, _CALLS}):
             raise NameError(f"it uses a name the converted code calls srcxform by ({_AG} or "
@@ -188,6 +186,14 @@ def _rewritten_code(fn, called):
                       "written (if, while and for on traced values raise TracingError)",
                       AutographWarning, stacklevel=3)
         return None
+
+
+def _warn_changed(fn):
+    warn_user(f"srcxform cannot convert the control flow of {fn.__qualname__}: "
+              f"{readable(fn.__code__).co_filename} changed since it was imported (its text "
+              "no longer compiles to the function Python runs), so an `if`, `while` or `for` "
+              "on a traced value in it raises TracingError. Import or run it again",
+              AutographWarning)
 
 
 def _uses(code, names):
@@ -249,7 +255,10 @@ def _parse(fn, warn=False):
         return node if node and _Callees(fn, node).found(node) else None
     try:
         lines, start = inspect.getsourcelines(readable(code))  # fn's own, not what it wraps
-        tree = syntax.parse(textwrap.dedent("".join(lines)))
+        # An indented def (a method, a nested function) parsed in an `if` block: dedent
+        # would change its strings' continuation lines.
+        nested = lines[0][:1].isspace()
+        tree = syntax.parse("if 1:\n" * nested + "".join(lines))
     except (OSError, TypeError, SyntaxError):  # no file, a builtin, or an odd indentation
         if warn and _has_control_flow(code):
             warn_user(f"srcxform cannot convert the control flow of {fn.__qualname__}: its "
@@ -259,10 +268,13 @@ def _parse(fn, warn=False):
                       "file (a module, or a script run as `python script.py`), or write the "
                       "branch with srcxform.cond, while_loop or fori_loop", AutographWarning)
         return None
-    node = tree.body[0] if tree.body else None
+    body = tree.body[0].body if nested else tree.body
+    node = body[0] if body else None
     if not isinstance(node, ast.FunctionDef) or node.name != code.co_name:
+        if warn and _has_control_flow(code):  # its line holds another statement now
+            _warn_changed(fn)
         return None
-    ast.increment_lineno(tree, start - 1)
+    ast.increment_lineno(tree, start - 1 - nested)
     return node if _converts(node) or _Callees(fn, node).found(node) else None
 
 
