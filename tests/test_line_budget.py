@@ -213,7 +213,9 @@ BUDGET = {
     # tier 0's copies of results returned twice (helper 103)
     # -5: the output copies moved to core (Program.copied_outputs); +10: what a method's
     # methods and properties read of its object probed (they kept a stale value: helper 113)
-    "jit": 2120,
+    # +15: class values, slots and a captured object's __call__ probed, floats by sign
+    # (each kept a stale value: helper 119)
+    "jit": 2135,
     "keras": 160,
     # +20: the cache's ledger appended and rewritten under a lock (a rewrite lost counts
     # appended meanwhile, and the cache outgrew its limit); +25: a ledger that is a link,

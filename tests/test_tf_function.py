@@ -70,9 +70,18 @@ def test_python_floats_are_constants_that_trace_again():
     signed = tf.function(lambda x, s: x * math.copysign(1.0, s))
     for s, want in ((math.nan, 1.0), (-math.nan, -1.0), (0.0, 1.0), (-0.0, -1.0)):
         assert float(signed(1.0, s)) == want  # helper 113: -NaN took NaN's trace (1.0)
+    global SIGN  # captured, as attributes are: helper 119
+    captured = tf.function(lambda x: x * math.copysign(1.0, SIGN))
+    for SIGN, want in ((math.nan, 1.0), (-math.nan, -1.0), (-math.nan, -1.0), (0.0, 1.0)):
+        assert float(captured(1.0)) == want
+
+
+SIGN = 1.0
 
 
 class Scaled:
+    FACTOR = 2.0
+
     def __init__(self):
         self.scale = 2.0
 
@@ -99,6 +108,35 @@ def test_what_a_methods_properties_and_methods_read_is_checked():
     assert float(scaled.through_property(x)) == float(scaled.through_method(x)) == 2.0
     scaled.scale = 5.0
     assert float(scaled.through_property(x)) == float(scaled.through_method(x)) == 5.0
+    # Helper 119: a class's value read through self, a slot, and what a captured
+    # callable object's __call__ reads kept their values of the trace too.
+    slotted, called = Slotted(), Called()
+    forms = [tf.function(lambda x: x * scaled.FACTOR), tf.function(lambda x: slotted(x)),
+             tf.function(lambda x: called(x))]
+    assert [float(f(x)) for f in forms] == [2.0, 2.0, 2.0]
+    Scaled.FACTOR, slotted.s, called.s = 5.0, 5.0, 5.0
+    try:
+        assert [float(f(x)) for f in forms] == [5.0, 5.0, 5.0]
+    finally:
+        Scaled.FACTOR = 2.0
+
+
+class Slotted:
+    __slots__ = ("s",)
+
+    def __init__(self):
+        self.s = 2.0
+
+    def __call__(self, x):
+        return x * self.s
+
+
+class Called:
+    def __init__(self):
+        self.s = 2.0
+
+    def __call__(self, x):
+        return x * self.s
 
 
 def test_the_tracing_count_counts_every_run_of_the_python(monkeypatch):

@@ -28,7 +28,7 @@ import numpy as np
 from srcxform.codegen.callpath import ResultExprs, results_ast, returns_one, spelled
 from srcxform.codegen.exprs import name_ast
 from srcxform.core.dims import render
-from srcxform.core.signature import ArgumentTests, failing, guard, kernel_expr
+from srcxform.core.signature import ArgumentTests, failing, guard, kernel_expr, number_key
 from srcxform.core.tree import tree_flatten
 from srcxform.core.tensor import Variable
 
@@ -221,8 +221,8 @@ def _probe_tests(probes, w):
         seen = w.constant(probe.value)
         if probe.by_value:
             kind = w.constant(type(probe.value))
-            differs = f"repr(p) != {repr(probe.value)!r}" if isinstance(
-                probe.value, (float, complex)) else f"p != {seen}"  # as Probe.holds
+            differs = f"{w.constant(number_key)}(p) != {number_key(probe.value)!r}" if \
+                isinstance(probe.value, (float, complex)) else f"p != {seen}"  # as Probe.holds
             test = f"(p := {read}) is not {seen} and (type(p) is not {kind} or {differs})"
         else:
             test = f"{read} is not {seen}"

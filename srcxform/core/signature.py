@@ -13,8 +13,8 @@ the value the kernel receives (`kernel_value`, and as the entry's text `kernel_e
 its type as the compile worker is told it (`described`) are here too.
 """
 
+import math
 import operator
-import struct
 
 import numpy as np
 
@@ -61,13 +61,18 @@ def check_computed_dtypes(program):
 
 def static_key(leaf):
     """The key part of a static leaf: its type and value (a size kept from a trace, the int
-    it is; a float by its bits, so that -0.0 is not 0.0, a NaN is itself and -NaN not it:
-    copysign tells them apart)."""
+    it is; a float by number_key)."""
     if isinstance(leaf, Dim):
         return ("static", int, operator.index(leaf))
-    if type(leaf) is float:
-        return ("static", float, struct.pack("<d", leaf))
-    return ("static", type(leaf), leaf)
+    return ("static", float, number_key(leaf)) if type(leaf) is float else \
+        ("static", type(leaf), leaf)
+
+
+def number_key(x):
+    """A float's or complex's value as a key: its repr and signs, so that -0.0 is not 0.0,
+    a NaN is itself, and -NaN is not NaN (copysign tells them apart)."""
+    parts = (x.real, x.imag) if isinstance(x, complex) else (x,)
+    return repr(x), tuple(math.copysign(1.0, part) for part in parts)
 
 
 class _Static:

@@ -12,9 +12,10 @@ again. What is tested (a probe each):
   function's globals dict: the value bound to it;
 - each closure variable of those functions (a cell): its contents;
 - each attribute, named in that code, of an object of the user's they reach directly (a
-  global `model`, `self` of a method): `model.w` rebound to a new Variable; and what the
-  object's own methods that code names read of it (`model.loss(x)`, a callable `model`'s
-  `__call__`), as for a method's `self`;
+  global `model`, `self` of a method; its own, its slots' or its class's): `model.w`
+  rebound to a new Variable; and what the object's own methods and properties that code
+  names, and its `__call__`, read of it (`model.loss(x)`, `model(x)`), as for a method's
+  `self`;
 - what a library object reports while traced (Trace.capture): an optimizer's learning
   rate Variable or schedule, and its hyperparameters.
 
@@ -23,11 +24,13 @@ probed; nor is anything further away (`model.layers[0].w`), nor a global reached
 through `globals()` or `getattr` with a computed name.
 """
 
+import inspect
 import types
 from dataclasses import dataclass
 
 import numpy as np
 
+from srcxform.core.signature import number_key
 from srcxform.jit.index import _library, code_names
 
 # Values compared by value, not identity: a global rebound to an equal number is the same.
@@ -68,9 +71,8 @@ class Probe:
             return True
         if not self.by_value or type(now) is not type(self.value):
             return False
-        # A float by its repr: -0.0 is not 0.0 (as ==), and a NaN is itself.
-        return repr(now) == repr(self.value) if isinstance(now, (float, complex)) else \
-            now == self.value
+        return number_key(now) == number_key(self.value) if isinstance(
+            now, (float, complex)) else now == self.value
 
     def describe(self):
         if self.kind == "global":
@@ -81,6 +83,11 @@ class Probe:
 
 
 _MISSING = object()
+# What a class holds that is no value of its objects' (methods and properties are followed
+# by _method; a class or module attribute is not rebound in practice).
+_NOT_VALUES = (types.FunctionType, property, classmethod, staticmethod, type, types.ModuleType,
+               types.BuiltinFunctionType, types.WrapperDescriptorType,
+               types.MethodDescriptorType, types.GetSetDescriptorType)
 
 
 def of_function(fn):
@@ -167,12 +174,12 @@ def _reached(value, fn, found, seen):
 def _object(obj, fn, found, seen):
     """Probes for what fn reads of obj (an object of the user's): the attributes its code
     names, and what the methods and properties it names read of obj (`obj.loss(x)`,
-    `self.scale` where scale is a property)."""
+    `self.scale` where scale is a property), and its __call__ (`obj(x)`)."""
     if (id(obj), id(fn)) in seen:
         return
     seen.add((id(obj), id(fn)))
     _attributes(obj, fn, found)
-    for name in sorted(code_names(fn.__code__)):
+    for name in sorted(code_names(fn.__code__) | {"__call__"}):  # obj(x) names no method
         _method(obj, name, found, seen)
 
 
@@ -187,11 +194,15 @@ def _method(obj, name, found, seen):
 
 
 def _attributes(obj, fn, found):
-    """Probes for the attributes of obj (an object of the user's) that fn's code names."""
-    if _library(type(obj).__module__ or "") or not hasattr(obj, "__dict__"):
+    """Probes for the attributes of obj (an object of the user's) that fn's code names:
+    its own, its slots', and its class's values (`self.SCALE`, rebound on the class)."""
+    if _library(type(obj).__module__ or ""):
         return
-    for name in sorted(code_names(fn.__code__) & vars(obj).keys()):
-        _add(found, Probe("attr", obj, name, vars(obj)[name]))
+    for name in sorted(code_names(fn.__code__)):
+        static = inspect.getattr_static(obj, name, _MISSING)
+        if static is not _MISSING and not isinstance(static, _NOT_VALUES) and \
+                (value := getattr(obj, name, _MISSING)) is not _MISSING:
+            _add(found, Probe("attr", obj, name, value))
 
 
 def is_library(value):
