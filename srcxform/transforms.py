@@ -58,7 +58,7 @@ def linearize(fn: Callable, *primals: Any) -> tuple:
     """(fn(*primals), f_jvp) where f_jvp(*tangents) is the JVP at primals (JAX's
     linearize). Eager: the primal pass runs once, recorded; each f_jvp call pushes its
     tangents through the records only."""
-    inputs = [forward._as_input(p) for p in primals]
+    inputs = forward.as_inputs(primals, "linearize")
     leaves = tree_flatten(inputs)[0]
     with GradientTape(persistent=True, watch_accessed_variables=False) as tape:
         tape.watch(leaves)

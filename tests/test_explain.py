@@ -618,6 +618,15 @@ def test_nones_of_an_ops_operand_a_range_a_variable_and_a_later_target_are_named
                 t.explain(target, a).line) == (kind, op, _line(marker))
     assert "input 1" in t.explain(y, a).cut.detail
     assert t.explain(later, a).kind == "not recorded"
+    x, t = tf.constant(2.0), tf.GradientTape(persistent=True)
+    with t:
+        t.watch(x)
+        y = x * x
+    between = y * 2.0
+    with t:  # a second block (helper 119: 'not recorded', its gradient 12)
+        z = y * 3.0
+    assert t.gradient(z, x) == 12.0 and t.explain(z, x).kind == "connected"
+    assert t.explain(between, x).kind == "not recorded"
 
 
 def test_a_where_trap_of_a_derivative_made_infinite_upstream():

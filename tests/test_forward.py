@@ -321,6 +321,11 @@ def test_each_primal_is_a_source_of_its_own():
                    lambda f, *p: lambda *ts: jvp(f, p, ts)[1]):
         np.testing.assert_array_equal(jvp_of(lambda a: a * x, x)(t), [1.0, 2.0])
         np.testing.assert_array_equal(jvp_of(lambda a, b: a * b, x, x)(t, 10 * t), [11, 22])
+    v = tf.Variable([1.0, 2.0])  # one source: it cannot take two tangents (helper 119)
+    for name, given_twice in (("linearize", lambda: tf.linearize(lambda a, b: a + b, v, v)),
+                              ("jvp", lambda: jvp(lambda a, b: a + b, (v, v), (t, t)))):
+        with pytest.raises(ValueError, match=f"{name}: a Variable is given twice"):
+            given_twice()
 
 
 def test_linearize_and_jvp_refuse_tangents_and_primals_that_would_broadcast_or_unpack():

@@ -67,8 +67,9 @@ BUDGET = {
     # identity (helper 98); +10: an op zeroes only elements none of its inputs carries
     # (helper 98); +5: a tensor given twice as a primal refused, as TensorFlow's (it kept
     # the last tangent: helper 114); +20: explain's where traps only on the way, nones of
-    # any op's operands, "not recorded" (each misreported: helper 116)
-    "ad": 1530,
+    # any op's operands, "not recorded" (each misreported: helper 116); +10: a Variable
+    # given twice to jvp or linearize refused (linearize kept the last tangent: helper 119)
+    "ad": 1540,
     # +20: functions defined in the converted one converted with it (TensorFlow's rule),
     # the enclosing function's lists guarded, fn's __future__ imports and the user's
     # qualified names kept (three wrong or lost found by helper 55); +25: the methods of
@@ -265,7 +266,8 @@ BUDGET = {
     # before); +310: numpy_composites.py, NumPy's pad, split, array_split, repeat, diff,
     # triu, tril, atleast_1d/2d, full_like, inner, vdot, kron, column_stack, logaddexp,
     # hypot, average, ptp, isclose, allclose and count_nonzero (each raised TypeError)
-    "ops": 4790,
+    # +5: tf.slice's traced begin in int64 and checked for an empty block (helper 119)
+    "ops": 4795,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the

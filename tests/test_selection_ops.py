@@ -343,6 +343,13 @@ def test_compiled_gather_with_batch_dims_names_the_index_itself(jit, monkeypatch
         x = np.arange(rows * cols, dtype=float).reshape(rows, cols)
         np.testing.assert_array_equal(compiled(x, np.ones((rows, 1), np.int64)), x[:, 1:2])
     assert compiled.cache_info().kernels == 1
+    # Offsets past int16's range (helper 119: they wrapped in the indices' dtype, 723 rows
+    # of 4,000 were another element's).
+    x = np.arange(40000.0).reshape(4000, 10)
+    for gathered in (compiled, tf.gather):
+        got = gathered(x, np.full((4000, 1), 3, np.int16), **(
+            {} if gathered is compiled else {"axis": 1, "batch_dims": 1}))
+        np.testing.assert_array_equal(got, x[:, 3:4])
 
 
 @pytest.mark.slow

@@ -52,8 +52,8 @@ ADVICE = {
                         "way): its gradient is None for this run only",
     "not connected": "the target does not depend on the source: nothing computed from the "
                      "source reaches it",
-    "not recorded": "the target was computed after the tape's `with` block, which the tape "
-                    "does not record: compute it inside the block",
+    "not recorded": "the target was computed outside the tape's `with` block, which the "
+                    "tape does not record: compute it inside the block",
 }
 _MAX_PATHS = 3
 _DOUBLE_WHERE = ("make the input safe first, the double-where pattern: "
@@ -198,7 +198,8 @@ def _explain_one(tape, target, source) -> Explanation:
     if source.dtype.kind != "f":
         kind = "bool dtype" if source.dtype.kind == "b" else "integer dtype"
         return Explanation(kind, *shown, (), (), 0)
-    if tape._closed_at is not None and all(t._id > tape._closed_at for t in targets):
+    if tape._blocks and not any(start < t._id and (end is None or t._id < end)
+                                for t in targets for start, end in tape._blocks):
         return Explanation("not recorded", *shown, (), (), 0)
     graph = _Graph(tape, target_ids)
     if source._id not in tape._watched:  # a Variable only a branch not taken reads

@@ -193,7 +193,7 @@ def jvp(fn: Callable, primals: tuple, tangents: tuple) -> tuple:
     machinery. primals and tangents are tuples of positional arguments (structures of
     arrays, tensors or Python floats)."""
     primals, tangents = argument_tuples(primals, tangents)
-    inputs = [_as_input(p) for p in primals]
+    inputs = as_inputs(primals, "jvp")
     with ForwardAccumulator(inputs, list(tangents)) as acc:
         out = fn(*inputs)
     out_leaves, out_def = tree_flatten(out)
@@ -211,6 +211,17 @@ def argument_tuples(primals, tangents):
     if len(primals) != len(tangents):
         raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
     return tuple(primals), tuple(tangents)
+
+
+def as_inputs(primals, op):
+    """The primal arguments as the function meets them (_as_input); a Variable given twice
+    raises (one source cannot take two tangents)."""
+    inputs = [_as_input(p) for p in primals]
+    ids = [leaf._id for leaf in tree_flatten(inputs)[0] if isinstance(leaf, Variable)]
+    if len(set(ids)) < len(ids):
+        raise ValueError(f"{op}: a Variable is given twice as a primal; give it once, with "
+                         "the sum of its tangents")
+    return inputs
 
 
 def _as_input(primal):

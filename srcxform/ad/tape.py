@@ -59,9 +59,10 @@ class GradientTape:
         self._recording = False
         self._entered = False
         self._used = False
-        self._closed_at = None  # next_id() when its block ended: what is made later is not on it
+        self._blocks = []  # [next_id() at its `with` block's start, at its end (or None)]
 
     def __enter__(self):
+        self._blocks.append([next_id(), None])
         self._recording = True
         self._entered = True
         recording.enter(recording.CONTEXT.tapes, self)
@@ -69,7 +70,7 @@ class GradientTape:
 
     def __exit__(self, *exc):
         self._recording = False
-        self._closed_at = next_id()
+        self._blocks[-1][1] = next_id()
         recording.leave(recording.CONTEXT.tapes, self)
         return False
 

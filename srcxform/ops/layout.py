@@ -116,7 +116,10 @@ def slice(input_, begin, size, name=None):
         index.append(_slice(None) if isinstance(begin[axis], Value) else _slice(b, stop))
     x = getitem(x, tuple(index))
     for axis, b, s in at_run_time:  # b, b + 1, ..., b + s - 1, each inside the axis
-        rows = checked_indices(add(b, iota(s, b.dtype)), x.shape[axis], "slice", "raise")
+        b = reshape(cast(b, int64), (1,))  # not b's dtype: uint8's 250 + 9 would wrap
+        n = x.shape[axis]
+        rows = add(checked_indices(b, n + 1, "slice", "raise"), iota(s, int64)) if s == 0 \
+            else checked_indices(add(b, iota(s, int64)), n, "slice", "raise")
         x = gather(x, rows, axis=axis)
     return x
 

@@ -489,8 +489,9 @@ def _batch_rows(indices, b, n):
     indices = reshape(checked_indices(reshape(indices, (-1,)), n, "gather", "from_end"),
                       indices.shape)
     from srcxform.ops.creation import iota  # creation imports this module
+    indices = cast(indices, np.int64)  # e * n past int16's range: rows of other elements
     batch = indices.shape[:b]
-    starts = reshape(iota(size(batch), indices.dtype), batch + (1,) * (indices.ndim - b))
+    starts = reshape(iota(size(batch), np.int64), batch + (1,) * (indices.ndim - b))
     return add(where(less(indices, 0), add(indices, n), indices), multiply(starts, n))
 
 
