@@ -120,7 +120,7 @@ def test_a_layout_numba_was_not_typed_for_runs_through_the_dispatcher():
 
 def test_tf_functions_rules_make_a_python_float_static_and_an_array_a_tensor():
     assert signature.key([1.5, 2.5]) == ("float", "float")
-    assert signature.key([1.5], tf_rules=True) == (("static", float, repr(1.5)),)
+    assert signature.key([1.5], tf_rules=True) == (("static", float, ("1.5", (1.0,))),)
     plain = [signature.rule_of(x) for x in (1.5, np.ones(2), np.float32(1), 3)]
     tf_like = [signature.rule_of(x, True) for x in (1.5, np.ones(2), np.float32(1), 3)]
     assert [r.traced for r in plain] == [True, True, True, False]

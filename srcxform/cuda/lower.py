@@ -39,10 +39,9 @@ from srcxform.codegen.schedule import LoopGroup
 from srcxform.ops.conv import fold_p, patches_p
 from srcxform.ops.linalg import matmul_p, matvec_p
 from srcxform.ops.random import philox_p
-from srcxform.ops.creation import iota_p
 from srcxform.passes.structured import reads_index
 from srcxform.ops.shape import (check_range_p, concat_p, embed_p, gather_p, getitem_p,
-                                 reshape_p, scatter_add_p, transpose_p)
+                                 iota_p, reshape_p, scatter_add_p, transpose_p)
 from srcxform.core import syntax
 
 # NumPy calls of the templates that CUDA kernels do not compile, and their math module

@@ -14,35 +14,17 @@ import builtins
 import numpy as np
 
 from srcxform.core import recording
-from srcxform.core.aval import Aval, size
-from srcxform.core.dims import Dim, negative
+from srcxform.core.aval import size
+from srcxform.core.dims import Dim
 from srcxform.core.dtypes import (as_dtype, check_convertible, float32, promote, settled,
                                   settled_of)
 from srcxform.core.errors import TracingError, user_line
-from srcxform.core.primitive import primitive
 from srcxform.ops.elementwise import cast, equal
 from srcxform.ops.held_sizes import size_argument, sizes_held
-from srcxform.ops.shape import broadcast_to, reshape, shape_argument, stack
+from srcxform.ops.shape import broadcast_to, iota, reshape, shape_argument, stack
 from srcxform.core.tensor import (Tensor, Value, as_value, check_fits,
                                   converted_python_int, eager_tensor, holds_value, live)
 
-# 0, 1, ..., count - 1: the one creation op traced, for a count that is a traced size.
-iota_p = primitive("iota", "opaque", lambda count, dtype: np.arange(count, dtype=dtype),
-                   lambda *, count, dtype: _iota_shape(count, dtype),
-                   "arrays.iota(np.int64(count), dtype)", nondiff=True)
-
-
-def _iota_shape(count, dtype):
-    if negative(count):  # a count computed at run time (n - 4) too, guarded
-        raise ValueError(f"a negative count, {count}")
-    return Aval((count,), dtype)
-
-
-def iota(count, dtype):
-    """0, 1, ..., count - 1 in dtype: a constant, or traced where count is a traced size."""
-    if isinstance(count, Dim):
-        return iota_p.bind(count=count, dtype=np.dtype(dtype))
-    return Tensor._new(np.arange(_iota_shape(count, dtype).shape[0], dtype=dtype))
 
 
 def constant(value, dtype=None, shape=None, name=None):

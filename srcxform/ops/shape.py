@@ -11,14 +11,14 @@ import numpy as np
 from srcxform.core.aval import (Aval, as_size, axis_index, broadcast_shapes, dims_equal, is_one,
                                 is_zero, normalize_axes, normalize_axis, normalize_slice,
                                 same_dim, same_shape, size, slice_length, spans)
-from srcxform.core.dims import as_index, concrete, negative, symbol_text
+from srcxform.core.dims import Dim, as_index, concrete, negative, symbol_text
 from srcxform.core.dtypes import promote, settled_of
 from srcxform.core.errors import IndexArgumentError, TracingError, shape_error
 from srcxform.core.errors import user_line
 from srcxform.ops.elementwise import add, cast, less, multiply, where
 from srcxform.ops.held_sizes import size_argument, sizes_held
 from srcxform.core.primitive import primitive
-from srcxform.core.tensor import Value, as_value
+from srcxform.core.tensor import Tensor, Value, as_value
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,6 +244,26 @@ def _check_range_impl(indices, size, op, negatives):
 check_range_p = primitive("check_range", "opaque", _check_range_impl, _check_range_shape,
                           "arrays.check_range(indices, size, op, negatives)", nondiff=True,
                           raises=True)
+
+
+# 0, 1, ..., count - 1: the one creation op traced, for a count that is a traced size
+# (here, not in creation.py, for gather's batch offsets).
+iota_p = primitive("iota", "opaque", lambda count, dtype: np.arange(count, dtype=dtype),
+                   lambda *, count, dtype: _iota_shape(count, dtype),
+                   "arrays.iota(np.int64(count), dtype)", nondiff=True)
+
+
+def _iota_shape(count, dtype):
+    if negative(count):  # a count computed at run time (n - 4) too, guarded
+        raise ValueError(f"a negative count, {count}")
+    return Aval((count,), dtype)
+
+
+def iota(count, dtype):
+    """0, 1, ..., count - 1 in dtype: a constant, or traced where count is a traced size."""
+    if isinstance(count, Dim):
+        return iota_p.bind(count=count, dtype=np.dtype(dtype))
+    return Tensor._new(np.arange(_iota_shape(count, dtype).shape[0], dtype=dtype))
 
 
 def checked_indices(indices, size, op, negatives):
@@ -488,7 +508,6 @@ def _batch_rows(indices, b, n):
     first (at run time too), as a row of another element would pass gather's check."""
     indices = reshape(checked_indices(reshape(indices, (-1,)), n, "gather", "from_end"),
                       indices.shape)
-    from srcxform.ops.creation import iota  # creation imports this module
     indices = cast(indices, np.int64)  # e * n past int16's range: rows of other elements
     batch = indices.shape[:b]
     starts = reshape(iota(size(batch), np.int64), batch + (1,) * (indices.ndim - b))
