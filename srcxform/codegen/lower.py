@@ -198,6 +198,12 @@ class _Lowering:
 
     # ----- loop groups -----
     def group(self, group):
+        self.widened = []  # (the float64 sum of a parallel nest, the float32 value it makes)
+        self._group(group)
+        for wide, name in self.widened:
+            self.line(1, f"{name} = np.float32({wide})")
+
+    def _group(self, group):
         domain = group.domain
         index = [None if is_one(d) else f"i{p}" for p, d in enumerate(domain)]
         members = self._live(group)
@@ -590,6 +596,11 @@ class _Lowering:
         axis, keepdims = e.kwargs["axis"], e.kwargs["keepdims"]
         init = reduction_init(e.prim.init, dtype)
         if not e.out.aval.shape:
+            if self.parallel and dtype == np.float32 and e.prim.algebra.sums:
+                # A prange adds each thread's share in one running float32 sum (1e-3 off
+                # over 2e5 terms, where serial code adds chunks in lanes): float64's.
+                self.widened.append((self.namer.fresh(f"{name}_wide"), name))
+                name, init = self.widened[-1][0], reduction_init(e.prim.init, np.float64)
             acc = name_ast(name)
             before = [ast.Assign([ast.Name(name, ast.Store())], init)]
         else:
