@@ -372,6 +372,17 @@ def test_compiled_gradients_at_several_sizes():
                                    rtol=1e-12)
 
 
+def test_a_number_of_segments_from_tf_shape_compiles():
+    """Found by helper 117: (tf.shape(M)[0] + 1) // 2 raised 'a traced value used as an
+    index or count', where M.shape[0] compiled."""
+    halves = tf.differentiable(lambda m, ids: tf.math.unsorted_segment_sum(
+        m, ids, (tf.shape(m)[0] + 1) // 2))
+    for rows in (4, 6):
+        m, ids = np.arange(rows * 3.0).reshape(rows, 3), np.arange(rows) % (rows // 2)
+        np.testing.assert_array_equal(halves(m, ids),
+                                      tf.math.unsorted_segment_sum(m, ids, rows // 2))
+
+
 def test_segment_sum_of_traced_ids_says_it_cannot_be_compiled():
     compiled = tf.differentiable(lambda x, ids: tf.math.segment_sum(x, ids))
     with pytest.raises(tf.TracingError, match="unsorted_segment_sum"):

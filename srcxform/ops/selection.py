@@ -392,7 +392,7 @@ def _segments(data, segment_ids, num_segments, op):
     """data as a table of rows, the vector of their segment ids (checked below
     num_segments at each call; a negative one passes, its row dropped), and the number."""
     x, ids = as_value(data, op), as_value(segment_ids, op)
-    n = as_index(num_segments)
+    n = as_index(size_argument(num_segments))  # tf.shape(x)[0] // 2 too
     r = ids.ndim
     if ids.dtype.kind not in "iu" or tuple(x.shape[:r]) != tuple(ids.shape):
         raise shape_error(f"{op}: segment_ids {ids.aval.short()} must be integers whose "
