@@ -22,9 +22,11 @@ INTERNAL = {
     "mathfuncs": {"rsqrt_grad"},
     "nn": {"leaky_relu_grad"},
     "shape": {"shape_argument", "unchanged", "checked_indices", "check_indices",
-              "embed", "getitem"},  # indexing's own ops: x[i] and its adjoint
-    # TensorFlow's packing of nested lists, which conversions share; range's counting
-    "creation": {"pack", "iota", "fitted"},
+              "embed", "getitem",  # indexing's own ops: x[i] and its adjoint
+              "iota"},  # range's counting, and gather's batch offsets
+    # TensorFlow's packing of nested lists, which conversions share
+    "creation": {"pack", "fitted"},
+    "layout": {"repeated"},  # tf.repeat's body, np.repeat's too
     "linalg": {"numpy_matmul", "tensordot_1d"},  # NumPy's matmul and dot rules
     # Tensor's NumPy protocols, and the table of ufuncs they dispatch
     "numpy_dispatch": {"array_ufunc", "array_function", "ufuncs"},
