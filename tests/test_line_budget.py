@@ -267,8 +267,10 @@ BUDGET = {
     # before); +310: numpy_composites.py, NumPy's pad, split, array_split, repeat, diff,
     # triu, tril, atleast_1d/2d, full_like, inner, vdot, kron, column_stack, logaddexp,
     # hypot, average, ptp, isclose, allclose and count_nonzero (each raised TypeError)
-    # +5: tf.slice's traced begin in int64 and checked for an empty block (helper 119)
-    "ops": 4795,
+    # +5: tf.slice's traced begin in int64 and checked for an empty block (helper 119);
+    # +10: nd row numbers, segment numbers and mask positions in int64, a scalar's pad
+    # (wrapped or raised: helper 120)
+    "ops": 4805,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the

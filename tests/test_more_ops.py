@@ -350,3 +350,29 @@ def test_compiled_equals_eager(fn, x):
         y = tf.reduce_sum(fn(v) * weight)
     np.testing.assert_allclose(value, y.numpy(), rtol=1e-12)
     np.testing.assert_allclose(grad, tape.gradient(y, v).numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_index_arithmetic_in_narrow_dtypes_and_edge_values():
+    """Found by helper 120: row numbers, segment numbers and mask positions were computed
+    in the indices' dtype (int8's [1, 0] of 2 x 200 was row 144; uint8's segment 256 was
+    0; a uint8 length's mask held 256..260 too), logaddexp of two equal 1e308 overflowed,
+    diff's Python-number prepend kept float32, a scalar's pad raised IndexError and
+    tensor_scatter_nd_max of bools NumPy's 'Invalid integer data type'."""
+    table = np.arange(400.0).reshape(2, 200)
+    assert tf.gather_nd(table, tf.constant([[1, 0]], tf.int8)).numpy().tolist() == [200.0]
+    placed = tf.scatter_nd(tf.constant([[1, 0]], tf.int8), tf.constant([1.0]), (2, 200))
+    assert np.argwhere(placed.numpy()).tolist() == [[1, 0]]
+    moved = tf.tensor_scatter_nd_sub(tf.zeros((2, 300)), tf.constant([[1, 5]], tf.uint8),
+                                     tf.constant([1.0]))
+    assert np.argwhere(moved.numpy()).tolist() == [[1, 5]]
+    empty = tf.math.unsorted_segment_max(tf.constant([1.0, 2.0]), tf.constant([0, 1], tf.uint8),
+                                         257)
+    assert empty.numpy()[256] == np.finfo(np.float32).min
+    mask = tf.sequence_mask(tf.constant([5], tf.uint8), 300)
+    assert np.flatnonzero(mask.numpy()).tolist() == [0, 1, 2, 3, 4]
+    big = tf.constant(np.array([1e308, -1e308]))
+    np.testing.assert_array_equal(np.logaddexp(big, big), [1e308, -1e308])
+    assert np.diff(tf.constant(np.float32([1, 5])), prepend=0.1).dtype == tf.float64
+    assert np.pad(tf.constant(3.0), 1).numpy() == 3.0
+    with pytest.raises(TypeError, match="tensor_scatter_nd_max: tensor must hold numbers"):
+        tf.tensor_scatter_nd_max(tf.constant([False, True]), [[0]], tf.constant([True]))

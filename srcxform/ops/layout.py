@@ -363,7 +363,7 @@ def sequence_mask(lengths, maxlen=None, dtype=np.bool_, name=None):
     maxlen = shape_argument([maxlen], "sequence_mask")[0]
     if negative(maxlen):
         raise ValueError(f"sequence_mask: maxlen must be 0 or more, got {maxlen}")
-    mask = iota(maxlen, x.dtype) < expand_dims(x, -1)
+    mask = iota(maxlen, int64) < expand_dims(cast(x, int64), -1)  # uint8's 256 is not 0
     dtype = as_dtype(dtype)
     return mask if dtype == np.bool_ else cast(mask, dtype)
 

@@ -53,6 +53,8 @@ def _pad(array, pad_width, mode="constant", **kwargs):
     widths = np.broadcast_to(widths, (a.ndim, 2)).tolist()  # NumPy's broadcast, or its error
     if any(w < 0 for pair in widths for w in pair):
         raise ValueError("numpy.pad: index can't contain negative values")
+    if a.ndim == 0:  # no axis to pad: NumPy returns the value
+        return shape_ops.unchanged(a)
     if mode == "constant":
         return _pad_constant(a, widths, kwargs.get("constant_values", 0))
     for axis, (before, after) in enumerate(widths):
@@ -149,8 +151,8 @@ def _diff(a, n=1, axis=-1, prepend=_NO_VALUE, append=_NO_VALUE):
     axis = normalize_axis(axis, a.ndim, "numpy.diff")
     parts = []
     for value in (prepend, a, append):
-        if value is not _NO_VALUE:
-            v = as_value(value, "diff")
+        if value is not _NO_VALUE:  # NumPy makes an array of a Python number: float64
+            v = as_value(value if isinstance(value, Value) else np.asarray(value), "diff")
             parts.append(v if v.ndim else shape_ops.broadcast_to(
                 v, a.shape[:axis] + (1,) + a.shape[axis + 1:]))
     a = shape_ops.concat(parts, axis) if len(parts) > 1 else a
@@ -232,12 +234,13 @@ def _in_numpy_dtype(ufunc, *xs):
 
 def _logaddexp(x1, x2):
     """log(exp(a) + exp(b)) as max + log1p(exp(-|a - b|)), finite for large inputs; where
-    a == b (both infinite too) it is a + log 2, its gradient 1/2 each."""
+    a == b (both infinite too) it is a / 2 + b / 2 + log 2 (not (a + b) / 2: 1e308 + 1e308
+    overflows), its gradient 1/2 each."""
     a, b = _in_numpy_dtype(np.logaddexp, x1, x2)
     same = ew.equal(a, b)
     gap = ew.where(same, 0, a - b)  # inf - inf is NaN: never computed into a gradient
     spread = ew.maximum(a, b) + ew.log1p(ew.exp(-ew.abs(gap)))
-    return ew.where(same, (a + b) * 0.5 + math.log(2), spread)
+    return ew.where(same, a * 0.5 + b * 0.5 + math.log(2), spread)
 
 
 def _hypot(x1, x2):

@@ -233,8 +233,9 @@ def _nd_rows(indices, shape, op):
     rows = None
     for i in range(k):
         column = checked_indices(getitem_p.bind(flat, index=(FULL, i)), shape[i], op, "raise")
+        column = cast(column, np.int64)  # a row number past the indices' dtype: no wrap
         stride = size(shape[i + 1:k])
-        term = column if stride == 1 else column * cast(stride, column.dtype)
+        term = column if stride == 1 else column * cast(stride, np.int64)
         rows = term if rows is None else add(rows, term)
     return rows, k
 
@@ -272,8 +273,8 @@ def _unbatched(x, ids, b):
                           f"{x.aval.short()} and indices {ids.aval.short()} must share "
                           f"those axes")
     n = size(batch)
-    ids = reshape(ids, (n,) + tuple(ids.shape[b:]))
-    numbers = reshape(iota(n, ids.dtype), (n,) + (1,) * (ids.ndim - 1))
+    ids = reshape(cast(ids, np.int64), (n,) + tuple(ids.shape[b:]))  # n past uint8's range
+    numbers = reshape(iota(n, np.int64), (n,) + (1,) * (ids.ndim - 1))
     numbers = broadcast_to(numbers, tuple(ids.shape[:-1]) + (1,))
     return reshape(x, (n,) + tuple(x.shape[b:])), concat([numbers, ids], -1)
 
@@ -316,6 +317,8 @@ def tensor_scatter_nd_min(tensor, indices, updates, name=None):
 
 def _scatter_nd_extreme(tensor, indices, updates, largest, op):
     x, rows, k, upd = _scatter_nd_args(tensor, indices, updates, op)
+    if x.dtype.kind not in "fiu":
+        raise TypeError(f"{op}: tensor must hold numbers, got {x.aval.short()}")
     table = _table(x, k)
     found, present = _extremes(upd, rows, table.shape[0], largest)
     return reshape(where(present, (maximum if largest else minimum)(table, found), table),
@@ -412,7 +415,8 @@ def _extremes(table, ids, n, largest):
     """Each of the n segments' largest (or smallest) row of table, and whether it has one.
     A reduction over an (n, rows, ...) mask of which row is in which segment, so the
     gradient is reduce_max's, shared equally among ties (as TensorFlow's segment ops)."""
-    hits = equal(reshape(iota(n, ids.dtype), (n, 1)), reshape(ids, (1, ids.shape[0])))
+    hits = equal(reshape(iota(n, np.int64), (n, 1)),  # n past the ids' dtype: no wrap
+                 reshape(cast(ids, np.int64), (1, ids.shape[0])))
     hits = reshape(hits, tuple(hits.shape) + (1,) * (table.ndim - 1))
     # Outside its segment a row counts as -inf (inf) for floats, the extreme int for ints.
     bound = np.inf if table.dtype.kind == "f" else np.iinfo(table.dtype).max
