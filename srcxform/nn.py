@@ -78,7 +78,8 @@ experimental = _types.SimpleNamespace(general_dropout=general_dropout)  # tf.nn.
 
 __all__ = [
     "avg_pool", "avg_pool1d", "avg_pool2d", "avg_pool3d", "batch_normalization", "bias_add",
-    "conv1d", "conv2d", "dropout", "elu", "embedding_lookup", "gelu", "general_dropout", "l2_loss", "l2_normalize",
+    "conv1d", "conv2d", "dropout", "elu", "embedding_lookup", "gelu", "general_dropout",
+    "l2_loss", "l2_normalize",
     "leaky_relu", "log_sigmoid", "log_softmax", "max_pool", "max_pool1d", "max_pool2d",
     "max_pool3d", "moments", "relu", "relu6", "selu", "sigmoid",
     "sigmoid_cross_entropy_with_logits", "silu", "softmax",
