@@ -92,6 +92,12 @@ def test_one_hot():
         tf.one_hot([1], 2, on_value=tf.constant(1), off_value=tf.constant(0.0))
 
 
+def test_one_hot_of_narrow_indices_past_their_range():
+    """Found by helper 121: positions were uint8's, so 261 was 5 (two ones in a row)."""
+    for ids in (tf.constant(np.array([5, 100], np.uint8)), np.array([5, 100], np.int8)):
+        np.testing.assert_array_equal(tf.one_hot(ids, 300), np.eye(300)[[5, 100]])
+
+
 def test_gather_with_batch_dims():
     _same(tf.gather(P, [[0, 2], [1, 1]], axis=1, batch_dims=1),
           [[[0, 1, 2, 3], [8, 9, 10, 11]], [[16, 17, 18, 19], [16, 17, 18, 19]]], np.float32)

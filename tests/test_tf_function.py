@@ -4,6 +4,7 @@ trace again when they change, a training step with a tape and an optimizer insid
 decorator with and without arguments, input_signature, methods. One kernel serves every
 array size (the documented difference)."""
 
+import functools
 import math
 
 import numpy as np
@@ -100,6 +101,14 @@ class Scaled:
     def through_method(self, x):
         return x * self.by_method()
 
+    def _times(self, x, k):
+        return x * k
+
+    times_two = functools.partialmethod(_times, k=2.0)
+
+    def through_partial(self, x):
+        return self.times_two(x)
+
 
 def test_what_a_methods_properties_and_methods_read_is_checked():
     """Found by helper 113: the kernel kept the attribute's value of its trace (2.0)."""
@@ -119,6 +128,12 @@ def test_what_a_methods_properties_and_methods_read_is_checked():
         assert [float(f(x)) for f in forms] == [5.0, 5.0, 5.0]
     finally:
         Scaled.FACTOR = 2.0
+    # A descriptor of the class makes a new object at each read: not a value to probe
+    # (helper 121: a partialmethod retraced at every call).
+    doubled = tf.function(Scaled().through_partial)
+    for _ in range(3):
+        assert float(doubled(x)) == 2.0
+    assert doubled.experimental_get_tracing_count() == 1
 
 
 class Slotted:

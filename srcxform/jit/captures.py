@@ -83,11 +83,6 @@ class Probe:
 
 
 _MISSING = object()
-# What a class holds that is no value of its objects' (methods and properties are followed
-# by _method; a class or module attribute is not rebound in practice).
-_NOT_VALUES = (types.FunctionType, property, classmethod, staticmethod, type, types.ModuleType,
-               types.BuiltinFunctionType, types.WrapperDescriptorType,
-               types.MethodDescriptorType, types.GetSetDescriptorType)
 
 
 def of_function(fn):
@@ -198,11 +193,23 @@ def _attributes(obj, fn, found):
     its own, its slots', and its class's values (`self.SCALE`, rebound on the class)."""
     if _library(type(obj).__module__ or ""):
         return
+    own = vars(obj) if hasattr(obj, "__dict__") else {}
     for name in sorted(code_names(fn.__code__)):
-        static = inspect.getattr_static(obj, name, _MISSING)
-        if static is not _MISSING and not isinstance(static, _NOT_VALUES) and \
+        if name in own:
+            _add(found, Probe("attr", obj, name, own[name]))
+        elif _class_value(inspect.getattr_static(obj, name, _MISSING)) and \
                 (value := getattr(obj, name, _MISSING)) is not _MISSING:
             _add(found, Probe("attr", obj, name, value))
+
+
+def _class_value(static):
+    """Whether what obj's class holds under a name is a value of obj's: a slot, or plain
+    data (no descriptor: a method, property or partialmethod makes a new object at each
+    read, and _method follows what methods and properties read)."""
+    if isinstance(static, types.MemberDescriptorType):
+        return True
+    return static is not _MISSING and not isinstance(static, (type, types.ModuleType)) and \
+        not hasattr(type(static), "__get__")
 
 
 def is_library(value):

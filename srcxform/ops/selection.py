@@ -213,8 +213,10 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
     dtype = as_dtype(dtype) or (strong[0] if strong else np.dtype(weak))
     on = fitted(1 if on_value is None else on_value, dtype, "one_hot")
     off = fitted(0 if off_value is None else off_value, dtype, "one_hot")
-    positions = reshape(iota(depth, ids.dtype), (depth,) + (1,) * (ids.ndim - axis))
-    hits = equal(reshape(ids, ids.shape[:axis] + (1,) + ids.shape[axis:]), positions)
+    # Positions in int64: uint8's would wrap at 256 (a second 1 in the row).
+    positions = reshape(iota(depth, np.int64), (depth,) + (1,) * (ids.ndim - axis))
+    hits = equal(reshape(cast(ids, np.int64), ids.shape[:axis] + (1,) + ids.shape[axis:]),
+                 positions)
     return where(hits, stop_gradient(on), stop_gradient(off))
 
 
