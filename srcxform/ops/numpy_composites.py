@@ -19,7 +19,7 @@ from srcxform.core.tensor import Tensor, Value, as_value
 from srcxform.ops import elementwise as ew
 from srcxform.ops import layout, linalg, numpy_dispatch, reduce
 from srcxform.ops.creation import iota
-from srcxform.ops.numpy_dispatch import _reject, einsum_ops, shape_ops
+from srcxform.ops.numpy_dispatch import einsum_ops, reject, shape_ops
 
 _NO_VALUE = np._NoValue  # NumPy's "not given", which diff's prepend and append default to
 
@@ -297,7 +297,7 @@ def _average(a, axis=None, weights=None, returned=False, *, keepdims=False):
 
 def _ptp(a, axis=None, out=None, keepdims=False):
     """The range, max - min (NumPy's: an empty axis raises, bools are refused)."""
-    _reject("ptp", out=out)
+    reject("ptp", out=out)
     a = as_value(a, "ptp")
     if a.dtype == np.bool_:
         raise TypeError("numpy.ptp: the range of bools is a subtraction of bools, which "
@@ -337,7 +337,7 @@ def _count_nonzero(a, axis=None, *, keepdims=False):
 def _full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, **unsupported):
     """fill_value (cast to dtype, else a's, as NumPy casts it) spread over a's shape or
     `shape`; a gradient for a tensor fill_value, none for a."""
-    _reject("full_like", order=None if order == "K" else order, **unsupported)
+    reject("full_like", order=None if order == "K" else order, **unsupported)
     a = as_value(a, "full_like")
     dtype = np.dtype(dtype) if dtype is not None else a.dtype
     shape = tuple(a.shape) if shape is None else shape

@@ -63,7 +63,7 @@ def _truth(x):
     return x if x.dtype == np.bool_ else ew.cast(x, np.bool_)
 
 
-def _reject(name, **options):
+def reject(name, **options):
     """Raises TypeError naming the options that were given (not None)."""
     given = [k for k, v in options.items() if v is not None]
     if given:
@@ -89,7 +89,7 @@ def _scalar_axis(a, axis):
 def _accumulating(func, op):
     """np.sum/prod/mean: NumPy's result dtype (int32 sums to int64, int means to float64)."""
     def call(a, axis=None, dtype=None, out=None, keepdims=False, **unsupported):
-        _reject(func.__name__, out=out, **unsupported)
+        reject(func.__name__, out=out, **unsupported)
         a = as_value(a, func.__name__)
         axis = axis if func is np.mean else _scalar_axis(a, axis)
         want = func(np.ones(1, a.dtype), dtype=dtype).dtype
@@ -101,7 +101,7 @@ def _accumulating(func, op):
 def _cumulative(func, op):
     """np.cumsum/cumprod: over the flattened array without an axis; NumPy's dtype."""
     def call(a, axis=None, dtype=None, out=None):
-        _reject(func.__name__, out=out)
+        reject(func.__name__, out=out)
         a = as_value(a, func.__name__)
         axis = _scalar_axis(a, axis)
         want = func(np.ones(1, a.dtype), dtype=dtype).dtype
@@ -114,7 +114,7 @@ def _cumulative(func, op):
 def _spread(func, op):
     """np.var/std, with ddof: the mean square deviation times n / (n - ddof)."""
     def call(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **unsupported):
-        _reject(func.__name__, out=out, **unsupported)
+        reject(func.__name__, out=out, **unsupported)
         a = as_value(a, func.__name__)
         want = func(np.ones(2, a.dtype), dtype=dtype).dtype
         a = a if a.dtype == want else ew.cast(a, want)
@@ -133,7 +133,7 @@ def _spread(func, op):
 def _extremum(func, op):
     """np.max/min/amax/amin."""
     def call(a, axis=None, out=None, keepdims=False, **unsupported):
-        _reject(func.__name__, out=out, **unsupported)
+        reject(func.__name__, out=out, **unsupported)
         a = as_value(a, func.__name__)
         axis = _scalar_axis(a, axis)
         # NumPy raises where an axis reduced has no element (TensorFlow gives -inf or inf).
@@ -152,7 +152,7 @@ def _extremum(func, op):
 def _any_all(func, op):
     """np.any/all: of any dtype, each element's truth (x != 0), as NumPy's."""
     def call(a, axis=None, out=None, keepdims=False, **unsupported):
-        _reject(func.__name__, out=out, **unsupported)
+        reject(func.__name__, out=out, **unsupported)
         a = as_value(a, func.__name__)
         truth = a if a.dtype == np.bool_ else ew.not_equal(a, ew.cast(0, a.dtype))
         return op(truth, axis=_scalar_axis(a, axis), keepdims=keepdims)
@@ -164,7 +164,7 @@ def _any_all(func, op):
 
 
 def _ravel(a, order="C"):
-    _reject("ravel", order=None if order == "C" else order)
+    reject("ravel", order=None if order == "C" else order)
     return shape_ops.reshape(a, (-1,))
 
 
@@ -199,7 +199,7 @@ def _swapaxes(a, axis1, axis2):
 def _stacked_along(name, axis_of, least):
     """np.vstack/hstack: the arrays of rank `least` at least, joined along axis_of(rank)."""
     def call(tup, *, dtype=None, casting="same_kind"):
-        _reject(name, dtype=dtype)
+        reject(name, dtype=dtype)
         arrays = [as_value(a, name) for a in tup]
         arrays = [shape_ops.reshape(a, (1,) * (least - a.ndim) + tuple(a.shape))
                   if a.ndim < least else a for a in arrays]
@@ -209,7 +209,7 @@ def _stacked_along(name, axis_of, least):
 
 
 def _reshape(a, shape=None, order="C", *, newshape=None, copy=None):
-    _reject("reshape", order=None if order == "C" else order)
+    reject("reshape", order=None if order == "C" else order)
     return shape_ops.reshape(a, newshape if shape is None else shape)
 
 
@@ -224,14 +224,14 @@ def _expand_dims(a, axis):
 
 
 def _concatenate(arrays, axis=0, out=None, **unsupported):
-    _reject("concatenate", out=out, **unsupported)
+    reject("concatenate", out=out, **unsupported)
     if axis is None:  # NumPy flattens the arrays first
         return shape_ops.concat([shape_ops.reshape(a, (-1,)) for a in arrays], 0)
     return shape_ops.concat(arrays, axis)
 
 
 def _stack(arrays, axis=0, out=None, **unsupported):
-    _reject("stack", out=out, **unsupported)
+    reject("stack", out=out, **unsupported)
     return shape_ops.stack(arrays, axis)
 
 
@@ -250,7 +250,7 @@ def _squeeze(a, axis=None):
 
 
 def _take(a, indices, axis=None, out=None, mode="raise"):
-    _reject("take", out=out, mode=None if mode == "raise" else mode)
+    reject("take", out=out, mode=None if mode == "raise" else mode)
     a = as_value(a, "take")
     if _scalar_axis(a, axis) is None:  # NumPy indexes the flattened array
         return shape_ops.gather(shape_ops.reshape(a, (-1,)), indices)
@@ -270,7 +270,7 @@ def _arg_extreme(func, op):
     """np.argmax/argmin: NumPy's int64 (intp); NaNs skipped, as TensorFlow's (NumPy
     returns the first NaN's index)."""
     def call(a, axis=None, out=None, *, keepdims=False):
-        _reject(func.__name__, out=out, keepdims=keepdims or None)
+        reject(func.__name__, out=out, keepdims=keepdims or None)
         a = as_value(a, func.__name__)
         a, axis = _flat_or(a, _scalar_axis(a, axis), func.__name__)
         return op(a, axis=axis, output_type=np.int64)
@@ -281,7 +281,7 @@ def _arg_extreme(func, op):
 def _sorting(func, op):
     """np.sort/argsort: any kind sorts stably (NumPy's 'stable'); argsort gives int64."""
     def call(a, axis=-1, kind=None, order=None, *, stable=None):
-        _reject(func.__name__, order=order)
+        reject(func.__name__, order=order)
         a = as_value(a, func.__name__)  # a scalar's argsort is [0]; its sort raises
         a, axis = _flat_or(a, _scalar_axis(a, axis) if func is np.argsort else axis,
                            func.__name__)
@@ -300,7 +300,7 @@ def _where(condition, x=None, y=None):
 
 
 def _clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **unsupported):
-    _reject("clip", out=out, **unsupported)
+    reject("clip", out=out, **unsupported)
     lo, hi = (min if a_min is None else a_min), (max if a_max is None else a_max)
     if lo is not None:
         a = ew.maximum(a, lo)
@@ -308,14 +308,14 @@ def _clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **unsuppor
 
 
 def _round(a, decimals=0, out=None):
-    _reject("round", out=out, decimals=decimals or None)
+    reject("round", out=out, decimals=decimals or None)
     return ew.round(a)
 
 
 def _no_out(name, op):
     """A NumPy function of two arrays whose only option is out= (given by position too)."""
     def call(a, b, out=None):
-        _reject(name, out=out)
+        reject(name, out=out)
         return op(a, b)
 
     return call
@@ -323,7 +323,7 @@ def _no_out(name, op):
 
 def _like(make, name):
     def call(a, dtype=None, **unsupported):
-        _reject(name, **unsupported)
+        reject(name, **unsupported)
         return make(a, dtype)
 
     return call
@@ -408,7 +408,7 @@ def _norm(x, ord=None, axis=None, keepdims=False):
 
 def _einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="safe",
             optimize=False):
-    _reject("einsum", out=out, dtype=dtype)
+    reject("einsum", out=out, dtype=dtype)
     return einsum_ops.einsum(subscripts, *operands)
 
 
@@ -425,7 +425,7 @@ def _last_two(a, axis1, axis2, name):
 def _trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     """The sum of the diagonal of axes axis1 and axis2 (NumPy's default: the first two), in
     NumPy's dtype (np.sum's: small ints sum to int64)."""
-    _reject("trace", out=out, offset=offset or None,
+    reject("trace", out=out, offset=offset or None,
             dtype=dtype if np.dtype(dtype or np.int64) == np.bool_ else None)
     a = _last_two(a, axis1, axis2, "trace")
     want = np.trace(np.ones((1, 1), a.dtype), dtype=dtype).dtype
@@ -434,13 +434,13 @@ def _trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
 
 def _diagonal(a, offset=0, axis1=0, axis2=1):
     """The diagonal of axes axis1 and axis2, as the last axis (NumPy's rule)."""
-    _reject("diagonal", offset=offset or None)
+    reject("diagonal", offset=offset or None)
     return linalg.diag_part(_last_two(a, axis1, axis2, "diagonal"))
 
 
 def _diag(v, k=0):
     """NumPy's diag: a vector's square matrix, or a matrix's diagonal."""
-    _reject("diag", k=k or None)
+    reject("diag", k=k or None)
     v = as_value(v, "diag")
     if v.ndim not in (1, 2):
         raise ValueError(f"numpy.diag: expects a vector or a matrix, got {v.aval.short()}")
@@ -465,7 +465,7 @@ def _roll(a, shift, axis=None):
 
 
 def _copy(a, order="K", subok=False):
-    _reject("copy", order=None if order == "K" else order, subok=subok or None)
+    reject("copy", order=None if order == "K" else order, subok=subok or None)
     return ew.identity(a)
 
 
@@ -551,7 +551,7 @@ def array_ufunc(ufunc, method, inputs, kwargs):
         raise _unsupported(what, inputs)
     if kwargs.get("where") is True:
         kwargs = {k: v for k, v in kwargs.items() if k != "where"}
-    _reject(ufunc.__name__, **kwargs)
+    reject(ufunc.__name__, **kwargs)
     return op(*inputs)
 
 
