@@ -358,6 +358,20 @@ def test_compiled_gather_with_batch_dims_names_the_index_itself(jit, monkeypatch
         np.testing.assert_array_equal(got, x[:, 3:4])
 
 
+def test_checked_indices_are_int64_in_every_indices_dtype():
+    # The mechanism under the per-op fixes above: row numbers computed from checked
+    # indices (times a stride, plus a batch offset) cannot wrap in the indices' dtype,
+    # uint8's 3 * 100 is 300, eagerly and compiled.
+    from srcxform.ops.shape import checked_indices
+
+    def rows(ids):
+        return checked_indices(ids, 4, "gather", "raise") * 100
+
+    for ids in (np.array([3, 0, 2], np.uint8), np.array([3, 0, 2], np.int16)):
+        for got in (rows(tf.constant(ids)), tf.differentiable(rows)(ids)):
+            _same(got, [300, 0, 200], np.int64)
+
+
 @pytest.mark.slow
 def test_compiled_gradients_at_several_sizes():
     def loss(x, ids):

@@ -343,9 +343,10 @@ def scatter_add(g, indices, size, out):
 
 
 def check_range(indices, size, op, negatives):
-    """indices, read back and checked first as the CPU kernel checks them (gather_nd's)."""
-    check_range_p.impl(indices.copy_to_host(), size=int(size), op=op, negatives=negatives)
-    return indices
+    """indices as int64, read back and checked first as the CPU kernel checks them."""
+    host = indices.copy_to_host()
+    checked = check_range_p.impl(host, size=int(size), op=op, negatives=negatives)
+    return indices if checked is host else cuda.to_device(checked)
 
 
 def _rows(x):

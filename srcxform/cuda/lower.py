@@ -468,7 +468,8 @@ def _source_of(low, eqn):
                 names)
 
 
-_VIEWS = (getitem_p, reshape_p, transpose_p, check_range_p)  # what returns its input
+# What returns its input (check_range where the indices are int64 already).
+_VIEWS = (getitem_p, reshape_p, transpose_p, check_range_p)
 _HOST = {getitem_p: _getitem, reshape_p: _reshape, transpose_p: _transpose, embed_p: _embed,
          matmul_p: _product("matmul", (2, 2)), matvec_p: _product("matvec", (2, 1)),
          patches_p: _launched, fold_p: _launched,

@@ -235,7 +235,6 @@ def _nd_rows(indices, shape, op):
     rows = None
     for i in range(k):
         column = checked_indices(getitem_p.bind(flat, index=(FULL, i)), shape[i], op, "raise")
-        column = cast(column, np.int64)  # a row number past the indices' dtype: no wrap
         stride = size(shape[i + 1:k])
         term = column if stride == 1 else column * cast(stride, np.int64)
         rows = term if rows is None else add(rows, term)
@@ -417,8 +416,8 @@ def _extremes(table, ids, n, largest):
     """Each of the n segments' largest (or smallest) row of table, and whether it has one.
     A reduction over an (n, rows, ...) mask of which row is in which segment, so the
     gradient is reduce_max's, shared equally among ties (as TensorFlow's segment ops)."""
-    hits = equal(reshape(iota(n, np.int64), (n, 1)),  # n past the ids' dtype: no wrap
-                 reshape(cast(ids, np.int64), (1, ids.shape[0])))
+    hits = equal(reshape(iota(n, np.int64), (n, 1)),  # ids checked: int64 as these
+                 reshape(ids, (1, ids.shape[0])))
     hits = reshape(hits, tuple(hits.shape) + (1,) * (table.ndim - 1))
     # Outside its segment a row counts as -inf (inf) for floats, the extreme int for ints.
     bound = np.inf if table.dtype.kind == "f" else np.iinfo(table.dtype).max

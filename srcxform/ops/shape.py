@@ -224,7 +224,7 @@ def _check_range_shape(indices, *, size, op, negatives):
         raise TypeError(f"indices must be a vector of integers, got {indices.short()}")
     if negatives not in ("raise", "from_end", "pass"):
         raise ValueError(f"negatives must be 'raise', 'from_end' or 'pass', got {negatives!r}")
-    return Aval(indices.shape, indices.dtype)
+    return Aval(indices.shape, np.dtype(np.int64))
 
 
 def _check_range_impl(indices, size, op, negatives):
@@ -233,14 +233,16 @@ def _check_range_impl(indices, size, op, negatives):
     if bad.size:
         raise IndexArgumentError(f"{op}: index {bad[0]} is out of bounds for a dimension of "
                                  f"size {size}")
-    return indices
+    return indices.astype(np.int64, copy=False)
 
 
-# The indices themselves once each is below size and, by `negatives`, not negative
-# ("raise", TensorFlow's nd ops), at least -size ("from_end", gather's), or anything
-# ("pass", segment ids, negative ones dropped); else IndexArgumentError naming `op` and
-# the index: checked at each call, in compiled code too, where gather's own check would
-# name a row number that the op computed from the index.
+# The indices themselves, as int64, once each is below size and, by `negatives`, not
+# negative ("raise", TensorFlow's nd ops), at least -size ("from_end", gather's), or
+# anything ("pass", segment ids, negative ones dropped); else IndexArgumentError naming
+# `op` and the index: checked at each call, in compiled code too, where gather's own check
+# would name a row number that the op computed from the index. int64 so that the row
+# numbers computed from checked indices (times a stride, plus a batch offset) cannot wrap
+# in the indices' own dtype (uint8's, int16's).
 check_range_p = primitive("check_range", "opaque", _check_range_impl, _check_range_shape,
                           "arrays.check_range(indices, size, op, negatives)", nondiff=True,
                           raises=True)
@@ -267,7 +269,7 @@ def iota(count, dtype):
 
 
 def checked_indices(indices, size, op, negatives):
-    """A vector of indices, checked at each call (check_range)."""
+    """A vector of indices as int64, checked at each call (check_range)."""
     return check_range_p.bind(indices, size=size, op=op, negatives=negatives)
 
 
@@ -507,8 +509,7 @@ def _batch_rows(indices, b, n):
     element e is row e * n + i. Each index is checked against its own element's n rows
     first (at run time too), as a row of another element would pass gather's check."""
     indices = reshape(checked_indices(reshape(indices, (-1,)), n, "gather", "from_end"),
-                      indices.shape)
-    indices = cast(indices, np.int64)  # e * n past int16's range: rows of other elements
+                      indices.shape)  # int64: e * n past int16's range would wrap
     batch = indices.shape[:b]
     starts = reshape(iota(size(batch), np.int64), batch + (1,) * (indices.ndim - b))
     return add(where(less(indices, 0), add(indices, n), indices), multiply(starts, n))

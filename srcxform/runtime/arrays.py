@@ -464,16 +464,16 @@ def cumulative(x, axis, product, exclusive, reverse):
 
 @helper
 def check_range(indices, size, op, negatives):
-    """The indices, once each is below size and, by `negatives`, not negative ("raise"),
-    at least -size ("from_end") or anything ("pass"): else IndexError naming op, as
-    eager's check_range (ops/shape.py) raises it."""
+    """The indices as int64, once each is below size and, by `negatives`, not negative
+    ("raise"), at least -size ("from_end") or anything ("pass"): else IndexError naming op,
+    as eager's check_range (ops/shape.py) raises it."""
     low = -size if negatives == "from_end" else 0
     for k in range(indices.shape[0]):
         i = indices[k]
         if i >= size or (i < low and negatives != "pass"):
             raise IndexArgumentError(op + ": index " + str(i) + " is out of bounds for a "
                                      "dimension of size " + str(size))
-    return indices
+    return np.asarray(indices, dtype=np.int64)  # the same array where it is int64
 
 
 @helper
