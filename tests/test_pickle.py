@@ -3,6 +3,7 @@ is importable by name, else by value through cloudpickle) and with cloudpickle, 
 another process with the right results; a process that receives one compiles it once."""
 
 import http
+import importlib.util
 import multiprocessing
 import pickle
 import subprocess
@@ -283,3 +284,39 @@ def test_dask_token_is_the_same_in_every_process(tmp_path):
     assert runs[0] == runs[1]
     value, grad, other_options = runs[0]
     assert len({value, grad, other_options}) == 3
+
+
+_FACTORY = """
+import srcxform as tf
+
+
+def make(scale):
+    def loss(w, x):
+        if tf.reduce_sum(x) > 0.0:
+            y = tf.reduce_sum(tf.{op}(x * w)) * scale
+        else:
+            y = tf.reduce_sum(x * w)
+        return y
+    return tf.differentiable(loss)
+"""
+
+
+def test_two_files_functions_of_one_name_and_line_arrive_apart(tmp_path, monkeypatch):
+    # Helper 122: the file of code arriving by value was keyed by its name, line and
+    # bytecode, which these two share (tanh and sin are names): the second to arrive
+    # took the first's file, so its `if` was not converted (TracingError).
+    monkeypatch.setenv("SRCXFORM_JIT", "0")
+    w, x = np.array([0.5, 1.0]), np.array([1.0, 2.0])
+    made = {}
+    for op in ("tanh", "sin"):
+        path = tmp_path / f"factory_{op}.py"
+        path.write_text(_FACTORY.replace("{op}", op))
+        spec = importlib.util.spec_from_file_location(f"factory_{op}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        made[op] = pickle.loads(pickle.dumps(module.make(2.0)))
+    for op, f in made.items():
+        value, grad = f.value_and_grad(w, x)
+        assert value == pytest.approx(2.0 * np.sum(getattr(np, op)(x * w)))
+        np.testing.assert_allclose(grad, 2.0 * x / np.cosh(x * w) ** 2 if op == "tanh"
+                                   else 2.0 * x * np.cos(x * w))

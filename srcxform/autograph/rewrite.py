@@ -341,7 +341,11 @@ _ARRIVED = {}
 
 
 def code_key(code):
-    return code.co_name, code.co_firstlineno, code.co_code
+    """What tells code objects apart in any process, their file aside (cloudpickle's is
+    <dynamic-code>): with its names and constants, as two files' functions of one name,
+    line and bytecode differ there (helper 122: the second to arrive took the first's file)."""
+    consts = tuple(code_key(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+    return code.co_name, code.co_firstlineno, code.co_code, code.co_names, consts
 
 
 def arrived(files, lines):
