@@ -494,6 +494,19 @@ _LIVE: weakref.WeakSet = weakref.WeakSet()
 nan_checks.ON_CHANGE.append(lambda: [f._unchain() for f in list(_LIVE)])
 
 
+def _after_fork():
+    """In a forked child: each function's lock made anew. A thread of the parent tracing
+    one held it, and the child, which does not have that thread, would wait for it at the
+    function's next slow call forever (helper 122); what the trace had not finished is
+    not in the function's kernels, so the child traces again."""
+    for f in list(_LIVE):
+        f._lock._at_fork_reinit()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
+
+
 def _compiled_form(fn):
     """Whether fn is a Differentiable's method (f.grad)."""
     return isinstance(fn, types.MethodType) and isinstance(fn.__self__, Differentiable)

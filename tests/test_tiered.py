@@ -495,3 +495,41 @@ def test_a_short_script_is_native_on_its_second_run(tmp_path):
     second = run()
     assert first["grad"] == second["grad"] == [3.0, 12.0]
     assert not second["tier0"] and second["loaded"]  # native at once: the worker's kernel
+
+
+
+FORKED_POOL_SCRIPT = """
+import multiprocessing
+import numpy as np
+import srcxform as tf
+
+
+@tf.differentiable
+def f(x):
+    return tf.reduce_sum(tf.sin(x) * x)
+
+
+def child(_):
+    f(np.ones(3))  # on NumPy: the job is handed off again, to this process's worker
+    job = next(iter(f._compiling.values()), None)
+    finished = job is None or job.wait(120)
+    f(np.ones(3))
+    return finished, len(f._compiling)
+
+
+if __name__ == "__main__":
+    f(np.ones(3))  # on NumPy; the worker compiles it
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        print(*pool.map(child, [0]))
+"""
+
+
+def test_a_forked_pool_worker_compiles_what_its_parent_was_compiling(tmp_path):
+    # Helper 122: a child's copy of the parent's job was finished by the parent's reply
+    # thread only, so the child ran on NumPy for good; it hands the job off again now.
+    script = tmp_path / "forked_pool.py"
+    script.write_text(FORKED_POOL_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SRCXFORM_CACHE_DIR": str(tmp_path / "c")}
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=TIMEOUT, check=True, env=env)
+    assert out.stdout.splitlines()[-1] == "(True, 0)"

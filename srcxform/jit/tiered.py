@@ -34,6 +34,7 @@ import sys
 import threading
 import time
 import warnings
+import weakref
 from multiprocessing.connection import Connection
 
 import numpy as np
@@ -66,8 +67,9 @@ class Job:
         self.lost = None
         self.generate = generate  # the kernel's module, as compiler.trace_kernel makes it
         self.folder = folder  # the cache folder it compiles into
-        self._task = task
+        self._task = self._handed = task  # the second: a forked child hands it off again
         self.watch = None  # says so when the worker's compile takes long
+        _UNFINISHED.add(self)
 
     def hand_off(self):
         """Queues the job for the tier-up thread, once. The first call hands it off as it
@@ -91,6 +93,26 @@ class Job:
         if self.watch is not None:
             self.watch.stop()
         self._done.set()
+        _UNFINISHED.discard(self)
+
+
+_UNFINISHED = weakref.WeakSet()  # the jobs not finished yet
+
+
+def _after_fork():
+    """In a forked child: the parent's worker and reply thread finish the jobs it handed
+    off in the parent only, so the child's calls of those kernels would run on NumPy for
+    good; each is handed off again, to the child's own worker, by its next call. The
+    module locks a parent's thread may have held are new."""
+    _STARTING._at_fork_reinit()
+    _SPAWNING._at_fork_reinit()
+    for job in list(_UNFINISHED):
+        job._done, job.sent, job.watch = threading.Event(), threading.Event(), None
+        job._task = job._handed
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def compile_later(kernel, generate, leaves):
