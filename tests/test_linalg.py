@@ -537,6 +537,7 @@ def _factors(a):
     return (*tf.linalg.eigh(a[..., :0, :0]), s, u, v, tf.linalg.svd(a, compute_uv=False))
 
 
+@pytest.mark.slow  # LAPACK's kernels compiled at two ranks: about 35 s of one core
 def test_svd_and_eigh_of_empty_matrices_are_numpys_eagerly_and_compiled():
     """Eagerly, eigh and svd of empty matrices raised NumPy's argmax ValueError (the
     column signs of no rows); compiled, svd raised LinAlgError (Numba's svd refuses

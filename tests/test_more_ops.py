@@ -337,6 +337,7 @@ def _tf_batch(x):
     return tf.stack(parts)
 
 
+@pytest.mark.slow  # two compiles of 750-line kernels: about 40 s of one core
 @pytest.mark.parametrize("fn, x", [(_numpy_batch, A), (_tf_batch, DATA)],
                          ids=["numpy", "tensorflow"])
 def test_compiled_equals_eager(fn, x):
