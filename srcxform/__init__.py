@@ -27,6 +27,7 @@ from srcxform.control_flow import (  # noqa: F401
 from srcxform.ad.tape import GradientTape, UnconnectedGradients  # noqa: F401
 from srcxform.ad.nan_checks import debug_nans  # noqa: F401
 from srcxform.core.tensor import Tensor, Variable  # noqa: F401
+from srcxform.core.tensor_shape import TensorShape  # noqa: F401
 from srcxform.core.tree import register_pytree_node  # noqa: F401
 from srcxform.api import differentiable, grad, value_and_grad  # noqa: F401
 from srcxform.diagnose import explain  # noqa: F401

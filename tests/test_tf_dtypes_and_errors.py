@@ -524,6 +524,14 @@ def test_tensor_shape_is_tensorflows_and_a_tuple():
     assert isinstance(x.shape, tuple) and hash(x.shape) == hash((2, 3))
     assert tf.Variable([1.0]).shape.as_list() == [1]
     assert str(x.shape) == "(2, 3)"
+    # tf.TensorShape itself, with TensorFlow's answers where a size is unknown (None).
+    assert tf.TensorShape([2, np.int64(3)]) == x.shape and tf.TensorShape([]).rank == 0
+    partial = tf.TensorShape([None, 3])
+    assert partial.as_list() == [None, 3] and partial.rank == 2
+    assert partial.num_elements() is None and not partial.is_fully_defined()
+    assert x.shape.is_fully_defined()
+    with pytest.raises(TypeError, match="unknown rank"):
+        tf.TensorShape(None)
 
 
 def test_dtypes_are_numpys_without_tensorflows_attributes():

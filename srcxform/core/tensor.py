@@ -36,7 +36,7 @@ class Value:
 
     @property
     def shape(self):
-        return TensorShape(self.aval.shape)
+        return TensorShape.of(self.aval.shape)
 
     def get_shape(self):
         return self.shape
@@ -118,7 +118,7 @@ class Tensor(Value, metaclass=_TensorType):
 
     @property
     def shape(self):
-        return TensorShape(self._array.shape)
+        return TensorShape.of(self._array.shape)
 
     @property
     def dtype(self):
@@ -277,7 +277,7 @@ class Variable(Value):
 
     @property
     def shape(self):
-        return TensorShape(self._array.shape)
+        return TensorShape.of(self._array.shape)
 
     @property
     def dtype(self):

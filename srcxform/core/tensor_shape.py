@@ -7,7 +7,20 @@ show shapes so). It adds TensorFlow's accessors, and equality with a list.
 
 
 class TensorShape(tuple):
+    """tf.TensorShape(dims): a size or None (unknown: a spec's, a user's) for each axis."""
+
     __slots__ = ()
+
+    def __new__(cls, dims=()):
+        if dims is None:
+            raise TypeError("TensorShape(None), a shape of unknown rank, is not supported: "
+                            "give each axis's size or None")
+        return super().__new__(cls, (None if d is None else int(d) for d in dims))
+
+    @classmethod
+    def of(cls, sizes):
+        """A value's shape, its sizes ints already (x.shape: no conversion on the way)."""
+        return tuple.__new__(cls, sizes)
 
     @property
     def rank(self):
@@ -19,13 +32,18 @@ class TensorShape(tuple):
         return list(self)
 
     def num_elements(self):
+        """The number of elements, None where a size is unknown (TensorFlow's)."""
+        if not self.is_fully_defined():
+            return None
         total = 1
         for d in self:
             total = total * d
         return total
 
     def is_fully_defined(self):
-        return True  # every size is known: eagerly, and in a trace (for this call)
+        # A value's every size is known, eagerly and in a trace (for this call); a shape
+        # the user made may hold None.
+        return None not in self
 
     def __eq__(self, other):
         # TensorFlow compares a shape with any sequence of sizes: x.shape == [2, 3].
