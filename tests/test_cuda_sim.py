@@ -169,6 +169,13 @@ def _random_loops(device):
     return found
 
 
+def _named_as_the_targets(flat, buffers):
+    cuda = tf.exp(flat) * buffers
+    slice = cuda[1:]
+    abs = tf.reduce_max(slice)
+    return tf.reduce_sum(cuda * abs)
+
+
 def _edge_results(device):
     """What adversarial testing found wrong on CUDA, run on `device`: a captured array
     changed in place between calls (read once, it kept its first values); a NaN through
@@ -247,6 +254,12 @@ def _edge_results(device):
     for thread in threads:
         thread.join()
     found["threaded draws"] = [np.sort(drawn, axis=None), shared.state.numpy()]
+    # names the CUDA code binds itself, the user's (raw errors: helper 123); uint16
+    # arithmetic (refused: np.uint16 was not among the names kernels keep)
+    found["target's names"] = _leaves(srcxform.differentiable(
+        _named_as_the_targets, device=device).value_and_grad(np.arange(3.0), np.ones(3)))
+    found["uint16"] = _leaves(srcxform.differentiable(lambda x: x + x * 3, device=device)(
+        np.array([1, 2, 3], np.uint16)))
     zero_d = _device(device, np.array(0.7))
     found["0-d"] = _leaves(srcxform.differentiable(tf.square, device=device).value_and_grad(
         zero_d))

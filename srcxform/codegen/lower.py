@@ -56,6 +56,8 @@ def _source(node):
 
 
 class _Lowering:
+    reserved = frozenset()  # names the target's own code binds (core/names.py's Namer)
+
     def __init__(self, program, parallel=False, namer=None, sizes=None, notes=None,
                  nan_checks=False):
         """namer, sizes and notes are the enclosing function's for a region (a loop body
@@ -74,7 +76,7 @@ class _Lowering:
         self.recomputing = None  # the loop nest being emitted
         self.conditional = 0  # depth of conditional loads being built
         self.nest_raises = False  # whether the loop nest being built may raise (may_raise)
-        self.namer = namer or Namer(program)
+        self.namer = namer or Namer(program, self.reserved)
         self.sizes = sizes or Sizes(size_label(program))
         self.lines = []  # (indent, text)
         self.notes = set() if notes is None else notes  # the comments `note` wrote already

@@ -31,9 +31,11 @@ _LOOP_FORM = "_i"
 
 
 class Namer:
-    """Names the values of one program; call it with a Var."""
+    """Names the values of one program; call it with a Var. `reserved`: names a target's
+    code binds besides the globals (the CUDA driver's `buffers`, a kernel's `flat`)."""
 
-    def __init__(self, program):
+    def __init__(self, program, reserved=frozenset()):
+        self._reserved = _GLOBALS | reserved
         self._names = {}
         self._taken = set()  # each name handed out, and its loop form
         self._temps = 0
@@ -84,7 +86,7 @@ class Namer:
         self._names[var] = name
 
     def _free(self, name):
-        return name not in _GLOBALS and not {name, name + _LOOP_FORM} & self._taken
+        return name not in self._reserved and not {name, name + _LOOP_FORM} & self._taken
 
     def _take(self, name):
         self._taken |= {name, name + _LOOP_FORM}

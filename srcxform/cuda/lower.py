@@ -54,7 +54,7 @@ _AS_MATH = {"exp": "exp", "expm1": "expm1", "log1p": "log1p", "sqrt": "sqrt", "s
 # NumPy names that CUDA kernels compile as they are: dtype constructors, constants and
 # the ufuncs checked by compiling to PTX (tests/test_cuda_sim.py).
 _KEPT = {"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
-         "uint32", "uint64", "bool_", "inf", "nan", "pi", "e", "maximum", "minimum",
+         "uint16", "uint32", "uint64", "bool_", "inf", "nan", "pi", "e", "maximum", "minimum",
          "isnan", "log", "tanh"}
 # What a reduction's template combines with, and the atomic that does it.
 _ATOMICS = {ast.Add: "add", "maximum": "max", "minimum": "min"}
@@ -80,6 +80,8 @@ class CudaLowering(_Lowering):
     """A program as CUDA kernels (`kernels`, their source) and a host driver (`lines`)."""
 
     in_place_carries = False  # a region's results are new arrays (new_array)
+    # A kernel's element index, the driver's buffers and what both call: never a value's.
+    reserved = frozenset({"flat", "buffers", "launch", "cuda", "abs", "slice"})
 
     def __init__(self, program, *region):
         super().__init__(program, *region)
