@@ -197,8 +197,9 @@ BUDGET = {
     # kernel's first call at other shapes traces again, as on the CPU (below); +10: counts
     # of a traced size (iota), made on the host as draws are
     # +10: a CUDA function runs inline under a tape or a trace, is traced again when
-    # what it captured changed, and takes the wrt given; +10: it pickles (helper 99)
-    "cuda": 1070,
+    # what it captured changed, and takes the wrt given; +10: it pickles (helper 99);
+    # +10: its own names reserved, results of a negative stride copied (helper 123)
+    "cuda": 1080,
     # +30: a kernel's first call at other shapes traces again and compares (a size kept
     # from an earlier call of its own was read as the call's: silently wrong), and the
     # index loads only what this process's trace would generate (compiler.right_for); +5:

@@ -192,7 +192,7 @@ class _Kernel:
                                    f"{self.traced.name} (see f.source(..., device='cuda')): "
                                    f"{err}") from err
             for variable, new in zip(writes, outs[len(outs) - len(writes):]):
-                variable.assign(new.copy_to_host().reshape(variable.shape))
+                variable.assign(launch.to_host(new).reshape(variable.shape))
         device = any(_on_device(leaves[i]) for i in self.traced.leaves)
         return self._structured([self._returned(how, outs, leaves, device)
                                  for how in self.traced.returns])
@@ -214,10 +214,12 @@ class _Kernel:
             return leaves[how[1]]
         if how[0] == "const":
             return how[1]
+        from srcxform.cuda import launch
+
         out = outs[how[1]]
         if not self.program.outs[how[1]].aval.shape:
-            return out.copy_to_host()[0]
-        return out if device else out.copy_to_host()
+            return launch.to_host(out)[0]
+        return out if device else launch.to_host(out)
 
     def _structured(self, results):
         """The results in the structures the function returned, as the CPU kernel's."""

@@ -103,7 +103,14 @@ def to_device(value, dtype):
 def host(x):
     """A scalar's value on the host (a loop's bound or test, a branch's predicate): its
     1-element device array read back, which waits for the kernels before it."""
-    return x.copy_to_host().reshape(-1)[0]
+    return to_host(x).reshape(-1)[0]
+
+
+def to_host(x):
+    """x copied to a host array; a view with a negative stride (x[::-1]) through a copy
+    of its own first, as numba-cuda's copy to the host refuses one (helper 123; its
+    simulator copies it)."""
+    return (_contiguous(x) if any(s < 0 for s in x.strides) else x).copy_to_host()
 
 
 def scalar(value, dtype):
