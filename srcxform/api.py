@@ -254,6 +254,9 @@ class Differentiable:
         path. The arguments an entry passes on end with a NO for each one the call left out."""
         while args and args[-1] is NO:
             args = args[:-1]
+        if self._through_class(args):
+            return getattr(self.__get__(args[0], type(args[0])), _METHODS[form])(*args[1:],
+                                                                                  **kwargs)
         if compiler.inline_here():
             return self._inline(form, args, kwargs)
         if form == "grad" and nan_checks.enabled():
@@ -289,6 +292,14 @@ class Differentiable:
             if not kwargs and (kernel, form) not in self._chained:
                 self._chain(kernel, form, args)
         return results
+
+    def _through_class(self, args):
+        """Whether this is M.f(m, x), a method called through its class (A.f(self, x) from
+        B's override too, and f set on a class under another name): then it runs as
+        m.f(x), as Python's and TensorFlow's (the warm entries send it on to _slow)."""
+        if not args or isinstance(args[0], _ARGUMENTS):  # what a kernel takes: no method's
+            return False
+        return any(value is self for c in type(args[0]).__mro__ for value in vars(c).values())
 
     def _unchain(self):
         """Drops the warm entries: the next call of each form takes the slow path."""
@@ -490,6 +501,8 @@ def _jvp_form(f):
 
 
 # The Differentiables alive, whose warm entries a change of debug_nans drops.
+# What a kernel takes as an argument: never a method's object.
+_ARGUMENTS = (Value, np.ndarray, np.generic, int, float, complex, str, list, tuple, dict)
 _LIVE: weakref.WeakSet = weakref.WeakSet()
 nan_checks.ON_CHANGE.append(lambda: [f._unchain() for f in list(_LIVE)])
 

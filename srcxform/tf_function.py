@@ -76,19 +76,6 @@ class Function(api.Differentiable):
         return self._bound.get(obj, lambda: Function(
             self.fn.__get__(obj, objtype), self.input_signature, self.autograph))
 
-    def _through_class(self, args):
-        """Whether this is M.f(m, x), the method called through its class: then it runs
-        as m.f(x), as TensorFlow's (the warm entries send such a call on to _slow)."""
-        # A.f(self, x) from B's override too, and a Function set under another name
-        if not args or isinstance(args[0], _ARGUMENTS):  # what a kernel takes: no method's
-            return False
-        return any(value is self for c in type(args[0]).__mro__ for value in vars(c).values())
-
-    def _slow(self, form, *args, **kwargs):
-        if self._through_class(args):
-            return self.__get__(args[0], type(args[0]))(*args[1:], **kwargs)
-        return super()._slow(form, *args, **kwargs)
-
     def __call__(self, *args, **kwargs):
         if self.input_signature is not None and not self._through_class(args):
             args, kwargs = self._conformed(args, kwargs)
@@ -124,9 +111,6 @@ class Function(api.Differentiable):
 
 
 # Arguments a compiled function takes, none of them an instance a method is bound to.
-_ARGUMENTS = (Value, np.ndarray, np.generic, int, float, complex, str, list, tuple, dict)
-
-
 def _conformed(function, name, spec, value):
     """value, a structure like spec's, with each part a TensorSpec covers a tensor or array
     of that spec (a Python value converted to one)."""

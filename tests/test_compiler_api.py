@@ -544,6 +544,27 @@ def test_a_method_decorated_in_a_class_body_compiles_per_instance():
     assert a.loss is a.loss and a.loss.cache_info().kernels == 1
 
 
+def test_a_method_called_through_its_class_runs_as_bound_in_every_form():
+    # Helper 122: Slotted.f.value_and_grad(s, x) raised "cannot pass a Slotted" (a plain
+    # method, and tf.function's since helper 97, take it).
+    class Slotted:
+        __slots__ = ("w",)
+
+        def __init__(self):
+            self.w = np.array([1.0, 2.0])
+
+        @tf.differentiable
+        def loss(self, x):
+            return tf.reduce_sum(self.w * x * x)
+
+    s, x = Slotted(), np.array([0.5, 1.0])
+    for _ in range(2):  # the slow path, then the warm entries passing it on
+        assert Slotted.loss(s, x) == s.loss(x) == 2.25
+        np.testing.assert_array_equal(Slotted.loss.grad(s, x), [1.0, 4.0])
+        value, grad = Slotted.loss.value_and_grad(s, x)
+        assert value == 2.25 and grad.tolist() == [1.0, 4.0]
+
+
 def test_a_method_of_a_dataclass_or_a_slots_class_compiles_per_instance():
     # A dataclass's instances do not hash, a __slots__ class's take no weak reference:
     # both raised a raw TypeError from weakref (helper 81).
