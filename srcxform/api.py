@@ -33,7 +33,7 @@ from srcxform.passes import structured
 from srcxform.codegen.callconv import FORMS
 from srcxform.core import settings, signature
 from srcxform.core.errors import OutputNotScalarError, TracingError
-from srcxform.jit.kernel import NO, Counter, PerInstance, array_shapes
+from srcxform.jit.kernel import NO, Counter, PerInstance, array_shapes, method_recipe
 from srcxform.core.tensor import Tensor, Updating, Value, Variable
 from srcxform.core.tree import tree_flatten, tree_unflatten, unequal_key
 
@@ -132,6 +132,7 @@ class Differentiable:
             bound = Differentiable(self.fn.__get__(obj, objtype), self.wrt, self.parallel,
                                    self.check, self.wait, self.autograph, self.has_aux)
             bound._as_eager, bound._tf_rules = self._as_eager, self._tf_rules
+            bound._recipe = method_recipe(self, obj) or bound._recipe
             return bound
 
         return self._bound.get(obj, make)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 import numpy as np
 
 from srcxform import api
+from srcxform.jit.kernel import method_recipe
 from srcxform.core.dtypes import as_dtype, float32
 from srcxform.ops import convert_to_tensor
 from srcxform.core.tensor import Value
@@ -73,8 +74,13 @@ class Function(api.Differentiable):
         """A method: each instance gets its own compiled function, as Differentiable's."""
         if obj is None:
             return self
-        return self._bound.get(obj, lambda: Function(
-            self.fn.__get__(obj, objtype), self.input_signature, self.autograph))
+        def make():
+            bound = Function(self.fn.__get__(obj, objtype), self.input_signature,
+                             self.autograph)
+            bound._recipe = method_recipe(self, obj) or bound._recipe
+            return bound
+
+        return self._bound.get(obj, make)
 
     def __call__(self, *args, **kwargs):
         if self.input_signature is not None and not self._through_class(args):

@@ -52,8 +52,10 @@ BUDGET = {
     # checked, out_axes None only for lanes that agree (raw errors, lane 0: helper 114);
     # +10: tf.math's and tf.nn's names of the new composites (segment max/min/mean,
     # reciprocal_no_nan, polyval, embedding_lookup); +10: a forked child makes each
-    # function's lock anew (a parent's thread tracing held it: helper 122)
-    ".": 3335,
+    # function's lock anew (a parent's thread tracing held it: helper 122); +10: a
+    # method called through its class, for every form; a bound method pickles as obj's
+    # attribute (it grew a wrapper at each round trip: helper 122)
+    ".": 3345,
     # +180: explain's zero, trap and custom_gradient probes; the eager NaN rule; +20: a
     # compiled tape.jacobian's hook to jacobians.py; +30: debug_nans judges only the
     # cotangents a backward pass uses (nan_checks.Holding); +10: output_gradients are
@@ -221,8 +223,9 @@ BUDGET = {
     # methods and properties read of its object probed (they kept a stale value: helper 113)
     # +15: class values, slots and a captured object's __call__ probed, floats by sign
     # (each kept a stale value: helper 119); +15: a forked child hands its parent's
-    # unfinished tiered jobs off again (it ran on NumPy for good: helper 122)
-    "jit": 2150,
+    # unfinished tiered jobs off again (it ran on NumPy for good: helper 122); +10:
+    # method_recipe, a bound method's pickled form for both targets (helper 122)
+    "jit": 2160,
     "keras": 160,
     # +20: the cache's ledger appended and rewritten under a lock (a rewrite lost counts
     # appended meanwhile, and the cache outgrew its limit); +25: a ledger that is a link,

@@ -27,7 +27,7 @@ from srcxform.core.tensor import Updating, Variable, eager_tensor
 from srcxform.core.tree import tree_flatten, tree_unflatten
 from srcxform.cuda.lower import generate
 from srcxform.jit import backend, captures, compiler
-from srcxform.jit.kernel import PerInstance, array_shapes
+from srcxform.jit.kernel import PerInstance, array_shapes, method_recipe
 
 FORMS = ("value", "grad", "value_and_grad")
 
@@ -50,14 +50,20 @@ class CudaDifferentiable:
         (the instance is not an argument a kernel could take), as on the CPU."""
         if obj is None:
             return self
-        return self._bound.get(obj, lambda: CudaDifferentiable(
-            self.fn.__get__(obj, objtype), self.wrt, self.has_aux, self._convert))
+        def make():
+            bound = CudaDifferentiable(self.fn.__get__(obj, objtype), self.wrt, self.has_aux,
+                                       self._convert)
+            bound._method = method_recipe(self, obj)
+            return bound
+
+        return self._bound.get(obj, make)
 
     def __repr__(self):
         return f"<srcxform.differentiable {getattr(self.fn, '__qualname__', self.fn)} on CUDA>"
 
     def __reduce__(self):  # its kernels are this process's: a copy traces its own
-        return CudaDifferentiable, (self.fn, self.wrt, self.has_aux, self._convert)
+        return getattr(self, "_method", None) or \
+            (CudaDifferentiable, (self.fn, self.wrt, self.has_aux, self._convert))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._run("value", args, kwargs)

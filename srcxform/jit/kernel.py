@@ -206,6 +206,16 @@ def _variable(source, leaves):
     return leaves[source] if isinstance(source, int) else source
 
 
+def method_recipe(descriptor, obj):
+    """What makes a compiled method bound to obj again in another process: obj's attribute
+    of the descriptor's name, which binds it anew. Not the bound function: a method
+    pickles as that same getattr, and the copy wrapped one more compiled function round
+    it at each round trip (helper 122). None where obj's class does not hold it."""
+    names = [name for c in type(obj).__mro__ for name, value in vars(c).items()
+             if value is descriptor]
+    return (getattr, (obj, names[0])) if names else None
+
+
 class PerInstance:
     """What a method decorated in a class body keeps for each instance, by the instance's
     id: a dataclass's instances do not hash (their __eq__), and a class with __slots__
