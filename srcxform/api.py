@@ -258,6 +258,7 @@ class Differentiable:
         if self._through_class(args):
             return getattr(self.__get__(args[0], type(args[0])), _METHODS[form])(*args[1:],
                                                                                   **kwargs)
+        args, kwargs = self._positional(args, kwargs)
         if compiler.inline_here():
             return self._inline(form, args, kwargs)
         if form == "grad" and nan_checks.enabled():
@@ -293,6 +294,32 @@ class Differentiable:
             if not kwargs and (kernel, form) not in self._chained:
                 self._chain(kernel, form, args)
         return results
+
+    def _positional(self, args, kwargs):
+        """The keyword arguments naming the parameters right after args moved into args, so
+        that h(x, n=2) finds h(x, 2)'s kernel (TensorFlow binds both to one signature; each
+        was traced apart: helper 113). Not where args leave a wrt position out (a gradient
+        wrt a keyword raises, as JAX's)."""
+        parameters = self._parameter_list
+        if not kwargs or parameters is None or \
+                len(args) <= max(compiler.wrt_positions(self.wrt), default=-1):
+            return args, kwargs
+        kwargs = dict(kwargs)
+        while len(args) < len(parameters) and parameters[len(args)].name in kwargs and \
+                parameters[len(args)].kind == inspect.Parameter.POSITIONAL_OR_KEYWORD:
+            args += (kwargs.pop(parameters[len(args)].name),)
+        return args, kwargs
+
+    @functools.cached_property
+    def _parameter_list(self):
+        """fn's parameters in order, or None where it has no signature to read or is a
+        compiled function's form (f.grad)."""
+        if _compiled_form(self.fn):
+            return None
+        try:
+            return list(inspect.signature(self.fn).parameters.values())
+        except (TypeError, ValueError):
+            return None
 
     def _through_class(self, args):
         """Whether this is M.f(m, x), a method called through its class (A.f(self, x) from

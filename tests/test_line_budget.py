@@ -54,8 +54,9 @@ BUDGET = {
     # reciprocal_no_nan, polyval, embedding_lookup); +10: a forked child makes each
     # function's lock anew (a parent's thread tracing held it: helper 122); +10: a
     # method called through its class, for every form; a bound method pickles as obj's
-    # attribute (it grew a wrapper at each round trip: helper 122)
-    ".": 3345,
+    # attribute (it grew a wrapper at each round trip: helper 122); +25: keyword
+    # arguments moved to their positions (h(x, n=2) traced apart from h(x, 2): helper 113)
+    ".": 3370,
     # +180: explain's zero, trap and custom_gradient probes; the eager NaN rule; +20: a
     # compiled tape.jacobian's hook to jacobians.py; +30: debug_nans judges only the
     # cotangents a backward pass uses (nan_checks.Holding); +10: output_gradients are

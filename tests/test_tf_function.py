@@ -345,3 +345,22 @@ def test_a_function_set_on_a_class_under_another_name_is_a_method():
     D.g = tf.function(impl)
     d, x = D(), np.array([1.0, 2.0, 3.0])
     assert float(D.g(d, x)) == float(d.g(x)) == 12.0
+
+
+def test_an_argument_by_keyword_or_by_position_is_one_trace():
+    # Helper 113: h(x, 2), h(x, n=2) and h(n=2, x=x) traced three times (TensorFlow binds
+    # them to one signature); a gradient wrt an argument given by keyword still raises.
+    @tf.function
+    def h(x, n, scale=1.0):
+        return tf.reduce_sum(x) * n * scale
+
+    x = np.ones(3)
+    assert [float(h(x, 2)), float(h(x, n=2)), float(h(n=2, x=x))] == [6.0, 6.0, 6.0]
+    assert h.experimental_get_tracing_count() == 1
+    assert float(h(x, n=2, scale=3.0)) == float(h(x, 2, 3.0)) == 18.0
+    assert h.experimental_get_tracing_count() == 2
+    f = tf.differentiable(lambda w, b: tf.reduce_sum(w * b), wrt=0)
+    np.testing.assert_array_equal(f.grad(x, b=2.0), f.grad(x, 2.0))
+    assert f.cache_info().kernels == 1
+    with pytest.raises(TypeError, match="wrt=0, but the function got 0 positional"):
+        f.grad(w=x, b=2.0)
