@@ -325,9 +325,8 @@ class Differentiable:
         """Whether this is M.f(m, x), a method called through its class (A.f(self, x) from
         B's override too, and f set on a class under another name): then it runs as
         m.f(x), as Python's and TensorFlow's (the warm entries send it on to _slow)."""
-        if not args or isinstance(args[0], _ARGUMENTS):  # what a kernel takes: no method's
-            return False
-        return any(value is self for c in type(args[0]).__mro__ for value in vars(c).values())
+        return bool(args) and not isinstance(args[0], _ARGUMENTS) and \
+            method_recipe(self, args[0]) is not None
 
     def _unchain(self):
         """Drops the warm entries: the next call of each form takes the slow path."""
@@ -528,9 +527,9 @@ def _jvp_form(f):
     return form
 
 
-# The Differentiables alive, whose warm entries a change of debug_nans drops.
 # What a kernel takes as an argument: never a method's object.
 _ARGUMENTS = (Value, np.ndarray, np.generic, int, float, complex, str, list, tuple, dict)
+# The Differentiables alive, whose warm entries a change of debug_nans drops.
 _LIVE: weakref.WeakSet = weakref.WeakSet()
 nan_checks.ON_CHANGE.append(lambda: [f._unchain() for f in list(_LIVE)])
 

@@ -50,6 +50,7 @@ class CudaDifferentiable:
         (the instance is not an argument a kernel could take), as on the CPU."""
         if obj is None:
             return self
+
         def make():
             bound = CudaDifferentiable(self.fn.__get__(obj, objtype), self.wrt, self.has_aux,
                                        self._convert)
