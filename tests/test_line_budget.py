@@ -73,7 +73,8 @@ BUDGET = {
     # the last tangent: helper 114); +20: explain's where traps only on the way, nones of
     # any op's operands, "not recorded" (each misreported: helper 116); +10: a Variable
     # given twice to jvp or linearize refused (linearize kept the last tangent: helper 119)
-    "ad": 1540,
+    # +10: a None target or source refused (its gradient was None, quietly: helper 125)
+    "ad": 1550,
     # +20: functions defined in the converted one converted with it (TensorFlow's rule),
     # the enclosing function's lists guarded, fn's __future__ imports and the user's
     # qualified names kept (three wrong or lost found by helper 55); +25: the methods of
@@ -278,8 +279,9 @@ BUDGET = {
     # hypot, average, ptp, isclose, allclose and count_nonzero (each raised TypeError)
     # +5: tf.slice's traced begin in int64 and checked for an empty block (helper 119);
     # +10: nd row numbers, segment numbers and mask positions in int64, a scalar's pad
-    # (wrapped or raised: helper 120)
-    "ops": 4805,
+    # (wrapped or raised: helper 120); +5: sigmoid cross-entropy exact for confident
+    # logits, softsign's gradient at an infinity (helper 125)
+    "ops": 4810,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the

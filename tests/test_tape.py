@@ -933,3 +933,25 @@ def test_custom_gradient_whose_first_output_is_a_constant_keeps_its_gradient():
     np.testing.assert_array_equal(rows.grad(np.arange(12.0).reshape(6, 2)), np.full((6, 2), 100.0))
     assert float(tf.differentiable(lambda x: tf.reduce_sum(_constant_then_doubled(x)[::-1][0]))(
         np.ones(2))) == 4.0
+
+
+@pytest.mark.parametrize("target, sources", [
+    (None, "x"), (["y", None], "x"), ("y", ["x", None]), ("y", None), ({"a": "y", "b": None}, "x")])
+def test_a_none_target_or_source_raises_as_tensorflows(target, sources):
+    # Helper 125: a None in either was taken for an empty structure, and the gradient of
+    # a None target was None, quietly (TensorFlow 2.21 raises TypeError).
+    x = tf.constant(2.0)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = x * 2.0
+    named = {"x": x, "y": y}
+
+    def filled(s):
+        if isinstance(s, dict):
+            return {k: filled(v) for k, v in s.items()}
+        if isinstance(s, list):
+            return [filled(v) for v in s]
+        return named.get(s) if s is not None else None
+
+    with pytest.raises(TypeError, match="got None in"):
+        tape.gradient(filled(target), filled(sources))

@@ -128,6 +128,10 @@ class GradientTape:
         """
         self._check_usable("gradient")
         zero = _unconnected_is_zero(unconnected_gradients)
+        for name, structure in (("target", target), ("sources", sources)):
+            if _holds_none(structure):  # a structure's None is no leaf: no gradient, quietly
+                raise TypeError(f"gradient: {name} must be tensors or Variables (or a "
+                                f"structure of them), got None in {structure!r}")
         for t in tree_flatten(target)[0]:
             if not isinstance(t, Value):  # a number is no function of the sources
                 raise TypeError(f"gradient: the target must be tensors (or a structure of "
@@ -347,6 +351,16 @@ def _stacked(rows, shape, source, zero, axis=0):
     if rows[0] is None:
         return ops.zeros(shape, source.dtype) if zero else None
     return ops.reshape(ops.stack(rows, axis=axis), shape)
+
+
+def _holds_none(structure):
+    """Whether a target or sources structure is or holds None, which TensorFlow refuses
+    (tree_flatten takes it for an empty structure: a gradient of None was None, helper 125)."""
+    if isinstance(structure, dict):
+        return any(_holds_none(v) for v in structure.values())
+    if isinstance(structure, (list, tuple)):
+        return any(_holds_none(v) for v in structure)
+    return structure is None
 
 
 def _unconnected_is_zero(option):

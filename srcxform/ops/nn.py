@@ -11,7 +11,7 @@ from srcxform.core.aval import Aval, broadcast_shapes, normalize_axis
 from srcxform.core.dtypes import promote
 from srcxform.core.errors import shape_error
 from srcxform.ops.elementwise import (
-    abs, cast, exp, expm1, less, log, log1p, minimum, multiply, relu, sigmoid,
+    abs, cast, exp, expm1, is_inf, less, log, log1p, minimum, multiply, relu, sigmoid,
     softplus, stop_gradient, tanh, where,
 )
 from srcxform.ops.creation import convert_to_tensor, zeros_like
@@ -65,7 +65,10 @@ def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):
     if tuple(z.shape) != tuple(x.shape):  # traced sizes: equal for this call (a guard)
         raise shape_error(f"{op}: logits and labels must have the same shape, got "
                           f"{x.aval.short()} and {z.aval.short()}")
-    return softplus(x) - x * z
+    # softplus(x) - x * z as a sum of two terms of one sign (labels in [0, 1]): that
+    # difference cancelled where labels of 1 meet large logits (0 for 4e-8 at x = 17,
+    # helper 125). Exact there, as TensorFlow's relu(x) - x * z + log1p(exp(-|x|)).
+    return z * softplus(-x) + (1 - z) * softplus(x)
 
 
 def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None, name=None):
@@ -237,9 +240,12 @@ def log_sigmoid(x, name=None):
 
 
 def softsign(features, name=None):
-    """x / (1 + |x|) (tf.nn.softsign)."""
+    """x / (1 + |x|) (tf.nn.softsign): NaN at an infinity, with TensorFlow's gradient
+    there, 0 (x / (1 + |x|)'s own is inf / inf: helper 125)."""
     x = as_value(features, "softsign")
-    return x / (1 + abs(x))
+    infinite = is_inf(x)
+    finite = where(infinite, zeros_like(x), x)
+    return where(infinite, cast(np.nan, x.dtype), finite / (1 + abs(finite)))
 
 
 def embedding_lookup(params, ids, max_norm=None, name=None):
