@@ -561,3 +561,32 @@ def test_eigh_reads_the_lower_triangle_alone_compiled_as_eagerly():
     solve = tf.differentiable(lambda a, b: tf.linalg.triangular_solve(a, b), wrt=())
     with pytest.raises(tf.errors.InvalidArgumentError, match="^triangular_solve: the matrix"):
         solve(np.array([[1.0, 0.0], [5.0, 0.0]]), np.ones((2, 1)))
+
+
+def test_float32_vectors_take_the_same_signs_compiled_as_eagerly():
+    # Helper 124: a column whose two largest entries tie took its sign from the first of
+    # them; NumPy's LAPACK gave an exact tie, Numba's one an ulp apart, so compiled u, v
+    # and eigenvectors came out negated (u diag(s) v^T the same). Ties are within
+    # SIGN_TIE epsilons now. (A zero singular value's u and v pair up by either sign:
+    # rank-deficient matrices still part, README.)
+    matrices = [np.array([[1.0, 2.0], [2.0, 1.0]]),
+                np.array([[13.0, 1.0, -8.0], [1.0, 13.0, -8.0], [-8.0, -8.0, 22.0]]) / 6]
+
+    def factors(x):
+        return (*tf.linalg.svd(x), *tf.linalg.eigh(x))
+
+    compiled = tf.differentiable(factors, wrt=())
+    for m in matrices:
+        m = m.astype(np.float32)
+        for got, want in zip(compiled(m), factors(tf.constant(m))):
+            np.testing.assert_allclose(np.asarray(got), want.numpy(), atol=1e-6)
+
+
+def test_numpys_norm_of_nothing_is_zero_by_every_ord():
+    # Helper 124: the largest ords reduced an empty axis to -inf (tf.norm's, as
+    # TensorFlow's, stays so); NumPy gives 0.
+    for a, ord, axis in [(np.zeros(0), np.inf, None), (np.zeros((3, 0)), 1, None),
+                         (np.zeros((3, 0)), 2, None), (np.zeros((2, 0, 3)), np.inf, 1)]:
+        got = np.linalg.norm(tf.constant(a), ord, axis)
+        np.testing.assert_array_equal(got.numpy(), np.linalg.norm(a, ord, axis))
+    assert tf.norm(np.zeros(0), ord=np.inf).numpy() == -np.inf

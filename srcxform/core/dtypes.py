@@ -99,3 +99,10 @@ def out_of_range(array, target):
     info = np.iinfo(target)
     low, high = array.min(), array.max()
     return low if low < info.min else high if high > info.max else None
+
+
+# Eigen- and singular vectors' signs (ops/lapack.py): a column's entries within this many
+# epsilons (relative) of its largest are ties, the first of them picking the sign. LAPACK
+# builds part exact ties by an ulp or two (NumPy's 0.70710677 twice, Numba's 0.70710671
+# and 0.70710677: helper 124's columns flipped between eager and compiled).
+SIGN_TIE = 64

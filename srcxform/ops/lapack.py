@@ -19,6 +19,7 @@ from collections import namedtuple
 import numpy as np
 
 from srcxform.core.aval import Aval, broadcast_shapes, dims_equal, normalize_axes, normalize_axis
+from srcxform.core.dtypes import SIGN_TIE
 from srcxform.core.errors import shape_error
 from srcxform.ops.elementwise import abs, pow, sqrt, where
 from srcxform.ops.linalg import _swap, matmul
@@ -90,11 +91,15 @@ def _svd_shape(x, *, full_matrices):
 
 def _column_signs(vectors):
     """runtime.lapack.column_signs for a batch: each column's sign of its entry of
-    largest magnitude (the first of ties), as (..., 1, k); 1 for columns of no entries."""
+    largest magnitude (the first of those within SIGN_TIE of it), as (..., 1, k); 1 for
+    columns of no entries."""
     if vectors.shape[-2] == 0:
         return np.ones(vectors.shape[:-2] + (1, vectors.shape[-1]), vectors.dtype)
-    largest = np.argmax(np.abs(vectors), axis=-2)[..., None, :]
-    return np.where(np.take_along_axis(vectors, largest, -2) < 0, -1, 1).astype(vectors.dtype)
+    magnitudes = np.abs(vectors)
+    tie = 1 - SIGN_TIE * np.finfo(vectors.dtype).eps
+    near = magnitudes >= magnitudes.max(axis=-2, keepdims=True) * tie
+    first = np.argmax(near, axis=-2)[..., None, :]
+    return np.where(np.take_along_axis(vectors, first, -2) < 0, -1, 1).astype(vectors.dtype)
 
 
 def _slogdet_impl(x):

@@ -15,6 +15,7 @@ runs. (Numba cannot raise from an `except` block, hence the flag.)
 
 import numpy as np
 
+from srcxform.core.dtypes import SIGN_TIE
 from srcxform.core.errors import LinAlgArgumentError
 from srcxform.numba_adapter.jit import helper
 
@@ -147,16 +148,20 @@ def cholesky(x):
 @helper
 def column_signs(vectors):
     """+1 or -1 for each column: the sign of its entry of largest magnitude, the first of
-    ties (a column times its sign has that entry positive)."""
+    those within SIGN_TIE of it (a column times its sign has that entry positive)."""
     signs = np.ones(vectors.shape[1], vectors.dtype)
+    tie = 1 - SIGN_TIE * np.finfo(vectors.dtype).eps
     for j in range(vectors.shape[1]):
-        best = 0
-        for i in range(1, vectors.shape[0]):
-            if abs(vectors[i, j]) > abs(vectors[best, j]):
-                best = i
-        if vectors[best, j] < 0:
-            signs[j] = -1
+        top = 0.0
+        for i in range(vectors.shape[0]):
+            top = max(top, abs(vectors[i, j]))
+        for i in range(vectors.shape[0]):
+            if abs(vectors[i, j]) >= top * tie:
+                if vectors[i, j] < 0:
+                    signs[j] = -1
+                break
     return signs
+
 
 
 @helper
