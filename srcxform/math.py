@@ -17,12 +17,12 @@ from srcxform.ops.selection import (
     unsorted_segment_max, unsorted_segment_mean, unsorted_segment_min, unsorted_segment_sum,
 )
 from srcxform.ops.mathfuncs import (
-    digamma, erf, erfc, lgamma, polygamma, polyval, reciprocal_no_nan, rsqrt,
-    squared_difference, xlogy,
+    digamma, erf, erfc, lbeta, lgamma, polygamma, polyval, reciprocal_no_nan, rsqrt,
+    squared_difference, xdivy, xlog1py, xlogy,
 )
 # Not in tf.math: tf.experimental.numpy's log2, log10 and exp2, computed as it does.
 from srcxform.ops.mathfuncs import exp2, log2, log10
-from srcxform.ops.nn import log_sigmoid, softsign
+from srcxform.ops.nn import log_sigmoid, log_softmax, softsign
 from srcxform.ops.normalization import l2_normalize
 from srcxform.ops.reduce import (
     reduce_euclidean_norm, reduce_std, reduce_variance,
@@ -65,6 +65,7 @@ __all__ = [
     "is_inf",
     "is_nan",
     "l2_normalize",
+    "lbeta",
     "less",
     "less_equal",
     "lgamma",
@@ -73,6 +74,7 @@ __all__ = [
     "log2",
     "log10",
     "log_sigmoid",
+    "log_softmax",
     "logical_and",
     "logical_not",
     "logical_or",
@@ -123,5 +125,7 @@ __all__ = [
     "unsorted_segment_mean",
     "unsorted_segment_min",
     "unsorted_segment_sum",
+    "xdivy",
+    "xlog1py",
     "xlogy",
 ]

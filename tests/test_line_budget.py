@@ -282,8 +282,8 @@ BUDGET = {
     # +10: nd row numbers, segment numbers and mask positions in int64, a scalar's pad
     # (wrapped or raised: helper 120); +5: sigmoid cross-entropy exact for confident
     # logits, softsign's gradient at an infinity (helper 125); +5: NumPy's norm of
-    # nothing is 0 (helper 124)
-    "ops": 4815,
+    # nothing is 0 (helper 124); +30: tf.math's xdivy, xlog1py and lbeta (helper 125)
+    "ops": 4845,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the

@@ -377,3 +377,30 @@ def test_index_arithmetic_in_narrow_dtypes_and_edge_values():
     assert np.pad(tf.constant(3.0), 1).numpy() == 3.0
     with pytest.raises(TypeError, match="tensor_scatter_nd_max: tensor must hold numbers"):
         tf.tensor_scatter_nd_max(tf.constant([False, True]), [[0]], tf.constant([True]))
+
+
+def test_xdivy_xlog1py_and_lbeta_are_tensorflows():
+    # Helper 125 found them missing; the values and gradients below are TensorFlow 2.21's.
+    xs = np.array([0.0, 1.0, 0.0, -2.0, 3.0], np.float32)
+    ys = np.array([0.0, 2.0, np.nan, 0.0, -1.0], np.float32)
+    want = {"xdivy": ([0, 0.5, 0, -np.inf, -3], [0, 0.5, 0, np.inf, -1],
+                      [0, -0.25, 0, np.inf, -3]),
+            "xlog1py": ([0, np.log(3), 0, 0, -np.inf], [0, np.log(3), 0, 0, -np.inf],
+                        [0, 1 / 3, 0, -2, np.inf])}
+    for name, (value, dx, dy) in want.items():
+        x, y = tf.constant(xs), tf.constant(ys)
+        with tf.GradientTape() as tape:
+            tape.watch([x, y])
+            r = getattr(tf.math, name)(x, y)
+        gx, gy = tape.gradient(r, [x, y])
+        for got, expected in ((r, value), (gx, dx), (gy, dy)):
+            np.testing.assert_allclose(got.numpy(), np.float32(expected), rtol=1e-6)
+    a = tf.constant([[1.0, 2.0], [0.5, 3.0]])
+    with tf.GradientTape() as tape:
+        tape.watch(a)
+        r = tf.math.lbeta(a)
+    np.testing.assert_allclose(r.numpy(), [-0.69314718, 0.06453852], rtol=1e-6)
+    np.testing.assert_allclose(tape.gradient(r, a).numpy(),
+                               [[-1.5, -0.5], [-3.06666667, -0.18037231]], rtol=1e-6)
+    assert tf.math.lbeta(np.zeros((2, 0))).numpy().tolist() == [-np.inf, -np.inf]
+    assert tf.math.log_softmax is tf.nn.log_softmax

@@ -14,8 +14,10 @@ import numpy as np
 
 from srcxform.ops.creation import convert_to_tensor, zeros_like
 from srcxform.ops.elementwise import (
-    cast, divide_no_nan, equal, exp, log, not_equal, pow, reciprocal, sqrt, subtract, where,
+    cast, divide_no_nan, equal, exp, log, log1p, not_equal, pow, reciprocal, sqrt, subtract,
+    where,
 )
+from srcxform.ops.reduce import reduce_sum
 from srcxform.core.primitive import elementwise
 from srcxform.core.tensor import Value, as_value
 
@@ -233,6 +235,37 @@ def log10(x, name=None):
 def exp2(x, name=None):
     """2 ** x, as tf.experimental.numpy.exp2 computes it (tf.math has none)."""
     return pow(2.0, x)
+
+
+def xdivy(x, y, name=None):
+    """x / y, and 0 wherever x is 0, even where y is 0 or NaN (tf.math.xdivy); its
+    gradients are 0 there too (y is replaced by 1 before dividing)."""
+    x, y = _float_operands(x, y, "xdivy")
+    zero = equal(x, 0)
+    return where(zero, 0, x / where(zero, 1, y))
+
+
+def xlog1py(x, y, name=None):
+    """x * log1p(y), and 0 wherever x is 0, even where y is -1 or NaN (tf.math.xlog1py);
+    its gradients are 0 there too (y is replaced by 0 first)."""
+    x, y = _float_operands(x, y, "xlog1py")
+    zero = equal(x, 0)
+    return where(zero, 0, x * log1p(where(zero, 0, y)))
+
+
+def _float_operands(x, y, op):
+    x, y = as_value(x, op), as_value(y, op)
+    if x.dtype.kind != "f" or y.dtype.kind != "f":
+        raise TypeError(f"{op}: expects float inputs, got {x.aval.short()} and "
+                        f"{y.aval.short()}")
+    return x, y
+
+
+def lbeta(x, name=None):
+    """log|Beta(x)| along the last axis, sum(lgamma(x)) - lgamma(sum(x)) (tf.math.lbeta);
+    -inf where the axis is empty, as TensorFlow's."""
+    x = as_value(x, "lbeta")
+    return reduce_sum(lgamma(x), axis=-1) - lgamma(reduce_sum(x, axis=-1))
 
 
 def squared_difference(x, y, name=None):
