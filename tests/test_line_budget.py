@@ -227,15 +227,17 @@ BUDGET = {
     # +15: class values, slots and a captured object's __call__ probed, floats by sign
     # (each kept a stale value: helper 119); +15: a forked child hands its parent's
     # unfinished tiered jobs off again (it ran on NumPy for good: helper 122); +10:
-    # method_recipe, a bound method's pickled form for both targets (helper 122)
-    "jit": 2160,
+    # method_recipe, a bound method's pickled form for both targets (helper 122); +10:
+    # a fork during Numba's start leaves the jobs on NumPy (it hung the child)
+    "jit": 2170,
     "keras": 160,
     # +20: the cache's ledger appended and rewritten under a lock (a rewrite lost counts
     # appended meanwhile, and the cache outgrew its limit); +25: a ledger that is a link,
     # a FIFO or read-only no longer ends pruning or hangs (helper 80); +10: a sealed
     # file's checksum covers its name, the seal's format named (helper 107); +10: a Numba
-    # data file keeps its key (another process's index could name it: helper 110)
-    "numba_adapter": 845,
+    # data file keeps its key (another process's index could name it: helper 110); +10:
+    # compiling_elsewhere, asked at a fork (helper 122)
+    "numba_adapter": 855,
     # +30: batching rules of the structural ops and products (issue 32); +45: zeros, ones,
     # fill, range, eye, one_hot, linspace, pad, split and slice of traced sizes stay
     # symbolic (iota): a new batch size reuses the kernel, where each compiled anew; +85:

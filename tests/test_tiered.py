@@ -499,9 +499,10 @@ def test_a_short_script_is_native_on_its_second_run(tmp_path):
 
 
 FORKED_POOL_SCRIPT = """
-import multiprocessing
+import multiprocessing, threading
 import numpy as np
 import srcxform as tf
+from srcxform.jit import tiered
 
 
 @tf.differentiable
@@ -519,6 +520,11 @@ def child(_):
 
 if __name__ == "__main__":
     f(np.ones(3))  # on NumPy; the worker compiles it
+    # Numba started here first (the tier-up thread's task after the hand-off): a child
+    # forked while a thread imports it keeps its calls on NumPy (tiered._after_fork).
+    started = threading.Event()
+    tiered._tier_up().put(started.set)
+    started.wait(120)
     with multiprocessing.get_context("fork").Pool(1) as pool:
         print(*pool.map(child, [0]))
 """

@@ -39,6 +39,7 @@ from multiprocessing.connection import Connection
 
 import numpy as np
 
+from srcxform import numba_adapter
 from srcxform.core import settings, signature
 from srcxform.jit import backend, compile_worker, index, interpret, slow_compile
 from srcxform.runtime import calls
@@ -99,20 +100,31 @@ class Job:
 _UNFINISHED = weakref.WeakSet()  # the jobs not finished yet
 
 
+def _before_fork():
+    """Whether a thread imports Numba or compiles as the process forks (asked, not waited
+    for: a fork that waited for them could deadlock against another library's at-fork
+    lock, logging's, which an import waits for)."""
+    global _BUSY_AT_FORK
+    _BUSY_AT_FORK = backend.LOADING.locked() or numba_adapter.compiling_elsewhere()
+
+
 def _after_fork():
     """In a forked child: the parent's worker and reply thread finish the jobs it handed
     off in the parent only, so the child's calls of those kernels would run on NumPy for
-    good; each is handed off again, to the child's own worker, by its next call. The
-    module locks a parent's thread may have held are new."""
+    good; each is handed off again, to the child's own worker, by its next call. Not
+    where the parent was importing Numba or compiling: the child holds those locks taken
+    by a thread it does not have, and loading the kernel would wait for them forever (its
+    calls stay on NumPy). The module locks a parent's thread may have held are new."""
     _STARTING._at_fork_reinit()
     _SPAWNING._at_fork_reinit()
-    for job in list(_UNFINISHED):
+    for job in [] if _BUSY_AT_FORK else list(_UNFINISHED):
         job._done, job.sent, job.watch = threading.Event(), threading.Event(), None
         job._task = job._handed
 
 
+_BUSY_AT_FORK = False
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork)
+    os.register_at_fork(before=_before_fork, after_in_child=_after_fork)
 
 
 def compile_later(kernel, generate, leaves):

@@ -61,3 +61,16 @@ def _probed_count():
     exec("def probe():\n    o, o_shape = spare\n    return getrefcount(o)\n",  # noqa: S102 - fixed text
          namespace)
     return namespace["probe"]()
+
+
+def compiling_elsewhere():
+    """Whether another thread holds Numba's compiler lock (compiling, or loading a kernel),
+    asked without waiting; False where Numba is not imported or the switch is off."""
+    module = sys.modules.get("numba.core.compiler_lock")
+    if module is None or not enabled():
+        return False
+    lock = module.global_compiler_lock._lock
+    if lock.acquire(blocking=False):
+        lock.release()
+        return False
+    return True
