@@ -101,8 +101,8 @@ _UNFINISHED = weakref.WeakSet()  # the jobs not finished yet
 
 
 def _before_fork():
-    """Whether a thread imports Numba or compiles as the process forks (asked, not waited
-    for: a fork that waited for them could deadlock against another library's at-fork
+    """Notes whether a thread imports Numba or compiles as the process forks (asked, not
+    waited for: a fork that waited could deadlock against another library's at-fork
     lock, logging's, which an import waits for)."""
     global _BUSY_AT_FORK
     _BUSY_AT_FORK = backend.LOADING.locked() or numba_adapter.compiling_elsewhere()
