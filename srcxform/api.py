@@ -325,8 +325,12 @@ class Differentiable:
         """Whether this is M.f(m, x), a method called through its class (A.f(self, x) from
         B's override too, and f set on a class under another name): then it runs as
         m.f(x), as Python's and TensorFlow's (the warm entries send it on to _slow)."""
-        return bool(args) and not isinstance(args[0], _ARGUMENTS) and \
-            method_recipe(self, args[0]) is not None
+        if not args or isinstance(args[0], _ARGUMENTS):
+            return False
+        leaves = tree_flatten(args[0])[0]
+        if len(leaves) != 1 or leaves[0] is not args[0]:  # a pytree's node: an argument
+            return False  # (helper 126: f.grad(params, x) was taken for a method's call)
+        return method_recipe(self, args[0]) is not None
 
     def _unchain(self):
         """Drops the warm entries: the next call of each form takes the slow path."""

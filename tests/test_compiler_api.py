@@ -565,6 +565,24 @@ def test_a_method_called_through_its_class_runs_as_bound_in_every_form():
         assert value == 2.25 and grad.tolist() == [1.0, 4.0]
 
 
+def test_a_pytree_whose_class_holds_the_function_is_an_argument():
+    # Helper 126: loss.grad(p, x), p a registered pytree whose class holds loss (p.loss(x)
+    # for short), was taken for a method's call through its class: the gradient wrt x.
+    @tf.differentiable
+    def loss(p, x):
+        return tf.reduce_sum(p.w * x * x)
+
+    class Params:
+        def __init__(self, w):
+            self.w = w
+
+        short = loss
+
+    tf.register_pytree_node(Params, lambda p: ((p.w,), None), lambda _, w: Params(*w))
+    p, x = Params(np.array([1.0, 10.0, 100.0])), np.array([1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(loss.grad(p, x).w, [1.0, 4.0, 9.0])
+
+
 def test_a_method_of_a_dataclass_or_a_slots_class_compiles_per_instance():
     # A dataclass's instances do not hash, a __slots__ class's take no weak reference:
     # both raised a raw TypeError from weakref (helper 81).

@@ -679,8 +679,9 @@ def test_one_thread_steps_run_first_in_each_thread_of_the_next_kernel():
     source = sc.differentiable(fn, wrt=wrt).source(*args)
     assert source.count("@cuda.jit") == 2 and "one thread" not in source
     # the mean's scale and the loss, computed by each thread, stored by thread 0 only
-    assert "t7_i = -t6_i\n    if cuda.grid(1) == 0:\n        t5[0] = t5_i\n" in source
-    assert "t8_i = t7_i * y[i0]" in source  # read as the thread's own, not from t7[0]
+    assert ("t11_i = np.float64(1.0) / np.float64(n1)\n    if cuda.grid(1) == 0:\n"
+            "        t10[0] = t10_i\n        t11[0] = t11_i\n") in source
+    assert "t13_i = t11_i * t12[i0]" in source  # read as the thread's own, not from t11[0]
     # after a sum to a scalar, which all threads must finish, a step keeps its own launch
     fn, args, wrt = _cases()["W2"]
     assert "seed_sum__value_and_grad_cuda_k1[launch.grid(1)](t5, bz)" in \

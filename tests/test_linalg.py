@@ -590,3 +590,5 @@ def test_numpys_norm_of_nothing_is_zero_by_every_ord():
         got = np.linalg.norm(tf.constant(a), ord, axis)
         np.testing.assert_array_equal(got.numpy(), np.linalg.norm(a, ord, axis))
     assert tf.norm(np.zeros(0), ord=np.inf).numpy() == -np.inf
+    with pytest.raises(ValueError, match="ord"):  # helper 126: 0 where NumPy gives inf
+        np.linalg.norm(tf.constant(np.zeros(0)), -1)

@@ -286,6 +286,22 @@ def test_sigmoid_cross_entropy_is_exact_for_confident_logits():
                                                            logits=logits)
         np.testing.assert_allclose(loss.numpy(), exact, rtol=1e-6)
         np.testing.assert_allclose(tape.gradient(loss, logits).numpy(), slope, rtol=1e-5)
+    # Helper 126: the label's gradient is -x exactly (it cancelled near 0), and the
+    # second derivative the label's none (a label of 0.5 halved it at 17).
+    x = tf.constant([1e-6, 17.0], tf.float64)
+    curvature = []
+    for label in (0.0, 0.5, 1.0):
+        z = tf.constant([label, label], tf.float64)
+        with tf.GradientTape(persistent=True) as outer:
+            outer.watch([x, z])
+            with tf.GradientTape() as inner:
+                inner.watch(x)
+                loss = tf.nn.sigmoid_cross_entropy_with_logits(labels=z, logits=x)
+            slope = inner.gradient(loss, x)
+        np.testing.assert_array_equal(outer.gradient(loss, z).numpy(), [-1e-6, -17.0])
+        curvature.append(outer.gradient(slope, x).numpy())
+    np.testing.assert_array_equal(curvature[0], curvature[1])
+    np.testing.assert_array_equal(curvature[0], curvature[2])
 
 
 def test_softsign_has_tensorflows_gradient_at_an_infinity():

@@ -2,6 +2,7 @@
 is importable by name, else by value through cloudpickle) and with cloudpickle, and run in
 another process with the right results; a process that receives one compiles it once."""
 
+import copy
 import http
 import importlib.util
 import multiprocessing
@@ -349,3 +350,46 @@ def test_a_method_pickled_again_and_again_stays_one_method():
             assert isinstance(method.fn, types.MethodType)  # the function itself, bound
         assert sizes[0] == sizes[1] == sizes[2]
     assert float(method(X)[0]) == -1.0 and method.fn.__self__.k == 3.0
+
+
+
+class _Base:
+    def __init__(self, s):
+        self.s = s
+
+    @tf.differentiable
+    def f(self, x):
+        return tf.reduce_sum(x * self.s)
+
+    g = f
+
+
+class _Sub(_Base):
+    @tf.differentiable
+    def f(self, x):
+        return 10 * _Base.f(self, x)
+
+
+def test_a_copy_of_a_method_is_the_same_classs_method():
+    # Helper 126: a copy of super(Sub, s).f, or of an alias g = f in the base, was
+    # rebound as getattr(s, "f"): the subclass's override (90 for 9).
+    s, x = _Sub(3.0), np.array([1.0, 2.0])
+    for method in (super(_Sub, s).f, s.g, s.f):
+        want = float(method(x))
+        for copied in (copy.deepcopy(method), pickle.loads(pickle.dumps(method))):
+            assert float(copied(x)) == want
+    assert float(s.f(x)) == 90.0 and float(s.g(x)) == 9.0
+
+
+
+def test_code_differing_in_a_constant_equal_to_another_has_its_own_key():
+    # Helper 126: 1 and 1.0 (and 0.0 and -0.0) are equal, so two files' functions that
+    # differ only there still shared a key, and one took the other's file.
+    from srcxform.autograph.rewrite import code_key
+
+    def keyed(text):
+        return code_key(compile(text, "<key>", "exec").co_consts[0])
+
+    assert keyed("def f(x): return x * 1") != keyed("def f(x): return x * 1.0")
+    assert keyed("def f(x): return x * 0.0") != keyed("def f(x): return x * -0.0")
+    assert keyed("def f(x): return x * 2") == keyed("def f(x): return x * 2")

@@ -532,6 +532,12 @@ def test_tensor_shape_is_tensorflows_and_a_tuple():
     assert x.shape.is_fully_defined()
     with pytest.raises(TypeError, match="unknown rank"):
         tf.TensorShape(None)
+    # Helper 126: a slice and + gave plain tuples; 2.5, -1 and '3' were taken as sizes.
+    assert x.shape[1:].as_list() == [3] and isinstance(x.shape + [4], tf.TensorShape)
+    assert (x.shape + [4]).as_list() == [2, 3, 4] and x.shape[0] == 2
+    for bad, error in ((2.5, TypeError), (-1, ValueError), ("3", TypeError)):
+        with pytest.raises(error):
+            tf.TensorShape([bad])
 
 
 def test_dtypes_are_numpys_without_tensorflows_attributes():

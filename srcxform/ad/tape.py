@@ -128,10 +128,9 @@ class GradientTape:
         """
         self._check_usable("gradient")
         zero = _unconnected_is_zero(unconnected_gradients)
-        for name, structure in (("target", target), ("sources", sources)):
-            if _holds_none(structure):  # a structure's None is no leaf: no gradient, quietly
-                raise TypeError(f"gradient: {name} must be tensors or Variables (or a "
-                                f"structure of them), got None in {structure!r}")
+        if _holds_none(target):  # a structure's None is no leaf: no gradient, quietly
+            raise TypeError(f"gradient: the target must be tensors or Variables (or a "
+                            f"structure of them), got None in {target!r}")
         for t in tree_flatten(target)[0]:
             if not isinstance(t, Value):  # a number is no function of the sources
                 raise TypeError(f"gradient: the target must be tensors (or a structure of "
@@ -354,8 +353,9 @@ def _stacked(rows, shape, source, zero, axis=0):
 
 
 def _holds_none(structure):
-    """Whether a target or sources structure is or holds None, which TensorFlow refuses
-    (tree_flatten takes it for an empty structure: a gradient of None was None, helper 125)."""
+    """Whether a target is or holds None, which TensorFlow refuses (tree_flatten takes it
+    for an empty structure: a gradient of None was None, helper 125). A None among the
+    sources stays a pytree's empty node, its gradient None in its place (JAX's rule)."""
     if isinstance(structure, dict):
         return any(_holds_none(v) for v in structure.values())
     if isinstance(structure, (list, tuple)):

@@ -344,8 +344,21 @@ def code_key(code):
     """What tells code objects apart in any process, their file aside (cloudpickle's is
     <dynamic-code>): with its names and constants, as two files' functions of one name,
     line and bytecode differ there (helper 122: the second to arrive took the first's file)."""
-    consts = tuple(code_key(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+    consts = tuple(_constant_key(c) for c in code.co_consts)
     return code.co_name, code.co_firstlineno, code.co_code, code.co_names, consts
+
+
+def _constant_key(value):
+    """A constant told apart from those equal to it (1, 1.0 and True; 0.0 and -0.0:
+    helper 126) by its type, and a float by its repr; in every process alike (a
+    frozenset's by its members, not its order)."""
+    if isinstance(value, types.CodeType):
+        return code_key(value)
+    if isinstance(value, tuple):
+        return tuple(_constant_key(v) for v in value)
+    if isinstance(value, frozenset):
+        return frozenset(_constant_key(v) for v in value)
+    return type(value).__name__, repr(value) if isinstance(value, (float, complex)) else value
 
 
 def arrived(files, lines):

@@ -207,13 +207,22 @@ def _variable(source, leaves):
 
 
 def method_recipe(descriptor, obj):
-    """What makes a compiled method bound to obj again in another process: obj's attribute
-    of the descriptor's name, which binds it anew. Not the bound function: a method
-    pickles as that same getattr, and the copy wrapped one more compiled function round
-    it at each round trip (helper 122). None where obj's class does not hold it."""
-    names = [name for c in type(obj).__mro__ for name, value in vars(c).items()
-             if value is descriptor]
-    return (getattr, (obj, names[0])) if names else None
+    """What makes a compiled method bound to obj again in another process: the descriptor
+    looked up in the class that holds it and bound to obj (bound_method). Not the bound
+    function: a method pickles as getattr(obj, name), which binds the compiled method
+    anew, wrapping one more round it at each round trip (helper 122); nor obj's attribute
+    of that name, which a subclass may override (super()'s copy was the override's:
+    helper 126). None where obj's class does not hold it."""
+    for owner in type(obj).__mro__:
+        for name, value in vars(owner).items():
+            if value is descriptor:
+                return bound_method, (owner, name, obj)
+    return None
+
+
+def bound_method(owner, name, obj):
+    """owner's attribute `name` bound to obj, as obj.name binds it where owner's is found."""
+    return vars(owner)[name].__get__(obj, type(obj))
 
 
 class PerInstance:

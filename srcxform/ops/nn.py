@@ -65,10 +65,14 @@ def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):
     if tuple(z.shape) != tuple(x.shape):  # traced sizes: equal for this call (a guard)
         raise shape_error(f"{op}: logits and labels must have the same shape, got "
                           f"{x.aval.short()} and {z.aval.short()}")
-    # softplus(x) - x * z as a sum of two terms of one sign (labels in [0, 1]): that
-    # difference cancelled where labels of 1 meet large logits (0 for 4e-8 at x = 17,
-    # helper 125). Exact there, as TensorFlow's relu(x) - x * z + log1p(exp(-|x|)).
-    return z * softplus(-x) + (1 - z) * softplus(x)
+    # TensorFlow's relu(x) - x * z + softplus(-|x|), its first two terms as one, x * (step
+    # - z): softplus(x) - x * z cancelled where labels of 1 meet large logits (0 for 4e-8
+    # at x = 17, helper 125); added apart, their gradients lost the third's digits in
+    # float32 (1 - 4.5e-5 - 1). The label's gradient is -x, the second derivative the
+    # label's none, as TensorFlow's (helper 126); where(x >= 0, -x, x) for -|x| gives
+    # 0.5 - z at 0.
+    positive = x >= 0
+    return x * (cast(positive, x.dtype) - z) + softplus(where(positive, -x, x))
 
 
 def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None, name=None):

@@ -403,9 +403,11 @@ def _norm(x, ord=None, axis=None, keepdims=False):
         ord = "fro" if matrix else "euclidean"
     if matrix and ord not in ("fro", 1, 2, np.inf) or not matrix and ord == "fro":
         raise TypeError(f"numpy.linalg.norm: srcxform does not support ord={ord!r} here")
-    if any(x.shape[i] == 0 for i in normalize_axes(axis, x.ndim, "numpy.linalg.norm")):
-        ord = "euclidean"  # NumPy's norm of nothing is 0 by every ord (tf.norm's largest
-        # ones -inf, as TensorFlow's: helper 124)
+    if (isinstance(ord, str) or ord > 0) and \
+            any(x.shape[i] == 0 for i in normalize_axes(axis, x.ndim, "numpy.linalg.norm")):
+        ord = "euclidean"  # NumPy's norm of nothing is 0 by every positive ord (tf.norm's
+        # largest ones -inf, as TensorFlow's: helper 124); the others raise as they do
+        # where there is something (helper 126)
     return lapack.norm(x, ord=ord, axis=axis, keepdims=keepdims)
 
 
