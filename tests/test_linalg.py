@@ -563,6 +563,7 @@ def test_eigh_reads_the_lower_triangle_alone_compiled_as_eagerly():
         solve(np.array([[1.0, 0.0], [5.0, 0.0]]), np.ones((2, 1)))
 
 
+@pytest.mark.slow  # svd's and eigh's float32 kernels: about 15 s of one core
 def test_float32_vectors_take_the_same_signs_compiled_as_eagerly():
     # Helper 124: a column whose two largest entries tie took its sign from the first of
     # them; NumPy's LAPACK gave an exact tie, Numba's one an ulp apart, so compiled u, v
