@@ -44,6 +44,7 @@ class CudaDifferentiable:
         self._kernels = {}  # signature key: [_Kernel, ...], one per set of guards
         self._lock = threading.RLock()
         self._bound = PerInstance()  # as the CPU's: a dataclass's instance does not hash
+        self._method = None  # a bound method's recipe (jit/kernel.py's method_recipe)
 
     def __get__(self, obj, objtype=None):
         """A method decorated in a class body: each instance gets its own compiled method
@@ -63,7 +64,7 @@ class CudaDifferentiable:
         return f"<srcxform.differentiable {getattr(self.fn, '__qualname__', self.fn)} on CUDA>"
 
     def __reduce__(self):  # its kernels are this process's: a copy traces its own
-        return getattr(self, "_method", None) or \
+        return self._method or \
             (CudaDifferentiable, (self.fn, self.wrt, self.has_aux, self._convert))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
