@@ -8,7 +8,7 @@ from srcxform.ops import (
     reduce_mean, reduce_min, reduce_prod, reduce_sum, round, sigmoid, sign, sin, sinh,
     softplus, sqrt, square, subtract, tan, tanh, truediv,
 )
-from srcxform.ops.elementwise import is_inf, is_nan, logical_xor
+from srcxform.ops.elementwise import is_inf, is_nan, logical_xor, softsign
 from srcxform.ops import mod as floormod
 from srcxform.ops import mod
 from srcxform.ops.cumulative import cumprod
@@ -22,7 +22,7 @@ from srcxform.ops.mathfuncs import (
 )
 # Not in tf.math: tf.experimental.numpy's log2, log10 and exp2, computed as it does.
 from srcxform.ops.mathfuncs import exp2, log2, log10
-from srcxform.ops.nn import log_sigmoid, log_softmax, softsign
+from srcxform.ops.nn import log_sigmoid, log_softmax
 from srcxform.ops.normalization import l2_normalize
 from srcxform.ops.reduce import (
     reduce_euclidean_norm, reduce_std, reduce_variance,

@@ -12,9 +12,10 @@ from srcxform.ops import (
     softmax_cross_entropy_with_logits, softplus, tanh,
 )
 from srcxform.ops.nn import (
-    bias_add, elu, embedding_lookup, gelu, l2_loss, leaky_relu, relu6, selu, silu, softsign,
+    bias_add, elu, embedding_lookup, gelu, l2_loss, leaky_relu, relu6, selu, silu,
     sparse_softmax_cross_entropy_with_logits, swish, weighted_cross_entropy_with_logits,
 )
+from srcxform.ops.elementwise import softsign
 # Keras's name (keras.activations.log_sigmoid); TensorFlow's is tf.math.log_sigmoid.
 from srcxform.ops.nn import log_sigmoid
 from srcxform.ops.selection import top_k

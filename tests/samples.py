@@ -214,6 +214,7 @@ SAMPLES = {
     "tanh": unary("tanh", tf.tanh),
     "sigmoid": unary("sigmoid", tf.sigmoid, uniform(-4.0, 4.0)),
     "softplus": unary("softplus", tf.math.softplus, uniform(-4.0, 4.0)),
+    "softsign": unary("softsign", tf.nn.softsign, NONZERO),
     "relu": unary("relu", tf.nn.relu, NONZERO),
     "relu_grad": binary("relu_grad", None, (ANY, NONZERO)),
     "abs": unary("abs", tf.abs, NONZERO),

@@ -312,3 +312,19 @@ def test_softsign_has_tensorflows_gradient_at_an_infinity():
         y = tf.nn.softsign(x)
     np.testing.assert_array_equal(y.numpy(), [np.nan, np.nan, 0.0, 0.75])
     np.testing.assert_array_equal(tape.gradient(y, x).numpy(), [0.0, 0.0, 1.0, 0.0625])
+
+
+def test_softsign_gradient_keeps_its_precision_at_large_inputs():
+    # Helper 126: as the quotient's derivative, 1 / (1 + |x|) - x sign(x) / (1 + |x|) ** 2,
+    # float32 gave 7.1e-15 for 1 / (1 + 1e7) ** 2 (TensorFlow 2.21: 9.999998e-15, as here).
+    x = tf.constant([1e7, -1e7, 1e3], dtype=tf.float32)
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = tf.nn.softsign(x)
+        slope = tape.gradient(y, x)
+    np.testing.assert_allclose(slope.numpy(), 1 / (1 + np.abs(x.numpy().astype(float))) ** 2,
+                               rtol=1e-6)
+    curvature = -2 * np.sign([1e7, -1e7, 1e3]) / (1 + np.array([1e7, 1e7, 1e3])) ** 3
+    np.testing.assert_allclose(tape.gradient(slope, x).numpy(), curvature, rtol=1e-5)
+    with pytest.raises(TypeError, match="softsign.*int32"):
+        tf.nn.softsign(tf.constant([1, 2]))  # TensorFlow's takes floats only

@@ -231,6 +231,10 @@ sigmoid_p = elementwise("sigmoid", lambda x: 1 / (1 + np.exp(-x)), "1 / (1 + np.
 softplus_p = elementwise("softplus", lambda x: np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0),
                          "np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0)", kinds="f",
                          vjp=lambda g, out, x: (g * sigmoid(x),), expensive=True)
+# x / (1 + |x|), NaN at an infinity, with TensorFlow's SoftsignGrad as its VJP: written as
+# the quotient's derivative it cancels at large |x| and is NaN at an infinity (TF: 0).
+softsign_p = elementwise("softsign", lambda x: x / (1 + np.abs(x)), "x / (1 + np.abs(x))",
+                         kinds="f", vjp=lambda g, out, x: (g / square(1 + abs(x)),))
 # max(x, 0) keeping x where x is not below 0: relu(-0.) is -0., as TensorFlow's.
 relu_p = elementwise("relu", lambda x: np.where(x < 0, 0, x), "0 if x < 0 else x",
                      vjp=lambda g, out, x: (relu_grad(g, x),), kinds="fiu")
@@ -551,6 +555,12 @@ def tanh(x, name=None):
 def sigmoid(x, name=None):
     """1 / (1 + e ** -x) elementwise (tf.math.sigmoid, tf.nn.sigmoid)."""
     return sigmoid_p.bind(x)
+
+
+def softsign(features, name=None):
+    """x / (1 + |x|) elementwise (tf.nn.softsign), NaN at an infinity, where its gradient
+    is TensorFlow's, 0."""
+    return softsign_p.bind(features)
 
 
 def softplus(x, name=None):

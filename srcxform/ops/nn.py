@@ -11,7 +11,7 @@ from srcxform.core.aval import Aval, broadcast_shapes, normalize_axis
 from srcxform.core.dtypes import promote
 from srcxform.core.errors import shape_error
 from srcxform.ops.elementwise import (
-    abs, cast, exp, expm1, is_inf, less, log, log1p, minimum, multiply, relu, sigmoid,
+    abs, cast, exp, expm1, less, log, log1p, minimum, multiply, relu, sigmoid,
     softplus, stop_gradient, tanh, where,
 )
 from srcxform.ops.creation import convert_to_tensor, zeros_like
@@ -241,15 +241,6 @@ swish = silu
 def log_sigmoid(x, name=None):
     """log(sigmoid(x)), as -softplus(-x) so that it stays finite (tf.math.log_sigmoid)."""
     return -softplus(-as_value(x, "log_sigmoid"))
-
-
-def softsign(features, name=None):
-    """x / (1 + |x|) (tf.nn.softsign): NaN at an infinity, with TensorFlow's gradient
-    there, 0 (x / (1 + |x|)'s own is inf / inf: helper 125)."""
-    x = as_value(features, "softsign")
-    infinite = is_inf(x)
-    finite = where(infinite, zeros_like(x), x)
-    return where(infinite, cast(np.nan, x.dtype), finite / (1 + abs(finite)))
 
 
 def embedding_lookup(params, ids, max_norm=None, name=None):
