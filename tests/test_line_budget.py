@@ -186,8 +186,9 @@ BUDGET = {
     # +15: tf.TensorShape's None sizes (TensorFlow's answers); +5: a Namer reserves a
     # target's own names (the CUDA code's clashed with the user's: helper 123); +5: the
     # vectors' sign tie (SIGN_TIE: float32 columns flipped compiled, helper 124); +15:
-    # TensorShape's slices and + are TensorShapes, its sizes checked (helper 126)
-    "core": 3055,
+    # TensorShape's slices and + are TensorShapes, its sizes checked (helper 126); +10:
+    # the kinds check and argument error shared with float-only composites (five copies)
+    "core": 3065,
     # the CUDA target (issue 35): its first slice, 590 lines; +80: kept buffers per
     # thread, scalar steps folded into the next launch, Variables, methods; +5: a transpose
     # as a view (numba-cuda's .T compiled a kernel per call: W5's GPU gradient 334 ms);

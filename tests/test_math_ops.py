@@ -179,7 +179,7 @@ def test_spread_gradients_are_nan_where_it_is_zero_as_tensorflow():
 
 def test_reductions_of_integers_as_tensorflow():
     assert tf.math.reduce_euclidean_norm(tf.constant([3, 4])).numpy() == 5
-    with pytest.raises(TypeError, match="expects a float input"):
+    with pytest.raises(TypeError, match="reduce_variance.*expects float inputs"):
         tf.math.reduce_variance(tf.constant([3, 4]))
 
 

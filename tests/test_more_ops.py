@@ -404,3 +404,18 @@ def test_xdivy_xlog1py_and_lbeta_are_tensorflows():
                                [[-1.5, -0.5], [-3.06666667, -0.18037231]], rtol=1e-6)
     assert tf.math.lbeta(np.zeros((2, 0))).numpy().tolist() == [-np.inf, -np.inf]
     assert tf.math.log_softmax is tf.nn.log_softmax
+
+
+def test_float_only_composites_take_python_numbers_beside_floats():
+    # As TensorFlow's (a Python number takes the tensor's dtype); they raised TypeError.
+    x = tf.constant([1.0, 0.0])
+    assert tf.math.divide_no_nan(x, 2).numpy().tolist() == [0.5, 0.0]
+    assert tf.math.xdivy(x, 2).numpy().tolist() == [0.5, 0.0]
+    got = tf.math.xlog1py(x, 1)
+    assert got.dtype == tf.float32 and got.numpy().tolist() == [np.float32(np.log(2)), 0.0]
+    assert tf.nn.l2_loss(2.0).numpy() == 2.0
+    for op, args in ((tf.math.divide_no_nan, (1, 2)), (tf.math.reciprocal_no_nan, ([1, 0],)),
+                     (tf.math.xdivy, (tf.constant([1]), 2.0)), (tf.nn.l2_loss, ([1],)),
+                     (tf.math.reduce_std, ([1, 2],))):
+        with pytest.raises(tf.errors.InvalidArgumentError, match="expects float inputs"):
+            op(*args)

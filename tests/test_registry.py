@@ -18,7 +18,8 @@ KINDS = ("elementwise", "reduction", "structural", "opaque")
 # Public functions of the op families that are helpers, not ops users call by name.
 INTERNAL = {
     # the gradients' own ops, for higher order
-    "elementwise": {"sqrt_grad", "relu_grad", "reciprocal_grad"},
+    "elementwise": {"sqrt_grad", "relu_grad", "reciprocal_grad",
+                    "float_operands"},  # float-only composites' dtype check
     "mathfuncs": {"rsqrt_grad"},
     "nn": {"leaky_relu_grad"},
     "shape": {"shape_argument", "unchanged", "checked_indices", "check_indices",

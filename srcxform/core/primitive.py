@@ -225,11 +225,7 @@ class Primitive:
         try:
             return self.shape(*[v.aval for v in values], **params)
         except (ValueError, TypeError) as err:
-            # Raised eagerly, TensorFlow's InvalidArgumentError in both cases.
-            operands = ", ".join(v.aval.short() for v in values)
-            kind = (DtypeArgumentError if type(err) is TypeError else type(err)
-                    if isinstance(err, TypeError) else ShapeArgumentError)
-            raise kind(f"{self.name}({operands}): {err}\n  at {user_line()}") from None
+            raise argument_error(self.name, values, err) from None
 
     def eager(self, values, params, out_aval):
         arrays = [v._array for v in values]
@@ -349,6 +345,30 @@ def _arg_names(fn, skip):
 _KIND_NAMES = {"f": "float", "fiu": "numeric", "iu": "integer", "b": "bool"}
 
 
+def check_kinds(operands, dtype, kinds):
+    """Raises TypeError unless the operands (avals of common dtype `dtype`) are of `kinds`
+    (a key of _KIND_NAMES). A Python scalar beside a tensor counts with the dtype it takes
+    (x_int32 + True is x_int32 + 1); Python scalars alone count as they are (True + 1
+    raises)."""
+    strong = [a.dtype for a in operands if not a.weak]
+    counted = strong + [dtype] if strong else [a.dtype for a in operands]
+    if any(d.kind not in kinds for d in counted):
+        got = ", ".join(a.dtype.name for a in operands)
+        raise TypeError(f"expects {_KIND_NAMES[kinds]} inputs, got {got}; cast first "
+                        f"(srcxform.cast(x, srcxform.float32))" if kinds == "f" else
+                        f"expects {_KIND_NAMES[kinds]} inputs, got {got}")
+
+
+def argument_error(op, values, err):
+    """The InvalidArgumentError for a shape or dtype rule's ValueError or TypeError `err`,
+    naming the op, its operands and the user's line: raised eagerly, TensorFlow's
+    InvalidArgumentError in both cases."""
+    operands = ", ".join(v.aval.short() for v in values)
+    kind = (DtypeArgumentError if type(err) is TypeError else type(err)
+            if isinstance(err, TypeError) else ShapeArgumentError)
+    return kind(f"{op}({operands}): {err}\n  at {user_line()}")
+
+
 def elementwise(name, impl, emit, vjp=None, nondiff=False, out_dtype=None, kinds=None,
                 args=None, units=(), same_aval_is_identity=False, unrecorded=False,
                 expensive=False, vector_emit=None, numpy=(), emit_for=None, raises=False):
@@ -369,15 +389,8 @@ def elementwise(name, impl, emit, vjp=None, nondiff=False, out_dtype=None, kinds
         cond = [a for n, a in zip(arg_names, avals) if n == "c"]
         operands = [a for n, a in zip(arg_names, avals) if n != "c"]
         dtype, weak = promote(operands)
-        # A Python scalar beside a tensor counts with the dtype it takes (x_int32 + True
-        # is x_int32 + 1); Python scalars alone count as they are (True + 1 raises).
-        strong = [a.dtype for a in operands if not a.weak]
-        counted = strong + [dtype] if strong else [a.dtype for a in operands]
-        if kinds and any(d.kind not in kinds for d in counted):
-            got = ", ".join(a.dtype.name for a in operands)
-            raise TypeError(f"expects {_KIND_NAMES[kinds]} inputs, got {got}; cast first "
-                            f"(srcxform.cast(x, srcxform.float32))" if kinds == "f" else
-                            f"expects {_KIND_NAMES[kinds]} inputs, got {got}")
+        if kinds:
+            check_kinds(operands, dtype, kinds)
         for c in cond:
             if c.dtype != np.bool_:
                 raise TypeError(f"the condition must be bool, got {c.dtype.name}")

@@ -14,7 +14,7 @@ from srcxform.core.dtypes import out_of_range, promote
 from srcxform.core.errors import (
     DtypeArgumentError, ShapeArgumentError, ValueArgumentError, ZeroDivisionArgumentError,
 )
-from srcxform.core.primitive import ZERO, elementwise, primitive
+from srcxform.core.primitive import ZERO, argument_error, check_kinds, elementwise, primitive
 from srcxform.core.tensor import Tensor, as_value
 
 # ----- binary arithmetic -----
@@ -360,13 +360,24 @@ def divide(x, y, name=None):
 truediv = divide
 
 
+def float_operands(op, *operands):
+    """The operands as values of their common dtype, which must be a float's, as a
+    float-only primitive's (TensorFlow's kernels for composites such as divide_no_nan and
+    xdivy take floats only); DtypeArgumentError otherwise."""
+    values = [as_value(v, op) for v in operands]
+    avals = [v.aval for v in values]
+    dtype = promote(avals)[0]
+    try:
+        check_kinds(avals, dtype, "f")
+    except TypeError as err:
+        raise argument_error(op, values, err) from None
+    return [v if v.dtype == dtype else cast(v, dtype) for v in values]
+
+
 def divide_no_nan(x, y, name=None):
     """x / y for floats, 0 wherever y is 0 (tf.math.divide_no_nan); its gradients are 0
     there too (y is replaced by 1 before dividing, so no inf or NaN reaches them)."""
-    x, y = as_value(x, "divide_no_nan"), as_value(y, "divide_no_nan")
-    if x.dtype.kind != "f" or y.dtype.kind != "f":
-        raise DtypeArgumentError(f"divide_no_nan({x.aval.short()}, {y.aval.short()}): "
-                                 "expects float inputs")
+    x, y = float_operands("divide_no_nan", x, y)
     zero = equal(y, 0)
     return where(zero, 0, divide(x, where(zero, 1, y)))
 

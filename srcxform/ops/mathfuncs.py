@@ -14,8 +14,8 @@ import numpy as np
 
 from srcxform.ops.creation import convert_to_tensor, zeros_like
 from srcxform.ops.elementwise import (
-    cast, divide_no_nan, equal, exp, log, log1p, not_equal, pow, reciprocal, sqrt, subtract,
-    where,
+    cast, divide_no_nan, equal, exp, float_operands, log, log1p, not_equal, pow, reciprocal,
+    sqrt, subtract, where,
 )
 from srcxform.ops.reduce import reduce_sum
 from srcxform.core.primitive import elementwise
@@ -240,7 +240,7 @@ def exp2(x, name=None):
 def xdivy(x, y, name=None):
     """x / y, and 0 wherever x is 0, even where y is 0 or NaN (tf.math.xdivy); its
     gradients are 0 there too (y is replaced by 1 before dividing)."""
-    x, y = _float_operands(x, y, "xdivy")
+    x, y = float_operands("xdivy", x, y)
     zero = equal(x, 0)
     return where(zero, 0, x / where(zero, 1, y))
 
@@ -248,17 +248,9 @@ def xdivy(x, y, name=None):
 def xlog1py(x, y, name=None):
     """x * log1p(y), and 0 wherever x is 0, even where y is -1 or NaN (tf.math.xlog1py);
     its gradients are 0 there too (y is replaced by 0 first)."""
-    x, y = _float_operands(x, y, "xlog1py")
+    x, y = float_operands("xlog1py", x, y)
     zero = equal(x, 0)
     return where(zero, 0, x * log1p(where(zero, 0, y)))
-
-
-def _float_operands(x, y, op):
-    x, y = as_value(x, op), as_value(y, op)
-    if x.dtype.kind != "f" or y.dtype.kind != "f":
-        raise TypeError(f"{op}: expects float inputs, got {x.aval.short()} and "
-                        f"{y.aval.short()}")
-    return x, y
 
 
 def lbeta(x, name=None):
@@ -277,9 +269,7 @@ def squared_difference(x, y, name=None):
 def reciprocal_no_nan(x, name=None):
     """1 / x for floats, 0 where x is 0 (tf.math.reciprocal_no_nan); its gradient is 0
     there too (divide_no_nan's)."""
-    x = as_value(x, "reciprocal_no_nan")
-    if x.dtype.kind != "f":
-        raise TypeError(f"reciprocal_no_nan: expects a float input, got {x.aval.short()}")
+    x, = float_operands("reciprocal_no_nan", x)
     return divide_no_nan(cast(1, x.dtype), x)
 
 

@@ -11,7 +11,7 @@ from srcxform.core.aval import Aval, broadcast_shapes, normalize_axis
 from srcxform.core.dtypes import promote
 from srcxform.core.errors import shape_error
 from srcxform.ops.elementwise import (
-    abs, cast, exp, expm1, less, log, log1p, minimum, multiply, relu, sigmoid,
+    abs, cast, exp, expm1, float_operands, less, log, log1p, minimum, multiply, relu, sigmoid,
     softplus, stop_gradient, tanh, where,
 )
 from srcxform.ops.creation import convert_to_tensor, zeros_like
@@ -111,8 +111,7 @@ def weighted_cross_entropy_with_logits(labels, logits, pos_weight, name=None):
 def l2_loss(t, name=None):
     """sum(t ** 2) / 2 of a float tensor (tf.nn.l2_loss)."""
     x = convert_to_tensor(t)  # a Python float is float32, as TensorFlow makes it
-    if x.dtype.kind != "f":
-        raise TypeError(f"l2_loss: expects a float tensor, got {x.aval.short()}")
+    x, = float_operands("l2_loss", x)
     return reduce_sum(x * x) / 2
 
 

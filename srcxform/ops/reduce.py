@@ -14,6 +14,7 @@ from srcxform.ops.elementwise import (
     cast,
     equal,
     exp,
+    float_operands,
     greater,
     is_finite,
     log,
@@ -191,7 +192,7 @@ def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
 
 def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
     """log(sum(exp(x))) over `axis`, shifted by the max so large inputs stay finite."""
-    x, params = reduce_params(_float_input(input_tensor, "reduce_logsumexp"), axis, keepdims,
+    x, params = reduce_params(float_operands("reduce_logsumexp", input_tensor)[0], axis, keepdims,
                               "reduce_logsumexp")
     top = stop_gradient(reduce_max_p.bind(x, axis=params["axis"], keepdims=True))
     top = where(is_finite(top), top, 0)
@@ -204,7 +205,7 @@ def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
 def reduce_variance(input_tensor, axis=None, keepdims=False, name=None):
     """The mean squared deviation from the mean over `axis`, for floats
     (tf.math.reduce_variance)."""
-    x = _float_input(input_tensor, "reduce_variance")
+    x, = float_operands("reduce_variance", input_tensor)
     axis = normalize_axes(axis, x.ndim, "reduce_variance")
     deviations = x - reduce_mean(x, axis=axis, keepdims=True)
     return reduce_mean(deviations * deviations, axis=axis, keepdims=keepdims)
@@ -213,7 +214,7 @@ def reduce_variance(input_tensor, axis=None, keepdims=False, name=None):
 def reduce_std(input_tensor, axis=None, keepdims=False, name=None):
     """sqrt(reduce_variance(x)) (tf.math.reduce_std); its gradient is NaN where the
     variance is 0, as TensorFlow's."""
-    x = _float_input(input_tensor, "reduce_std")
+    x, = float_operands("reduce_std", input_tensor)
     return sqrt(reduce_variance(x, normalize_axes(axis, x.ndim, "reduce_std"), keepdims))
 
 
@@ -226,10 +227,3 @@ def reduce_euclidean_norm(input_tensor, axis=None, keepdims=False, name=None):
     if x.dtype.kind == "f":
         return sqrt(total)
     return cast(sqrt(cast(total, np.float64)), x.dtype)
-
-
-def _float_input(x, op):
-    x = as_value(x, op)
-    if x.dtype.kind != "f":
-        raise DtypeArgumentError(f"{op}({x.aval.short()}): expects a float input")
-    return x
