@@ -482,6 +482,11 @@ def test_einsum_errors():
         tf.einsum("ij->iz", A)
     with pytest.raises(tf.ShapeError, match="differ in size"):
         tf.tensordot(M, M, 1)
+    # A diagonal's axes do not broadcast (helper 124: "ii->i" of a 1x3 gave its row).
+    for equation in ("ii->i", "ij,jj->i"):
+        with pytest.raises(tf.ShapeError, match="label '[ij]' has sizes 1 and 3"):
+            tf.einsum(equation, *[np.ones((1, 3))] * equation.count(","), np.ones((1, 3)))
+    assert tf.einsum("j,jj->j", np.ones(3), np.ones((1, 1))).numpy().tolist() == [1, 1, 1]
 
 
 # ----- NumPy dispatch -----

@@ -74,14 +74,17 @@ def _parse(equation, operands):
 
 
 def _sizes(operands, labels, equation):
-    """Each label's size: equal wherever it appears, or 1 (which broadcasts)."""
+    """Each label's size: equal wherever it appears, or 1 (which broadcasts) where it
+    appears in another operand (a diagonal's two axes must be equal, as NumPy's)."""
     sizes = {}
     for x, ls in zip(operands, labels):
+        own = {}  # the sizes in this operand, where a repeated label may not broadcast
         for c, d in zip(ls, x.shape):
             known = sizes.get(c, 1)
-            if d != 1 and known != 1 and d != known:
+            if d != own.setdefault(c, d) or d != 1 and known != 1 and d != known:
                 shown = "..." if c >= chr(_ELLIPSIS_BASE) else c
-                raise shape_error(f"einsum {equation!r}: label {shown!r} has sizes {known} "
+                other = own[c] if d != own[c] else known
+                raise shape_error(f"einsum {equation!r}: label {shown!r} has sizes {other} "
                                   f"and {d}")
             sizes[c] = d if known == 1 else known
     return sizes
