@@ -8,7 +8,7 @@ from srcxform.ops import (
     reduce_mean, reduce_min, reduce_prod, reduce_sum, round, sigmoid, sign, sin, sinh,
     softplus, sqrt, square, subtract, tan, tanh, truediv,
 )
-from srcxform.ops.elementwise import is_inf, is_nan, logical_xor, softsign
+from srcxform.ops.elementwise import is_inf, is_nan, logical_xor, multiply_no_nan, softsign
 from srcxform.ops import mod as floormod
 from srcxform.ops import mod
 from srcxform.ops.cumulative import cumprod
@@ -83,6 +83,7 @@ __all__ = [
     "minimum",
     "mod",
     "multiply",
+    "multiply_no_nan",
     "negative",
     "not_equal",
     "polygamma",

@@ -172,6 +172,7 @@ SAMPLES = {
     "subtract": binary("subtract", tf.subtract),
     "multiply": binary("multiply", tf.multiply),
     "divide": binary("divide", tf.divide, (ANY, NONZERO)),
+    "multiply_no_nan": binary("multiply_no_nan", tf.math.multiply_no_nan),
     # (tf.math.floordiv of floats is floor(x / y), a composite; the primitive is NumPy's.)
     "floordiv": binary("floordiv", None, (ANY, NONZERO)),
     "mod": binary("mod", tf.math.floormod, (_mod_dividend, _mod_divisor())),

@@ -290,8 +290,9 @@ BUDGET = {
     # (wrapped or raised: helper 120); +5: sigmoid cross-entropy exact for confident
     # logits, softsign's gradient at an infinity (helper 125); +5: NumPy's norm of
     # nothing is 0 (helper 124); +30: tf.math's xdivy, xlog1py and lbeta (helper 125);
-    # +5: sigmoid cross-entropy as TensorFlow's, its label gradient -x (helper 126)
-    "ops": 4850,
+    # +5: sigmoid cross-entropy as TensorFlow's, its label gradient -x (helper 126); +10:
+    # multiply_no_nan, a primitive for TensorFlow's gradient wrt y at 0 (helper 125)
+    "ops": 4860,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the

@@ -406,6 +406,22 @@ def test_xdivy_xlog1py_and_lbeta_are_tensorflows():
     assert tf.math.log_softmax is tf.nn.log_softmax
 
 
+def test_multiply_no_nan_is_tensorflows():
+    # Helper 125 found it missing; values and gradients are TensorFlow 2.21's: 0 (not -0)
+    # wherever y is 0, and the gradient wrt y there x times the upstream one.
+    x = tf.constant([-2.0, np.inf, np.nan, 3.0, 2.0])
+    y = tf.constant([0.0, 0.0, -0.0, 2.0, -0.0])
+    w = tf.constant([1.0, 0.0, 2.0, 3.0, np.inf])
+    with tf.GradientTape() as tape:
+        tape.watch([x, y])
+        r = tf.math.multiply_no_nan(x, y)
+        s = tf.reduce_sum(r * w)
+    assert r.numpy().tolist() == [0, 0, 0, 6, 0] and not np.signbit(r.numpy()).any()
+    gx, gy = tape.gradient(s, [x, y])
+    np.testing.assert_array_equal(gx.numpy(), [0, 0, 0, 6, 0])
+    np.testing.assert_array_equal(gy.numpy(), [-2, 0, np.nan, 9, np.inf])
+
+
 def test_float_only_composites_take_python_numbers_beside_floats():
     # As TensorFlow's (a Python number takes the tensor's dtype); they raised TypeError.
     x = tf.constant([1.0, 0.0])

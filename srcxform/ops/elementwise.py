@@ -31,6 +31,11 @@ subtract_p = elementwise("subtract", np.subtract, "x - y", vjp=lambda g, out, x,
 multiply_p = elementwise("multiply", np.multiply, "x * y",
                          vjp=lambda g, out, x, y: (g * y, g * x), units=((1, 0), (1, 1)),
                          kinds="fiu", numpy=(np.multiply,))
+# x * y, and 0 wherever y is 0, even where x is inf or NaN; TensorFlow's MulNoNanGrad as
+# its VJP, so the gradient wrt y at y = 0 is x times the upstream gradient.
+multiply_no_nan_p = elementwise(
+    "multiply_no_nan", lambda x, y: np.where(y == 0, 0, x * y), "0 if y == 0 else x * y",
+    vjp=lambda g, out, x, y: (multiply_no_nan(g, y), multiply_no_nan(x, g)), kinds="f")
 divide_p = elementwise("divide", np.true_divide, "x / y", out_dtype=_true_divide_dtype,
                        units=((1, 1),),
                        vjp=lambda g, out, x, y: (g / y, -g * out / y), kinds="fiu",
@@ -358,6 +363,12 @@ def divide(x, y, name=None):
 
 
 truediv = divide
+
+
+def multiply_no_nan(x, y, name=None):
+    """x * y for floats, 0 wherever y is 0, even where x is inf or NaN
+    (tf.math.multiply_no_nan)."""
+    return multiply_no_nan_p.bind(x, y)
 
 
 def float_operands(op, *operands):
