@@ -382,7 +382,7 @@ def float_operands(op, *operands):
         check_kinds(avals, dtype, "f")
     except TypeError as err:
         raise argument_error(op, values, err) from None
-    return [v if v.dtype == dtype else cast(v, dtype) for v in values]
+    return [v if v.aval.dtype == dtype else cast(v, dtype) for v in values]
 
 
 def divide_no_nan(x, y, name=None):
