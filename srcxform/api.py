@@ -32,7 +32,7 @@ from srcxform.jit import backend, compiler, crosscheck, index, openmp, tiered
 from srcxform.passes import structured
 from srcxform.codegen.callconv import FORMS
 from srcxform.core import settings, signature
-from srcxform.core.errors import OutputNotScalarError, TracingError
+from srcxform.core.errors import InvalidArgumentError, OutputNotScalarError, TracingError
 from srcxform.jit.kernel import NO, Counter, PerInstance, array_shapes, method_recipe
 from srcxform.core.tensor import Tensor, Updating, Value, Variable
 from srcxform.core.tree import tree_flatten, tree_unflatten, unequal_key
@@ -270,29 +270,35 @@ class Differentiable:
             # A checked kernel (debug_nans) is waited for: the first calls' NumPy run
             # while the worker compiles (tiered) would not check.
             kernel, leaves = self._kernel(form, args, kwargs, tier0=not nan_checks.enabled())
-            if kernel in self._compiling:  # the worker compiles it: this call runs on NumPy
-                return self._tier0(kernel, leaves)
+            variables = kernel.variables(leaves)
 
-            def run():
-                return kernel.run(leaves)
+            def eager():
+                return self._inline(form, *_as_tensors(args, kwargs, self._tf_rules))
 
-            if not crosscheck.enabled(self.check) or array_shapes(leaves) in kernel.checked:
-                results = run()
-            else:  # the kernel's first call with these shapes (it takes any size)
-                variables = kernel.variables(leaves)
-                # Both runs, and the values put back between them, are one update of each
-                # Variable (as the kernel's call is), not interleaved with other threads'.
-                with Updating(variables):
-                    results = crosscheck.first_call(
-                        getattr(self.fn, "__qualname__", "the function"), run,
-                        lambda: self._inline(form, *_as_tensors(args, kwargs,
-                                                                self._tf_rules)),
-                        variables, not any(type(leaf) is float for leaf in leaves))
-                kernel.checked.add(array_shapes(leaves))  # once right: a wrong one raises again
+            try:
+                if kernel in self._compiling:  # the worker compiles it: this call runs on
+                    return self._tier0(kernel, leaves)  # NumPy
+                results = self._run(kernel, leaves, eager, variables)
+            except InvalidArgumentError as err:  # a runtime check's, naming no user line
+                raise _as_eager_raises(err, eager, variables) from None
             # The entry is made once the call has compiled the kernel: it calls the
             # compiled code directly.
             if not kwargs and (kernel, form) not in self._chained:
                 self._chain(kernel, form, args)
+        return results
+
+    def _run(self, kernel, leaves, eager, variables):
+        """The kernel's results for a call with these leaves; at its first call with their
+        shapes (it takes any size), checked against eager()'s (crosscheck.py)."""
+        if not crosscheck.enabled(self.check) or array_shapes(leaves) in kernel.checked:
+            return kernel.run(leaves)
+        # Both runs, and the values put back between them, are one update of each Variable
+        # (as the kernel's call is), not interleaved with other threads'.
+        with Updating(variables):
+            results = crosscheck.first_call(
+                getattr(self.fn, "__qualname__", "the function"), lambda: kernel.run(leaves),
+                eager, variables, not any(type(leaf) is float for leaf in leaves))
+        kernel.checked.add(array_shapes(leaves))  # once right: a wrong one raises again
         return results
 
     def _positional(self, args, kwargs):
@@ -756,6 +762,26 @@ def _on_cuda(fn, wrt, converts, has_aux):
 
     return cuda.differentiable(fn, wrt=wrt, has_aux=has_aux,
                                convert=autograph.convert if converts else None)
+
+
+def _as_eager_raises(err, eager, variables):
+    """A kernel's runtime check failed (an index out of range, an integer divisor of 0, a
+    singular matrix: `err`), which names no line of the user's: the error eager() raises,
+    which does (TensorFlow's InvalidArgumentError, as err is), with the Variables' values
+    put back after it. err itself where eager() raises none or another kind (never a
+    guess)."""
+    before = [v._array.copy() for v in variables]
+    try:
+        with Updating(variables):
+            eager()
+    except InvalidArgumentError as found:
+        return found
+    except Exception:  # noqa: BLE001  (the kernel's error stands)
+        return err
+    finally:
+        for v, value in zip(variables, before):
+            v._array = value
+    return err
 
 
 def grad(fn: Callable, wrt: int | tuple = 0, has_aux: bool = False) -> Callable:

@@ -373,3 +373,35 @@ def test_an_error_inside_numpys_own_python_names_the_users_line():
 
     with pytest.raises(tf.errors.TracingError, match=r"test_errors\.py:\d+: return np\.sum"):
         sums_a_list(np.ones((2, 2)))
+
+
+def test_a_compiled_runtime_check_names_the_users_line_as_eager():
+    # An index out of range or an integer divisor of 0 found inside a kernel named no line
+    # of the user's (and tf.slice's raised another kind than eager's): the kernel's error
+    # is now the one the function raises run eagerly, warm calls too, and the Variables
+    # the failed call would have assigned keep their values.
+    v = tf.Variable([0.0, 0.0, 0.0])
+
+    @tf.differentiable
+    def f(x, i, d):
+        v.assign_add(x)
+        picked = tf.gather(x, i)  # the line the message must quote
+        return tf.reduce_sum(picked) + tf.cast(tf.reduce_sum(d // d), tf.float32)
+
+    @tf.differentiable
+    def g(x, begin):
+        return tf.reduce_sum(tf.slice(x, begin, [3]))
+
+    x, ok = np.ones(3, np.float32), np.array([1])
+    for _ in range(2):  # the slow path, then the warm entry
+        assert f(x, ok, np.array([2])).numpy() == 2.0
+        with pytest.raises(tf.errors.InvalidArgumentError) as info:
+            f(x, np.array([5]), np.array([2]))
+        assert re.search(r"gather: index 5 .*\n  at .*test_errors\.py:\d+: picked = ",
+                         str(info.value)), str(info.value)
+        with pytest.raises(ZeroDivisionError, match=r"floordiv.*\n  at .*test_errors\.py"):
+            f(x, ok, np.array([0]))
+        assert g(np.arange(6.0), ok).numpy() == 6.0
+        with pytest.raises(tf.ShapeError, match="slice: begin .4,. and size .3,. reach outside"):
+            g(np.arange(6.0), np.array([4]))
+    assert v.numpy().tolist() == [2.0, 2.0, 2.0]  # the two calls that returned

@@ -56,8 +56,9 @@ BUDGET = {
     # method called through its class, for every form; a bound method pickles as obj's
     # attribute (it grew a wrapper at each round trip: helper 122); +25: keyword
     # arguments moved to their positions (h(x, n=2) traced apart from h(x, 2): helper 113);
-    # +5: a pytree is an argument, not a method's object (helper 126)
-    ".": 3375,
+    # +5: a pytree is an argument, not a method's object (helper 126); +25: a kernel's
+    # runtime check raises as the eager run does, naming the user's line (_as_eager_raises)
+    ".": 3400,
     # +180: explain's zero, trap and custom_gradient probes; the eager NaN rule; +20: a
     # compiled tape.jacobian's hook to jacobians.py; +30: debug_nans judges only the
     # cotangents a backward pass uses (nan_checks.Holding); +10: output_gradients are
@@ -131,7 +132,8 @@ BUDGET = {
     # +10: an array returned twice is copied (y, y * 1.0 shared one: helper 103)
     # -10: the output copies moved to core (Program.copied_outputs); +10: vecmath's float32
     # values rounded (helper 116), a parallel function's float32 sums in float64 (helper 117)
-    "codegen": 2555,
+    # +5: an entry sends a call whose kernel's check raised to the slow path (the line)
+    "codegen": 2560,
     # +310: branches.py (explain), signature.py (the argument rules); +5 joins; +5 spans
     # (a concat's, once for lowering and its VJP: codegen and ops shrank as much); +10: a
     # primitive's batching rule (vector mode, issue 32); +10: the identity's rows as a
@@ -187,8 +189,9 @@ BUDGET = {
     # target's own names (the CUDA code's clashed with the user's: helper 123); +5: the
     # vectors' sign tie (SIGN_TIE: float32 columns flipped compiled, helper 124); +15:
     # TensorShape's slices and + are TensorShapes, its sizes checked (helper 126); +10:
-    # the kinds check and argument error shared with float-only composites (five copies)
-    "core": 3065,
+    # the kinds check and argument error shared with float-only composites (five copies);
+    # +5: may_raise of a program (codegen's, now the compiler's too)
+    "core": 3070,
     # the CUDA target (issue 35): its first slice, 590 lines; +80: kept buffers per
     # thread, scalar steps folded into the next launch, Variables, methods; +5: a transpose
     # as a view (numba-cuda's .T compiled a kernel per call: W5's GPU gradient 334 ms);

@@ -473,7 +473,7 @@ def test_slice_with_a_traced_begin_reads_it_at_run_time(monkeypatch):
         [[0, 0, 0, 0], [0, 2, 2, 0], [0, 2, 2, 0]])
     x = np.ones((3, 4))
     for i, j in ((2, 0), (-1, 0), (0, 3)):
-        with pytest.raises(InvalidArgumentError, match="slice: index -?[0-9] is out of bounds"):
+        with pytest.raises(InvalidArgumentError, match="slice: begin .* reach outside"):
             compiled(x, np.int64(i), np.int64(j))
     # Helper 119: a narrow begin wrapped (uint8's 250 + 9) or crashed Numba (int8's 120),
     # and one of an empty block was never checked.
@@ -483,7 +483,7 @@ def test_slice_with_a_traced_begin_reads_it_at_run_time(monkeypatch):
     empty = tf.differentiable(lambda x, i: tf.slice(x, [i], [0]))
     assert empty(np.arange(3.0), np.int32(3)).shape == (0,)
     for begin in (4, -1):
-        with pytest.raises(InvalidArgumentError, match=f"slice: index {begin} is out"):
+        with pytest.raises(InvalidArgumentError, match=rf"slice: begin \({begin},\) and size"):
             empty(np.arange(3.0), np.int32(begin))
     with pytest.raises(TracingError, match="a size of -1 from a traced begin"):
         tf.differentiable(lambda x, i: tf.slice(x, [0, i], [1, -1]))(x, np.int64(1))

@@ -65,6 +65,10 @@ class Convention:
     # must have the same: the kernel reads and writes each object once, and the function
     # may have told them apart (`a is b`).
     identities: tuple = ()
+    # Whether the kernel's code may raise an InvalidArgumentError (a runtime check: an
+    # index, an integer divisor, a matrix), which names no line of the user's: the entry
+    # sends such a call on to the slow path, which finds the line (Differentiable._slow).
+    raises: bool = False
 
     def captured_variables(self):
         """The Variables the kernel captured (not argument leaves: read, assigned or

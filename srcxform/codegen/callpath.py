@@ -31,8 +31,8 @@ from srcxform.core import syntax
 _GLOBALS = frozenset({"np", "leaf", "tensor", "assign", "tuple"})
 # The import lines of a module with a call path: what it and the warm entries call.
 IMPORTS = ("from srcxform.runtime.calls import (",
-           "    CONTEXT, NO, OPEN_ANYWHERE, asarray, assign, empty, getrefcount, leaf, tensor,",
-           "    updating,",
+           "    CONTEXT, NO, OPEN_ANYWHERE, InvalidArgumentError, asarray, assign, empty,",
+           "    getrefcount, leaf, tensor, updating,",
            ")")
 _COUNTED = re.compile(r"(n|var|const|fixed|node)\d+")
 # What a returned constant is written as: a literal where its repr is one.

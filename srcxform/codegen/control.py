@@ -20,7 +20,7 @@ import astor
 
 from srcxform.codegen.exprs import dtype_ast
 from srcxform.codegen.schedule import LoopGroup
-from srcxform.core.ir import Lit, Var, equations
+from srcxform.core.ir import Lit, Var, may_raise
 from srcxform.passes.structured import COND, FORI, WHILE, results_of
 
 _FIRST_ROWS = 16  # a while_loop's stacks start with this many rows, then double
@@ -219,7 +219,7 @@ def _fori(low, eqn):
     if eqn.kwargs["reverse"]:
         stop = "-1" if from_zero else f"{lower} - 1"
         low.line(1, f"for {index} in range({upper} - 1, {stop}, -1):")
-    elif low.parallel and not n and not _may_raise(eqn.kwargs["body"]):
+    elif low.parallel and not n and not may_raise(eqn.kwargs["body"]):
         # Trips that share nothing (vmap's lanes: no carry, each writes its own rows) run
         # on Numba's threads; a prange drops an exception, so only a body that cannot raise,
         # whose rows are written by a put that cannot either (Numba runs a prange with a
@@ -240,13 +240,6 @@ def _fori(low, eqn):
     _swap(low, 2, carry, outs[:n], spares)
     if n + r in results_of(low.program, eqn.out):
         low.counted(1, trips)
-
-
-def _may_raise(program):
-    """Whether a region's code, its own regions' too, may raise (Codegen.raises)."""
-    return any(not getattr(e.prim, "structured", False) and
-               e.prim.may_raise([a.aval for a in e.ins], e.out.aval, e.kwargs)
-               for e in equations(program))
 
 
 def _segmented(low, eqn):

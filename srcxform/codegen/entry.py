@@ -176,7 +176,7 @@ def emit(conv, consts, probes, name, args, sole, keywords=True, check=False, exa
     call = f"{run}({', '.join(kernel_args + buffers)})"
     fills_only = len(conv.buffers) == len(conv.outs)  # no output is returned in r
     update = [call if fills_only else f"r = {call}"] + _variable_writes(conv, w, leaves, outputs)
-    body += _holding_locks(conv, w, leaves, update)
+    body += _checked(_holding_locks(conv, w, leaves, update), conv, w)
     returned = results_ast(conv, results, lambda obj: name_ast(w.constant(obj)))
     body.append("return " + astor.to_source(returned).strip())
     source = _def_line(name, len(args), keywords) + "".join(f"    {line}\n" for line in body)
@@ -292,6 +292,17 @@ def _holding_locks(conv, w, leaves, lines):
              for name, v in ordered]
     return ([f"{lock}.acquire()" for lock in locks] + ["try:"] + body + ["finally:"] +
             [f"    {lock}.release()" for lock in reversed(locks)])
+
+
+def _checked(lines, conv, w):
+    """`lines` (the kernel's call), and where the kernel may raise (a runtime check), the
+    call sent on to the fallback if it does: the slow path runs the kernel again and
+    raises the error as the function run eagerly does, naming the user's line."""
+    if not conv.raises:
+        return lines
+    return (["try:"] + [f"    {line}" for line in lines] +
+            ["except InvalidArgumentError:  # the slow path names the user's line",
+             f"    {w.fall_back}"])
 
 
 def _variable_writes(conv, w, leaves, results):

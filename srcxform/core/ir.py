@@ -135,6 +135,14 @@ def equations(program):
                 yield from equations(value)
 
 
+def may_raise(program):
+    """Whether a program's code, its regions' too, may raise (Codegen.raises): a runtime
+    check of an index, an integer divisor or a matrix."""
+    return any(not getattr(e.prim, "structured", False) and
+               e.prim.may_raise([a.aval for a in e.ins], e.out.aval, e.kwargs)
+               for e in equations(program))
+
+
 def format_atom(atom, namer):
     if not isinstance(atom, Lit):
         return namer(atom)

@@ -27,6 +27,7 @@ from srcxform.codegen.exprs import size_label
 from srcxform.core.dims import Dim, concrete, expr_of, guard_conditions, printing
 from srcxform.core.errors import OutputNotScalarError, source_text
 from srcxform.jit.kernel import Kernel, Spec, array_shapes
+from srcxform.core.ir import may_raise
 from srcxform.core.names import function_name
 from srcxform.passes.cse import same_array
 from srcxform.passes.pipeline import optimize
@@ -78,7 +79,7 @@ def trace_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel,
         kernel_form, traced.leaves, traced.variables, traced.writes, len(consts),
         tuple(program.sizes), outs, (), traced.trees, traced.returns, traced.guards,
         isinstance(wrt, int), as_eager, traced.leaf_names, traced.in_names,
-        traced.out_names, has_aux, tf_rules)
+        traced.out_names, has_aux, tf_rules, raises=may_raise(program))
     if any(isinstance(leaf, Variable) for leaf in leaves):  # `a is b` may decide a branch
         draft = dataclasses.replace(draft, identities=variable_identities(
             leaves, draft.captured_variables()))

@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 
+from srcxform.core.errors import InvalidArgumentError
 from srcxform.core.recording import CONTEXT, OPEN_ANYWHERE
 from srcxform.core.signature import kernel_value as leaf  # a traced leaf as the kernel takes it
 from srcxform.core.tensor import Tensor, Updating
@@ -18,8 +19,8 @@ updating = Updating  # holds the locks of the Variables a call assigns
 # The default of an entry's parameters: the caller gave fewer arguments (codegen/entry.py).
 NO = object()
 
-__all__ = ["CONTEXT", "NO", "OPEN_ANYWHERE", "asarray", "assign", "empty", "getrefcount",
-           "leaf", "tensor", "updating"]
+__all__ = ["CONTEXT", "NO", "OPEN_ANYWHERE", "InvalidArgumentError", "asarray", "assign",
+           "empty", "getrefcount", "leaf", "tensor", "updating"]
 
 
 def assign(variable, value):
