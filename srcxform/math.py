@@ -11,7 +11,7 @@ from srcxform.ops import (
 from srcxform.ops.elementwise import is_inf, is_nan, logical_xor, multiply_no_nan, softsign
 from srcxform.ops import mod as floormod
 from srcxform.ops import mod
-from srcxform.ops.cumulative import cumprod
+from srcxform.ops.cumulative import cumprod, cumulative_logsumexp
 from srcxform.ops.selection import (
     argmax, argmin, segment_max, segment_mean, segment_min, segment_sum, top_k,
     unsorted_segment_max, unsorted_segment_mean, unsorted_segment_min, unsorted_segment_sum,
@@ -47,6 +47,7 @@ __all__ = [
     "cosh",
     "cumprod",
     "cumsum",
+    "cumulative_logsumexp",
     "digamma",
     "divide",
     "divide_no_nan",

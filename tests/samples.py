@@ -261,6 +261,11 @@ SAMPLES = {
                Row("cumsum", ((2, 3, 4),), params={"axis": 1, "exclusive": True,
                                                    "reverse": True},
                    op=tf.math.cumsum, label="exclusive-reverse")],
+    "cumulative_logsumexp": [
+        Row("cumulative_logsumexp", ((3, 4),), params={"axis": 1},
+            op=tf.math.cumulative_logsumexp),
+        Row("cumulative_logsumexp", ((2, 3, 4),), params={"axis": 1, "reverse": True},
+            op=tf.math.cumulative_logsumexp, label="reverse")],
     "cumprod": [Row("cumprod", ((3, 4),), (NONZERO,), params={"axis": -1}, op=tf.math.cumprod),
                 Row("cumprod", ((3, 4),), (NONZERO,), params={"exclusive": True},
                     op=tf.math.cumprod, label="exclusive"),

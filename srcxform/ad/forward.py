@@ -5,11 +5,12 @@ Why derived: every VJP in srcxform (each primitive's, custom_gradient's, a compi
 loop's) is linear in its cotangent g and written in srcxform ops. For an op y = f(x) the
 VJP is g -> J^T g, so h(g) = <J^T g, t> = <g, J t>, and the gradient of h with respect to
 g is J t: the JVP along the tangent t. `jvp_of_record` computes it with a GradientTape
-watching a placeholder g (zeros: the VJP is linear, so the gradient does not depend on
-g's value). This is the transposition trick JAX's autodiff cookbook describes, run
-through the reverse walk that exists already; it gives a JVP to every differentiable
-primitive with no second rule to keep in step with the first (DESIGN.md's one
-declaration). The price is cost: a JVP runs the VJP and its transpose, about three times
+watching a placeholder g (ones: the VJP is linear, so the gradient does not depend on
+g's value, except at 0 for one written through g's logarithm on each side of its sign, as
+cumulative_logsumexp's, whose where() has no gradient there). This is the transposition
+trick JAX's autodiff cookbook describes, run through the reverse walk that exists
+already; it gives a JVP to every differentiable primitive with no second rule to keep
+in step with the first (DESIGN.md's one declaration). The price is cost: a JVP runs the VJP and its transpose, about three times
 the ops of a hand-written rule (eagerly; in a compiled function the simplifier removes
 the placeholder and most of the scaffolding). A compiled loop has a JVP of its own
 (structured.LoopRule: its tangents ride along its carries), which its record offers.
@@ -65,9 +66,9 @@ def _jvp_of_record(rec, tangents):
 
 
 def _placeholder(out):
-    """A cotangent shaped as `out` to transpose the VJP at: zeros (any value would do,
-    the VJP being linear in it)."""
-    return ops.zeros_like(out)
+    """A cotangent shaped as `out` to transpose the VJP at: ones (any value but 0 would
+    do, the VJP being linear in it: see the module's docstring)."""
+    return ops.ones_like(out)
 
 
 def _pairing(inputs, cotangents, tangents):

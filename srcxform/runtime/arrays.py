@@ -439,16 +439,18 @@ def along_axis(x, axis):
 
 
 @helper
-def cumulative(x, axis, product, exclusive, reverse):
-    """The running sum (or product) of x along `axis`, TensorFlow's cumsum and cumprod:
-    `exclusive` leaves each element out of its own total, `reverse` runs from the end.
-    Works on x seen as (before, along, after) (along_axis)."""
+def cumulative(x, axis, op, exclusive, reverse):
+    """The running "sum", "product" or "logsumexp" (op) of x along `axis`, TensorFlow's
+    cumsum, cumprod and cumulative_logsumexp: `exclusive` leaves each element out of its
+    own total, `reverse` runs from the end. Works on x seen as (before, along, after)
+    (along_axis)."""
     flat = along_axis(x, axis)
     before, n, after = flat.shape
     out = np.empty_like(flat)
-    identity = np.ones(1, flat.dtype)[0] if product else np.zeros(1, flat.dtype)[0]
+    product, logs = op == "product", op == "logsumexp"
+    identity = np.full(1, 1 if product else -np.inf if logs else 0, flat.dtype)[0]
     # -0.0 adds nothing, not even a sign: NumPy's running sum keeps a first -0.0.
-    start = identity if product else np.full(1, -0.0, flat.dtype)[0]
+    start = identity if product or logs else np.full(1, -0.0, flat.dtype)[0]
     for a in range(before):
         for c in range(after):
             total = start
@@ -456,7 +458,8 @@ def cumulative(x, axis, product, exclusive, reverse):
                 j = n - 1 - k if reverse else k
                 if exclusive:
                     out[a, j, c] = total if k else identity
-                total = total * flat[a, j, c] if product else total + flat[a, j, c]
+                total = total * flat[a, j, c] if product else np.logaddexp(
+                    total, flat[a, j, c]) if logs else total + flat[a, j, c]
                 if not exclusive:
                     out[a, j, c] = total
     return out.reshape(x.shape)
