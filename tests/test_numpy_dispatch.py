@@ -650,3 +650,27 @@ def test_numpy_rules_at_the_edges_of_var_mean_tile_and_dot():
         np.tile(t, 2.7)
     with pytest.raises(TypeError, match="numpy.dot: srcxform does not support the argument"):
         np.dot(t, t.numpy(), np.empty(()))
+
+
+def test_rounding_functions_keep_numpys_result_dtypes():
+    # Helper 128: np.rint of int32 stayed int32 (NumPy: float64, eagerly and compiled);
+    # np.ceil, np.trunc and np.fix of integers raised.
+    rounded = tf.differentiable(lambda x: [f(x) for f in (np.rint, np.floor, np.ceil,
+                                                         np.trunc, np.fix)], wrt=())
+    for a in (np.array([1, 0, -3], np.int16), np.array([1, 0, -3], np.int32),
+              np.array([-2.5, -0.5, 0.5, 1.5, np.nan, -0.0], np.float32)):
+        want = [f(a) for f in (np.rint, np.floor, np.ceil, np.trunc, np.fix)]
+        for got in ([f(tf.constant(a)) for f in (np.rint, np.floor, np.ceil, np.trunc,
+                                                  np.fix)], rounded(a)):
+            for g, w in zip(got, want):
+                g = np.asarray(g)
+                assert g.dtype == w.dtype
+                np.testing.assert_array_equal(g, w)
+                np.testing.assert_array_equal(np.signbit(g), np.signbit(w))
+
+
+
+def test_svd_refuses_hermitian_which_it_would_ignore():
+    # Helper 128: NumPy's eigh-based result differs for a matrix that is not symmetric.
+    with pytest.raises(TypeError, match="linalg.svd: srcxform does not support.* hermitian"):
+        np.linalg.svd(tf.constant([[1.0, 2.0], [0.0, 1.0]]), hermitian=True)

@@ -56,6 +56,28 @@ UFUNCS.update({np.bitwise_and: _operator(operator.and_, "bitwise_and"),
                np.invert: _operator(operator.invert, "invert")})
 
 
+def _rounding(name, op):
+    """np.rint, floor, ceil, trunc (and fix) in NumPy's result dtype: an integer has nothing
+    to round and keeps its dtype, except in rint, which gives a float (helper 128: rint of
+    int32 stayed int32; ceil and trunc of one raised)."""
+    def call(x):
+        x = as_value(x, name)
+        want = getattr(np, name)(np.ones(1, x.aval.dtype)).dtype
+        if want.kind != "f":
+            return x
+        return op(x if x.aval.dtype == want else ew.cast(x, want))
+
+    return call
+
+
+def _trunc(x):
+    return ew.where(ew.less(x, 0), ew.ceil(x), ew.floor(x))
+
+
+UFUNCS.update({np.rint: _rounding("rint", ew.round), np.floor: _rounding("floor", ew.floor),
+               np.ceil: _rounding("ceil", ew.ceil), np.trunc: _rounding("trunc", _trunc)})
+
+
 def _truth(x):
     """x as bools, its elements' truth (NumPy's logical functions take any dtype, where
     TensorFlow's take bools only)."""
@@ -380,6 +402,7 @@ def _eigh(a, UPLO="L"):
 
 
 def _svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+    reject("linalg.svd", hermitian=hermitian or None)  # it was ignored (helper 128)
     if not compute_uv:
         return lapack.svd(a, compute_uv=False)
     s, u, v = lapack.svd(a, full_matrices=full_matrices)
@@ -479,6 +502,7 @@ FUNCTIONS = {
     np.sum: _accumulating(np.sum, reduce.reduce_sum),
     np.prod: _accumulating(np.prod, reduce.reduce_prod),
     np.mean: _accumulating(np.mean, reduce.reduce_mean),
+    np.fix: _rounding("trunc", _trunc),
     np.max: _extremum(np.max, reduce.reduce_max),
     np.min: _extremum(np.min, reduce.reduce_min),
     np.amax: _extremum(np.amax, reduce.reduce_max),
