@@ -295,8 +295,9 @@ BUDGET = {
     # nothing is 0 (helper 124); +30: tf.math's xdivy, xlog1py and lbeta (helper 125);
     # +5: sigmoid cross-entropy as TensorFlow's, its label gradient -x (helper 126); +10:
     # multiply_no_nan, a primitive for TensorFlow's gradient wrt y at 0 (helper 125); +20:
-    # cumulative_logsumexp, a running log-add-exp with TensorFlow's stable VJP (helper 125)
-    "ops": 4880,
+    # cumulative_logsumexp, a running log-add-exp with TensorFlow's stable VJP (helper 125);
+    # +20: NumPy's rounding functions in NumPy's dtypes, np.trunc and np.fix (helper 128)
+    "ops": 4900,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the
