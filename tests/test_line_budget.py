@@ -75,8 +75,9 @@ BUDGET = {
     # the last tangent: helper 114); +20: explain's where traps only on the way, nones of
     # any op's operands, "not recorded" (each misreported: helper 116); +10: a Variable
     # given twice to jvp or linearize refused (linearize kept the last tangent: helper 119)
-    # +10: a None target or source refused (its gradient was None, quietly: helper 125)
-    "ad": 1550,
+    # +10: a None target or source refused (its gradient was None, quietly: helper 125);
+    # +5: each value of a NumPy function's tuple keeps NumPy's eager kind (helper 128)
+    "ad": 1555,
     # +20: functions defined in the converted one converted with it (TensorFlow's rule),
     # the enclosing function's lists guarded, fn's __future__ imports and the user's
     # qualified names kept (three wrong or lost found by helper 55); +25: the methods of

@@ -674,3 +674,17 @@ def test_svd_refuses_hermitian_which_it_would_ignore():
     # Helper 128: NumPy's eigh-based result differs for a matrix that is not symmetric.
     with pytest.raises(TypeError, match="linalg.svd: srcxform does not support.* hermitian"):
         np.linalg.svd(tf.constant([[1.0, 2.0], [0.0, 1.0]]), hermitian=True)
+
+
+def test_a_numpy_functions_tuple_compiled_is_numpys_as_eagerly():
+    # Helper 128: each value of a tuple a NumPy function returned (slogdet, split, eigh,
+    # average's) came back a Tensor from the compiled plain call; run on NumPy arrays,
+    # the function gives NumPy's values.
+    def f(x):
+        return np.linalg.slogdet(x)[1], np.split(x, 2)[0], np.average(x, returned=True)[0]
+
+    x = np.array([[2.0, 1.0], [1.0, 3.0]])
+    compiled = tf.differentiable(f, wrt=())
+    assert [type(v) for v in compiled(x)] == [type(v) for v in f(x)] == \
+        [np.float64, np.ndarray, np.float64]
+    assert all(isinstance(v, tf.Tensor) for v in compiled(tf.constant(x)))

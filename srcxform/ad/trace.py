@@ -151,14 +151,19 @@ def _tracking(name, python):
 
     def tracked(self, *args, **kwargs):
         out = method(self, *args, **kwargs)
-        if isinstance(out, Tracer) and _from_user_code():
+        # Each value of a tuple too (np.linalg.slogdet's, np.split's: helper 128).
+        results = [v for v in (out if isinstance(out, (tuple, list)) else (out,))
+                   if isinstance(v, Tracer)]
+        if results and _from_user_code():
             if name == "__array_ufunc__":
                 operands = args[2:]
             elif name == "__array_function__":
                 operands = args[2]
             else:
                 operands = (self,) + args
-            out.eager_kind = _eager_kind(operands, python)
+            kind = _eager_kind(operands, python)
+            for v in results:
+                v.eager_kind = kind
         return out
 
     tracked.__name__ = name
