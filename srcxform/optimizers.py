@@ -277,7 +277,7 @@ class Optimizer:
                         w = w - w * _const(self.weight_decay, p.dtype) * p_lr
                     value = self._update(g, w, p_lr, key)
                     if isinstance(p, Variable):
-                        p.assign(value)
+                        p.assign(value if p.constraint is None else p.constraint(value))
                     else:
                         new[i] = value
             self._iterations.assign_add(1)

@@ -730,3 +730,27 @@ def test_a_schedule_giving_a_python_float_moves_float64_parameters_by_it():
     tf.keras.optimizers.SGD(lambda iterations: 0.1).apply_gradients(
         [(tf.constant(1.0, tf.float64), w)])
     assert w.numpy().item() == 0.9
+
+
+def test_a_variables_constraint_projects_each_update_eagerly_and_compiled():
+    # Helper 128: Variable(constraint=..., shape=...) raised TypeError, so Keras's weight
+    # constraints could not be written; assign(read_value=False) returned the Variable.
+    def non_negative(w):
+        return tf.maximum(w, 0.0)
+
+    def step(x, w, opt):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum((w - x) ** 2)
+        opt.apply_gradients([(tape.gradient(loss, w), w)])
+        return loss
+
+    for run in (step, tf.differentiable(step, wrt=())):
+        w = tf.Variable([1.0, -2.0, 3.0], constraint=non_negative, shape=[3])
+        assert float(run(np.array([0.0, -5.0, 1.0]), w, tf.keras.optimizers.SGD(0.5))) == 14.0
+        assert w.numpy().tolist() == [0.0, 0.0, 1.0]  # [0, -5, 1] before the projection
+    assert w.assign([1.0, 1.0, 1.0], read_value=False) is None
+    assert w.assign_add([1.0, 1.0, 1.0]) is w and w.numpy().tolist() == [2.0, 2.0, 2.0]
+    with pytest.raises(ValueError, match="initial value of shape .3,. for shape .2."):
+        tf.Variable([1.0, 2.0, 3.0], shape=[2])
+    with pytest.raises(ValueError, match="constraint must be callable"):
+        tf.Variable([1.0], constraint=3)

@@ -225,13 +225,23 @@ class Variable(Value):
     creation (`Updating`), so two threads never each wait for the other's.
     """
 
-    __slots__ = ("_array", "_id", "_lock", "_trainable", "name")
+    __slots__ = ("_array", "_id", "_lock", "_trainable", "constraint", "name")
 
-    def __init__(self, initial_value, trainable=True, name=None, dtype=None):
+    def __init__(self, initial_value, trainable=True, name=None, dtype=None, constraint=None,
+                 shape=None):
+        """`constraint`: a function an optimizer applies to the value after each update
+        (TensorFlow's and Keras's projection). `shape` must fit the initial value's: a
+        Variable keeps its shape (TensorFlow's TensorShape(None) lets one change)."""
+        if constraint is not None and not callable(constraint):
+            raise ValueError(f"Variable: the constraint must be callable, got {constraint!r}")
         if callable(initial_value):
             initial_value = initial_value()
         # A NumPy value is copied; a Tensor's array is shared: neither changes in place.
         array = _to_array(initial_value, as_dtype(dtype), copy=True, what="Variable")
+        if shape is not None and not _fits(array.shape, shape):
+            raise ValueError(f"Variable: an initial value of shape {array.shape} for shape "
+                             f"{shape} (srcxform's Variables keep their value's shape)")
+        self.constraint = constraint
         if not array.dtype.isnative:  # as compiled code reads and writes it (Numba's only)
             array = array.astype(array.dtype.newbyteorder("="))
         self._array = array
@@ -248,11 +258,13 @@ class Variable(Value):
     # (Keeping the id made a copy read and update as the original, helper 74.) A shallow
     # copy is the Variable itself, as TensorFlow's.
     def __getstate__(self):
-        return {"_array": self._array, "name": self.name, "trainable": self._trainable}
+        return {"_array": self._array, "name": self.name, "trainable": self._trainable,
+                "constraint": self.constraint}
 
     def __setstate__(self, state):
         self._array, self.name, self._trainable = state["_array"], state["name"], \
             state["trainable"]
+        self.constraint = state.get("constraint")
         self._id = next(_ids)
         self._lock = threading.RLock()
 
@@ -316,18 +328,21 @@ class Variable(Value):
             _converted(self, "NumPy array")
         return _shared_array(self._array, self.dtype if dtype is None else dtype, copy)
 
+    # Each update returns the Variable, or None with read_value=False, as TensorFlow's.
     def assign(self, value, read_value=True):
         """Replaces the value with `value` converted to the Variable's dtype, which must
         have its shape (see _update)."""
         with self._update_lock():  # not in the middle of another thread's assign_add
-            return self._assign(self._update(value, "assign"))
+            assigned = self._assign(self._update(value, "assign"))
+        return assigned if read_value else None
 
     def assign_add(self, delta, read_value=True):
         """Adds delta to the value, atomically (not differentiated, as in TensorFlow)."""
         with self._update_lock():
             delta = _assigned(self._update(delta, "assign_add"), "assign_add", self)
             with recording.paused():
-                return self._assign(self._read() + delta)
+                assigned = self._assign(self._read() + delta)
+        return assigned if read_value else None
 
     def assign_sub(self, delta, read_value=True):
         """Subtracts delta from the value, atomically (not differentiated, as in
@@ -335,7 +350,8 @@ class Variable(Value):
         with self._update_lock():
             delta = _assigned(self._update(delta, "assign_sub"), "assign_sub", self)
             with recording.paused():
-                return self._assign(self._read() - delta)
+                assigned = self._assign(self._read() - delta)
+        return assigned if read_value else None
 
     def _update(self, value, op):
         """An update's argument as TensorFlow takes it, convert_to_tensor(value,
@@ -470,6 +486,13 @@ class VariablePart(Tensor):
 
 
 _NUMPY_DIR = os.path.dirname(np.__file__) + os.sep
+
+
+def _fits(shape, wanted):
+    """Whether an array's shape fits `wanted` (a TensorShape or a sequence of sizes, None
+    for any)."""
+    dims = list(wanted)
+    return len(dims) == len(shape) and all(d is None or d == n for d, n in zip(dims, shape))
 
 
 def _assigned(value, op, variable, part=""):
