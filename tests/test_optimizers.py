@@ -738,15 +738,20 @@ def test_a_variables_constraint_projects_each_update_eagerly_and_compiled():
     def non_negative(w):
         return tf.maximum(w, 0.0)
 
-    def step(x, w, opt):
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_sum((w - x) ** 2)
-        opt.apply_gradients([(tape.gradient(loss, w), w)])
-        return loss
+    def stepping(w, opt):
+        def step(x):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum((w - x) ** 2)
+            opt.apply_gradients([(tape.gradient(loss, w), w)])
+            return loss
 
-    for run in (step, tf.differentiable(step, wrt=())):
+        return step
+
+    for compiled in (False, True):
         w = tf.Variable([1.0, -2.0, 3.0], constraint=non_negative, shape=[3])
-        assert float(run(np.array([0.0, -5.0, 1.0]), w, tf.keras.optimizers.SGD(0.5))) == 14.0
+        step = stepping(w, tf.keras.optimizers.SGD(0.5))
+        run = tf.differentiable(step, wrt=()) if compiled else step
+        assert float(run(np.array([0.0, -5.0, 1.0]))) == 14.0
         assert w.numpy().tolist() == [0.0, 0.0, 1.0]  # [0, -5, 1] before the projection
     assert w.assign([1.0, 1.0, 1.0], read_value=False) is None
     assert w.assign_add([1.0, 1.0, 1.0]) is w and w.numpy().tolist() == [2.0, 2.0, 2.0]
