@@ -529,3 +529,25 @@ def test_while_loop_reads_a_variable_carry_as_a_tensor_even_without_trips():
     v.assign([5.0, 5.0])
     assert not isinstance(result, tf.Variable)
     np.testing.assert_array_equal(result.numpy(), [1.0, 2.0])
+
+
+def test_a_python_number_carry_is_not_cast_where_that_loses_it():
+    # Helper 127: a loop variable starting as a Python number was cast to the body's
+    # dtype even from float to int or int to bool, so a loop of no trips returned -1.5 as
+    # -1 (NaN as int32's minimum); TensorFlow and JAX raise, and so does srcxform now.
+    def sentinel(k, n, start):
+        s = start
+        i = 0
+        while i < n:
+            s = k[i] > 4 if isinstance(start, int) else k[i]
+            i = i + 1
+        return s
+
+    compiled = tf.differentiable(sentinel, wrt=())
+    for start in (-1.5, float("nan"), 2, 2**40):
+        with pytest.raises(tf.TracingError, match="changes loop variable 's' from"):
+            compiled(np.array([4, 5], np.int32), np.int64(0), start)
+    with pytest.raises(tf.TracingError, match="changes loop variable 's' from f32"):
+        tf.differentiable(lambda k: tf.while_loop(
+            lambda i, s: i < tf.shape(k)[0], lambda i, s: (i + 1, k[i]), (0, 0.5)))(
+                np.array([], np.int32))

@@ -40,6 +40,7 @@ import numpy as np
 from srcxform.core import recording, settings
 from srcxform.core.aval import Aval
 from srcxform.core.dims import Dim
+from srcxform.core.dtypes import promote
 from srcxform.core.errors import TracingError, user_line
 from srcxform.core.ir import Var
 from srcxform.core.primitive import Algebra, Codegen
@@ -374,6 +375,8 @@ def _weak_promoted(inits, avals, outs, numbers=()):
         if not number or not _same_shape(before.shape, after.shape):
             continue
         if not after.weak:  # as the first trip leaves it eagerly: a NumPy value or a tensor
+            if not _loses_nothing(before, after, inits[k]):
+                continue  # check_carries raises, as TensorFlow and JAX do
             kind = eager_kinds([out])[0]
             if kind == "numpy" and isinstance(inits[k], (bool, int, float, PythonNumber)):
                 promoted[k] = np.asarray(inits[k], after.dtype)[()]
@@ -386,6 +389,22 @@ def _weak_promoted(inits, avals, outs, numbers=()):
                 before.dtype, after.dtype):  # widened only: total = 0, then total + 0.5
             promoted[k], changed = inits[k] + (0.0 if after.dtype.kind == "f" else 0), True
     return promoted if changed else None
+
+
+def _loses_nothing(before, after, init):
+    """Whether a weak loop variable, `init`, takes the dtype the body gives it (`after`'s)
+    with no more than rounding: it promotes to it, as a Python number does beside it (a
+    float does not become an int, nor an int a bool), and does not overflow it. A cast
+    that loses more is what a loop of no trips would return (helper 127: -1.5 gave -1)."""
+    if promote([Aval((), before.dtype, True), Aval((), after.dtype)])[0] != after.dtype:
+        return False
+    if not isinstance(init, (bool, int, float)):
+        return True
+    try:
+        with np.errstate(all="ignore"):
+            return bool(np.isfinite(np.asarray(init, after.dtype)) or not np.isfinite(init))
+    except OverflowError:  # an int past the dtype's range
+        return False
 
 
 def check_carries(op, names, before, after):
