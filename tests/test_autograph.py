@@ -1347,3 +1347,32 @@ def test_a_function_naming_the_runtime_is_traced_as_written_with_a_warning():
     with pytest.warns(tf.AutographWarning, match="ag__"), \
             pytest.raises(tf.TracingError, match="bool"):
         tf.function(traced_if)(np.ones(3))
+
+
+def test_a_name_a_branchs_inner_loop_assigns_is_kept_where_the_loop_ran():
+    # Helper 127: a name assigned in the true branch only by a loop over range(2) counted
+    # as unassigned there ("only in the false branch"); tracing shows the loop ran.
+    @tf.differentiable
+    def g(x):
+        if tf.reduce_sum(x) > 0:
+            for i in range(2):
+                y = x * float(i + 1)
+        else:
+            y = -x
+        return tf.reduce_sum(y)
+
+    assert float(g(np.ones(2))) == 4.0 and float(g(-np.ones(2))) == 2.0
+    np.testing.assert_array_equal(g.grad(np.ones(2)), [2.0, 2.0])
+
+    @tf.differentiable
+    def h(x):
+        if tf.reduce_sum(x) > 0:
+            for _ in range(0):
+                y = x
+        else:
+            y = -x
+        return tf.reduce_sum(y)
+
+    with pytest.raises(tf.TracingError, match="'y' has no value here: it is assigned only "
+                                              "in the false branch"):
+        h(np.ones(2))

@@ -214,8 +214,9 @@ def if_stmt(pred, true_fn, false_fn, values, names, sure_true, sure_false):
     before = [not isinstance(v, Undefined) for v in values]
     keep = [k for k, name in enumerate(names)
             if before[k] or name in sure_true and name in sure_false]
+    assigned = [set(), set()]  # by each branch's trace, the true branch's first
 
-    def branch(fn):
+    def branch(fn, side):
         def run():
             try:
                 out = fn(*values)
@@ -225,11 +226,15 @@ def if_stmt(pred, true_fn, false_fn, values, names, sure_true, sure_false):
                                  "branches of an if on a traced condition are traced, so a "
                                  "raise there runs for every input)")
                 raise
+            assigned[side] = {k for k, v in enumerate(out) if not isinstance(v, Undefined)}
             _check_tensors(out, keep, names, where, "the if")
             return tuple(out[k] for k in keep)
         return run
 
-    result = cond(pred, branch(true_fn), branch(false_fn))
+    result = cond(pred, branch(true_fn, 0), branch(false_fn, 1))
+    if (assigned[0] & assigned[1]) - set(keep):  # assigned on both paths after all (in a
+        keep = sorted(set(keep) | (assigned[0] & assigned[1]))  # loop that ran: helper 127)
+        result = cond(pred, branch(true_fn, 0), branch(false_fn, 1))
     out = [_unkept(name, sure_true, sure_false, where) for name in names]
     for k, value in zip(keep, result):
         out[k] = value
