@@ -101,10 +101,11 @@ def jacfwd(fn: Callable, wrt: int | tuple = 0, has_aux: bool = False) -> Differe
     aux) and the result is (Jacobian, aux), as JAX's; so for jacrev, jacobian and hessian."""
 
     def jac(*args, **kwargs):
-        xs, outs, out_def, records, aux = _recorded(fn, args, kwargs, wrt, "jacfwd", has_aux)
+        xs, trees, outs, out_def, records, aux = _recorded(fn, args, kwargs, wrt, "jacfwd",
+                                                           has_aux)
         per_arg = [_columns(records, x, outs) for x in xs]
-        return _with_aux(_assembled(wrt, out_def, [list(js) for js in zip(*per_arg)], xs,
-                                    outs), aux, has_aux)
+        return _with_aux(_assembled(wrt, trees, out_def, [list(js) for js in zip(*per_arg)],
+                                    xs, outs), aux, has_aux)
 
     jac.__name__ = f"jacfwd_of_{getattr(fn, '__name__', 'f')}"
     return _compiled_jacobian(jac, (jacfwd, (fn, wrt, has_aux)))
@@ -119,9 +120,10 @@ def jacrev(fn: Callable, wrt: int | tuple = 0, has_aux: bool = False) -> Differe
     only."""
 
     def jac(*args, **kwargs):
-        xs, outs, out_def, records, aux = _recorded(fn, args, kwargs, wrt, "jacrev", has_aux)
+        xs, trees, outs, out_def, records, aux = _recorded(fn, args, kwargs, wrt, "jacrev",
+                                                           has_aux)
         per_out = [_rows(records, out, xs) for out in outs]
-        return _with_aux(_assembled(wrt, out_def, per_out, xs, outs), aux, has_aux)
+        return _with_aux(_assembled(wrt, trees, out_def, per_out, xs, outs), aux, has_aux)
 
     jac.__name__ = f"jacrev_of_{getattr(fn, '__name__', 'f')}"
     return _compiled_jacobian(jac, (jacrev, (fn, wrt, has_aux)))
@@ -134,14 +136,14 @@ def jacobian(fn: Callable, wrt: int | tuple = 0, has_aux: bool = False) -> Diffe
     only (TypeError)."""
 
     def jac(*args, **kwargs):
-        xs, outs, out_def, records, aux = _recorded(fn, args, kwargs, wrt, "jacobian",
-                                                    has_aux)
+        xs, trees, outs, out_def, records, aux = _recorded(fn, args, kwargs, wrt, "jacobian",
+                                                           has_aux)
         if sum(size(x.shape) for x in xs) < sum(size(out.shape) for out in outs):
             per_arg = [_columns(records, x, outs) for x in xs]
             per_out = [list(js) for js in zip(*per_arg)]
         else:
             per_out = [_rows(records, out, xs) for out in outs]
-        return _with_aux(_assembled(wrt, out_def, per_out, xs, outs), aux, has_aux)
+        return _with_aux(_assembled(wrt, trees, out_def, per_out, xs, outs), aux, has_aux)
 
     jac.__name__ = f"jacobian_of_{getattr(fn, '__name__', 'f')}"
     return _compiled_jacobian(jac, (jacobian, (fn, wrt, has_aux)))
@@ -184,15 +186,20 @@ def _rows(records, out, xs):
     return jacobians.rows(records, out, xs) if size(out.shape) else [None] * len(xs)
 
 
-def _assembled(wrt, out_def, per_out, xs, outs):
-    """Per output leaf, its Jacobians per argument (None: zeros, in the argument's dtype
-    as every Jacobian is) in the output's structure: one per leaf for an int wrt, a tuple
-    of them for a tuple wrt."""
+def _assembled(wrt, trees, out_def, per_out, xs, outs):
+    """Per output leaf, its Jacobians per argument leaf (None: zeros, in the argument's
+    dtype as every Jacobian is) in each argument's structure (`trees`: its treedef and
+    leaf count), in the output's structure: one per output leaf for an int wrt, a tuple
+    of them for a tuple wrt (JAX's pytrees of Jacobians)."""
     leaves = []
     for out, js in zip(outs, per_out):
         js = [ops.zeros(tuple(out.shape) + tuple(x.shape), x.dtype) if j is None else j
               for j, x in zip(js, xs)]
-        leaves.append(js[0] if isinstance(wrt, int) else tuple(js))
+        per_arg, start = [], 0
+        for treedef, count in trees:
+            per_arg.append(tree_unflatten(treedef, js[start:start + count]))
+            start += count
+        leaves.append(per_arg[0] if isinstance(wrt, int) else tuple(per_arg))
     return tree_unflatten(out_def, leaves)
 
 
@@ -220,15 +227,19 @@ def _recorded(fn, args, kwargs, wrt, form, has_aux=False):
         raise TypeError(f"{form}: {getattr(fn, '__qualname__', 'the function')} is "
                         f"differentiated wrt argument {max(positions)} (wrt={wrt!r}), but "
                         f"the call passed {len(args)} positional argument(s)")
-    full = list(args)
+    full, xs, trees = list(args), [], []
     for p in positions:
-        full[p] = forward._as_input(args[p])
-        if not isinstance(full[p], Value) or full[p].dtype.kind != "f":
-            got = full[p].dtype.name if isinstance(full[p], Value) else type(args[p]).__name__
-            raise TypeError(f"{form}: argument {p} must be one float array (a Jacobian is "
-                            f"with respect to real values, as JAX's {form} requires), got "
-                            f"{got}")
-    xs = [full[p] for p in positions]  # each a source of its own (_as_input)
+        full[p] = forward._as_input(args[p])  # each leaf a source of its own
+        leaves, treedef = tree_flatten(full[p])
+        bad = [leaf for leaf in leaves if not isinstance(leaf, Value) or leaf.dtype.kind != "f"]
+        if bad or not leaves:
+            got = (bad[0].dtype.name if isinstance(bad[0], Value) else
+                   type(bad[0]).__name__) if bad else "nothing"
+            raise TypeError(f"{form}: argument {p} must be a float array or a structure of "
+                            f"them (a Jacobian is with respect to real values, as JAX's "
+                            f"{form} requires), got {got}")
+        xs += leaves
+        trees.append((treedef, len(leaves)))
     with GradientTape(persistent=True, watch_accessed_variables=False) as tape:
         tape.watch(xs)
         out, aux = _split(autograph.convert(fn)(*full, **kwargs), fn, form, has_aux)
@@ -242,7 +253,7 @@ def _recorded(fn, args, kwargs, wrt, form, has_aux=False):
                 f"dtype {leaf.dtype.name} (shape {tuple(leaf.shape)}); a Jacobian needs "
                 f"float outputs, as JAX's {form} does: cast it (tf.cast(y, tf.float64)) "
                 "or return it from a function you do not differentiate")
-    return xs, outs, out_def, list(tape._records), aux
+    return xs, trees, outs, out_def, list(tape._records), aux
 
 
 def _compiled_jacobian(jac, recipe) -> Differentiable:

@@ -57,8 +57,9 @@ BUDGET = {
     # attribute (it grew a wrapper at each round trip: helper 122); +25: keyword
     # arguments moved to their positions (h(x, n=2) traced apart from h(x, 2): helper 113);
     # +5: a pytree is an argument, not a method's object (helper 126); +25: a kernel's
-    # runtime check raises as the eager run does, naming the user's line (_as_eager_raises)
-    ".": 3400,
+    # runtime check raises as the eager run does, naming the user's line (_as_eager_raises);
+    # +10: jacfwd, jacrev and hessian of a structure of arrays (helper 129)
+    ".": 3410,
     # +180: explain's zero, trap and custom_gradient probes; the eager NaN rule; +20: a
     # compiled tape.jacobian's hook to jacobians.py; +30: debug_nans judges only the
     # cotangents a backward pass uses (nan_checks.Holding); +10: output_gradients are
