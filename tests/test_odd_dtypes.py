@@ -60,3 +60,23 @@ def test_a_big_endian_variable_is_held_in_native_order():
     for k in range(1, 4):  # the first call, then the warm entry
         assert float(step(np.ones(3))) == 6.0 + 3 * k
     np.testing.assert_array_equal(v.numpy(), [4.0, 5.0, 6.0])
+
+
+def test_stack_of_a_uint64_and_a_python_int_is_exact_eagerly_and_compiled():
+    # A carried leftover: NumPy's and Numba's concatenate took uint64 beside a Python
+    # int (int64) through float64, so 2**63 + 1 came back 2**63 (TensorFlow 2.21: exact).
+    big = np.uint64(2**63 + 1)
+    for got in (tf.stack([big, 1]), tf.differentiable(lambda a: tf.stack([a, 1]), wrt=())(big)):
+        assert got.dtype == np.uint64 and np.asarray(got).tolist() == [2**63 + 1, 1]
+
+
+def test_round_of_integers_is_exact_and_divide_no_nan_of_them_a_float():
+    # Helper 130: tf.round went through np.rint's float64 (2**53 + 1 gave 2**53, uint64's
+    # largest 0); divide_no_nan of integers raised where TensorFlow 2.21 divides as truediv.
+    big = np.array([2**53 + 1])
+    for got in (tf.round(big), tf.differentiable(lambda a: tf.round(a), wrt=())(big)):
+        assert np.asarray(got).tolist() == [2**53 + 1]
+    assert tf.round(np.array([2**64 - 1], np.uint64)).numpy().tolist() == [2**64 - 1]
+    q = tf.math.divide_no_nan(tf.constant([1, 2, 3], tf.int8), tf.constant([2, 0, 1], tf.int8))
+    assert q.dtype == tf.float32 and q.numpy().tolist() == [0.5, 0.0, 3.0]
+    assert tf.math.divide_no_nan(tf.constant([1, 2]), 2).dtype == tf.float64

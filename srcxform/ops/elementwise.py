@@ -258,8 +258,10 @@ sign_p = elementwise("sign", np.sign, "np.sign(x)", vjp=lambda g, out, x: (_zero
 floor_p = elementwise("floor", np.floor, "np.floor(x)", nondiff=True, args="x", numpy=(np.floor,))
 ceil_p = elementwise("ceil", np.ceil, "np.ceil(x)", nondiff=True, args="x", kinds="f",
                      numpy=(np.ceil,))
-round_p = elementwise("round", np.rint, "np.rint(x)", nondiff=True, args="x",
-                      numpy=(np.rint,))  # half to even
+# Half to even; an integer is as it is (np.rint's float64 lost int64's 2**53 + 1: helper 130).
+round_p = elementwise("round", lambda x: x.copy() if x.dtype.kind in "iub" else np.rint(x),
+                      "np.rint(x)", nondiff=True, args="x", numpy=(np.rint,),
+                      emit_for=lambda x, out: "x" if out.dtype.kind in "iub" else None)
 stop_gradient_p = elementwise("stop_gradient", lambda x: x, "x", nondiff=True, args="x",
                               same_aval_is_identity=True, unrecorded=True)
 # A copy, which a tape can watch apart from its input (tf.identity).
@@ -386,9 +388,12 @@ def float_operands(op, *operands):
 
 
 def divide_no_nan(x, y, name=None):
-    """x / y for floats, 0 wherever y is 0 (tf.math.divide_no_nan); its gradients are 0
-    there too (y is replaced by 1 before dividing, so no inf or NaN reaches them)."""
-    x, y = float_operands("divide_no_nan", x, y)
+    """x / y, 0 wherever y is 0 (tf.math.divide_no_nan); its gradients are 0 there too (y
+    is replaced by 1 before dividing, so no inf or NaN reaches them). Integers divide as
+    divide's do, in a float (TensorFlow 2.21's: helper 130)."""
+    x, y = as_value(x, "divide_no_nan"), as_value(y, "divide_no_nan")
+    if promote([x.aval, y.aval])[0].kind not in "iu":
+        x, y = float_operands("divide_no_nan", x, y)
     zero = equal(y, 0)
     return where(zero, 0, divide(x, where(zero, 1, y)))
 

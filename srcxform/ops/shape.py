@@ -177,11 +177,12 @@ def _scatter_add_shape(g, indices, *, size):
 
 def check_indices(indices, size, op):
     """IndexError for an index outside [-size, size), worded as arrays.check_indices
-    words it in compiled code."""
+    words it in compiled code, naming the user's line (indices known when tracing are
+    checked there: helper 130)."""
     bad = indices[(indices < -size) | (indices >= size)]
     if bad.size:
         raise IndexArgumentError(f"{op}: index {bad[0]} is out of bounds for a dimension of "
-                                 f"size {size}")
+                                 f"size {size}\n  at {user_line()}")
 
 
 def _gather_impl(x, indices):
@@ -293,18 +294,9 @@ def _concat_vjp(g, out, *xs, axis):
                  for start, stop in spans(x.shape[axis] for x in xs))
 
 
-def _concat_emit(*avals, axis):
-    """A weak operand (a Python scalar or a size, held as int64 or float64) takes the
-    others' dtype, as eagerly; np.concatenate would give the result its dtype instead."""
-    *xs, out = avals
-    if all(x.dtype == out.dtype for x in xs):
-        return None
-    return f"arrays.concatenate(xs, axis).astype(np.{out.dtype.name})"
-
-
 concat_p = primitive("concat", "structural", lambda *xs, axis: np.concatenate(xs, axis),
                      _concat_shape, "arrays.concatenate(xs, axis)", vjp=_concat_vjp,
-                     joins=True, emit_for=_concat_emit,
+                     joins=True,
                      batch=lambda flags, avals, *, axis: lambda *xs: concat_p.bind(
                          *_rows_everywhere(xs, flags), axis=axis + 1))
 
@@ -433,6 +425,10 @@ def concat(values, axis, name=None):
     axis = normalize_axis(axis, xs[0].ndim, "concat")
     if len(xs) == 1:
         return unchanged(xs[0])
+    dtype, weak = promote([x.aval for x in xs])
+    if not weak:  # a Python scalar takes the tensors' dtype first, as in add: NumPy's and
+        # Numba's concatenate took a uint64 beside a Python int through float64 (2**63 + 1)
+        xs = [x if x.aval.dtype == dtype else cast(x, dtype) for x in xs]
     trace = xs[0]._trace
     joined = trace and trace.join(xs, axis)
     return concat_p.bind(*xs, axis=axis) if joined is None else joined
