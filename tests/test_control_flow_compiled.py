@@ -547,6 +547,11 @@ def test_a_python_number_carry_is_not_cast_where_that_loses_it():
     for start in (-1.5, float("nan"), 2, 2**40):
         with pytest.raises(tf.TracingError, match="changes loop variable 's' from"):
             compiled(np.array([4, 5], np.int32), np.int64(0), start)
+    # Helper 130: an int the body's uint8 cannot hold, and one int64 cannot.
+    with pytest.raises(tf.TracingError, match="changes loop variable 's' from i64"):
+        compiled(np.array([4, 5], np.uint8), np.int64(0), -1)
+    with pytest.raises(tf.TracingError, match="'s' starts as 1208925819614629174706176, past"):
+        compiled(np.array([4.0, 5.0]), np.int64(0), 2**80)
     with pytest.raises(tf.TracingError, match="changes loop variable 's' from f32"):
         tf.differentiable(lambda k: tf.while_loop(
             lambda i, s: i < tf.shape(k)[0], lambda i, s: (i + 1, k[i]), (0, 0.5)))(

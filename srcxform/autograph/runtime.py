@@ -280,10 +280,21 @@ def while_stmt(test_fn, body_fn, values, names):
         [inspect.Parameter(names[k], inspect.Parameter.POSITIONAL_ONLY) for k in carried])
     # A Python number stays one, exact (weak, as a for loop's): while_loop would make it
     # a float32 or int32 tensor, TensorFlow's rule, where eagerly it is Python's.
-    initial = [PythonNumber.of(v) if type(v) in (bool, int, float) else v
-               for v in state.initial()]
+    initial = [_python_number(v, names[k], where) if type(v) in (bool, int, float) else v
+               for k, v in zip(carried, state.initial())]
     result = kept_while_loop(lambda *vals: test_fn(*state.full(vals)), body, initial)
     return state.full(result)
+
+
+def _python_number(value, name, where):
+    """A loop variable's Python number as a weak value, or TracingError for an int that
+    int64 cannot hold (a raw OverflowError: helper 130)."""
+    try:
+        return PythonNumber.of(value)
+    except OverflowError:
+        raise TracingError(f"{where}\n  {name!r} starts as {value}, past int64, which a "
+                           "compiled loop cannot carry: start it as a float, or as a "
+                           "Python int that int64 holds") from None
 
 
 def for_stmt(rng, body_fn, values, names, target):

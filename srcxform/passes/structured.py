@@ -40,13 +40,15 @@ import numpy as np
 from srcxform.core import recording, settings
 from srcxform.core.aval import Aval
 from srcxform.core.dims import Dim
-from srcxform.core.dtypes import promote
+from srcxform.core.dtypes import out_of_range, promote
 from srcxform.core.errors import TracingError, user_line
 from srcxform.core.ir import Var
 from srcxform.core.primitive import Algebra, Codegen
 from srcxform.passes.pipeline import optimize
 from srcxform.core.recording import CONTEXT
-from srcxform.core.tensor import PythonNumber, SizeConstant, Tensor, as_value
+from srcxform.core.tensor import (
+    PythonNumber, SizeConstant, Tensor, as_value, converted_python_int,
+)
 from srcxform.ad.trace import Trace, Tracer
 
 
@@ -380,8 +382,9 @@ def _weak_promoted(inits, avals, outs, numbers=()):
             kind = eager_kinds([out])[0]
             if kind == "numpy" and isinstance(inits[k], (bool, int, float, PythonNumber)):
                 promoted[k] = np.asarray(inits[k], after.dtype)[()]
-            else:
-                promoted[k] = cast(inits[k], after.dtype)
+            else:  # a traced Python int checked where it runs (helper 130: -1 gave 255)
+                promoted[k] = cast(converted_python_int(
+                    as_value(inits[k]), after.dtype, "a loop variable's start"), after.dtype)
                 if isinstance(promoted[k], Tracer):
                     promoted[k].eager_kind = kind
             changed = True
@@ -398,13 +401,13 @@ def _loses_nothing(before, after, init):
     that loses more is what a loop of no trips would return (helper 127: -1.5 gave -1)."""
     if promote([Aval((), before.dtype, True), Aval((), after.dtype)])[0] != after.dtype:
         return False
-    if not isinstance(init, (bool, int, float)):
-        return True
-    try:
-        with np.errstate(all="ignore"):
-            return bool(np.isfinite(np.asarray(init, after.dtype)) or not np.isfinite(init))
-    except OverflowError:  # an int past the dtype's range
-        return False
+    if not isinstance(init, (bool, int, float, PythonNumber)):
+        return True  # a traced one is checked where the kernel runs (_weak_promoted)
+    value = init._array if isinstance(init, PythonNumber) else np.asarray(init)
+    if after.dtype.kind in "iu":
+        return value.dtype.kind != "O" and out_of_range(value, after.dtype) is None
+    with np.errstate(all="ignore"):
+        return bool(np.isfinite(value.astype(after.dtype)) or not np.isfinite(value))
 
 
 def check_carries(op, names, before, after):
