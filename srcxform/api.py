@@ -770,17 +770,17 @@ def _as_eager_raises(err, eager, variables):
     which does (TensorFlow's InvalidArgumentError, as err is), with the Variables' values
     put back after it. err itself where eager() raises none or another kind (never a
     guess)."""
-    before = [v._array.copy() for v in variables]
-    try:
-        with Updating(variables):
+    with Updating(variables):  # no other thread's update comes between (helper 130)
+        before = [v._array.copy() for v in variables]
+        try:
             eager()
-    except InvalidArgumentError as found:
-        return found
-    except Exception:  # noqa: BLE001  (the kernel's error stands)
-        return err
-    finally:
-        for v, value in zip(variables, before):
-            v._array = value
+        except InvalidArgumentError as found:
+            return found
+        except Exception:  # noqa: BLE001  (the kernel's error stands)
+            return err
+        finally:
+            for v, value in zip(variables, before):
+                v._array = value
     return err
 
 

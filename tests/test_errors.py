@@ -405,3 +405,53 @@ def test_a_compiled_runtime_check_names_the_users_line_as_eager():
         with pytest.raises(tf.ShapeError, match="slice: begin .4,. and size .3,. reach outside"):
             g(np.arange(6.0), np.array([4]))
     assert v.numpy().tolist() == [2.0, 2.0, 2.0]  # the two calls that returned
+
+
+def test_an_index_known_when_tracing_names_the_users_line():
+    # Helper 130: the trace checks indices it knows (an argument array on a first call):
+    # the error named no line.
+    @tf.differentiable
+    def g(x, i):
+        return tf.gather(x, i) * 2.0  # the line the message must quote
+
+    with pytest.raises(IndexError, match=r"index 5 is out of bounds.*\n  at .*test_errors"):
+        g(np.ones(3), np.array([0, 5]))
+
+
+def test_a_failed_call_keeps_other_threads_updates():
+    # Helper 130: the eager rerun after a kernel's error copied the Variables' values
+    # before taking their locks and put them back after, undoing other threads' updates.
+    import sys
+    import threading
+
+    count = tf.Variable(0, dtype=tf.int64)
+    x = np.array([1.0, 2.0, 3.0])
+
+    @tf.differentiable
+    def f(x, i):
+        count.assign_add(1)
+        return tf.gather(x, i)
+
+    f(x, np.array([0]))
+    count.assign(0)
+
+    def good():
+        for _ in range(200):
+            f(x, np.array([0]))
+
+    def bad():
+        for _ in range(40):
+            with pytest.raises(IndexError):
+                f(x, np.array([7]))
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=t) for t in (good, bad, good)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert count.numpy() == 400

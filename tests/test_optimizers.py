@@ -759,3 +759,7 @@ def test_a_variables_constraint_projects_each_update_eagerly_and_compiled():
         tf.Variable([1.0, 2.0, 3.0], shape=[2])
     with pytest.raises(ValueError, match="constraint must be callable"):
         tf.Variable([1.0], constraint=3)
+
+
+def test_a_variables_shape_may_be_an_int():
+    assert tf.Variable(np.zeros(3), shape=3).shape == (3,)  # helper 130: a raw TypeError

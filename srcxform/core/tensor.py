@@ -491,7 +491,7 @@ _NUMPY_DIR = os.path.dirname(np.__file__) + os.sep
 def _fits(shape, wanted):
     """Whether an array's shape fits `wanted` (a TensorShape or a sequence of sizes, None
     for any)."""
-    dims = list(wanted)
+    dims = [wanted] if isinstance(wanted, int) else list(wanted)
     return len(dims) == len(shape) and all(d is None or d == n for d, n in zip(dims, shape))
 
 

@@ -19,7 +19,7 @@ from srcxform.core.dtypes import SIGN_TIE
 from srcxform.core.errors import LinAlgArgumentError
 from srcxform.numba_adapter.jit import helper
 
-SINGULAR = "the matrix is singular (not invertible)"
+SINGULAR = "the matrix is singular (not invertible) or not finite"
 NOT_FACTORED = "LAPACK could not factor the matrix (is it finite?)"
 
 
