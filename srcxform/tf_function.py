@@ -121,7 +121,10 @@ def _conformed(function, name, spec, value):
     """value, a structure like spec's, with each part a TensorSpec covers a tensor or array
     of that spec (a Python value converted to one)."""
     if isinstance(spec, TensorSpec):
-        if not isinstance(value, (Value, np.ndarray, np.generic)):  # a Python value
+        # A Python or NumPy value is converted to the spec's dtype, as TensorFlow's is (a
+        # float64 array for a float32 spec raised: helper 131); a tensor must match it.
+        if not isinstance(value, (Value, np.ndarray, np.generic)) or \
+                not isinstance(value, Value) and value.dtype != spec.dtype:
             value = convert_to_tensor(value, dtype=spec.dtype)
         if not spec.is_compatible_with(value):
             raise TypeError(f"{function}: argument {name!r} of dtype "

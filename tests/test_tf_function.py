@@ -190,7 +190,7 @@ def test_input_signature_converts_and_refuses():
     np.testing.assert_array_equal(got.numpy(), [2.0, 4.0, 6.0])
     np.testing.assert_array_equal(double(x=np.ones(5, np.float32)).numpy(), np.full(5, 2.0))
     with pytest.raises(TypeError, match=r"float64 and shape \(2,\).*TensorSpec"):
-        double(np.ones(2))
+        double(tf.ones(2, tf.float64))  # a tensor of another dtype (an array converts)
     with pytest.raises(TypeError, match=r"shape \(2, 2\) does not match"):
         double(np.ones((2, 2), np.float32))
 
@@ -288,7 +288,7 @@ def test_input_signature_covers_star_args_and_defaults():
             scaled(x, b=4.0).numpy().tolist()] == [[2.0, 2.0], [3.0, 3.0], [4.0, 4.0]]
     assert scaled(x).dtype == tf.float32  # the default conformed to its spec
     with pytest.raises(TypeError, match=r"argument 'xs\[1\]' of dtype float64"):
-        added(x, np.ones(2))
+        added(x, tf.ones(2, tf.float64))
 
 
 def test_a_base_method_called_from_an_override_and_extra_positional_arguments():
@@ -364,3 +364,17 @@ def test_an_argument_by_keyword_or_by_position_is_one_trace():
     assert f.cache_info().kernels == 1
     with pytest.raises(TypeError, match="wrt=0, but the function got 0 positional"):
         f.grad(w=x, b=2.0)
+
+
+def test_an_input_signature_converts_numpy_values_as_tensorflow():
+    # Helper 131: a float64 array or NumPy scalar for a float32 spec raised; TensorFlow
+    # 2.21 converts it (a tensor of another dtype still raises, as there).
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+    def g(x):
+        return x * 2
+
+    for value in (np.array([1.0, 2.0]), np.array([1, 2], np.int64)):
+        got = g(value)
+        assert got.dtype == tf.float32 and got.numpy().tolist() == [2.0, 4.0]
+    with pytest.raises(TypeError, match="does not match its input_signature"):
+        g(tf.constant([1.0, 2.0], tf.float64))
