@@ -767,20 +767,23 @@ def _on_cuda(fn, wrt, converts, has_aux):
 def _as_eager_raises(err, eager, variables):
     """A kernel's runtime check failed (an index out of range, an integer divisor of 0, a
     singular matrix: `err`), which names no line of the user's: the error eager() raises,
-    which does (TensorFlow's InvalidArgumentError, as err is), with the Variables' values
-    put back after it. err itself where eager() raises none or another kind (never a
-    guess)."""
+    which does (TensorFlow's InvalidArgumentError, as err is). The kernel assigned nothing;
+    the Variables keep what eager() assigned before its error, as an eager call and
+    TensorFlow's tf.function leave them (helper 132). err itself, the Variables' values
+    put back, where eager() raises none or another kind (never a guess)."""
     with Updating(variables):  # no other thread's update comes between (helper 130)
         before = [v._array.copy() for v in variables]
+        found = None
         try:
             eager()
-        except InvalidArgumentError as found:
-            return found
+        except InvalidArgumentError as raised:
+            found = raised
         except Exception:  # noqa: BLE001  (the kernel's error stands)
-            return err
-        finally:
-            for v, value in zip(variables, before):
-                v._array = value
+            found = None
+        if found is not None:
+            return found
+        for v, value in zip(variables, before):
+            v._array = value
     return err
 
 

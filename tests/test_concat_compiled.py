@@ -143,5 +143,6 @@ def test_a_concat_of_many_pieces_or_mixed_dtypes_is_built():
         joined = tf.concat([x, tf.cast(x, tf.float32)], 0)
         return tf.reduce_sum(joined * joined)
 
-    for fn in (five, mixed):
-        assert "arrays.concatenate" in tf.differentiable(fn).source(x), fn.__name__
+    assert "arrays.concatenate" in tf.differentiable(five).source(x)
+    # Pieces of two dtypes meet in one first (concat casts them), then fuse into the loop.
+    assert "arrays.concatenate" not in tf.differentiable(mixed).source(x)

@@ -552,6 +552,11 @@ def test_a_python_number_carry_is_not_cast_where_that_loses_it():
         compiled(np.array([4, 5], np.uint8), np.int64(0), -1)
     with pytest.raises(tf.TracingError, match="'s' starts as 1208925819614629174706176, past"):
         compiled(np.array([4.0, 5.0]), np.int64(0), 2**80)
+    # Helper 132: tf.while_loop makes the start an int32 tensor first; its -1 became 255.
+    with pytest.raises(tf.TracingError, match="changes loop variable 'b' from i32"):
+        tf.function(lambda n, u8: tf.while_loop(
+            lambda i, b: i < n, lambda i, b: (i + 1, tf.cast(b, tf.uint8) + u8), [0, -1])[1])(
+                np.int32(0), np.uint8(1))
     with pytest.raises(tf.TracingError, match="changes loop variable 's' from f32"):
         tf.differentiable(lambda k: tf.while_loop(
             lambda i, s: i < tf.shape(k)[0], lambda i, s: (i + 1, k[i]), (0, 0.5)))(

@@ -198,7 +198,7 @@ class Primitive:
         if context.traces:  # a size kept from another trace is a constant here
             params = localized(params)
         out_aval = self.abstract_eval(values, params)
-        values = _checked_python_ints(self, values)
+        values = checked_python_ints(self, values)
         trace = next((v._trace for v in values if v._trace is not None), None)
         if trace is not None:  # not one kept past its trace (an eager op tests nothing)
             check_active(trace, self.name)
@@ -262,7 +262,7 @@ def op_name(op):
     return getattr(op, "name", op)
 
 
-def _checked_python_ints(prim, values):
+def checked_python_ints(prim, values):
     """values, where a Python int (a weak int operand) meets an integer dtype that may not
     hold it: DtypeArgumentError (a TypeError) for one that does not fit (casting would
     wrap it, as TensorFlow does; NumPy raises), and a traced one (a loop's Python int

@@ -379,9 +379,9 @@ def float_operands(op, *operands):
     xdivy take floats only); DtypeArgumentError otherwise."""
     values = [as_value(v, op) for v in operands]
     avals = [v.aval for v in values]
-    dtype = promote(avals)[0]
-    try:
-        check_kinds(avals, dtype, "f")
+    dtype, weak = promote(avals)
+    try:  # Python numbers alone count by their common dtype (divide_no_nan(3.0, 0))
+        check_kinds([Aval((), dtype, True)] if weak else avals, dtype, "f")
     except TypeError as err:
         raise argument_error(op, values, err) from None
     return [v if v.aval.dtype == dtype else cast(v, dtype) for v in values]

@@ -13,6 +13,7 @@ from srcxform.core.aval import (Aval, as_size, axis_index, broadcast_shapes, dim
                                 same_dim, same_shape, size, slice_length, spans)
 from srcxform.core.dims import Dim, as_index, concrete, negative, symbol_text
 from srcxform.core.dtypes import promote, settled_of
+from srcxform.core.primitive import checked_python_ints
 from srcxform.core.errors import IndexArgumentError, TracingError, shape_error
 from srcxform.core.errors import user_line
 from srcxform.ops.elementwise import add, cast, less, multiply, where
@@ -427,7 +428,9 @@ def concat(values, axis, name=None):
         return unchanged(xs[0])
     dtype, weak = promote([x.aval for x in xs])
     if not weak:  # a Python scalar takes the tensors' dtype first, as in add: NumPy's and
-        # Numba's concatenate took a uint64 beside a Python int through float64 (2**63 + 1)
+        # Numba's concatenate took a uint64 beside a Python int through float64 (2**63 + 1);
+        # one that does not fit raises first (helper 132: the cast wrapped it)
+        xs = checked_python_ints(concat_p, xs)
         xs = [x if x.aval.dtype == dtype else cast(x, dtype) for x in xs]
     trace = xs[0]._trace
     joined = trace and trace.join(xs, axis)

@@ -401,9 +401,12 @@ def _loses_nothing(before, after, init):
     that loses more is what a loop of no trips would return (helper 127: -1.5 gave -1)."""
     if promote([Aval((), before.dtype, True), Aval((), after.dtype)])[0] != after.dtype:
         return False
-    if not isinstance(init, (bool, int, float, PythonNumber)):
+    if isinstance(init, Tensor) and init._trace is None:  # tf.while_loop's made tensors
+        value = init._array  # (helper 132: its int32 -1 became a uint8 255 too)
+    elif isinstance(init, (bool, int, float)):
+        value = np.asarray(init)
+    else:
         return True  # a traced one is checked where the kernel runs (_weak_promoted)
-    value = init._array if isinstance(init, PythonNumber) else np.asarray(init)
     if after.dtype.kind in "iu":
         return value.dtype.kind != "O" and out_of_range(value, after.dtype) is None
     with np.errstate(all="ignore"):
