@@ -123,8 +123,7 @@ def _conformed(function, name, spec, value):
     if isinstance(spec, TensorSpec):
         # A Python or NumPy value is converted to the spec's dtype, as TensorFlow's is (a
         # float64 array for a float32 spec raised: helper 131); a tensor must match it.
-        if not isinstance(value, (Value, np.ndarray, np.generic)) or \
-                not isinstance(value, Value) and value.dtype != spec.dtype:
+        if not isinstance(value, Value) and getattr(value, "dtype", None) != spec.dtype:
             value = convert_to_tensor(value, dtype=spec.dtype)
         if not spec.is_compatible_with(value):
             raise TypeError(f"{function}: argument {name!r} of dtype "

@@ -619,7 +619,7 @@ def _normalize_index(items, shape):
             i, n = as_index(item), shape[axis]
             if not -n <= i < n:
                 raise IndexArgumentError(f"getitem: index {concrete(i)} is out of bounds for "
-                                         f"axis {axis} of size {concrete(n)}")
+                                         f"axis {axis} of size {concrete(n)}\n  at {user_line()}")
             out.append(i + n if i < 0 else i)  # x[-1] is x[n0 - 1] at every size
             axis += 1
     return tuple(out)
