@@ -423,8 +423,8 @@ def test_a_failed_call_keeps_other_threads_updates():
     # Helper 130: the eager rerun after a kernel's error copied the Variables' values
     # before taking their locks and put them back after, undoing other threads' updates.
     # Each failed call counts too: it assigns before the failing op, as eagerly.
+    import concurrent.futures
     import sys
-    import threading
 
     count = tf.Variable(0, dtype=tf.int64)
     x = np.array([1.0, 2.0, 3.0])
@@ -447,13 +447,11 @@ def test_a_failed_call_keeps_other_threads_updates():
                 f(x, np.array([7]))
 
     interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
+    sys.setswitchinterval(1e-6)  # the threads interleave often
     try:
-        threads = [threading.Thread(target=t) for t in (good, bad, good)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
+            for job in [pool.submit(run) for run in (good, bad, good)]:
+                job.result()
     finally:
         sys.setswitchinterval(interval)
     assert count.numpy() == 440
