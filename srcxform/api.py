@@ -270,7 +270,6 @@ class Differentiable:
             # A checked kernel (debug_nans) is waited for: the first calls' NumPy run
             # while the worker compiles (tiered) would not check.
             kernel, leaves = self._kernel(form, args, kwargs, tier0=not nan_checks.enabled())
-            variables = kernel.variables(leaves)
 
             def eager():
                 return self._inline(form, *_as_tensors(args, kwargs, self._tf_rules))
@@ -278,20 +277,21 @@ class Differentiable:
             try:
                 if kernel in self._compiling:  # the worker compiles it: this call runs on
                     return self._tier0(kernel, leaves)  # NumPy
-                results = self._run(kernel, leaves, eager, variables)
+                results = self._run(kernel, leaves, eager)
             except InvalidArgumentError as err:  # a runtime check's, naming no user line
-                raise _as_eager_raises(err, eager, variables) from None
+                raise _as_eager_raises(err, eager, kernel.variables(leaves)) from None
             # The entry is made once the call has compiled the kernel: it calls the
             # compiled code directly.
             if not kwargs and (kernel, form) not in self._chained:
                 self._chain(kernel, form, args)
         return results
 
-    def _run(self, kernel, leaves, eager, variables):
+    def _run(self, kernel, leaves, eager):
         """The kernel's results for a call with these leaves; at its first call with their
         shapes (it takes any size), checked against eager()'s (crosscheck.py)."""
         if not crosscheck.enabled(self.check) or array_shapes(leaves) in kernel.checked:
             return kernel.run(leaves)
+        variables = kernel.variables(leaves)
         # Both runs, and the values put back between them, are one update of each Variable
         # (as the kernel's call is), not interleaved with other threads'.
         with Updating(variables):
