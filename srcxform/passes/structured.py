@@ -401,8 +401,9 @@ def _loses_nothing(before, after, init):
     that loses more is what a loop of no trips would return (helper 127: -1.5 gave -1)."""
     if promote([Aval((), before.dtype, True), Aval((), after.dtype)])[0] != after.dtype:
         return False
-    if isinstance(init, Tensor):  # a concrete one: tf.while_loop's made tensors (helper
-        value = init._array  # 132: its int32 -1 became a uint8 255 too)
+    # A concrete tensor (a tracer is a Tensor to isinstance): tf.while_loop's made ones
+    if isinstance(init, Tensor) and init._trace is None:  # (helper 132: its int32 -1
+        value = init._array  # became a uint8 255 too)
     elif isinstance(init, (bool, int, float)):
         value = np.asarray(init)
     else:
