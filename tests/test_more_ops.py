@@ -430,7 +430,9 @@ def test_float_only_composites_take_python_numbers_beside_floats():
     got = tf.math.xlog1py(x, 1)
     assert got.dtype == tf.float32 and got.numpy().tolist() == [np.float32(np.log(2)), 0.0]
     assert tf.nn.l2_loss(2.0).numpy() == 2.0
-    assert float(tf.math.divide_no_nan(3.0, 0)) == 0.0  # Python numbers alone (helper 132)
+    # Python numbers alone settle as TensorFlow's (float32); a float64 before (helper 132)
+    for got in (tf.math.divide_no_nan(3.0, 0), tf.math.xdivy(0, 2.0)):
+        assert got.dtype == tf.float32 and float(got) == 0.0
     for op, args in ((tf.math.xdivy, (1, 2)), (tf.math.reciprocal_no_nan, ([1, 0],)),
                      (tf.math.xdivy, (tf.constant([1]), 2.0)), (tf.nn.l2_loss, ([1],)),
                      (tf.math.reduce_std, ([1, 2],))):

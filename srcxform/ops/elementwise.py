@@ -384,6 +384,8 @@ def float_operands(op, *operands):
         check_kinds([Aval((), dtype, True)] if weak else avals, dtype, "f")
     except TypeError as err:
         raise argument_error(op, values, err) from None
+    if weak:  # Python numbers alone stay weak: divide_no_nan(3.0, 0) is float32's
+        return values
     return [v if v.aval.dtype == dtype else cast(v, dtype) for v in values]
 
 
