@@ -459,6 +459,12 @@ def _symmetric(x):
     return x + tf.linalg.matrix_transpose(x)
 
 
+# Rows whose generated code calls Numba-compiled runtime helpers (LAPACK's, philox's
+# rounds, argsort's), seconds each to compile on a cold cache even where the generated code
+# runs as Python: tests that compile them a row at a time put these in the slow tier.
+COLD_HELPERS = {"det", "slogdet", "inv", "solve", "triangular_solve", "cholesky", "eigh",
+                "svd", "philox", "argsort"}
+
 _LINALG = {
     "det": [Row("det", ((2, 3, 3),), (well_conditioned,), op=tf.linalg.det)],
     "slogdet": [Row("slogdet", ((3, 3),), (well_conditioned,),

@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 import pytest
-from samples import COMPOSITES, SAMPLES, function
+from samples import COLD_HELPERS, COMPOSITES, SAMPLES, function
 from objectives import rosen, rosen_hessian
 
 import srcxform as tf
@@ -19,12 +19,10 @@ ROWS = [row for name in REGISTRY for row in SAMPLES.get(name, ())]
 DIFF = [pytest.param(r, id=r.id) for r in ROWS if not REGISTRY[r.name].nondiff]
 DIFF += [pytest.param(r, id=f"composite-{r.id}") for r in COMPOSITES]
 NONDIFF = [pytest.param(r, id=r.id) for r in ROWS if REGISTRY[r.name].nondiff]
-# LAPACK's rows, whose generated code calls Numba-compiled helpers (seconds each on a cold
-# cache): their generated JVPs in the slow tier (test_grads runs their generated code in
-# the quick one).
-_LAPACK = {"det", "slogdet", "inv", "solve", "triangular_solve", "cholesky", "eigh", "svd"}
+# Rows calling Numba-compiled helpers (samples.COLD_HELPERS): their generated JVPs in
+# the slow tier.
 GENERATED = [pytest.param(*p.values, id=p.id,
-                          marks=pytest.mark.slow if p.values[0].name in _LAPACK else ())
+                          marks=pytest.mark.slow if p.values[0].name in COLD_HELPERS else ())
              for p in DIFF]
 
 

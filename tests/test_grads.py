@@ -6,7 +6,7 @@ import functools
 
 import numpy as np
 import pytest
-from samples import COMPOSITES, SAMPLES, function
+from samples import COLD_HELPERS, COMPOSITES, SAMPLES, function
 
 import srcxform
 from srcxform.core.primitive import REGISTRY
@@ -39,7 +39,11 @@ def test_second_order(row):
     _check(row, 2, False)
 
 
-@pytest.mark.parametrize("row", [pytest.param(r, id=r.id) for r in ROWS]
+# Rows calling Numba-compiled helpers (samples.COLD_HELPERS) in the slow tier: the quick
+# one checks their gradients eagerly (test_first_order).
+@pytest.mark.parametrize("row", [pytest.param(r, id=r.id, marks=pytest.mark.slow
+                                              if r.name in COLD_HELPERS else ())
+                                 for r in ROWS]
                          + [pytest.param(r, id=f"composite-{r.id}") for r in COMPOSITES])
 def test_as_python_equals_eager(row, monkeypatch):
     """The generated code run as Python (SRCXFORM_JIT=0), a kernel per row without a Numba

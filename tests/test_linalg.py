@@ -556,6 +556,7 @@ def test_svd_and_eigh_of_empty_matrices_are_numpys_eagerly_and_compiled():
     np.testing.assert_array_equal(_factors(tf.constant(np.zeros((0, 3))))[4].numpy(), np.eye(3))
 
 
+@pytest.mark.slow  # eigh's and triangular_solve's kernels: about 10 s of one core
 def test_eigh_reads_the_lower_triangle_alone_compiled_as_eagerly():
     """A NaN in the upper triangle, which eigh never reads (NumPy's UPLO='L'): compiled,
     Numba's finiteness check raised LinAlgArgumentError (helper 73). A singular triangle

@@ -409,6 +409,7 @@ def test_roll_moves_elements_round_as_numpy(shift, axis):
                                   np.roll(x, shift, axes))
 
 
+@pytest.mark.slow  # a kernel and its gradient's for each of three sizes: about 9 s
 def test_roll_compiles_for_every_size_with_its_gradient():
     weights = np.arange(5.0)
     rolled = tf.differentiable(lambda x: tf.reduce_sum(tf.roll(x, [2, -1], [1, 0]) ** 2 *
