@@ -99,16 +99,21 @@ def jacfwd(fn: Callable, wrt: int | tuple = 0, has_aux: bool = False) -> Differe
     through the records (jacobians.columns: one kernel, whose loop runs for every input
     size). Float inputs and outputs only (TypeError). With `has_aux` fn returns (output,
     aux) and the result is (Jacobian, aux), as JAX's; so for jacrev, jacobian and hessian."""
+    return _compiled_jacobian(_forward(fn, wrt, has_aux, "jacfwd"), (jacfwd, (fn, wrt, has_aux)))
+
+
+def _forward(fn, wrt, has_aux, form):
+    """jacfwd's function before compiling; `form` names it in errors (hessian's too)."""
 
     def jac(*args, **kwargs):
-        xs, trees, outs, out_def, records, aux = _recorded(fn, args, kwargs, wrt, "jacfwd",
+        xs, trees, outs, out_def, records, aux = _recorded(fn, args, kwargs, wrt, form,
                                                            has_aux)
         per_arg = [_columns(records, x, outs) for x in xs]
         return _with_aux(_assembled(wrt, trees, out_def, [list(js) for js in zip(*per_arg)],
                                     xs, outs), aux, has_aux)
 
     jac.__name__ = f"jacfwd_of_{getattr(fn, '__name__', 'f')}"
-    return _compiled_jacobian(jac, (jacfwd, (fn, wrt, has_aux)))
+    return jac
 
 
 def jacrev(fn: Callable, wrt: int | tuple = 0, has_aux: bool = False) -> Differentiable:
@@ -170,9 +175,8 @@ def hessian(fn: Callable, wrt: int | tuple = 0, has_aux: bool = False) -> Differ
         return _with_aux(grads[0] if isinstance(wrt, int) else tuple(grads), aux, has_aux)
 
     gradient.__name__ = f"gradient_of_{getattr(fn, '__name__', 'f')}"
-    compiled = jacfwd(gradient, wrt, has_aux)
-    compiled._recipe = (hessian, (fn, wrt, has_aux))
-    return compiled
+    return _compiled_jacobian(_forward(gradient, wrt, has_aux, "hessian"),
+                              (hessian, (fn, wrt, has_aux)))
 
 
 def _columns(records, x, outs):
