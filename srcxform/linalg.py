@@ -3,7 +3,7 @@
 from srcxform.ops.creation import eye
 from srcxform.ops.einsum import einsum, tensordot
 from srcxform.ops.lapack import (
-    cholesky, det, eigh, eigvalsh, inv, norm, slogdet, solve, svd, triangular_solve,
+    cholesky, det, eigh, eigvalsh, inv, norm, qr, slogdet, solve, svd, triangular_solve,
 )
 from srcxform.ops.linalg import (
     adjoint, band_part, cross, diag, diag_part, matmul, matrix_transpose, matvec, set_diag,
@@ -14,5 +14,6 @@ from srcxform.optimizers import global_norm
 __all__ = [
     "adjoint", "band_part", "cholesky", "cross", "det", "diag", "diag_part", "eigh",
     "eigvalsh", "einsum", "eye", "global_norm", "inv", "matmul", "matrix_transpose", "matvec",
-    "norm", "set_diag", "slogdet", "solve", "svd", "tensordot", "trace", "triangular_solve",
+    "norm", "qr", "set_diag", "slogdet", "solve", "svd", "tensordot", "trace",
+    "triangular_solve",
 ]

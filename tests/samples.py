@@ -463,7 +463,7 @@ def _symmetric(x):
 # rounds, argsort's), seconds each to compile on a cold cache even where the generated code
 # runs as Python: tests that compile them a row at a time put these in the slow tier.
 COLD_HELPERS = {"det", "slogdet", "inv", "solve", "triangular_solve", "cholesky", "eigh",
-                "svd", "philox", "argsort"}
+                "svd", "qr", "philox", "argsort"}
 
 _LINALG = {
     "det": [Row("det", ((2, 3, 3),), (well_conditioned,), op=tf.linalg.det)],
@@ -492,6 +492,13 @@ _LINALG = {
                 label="tall-batched", rtol=1e-5, atol=1e-7),
             Row("svd", ((3, 3),), (spread_spectrum,), op=lambda x: list(tf.linalg.svd(x)),
                 label="square", rtol=1e-5, atol=1e-7)],
+    # Tall (batched), wide (TensorFlow's partition of x and r) and full_matrices where it
+    # has a gradient (m <= n); r's diagonal far from 0.
+    "qr": [Row("qr", ((2, 4, 3),), (well_conditioned,), op=lambda x: list(tf.linalg.qr(x)),
+               label="tall-batched"),
+           Row("qr", ((3, 5),), (well_conditioned,), params={"full_matrices": True},
+               op=lambda x, full_matrices: list(tf.linalg.qr(x, full_matrices)),
+               label="wide-full")],
 }
 SAMPLES.update(_LINALG)
 

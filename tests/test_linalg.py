@@ -556,6 +556,57 @@ def test_svd_and_eigh_of_empty_matrices_are_numpys_eagerly_and_compiled():
     np.testing.assert_array_equal(_factors(tf.constant(np.zeros((0, 3))))[4].numpy(), np.eye(3))
 
 
+def _qr_checked(a, q, r):
+    """q r = a, q's columns orthonormal, r upper triangular with a diagonal not negative,
+    and NumPy's factors up to those signs."""
+    q, r = np.asarray(q), np.asarray(r)
+    k = q.shape[-1]
+    np.testing.assert_allclose(q @ r, a, atol=1e-12)
+    np.testing.assert_allclose(np.swapaxes(q, -1, -2) @ q, np.broadcast_to(np.eye(k), q.shape[:-2] + (k, k)),
+                               atol=1e-12)
+    diagonal = np.diagonal(r, axis1=-2, axis2=-1)
+    assert np.all(np.tril(r, -1) == 0) and np.all(diagonal >= 0)
+    numpy_q, numpy_r = np.linalg.qr(a)
+    signs = np.sign(np.diagonal(numpy_r, axis1=-2, axis2=-1))[..., None, :]
+    width = numpy_q.shape[-1]
+    np.testing.assert_allclose(q[..., :width], numpy_q * signs, atol=1e-12)
+
+
+def test_qr_is_numpys_with_r_diagonal_not_negative():
+    rng = np.random.default_rng(3)
+    for shape in ((4, 3), (3, 5), (2, 3, 3), (5, 1)):
+        a = rng.standard_normal(shape)
+        for full in (False, True):
+            q, r = tf.linalg.qr(a, full_matrices=full)
+            m, n = shape[-2:]
+            assert q.shape == shape[:-2] + (m, m if full else min(m, n))
+            _qr_checked(a, q, r)
+        q, r = tf.differentiable(np.linalg.qr, wrt=())(tf.constant(a))  # NumPy's name
+        _qr_checked(a, q, r)
+        assert np.linalg.qr(tf.constant(a), mode="r").shape == r.shape
+    with pytest.raises(ValueError, match="'raw' is not supported"):
+        np.linalg.qr(tf.constant(a), mode="raw")
+    with pytest.raises(TypeError, match="float32 or float64 matrices, got int64"):
+        tf.linalg.qr(np.ones((2, 2), np.int64))
+
+
+@pytest.mark.slow  # qr's kernels and its gradient's: about 10 s of one core
+def test_qr_compiled_as_eagerly_and_its_gradient_where_it_has_one():
+    def both(a):
+        return tf.linalg.qr(a) + tf.linalg.qr(a, full_matrices=True)
+
+    rng = np.random.default_rng(4)
+    factors = tf.differentiable(both, wrt=())
+    for shape in ((4, 3), (3, 5), (2, 6, 4), (0, 3)):
+        a = rng.standard_normal(shape)
+        for got, want in zip(factors(a), both(tf.constant(a))):
+            np.testing.assert_allclose(np.asarray(got), want.numpy(), atol=1e-12)
+    tall = rng.standard_normal((4, 2))
+    with pytest.raises(NotImplementedError, match=r"qr: the gradient of full_matrices=True .* "
+                                                  r"got f64\[4,2\]"):
+        tape_gradient(lambda a: tf.reduce_sum(tf.linalg.qr(a, full_matrices=True).q), tall)
+
+
 @pytest.mark.slow  # eigh's and triangular_solve's kernels: about 10 s of one core
 def test_eigh_reads_the_lower_triangle_alone_compiled_as_eagerly():
     """A NaN in the upper triangle, which eigh never reads (NumPy's UPLO='L'): compiled,

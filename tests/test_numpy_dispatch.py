@@ -488,7 +488,7 @@ def test_numpy_mlp_with_softmax_matches_finite_differences():
     (lambda x: np.cbrt(x), "numpy.cbrt"),
     (lambda x: scipy.special.ndtr(x), "the ufunc ndtr"),
     (lambda x: np.unique(x), "numpy.unique"),
-    (lambda x: np.linalg.qr(x), "numpy.linalg.qr"),
+    (lambda x: np.linalg.lstsq(x, x), "numpy.linalg.lstsq"),
     (lambda x: np.nancumsum(x), "numpy.nancumsum"),
     (lambda x: np.add.reduce(x), "numpy.add.reduce"),
     (lambda x: np.multiply.outer(x, x), "numpy.multiply.outer"),

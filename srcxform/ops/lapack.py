@@ -1,5 +1,5 @@
 """The linear algebra LAPACK computes: det, slogdet, inv, solve, triangular_solve,
-cholesky, eigh and svd (tf.linalg's names), over any leading batch axes; and norm, whose
+cholesky, eigh, svd and qr (tf.linalg's names), over any leading batch axes; and norm, whose
 matrix 2-norm is the largest singular value.
 
 Each is a primitive whose eager impl is NumPy's np.linalg and whose compiled code calls
@@ -9,9 +9,11 @@ comes from the same formulas. An op with several results returns them packed in 
 array, which its wrapper slices: slogdet (..., 2) as [sign, log|det|]; eigh
 (..., n + 1, n) as the eigenvalues above the eigenvectors; svd (..., 1 + m + n, k) as the
 singular values above u and v (k = min(m, n); max(m, n) for full matrices, zeros padding
-s and the narrower of u and v). Eigen- and singular vectors are only defined up to sign:
-each column is flipped so that its entry of largest magnitude is positive, the same
-choice eagerly and compiled (LAPACK builds differ), where TensorFlow leaves it to LAPACK.
+s and the narrower of u and v); qr (..., m + k, max(k, n)) as q's k columns above r's k
+rows. Eigen- and singular vectors are only defined up to sign: each column is flipped so
+that its entry of largest magnitude is positive, the same choice eagerly and compiled
+(LAPACK builds differ), where TensorFlow leaves it to LAPACK; qr's pairs so that r's
+diagonal is not negative.
 """
 
 from collections import namedtuple
@@ -24,7 +26,7 @@ from srcxform.core.errors import shape_error
 from srcxform.ops.elementwise import abs, pow, sqrt, where
 from srcxform.ops.linalg import _swap, matmul
 from srcxform.ops.reduce import reduce_max, reduce_sum
-from srcxform.ops.shape import broadcast_to, expand_dims, reshape, transpose
+from srcxform.ops.shape import broadcast_to, concat, expand_dims, reshape, transpose
 from srcxform.core.primitive import primitive
 from srcxform.core.tensor import as_value
 
@@ -86,6 +88,13 @@ def _svd_shape(x, *, full_matrices):
     return Aval(x.shape[:-2] + (1 + m + n, max(m, n) if full_matrices else min(m, n)), x.dtype)
 
 
+def _qr_shape(x, *, full_matrices):
+    _check_matrices(x, square=False)
+    m, n = x.shape[-2:]
+    k = m if full_matrices else min(m, n)
+    return Aval(x.shape[:-2] + (m + k, max(k, n)), x.dtype)
+
+
 # ----- eager implementations -----
 
 
@@ -129,6 +138,20 @@ def _svd_impl(x, full_matrices):
     pad = [(0, 0)] * (x.ndim - 1)
     return np.concatenate([np.pad(part, pad + [(0, width - part.shape[-1])]) for part in
                            (s[..., None, :], u * u_signs, v * v_signs)], axis=-2)
+
+
+def _qr_impl(x, full_matrices):
+    m, n = x.shape[-2:]
+    if full_matrices and m > n:  # q's last m - n columns: the QR of [x | I]'s, as compiled
+        x = np.concatenate([x, np.broadcast_to(np.eye(m, dtype=x.dtype),
+                                               x.shape[:-2] + (m, m))], axis=-1)
+    q, r = np.linalg.qr(x)
+    k = q.shape[-1]
+    signs = np.where(np.diagonal(r, axis1=-2, axis2=-1)[..., :k] < 0, -1, 1).astype(x.dtype)
+    packed = np.zeros(x.shape[:-2] + (m + k, max(k, n)), x.dtype)
+    packed[..., :m, :k] = q * signs[..., None, :]
+    packed[..., m:, :n] = r[..., :n] * signs[..., :, None]
+    return packed
 
 
 # ----- gradients (TensorFlow's linalg_grad.py) -----
@@ -254,6 +277,45 @@ def _svd_vjp(g, out, x, *, full_matrices):
     return (grad if wide else _swap(grad),)
 
 
+def _qr_parts(packed, m, n, full_matrices):
+    """q and r out of qr's packed result (or its cotangent)."""
+    k = m if full_matrices else min(m, n)
+    return packed[..., :m, :k], packed[..., m:, :n]
+
+
+def _times_r_inverse_t(x, r):
+    """x r⁻ᵀ, r upper triangular (TensorFlow's _TriangularSolve)."""
+    return _swap(triangular_solve_p.bind(r, _swap(x), lower=False, adjoint=False))
+
+
+def _qr_square_or_deep(q, r, g_q, g_r):
+    """TensorFlow's _QrGradSquareAndDeepMatrices: the gradient for m >= n."""
+    qdq = matmul(q, g_q, transpose_a=True)
+    rdr = matmul(r, g_r, transpose_b=True)
+    tril = (qdq - _swap(qdq) + rdr - _swap(rdr)) * _lower_mask(r.shape[-1], r)
+    return matmul(q, g_r + _times_r_inverse_t(tril, r)) + \
+        _times_r_inverse_t(g_q - matmul(q, qdq), r)
+
+
+def _qr_vjp(g, out, x, *, full_matrices):
+    # TensorFlow's _QrGrad. Assumes r's diagonal nonzero (x of full rank).
+    m, n = x.shape[-2:]
+    if full_matrices and m > n:
+        # q's last m - n columns are any basis of what the first n leave: not a function.
+        raise NotImplementedError(f"qr: the gradient of full_matrices=True is defined for "
+                                  f"inputs with no more rows than columns (TensorFlow's "
+                                  f"rule), got {x.aval.short()}")
+    q, r = _qr_parts(out, m, n, full_matrices)
+    g_q, g_r = _qr_parts(g, m, n, full_matrices)
+    if m >= n:
+        return (_qr_square_or_deep(q, r, g_q, g_r),)
+    # Wide: x = [a | y], r = [u | v], and a = q u is a square QR.
+    g_v, y = g_r[..., m:], x[..., m:]
+    g_a = _qr_square_or_deep(q, r[..., :m], g_q + matmul(y, g_v, transpose_b=True),
+                             g_r[..., :m])
+    return (concat([g_a, matmul(q, g_v)], -1),)
+
+
 # ----- the primitives -----
 
 # Each raises: its runtime helper reports a matrix LAPACK could not factor
@@ -276,6 +338,8 @@ eigh_p = primitive("eigh", "opaque", _eigh_impl, _eigh_shape, "lapack.eigh(x)", 
                    raises=True)
 svd_p = primitive("svd", "opaque", _svd_impl, _svd_shape, "lapack.svd(x, full_matrices)",
                   vjp=_svd_vjp, raises=True)
+qr_p = primitive("qr", "opaque", _qr_impl, _qr_shape, "lapack.qr(x, full_matrices)",
+                 vjp=_qr_vjp, raises=True)
 
 
 # ----- tf.linalg's functions -----
@@ -364,6 +428,22 @@ def svd(tensor, full_matrices=False, compute_uv=True, name=None):
     packed = svd_p.bind(x, full_matrices=full_matrices)
     s, u, v = _svd_parts(packed, *x.shape[-2:], full_matrices)
     return (s, u, v) if compute_uv else s
+
+
+Qr = namedtuple("Qr", ["q", "r"])
+
+
+def qr(input, full_matrices=False, name=None):
+    """q, r with input = q @ r (tf.linalg.qr): q's columns orthonormal, r upper triangular,
+    over any leading batch axes; k = min(m, n) columns of q, or m where `full_matrices`
+    (for m > n its last m - n columns are the QR of [input | I]'s: any basis of what the
+    others leave). Each column of q and row of r is flipped so that r's diagonal is not
+    negative, the same eagerly and compiled (TensorFlow leaves the signs to LAPACK). The
+    gradient is TensorFlow's: it assumes r's diagonal nonzero, and with full_matrices is
+    defined only for m <= n (NotImplementedError otherwise, as TensorFlow)."""
+    x = as_value(input, "qr")
+    packed = qr_p.bind(x, full_matrices=bool(full_matrices))
+    return Qr(*_qr_parts(packed, *x.shape[-2:], bool(full_matrices)))
 
 
 # ----- norm -----

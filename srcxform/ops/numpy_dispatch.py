@@ -357,6 +357,7 @@ def _like(make, name):
 SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
 EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
 SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
+QRResult = namedtuple("QRResult", ["Q", "R"])
 
 
 def _in_floats(func):
@@ -407,6 +408,15 @@ def _svd(a, full_matrices=True, compute_uv=True, hermitian=False):
         return lapack.svd(a, compute_uv=False)
     s, u, v = lapack.svd(a, full_matrices=full_matrices)
     return SVDResult(u, s, linalg.matrix_transpose(v))
+
+
+def _qr(a, mode="reduced"):
+    """NumPy's modes but 'raw' (LAPACK's Householder form); 'r' alone is r."""
+    if mode not in ("reduced", "complete", "r"):
+        raise ValueError(f"numpy.linalg.qr: mode must be 'reduced', 'complete' or 'r' "
+                         f"('raw' is not supported), got {mode!r}")
+    q, r = lapack.qr(a, full_matrices=mode == "complete")
+    return r if mode == "r" else QRResult(q, r)
 
 
 def _norm(x, ord=None, axis=None, keepdims=False):
@@ -527,6 +537,7 @@ FUNCTIONS = {
     np.linalg.eigh: _in_floats(_eigh),
     np.linalg.eigvalsh: _in_floats(lambda a, UPLO="L": lapack.eigvalsh(_lower_of(a, UPLO))),
     np.linalg.svd: _in_floats(_svd),
+    np.linalg.qr: _in_floats(_qr),
     np.linalg.norm: _in_floats(_norm),
     np.outer: _no_out("outer", linalg.outer),
     np.transpose: lambda a, axes=None: shape_ops.transpose(a, axes),

@@ -222,3 +222,32 @@ def pair_signs(u, v, size):
     u_signs, v_signs = column_signs(u), column_signs(v)
     v_signs[:size] = u_signs[:size]
     return u_signs, v_signs
+
+
+@helper
+def qr(x, full_matrices):
+    """(..., m + k, max(k, n)): q's k columns (k = min(m, n), or m for full matrices) above
+    r's k rows, each pair flipped so that r's diagonal is not negative. For full matrices
+    with m > n, the QR of [x | I] (Numba's qr is the reduced one), r's first n columns."""
+    flat = _matrices(x)
+    m, n = flat.shape[1], flat.shape[2]
+    k = m if full_matrices else min(m, n)
+    out = np.zeros((flat.shape[0], m + k, max(k, n)), x.dtype)
+    for b in range(flat.shape[0] if k else 0):  # no columns: nothing to factor
+        failed = False
+        try:
+            a = flat[b]
+            if full_matrices and m > n:
+                a = np.zeros((m, n + m), x.dtype)
+                a[:, :n] = flat[b]
+                for i in range(m):
+                    a[i, n + i] = 1
+            q, r = np.linalg.qr(a)
+            for j in range(k):
+                sign = -1 if r[j, j] < 0 else 1
+                out[b, :m, j] = q[:, j] * sign
+                out[b, m + j, :n] = r[j, :n] * sign
+        except Exception:  # noqa: BLE001 - the only class Numba catches
+            failed = True
+        check(failed, "qr", NOT_FACTORED, x.shape, b)
+    return out.reshape(x.shape[:-2] + (m + k, max(k, n)))
