@@ -463,7 +463,7 @@ def _symmetric(x):
 # rounds, argsort's), seconds each to compile on a cold cache even where the generated code
 # runs as Python: tests that compile them a row at a time put these in the slow tier.
 COLD_HELPERS = {"det", "slogdet", "inv", "solve", "triangular_solve", "cholesky", "eigh",
-                "svd", "qr", "philox", "argsort"}
+                "svd", "qr", "lstsq", "philox", "argsort"}
 
 _LINALG = {
     "det": [Row("det", ((2, 3, 3),), (well_conditioned,), op=tf.linalg.det)],
@@ -503,6 +503,12 @@ _LINALG = {
 SAMPLES.update(_LINALG)
 
 COMPOSITES += [
+    # Deep, regularized and wide (TensorFlow's fast path: Cholesky of the normal equations).
+    Row("lstsq", ((5, 3), (5, 2)), (well_conditioned, ANY), op=lambda a, b: [
+        tf.linalg.lstsq(a, b), tf.linalg.lstsq(a, b, l2_regularizer=0.5),
+        tf.linalg.lstsq(tf.transpose(a), b[:3]),
+        tf.linalg.cholesky_solve(tf.linalg.cholesky(tf.matmul(a, a, transpose_a=True)),
+                                 b[:3])]),
     # Several equations a row: one kernel each; the random output weights check each.
     Row("einsum", ((3, 4), (4, 2), (2, 3, 4)), op=lambda a, b, c: [
         tf.einsum("ij,jk->ik", a, b), tf.einsum("ij,jk->ki", a, b), tf.einsum("ij->j", a),

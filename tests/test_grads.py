@@ -44,7 +44,9 @@ def test_second_order(row):
 @pytest.mark.parametrize("row", [pytest.param(r, id=r.id, marks=pytest.mark.slow
                                               if r.name in COLD_HELPERS else ())
                                  for r in ROWS]
-                         + [pytest.param(r, id=f"composite-{r.id}") for r in COMPOSITES])
+                         + [pytest.param(r, id=f"composite-{r.id}", marks=pytest.mark.slow
+                                         if r.name in COLD_HELPERS else ())
+                            for r in COMPOSITES])
 def test_as_python_equals_eager(row, monkeypatch):
     """The generated code run as Python (SRCXFORM_JIT=0), a kernel per row without a Numba
     compile: its values equal the eager ones, and its gradients the eager tape's and

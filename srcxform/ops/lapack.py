@@ -395,6 +395,35 @@ def triangular_solve(matrix, rhs, lower=True, adjoint=False, name=None):
     return triangular_solve_p.bind(a, b, lower=bool(lower), adjoint=bool(adjoint))
 
 
+def cholesky_solve(chol, rhs, name=None):
+    """x with (chol @ cholᵀ) @ x = rhs, chol lower triangular (tf.linalg.cholesky_solve:
+    two triangular solves)."""
+    l, b = _batched(chol, rhs, "cholesky_solve")
+    inner = triangular_solve_p.bind(l, b, lower=True, adjoint=False)
+    return triangular_solve_p.bind(l, inner, lower=True, adjoint=True)
+
+
+def lstsq(matrix, rhs, l2_regularizer=0.0, fast=True, name=None):
+    """The least-squares x of matrix @ x = rhs (tf.linalg.lstsq), by the normal equations
+    and Cholesky, as TensorFlow's fast path: (aᵀa + λI)⁻¹ aᵀ b for m >= n, aᵀ (aaᵀ + λI)⁻¹ b
+    (the minimum-norm solution) for m < n. Both need a of full rank (or λ > 0). TensorFlow's
+    fast=False (a complete orthogonal decomposition, for rank-deficient a, with no
+    gradient) is not supported: NotImplementedError."""
+    if not fast:
+        raise NotImplementedError("lstsq: fast=False (TensorFlow's complete orthogonal "
+                                  "decomposition) is not supported; use fast=True")
+    a, b = _batched(matrix, rhs, "lstsq")
+    m, n = a.shape[-2:]
+    deep = m >= n
+    gramian = matmul(a, a, transpose_a=deep, transpose_b=not deep)
+    if not isinstance(l2_regularizer, (int, float)) or l2_regularizer:
+        gramian = gramian + l2_regularizer * _constant(np.eye(n if deep else m), a)
+    chol = cholesky_p.bind(gramian)
+    if deep:
+        return cholesky_solve(chol, matmul(a, b, transpose_a=True))
+    return matmul(a, cholesky_solve(chol, b), transpose_a=True)
+
+
 def cholesky(input, name=None):
     """The lower-triangular l with l @ lᵀ = input, for symmetric positive definite
     matrices, from their lower triangle (tf.linalg.cholesky). Its gradient is symmetric,
