@@ -590,6 +590,21 @@ def test_qr_is_numpys_with_r_diagonal_not_negative():
         tf.linalg.qr(np.ones((2, 2), np.int64))
 
 
+def test_lstsq_is_numpys_least_squares_and_minimum_norm_solution():
+    rng = np.random.default_rng(5)
+    deep, b = rng.standard_normal((6, 3)), rng.standard_normal((6, 2))
+    np.testing.assert_allclose(tf.linalg.lstsq(deep, b).numpy(),
+                               np.linalg.lstsq(deep, b, rcond=None)[0], rtol=1e-10)
+    wide = deep.T  # the minimum-norm solution of an underdetermined system
+    np.testing.assert_allclose(tf.linalg.lstsq(wide, b[:3]).numpy(),
+                               np.linalg.lstsq(wide, b[:3], rcond=None)[0], rtol=1e-10)
+    ridge = np.linalg.solve(deep.T @ deep + 0.5 * np.eye(3), deep.T @ b)
+    np.testing.assert_allclose(tf.linalg.lstsq(deep, b, l2_regularizer=0.5).numpy(), ridge,
+                               rtol=1e-12)
+    with pytest.raises(NotImplementedError, match="fast=False"):
+        tf.linalg.lstsq(deep, b, fast=False)
+
+
 @pytest.mark.slow  # qr's kernels and its gradient's: about 10 s of one core
 def test_qr_compiled_as_eagerly_and_its_gradient_where_it_has_one():
     def both(a):
