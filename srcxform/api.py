@@ -275,21 +275,25 @@ class Differentiable:
                 return self._inline(form, *_as_tensors(args, kwargs, self._tf_rules))
 
             try:
-                if kernel in self._compiling:  # the worker compiles it: this call runs on
-                    return self._tier0(kernel, leaves)  # NumPy
+                # The worker compiles it (or compiled it for a call that another thread's
+                # found stale since: helper 134): this call runs on NumPy.
+                if kernel.fn is None:
+                    return self._tier0(kernel, leaves)
                 results = self._run(kernel, leaves, eager)
             except InvalidArgumentError as err:  # a runtime check's, naming no user line
                 raise _as_eager_raises(err, eager, kernel.variables(leaves)) from None
             # The entry is made once the call has compiled the kernel: it calls the
-            # compiled code directly.
-            if not kwargs and (kernel, form) not in self._chained:
+            # compiled code directly (not for a kernel that serves this call alone).
+            if not kwargs and (kernel, form) not in self._chained and kernel.current():
                 self._chain(kernel, form, args)
         return results
 
     def _run(self, kernel, leaves, eager):
         """The kernel's results for a call with these leaves; at its first call with their
-        shapes (it takes any size), checked against eager()'s (crosscheck.py)."""
-        if not crosscheck.enabled(self.check) or array_shapes(leaves) in kernel.checked:
+        shapes (it takes any size), checked against eager()'s (crosscheck.py): not where
+        what it captured moved while traced, which eager() reads anew."""
+        if not crosscheck.enabled(self.check) or array_shapes(leaves) in kernel.checked or \
+                not kernel.current():
             return kernel.run(leaves)
         variables = kernel.variables(leaves)
         # Both runs, and the values put back between them, are one update of each Variable

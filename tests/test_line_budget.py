@@ -60,8 +60,9 @@ BUDGET = {
     # runtime check raises as the eager run does, naming the user's line (_as_eager_raises);
     # +10: jacfwd, jacrev and hessian of a structure of arrays (helper 129); +5: the eager
     # rerun holds the Variables' locks (helper 130), input_signature converts arrays (131)
-    # and the rerun keeps what eager assigned before its error (helper 132)
-    ".": 3420,
+    # and the rerun keeps what eager assigned before its error (helper 132); +5: a kernel
+    # whose captures moved while traced gets no entry or crosscheck (helper 134)
+    ".": 3425,
     # +180: explain's zero, trap and custom_gradient probes; the eager NaN rule; +20: a
     # compiled tape.jacobian's hook to jacobians.py; +30: debug_nans judges only the
     # cotangents a backward pass uses (nan_checks.Holding); +10: output_gradients are
@@ -243,8 +244,9 @@ BUDGET = {
     # unfinished tiered jobs off again (it ran on NumPy for good: helper 122); +10:
     # method_recipe, a bound method's pickled form for both targets (helper 122); +10:
     # a fork during Numba's start leaves the jobs on NumPy (it hung the child); +5: a
-    # method's copy binds the same class's function (an override's: helper 126)
-    "jit": 2175,
+    # method's copy binds the same class's function (an override's: helper 126); +10:
+    # probes taken before a trace too, unsettled ones never holding (helper 134)
+    "jit": 2185,
     "keras": 160,
     # +20: the cache's ledger appended and rewritten under a lock (a rewrite lost counts
     # appended meanwhile, and the cache outgrew its limit); +25: a ledger that is a link,

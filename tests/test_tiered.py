@@ -98,6 +98,25 @@ def square_plus(x):
     return tf.reduce_sum(x * x) + 1.0
 
 
+def test_a_kernel_another_thread_dropped_while_it_compiles_runs_this_call_on_numpy(
+        monkeypatch):
+    """Helper 134: a call handed a compiling kernel that another thread's call then found
+    stale (dropped from f._compiling) ran it as compiled, its module not generated: a raw
+    AttributeError. The race, made certain: the drop comes between the two."""
+    f = tf.differentiable(square_plus)
+    find = f._kernel
+
+    def raced(*args, **kwargs):
+        kernel, leaves = find(*args, **kwargs)
+        f._drop([kernel])  # as another thread's call finding the kernel stale
+        return kernel, leaves
+
+    monkeypatch.setattr(f, "_kernel", raced)
+    x = np.array([1.0, 2.0, 3.0])
+    assert float(f(x)) == 15.0
+    assert the_job(f) is None and float(f(x)) == 15.0  # and again, traced anew
+
+
 def test_the_plain_call_returns_as_the_eager_function_on_both_tiers():
     f = tf.differentiable(square_plus)
     x = np.array([1.0, 2.0, 3.0])

@@ -128,6 +128,43 @@ def test_rebinding_a_global_variable_or_number_traces_again():
     assert (info.misses, info.kernels) == (3, 1)
 
 
+_GAIN = 1.0
+
+
+def _next_gain():
+    global _GAIN
+    _GAIN = 2.0
+
+
+def _gained(x):
+    y = tf.reduce_sum(tf.sin(x)) * _GAIN
+    _next_gain()  # rebinds the global this call read, for the next call
+    return y
+
+
+def test_a_global_the_function_rebinds_while_traced_is_read_anew_at_the_next_call():
+    """Helper 134: the probes were taken after the trace, so the first call's kernel (1.0
+    baked in) passed the next call's test of _GAIN == 2.0 and was kept for good. A kernel
+    whose captured objects moved while traced serves its own call alone."""
+    global _GAIN
+    x = np.array([0.5, 1.5])
+    compiled = tf.differentiable(_gained)
+    want = float(np.sum(np.sin(x)))
+    try:
+        for form, run in (("eager", _gained), ("value", compiled), ("grad", compiled.grad)):
+            _GAIN = 1.0
+            got = [run(x) for _ in range(3)]
+            if form == "grad":
+                np.testing.assert_allclose(got[0], np.cos(x), rtol=1e-15)
+                for later in got[1:]:
+                    np.testing.assert_allclose(later, 2 * np.cos(x), rtol=1e-15)
+            else:
+                np.testing.assert_allclose([float(v) for v in got],
+                                           [want, 2 * want, 2 * want], rtol=1e-15)
+    finally:
+        _GAIN = 1.0
+
+
 class _Scaled:
     """A callable model whose attribute its methods read: rebinding it must retrace."""
 

@@ -65,7 +65,10 @@ class Probe:
         return isinstance(self.value, SIMPLE)
 
     def holds(self):
-        """Whether the object found there is the one the trace saw."""
+        """Whether the object found there is the one the trace saw (never, for what changed
+        while traced: unsettled)."""
+        if self.kind == "unsettled":
+            return False
         now = self.current()
         if now is self.value:
             return True
@@ -74,15 +77,19 @@ class Probe:
         return number_key(now) == number_key(self.value) if isinstance(
             now, (float, complex)) else now == self.value
 
-    def describe(self):
-        if self.kind == "global":
-            return f"global {self.key!r}"
-        if self.kind == "cell":
-            return "a closure variable"
-        return f"attribute {self.key!r} of {type(self.holder).__name__}"
 
 
 _MISSING = object()
+
+
+def unsettled(before):
+    """A probe that never holds for each of `before` (of_function's, taken before a trace)
+    that changed while traced: the function rebound a global it had read, or another
+    thread did. The trace may have read either value, so its kernel serves that call
+    alone (helper 134: it was kept with the old value baked in, under the new one's
+    probe)."""
+    return [Probe("unsettled", probe.holder, probe.key, probe.value)
+            for probe in before if not probe.holds()]
 
 
 def of_function(fn):

@@ -98,8 +98,9 @@ def trace_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel,
         conv = dataclasses.replace(draft, buffers=tuple(buffers))
         source += "\n\n" + callpath.emit(conv, consts, traced.name, func_name,
                                               size_label(program))
-        # The warm entry, for positional calls like this one (others get none).
-        emitted = () if kwargs else (
+        # The warm entry, for positional calls like this one (others get none, and so
+        # does a kernel that serves its own call alone: captures.unsettled).
+        emitted = () if kwargs or any(p.kind == "unsettled" for p in probes) else (
             entry.emit(conv, consts, probes, callpath.entry_name(traced.name, kernel_form),
                        args, numba_adapter.sole_reference_count(), keywords, exact=True),)
         source += entry.in_module(emitted)
@@ -132,7 +133,8 @@ def load_indexed(fn, found, leaves, traced):
         if spec.traced_as == digest and spec.conv.admits_variables(leaves) and \
                 (not spec.conv.guards or kernel.admits(kernel.arguments(leaves))):
             compiled = backend.load(spec.source, spec.func_name, parallel=spec.parallel)
-            return Kernel(spec, compiled, traced=traced, probes=captures.of_function(fn),
+            return Kernel(spec, compiled, traced=traced,
+                          probes=captures.of_function(fn) + traced.probes,
                           shapes=array_shapes(leaves))
     return None
 
@@ -211,12 +213,14 @@ def trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux=False,
     """Traces fn on these arguments and optimizes the program. With `tf_rules`
     (tf.function's), a Python float argument is static, not a traced float64 scalar, and
     an array argument is a tensor to the function's code (its ops give Tensors)."""
+    before = captures.of_function(fn)
     try:
-        return _trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux,
-                               tf_rules, rerolls=True)
+        traced = _trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux,
+                                 tf_rules, rerolls=True)
     except Rerolled:  # a tape in fn differentiates wrt a value a loop went around
-        return _trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux,
-                               tf_rules, rerolls=False)
+        traced = _trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux,
+                                 tf_rules, rerolls=False)
+    return traced._replace(probes=traced.probes + captures.unsettled(before))
 
 
 def _trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux, tf_rules,
