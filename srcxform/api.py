@@ -467,7 +467,7 @@ class Differentiable:
         # in this process whatever the cache holds (JAX, too, traces before its persistent
         # cache's lookup): what the index saves is code generation and Numba's compile.
         indexed = found and not os.environ.get("SRCXFORM_DUMP") and \
-            compiler.load_indexed(self.fn, found, leaves, trace())
+            compiler.load_indexed(found, leaves, trace())
         if indexed:
             self._loaded += 1
         kernel = indexed or self._compile(kernel_form, args, kwargs, leaves, found, tier0,

@@ -26,7 +26,7 @@ from srcxform.core.signature import static_key
 from srcxform.core.tensor import Updating, Variable, eager_tensor
 from srcxform.core.tree import tree_flatten, tree_unflatten
 from srcxform.cuda.lower import generate
-from srcxform.jit import backend, captures, compiler
+from srcxform.jit import backend, compiler
 from srcxform.jit.kernel import PerInstance, array_shapes, method_recipe
 
 FORMS = ("value", "grad", "value_and_grad")
@@ -131,7 +131,7 @@ class CudaDifferentiable:
                 if kernel.admits(leaves) and compiler.right_for(kernel, shapes, trace):
                     return kernel, leaves
             kernel = _Kernel(trace(), self.wrt, self.has_aux, form, shapes)
-            kernel.probes = captures.of_function(python) + kernel.traced.probes
+            kernel.probes = kernel.traced.probes
             candidates.append(kernel)
             return kernel, leaves
 

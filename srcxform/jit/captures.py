@@ -66,10 +66,10 @@ class Probe:
 
     def holds(self):
         """Whether the object found there is the one the trace saw (never, for what changed
-        while traced: unsettled)."""
-        if self.kind == "unsettled":
-            return False
-        now = self.current()
+        while traced: settled)."""
+        return self.kind != "unsettled" and self._matches(self.current())
+
+    def _matches(self, now):
         if now is self.value:
             return True
         if not self.by_value or type(now) is not type(self.value):
@@ -82,14 +82,21 @@ class Probe:
 _MISSING = object()
 
 
-def unsettled(before):
-    """A probe that never holds for each of `before` (of_function's, taken before a trace)
-    that changed while traced: the function rebound a global it had read, or another
-    thread did. The trace may have read either value, so its kernel serves that call
-    alone (helper 134: it was kept with the old value baked in, under the new one's
-    probe)."""
-    return [Probe("unsettled", probe.holder, probe.key, probe.value)
-            for probe in before if not probe.holds()]
+def settled(before, after):
+    """A trace's probes, from of_function's before and after it: each as it was before
+    (after's, where reached only then); one never holding where it moved while traced
+    (a global the function, or another thread, rebound: the trace may have read either
+    value, so its kernel serves that call alone; helper 134)."""
+    now = {_key(probe): probe for probe in after}
+    probes = [probe if _key(probe) in now and probe._matches(now[_key(probe)].value)
+              else Probe("unsettled", probe.holder, probe.key, probe.value)
+              for probe in before]
+    seen = {_key(probe) for probe in before}
+    return probes + [probe for key, probe in now.items() if key not in seen]
+
+
+def _key(probe):
+    return probe.kind, id(probe.holder), probe.key
 
 
 def of_function(fn):
@@ -106,7 +113,7 @@ def attribute(obj, name):
 
 
 def _add(found, probe):
-    found.setdefault((probe.kind, id(probe.holder), probe.key), probe)
+    found.setdefault(_key(probe), probe)
 
 
 def _function(fn, found, seen):

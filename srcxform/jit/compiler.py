@@ -83,7 +83,7 @@ def trace_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel,
     if any(isinstance(leaf, Variable) for leaf in leaves):  # `a is b` may decide a branch
         draft = dataclasses.replace(draft, identities=variable_identities(
             leaves, draft.captured_variables()))
-    probes = captures.of_function(fn) + traced.probes
+    probes = traced.probes
 
     def generate():
         func_name = f"{traced.name}__{kernel_form}"
@@ -99,7 +99,7 @@ def trace_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel,
         source += "\n\n" + callpath.emit(conv, consts, traced.name, func_name,
                                               size_label(program))
         # The warm entry, for positional calls like this one (others get none, and so
-        # does a kernel that serves its own call alone: captures.unsettled).
+        # does a kernel that serves its own call alone: captures.settled).
         emitted = () if kwargs or any(p.kind == "unsettled" for p in probes) else (
             entry.emit(conv, consts, probes, callpath.entry_name(traced.name, kernel_form),
                        args, numba_adapter.sole_reference_count(), keywords, exact=True),)
@@ -121,7 +121,7 @@ def trace_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel,
                   traced_as=digest), generate
 
 
-def load_indexed(fn, found, leaves, traced):
+def load_indexed(found, leaves, traced):
     """A kernel an earlier process generated under the index key `found` from a trace like
     `traced` (this process's, on these arguments), if its guards admit them: code
     generation is skipped, and Numba's cache has the machine code. The key says which
@@ -133,8 +133,7 @@ def load_indexed(fn, found, leaves, traced):
         if spec.traced_as == digest and spec.conv.admits_variables(leaves) and \
                 (not spec.conv.guards or kernel.admits(kernel.arguments(leaves))):
             compiled = backend.load(spec.source, spec.func_name, parallel=spec.parallel)
-            return Kernel(spec, compiled, traced=traced,
-                          probes=captures.of_function(fn) + traced.probes,
+            return Kernel(spec, compiled, traced=traced, probes=traced.probes,
                           shapes=array_shapes(leaves))
     return None
 
@@ -220,7 +219,8 @@ def trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux=False,
     except Rerolled:  # a tape in fn differentiates wrt a value a loop went around
         traced = _trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux,
                                  tf_rules, rerolls=False)
-    return traced._replace(probes=traced.probes + captures.unsettled(before))
+    return traced._replace(probes=captures.settled(before, captures.of_function(fn))
+                           + traced.probes)
 
 
 def _trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux, tf_rules,
