@@ -170,6 +170,22 @@ def test_cumulative_integers_and_arguments():
         tf.cumsum(tf.constant([True, False]))
 
 
+def test_compiled_integer_running_totals_are_exact_and_wrap_as_eagerly():
+    """Helper 135: the compiled running total was a float64 (the type of logsumexp's
+    branch): int64 past 2**53 lost its low bits, and products saturated where they wrap."""
+    def totals(x):
+        return tf.cumsum(x), tf.math.cumprod(x), tf.cumsum(x, exclusive=True, reverse=True)
+
+    compiled = tf.differentiable(totals, wrt=())
+    for x in (np.array([21, 2**63 + 1], np.uint64), np.array([5, -2**63, 2**53 + 1], np.int64),
+              np.array([-7, 7, 2**62, -2**63, 3], np.int64), np.array([100, 100], np.int8)):
+        for got, want in zip(compiled(x), totals(tf.constant(x))):
+            assert np.asarray(got).dtype == want.dtype
+            np.testing.assert_array_equal(np.asarray(got), want.numpy())
+    np.testing.assert_array_equal(np.asarray(compiled(np.array([21, 2**63 + 1], np.uint64))[0]),
+                                  np.array([21, 2**63 + 22], np.uint64))
+
+
 def test_spread_gradients_are_nan_where_it_is_zero_as_tensorflow():
     _, (g,) = _gradients(tf.math.reduce_std, [2.0, 2.0, 2.0])
     np.testing.assert_array_equal(g, [nan, nan, nan])

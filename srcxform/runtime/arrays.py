@@ -451,17 +451,25 @@ def cumulative(x, axis, op, exclusive, reverse):
     identity = np.full(1, 1 if product else -np.inf if logs else 0, flat.dtype)[0]
     # -0.0 adds nothing, not even a sign: NumPy's running sum keeps a first -0.0.
     start = identity if product or logs else np.full(1, -0.0, flat.dtype)[0]
+    # The running total in an array of x's dtype: a scalar took the type of every branch's
+    # result, logaddexp's float64, so an int64 sum lost its low bits past 2**53 and
+    # saturated where it wraps (helper 135).
+    total = np.empty(1, flat.dtype)
     for a in range(before):
         for c in range(after):
-            total = start
+            total[0] = start
             for k in range(n):
                 j = n - 1 - k if reverse else k
                 if exclusive:
-                    out[a, j, c] = total if k else identity
-                total = total * flat[a, j, c] if product else np.logaddexp(
-                    total, flat[a, j, c]) if logs else total + flat[a, j, c]
+                    out[a, j, c] = total[0] if k else identity
+                if product:
+                    total[0] = total[0] * flat[a, j, c]
+                elif logs:
+                    total[0] = np.logaddexp(total[0], flat[a, j, c])
+                else:
+                    total[0] = total[0] + flat[a, j, c]
                 if not exclusive:
-                    out[a, j, c] = total
+                    out[a, j, c] = total[0]
     return out.reshape(x.shape)
 
 
