@@ -309,6 +309,23 @@ def test_every_kind_of_entry_replaced_by_a_folder_heals(filled):
     assert run_json(script, env) == {"grads": second["grads"], "warnings": []}
 
 
+@pytest.mark.skipif(not numba_adapter.enabled(), reason="Numba's own cache files are not "
+                    "sealed: srcxform seals them with the Numba internals it uses")
+def test_every_sealed_entry_replaced_by_a_fifo_heals_without_waiting(filled):
+    """Helper 134: a FIFO where an index entry should be hung the first call (opened for
+    reading, it waits for a writer). Each sealed file is read without waiting now, and a
+    FIFO is refused as not a regular file."""
+    script, env, artifacts = filled
+    sealed = [path for path in artifacts if path.suffix != ".py"]
+    for path in sealed:
+        path.unlink()
+        os.mkfifo(path, 0o600)
+    second = run_json(script, env, timeout=120)
+    assert_expected(second["grads"])
+    assert_each_named_once(second["warnings"], sealed)
+    assert all(path.is_file() for path in sealed)  # replaced
+
+
 @pytest.mark.slow
 def test_numbas_own_files_replaced_by_folders_heal(tmp_path):
     """With Numba's public API only (SRCXFORM_NUMBA_INTERNALS=0), Numba reads its own

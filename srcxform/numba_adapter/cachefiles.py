@@ -225,9 +225,11 @@ def read_sealed(path, parse):
     parse fails on it. A CRC-32 catches the damage a cache meets (truncation, a burst of
     flipped bits, another file's bytes) at twice a SHA-256's speed."""
     try:
-        with open(path, "rb") as f:
+        # Never waiting on a FIFO there (it hung the first call: helper 134).
+        with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as f:
             status = os.fstat(f.fileno())
-            reason = untrusted(path, status)
+            reason = "not a regular file" if not stat.S_ISREG(status.st_mode) else \
+                untrusted(path, status)
             if reason is not None:
                 raise ValueError(f"it is not trusted: it is {reason}")
             data = memoryview(f.read())
