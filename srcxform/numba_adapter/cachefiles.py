@@ -263,13 +263,16 @@ _DAMAGED = set()
 
 
 def _warn(message):
-    """A CacheWarning, attributed to the innermost frame outside srcxform, Numba and
-    importlib (the user's call that compiled or loaded)."""
+    """A CacheWarning, attributed to the innermost frame outside srcxform, the modules it
+    generates (in the cache folder: helper 134), Numba and importlib (the user's call
+    that compiled or loaded)."""
     numba = sys.modules.get("numba")
     inside = (PACKAGE_DIR + os.sep,) + (
         (os.path.dirname(os.path.abspath(numba.__file__)) + os.sep,) if numba else ())
     level, frame = 1, sys._getframe()
-    while frame is not None and (frame.f_code.co_filename.startswith("<frozen") or
-                                 os.path.abspath(frame.f_code.co_filename).startswith(inside)):
+    while frame is not None and (
+            frame.f_code.co_filename.startswith("<frozen") or
+            os.path.abspath(frame.f_code.co_filename).startswith(inside) or
+            str(frame.f_globals.get("__name__")).startswith("srcxform_generated.")):
         level, frame = level + 1, frame.f_back
     warnings.warn(message, CacheWarning, stacklevel=level)
