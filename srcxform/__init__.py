@@ -20,7 +20,7 @@ from srcxform.ops import *
 from srcxform.ops import (  # noqa: F401
     abs, cast, constant, convert_to_tensor, custom_gradient, range, round, stop_gradient,
 )
-from srcxform import dtypes, errors, linalg, math, nn, random  # noqa: F401
+from srcxform import bitwise, dtypes, errors, linalg, math, nn, random  # noqa: F401
 from srcxform.control_flow import (  # noqa: F401
     cond, fori_loop, map_fn, scan, switch_case, while_loop,
 )
@@ -47,8 +47,8 @@ newaxis = None  # x[tf.newaxis] inserts an axis, as x[None]
 
 # TensorFlow's namespaces among the package's submodules: dir() lists these and hides the
 # others (the implementation: aval, backend, codegen, ...), which stay importable.
-_NAMESPACES = frozenset(("autodiff", "dtypes", "errors", "keras", "linalg", "math", "nn",
-                         "optimizers", "random", "testing"))
+_NAMESPACES = frozenset(("autodiff", "bitwise", "dtypes", "errors", "keras", "linalg", "math",
+                         "nn", "optimizers", "random", "testing"))
 
 # The public names: what `import *`, dir() and the API reference (pdoc) show.
 __all__ = [name for name, value in sorted(globals().items())

@@ -10,6 +10,7 @@ from srcxform.ops import (
 )
 from srcxform.ops.elementwise import is_inf, is_nan, logical_xor, multiply_no_nan, softsign
 from srcxform.ops import mod as floormod
+from srcxform.ops import round as rint  # half to even, as tf.math.rint
 from srcxform.ops import mod
 from srcxform.ops.cumulative import cumprod, cumulative_logsumexp
 from srcxform.ops.selection import (
@@ -25,7 +26,7 @@ from srcxform.ops.mathfuncs import exp2, log2, log10
 from srcxform.ops.nn import log_sigmoid, log_softmax
 from srcxform.ops.normalization import l2_normalize
 from srcxform.ops.reduce import (
-    reduce_euclidean_norm, reduce_std, reduce_variance,
+    count_nonzero, reduce_euclidean_norm, reduce_std, reduce_variance,
 )
 from srcxform.ops import reciprocal
 
@@ -45,6 +46,7 @@ __all__ = [
     "ceil",
     "cos",
     "cosh",
+    "count_nonzero",
     "cumprod",
     "cumsum",
     "cumulative_logsumexp",
@@ -103,6 +105,7 @@ __all__ = [
     "reduce_std",
     "reduce_sum",
     "reduce_variance",
+    "rint",
     "round",
     "rsqrt",
     "segment_max",

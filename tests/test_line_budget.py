@@ -61,8 +61,9 @@ BUDGET = {
     # +10: jacfwd, jacrev and hessian of a structure of arrays (helper 129); +5: the eager
     # rerun holds the Variables' locks (helper 130), input_signature converts arrays (131)
     # and the rerun keeps what eager assigned before its error (helper 132); +5: a kernel
-    # whose captures moved while traced gets no entry or crosscheck (helper 134)
-    ".": 3425,
+    # whose captures moved while traced gets no entry or crosscheck (helper 134); +5: the
+    # tf.bitwise namespace (helper 135)
+    ".": 3430,
     # +180: explain's zero, trap and custom_gradient probes; the eager NaN rule; +20: a
     # compiled tape.jacobian's hook to jacobians.py; +30: debug_nans judges only the
     # cotangents a backward pass uses (nan_checks.Holding); +10: output_gradients are

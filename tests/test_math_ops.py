@@ -186,6 +186,21 @@ def test_compiled_integer_running_totals_are_exact_and_wrap_as_eagerly():
                                   np.array([21, 2**63 + 22], np.uint64))
 
 
+def test_tensorflows_count_nonzero_rint_and_bitwise_names():
+    # Helper 135: missing under TensorFlow's names (NumPy's count_nonzero was there).
+    x = tf.constant([[0.0, 1.5, -2.0], [0.0, 0.0, 3.0]])
+    got = tf.math.count_nonzero(x, axis=1, keepdims=True, dtype=tf.int32)
+    assert got.dtype == np.int32 and got.numpy().tolist() == [[2], [1]]
+    assert tf.math.count_nonzero(x).dtype == np.int64 and int(tf.math.count_nonzero(x)) == 3
+    assert int(np.count_nonzero(tf.constant([True, False, True]))) == 2
+    assert tf.math.rint(tf.constant([0.5, 1.5, -2.5, 2.6])).numpy().tolist() == [0, 2, -2, 3]
+    a, b = tf.constant([12, -7], tf.int8), tf.constant([10, 3], tf.int8)
+    assert tf.bitwise.bitwise_and(a, b).numpy().tolist() == [8, 1]
+    assert tf.bitwise.bitwise_or(a, b).numpy().tolist() == [14, -5]
+    assert tf.bitwise.bitwise_xor(a, b).numpy().tolist() == [6, -6]
+    assert tf.bitwise.invert(a).numpy().tolist() == [-13, 6]
+
+
 def test_spread_gradients_are_nan_where_it_is_zero_as_tensorflow():
     _, (g,) = _gradients(tf.math.reduce_std, [2.0, 2.0, 2.0])
     np.testing.assert_array_equal(g, [nan, nan, nan])

@@ -327,13 +327,6 @@ def _allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     return every if every._trace is not None else bool(every._array)
 
 
-def _count_nonzero(a, axis=None, *, keepdims=False):
-    """The number of nonzero (true) elements, as int64 (NumPy's intp)."""
-    a = as_value(a, "count_nonzero")
-    truth = a if a.dtype == np.bool_ else ew.not_equal(a, ew.cast(0, a.dtype))
-    return reduce.reduce_sum(ew.cast(truth, np.int64), axis=axis, keepdims=keepdims)
-
-
 def _full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, **unsupported):
     """fill_value (cast to dtype, else a's, as NumPy casts it) spread over a's shape or
     `shape`; a gradient for a tensor fill_value, none for a."""
@@ -367,7 +360,8 @@ FUNCTIONS = {
     np.ptp: _ptp,
     np.isclose: _isclose,
     np.allclose: _allclose,
-    np.count_nonzero: _count_nonzero,
+    np.count_nonzero: lambda a, axis=None, *, keepdims=False: reduce.count_nonzero(
+        a, axis, keepdims),
 }
 UFUNCS = {np.logaddexp: _logaddexp, np.hypot: _hypot}
 

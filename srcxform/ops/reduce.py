@@ -160,6 +160,14 @@ def reduce_all(input_tensor, axis=None, keepdims=False, name=None):
     return equal(reduce_sum_p.bind(cast(logical_not(x), np.int32), **params), 0)
 
 
+def count_nonzero(input, axis=None, keepdims=None, dtype=np.int64, name=None):
+    """The number of nonzero (true) elements over `axis`, in `dtype` (tf.math.count_nonzero,
+    and NumPy's, whose intp is int64)."""
+    x = as_value(input, "count_nonzero")
+    truth = x if x.dtype == np.bool_ else not_equal(x, cast(0, x.dtype))
+    return cast(reduce_sum(cast(truth, np.int64), axis=axis, keepdims=bool(keepdims)), dtype)
+
+
 def _bool_reduce_params(x, axis, keepdims, op):
     x, params = reduce_params(x, axis, keepdims, op)
     if x.dtype != np.bool_:
