@@ -28,7 +28,7 @@ import numpy as np
 from srcxform import autograph
 from srcxform.autograph.rewrite import arrived, code_key, installed
 from srcxform.ad import forward, nan_checks
-from srcxform.jit import backend, compiler, crosscheck, index, openmp, tiered
+from srcxform.jit import backend, captures, compiler, crosscheck, index, openmp, tiered
 from srcxform.passes import structured
 from srcxform.codegen.callconv import FORMS
 from srcxform.core import settings, signature
@@ -282,9 +282,9 @@ class Differentiable:
                 results = self._run(kernel, leaves, eager)
             except InvalidArgumentError as err:  # a runtime check's, naming no user line
                 raise _as_eager_raises(err, eager, kernel.variables(leaves)) from None
-            # The entry is made once the call has compiled the kernel: it calls the
-            # compiled code directly (not for a kernel that serves this call alone).
-            if not kwargs and (kernel, form) not in self._chained and kernel.current():
+            # The entry, made once the call has compiled the kernel, calls it directly.
+            if not kwargs and (kernel, form) not in self._chained and \
+                    not captures.serves_one_call(kernel.probes):
                 self._chain(kernel, form, args)
         return results
 
@@ -293,7 +293,7 @@ class Differentiable:
         shapes (it takes any size), checked against eager()'s (crosscheck.py): not where
         what it captured moved while traced, which eager() reads anew."""
         if not crosscheck.enabled(self.check) or array_shapes(leaves) in kernel.checked or \
-                not kernel.current():
+                captures.serves_one_call(kernel.probes):
             return kernel.run(leaves)
         variables = kernel.variables(leaves)
         # Both runs, and the values put back between them, are one update of each Variable

@@ -67,7 +67,7 @@ class Probe:
     def holds(self):
         """Whether the object found there is the one the trace saw (never, for what changed
         while traced: settled)."""
-        return self.kind != "unsettled" and self._matches(self.current())
+        return self.kind != UNSETTLED and self._matches(self.current())
 
     def _matches(self, now):
         if now is self.value:
@@ -80,19 +80,24 @@ class Probe:
 
 
 _MISSING = object()
+UNSETTLED = "unsettled"  # a Probe's kind for what moved while traced: it never holds
 
 
 def settled(before, after):
     """A trace's probes, from of_function's before and after it: each as it was before
-    (after's, where reached only then); one never holding where it moved while traced
+    (after's, where reached only then); an UNSETTLED one where it moved while traced
     (a global the function, or another thread, rebound: the trace may have read either
     value, so its kernel serves that call alone; helper 134)."""
     now = {_key(probe): probe for probe in after}
-    probes = [probe if _key(probe) in now and probe._matches(now[_key(probe)].value)
-              else Probe("unsettled", probe.holder, probe.key, probe.value)
-              for probe in before]
-    seen = {_key(probe) for probe in before}
-    return probes + [probe for key, probe in now.items() if key not in seen]
+    kept = {_key(probe): probe if _key(probe) in now and probe._matches(now[_key(probe)].value)
+            else Probe(UNSETTLED, probe.holder, probe.key, probe.value) for probe in before}
+    return list(kept.values()) + [probe for key, probe in now.items() if key not in kept]
+
+
+def serves_one_call(probes):
+    """Whether a kernel with these probes serves its trace's call alone (settled): no warm
+    entry, no crosscheck, traced again at the next call."""
+    return any(probe.kind == UNSETTLED for probe in probes)
 
 
 def _key(probe):

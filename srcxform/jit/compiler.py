@@ -99,8 +99,8 @@ def trace_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel,
         source += "\n\n" + callpath.emit(conv, consts, traced.name, func_name,
                                               size_label(program))
         # The warm entry, for positional calls like this one (others get none, and so
-        # does a kernel that serves its own call alone: captures.settled).
-        emitted = () if kwargs or any(p.kind == "unsettled" for p in probes) else (
+        # does a kernel that serves its own call alone).
+        emitted = () if kwargs or captures.serves_one_call(probes) else (
             entry.emit(conv, consts, probes, callpath.entry_name(traced.name, kernel_form),
                        args, numba_adapter.sole_reference_count(), keywords, exact=True),)
         source += entry.in_module(emitted)
