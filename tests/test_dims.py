@@ -388,6 +388,24 @@ def test_slice_ends_made_of_tf_shape_are_the_sizes_they_hold():
     assert "n0 // 2" in f.ir(np.ones(9))
 
 
+def _rows_summed_by_tf_shape(x):
+    acc = tf.zeros([tf.shape(x)[1]], x.dtype)
+    for i in tf.range(tf.shape(x)[0]):
+        row = tf.reshape(x[i], [tf.shape(x)[1]]) + tf.ones([tf.shape(x)[1]], x.dtype)
+        acc = acc + row * tf.reshape(tf.slice(x, [i, 0], [1, tf.shape(x)[1]]), [-1])
+    return tf.reduce_sum(acc * acc)
+
+
+def test_tf_shape_inside_a_loop_holds_sizes_of_one():
+    """tf.shape(x) inside a converted loop, where a dim of x is 1, raised TracingError
+    (helper 133): the 1 is a constant, which the loop body reads from the function's
+    trace, and a size read from an enclosing trace was not followed."""
+    f = tf.function(_rows_summed_by_tf_shape)
+    for shape in ((3, 2), (3, 1), (1, 3), (1, 1)):
+        x = np.arange(1.0, 1.0 + np.prod(shape)).reshape(shape)
+        assert float(f(x)) == float(_rows_summed_by_tf_shape(tf.constant(x)))
+
+
 def test_a_captured_zero_of_another_sign_is_another_program():
     """A captured array compares as the CSE's do, the sign of a zero included (helper 65):
     its -0.0 read as the kernel's +0.0 gave atan2's other side, silently."""

@@ -216,6 +216,7 @@ class Trace:
         self.first_reads = {}  # Variable id -> where the trace first read it
         self.const_vars, self.const_arrays = {}, {}  # id(array) -> Var -> array
         self.producers = {}  # Var -> the Eqn computing it
+        self.captured_from = {}  # a region's input Var -> the enclosing trace's Tracer read
         self.tracers = {}  # Var -> the Tracer made with it, which tapes know by its id
         # A function computing concat(values, axis) more cheaply, or None where it cannot
         # (reroll.py's loop over rows computed alike); None: joins are equations.

@@ -56,8 +56,9 @@ def _held(trace, atom):
     if array is not None:
         return [int(v) for v in array.ravel()]
     eqn = trace.producers.get(atom)
-    if eqn is None:  # an input, or a value of an enclosing trace
-        return None
+    if eqn is None:  # an input, or a value a region reads from an enclosing trace
+        outer = trace.captured_from.get(atom)
+        return None if outer is None else _held(outer._trace, outer.ir_var)
     ins = [_held(trace, a) for a in eqn.ins]
     if any(found is None for found in ins):
         return None

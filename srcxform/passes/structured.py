@@ -190,6 +190,7 @@ class SubTrace(Trace):
         inner = self._capture_vars.get(outer.ir_var)
         if inner is None:
             inner = self._capture_vars[outer.ir_var] = Var(outer.aval)
+            self.captured_from[inner] = outer
             self.captures.append(outer)
             hint = outer._trace.hints.get(outer.ir_var)  # the outer name, where it has one
             if hint:
