@@ -489,6 +489,10 @@ def test_slice_with_a_traced_begin_reads_it_at_run_time(monkeypatch):
         tf.differentiable(lambda x, i: tf.slice(x, [0, i], [1, -1]))(x, np.int64(1))
     with pytest.raises(TypeError, match="begin's entries must be integers"):
         tf.differentiable(lambda x, i: tf.slice(x, [i, 0], [1, 1]))(x, 1.0)
+    # A Python slice of a traced bound (an argument, a loop's index) names tf.slice (helper 133).
+    with pytest.raises(TracingError, match=r"getitem: a slice with a traced bound.*tf\.slice"):
+        tf.differentiable(lambda x, i: tf.reduce_sum(x[i:i + 2]))(x, np.int64(1))
+
 
 def test_pad_modes_match_tensorflow():
     x = tf.constant([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])

@@ -608,8 +608,13 @@ def _normalize_index(items, shape):
             out.append(None)
         elif isinstance(item, slice):
             # An end made of sizes (x[:tf.shape(x)[0] // 2]) is the size it holds.
-            ends = (None if v is None else as_index(size_argument(v))
-                    for v in (item.start, item.stop, item.step))
+            ends = [None if v is None else size_argument(v)
+                    for v in (item.start, item.stop, item.step)]
+            if any(isinstance(v, Value) and v._trace is not None for v in ends):
+                raise TracingError(f"{user_line()}\n  getitem: a slice with a traced bound "
+                                   "(x[i:i + 2]) has a length known only at run time; for a "
+                                   "block of a length known now write tf.slice(x, [i], [2])")
+            ends = (None if v is None else as_index(v) for v in ends)
             try:
                 out.append(_canonical_slice(shape[axis], slice(*ends)))
             except ValueError as err:
