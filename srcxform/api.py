@@ -28,6 +28,7 @@ import numpy as np
 from srcxform import autograph
 from srcxform.autograph.rewrite import arrived, code_key, installed
 from srcxform.ad import forward, nan_checks
+from srcxform.ad.trace import NumpyTensor
 from srcxform.jit import backend, captures, compiler, crosscheck, index, openmp, tiered
 from srcxform.passes import structured
 from srcxform.codegen.callconv import FORMS
@@ -577,7 +578,8 @@ def _as_tensors(args, kwargs, tf_rules=False):
     the function meets its arguments when traced (a Python float is a weak float64)."""
     leaves, tree = tree_flatten((args, kwargs))
     rules = [signature.rule_of(leaf, tf_rules) for leaf in leaves]
-    leaves = [Tensor._new(np.asarray(leaf), weak=rule.eager == "python")
+    leaves = [(NumpyTensor if rule.eager == "numpy" else Tensor)._new(
+                  np.asarray(leaf), weak=rule.eager == "python")
               if rule.traced and not isinstance(leaf, Value) else leaf
               for leaf, rule in zip(leaves, rules)]
     return tree_unflatten(tree, leaves)

@@ -62,8 +62,9 @@ BUDGET = {
     # rerun holds the Variables' locks (helper 130), input_signature converts arrays (131)
     # and the rerun keeps what eager assigned before its error (helper 132); +5: a kernel
     # whose captures moved while traced gets no entry or crosscheck (helper 134); +5: the
-    # tf.bitwise namespace (helper 135)
-    ".": 3430,
+    # tf.bitwise namespace (helper 135); +2: the eager reference run makes a NumPy array
+    # argument a NumpyTensor (NumPy's operators, helper 135)
+    ".": 3432,
     # +180: explain's zero, trap and custom_gradient probes; the eager NaN rule; +20: a
     # compiled tape.jacobian's hook to jacobians.py; +30: debug_nans judges only the
     # cotangents a backward pass uses (nan_checks.Holding); +10: output_gradients are
@@ -82,7 +83,9 @@ BUDGET = {
     # given twice to jvp or linearize refused (linearize kept the last tangent: helper 119)
     # +10: a None target or source refused (its gradient was None, quietly: helper 125);
     # +5: each value of a NumPy function's tuple keeps NumPy's eager kind (helper 128)
-    "ad": 1555,
+    # +27: an operator on NumPy's values is NumPy's ufunc (bools, int8 / int8), traced and
+    # in the eager reference run (NumpyTensor: helper 135)
+    "ad": 1582,
     # +20: functions defined in the converted one converted with it (TensorFlow's rule),
     # the enclosing function's lists guarded, fn's __future__ imports and the user's
     # qualified names kept (three wrong or lost found by helper 55); +25: the methods of
@@ -246,8 +249,9 @@ BUDGET = {
     # method_recipe, a bound method's pickled form for both targets (helper 122); +10:
     # a fork during Numba's start leaves the jobs on NumPy (it hung the child); +5: a
     # method's copy binds the same class's function (an override's: helper 126); +10:
-    # probes taken before a trace too, unsettled ones never holding (helper 134)
-    "jit": 2190,
+    # probes taken before a trace too, unsettled ones never holding (helper 134); +4: a
+    # NumPy array's source stays a NumpyTensor in the eager reference run (helper 135)
+    "jit": 2194,
     "keras": 160,
     # +20: the cache's ledger appended and rewritten under a lock (a rewrite lost counts
     # appended meanwhile, and the cache outgrew its limit); +25: a ledger that is a link,
@@ -311,8 +315,9 @@ BUDGET = {
     # primitive with TensorFlow's QrGrad, and np.linalg.qr's modes (a gap since session 37);
     # +25: lstsq (TensorFlow's fast path) and cholesky_solve, composites (the same gap);
     # +1: held sizes follow a loop body's captured value (helper 133); +5: a slice of a
-    # traced bound names tf.slice (the same helper)
-    "ops": 5011,
+    # traced bound names tf.slice (the same helper); +25: NumPy's ufuncs on bools as
+    # NumPy's loops compute them (x * (x > 0), m + m: helper 135)
+    "ops": 5037,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the

@@ -688,3 +688,25 @@ def test_a_numpy_functions_tuple_compiled_is_numpys_as_eagerly():
     assert [type(v) for v in compiled(x)] == [type(v) for v in f(x)] == \
         [np.float64, np.ndarray, np.float64]
     assert all(isinstance(v, tf.Tensor) for v in compiled(tf.constant(x)))
+
+
+def _masked(x, n):
+    positive = x > 0
+    return (x * positive + (x < 1) * x ** 2, positive + (x > 1), positive * positive,
+            np.maximum(positive, x < -0.5), positive // (x > -9), np.add(positive, 3),
+            n / n, n // 2 + positive, np.less(positive, x > 1))
+
+
+def test_numpy_operators_on_bools_and_small_ints_are_numpys():
+    """On NumPy's values an operator is NumPy's (helper 135): `x * (x > 0)` raised, the
+    primitives refusing bools as TensorFlow's ops do, and int8 / int8 was TensorFlow's
+    float32 where NumPy gives float64."""
+    x, n = np.linspace(-1.0, 2.0, 7), np.arange(1, 8, dtype=np.int8)
+    compiled = tf.differentiable(_masked, wrt=0)
+    for got, want in zip(compiled(x, n), _masked(x, n)):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    grad = tf.differentiable(lambda x, n: np.sum(_masked(x, n)[0])).grad(x, n)
+    np.testing.assert_array_equal(grad, np.where(x > 0, 1.0, 0.0) + np.where(x < 1, 2 * x, 0.0))
+    with pytest.raises(TypeError, match="numpy.subtract: numpy boolean subtract"):
+        tf.differentiable(lambda x: np.sum(x * ((x > 0) - (x > 1))))(x)

@@ -338,7 +338,9 @@ def test_float_floordiv_is_floor_of_the_quotient():
     # np.floor_divide keeps NumPy's meaning.
     _eq(np.floor_divide(x, y), np.floor_divide(x.numpy(), y.numpy()), tf.float32)
     compiled = tf.differentiable(lambda a, b: tf.reduce_sum((a // b) * a))
-    np.testing.assert_allclose(np.asarray(compiled(x.numpy(), y.numpy())), 7.0 * -5.0 + 12.6 * 7,
+    np.testing.assert_allclose(np.asarray(compiled(x, y)), 7.0 * -5.0 + 12.6 * 7, rtol=1e-6)
+    # On NumPy arrays `//` is NumPy's, as the function computes it called on them.
+    np.testing.assert_allclose(np.asarray(compiled(x.numpy(), y.numpy())), 7.0 * -6.0 + 12.6 * 7,
                                rtol=1e-6)
 
 

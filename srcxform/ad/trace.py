@@ -128,6 +128,8 @@ def _eager_kind(operands, python):
     for x in operands:
         if isinstance(x, Tracer):
             kinds.add(x.eager_kind)
+        elif type(x) is NumpyTensor:
+            kinds.add("numpy")
         elif eager_tensor(x) or isinstance(x, Variable):
             kinds.add("tensor")
         elif isinstance(x, (list, tuple)):
@@ -139,6 +141,15 @@ def _eager_kind(operands, python):
     return "numpy" if "numpy" in kinds or not python else "python"
 
 
+class NumpyTensor(Tensor):
+    """A NumPy array argument in a compiled function's eager reference run (crosscheck.py,
+    the error a kernel's runtime check names): a Tensor that the tape watches, whose
+    operators and NumPy functions are NumPy's and give NumpyTensors, as a Tracer of eager
+    kind "numpy" computes."""
+
+    __slots__ = ()
+
+
 def _from_user_code():
     """Whether the NumPy-level operation was written in the user's code (srcxform's own
     functions use operators too, and return Tensors)."""
@@ -146,35 +157,57 @@ def _from_user_code():
     return not filename.startswith(PACKAGE_DIR)
 
 
+# An operator on NumPy's values is NumPy's ufunc: its dtypes (int8 / int8 is float64, not
+# TensorFlow's float32) and bools (x * (x > 0)). Reflected where the name says so.
+_UFUNC_OF = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
+             "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
+             "neg": np.negative, "abs": np.absolute, "lt": np.less, "le": np.less_equal,
+             "gt": np.greater, "ge": np.greater_equal}
+_UFUNC_OF.update({f"r{name}": ufunc for name, ufunc in list(_UFUNC_OF.items())[:7]})
+
+
 def _tracking(name, python):
     method = getattr(Value, name)
+    ufunc = _UFUNC_OF.get(name.strip("_"))
 
     def tracked(self, *args, **kwargs):
-        out = method(self, *args, **kwargs)
+        if ufunc is not None and _eager_kind((self,) + args, python) == "numpy" and \
+                _from_user_code():
+            out = ufunc(*args, self) if name.startswith("__r") else ufunc(self, *args)
+        else:
+            out = method(self, *args, **kwargs)
         # Each value of a tuple too (np.linalg.slogdet's, np.split's: helper 128).
-        results = [v for v in (out if isinstance(out, (tuple, list)) else (out,))
-                   if isinstance(v, Tracer)]
-        if results and _from_user_code():
-            if name == "__array_ufunc__":
-                operands = args[2:]
-            elif name == "__array_function__":
-                operands = args[2]
-            else:
-                operands = (self,) + args
-            kind = _eager_kind(operands, python)
-            for v in results:
+        values = out if isinstance(out, (tuple, list)) else (out,)
+        if not any(isinstance(v, Value) for v in values) or not _from_user_code():
+            return out
+        if name == "__array_ufunc__":
+            operands = args[2:]
+        elif name == "__array_function__":
+            operands = args[2]
+        else:
+            operands = (self,) + args
+        kind = _eager_kind(operands, python)
+        for v in values:
+            if isinstance(v, Tracer):
                 v.eager_kind = kind
-        return out
+        if kind != "numpy" or not any(eager_tensor(v) for v in values):
+            return out
+        values = [NumpyTensor._new(v._array, v._weak, v._id) if eager_tensor(v) else v
+                  for v in values]
+        if not isinstance(out, (tuple, list)):
+            return values[0]
+        return type(out)(*values) if hasattr(out, "_fields") else type(out)(values)
 
     tracked.__name__ = name
     return tracked
 
 
-for _name in _OPERATORS:
-    setattr(Tracer, f"__{_name}__", _tracking(f"__{_name}__", python=True))
-for _name in _NUMPY_LEVEL:
-    setattr(Tracer, _name, _tracking(_name, python=False))
-Tracer.T = property(_tracking("transpose", python=False), doc=Value.T.__doc__)
+for _cls in (Tracer, NumpyTensor):
+    for _name in _OPERATORS:
+        setattr(_cls, f"__{_name}__", _tracking(f"__{_name}__", python=True))
+    for _name in _NUMPY_LEVEL:
+        setattr(_cls, _name, _tracking(_name, python=False))
+    _cls.T = property(_tracking("transpose", python=False), doc=Value.T.__doc__)
 
 
 def _variable_name(variable):

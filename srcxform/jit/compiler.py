@@ -34,7 +34,7 @@ from srcxform.passes.pipeline import optimize
 from srcxform.core.recording import CONTEXT
 from srcxform.ad.tape import GradientTape
 from srcxform.core.tensor import Tensor, Value, Variable, as_value, eager_tensor
-from srcxform.ad.trace import Rerolled, Trace, Tracer
+from srcxform.ad.trace import NumpyTensor, Rerolled, Trace, Tracer
 from srcxform.core.tree import leaf_paths, tree_flatten, tree_unflatten
 
 
@@ -473,13 +473,20 @@ def inline(fn, wrt, has_aux, form, args, kwargs):
                        has_aux)
 
 
+def _own_source(leaf):
+    """identity(leaf), a source of its own; a NumPy array's stays one (NumpyTensor)."""
+    from srcxform.ops import identity  # the ops are above this layer
+
+    out = identity(leaf)
+    return NumpyTensor._new(out._array, out._weak, out._id) if type(leaf) is NumpyTensor \
+        else out
+
+
 def traced_value_and_grad(fn, args, kwargs, positions, has_aux=False, fresh=False):
     """Runs fn under a tape watching the args at `positions`; unconnected gradients are
     zeros, as JAX gives. Works on Tracers (emitting the adjoint) and on Tensors; `fresh`:
     the args are a kernel's own input leaves. Returns fn's output (with has_aux, its
     pair) and the gradients of the scalar it differentiates."""
-    from srcxform.ops import identity
-
     check_positions(positions, args)
     _check_wrt(fn, args, positions)
     sources = []
@@ -491,7 +498,7 @@ def traced_value_and_grad(fn, args, kwargs, positions, has_aux=False, fresh=Fals
     with GradientTape(persistent=False, watch_accessed_variables=False) as tape:
         for p in positions:
             leaves, tree = tree_flatten(args[p])
-            leaves = [identity(leaf) if isinstance(leaf, Value) and not isinstance(
+            leaves = [_own_source(leaf) if isinstance(leaf, Value) and not isinstance(
                 leaf, Variable) and (counts[id(leaf)] > 1 or not fresh)
                 else leaf if isinstance(leaf, Value) else Tensor(np.asarray(leaf))
                 for leaf in leaves]

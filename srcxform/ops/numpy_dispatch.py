@@ -37,10 +37,15 @@ def _operator(op, name):
 
 # The ufuncs a primitive computes as they are (its `numpy`), and those that take more.
 UFUNCS = {ufunc: prim.bind for prim in REGISTRY.values() for ufunc in prim.numpy}
+_PRIMITIVE_UFUNCS = frozenset(UFUNCS)  # whose primitives refuse bools, as TensorFlow's do
+# What NumPy's loops compute on bools alone, where the primitives refuse them.
+_ON_BOOLS = {np.add: ew.logical_or, np.multiply: ew.logical_and, np.maximum: ew.logical_or,
+             np.minimum: ew.logical_and}
 UFUNCS.update({
     np.logical_and: lambda x, y: ew.logical_and(_truth(x), _truth(y)),
     np.logical_or: lambda x, y: ew.logical_or(_truth(x), _truth(y)),
     np.logical_not: lambda x: ew.logical_not(_truth(x)),
+    np.add: ew.add, np.subtract: ew.subtract,  # their primitives', chains folded (reroll.py)
     np.square: ew.square, np.matmul: linalg.numpy_matmul, np.positive: lambda x: x,
     np.log2: mf.log2, np.log10: mf.log10, np.exp2: mf.exp2,  # composites
 })
@@ -592,7 +597,32 @@ def array_ufunc(ufunc, method, inputs, kwargs):
     if kwargs.get("where") is True:
         kwargs = {k: v for k, v in kwargs.items() if k != "where"}
     reject(ufunc.__name__, **kwargs)
+    if ufunc in _PRIMITIVE_UFUNCS and ufunc.nout == 1 and any(_is_bool(v) for v in inputs):
+        return _on_bool_operands(ufunc, op, inputs)
     return op(*inputs)
+
+
+def _is_bool(value):
+    return isinstance(value, (bool, np.bool_)) or getattr(value, "dtype", None) == np.bool_
+
+
+def _on_bool_operands(ufunc, op, inputs):
+    """A ufunc with bool operands as NumPy computes it: each bool cast to the type NumPy's
+    loop takes (`x * (x > 0)` multiplies by 0.0 or 1.0; `m // m` is int8), the logical op
+    where the loop is on bools alone (`m + m` is `m | m`), a comparison's bools as 0 and 1,
+    and NumPy's TypeError where it has no loop (`m - m`)."""
+    dtypes = [np.dtype(bool) if isinstance(v, (bool, np.bool_)) else
+              type(v) if isinstance(v, (int, float)) else
+              v.dtype if isinstance(v, Value) else np.asarray(v).dtype for v in inputs]
+    try:
+        resolved = ufunc.resolve_dtypes((*dtypes,) + (None,) * ufunc.nout)
+    except TypeError as err:
+        raise TypeError(f"{user_line()}\n  numpy.{ufunc.__name__}: {err}") from None
+    if ufunc in _ON_BOOLS and resolved[0] == np.bool_:
+        return _ON_BOOLS[ufunc](*inputs)
+    out = op(*(ew.cast(v, np.int8 if want == np.bool_ else want) if _is_bool(v) else v
+               for v, want in zip(inputs, resolved)))
+    return out if out.dtype == resolved[-1] else ew.cast(out, resolved[-1])  # abs(m): bool
 
 
 def array_function(func, args, kwargs):
