@@ -250,8 +250,9 @@ BUDGET = {
     # a fork during Numba's start leaves the jobs on NumPy (it hung the child); +5: a
     # method's copy binds the same class's function (an override's: helper 126); +10:
     # probes taken before a trace too, unsettled ones never holding (helper 134); +4: a
-    # NumPy array's source stays a NumpyTensor in the eager reference run (helper 135)
-    "jit": 2194,
+    # NumPy array's source stays a NumpyTensor in the eager reference run (helper 135); +8:
+    # a slow compile's warning names the call's line, not the timer's thread (helper 134)
+    "jit": 2202,
     "keras": 160,
     # +20: the cache's ledger appended and rewritten under a lock (a rewrite lost counts
     # appended meanwhile, and the cache outgrew its limit); +25: a ledger that is a link,

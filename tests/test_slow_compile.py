@@ -1,6 +1,7 @@
 """A compile that takes longer than SRCXFORM_SLOW_COMPILE seconds says so once, naming the
 kernel and its size (srcxform/jit/slow_compile.py)."""
 
+import linecache
 import time
 import warnings
 
@@ -15,8 +16,12 @@ def test_a_long_blocking_compile_warns_once_with_the_kernels_size(monkeypatch, t
     monkeypatch.setenv("SRCXFORM_CACHE_DIR", str(tmp_path))  # compiled, not loaded
     monkeypatch.setenv("SRCXFORM_SLOW_COMPILE", "0.001")  # every compile is slow here
     f = tf.differentiable(lambda x: tf.reduce_sum(tf.sin(x) * x), wait=True)
-    with pytest.warns(tf.SlowCompileWarning, match=r"compiling .*__grad has taken .* lines"):
+    with pytest.warns(tf.SlowCompileWarning, match=r"compiling .*__grad has taken .* lines") \
+            as warned:
         f.grad(np.ones(3))
+    # The call's line, not the timer thread's threading.py (helper 134).
+    assert [(w.filename, w.lineno) for w in warned] == [(__file__, warned[0].lineno)]
+    assert "f.grad(np.ones(3))" in linecache.getline(__file__, warned[0].lineno)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         f.grad(np.ones(3))  # no compile, no warning

@@ -120,13 +120,14 @@ def user_frame():
 
 def user_frame_object():
     """The innermost Python frame outside srcxform's own modules, the modules it
-    generates (a warm entry passing a call on) and NumPy's (np.sum's Python wrapper
-    dispatching to srcxform), or None."""
+    generates (a warm entry passing a call on, a kernel's module calling its compiled
+    function) and NumPy's (np.sum's Python wrapper dispatching to srcxform), or None."""
     frame = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
         if not is_own_file(filename) and not filename.startswith(_NUMPY_DIR) and \
-                "__srcxform_generated__" not in frame.f_globals:
+                "__srcxform_generated__" not in frame.f_globals and \
+                not str(frame.f_globals.get("__name__")).startswith("srcxform_generated."):
             return frame
         frame = frame.f_back
     return None

@@ -11,7 +11,7 @@ import threading
 import time
 import warnings
 
-from srcxform.core.errors import SlowCompileWarning
+from srcxform.core.errors import SlowCompileWarning, user_frame_object
 
 
 def limit():
@@ -31,12 +31,20 @@ def limit():
 _WARNED = set()
 
 
+def call_site():
+    """The user's line calling now, as (file name, line number)."""
+    frame = user_frame_object()
+    return (frame.f_code.co_filename, frame.f_lineno) if frame else ("srcxform", 0)
+
+
 class Watch:
     """Warns (SlowCompileWarning) if it is not stopped within the limit of a compile of
-    `what`, a kernel whose generated source is `source`."""
+    `what`, a kernel whose generated source is `source`, naming the user's line that asked
+    for it (`where`, a call_site(): else the caller's), not the timer's thread."""
 
-    def __init__(self, what, source):
+    def __init__(self, what, source, where=None):
         self._what, self._lines = what, source.count("\n")
+        self._where = where or call_site()
         self._start = time.monotonic()
         seconds = limit()
         self._timer = threading.Timer(seconds, self._warn) if seconds > 0 else None
@@ -45,11 +53,11 @@ class Watch:
             self._timer.start()
 
     def _warn(self):
-        warnings.warn(SlowCompileWarning(
+        warnings.warn_explicit(SlowCompileWarning(
             f"srcxform: compiling {self._what} has taken "
             f"{time.monotonic() - self._start:.0f} s so far; its generated source is "
             f"{self._lines:,} lines (f.source(...) shows it, f.ir(...) its program)"),
-            stacklevel=2)
+            SlowCompileWarning, *self._where)
 
     def stop(self):
         if self._timer is not None:

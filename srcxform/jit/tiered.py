@@ -136,6 +136,7 @@ def compile_later(kernel, generate, leaves):
     # now: tests and users change it), Numba's and srcxform's switches.
     env = {k: v for k, v in os.environ.items() if k.startswith(("SRCXFORM_", "NUMBA_"))}
     env["SRCXFORM_CACHE_DIR"] = cache_dir()
+    where = slow_compile.call_site()  # the call's line, for a slow compile's warning
 
     def task():
         try:
@@ -155,7 +156,8 @@ def compile_later(kernel, generate, leaves):
                    for shape, dtype in (kernel.conv.outs[p] for p in kernel.conv.buffers)]
         payload = (env, spec.source, spec.func_name, spec.parallel, arguments + buffers)
         job.watch = slow_compile.Watch(
-            f"{spec.func_name} (its calls run on the eager tape until it is done)", spec.source)
+            f"{spec.func_name} (its calls run on the eager tape until it is done)", spec.source,
+            where)
         try:
             _worker().submit(job, payload)
         except Exception as err:  # noqa: BLE001 - an OSError where it could not start
