@@ -399,9 +399,10 @@ def _rows_summed_by_tf_shape(x):
 def test_tf_shape_inside_a_loop_holds_sizes_of_one():
     """tf.shape(x) inside a converted loop, where a dim of x is 1, raised TracingError
     (helper 133): the 1 is a constant, which the loop body reads from the function's
-    trace, and a size read from an enclosing trace was not followed."""
+    trace, and a size read from an enclosing trace was not followed. Over no rows the
+    body's tf.slice, never run, raised that its block reached outside (helper 136)."""
     f = tf.function(_rows_summed_by_tf_shape)
-    for shape in ((3, 2), (3, 1), (1, 3), (1, 1)):
+    for shape in ((3, 2), (3, 1), (1, 3), (1, 1), (0, 2)):
         x = np.arange(1.0, 1.0 + np.prod(shape)).reshape(shape)
         assert float(f(x)) == float(_rows_summed_by_tf_shape(tf.constant(x)))
 
