@@ -578,11 +578,16 @@ def _as_tensors(args, kwargs, tf_rules=False):
     the function meets its arguments when traced (a Python float is a weak float64)."""
     leaves, tree = tree_flatten((args, kwargs))
     rules = [signature.rule_of(leaf, tf_rules) for leaf in leaves]
-    leaves = [(NumpyTensor if rule.eager == "numpy" else Tensor)._new(
-                  np.asarray(leaf), weak=rule.eager == "python")
-              if rule.traced and not isinstance(leaf, Value) else leaf
-              for leaf, rule in zip(leaves, rules)]
+    leaves = [_as_tensor(leaf, rule.eager) if rule.traced and not isinstance(leaf, Value)
+              else leaf for leaf, rule in zip(leaves, rules)]
     return tree_unflatten(tree, leaves)
+
+
+def _as_tensor(leaf, eager):
+    """A leaf as a Tensor; a NumPy array or a Python number stays what it is to the
+    function's operators (NumpyTensor)."""
+    tensor = Tensor._new(np.asarray(leaf), weak=eager == "python")
+    return NumpyTensor.of(tensor, eager) if eager in ("numpy", "python") else tensor
 
 
 def _importable(d):

@@ -63,8 +63,9 @@ BUDGET = {
     # and the rerun keeps what eager assigned before its error (helper 132); +5: a kernel
     # whose captures moved while traced gets no entry or crosscheck (helper 134); +5: the
     # tf.bitwise namespace (helper 135); +2: the eager reference run makes a NumPy array
-    # argument a NumpyTensor (NumPy's operators, helper 135)
-    ".": 3432,
+    # argument a NumpyTensor (NumPy's operators, helper 135); +3: a Python number one too
+    # (helper 138)
+    ".": 3435,
     # +180: explain's zero, trap and custom_gradient probes; the eager NaN rule; +20: a
     # compiled tape.jacobian's hook to jacobians.py; +30: debug_nans judges only the
     # cotangents a backward pass uses (nan_checks.Holding); +10: output_gradients are
@@ -84,8 +85,9 @@ BUDGET = {
     # +10: a None target or source refused (its gradient was None, quietly: helper 125);
     # +5: each value of a NumPy function's tuple keeps NumPy's eager kind (helper 128)
     # +27: an operator on NumPy's values is NumPy's ufunc (bools, int8 / int8), traced and
-    # in the eager reference run (NumpyTensor: helper 135)
-    "ad": 1582,
+    # in the eager reference run (NumpyTensor: helper 135); +7: an array on the left of a
+    # tensor, a NumpyTensor's kind and rows (helper 138)
+    "ad": 1589,
     # +20: functions defined in the converted one converted with it (TensorFlow's rule),
     # the enclosing function's lists guarded, fn's __future__ imports and the user's
     # qualified names kept (three wrong or lost found by helper 55); +25: the methods of
@@ -317,8 +319,9 @@ BUDGET = {
     # +25: lstsq (TensorFlow's fast path) and cholesky_solve, composites (the same gap);
     # +1: held sizes follow a loop body's captured value (helper 133); +5: a slice of a
     # traced bound names tf.slice (the same helper); +25: NumPy's ufuncs on bools as
-    # NumPy's loops compute them (x * (x > 0), m + m: helper 135)
-    "ops": 5037,
+    # NumPy's loops compute them (x * (x > 0), m + m: helper 135); +11: lists as arrays and
+    # integers in float loops (np.exp of int64: helper 138)
+    "ops": 5048,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the

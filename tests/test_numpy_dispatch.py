@@ -538,9 +538,12 @@ def test_where_accepts_a_numeric_condition_as_numpy_does():
     np.testing.assert_array_equal(got.numpy(), [1.0, 0.0, 3.0])
 
 
-def test_float_only_functions_reject_integers_as_tensorflow():
+def test_float_only_functions_take_integers_as_numpy_and_refuse_them_as_tensorflow():
+    got = np.exp(tf.constant([1, 2]))  # NumPy's loop in float64 (helper 138)
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, np.exp(np.array([1, 2])))
     with pytest.raises(TypeError, match="exp"):
-        np.exp(tf.constant([1, 2]))
+        tf.exp(tf.constant([1, 2]))
 
 
 def test_numpys_own_rules_where_srcxform_differed():
@@ -710,3 +713,23 @@ def test_numpy_operators_on_bools_and_small_ints_are_numpys():
     np.testing.assert_array_equal(grad, np.where(x > 0, 1.0, 0.0) + np.where(x < 1, 2 * x, 0.0))
     with pytest.raises(TypeError, match="numpy.subtract: numpy boolean subtract"):
         tf.differentiable(lambda x: np.sum(x * ((x > 0) - (x > 1))))(x)
+
+
+def _mixed(a, t, s, n):
+    total = 0.0
+    for row in a.reshape(2, 2):
+        total = total + row * (row > 0)
+    return a // t, (a > 0) * t, a + [0.1, 0.2, 0.3, 0.4], s * (a > 0), a // s, np.exp(n), total
+
+
+def test_numpy_arrays_meet_tensors_lists_and_python_numbers_as_numpy_does():
+    """Helper 138: an array on the left of a tensor computes NumPy's ufunc (a // t was
+    TensorFlow's floor(a / t), silently), a list beside an array is a float64 array, an
+    integer array's np.exp is float64, and a Python float or an array's rows meet masks
+    as NumPy's do, the check's eager run (SRCXFORM_CHECK, the tests' default) included."""
+    a, n = np.array([7.0, -7.0, 0.5, 2.0]), np.arange(1, 5)
+    t = tf.constant([-1.4, 1.4, 0.1, 3.0], tf.float64)
+    compiled = tf.differentiable(_mixed, wrt=())
+    for got, want in zip(compiled(a, t, -1.4, n), _mixed(a, t, -1.4, n)):
+        assert np.asarray(got).dtype == np.asarray(want).dtype
+        np.testing.assert_allclose(got, want, rtol=1e-15)

@@ -126,10 +126,8 @@ def _eager_kind(operands, python):
     (`python`: an operator Python floats have), else NumPy's value."""
     kinds = set()
     for x in operands:
-        if isinstance(x, Tracer):
+        if isinstance(x, (Tracer, NumpyTensor)):
             kinds.add(x.eager_kind)
-        elif type(x) is NumpyTensor:
-            kinds.add("numpy")
         elif eager_tensor(x) or isinstance(x, Variable):
             kinds.add("tensor")
         elif isinstance(x, (list, tuple)):
@@ -142,12 +140,22 @@ def _eager_kind(operands, python):
 
 
 class NumpyTensor(Tensor):
-    """A NumPy array argument in a compiled function's eager reference run (crosscheck.py,
-    the error a kernel's runtime check names): a Tensor that the tape watches, whose
-    operators and NumPy functions are NumPy's and give NumpyTensors, as a Tracer of eager
-    kind "numpy" computes."""
+    """A NumPy array or Python number argument in a compiled function's eager reference
+    run (crosscheck.py, the error a kernel's runtime check names): a Tensor that the tape
+    watches, of the eager kind a Tracer of it has ("numpy" or "python"), whose operators,
+    NumPy functions and rows are NumPy's (or Python's), as that Tracer's are."""
 
-    __slots__ = ()
+    __slots__ = ("eager_kind",)
+
+    @classmethod
+    def of(cls, value, kind):
+        """An eager Tensor's value as a NumpyTensor of this eager kind."""
+        out = cls._new(value._array, value._weak, value._id)
+        out.eager_kind = kind
+        return out
+
+    def __iter__(self):  # for row in x: a NumPy array's rows are NumPy's
+        return (NumpyTensor.of(row, self.eager_kind) for row in Tensor.__iter__(self))
 
 
 def _from_user_code():
@@ -158,7 +166,9 @@ def _from_user_code():
 
 
 # An operator on NumPy's values is NumPy's ufunc: its dtypes (int8 / int8 is float64, not
-# TensorFlow's float32) and bools (x * (x > 0)). Reflected where the name says so.
+# TensorFlow's float32) and bools (x * (x > 0)); so is one whose left operand is a NumPy
+# array, a tensor on its right (the array's operator calls the ufunc, which the tensor
+# takes). Reflected where the name says so.
 _UFUNC_OF = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
              "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
              "neg": np.negative, "abs": np.absolute, "lt": np.less, "le": np.less_equal,
@@ -171,8 +181,8 @@ def _tracking(name, python):
     ufunc = _UFUNC_OF.get(name.strip("_"))
 
     def tracked(self, *args, **kwargs):
-        if ufunc is not None and _eager_kind((self,) + args, python) == "numpy" and \
-                _from_user_code():
+        if ufunc is not None and "numpy" in (self.eager_kind, _eager_kind(
+                (self,) + args, python)) and _from_user_code():
             out = ufunc(*args, self) if name.startswith("__r") else ufunc(self, *args)
         else:
             out = method(self, *args, **kwargs)
@@ -190,10 +200,9 @@ def _tracking(name, python):
         for v in values:
             if isinstance(v, Tracer):
                 v.eager_kind = kind
-        if kind != "numpy" or not any(eager_tensor(v) for v in values):
+        if kind == "tensor" or not any(eager_tensor(v) for v in values):
             return out
-        values = [NumpyTensor._new(v._array, v._weak, v._id) if eager_tensor(v) else v
-                  for v in values]
+        values = [NumpyTensor.of(v, kind) if eager_tensor(v) else v for v in values]
         if not isinstance(out, (tuple, list)):
             return values[0]
         return type(out)(*values) if hasattr(out, "_fields") else type(out)(values)

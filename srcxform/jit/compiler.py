@@ -478,8 +478,7 @@ def _own_source(leaf):
     from srcxform.ops import identity  # the ops are above this layer
 
     out = identity(leaf)
-    return NumpyTensor._new(out._array, out._weak, out._id) if type(leaf) is NumpyTensor \
-        else out
+    return NumpyTensor.of(out, leaf.eager_kind) if type(leaf) is NumpyTensor else out
 
 
 def traced_value_and_grad(fn, args, kwargs, positions, has_aux=False, fresh=False):

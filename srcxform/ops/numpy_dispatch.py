@@ -597,31 +597,42 @@ def array_ufunc(ufunc, method, inputs, kwargs):
     if kwargs.get("where") is True:
         kwargs = {k: v for k, v in kwargs.items() if k != "where"}
     reject(ufunc.__name__, **kwargs)
-    if ufunc in _PRIMITIVE_UFUNCS and ufunc.nout == 1 and any(_is_bool(v) for v in inputs):
-        return _on_bool_operands(ufunc, op, inputs)
+    if ufunc in _PRIMITIVE_UFUNCS and ufunc.nout == 1:
+        return _numpy_loop(ufunc, op, [np.asarray(v) if isinstance(v, (list, tuple)) and
+                                       _numbers(v) else v for v in inputs])
     return op(*inputs)
 
 
-def _is_bool(value):
-    return isinstance(value, (bool, np.bool_)) or getattr(value, "dtype", None) == np.bool_
+def _numbers(values):
+    """Whether a list holds Python or NumPy numbers alone (no tensor, no traced size),
+    which NumPy makes an array of (float64 or int64, not weak)."""
+    return all(_numbers(v) if isinstance(v, (list, tuple)) else
+               type(v) in (bool, int, float) or isinstance(v, np.generic) for v in values)
 
 
-def _on_bool_operands(ufunc, op, inputs):
-    """A ufunc with bool operands as NumPy computes it: each bool cast to the type NumPy's
-    loop takes (`x * (x > 0)` multiplies by 0.0 or 1.0; `m // m` is int8), the logical op
+def _numpy_loop(ufunc, op, inputs):
+    """A ufunc on bools or integers as NumPy computes it, where the primitives (as
+    TensorFlow's ops) refuse them: each cast to the type NumPy's loop takes (`x * (x > 0)`
+    multiplies by 0.0 or 1.0, `m // m` is int8, np.exp of int64 is float64), the logical op
     where the loop is on bools alone (`m + m` is `m | m`), a comparison's bools as 0 and 1,
     and NumPy's TypeError where it has no loop (`m - m`)."""
     dtypes = [np.dtype(bool) if isinstance(v, (bool, np.bool_)) else
               type(v) if isinstance(v, (int, float)) else
               v.dtype if isinstance(v, Value) else np.asarray(v).dtype for v in inputs]
+    if not any(isinstance(d, np.dtype) and d.kind in "biu" for d in dtypes):
+        return op(*inputs)
     try:
         resolved = ufunc.resolve_dtypes((*dtypes,) + (None,) * ufunc.nout)
     except TypeError as err:
         raise TypeError(f"{user_line()}\n  numpy.{ufunc.__name__}: {err}") from None
     if ufunc in _ON_BOOLS and resolved[0] == np.bool_:
         return _ON_BOOLS[ufunc](*inputs)
-    out = op(*(ew.cast(v, np.int8 if want == np.bool_ else want) if _is_bool(v) else v
-               for v, want in zip(inputs, resolved)))
+    cast = [isinstance(d, np.dtype) and (d.kind == "b" or d != want and want.kind == "f")
+            for d, want in zip(dtypes, resolved)]
+    if not any(cast):
+        return op(*inputs)
+    out = op(*(ew.cast(v, np.int8 if want == np.bool_ else want) if c else v
+               for v, want, c in zip(inputs, resolved, cast)))
     return out if out.dtype == resolved[-1] else ew.cast(out, resolved[-1])  # abs(m): bool
 
 
