@@ -320,8 +320,9 @@ BUDGET = {
     # +1: held sizes follow a loop body's captured value (helper 133); +5: a slice of a
     # traced bound names tf.slice (the same helper); +25: NumPy's ufuncs on bools as
     # NumPy's loops compute them (x * (x > 0), m + m: helper 135); +11: lists as arrays and
-    # integers in float loops (np.exp of int64: helper 138)
-    "ops": 5048,
+    # integers in float loops (np.exp of int64: helper 138); +10: a weak operand (a Python
+    # number, a traced size, a NumPy scalar) resolves NumPy's loop as NumPy takes it
+    "ops": 5058,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the

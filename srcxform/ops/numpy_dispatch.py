@@ -616,9 +616,7 @@ def _numpy_loop(ufunc, op, inputs):
     multiplies by 0.0 or 1.0, `m // m` is int8, np.exp of int64 is float64), the logical op
     where the loop is on bools alone (`m + m` is `m | m`), a comparison's bools as 0 and 1,
     and NumPy's TypeError where it has no loop (`m - m`)."""
-    dtypes = [np.dtype(bool) if isinstance(v, (bool, np.bool_)) else
-              type(v) if isinstance(v, (int, float)) else
-              v.dtype if isinstance(v, Value) else np.asarray(v).dtype for v in inputs]
+    dtypes = [_loop_type(v) for v in inputs]
     if not any(isinstance(d, np.dtype) and d.kind in "biu" for d in dtypes):
         return op(*inputs)
     try:
@@ -634,6 +632,20 @@ def _numpy_loop(ufunc, op, inputs):
     out = op(*(ew.cast(v, np.int8 if want == np.bool_ else want) if c else v
                for v, want, c in zip(inputs, resolved, cast)))
     return out if out.dtype == resolved[-1] else ew.cast(out, resolved[-1])  # abs(m): bool
+
+
+def _loop_type(value):
+    """What NumPy's loop resolution takes for an operand: a dtype, or Python's int or
+    float for a weak number (a Python number, a traced size, a value made of them)."""
+    if isinstance(value, (bool, np.bool_)):
+        return np.dtype(bool)
+    if isinstance(value, Value) and value.aval.weak and value.aval.dtype.kind in "iuf":
+        return float if value.aval.dtype.kind == "f" else int
+    if isinstance(value, (Value, np.generic)):
+        return np.dtype(value.dtype)
+    if isinstance(value, (int, float)):
+        return float if isinstance(value, float) else int
+    return np.asarray(value).dtype
 
 
 def array_function(func, args, kwargs):
