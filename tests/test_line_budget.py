@@ -86,8 +86,8 @@ BUDGET = {
     # +5: each value of a NumPy function's tuple keeps NumPy's eager kind (helper 128)
     # +27: an operator on NumPy's values is NumPy's ufunc (bools, int8 / int8), traced and
     # in the eager reference run (NumpyTensor: helper 135); +7: an array on the left of a
-    # tensor, a NumpyTensor's kind and rows (helper 138)
-    "ad": 1589,
+    # tensor, a NumpyTensor's kind and rows (helper 138); +1: NumPy's methods tracked
+    "ad": 1590,
     # +20: functions defined in the converted one converted with it (TensorFlow's rule),
     # the enclosing function's lists guarded, fn's __future__ imports and the user's
     # qualified names kept (three wrong or lost found by helper 55); +25: the methods of
@@ -204,8 +204,9 @@ BUDGET = {
     # TensorShape's slices and + are TensorShapes, its sizes checked (helper 126); +10:
     # the kinds check and argument error shared with float-only composites (five copies);
     # +5: may_raise of a program (codegen's, now the compiler's too); +20: a Variable's
-    # constraint and shape (Keras's weight constraints could not be written: helper 128)
-    "core": 3090,
+    # constraint and shape (Keras's weight constraints could not be written: helper 128);
+    # +5: the names of NumPy's methods that are its functions (helper 137)
+    "core": 3095,
     # the CUDA target (issue 35): its first slice, 590 lines; +80: kept buffers per
     # thread, scalar steps folded into the next launch, Variables, methods; +5: a transpose
     # as a view (numba-cuda's .T compiled a kernel per call: W5's GPU gradient 334 ms);
@@ -321,8 +322,9 @@ BUDGET = {
     # traced bound names tf.slice (the same helper); +25: NumPy's ufuncs on bools as
     # NumPy's loops compute them (x * (x > 0), m + m: helper 135); +11: lists as arrays and
     # integers in float loops (np.exp of int64: helper 138); +10: a weak operand (a Python
-    # number, a traced size, a NumPy scalar) resolves NumPy's loop as NumPy takes it
-    "ops": 5058,
+    # number, a traced size, a NumPy scalar) resolves NumPy's loop as NumPy takes it; +11:
+    # NumPy's methods that are its functions (x.var(), x.cumsum(), x.size: helper 137)
+    "ops": 5069,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the

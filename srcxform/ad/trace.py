@@ -24,7 +24,8 @@ from srcxform.core.errors import (
 from srcxform.core.ir import Eqn, Lit, Program, Var
 from srcxform.core.names import assigned_name
 from srcxform.core.primitive import op_name
-from srcxform.core.tensor import SizeConstant, Tensor, Value, Variable, as_value, eager_tensor
+from srcxform.core.tensor import (SAME_AS_FUNCTION, SizeConstant, Tensor, Value, Variable,
+                                   as_value, eager_tensor)
 
 _ids = itertools.count(1)
 
@@ -117,7 +118,7 @@ _OPERATORS = ("add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv"
 _NUMPY_LEVEL = ("__matmul__", "__rmatmul__", "__and__", "__or__", "__invert__", "__getitem__",
                 "sum", "mean", "prod", "max", "min", "reshape", "transpose", "flatten",
                 "ravel", "squeeze", "astype", "dot", "clip", "__array_ufunc__",
-                "__array_function__")
+                "__array_function__", *SAME_AS_FUNCTION)
 
 
 def _eager_kind(operands, python):

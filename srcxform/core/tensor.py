@@ -26,6 +26,13 @@ from srcxform.core.tensor_shape import TensorShape
 _ids = itertools.count(1)
 
 
+# NumPy's array methods that are its function of the array, their arguments in the same
+# order (t.var(0) is np.var(t, 0)), which ops/operators.py installs on Value: NumPy code
+# calls them on arrays (helper 137).
+SAME_AS_FUNCTION = ("all", "any", "argmax", "argmin", "copy", "cumprod", "cumsum",
+                    "diagonal", "repeat", "round", "std", "take", "trace", "var")
+
+
 class Value:
     """The surface Tensor, Variable and the tracer share (its operators: ops/operators.py)."""
 

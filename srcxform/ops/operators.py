@@ -10,7 +10,7 @@ from srcxform.core.dtypes import promote
 from srcxform.ops import elementwise as ew
 from srcxform.ops import creation, linalg, numpy_dispatch
 from srcxform.ops.shape import getitem, transpose
-from srcxform.core.tensor import Tensor, Value, as_value
+from srcxform.core.tensor import SAME_AS_FUNCTION, Tensor, Value, as_value
 
 
 class _Operators:
@@ -171,6 +171,11 @@ class _Operators:
     def clip(self, min=None, max=None, out=None, **kwargs):
         return _numpy(np.clip)(self, min, max, out, **kwargs)
 
+    @property
+    def size(self):
+        """The number of elements, as NumPy's `.size` (a traced one stays symbolic)."""
+        return _numpy(np.size)(self)
+
     # ----- conversion -----
     # A nested list holding tensors as one tensor, as TensorFlow packs it: what tensor.py's
     # conversions call (as_value, constant), below the ops that stack it.
@@ -226,8 +231,18 @@ def _one_or_many(args):
     return args
 
 
+def _method(func):
+    def method(self, *args, **kwargs):
+        return _numpy(func)(self, *args, **kwargs)
+
+    method.__name__, method.__doc__ = func.__name__, f"np.{func.__name__}(self, ...)"
+    return method
+
+
 def install():
     """Gives Value (and so Tensor, Variable and the tracer) the operators above."""
     for name, member in vars(_Operators).items():
         if name not in ("__module__", "__qualname__", "__doc__", "__slots__"):
             setattr(Value, name, member)
+    for name in SAME_AS_FUNCTION:
+        setattr(Value, name, _method(getattr(np, name)))
