@@ -182,15 +182,8 @@ def _tracking(name, python):
     ufunc = _UFUNC_OF.get(name.strip("_"))
 
     def tracked(self, *args, **kwargs):
-        if ufunc is not None and "numpy" in (self.eager_kind, _eager_kind(
-                (self,) + args, python)) and _from_user_code():
-            out = ufunc(*args, self) if name.startswith("__r") else ufunc(self, *args)
-        else:
-            out = method(self, *args, **kwargs)
-        # Each value of a tuple too (np.linalg.slogdet's, np.split's: helper 128).
-        values = out if isinstance(out, (tuple, list)) else (out,)
-        if not any(isinstance(v, Value) for v in values) or not _from_user_code():
-            return out
+        if not _from_user_code():  # srcxform's own operations: Tensors, its own rules
+            return method(self, *args, **kwargs)
         if name == "__array_ufunc__":
             operands = args[2:]
         elif name == "__array_function__":
@@ -198,6 +191,12 @@ def _tracking(name, python):
         else:
             operands = (self,) + args
         kind = _eager_kind(operands, python)
+        if ufunc is not None and "numpy" in (self.eager_kind, kind):
+            out = ufunc(*args, self) if name.startswith("__r") else ufunc(self, *args)
+        else:
+            out = method(self, *args, **kwargs)
+        # Each value of a tuple too (np.linalg.slogdet's, np.split's: helper 128).
+        values = out if isinstance(out, (tuple, list)) else (out,)
         for v in values:
             if isinstance(v, Tracer):
                 v.eager_kind = kind

@@ -11,7 +11,7 @@ import threading
 import time
 import warnings
 
-from srcxform.core.errors import SlowCompileWarning, user_frame_object
+from srcxform.core.errors import SlowCompileWarning, user_frame
 
 
 def limit():
@@ -31,20 +31,14 @@ def limit():
 _WARNED = set()
 
 
-def call_site():
-    """The user's line calling now, as (file name, line number)."""
-    frame = user_frame_object()
-    return (frame.f_code.co_filename, frame.f_lineno) if frame else ("srcxform", 0)
-
-
 class Watch:
     """Warns (SlowCompileWarning) if it is not stopped within the limit of a compile of
     `what`, a kernel whose generated source is `source`, naming the user's line that asked
-    for it (`where`, a call_site(): else the caller's), not the timer's thread."""
+    for it (`where`, errors.user_frame()'s: else the caller's), not the timer's thread."""
 
     def __init__(self, what, source, where=None):
         self._what, self._lines = what, source.count("\n")
-        self._where = where or call_site()
+        self._where = where or user_frame() or ("srcxform", 0)
         self._start = time.monotonic()
         seconds = limit()
         self._timer = threading.Timer(seconds, self._warn) if seconds > 0 else None

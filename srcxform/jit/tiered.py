@@ -45,7 +45,7 @@ from srcxform.jit import backend, compile_worker, index, interpret, slow_compile
 from srcxform.runtime import calls
 from srcxform.numba_adapter import cachefiles
 from srcxform.numba_adapter.cachefiles import cache_dir
-from srcxform.core.errors import PACKAGE_DIR, TieredWarning, user_frame_object
+from srcxform.core.errors import PACKAGE_DIR, TieredWarning, user_frame, user_frame_object
 from srcxform.core.tensor import Tensor, Updating, Value
 
 
@@ -136,7 +136,7 @@ def compile_later(kernel, generate, leaves):
     # now: tests and users change it), Numba's and srcxform's switches.
     env = {k: v for k, v in os.environ.items() if k.startswith(("SRCXFORM_", "NUMBA_"))}
     env["SRCXFORM_CACHE_DIR"] = cache_dir()
-    where = slow_compile.call_site()  # the call's line, for a slow compile's warning
+    where = user_frame()  # the call's line, for a slow compile's warning
 
     def task():
         try:

@@ -107,10 +107,10 @@ def slice(input_, begin, size, name=None):
             if s == -1:
                 raise TracingError(f"{user_line()}\n  slice: a size of -1 from a traced "
                                    "begin is known only at run time; give the size")
-            at_run_time.append((axis, b, s))  # checked at run time, if it runs: a loop
-            b = n = 0  # body over no rows holds one (helper 136)
+            at_run_time.append((axis, b, s))  # checked where it runs (not over no rows)
+            b, n = 0, s  # here, only that the size is not negative
         stop = n if s == -1 else b + s
-        if b < 0 or s < -1 or stop > n and not isinstance(begin[axis], Value):
+        if b < 0 or s < -1 or stop > n:
             raise shape_error(f"slice: begin {begin} and size {size} reach outside "
                               f"{x.aval.short()}")
         index.append(_slice(None) if isinstance(begin[axis], Value) else _slice(b, stop))

@@ -37,7 +37,7 @@ def _operator(op, name):
 
 # The ufuncs a primitive computes as they are (its `numpy`), and those that take more.
 UFUNCS = {ufunc: prim.bind for prim in REGISTRY.values() for ufunc in prim.numpy}
-_PRIMITIVE_UFUNCS = frozenset(UFUNCS)  # whose primitives refuse bools, as TensorFlow's do
+_PRIMITIVE_UFUNCS = frozenset(UFUNCS)  # whose primitives' kinds are TensorFlow's (_numpy_loop)
 # What NumPy's loops compute on bools alone, where the primitives refuse them.
 _ON_BOOLS = {np.add: ew.logical_or, np.multiply: ew.logical_and, np.maximum: ew.logical_or,
              np.minimum: ew.logical_and}
