@@ -304,6 +304,8 @@ SAMPLES = {
     "gather": [Row("gather", ((5, 3), (5,)), (ANY, constant(_INDICES)), op=tf.gather)],
     "scatter_add": [Row("scatter_add", ((5, 3), (5,)), (ANY, constant(_INDICES)),
                         params={"size": 6}, op=scatter_add)],
+    "add_rows": [Row("add_rows", ((6, 3), (5,), (5, 3)), (ANY, constant(_INDICES), ANY),
+                     params={"in_place": False})],
     "concat": [Row("concat", ((2, 3), (1, 3), (4, 3)), op=lambda *xs: tf.concat(xs, axis=0),
                    label="axis0"),
                Row("concat", ((2, 3), (2, 1)), op=lambda *xs: tf.concat(xs, axis=-1),

@@ -481,6 +481,43 @@ def test_an_array_carry_updated_in_place_is_never_shared():
     assert re.search(r"\w+ = \w+\.copy\(\)", f.source(x, np.int64(5)))  # the adjoint's
 
 
+def smoothed_energy(x):
+    y, total = x[0], 0.0 * x[0]
+    for i in range(1, len(x)):
+        y = 0.9 * y + 0.1 * x[i]
+        total += y ** 2 + x[i] * x[i - 1]
+    return total
+
+
+def row_energy(x, w):
+    total = 0.0 * w[0]
+    for i in range(x.shape[0]):
+        total += tf.reduce_sum(tf.tanh(x[i] * w))
+    return total
+
+
+@pytest.mark.parametrize("fn, shape, reads", [(smoothed_energy, (7,), 2),
+                                              (row_energy, (5, 3), 1)])
+def test_a_loop_reading_rows_adds_their_gradients_in_place(fn, shape, reads, compile_mode):
+    """The adjoint of a loop that reads x[i] carries x's gradient and adds each trip's rows
+    into its buffer (add_rows): a trip costs its rows, where adding a scatter of them to
+    the whole gradient cost len(x), a quadratic gradient (helper 137)."""
+    f = tf.differentiable(fn)
+    w = np.array([0.5, -1.5, 2.0])
+    for rows in (1, 2, shape[0]):
+        x = np.linspace(-1.0, 1.5, rows * int(np.prod(shape[1:]))).reshape((rows,) + shape[1:])
+        args = (x, w) if fn is row_energy else (x,)
+        value, grad = f.value_and_grad(*args)
+        assert x.tolist() == np.linspace(-1.0, 1.5, x.size).reshape(x.shape).tolist()
+        eager_value, eager_grad = eager_value_and_grad(fn, *args)
+        np.testing.assert_allclose(value, eager_value, rtol=1e-13)
+        np.testing.assert_allclose(grad, eager_grad, rtol=1e-13, atol=1e-15)
+        np.testing.assert_allclose(grad, central_difference(
+            lambda v, rest=args[1:]: fn(v, *rest), x), rtol=1e-6, atol=1e-8)
+    source = f.source(*args)
+    assert "scatter_add" not in source and source.count("arrays.add_rows(") == reads
+
+
 def _switched(i, x):
     return tf.switch_case(i, [lambda: x * 2.0, lambda: x * x, lambda: -x])
 

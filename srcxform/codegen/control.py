@@ -16,11 +16,16 @@ running backwards, reads them back; a checkpointed loop's adjoint runs in segmen
 recomputing its carries from a checkpoint first (_segmented).
 """
 
+from collections import Counter
+
 import astor
 
 from srcxform.codegen.exprs import dtype_ast
 from srcxform.codegen.schedule import LoopGroup
-from srcxform.core.ir import Lit, Var, may_raise
+from srcxform.core.aval import same_shape
+from srcxform.core.ir import Eqn, Lit, Var, may_raise
+from srcxform.ops.elementwise import add_p
+from srcxform.ops.shape import add_rows_p, scatter_add_p
 from srcxform.passes.structured import COND, FORI, WHILE, results_of
 
 _FIRST_ROWS = 16  # a while_loop's stacks start with this many rows, then double
@@ -86,6 +91,80 @@ def region(low, program, args, indent, sub=None):
 def _assign(low, indent, names, values):
     if names:
         low.line(indent, f"{', '.join(names)} = {', '.join(values)}")
+
+
+def _body(low, program, first, carry):
+    """The lowering of a loop's body (its carries are its inputs from `first`) and the
+    spare buffers of its in-place carries (_in_place), after the carries that add rows
+    into their own buffer (_rows_added) have their initial values copied, once."""
+    program, added = _rows_added(low, program, first, len(carry))
+    for k in added:
+        low.line(1, f"{carry[k]} = {carry[k]}.copy()")
+    body = _lowering(low, program)
+    return body, _in_place(low, body, first, carry)
+
+
+def _rows_added(low, program, first, n):
+    """`program` with each carry it updates as the old value plus scatter_adds (a sum of
+    them too), where nothing else reads the old value or the scatters, adding their rows
+    in the carry's own buffer (add_rows in place); and those carries' indices. A trip then
+    costs the rows it adds, not the whole array: the adjoint of a loop reading x[i] carries
+    x's gradient so."""
+    if not low.in_place_carries:
+        return program, []
+    readers = Counter(a for e in program.eqns for a in e.ins if isinstance(a, Var))
+    readers.update(a for a in program.outs if isinstance(a, Var))
+    producers = {e.out: e for e in program.eqns}
+    gone, made, added = set(), {}, []
+    for k, out in enumerate(program.outs[:n]):
+        old, eqn = program.ins[first + k], producers.get(out)
+        if not (eqn is not None and eqn.prim is add_p and old in eqn.ins and readers[old] == 1
+                and readers[out] == 1 and _same_aval(old, out)):
+            continue
+        scatters = _scatters(eqn.ins[eqn.ins[0] is old], producers, readers, out)
+        if not scatters:
+            continue
+        value = old
+        for s in scatters:
+            into = out if s is scatters[-1] else s.out  # a name the Namer knows
+            made.setdefault(eqn, []).append(Eqn(into, add_rows_p, (value, s.ins[1], s.ins[0]),
+                                                (("in_place", True),), s.origin, s.adjoint,
+                                                s.of))
+            value = into
+        gone |= {producers[v] for v in _summands(eqn.ins[eqn.ins[0] is old], producers)}
+        added.append(k)
+    if not added:
+        return program, []
+    eqns = [new for e in program.eqns if e not in gone for new in made.get(e, [e])]
+    return program.replace(eqns=eqns), added
+
+
+def _same_aval(a, b):
+    return same_shape(a.aval.shape, b.aval.shape) and a.aval.dtype == b.aval.dtype
+
+
+def _summands(value, producers):
+    """The values a sum of adds is made of, the adds' own results included."""
+    eqn = producers.get(value)
+    found = [value]
+    if eqn is not None and eqn.prim is add_p:
+        for a in eqn.ins:
+            found += _summands(a, producers)
+    return found
+
+
+def _scatters(value, producers, readers, like):
+    """The scatter_add equations whose sum `value` is (one, or adds of such sums), each
+    value read once and shaped as `like`; None where it is anything else."""
+    eqn = producers.get(value)
+    if eqn is None or readers[value] != 1 or not _same_aval(value, like):
+        return None
+    if eqn.prim is scatter_add_p:
+        return [eqn]
+    if eqn.prim is not add_p:
+        return None
+    parts = [_scatters(a, producers, readers, like) for a in eqn.ins]
+    return None if None in parts else parts[0] + parts[1]
 
 
 def _in_place(low, body, first, carry):
@@ -176,8 +255,7 @@ def _while(low, eqn):
     trips = _names(low, eqn, [n], "trips")[0] if counted else None
     if counted:
         low.line(1, f"{trips} = 0")
-    body = _lowering(low, eqn.kwargs["body"])
-    spares = _in_place(low, body, 0, carry)
+    body, spares = _body(low, eqn.kwargs["body"], 0, carry)
     low.line(1, "while True:")
     (pred,) = region(low, eqn.kwargs["cond"], carry + captures, 2)
     low.line(2, f"if not {low.on_host(pred)}:")
@@ -187,7 +265,7 @@ def _while(low, eqn):
         low.line(indent, f"if {row} == {stack}.shape[0]:")
         low.line(indent + 1, f"{stack} = {low.grown(stack)}")
         low.line(indent, low.put(stack, row, carry[c]))
-    _swap(low, 2, carry, region(low, eqn.kwargs["body"], carry + captures, 2, body), spares)
+    _swap(low, 2, carry, region(low, body.program, carry + captures, 2, body), spares)
     if counted:
         low.line(2, f"{trips} += 1")
     if n in results_of(low.program, eqn.out):
@@ -211,8 +289,7 @@ def _fori(low, eqn):
     ys = _allocated(low, eqn, range(n, n + r), trips)
     stacks = [(c - n - r - 1, s) for c, s in
               _allocated(low, eqn, range(n + r + 1, 2 * n + r + 1), _rows(trips, k))]
-    body = _lowering(low, eqn.kwargs["body"])
-    spares = _in_place(low, body, 1, carry)
+    body, spares = _body(low, eqn.kwargs["body"], 1, carry)
     index = low.namer.fresh("it")
     from_zero = lower == "np.int64(0)"
     lane = False
@@ -232,8 +309,8 @@ def _fori(low, eqn):
     indent, at = _store(low, 2, stacks, row, k)
     for c, stack in stacks:
         low.line(indent, low.put(stack, at, carry[c]))
-    first = low.loop_index(index, eqn.kwargs["body"])
-    outs = region(low, eqn.kwargs["body"],
+    first = low.loop_index(index, body.program)
+    outs = region(low, body.program,
                   [first] + carry + [low.row(x, row) for x in xs] + captures, 2, body)
     for c, y in ys:  # before the swap, which rebinds the spare buffers' names
         low.line(2, low.put(y, row, outs[c], lane))
@@ -272,8 +349,7 @@ def _segmented(low, eqn):
         dims = [rows] + [low.sizes.source(d) for d in var.aval.shape]
         low.line(1, low.stack(name, dims, _src(dtype_ast(var.aval.dtype))))
         segments.append(name)
-    body = _lowering(low, eqn.kwargs["body"])
-    spares = _in_place(low, body, 1, carry)
+    body, spares = _body(low, eqn.kwargs["body"], 1, carry)
     segment, start, stop = (low.namer.fresh(b) for b in ("segment_index", "start", "stop"))
     low.line(1, f"for {segment} in range({_rows(trips, k)} - 1, -1, -1):")
     low.line(2, f"{start} = {segment} * {k}")
@@ -291,8 +367,8 @@ def _segmented(low, eqn):
     index = low.namer.fresh("it")
     low.line(2, f"for {index} in range({stop} - 1, {start} - 1, -1):")
     stored = [low.row(segments[c], f"{index} - {start}") for c in segment_rows]
-    outs = region(low, eqn.kwargs["body"],
-                  [low.loop_index(index, eqn.kwargs["body"])] + carry + stored +
+    outs = region(low, body.program,
+                  [low.loop_index(index, body.program)] + carry + stored +
                   [low.row(x, index) for x in xs] + captures, 3, body)
     for c, y in ys:
         low.line(3, low.put(y, index, outs[c]))

@@ -215,6 +215,29 @@ scatter_add_p = primitive("scatter_add", "opaque", _scatter_add_impl, _scatter_a
                                   _rows_second(g), indices, size=size))))
 
 
+def _add_rows_shape(x, indices, g, *, in_place):
+    if g.shape != indices.shape + x.shape[1:] or g.dtype != x.dtype:
+        raise ValueError(f"rows {g.short()} do not fit rows of {x.short()}")
+    return Aval(x.shape, x.dtype)
+
+
+def _add_rows_impl(x, indices, g, in_place):
+    check_indices(indices, x.shape[0], "scatter_add")
+    out = x.copy()
+    np.add.at(out, indices, g)
+    return out
+
+
+# x + scatter_add(g, indices, len(x)): x with g's rows added at indices. With in_place,
+# compiled code adds them in x's own buffer: code generation sets it only where that is a
+# loop's carry that nothing else reads (codegen/control.py), so that a trip costs g's rows,
+# not all of x (an adjoint loop's gradient of an array the loop reads a row at a time).
+add_rows_p = primitive("add_rows", "opaque", _add_rows_impl, _add_rows_shape,
+                       "arrays.add_rows(x, indices, g, in_place)", raises=True,
+                       vjp=lambda gout, out, x, indices, g, *, in_place: (
+                           gout, None, gather_p.bind(gout, indices)))
+
+
 def _rows_second(x):
     """x with its first two axes swapped: a batch's rows moved behind the axis that
     gather and scatter_add index, and back."""

@@ -425,6 +425,17 @@ def scatter_add(g, indices, size):
 
 
 @helper
+def add_rows(x, indices, g, in_place):
+    """x with g's rows added at indices (repeats add up); in_place: in x's own buffer
+    (ops/shape.py's add_rows)."""
+    check_indices(indices, x.shape[0], "scatter_add")
+    out = x if in_place else x.copy()
+    for k in range(indices.shape[0]):
+        out[indices[k]] += g[k]
+    return out
+
+
+@helper
 def along_axis(x, axis):
     """x seen as (before, along, after): the sizes before `axis` and after it joined, so
     one loop nest serves every rank."""
