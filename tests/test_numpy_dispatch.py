@@ -733,3 +733,72 @@ def test_numpy_arrays_meet_tensors_lists_and_python_numbers_as_numpy_does():
     for got, want in zip(compiled(a, t, -1.4, n), _mixed(a, t, -1.4, n)):
         assert np.asarray(got).dtype == np.asarray(want).dtype
         np.testing.assert_allclose(got, want, rtol=1e-15)
+
+
+def _leapfrog(state):
+    pos, vel = state[:, :2], state[:, 2:]
+    vel -= 0.1 * pos
+    pos += 0.1 * vel
+    return np.sum(state ** 2)
+
+
+def _doubled_rows(x):
+    for row in x:
+        row *= 2.0
+    return np.sum(x)
+
+
+def _tripled_column(x):
+    column = x.T[0]
+    column *= 3.0
+    return np.sum(x)
+
+
+@pytest.mark.parametrize("fn, op", [(_leapfrog, "-="), (_doubled_rows, r"\*="),
+                                    (_tripled_column, r"\*=")])
+def test_an_in_place_operator_on_a_view_of_a_numpy_array_raises(fn, op):
+    """Helper 137: NumPy writes `vel -= dt * pos` through into the array vel views; compiled
+    it made a new vel and left state as it was, a different value with no error. An
+    in-place operator on a view (basic indexing, a row, a reshape or transpose) raises."""
+    x = np.arange(12.0).reshape(3, 4) / 10
+    written = x.copy()
+    fn(written)  # NumPy's own call writes into its argument
+    assert not np.array_equal(written, x)
+    with pytest.raises(tf.TracingError, match=rf"test_numpy_dispatch.py:\d+: .*\n  `{op}` on a "
+                       "view of a NumPy array"):
+        tf.differentiable(fn)(x)
+
+
+def _fresh_values(x):
+    total = x[0] + 0.0
+    total += x[1]  # x[1] is a view, total a new array
+    picked = x[[0, 2]]  # a copy: advanced indexing
+    picked *= 2.0
+    scaled = x * 2.0
+    scaled -= 1.0
+    return np.sum(total) + np.sum(picked) + np.sum(scaled)
+
+
+def _tensor_view(x):
+    flat = tf.reshape(x, [-1])
+    flat += 1.0  # a tensor: TensorFlow's operators rebind
+    return tf.reduce_sum(flat) + tf.reduce_sum(x)
+
+
+def test_in_place_operators_on_new_arrays_and_on_tensors_rebind():
+    x = np.arange(12.0).reshape(3, 4) / 10
+    for fn, arg in ((_fresh_values, x), (_tensor_view, tf.constant(x))):
+        np.testing.assert_allclose(tf.differentiable(fn)(arg), fn(arg), rtol=1e-15)
+    np.testing.assert_allclose(tf.differentiable(_fresh_values).grad(x),
+                               np.full((3, 4), 2.0) + [[3.0] * 4, [1.0] * 4, [2.0] * 4])
+
+
+@pytest.mark.parametrize("index", [[0, 2], [[0, 1], [2, 0]], (slice(None), [3, 0])])
+def test_a_list_index_of_a_numpy_array_is_an_array_of_indices(index):
+    """x[[0, 2]] on a NumPy array is its rows 0 and 2; compiled it was TensorFlow's
+    x[0, 2], which reads a list as a tuple: another value, with no error. A tensor keeps
+    TensorFlow's reading."""
+    x = np.arange(12.0).reshape(3, 4) / 10
+    np.testing.assert_array_equal(tf.differentiable(lambda x: x[index], wrt=())(x), x[index])
+    t = tf.constant(x)
+    assert float(tf.differentiable(lambda t: t[[0, 2]], wrt=())(t)) == float(t[[0, 2]]) == 0.2

@@ -53,7 +53,8 @@ class Tracer(Value):
     # `eager_kind` is what the same value would be in an eager run (see _eager_kind): "tensor"
     # (what srcxform's functions return), "numpy" or "python" (what NumPy's operators and
     # functions give on NumPy arrays and Python floats). The compiled call returns that.
-    __slots__ = ("_id", "_trace", "aval", "eager_kind", "ir_var")
+    # `viewed`: made by an operation that gives a view of a NumPy array (_VIEWS).
+    __slots__ = ("_id", "_trace", "aval", "eager_kind", "ir_var", "viewed")
 
     def __init__(self, trace, var, id=None, eager="tensor"):
         self._trace = trace
@@ -61,6 +62,7 @@ class Tracer(Value):
         self.ir_var = var
         self._id = next(_ids) + (1 << 62) if id is None else id
         self.eager_kind = eager
+        self.viewed = False
 
     def _fail(self, what, message):
         raise TracingError(f"{user_line()}\n  {what}: {message}")
@@ -146,17 +148,17 @@ class NumpyTensor(Tensor):
     watches, of the eager kind a Tracer of it has ("numpy" or "python"), whose operators,
     NumPy functions and rows are NumPy's (or Python's), as that Tracer's are."""
 
-    __slots__ = ("eager_kind",)
+    __slots__ = ("eager_kind", "viewed")
 
     @classmethod
     def of(cls, value, kind):
         """An eager Tensor's value as a NumpyTensor of this eager kind."""
         out = cls._new(value._array, value._weak, value._id)
-        out.eager_kind = kind
+        out.eager_kind, out.viewed = kind, False
         return out
 
-    def __iter__(self):  # for row in x: a NumPy array's rows are NumPy's
-        return (NumpyTensor.of(row, self.eager_kind) for row in Tensor.__iter__(self))
+    def __iter__(self):  # for row in x: a NumPy array's rows are NumPy's, views of it
+        return (viewed(NumpyTensor.of(row, self.eager_kind)) for row in Tensor.__iter__(self))
 
 
 def _from_user_code():
@@ -164,6 +166,63 @@ def _from_user_code():
     functions use operators too, and return Tensors)."""
     filename = sys._getframe(2).f_code.co_filename
     return not filename.startswith(PACKAGE_DIR)
+
+
+# NumPy's operations whose result is a view of their operand's memory (basic indexing, a
+# reshape or transpose; ravel and reshape copy an array they cannot view, taken as views).
+_VIEWS = {"__getitem__", "reshape", "transpose", "ravel", "squeeze", "diagonal"}
+_VIEW_FUNCTIONS = {np.reshape, np.transpose, np.ravel, np.squeeze, np.swapaxes, np.moveaxis,
+                   np.expand_dims, np.diagonal}
+
+
+def _gives_view(name, args):
+    if name == "__array_function__":
+        return args[0] in _VIEW_FUNCTIONS
+    if name != "__getitem__":
+        return name in _VIEWS
+    index = args[0] if isinstance(args[0], tuple) else (args[0],)
+    return all(i is None or i is Ellipsis or isinstance(i, slice) or
+               isinstance(i, (int, np.integer, Value)) and not isinstance(i, (bool, np.bool_))
+               and np.ndim(i) == 0 for i in index)
+
+
+def _numpy_index(index):
+    """A NumPy array's index: a list of integers in it is an array of indices, where
+    TensorFlow reads a list as a tuple (x[[0, 2]] is x[0, 2])."""
+    if isinstance(index, tuple):
+        return tuple(np.asarray(i) if isinstance(i, list) else i for i in index)
+    return np.asarray(index) if isinstance(index, list) else index
+
+
+def viewed(value):
+    """value (a row of a NumPy array, a view of it) marked as a view where it has axes."""
+    if isinstance(value, (Tracer, NumpyTensor)) and value.ndim:
+        value.viewed = True
+    return value
+
+
+def _in_place(symbol):
+    """An in-place operator: NumPy writes a view's result into the array it views, which a
+    traced value, immutable, cannot; elsewhere the operator rebinds (NotImplemented: Python
+    then calls the plain one), as a tensor's does."""
+
+    def operator(self, other):
+        if getattr(self, "viewed", False) and _from_user_code():
+            raise TracingError(
+                f"{user_line()}\n  `{symbol}` on a view of a NumPy array (a slice, a row, a "
+                "reshape or a transpose of it): NumPy writes the result into the array it "
+                "views, and srcxform's values are immutable, so that array would keep its old "
+                f"values. Write `x = x {symbol[:-1]} ...` where only this name should change, "
+                "or build the whole array anew (np.concatenate, np.where, "
+                "srcxform.tensor_scatter_nd_update)")
+        return NotImplemented
+
+    operator.__name__ = f"__i{_IN_PLACE[symbol]}__"
+    return operator
+
+
+_IN_PLACE = {"+=": "add", "-=": "sub", "*=": "mul", "/=": "truediv", "//=": "floordiv",
+             "%=": "mod", "**=": "pow", "@=": "matmul", "&=": "and", "|=": "or", "^=": "xor"}
 
 
 # An operator on NumPy's values is NumPy's ufunc: its dtypes (int8 / int8 is float64, not
@@ -184,6 +243,8 @@ def _tracking(name, python):
     def tracked(self, *args, **kwargs):
         if not _from_user_code():  # srcxform's own operations: Tensors, its own rules
             return method(self, *args, **kwargs)
+        if name == "__getitem__" and self.eager_kind == "numpy":
+            args = (_numpy_index(args[0]),)
         if name == "__array_ufunc__":
             operands = args[2:]
         elif name == "__array_function__":
@@ -200,6 +261,8 @@ def _tracking(name, python):
         for v in values:
             if isinstance(v, Tracer):
                 v.eager_kind = kind
+        if kind == "numpy" and _gives_view(name, args):
+            values = [viewed(v) for v in values]
         if kind == "tensor" or not any(eager_tensor(v) for v in values):
             return out
         values = [NumpyTensor.of(v, kind) if eager_tensor(v) else v for v in values]
@@ -217,6 +280,9 @@ for _cls in (Tracer, NumpyTensor):
     for _name in _NUMPY_LEVEL:
         setattr(_cls, _name, _tracking(_name, python=False))
     _cls.T = property(_tracking("transpose", python=False), doc=Value.T.__doc__)
+    for _symbol in _IN_PLACE:
+        _operator = _in_place(_symbol)
+        setattr(_cls, _operator.__name__, _operator)
 
 
 def _variable_name(variable):

@@ -20,7 +20,7 @@ from srcxform.ops import cast, logical_and, logical_not, logical_or
 from srcxform.ops import range as tf_range
 from srcxform.core.dtypes import promote
 from srcxform.core.tensor import PythonNumber, Value, as_value
-from srcxform.ad.trace import NumpyTensor, Tracer
+from srcxform.ad.trace import NumpyTensor, Tracer, viewed
 from srcxform.core.tree import leaf_paths, tree_flatten
 
 # What a converted statement that cannot be compiled should be written as instead.
@@ -202,7 +202,9 @@ def row(items, taken):
     item = items[taken]
     if isinstance(item, Tracer):
         item.eager_kind = getattr(items, "eager_kind", "tensor")
-    return NumpyTensor.of(item, items.eager_kind) if type(items) is NumpyTensor else item
+    if type(items) is NumpyTensor:
+        item = NumpyTensor.of(item, items.eager_kind)
+    return viewed(item) if getattr(item, "eager_kind", None) == "numpy" else item
 
 
 def if_stmt(pred, true_fn, false_fn, values, names, sure_true, sure_false):
