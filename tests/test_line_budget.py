@@ -64,8 +64,8 @@ BUDGET = {
     # whose captures moved while traced gets no entry or crosscheck (helper 134); +5: the
     # tf.bitwise namespace (helper 135); +2: the eager reference run makes a NumPy array
     # argument a NumpyTensor (NumPy's operators, helper 135); +3: a Python number one too
-    # (helper 138)
-    ".": 3435,
+    # (helper 138); +4: vmap's rows keep their argument's eager kind (helper 139)
+    ".": 3439,
     # +180: explain's zero, trap and custom_gradient probes; the eager NaN rule; +20: a
     # compiled tape.jacobian's hook to jacobians.py; +30: debug_nans judges only the
     # cotangents a backward pass uses (nan_checks.Holding); +10: output_gradients are
@@ -89,8 +89,9 @@ BUDGET = {
     # tensor, a NumpyTensor's kind and rows (helper 138); +1: NumPy's methods tracked
     # +51: an in-place operator on a view of a NumPy array raises (NumPy writes through,
     # helper 137), and a list index of a NumPy array is an array of indices (it was read
-    # as TensorFlow's tuple)
-    "ad": 1641,
+    # as TensorFlow's tuple); +18: the transforms' sources keep their argument's eager
+    # kind (hessian, jvp read x[[0, 2]] as TensorFlow's: helper 139), more view functions
+    "ad": 1659,
     # +20: functions defined in the converted one converted with it (TensorFlow's rule),
     # the enclosing function's lists guarded, fn's __future__ imports and the user's
     # qualified names kept (three wrong or lost found by helper 55); +25: the methods of
@@ -211,8 +212,9 @@ BUDGET = {
     # the kinds check and argument error shared with float-only composites (five copies);
     # +5: may_raise of a program (codegen's, now the compiler's too); +20: a Variable's
     # constraint and shape (Keras's weight constraints could not be written: helper 128);
-    # +5: the names of NumPy's methods that are its functions (helper 137)
-    "core": 3095,
+    # +5: the names of NumPy's methods that are its functions (helper 137); +2: a
+    # NumpyTensor argument keyed by its eager kind
+    "core": 3097,
     # the CUDA target (issue 35): its first slice, 590 lines; +80: kept buffers per
     # thread, scalar steps folded into the next launch, Variables, methods; +5: a transpose
     # as a view (numba-cuda's .T compiled a kernel per call: W5's GPU gradient 334 ms);
@@ -232,7 +234,8 @@ BUDGET = {
     # +10: a CUDA function runs inline under a tape or a trace, is traced again when
     # what it captured changed, and takes the wrt given; +10: it pickles (helper 99);
     # +10: its own names reserved, results of a negative stride copied (helper 123)
-    "cuda": 1080,
+    # +10: a gather or scatter of one index (x[i] in a loop) as one of a vector of one
+    "cuda": 1090,
     # +30: a kernel's first call at other shapes traces again and compares (a size kept
     # from an earlier call of its own was read as the call's: silently wrong), and the
     # index loads only what this process's trace would generate (compiler.right_for); +5:
@@ -331,7 +334,9 @@ BUDGET = {
     # number, a traced size, a NumPy scalar) resolves NumPy's loop as NumPy takes it; +11:
     # NumPy's methods that are its functions (x.var(), x.cumsum(), x.size: helper 137)
     # +17: add_rows, the rows of a scatter added into a loop carry's buffer (helper 137)
-    "ops": 5086,
+    # +18: one index's row read and added straight (x[i] in a loop allocated a vector of
+    # one a trip); +28: `acc += x` of a NumPy array and a traced value binds acc
+    "ops": 5132,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the
@@ -350,8 +355,8 @@ BUDGET = {
     # compiled loop or branch says so (it named the Generator's counter; helper 95); +10:
     # NumPy values carried or given by a branch stay NumPy's (helper 98); +15: a Python
     # number carry cast to the body's dtype only where it loses nothing (helpers 127, 130,
-    # 132)
-    "passes": 1540,
+    # 132); +16: a view of a NumPy array stays one through a loop or branch (helper 139)
+    "passes": 1556,
     # +10: put_lane, so vmap's prange lanes run on threads; +50: concatenate, slice copies
     # and transposes that compile nothing per kernel (issue 28: ht's first calls); +35:
     # stacked rows copied by cached cores (rows n = 10's first call 1.8 -> 0.9 s); +30:
@@ -367,8 +372,9 @@ BUDGET = {
     # vectors' sign ties within SIGN_TIE (helper 124); +5: a running log-add-exp; +25:
     # qr's helper (Numba's qr is reduced only: full matrices as the QR of [x | I]); +10:
     # a running total in x's dtype (a float64 one lost int64's bits: helper 135); +6:
-    # add_rows (a loop's carry of x's gradient, a row at a time: helper 137)
-    "runtime": 1246,
+    # add_rows (a loop's carry of x's gradient, a row at a time: helper 137); +21: one
+    # index's row read and added straight (element, row, add_row)
+    "runtime": 1267,
     "testing": 290,
 }
 

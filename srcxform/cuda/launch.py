@@ -325,7 +325,8 @@ def gather(x, indices, out):
     CPU kernel checks them (a kernel cannot raise): a wait for the device."""
     check_indices(indices.copy_to_host(), x.shape[0], "gather")
     if out.size:
-        _gather[grid(out.size)](_rows(x), indices, _rows(out))
+        rows = _one_axis(indices)
+        _gather[grid(out.size)](_rows(x), rows, _rows(_by_index(out, rows, x)))
     return out
 
 
@@ -345,8 +346,20 @@ def scatter_add(g, indices, size, out):
     check_indices(indices.copy_to_host(), size, "scatter_add")
     _filled(out, 0)
     if g.size:
-        _scatter_add[grid(g.size)](_rows(g), indices, _rows(out))
+        rows = _one_axis(indices)
+        _scatter_add[grid(g.size)](_rows(_by_index(g, rows, out)), rows, _rows(out))
     return out
+
+
+def _one_axis(indices):
+    """The indices as a vector: one integer (x[i]) is a vector of one."""
+    return reshape(indices, (indices.size,))
+
+
+def _by_index(rows, indices, table):
+    """rows (a gather's result, a scatter's updates) with an axis per index, as one index's
+    row has none: a row of `table` for each."""
+    return reshape(rows, (indices.size,) + tuple(table.shape[1:]))
 
 
 def check_range(indices, size, op, negatives):

@@ -441,7 +441,8 @@ def _launched(low, eqn, out=True):
     """An op that launch.py runs by kernels of its own (an image's windows, concat), or on
     the host (indices checked): the CPU template's call with launch's function of the same
     name, and the output array where `out`."""
-    call = _source_of(low, eqn)
+    # The op's own call (emit), not a CPU form of it (one index's arrays.row, emit_for).
+    call = fill(eqn.prim.template, low.template_names(eqn, [low.whole(a) for a in eqn.ins]))
     call.func = _attr("launch", call.func.attr)
     if out:
         call.args.append(low.new_array(eqn.out, eqn.out.aval.shape))

@@ -167,13 +167,14 @@ embed_p = primitive("embed", "structural", _embed_impl, _embed_shape,
 
 
 def _gather_shape(x, indices):
-    if indices.dtype.kind not in "iu" or indices.ndim != 1:
-        raise TypeError(f"indices must be a vector of integers, got {indices.short()}")
+    if indices.dtype.kind not in "iu" or indices.ndim > 1:
+        raise TypeError(f"indices must be an integer or a vector of them, got "
+                        f"{indices.short()}")
     return Aval(indices.shape + x.shape[1:], x.dtype, x.weak)
 
 
 def _scatter_add_shape(g, indices, *, size):
-    return Aval((size,) + g.shape[1:], g.dtype)
+    return Aval((size,) + g.shape[indices.ndim:], g.dtype)
 
 
 def check_indices(indices, size, op):
@@ -188,31 +189,43 @@ def check_indices(indices, size, op):
 
 def _gather_impl(x, indices):
     check_indices(indices, x.shape[0], "gather")
-    return x[indices]
+    return np.array(x[indices])  # a row of its own where the index is one integer
 
 
 def _scatter_add_impl(g, indices, size):
     check_indices(indices, size, "scatter_add")
-    out = np.zeros((size,) + g.shape[1:], g.dtype)
+    out = np.zeros((size,) + g.shape[indices.ndim:], g.dtype)
     np.add.at(out, indices, g)
     return out
 
 
-# Rows of x along the first axis; gather() moves other axes there first. Indices are
-# data: compiled code checks their bounds at each call (arrays.gather).
+def _one_row(form):
+    """emit_for of an op whose indices may be one integer (x[i] in a loop): `form` there,
+    which reads or writes the row straight, with no vector of one index to allocate."""
+    return lambda *avals, **params: form if not avals[1].shape else None
+
+
+# Rows of x along the first axis (one row where indices is an integer); gather() moves
+# other axes there first. Indices are data: compiled code checks their bounds at each
+# call (arrays.gather, arrays.row).
 gather_p = primitive("gather", "opaque", _gather_impl, _gather_shape,
                      "arrays.gather(x, indices)", raises=True,
+                     emit_for=lambda x, indices, out: None if indices.shape else
+                     "arrays.element(x, indices)" if not out.shape else "arrays.row(x, indices)",
                      vjp=lambda g, out, x, indices: (scatter_add(g, indices, x.shape[0]), None),
-                     batch=lambda flags, avals: not flags[1] and (lambda x, indices: _rows_second(
-                         gather_p.bind(_rows_second(x), indices))))
+                     batch=lambda flags, avals: not flags[1] and (
+                         lambda x, indices: _rows_second(gather_p.bind(_rows_second(x), indices))
+                         if indices.ndim else gather_p.bind(_rows_second(x), indices)))
 # gather's transpose: rows of g added into zeros at `indices`.
 scatter_add_p = primitive("scatter_add", "opaque", _scatter_add_impl, _scatter_add_shape,
                           "arrays.scatter_add(g, indices, size)", raises=True, sums=True,
+                          emit_for=_one_row("out = arrays.zeros(out_shape, out_dtype)\n"
+                                            "arrays.add_row(out, indices, g, True)"),
                           vjp=lambda g, out, x, indices, *, size:
                           (gather_p.bind(g, indices), None),
                           batch=lambda flags, avals, *, size: not flags[1] and (
                               lambda g, indices: _rows_second(scatter_add_p.bind(
-                                  _rows_second(g), indices, size=size))))
+                                  _rows_second(g) if indices.ndim else g, indices, size=size))))
 
 
 def _add_rows_shape(x, indices, g, *, in_place):
@@ -234,6 +247,7 @@ def _add_rows_impl(x, indices, g, in_place):
 # not all of x (an adjoint loop's gradient of an array the loop reads a row at a time).
 add_rows_p = primitive("add_rows", "opaque", _add_rows_impl, _add_rows_shape,
                        "arrays.add_rows(x, indices, g, in_place)", raises=True,
+                       emit_for=_one_row("arrays.add_row(x, indices, g, in_place)"),
                        vjp=lambda gout, out, x, indices, g, *, in_place: (
                            gout, None, gather_p.bind(gout, indices)))
 
@@ -509,6 +523,8 @@ def gather(params, indices, axis=None, batch_dims=0, name=None):
     to_front = tuple(range(b)) + (axis,) + tuple(i for i in range(b, x.ndim) if i != axis)
     moved = transpose(x, to_front)
     table = reshape(moved, (size(moved.shape[:b + 1]),) + moved.shape[b + 1:])
+    if not indices.ndim:  # x[i]: the row itself, no vector of one index
+        return gather_p.bind(moved, indices)
     rows = indices if b == 0 else _batch_rows(indices, b, x.shape[axis])
     rows = gather_p.bind(table, reshape(rows, (-1,)))
     rows = reshape(rows, indices.shape + rows.shape[1:])

@@ -425,6 +425,35 @@ def scatter_add(g, indices, size):
 
 
 @helper
+def element(x, i):
+    """x[i] of a vector (from the end where i is negative), its bounds checked."""
+    return x[checked_index(i, x.shape[0], "gather")]
+
+
+@helper
+def row(x, i):
+    """A copy of row i of x, its bounds checked."""
+    return x[checked_index(i, x.shape[0], "gather")].copy()
+
+
+@helper
+def add_row(x, i, g, in_place):
+    """x with g added to its row i; in_place: in x's own buffer (add_rows' one row)."""
+    out = x if in_place else x.copy()
+    out[checked_index(i, x.shape[0], "scatter_add")] += g
+    return out
+
+
+@helper
+def checked_index(i, size, op):
+    """One index (negative from the end) as check_range checks a vector of them."""
+    if i >= size or i < -size:
+        raise IndexArgumentError(op + ": index " + str(i) + " is out of bounds for a "
+                                 "dimension of size " + str(size))
+    return i
+
+
+@helper
 def add_rows(x, indices, g, in_place):
     """x with g's rows added at indices (repeats add up); in_place: in x's own buffer
     (ops/shape.py's add_rows)."""
