@@ -27,7 +27,7 @@ from srcxform.control_flow import map_fn
 from srcxform.core.errors import TracingError
 from srcxform.passes.structured import AssignInRegion
 from srcxform.core.tensor import Value
-from srcxform.ad.trace import Tracer
+from srcxform.ad.trace import Tracer, eager_kind, of_kind
 from srcxform.core.tree import tree_flatten, tree_unflatten
 
 __all__ = ["Vmapped", "vectorized_map", "vmap"]
@@ -145,11 +145,15 @@ def _looped(fn, args, kwargs, axes, out_axes):
     fn = autograph.convert(fn)  # as the transforms convert theirs: its lanes are traced
     mapped = [k for k, ax in enumerate(axes) if ax is not None]
     elems = tuple(_axis_to_front(args[k], axes[k]) for k in mapped) + (kwargs,)
+    # Each row is what its argument is in an eager run: a NumPy array's rows are NumPy's.
+    kinds = [[eager_kind(leaf) for leaf in tree_flatten(args[k])[0]] for k in mapped]
 
     def lane(rows):
         full = list(args)
-        for k, row in zip(mapped, rows):
-            full[k] = row
+        for k, row, row_kinds in zip(mapped, rows, kinds):
+            leaves, tree = tree_flatten(row)
+            full[k] = tree_unflatten(tree, [of_kind(leaf, kind) if isinstance(leaf, Value)
+                                            else leaf for leaf, kind in zip(leaves, row_kinds)])
         try:
             return fn(*full, **rows[-1])
         except AssignInRegion as error:
@@ -246,9 +250,9 @@ def _lane(arg, ax, i):
 
 
 def _take(leaf, ax, i):
-    if isinstance(leaf, Value):
+    if isinstance(leaf, Value):  # of leaf's kind: a NumPy array's rows are NumPy's
         ax = ax % leaf.ndim
-        return ops.getitem(leaf, (slice(None),) * ax + (i,))
+        return of_kind(ops.getitem(leaf, (slice(None),) * ax + (i,)), eager_kind(leaf))
     return np.take(np.asarray(leaf), i, axis=ax)
 
 

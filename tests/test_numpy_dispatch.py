@@ -754,8 +754,31 @@ def _tripled_column(x):
     return np.sum(x)
 
 
+def _carried_view(x):
+    v = x[0]
+    for _ in range(x.shape[0]):  # a view carried by a loop stays one
+        v += 1.0
+    return np.sum(x)
+
+
+def _branch_view(x):
+    if np.sum(x) > 0:  # a converted branch: either result is a view
+        v = x[1:]
+    else:
+        v = x[:-1]
+    v += 1.0
+    return np.sum(x)
+
+
+def _split_view(x):
+    top, _ = np.split(np.flip(x), [1])
+    top += 1.0
+    return np.sum(x)
+
+
 @pytest.mark.parametrize("fn, op", [(_leapfrog, "-="), (_doubled_rows, r"\*="),
-                                    (_tripled_column, r"\*=")])
+                                    (_tripled_column, r"\*="), (_carried_view, r"\+="),
+                                    (_branch_view, r"\+="), (_split_view, r"\+=")])
 def test_an_in_place_operator_on_a_view_of_a_numpy_array_raises(fn, op):
     """Helper 137: NumPy writes `vel -= dt * pos` through into the array vel views; compiled
     it made a new vel and left state as it was, a different value with no error. An
@@ -793,7 +816,7 @@ def test_in_place_operators_on_new_arrays_and_on_tensors_rebind():
                                np.full((3, 4), 2.0) + [[3.0] * 4, [1.0] * 4, [2.0] * 4])
 
 
-@pytest.mark.parametrize("index", [[0, 2], [[0, 1], [2, 0]], (slice(None), [3, 0])])
+@pytest.mark.parametrize("index", [[0, 2], [[0, 1], [2, 0]], (slice(None), [3, 0]), []])
 def test_a_list_index_of_a_numpy_array_is_an_array_of_indices(index):
     """x[[0, 2]] on a NumPy array is its rows 0 and 2; compiled it was TensorFlow's
     x[0, 2], which reads a list as a tuple: another value, with no error. A tensor keeps
@@ -802,3 +825,67 @@ def test_a_list_index_of_a_numpy_array_is_an_array_of_indices(index):
     np.testing.assert_array_equal(tf.differentiable(lambda x: x[index], wrt=())(x), x[index])
     t = tf.constant(x)
     assert float(tf.differentiable(lambda t: t[[0, 2]], wrt=())(t)) == float(t[[0, 2]]) == 0.2
+
+
+def _accumulated(x):
+    acc = np.zeros(4)
+    acc += x[0]  # NumPy's in-place add of a traced value: out=acc
+    acc *= 2.0
+    single = np.ones(4, np.float32)
+    single += x[1]  # float32, as NumPy keeps it
+    return np.sum(acc) + np.sum(single) * 10, single
+
+
+def test_an_in_place_operator_on_a_new_numpy_array_takes_a_traced_value():
+    """`acc = np.zeros(4); acc += x` raised TypeError (the ufunc's out=); the statement now
+    binds acc to the traced result in acc's dtype, NumPy's errors where it does not fit."""
+    x = np.arange(12.0).reshape(3, 4) / 10
+    value, single = tf.differentiable(_accumulated, wrt=())(x)
+    want, want_single = _accumulated(x)
+    assert single.dtype == np.float32 and value == want
+    np.testing.assert_array_equal(single, want_single)
+    grad = tf.differentiable(lambda x: _accumulated(x)[0]).grad(x)
+    np.testing.assert_array_equal(grad, [[2.0] * 4, [10.0] * 4, [0.0] * 4])
+
+    def explicit_out(x):
+        a = np.zeros(4)
+        np.add(a, x[0], out=a)  # writes into a: refused
+        return np.sum(a)
+
+    def integers(x):
+        a = np.zeros(4, np.int64)
+        a += x[0]
+        return np.sum(a)
+
+    with pytest.raises(TypeError, match="numpy.add: srcxform does not support the argument"):
+        tf.differentiable(explicit_out)(x)
+    with pytest.raises(TypeError, match=r"a \+= x\[0\]\n  numpy.add: Cannot cast ufunc output "
+                       "from float64 to int64"):
+        tf.differentiable(integers)(x)
+
+
+def _picked_squares(x):
+    return (x[[0, 2]] ** 2).sum()
+
+
+def test_the_transforms_meet_a_numpy_array_as_numpy_does():
+    """Helper 139: hessian, jvp, jacfwd, vmap and check_grads ran a NumPy-written function
+    on tensors, so x[[0, 2]] was TensorFlow's x[0, 2] there while grad took NumPy's rows:
+    a Hessian with one nonzero entry, a jvp of 6 for 104. Each argument now keeps its
+    eager kind (forward._as_input, the inline tape's sources, vmap's rows, check_grads')."""
+    x = np.arange(1.0, 13.0).reshape(3, 4)
+    rows = np.array([1.0, 0.0, 1.0])[:, None] * np.ones(4)
+    np.testing.assert_array_equal(np.diag(np.asarray(tf.hessian(_picked_squares)(x)).reshape(
+        12, 12)), 2 * rows.ravel())
+    assert float(tf.jvp(_picked_squares, (x,), (np.ones_like(x),))[1]) == 104.0
+    assert np.shape(tf.jacfwd(lambda x: x[[0, 2]] ** 2)(x)) == (2, 4, 3, 4)
+    batch = np.stack([x, x + 1.0])
+    np.testing.assert_array_equal(tf.vmap(tf.grad(_picked_squares))(batch)[1], 2 * rows * (x + 1))
+    mapped = tf.differentiable(lambda b: tf.vmap(lambda x: x[[0, 2]])(b), wrt=())(batch)
+    np.testing.assert_array_equal(mapped, batch[:, [0, 2]])
+    tf.testing.check_grads(_picked_squares, (x,))
+    # NumPy's bools in arithmetic: these transforms raised (TensorFlow's ops refuse them)
+    relu_squares = lambda v: np.sum(v * (v > 0) * v)
+    tf.testing.check_grads(relu_squares, (np.linspace(-1.0, 1.0, 6),), order=2)
+    np.testing.assert_array_equal(np.diag(tf.hessian(relu_squares)(np.linspace(-1.0, 1.0, 6))),
+                                  [0, 0, 0, 2, 2, 2])

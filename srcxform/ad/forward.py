@@ -31,6 +31,7 @@ from srcxform.ad.backprop import unbroadcast
 from srcxform.core.primitive import ZERO
 from srcxform.core.recording import Record
 from srcxform.ad.tape import GradientTape, UnconnectedGradients, _unconnected_is_zero
+from srcxform.ad.trace import eager_kind, of_kind
 from srcxform.core.tensor import Value, Variable, as_value
 from srcxform.core.tree import tree_flatten, tree_unflatten
 
@@ -228,7 +229,9 @@ def as_inputs(primals, op):
 def _as_input(primal):
     """A primal argument as the function meets it, so the accumulator can follow it: each
     leaf a tensor of its own (an identity: the same tensor used elsewhere, by a closure or
-    passed twice, is not this source, as in JAX), Variables as they are."""
+    passed twice, is not this source, as in JAX) of the leaf's eager kind (a NumPy array's
+    operators and indexing stay NumPy's), Variables as they are."""
     leaves, treedef = tree_flatten(primal)
     return tree_unflatten(treedef, [leaf if isinstance(leaf, Variable) else
-                                    ops.identity(as_value(leaf)) for leaf in leaves])
+                                    of_kind(ops.identity(as_value(leaf)), eager_kind(leaf))
+                                    for leaf in leaves])

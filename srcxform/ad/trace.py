@@ -142,6 +142,21 @@ def _eager_kind(operands, python):
     return "numpy" if "numpy" in kinds or not python else "python"
 
 
+def eager_kind(value):
+    """What a function's argument is to its operators in an eager run (_eager_kind)."""
+    return _eager_kind([value], python=True)
+
+
+def of_kind(value, kind):
+    """value (a new tensor standing for an argument: a source of its own) of eager kind
+    `kind`: a NumPy array's operators and indexing stay NumPy's."""
+    if isinstance(value, Tracer):
+        value.eager_kind = kind
+    elif kind != "tensor":
+        value = NumpyTensor.of(value, kind)
+    return value
+
+
 class NumpyTensor(Tensor):
     """A NumPy array or Python number argument in a compiled function's eager reference
     run (crosscheck.py, the error a kernel's runtime check names): a Tensor that the tape
@@ -172,7 +187,9 @@ def _from_user_code():
 # reshape or transpose; ravel and reshape copy an array they cannot view, taken as views).
 _VIEWS = {"__getitem__", "reshape", "transpose", "ravel", "squeeze", "diagonal"}
 _VIEW_FUNCTIONS = {np.reshape, np.transpose, np.ravel, np.squeeze, np.swapaxes, np.moveaxis,
-                   np.expand_dims, np.diagonal}
+                   np.expand_dims, np.diagonal, np.flip, np.fliplr, np.flipud, np.rot90,
+                   np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit, np.atleast_1d,
+                   np.atleast_2d, np.atleast_3d, np.broadcast_to, np.real}
 
 
 def _gives_view(name, args):
@@ -187,11 +204,13 @@ def _gives_view(name, args):
 
 
 def _numpy_index(index):
-    """A NumPy array's index: a list of integers in it is an array of indices, where
-    TensorFlow reads a list as a tuple (x[[0, 2]] is x[0, 2])."""
+    """A NumPy array's index: a list of integers in it is an array of indices (an empty
+    one, of no index), where TensorFlow reads a list as a tuple (x[[0, 2]] is x[0, 2])."""
     if isinstance(index, tuple):
-        return tuple(np.asarray(i) if isinstance(i, list) else i for i in index)
-    return np.asarray(index) if isinstance(index, list) else index
+        return tuple(_numpy_index(i) if isinstance(i, list) else i for i in index)
+    if not isinstance(index, list):
+        return index
+    return np.asarray(index) if index else np.zeros(0, np.int64)
 
 
 def viewed(value):

@@ -137,6 +137,8 @@ class _Array:
             return ("weak " + self.tag, key)
         if self.wrapper is Variable:  # a tape watches a trainable one only
             return (self.tag, key, leaf._trainable)
+        if hasattr(leaf, "eager_kind"):  # a NumpyTensor: its operators are NumPy's
+            return (self.tag, key, leaf.eager_kind)
         return (self.tag, key) if self.wrapper else key
 
     def write_tests(self, w, name, leaf):

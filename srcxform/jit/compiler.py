@@ -34,7 +34,7 @@ from srcxform.passes.pipeline import optimize
 from srcxform.core.recording import CONTEXT
 from srcxform.ad.tape import GradientTape
 from srcxform.core.tensor import Tensor, Value, Variable, as_value, eager_tensor
-from srcxform.ad.trace import NumpyTensor, Rerolled, Trace, Tracer
+from srcxform.ad.trace import Rerolled, Trace, Tracer, eager_kind, of_kind
 from srcxform.core.tree import leaf_paths, tree_flatten, tree_unflatten
 
 
@@ -233,8 +233,10 @@ def _trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux, tf_rule
     rules = [signature.rule_of(leaf, tf_rules) for leaf in leaves]
     traced = [i for i, rule in enumerate(rules) if rule.traced]
     with trace:
+        # A NumpyTensor (an eager reference run's NumPy array) keeps its eager kind.
         inputs = {i: trace.new_input(signature.kernel_value(leaves[i]), names[i],
-                                     rules[i].eager, getattr(leaves[i], "_weak", False))
+                                     getattr(leaves[i], "eager_kind", rules[i].eager),
+                                     getattr(leaves[i], "_weak", False))
                   for i in traced}
         call_leaves = [inputs.get(i, leaf) for i, leaf in enumerate(leaves)]
         call_args, call_kwargs = tree_unflatten(tree_flatten((args, kwargs))[1], call_leaves)
@@ -474,11 +476,11 @@ def inline(fn, wrt, has_aux, form, args, kwargs):
 
 
 def _own_source(leaf):
-    """identity(leaf), a source of its own; a NumPy array's stays one (NumpyTensor)."""
+    """identity(leaf), a source of its own of leaf's eager kind (a NumPy array's stays
+    one)."""
     from srcxform.ops import identity  # the ops are above this layer
 
-    out = identity(leaf)
-    return NumpyTensor.of(out, leaf.eager_kind) if type(leaf) is NumpyTensor else out
+    return of_kind(identity(leaf), eager_kind(leaf))
 
 
 def traced_value_and_grad(fn, args, kwargs, positions, has_aux=False, fresh=False):
@@ -499,7 +501,8 @@ def traced_value_and_grad(fn, args, kwargs, positions, has_aux=False, fresh=Fals
             leaves, tree = tree_flatten(args[p])
             leaves = [_own_source(leaf) if isinstance(leaf, Value) and not isinstance(
                 leaf, Variable) and (counts[id(leaf)] > 1 or not fresh)
-                else leaf if isinstance(leaf, Value) else Tensor(np.asarray(leaf))
+                else leaf if isinstance(leaf, Value) else
+                of_kind(Tensor(np.asarray(leaf)), eager_kind(leaf))
                 for leaf in leaves]
             sources.append((leaves, tree))
             tape.watch(leaves)

@@ -7,6 +7,7 @@ raises TypeError rather than being ignored. A NumPy callable with no srcxform op
 TypeError (eager) or TracingError (traced), naming it.
 """
 
+import dis
 import importlib
 import operator
 import sys
@@ -16,7 +17,7 @@ import numpy as np
 
 from srcxform.core.aval import axis_index, normalize_axes, normalize_axis, size
 from srcxform.core.errors import TracingError
-from srcxform.core.errors import user_line
+from srcxform.core.errors import user_frame_object, user_line
 from srcxform.ops import elementwise as ew
 from srcxform.ops import cumulative, lapack, layout, linalg, nn, reduce, selection
 from srcxform.ops import mathfuncs as mf
@@ -596,11 +597,46 @@ def array_ufunc(ufunc, method, inputs, kwargs):
         raise _unsupported(what, inputs)
     if kwargs.get("where") is True:
         kwargs = {k: v for k, v in kwargs.items() if k != "where"}
+    into = _rebound(kwargs.get("out"), inputs)
+    if into is not None:
+        kwargs = {k: v for k, v in kwargs.items() if k != "out"}
     reject(ufunc.__name__, **kwargs)
     if ufunc in _PRIMITIVE_UFUNCS and ufunc.nout == 1:
-        return _numpy_loop(ufunc, op, [np.asarray(v) if isinstance(v, (list, tuple)) and
-                                       _numbers(v) else v for v in inputs])
-    return op(*inputs)
+        out = _numpy_loop(ufunc, op, [np.asarray(v) if isinstance(v, (list, tuple)) and
+                                      _numbers(v) else v for v in inputs])
+    else:
+        out = op(*inputs)
+    return out if into is None else _as_into(out, into, ufunc)
+
+
+def _rebound(out, inputs):
+    """The array of `acc += x` (acc a NumPy array, x traced): NumPy's in-place operator
+    calls the ufunc with out=acc, whose result the statement then binds to acc, as an
+    in-place operator on a traced value rebinds. None for any other out= (np.add(a, x,
+    out=a) writes into a, which a traced value cannot)."""
+    if not (isinstance(out, tuple) and len(out) == 1 and isinstance(out[0], np.ndarray)
+            and any(out[0] is v for v in inputs)):
+        return None
+    frame = user_frame_object()
+    current = frame and next((i for i in dis.get_instructions(frame.f_code)
+                              if i.offset == frame.f_lasti), None)
+    in_place = current is not None and (current.opname.startswith("INPLACE_") or
+                                        current.opname == "BINARY_OP" and
+                                        current.argrepr.endswith("="))
+    return out[0] if in_place else None
+
+
+def _as_into(value, into, ufunc):
+    """value as NumPy's in-place operator leaves it in `into`: its shape, its dtype (a
+    float32 array stays float32), NumPy's errors where the result does not fit it."""
+    if tuple(value.shape) != into.shape:
+        raise ValueError(f"{user_line()}\n  numpy.{ufunc.__name__}: non-broadcastable "
+                         f"output operand with shape {into.shape} doesn't match the broadcast "
+                         f"shape {tuple(value.shape)}")
+    if not np.can_cast(value.dtype, into.dtype, "same_kind"):
+        raise TypeError(f"{user_line()}\n  numpy.{ufunc.__name__}: Cannot cast ufunc output "
+                        f"from {value.dtype} to {into.dtype} with casting rule 'same_kind'")
+    return value if value.dtype == into.dtype else ew.cast(value, into.dtype)
 
 
 def _numbers(values):

@@ -224,16 +224,34 @@ class AssignInRegion(TracingError):
         self.where, self.variable = where, variable
 
 
-def trace_region(name, fn, avals, hints, kinds=()):
+def trace_region(name, fn, avals, hints, kinds=(), views=()):
     """Traces fn on fresh inputs of `avals` as a region of the innermost trace, no tape
     recording it; the first inputs are what `kinds` says in an eager run (Tracer.eager_kind),
-    the rest tensors. Returns the SubTrace and fn's result."""
+    the rest tensors, and views of a NumPy array where `views` says (Tracer.viewed).
+    Returns the SubTrace and fn's result."""
     sub = SubTrace(CONTEXT.traces[-1], name)
     kinds = list(kinds) + ["tensor"] * (len(avals) - len(kinds))
     with recording.paused(), sub:
         args = [sub.input(aval, hint, kind) for aval, hint, kind in zip(avals, hints, kinds)]
+        for arg, view in zip(args, views):
+            arg.viewed = view
         result = fn(*args)
     return sub, result
+
+
+def viewed_of(values):
+    """Whether each value is a view of a NumPy array (Tracer.viewed)."""
+    return [getattr(v, "viewed", False) for v in values]
+
+
+def _kept_views(results, *sources):
+    """results, each a view where a value it stands for is one: a view a loop carries, or
+    a branch gives, stays one in an eager run (an in-place operator on it then raises)."""
+    for k, result in enumerate(results):
+        if isinstance(result, Tracer) and any(k < len(s) and viewed_of([s[k]])[0]
+                                              for s in sources):
+            result.viewed = True
+    return results
 
 
 def restorer():
@@ -437,14 +455,16 @@ def while_loop(cond_fn, body_fn, inits, names, checkpoint=None, numbers=()):
     avals, kinds = carry_avals(inits), eager_kinds(inits)
     cond_sub, pred = trace_region("cond", lambda *c: as_bool(cond_fn(list(c))), avals,
                                   names)
-    body_sub, outs = trace_region("body", lambda *c: body_fn(list(c)), avals, names, kinds)
+    body_sub, outs = trace_region("body", lambda *c: body_fn(list(c)), avals, names, kinds,
+                                  viewed_of(inits))
     promoted = _weak_promoted(inits, avals, outs, numbers)
     if promoted is not None:  # traced again from inits of the dtypes the body gives
         return while_loop(cond_fn, body_fn, promoted, names, checkpoint)
     check_carries("while_loop", names, avals, outs)
     (cond_region, body_region), captures = align([(cond_sub, [pred]), (body_sub, list(outs))])
-    return _bind_loop(WHILE, [], inits, captures, {"cond": cond_region, "body": body_region},
-                      checkpoint=checkpoint, kinds=eager_kinds(outs))
+    return _kept_views(_bind_loop(WHILE, [], inits, captures, {"cond": cond_region,
+                                                               "body": body_region},
+                                  checkpoint=checkpoint, kinds=eager_kinds(outs)), inits, outs)
 
 
 def fori_loop(lower, upper, body_fn, inits, names, xs=(), y_avals=(), checkpoint=None,
@@ -466,7 +486,7 @@ def fori_loop(lower, upper, body_fn, inits, names, xs=(), y_avals=(), checkpoint
     # i is a Python int in an eager run, whatever the bounds: weak, as JAX's static i
     sub, outs = trace_region("body", traced, [_WEAK_INDEX] + avals +
                              row_avals, ["i"] + names + [f"row{k}" for k in range(m)],
-                             ["python"] + eager_kinds(inits))
+                             ["python"] + eager_kinds(inits), [False] + viewed_of(inits))
     if static and not sub.reads_traced and not any(isinstance(v, Tracer) for v in inits):
         return None
     promoted = _weak_promoted(inits, avals, outs[:n])
@@ -478,8 +498,9 @@ def fori_loop(lower, upper, body_fn, inits, names, xs=(), y_avals=(), checkpoint
         y_avals = y_avals([as_value(row).aval for row in outs[n:]])
     (body_region,), captures = align([(sub, list(outs))])
     bounds = [_as_index(lower), _as_index(upper)]
-    return _bind_loop(FORI, bounds, inits, captures, {"body": body_region}, xs,
-                      tuple(y_avals), checkpoint=checkpoint, kinds=eager_kinds(outs[:n]))
+    return _kept_views(_bind_loop(FORI, bounds, inits, captures, {"body": body_region}, xs,
+                                  tuple(y_avals), checkpoint=checkpoint,
+                                  kinds=eager_kinds(outs[:n])), inits, outs[:n])
 
 
 def map_loop(region, captures, xs, y_avals):
@@ -846,7 +867,8 @@ def cond(pred, true_fn, false_fn):
     (t_region, f_region), captures = align(subs)
     kinds = [a if a == b else "tensor" if "tensor" in (a, b) else "numpy"
              for a, b in zip(*branch_kinds)]
-    return _bind_cond(as_bool(pred, "cond"), t_region, f_region, captures, kinds)
+    return _kept_views(_bind_cond(as_bool(pred, "cond"), t_region, f_region, captures, kinds),
+                       t_outs, f_outs)
 
 
 def _branches_aval(a, b):

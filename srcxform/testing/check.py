@@ -10,8 +10,9 @@ import itertools
 import numpy as np
 
 from srcxform import autograph
-from srcxform.api import differentiable
-from srcxform.ops import constant, multiply, reduce_sum
+from srcxform.api import _as_tensor, differentiable
+from srcxform.ad.trace import eager_kind
+from srcxform.ops import multiply, reduce_sum
 from srcxform.ad.tape import GradientTape
 from srcxform.core.tensor import Value
 from srcxform.core.tree import tree_flatten, tree_unflatten
@@ -64,7 +65,7 @@ def check_grads(f, args, order=1, rtol=1e-5, atol=1e-6, eps=1e-6, compiled=None,
         raise ValueError("check_grads: no float argument to differentiate")
     leaves, wrt = flat.leaves, flat.wrt
     rng = np.random.default_rng(seed)
-    outs = _outputs(f(*flat.args(_tensors(leaves))))
+    outs = _outputs(f(*flat.args(flat.tensors(leaves))))
     # A lone scalar output is checked as is; anything else is weighted at random.
     weights = [np.float64(1.0) if len(outs) == 1 and not np.shape(y)
                else rng.standard_normal(np.shape(y)) for y in outs]
@@ -91,11 +92,15 @@ class _Flat:
     they are), the indices of the leaves differentiated, and the way back to arguments."""
 
     def __init__(self, args, wrt):
-        self.trees, self.leaves, self.owner = [], [], []
+        self.trees, self.leaves, self.owner, self.kinds = [], [], [], []
         for position, arg in enumerate(args):
             leaves, tree = tree_flatten(arg)
             self.trees.append(tree)
             self.leaves += [_as_float64(leaf) for leaf in leaves]
+            # A NumPy array's operators and indexing stay NumPy's (a Python float is taken
+            # as a float64 array, a tensor: its eager weak arithmetic would be float32).
+            self.kinds += ["numpy" if eager_kind(leaf) == "numpy" else "tensor"
+                           for leaf in leaves]
             self.owner += [position] * len(leaves)
         chosen = range(len(args)) if wrt is None else (wrt,) if isinstance(wrt, int) else wrt
         self.wrt = [k for k, leaf in enumerate(self.leaves)
@@ -110,6 +115,12 @@ class _Flat:
             rebuilt.append(tree_unflatten(tree, leaves[start:start + tree.num_leaves]))
             start += tree.num_leaves
         return rebuilt
+
+    def tensors(self, leaves):
+        """The float leaves as tensors of the arguments' eager kinds, the rest as they
+        are."""
+        return [_as_tensor(a, kind) if _differentiable(a) else a
+                for a, kind in zip(leaves, self.kinds)]
 
     def of(self, position):
         """The indices of the leaves of one argument."""
@@ -132,11 +143,11 @@ class _Loss:
         return _weighted_sum(self.f(*self.flat.args(tensors)), self.weights)
 
     def value(self, leaves):
-        return float(np.asarray(self(_tensors(leaves)), dtype=np.float64))
+        return float(np.asarray(self(self.flat.tensors(leaves)), dtype=np.float64))
 
     def gradient(self, leaves):
         """The eager tape's gradient wrt the differentiated leaves, as float64 arrays."""
-        tensors = _tensors(leaves)
+        tensors = self.flat.tensors(leaves)
         sources = [tensors[k] for k in self.flat.wrt]
         with GradientTape() as tape:
             tape.watch(sources)
@@ -146,7 +157,7 @@ class _Loss:
 
     def hessian_vector_product(self, leaves, direction):
         """d/dx <gradient(x), direction>, with an outer tape around an inner one."""
-        tensors = _tensors(leaves)
+        tensors = self.flat.tensors(leaves)
         sources = [tensors[k] for k in self.flat.wrt]
         with GradientTape() as outer:
             outer.watch(sources)
@@ -268,10 +279,6 @@ def _as_float64(a):
         if array.dtype.kind == "f":
             return array.astype(np.float64)
     return a
-
-
-def _tensors(leaves):
-    return [constant(a) if _differentiable(a) else a for a in leaves]
 
 
 def _moved(leaves, wrt, steps, scale):
