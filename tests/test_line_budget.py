@@ -90,8 +90,9 @@ BUDGET = {
     # +51: an in-place operator on a view of a NumPy array raises (NumPy writes through,
     # helper 137), and a list index of a NumPy array is an array of indices (it was read
     # as TensorFlow's tuple); +18: the transforms' sources keep their argument's eager
-    # kind (hessian, jvp read x[[0, 2]] as TensorFlow's: helper 139), more view functions
-    "ad": 1659,
+    # kind (hessian, jvp read x[[0, 2]] as TensorFlow's: helper 139), more view functions;
+    # +4: a list of traced integers as an index (x[[np.argmax(x), 0]]: helper 139)
+    "ad": 1663,
     # +20: functions defined in the converted one converted with it (TensorFlow's rule),
     # the enclosing function's lists guarded, fn's __future__ imports and the user's
     # qualified names kept (three wrong or lost found by helper 55); +25: the methods of

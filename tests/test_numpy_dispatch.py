@@ -864,6 +864,14 @@ def test_an_in_place_operator_on_a_new_numpy_array_takes_a_traced_value():
         tf.differentiable(integers)(x)
 
 
+def test_a_list_of_traced_integers_is_an_array_of_indices():
+    """x[[np.argmax(x), 0]] raised (np.asarray of a traced value, helper 139)."""
+    x = np.array([3.0, 1.0, 6.0, 2.0])
+    picked = tf.differentiable(lambda x: np.sum(x[[np.argmax(x), 0]] ** 2))
+    assert picked(x) == 45.0
+    np.testing.assert_array_equal(picked.grad(x), [6.0, 0.0, 12.0, 0.0])
+
+
 def _picked_squares(x):
     return (x[[0, 2]] ** 2).sum()
 

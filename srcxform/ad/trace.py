@@ -22,6 +22,7 @@ from srcxform.core.errors import (
     user_line,
 )
 from srcxform.core.ir import Eqn, Lit, Program, Var
+from srcxform.ops import cast, stack
 from srcxform.core.names import assigned_name
 from srcxform.core.primitive import op_name
 from srcxform.core.tensor import (SAME_AS_FUNCTION, SizeConstant, Tensor, Value, Variable,
@@ -210,6 +211,9 @@ def _numpy_index(index):
         return tuple(_numpy_index(i) if isinstance(i, list) else i for i in index)
     if not isinstance(index, list):
         return index
+    if any(isinstance(i, Value) for i in index):  # x[[np.argmax(y), 0]]: traced integers
+        return stack([cast(i, np.int64) if isinstance(i, Value) else np.int64(i)
+                      for i in index])
     return np.asarray(index) if index else np.zeros(0, np.int64)
 
 

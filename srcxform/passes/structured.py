@@ -248,7 +248,7 @@ def _kept_views(results, *sources):
     """results, each a view where a value it stands for is one: a view a loop carries, or
     a branch gives, stays one in an eager run (an in-place operator on it then raises)."""
     for k, result in enumerate(results):
-        if isinstance(result, Tracer) and any(k < len(s) and viewed_of([s[k]])[0]
+        if isinstance(result, Tracer) and any(k < len(s) and getattr(s[k], "viewed", False)
                                               for s in sources):
             result.viewed = True
     return results
