@@ -91,8 +91,9 @@ BUDGET = {
     # helper 137), and a list index of a NumPy array is an array of indices (it was read
     # as TensorFlow's tuple); +18: the transforms' sources keep their argument's eager
     # kind (hessian, jvp read x[[0, 2]] as TensorFlow's: helper 139), more view functions;
-    # +4: a list of traced integers as an index (x[[np.argmax(x), 0]]: helper 139)
-    "ad": 1663,
+    # +4: a list of traced integers as an index (x[[np.argmax(x), 0]]: helper 139); +8:
+    # a SciPy function that is no ufunc named where it meets a traced value (helper 137)
+    "ad": 1671,
     # +20: functions defined in the converted one converted with it (TensorFlow's rule),
     # the enclosing function's lists guarded, fn's __future__ imports and the user's
     # qualified names kept (three wrong or lost found by helper 55); +25: the methods of
@@ -214,8 +215,9 @@ BUDGET = {
     # +5: may_raise of a program (codegen's, now the compiler's too); +20: a Variable's
     # constraint and shape (Keras's weight constraints could not be written: helper 128);
     # +5: the names of NumPy's methods that are its functions (helper 137); +2: a
-    # NumpyTensor argument keyed by its eager kind
-    "core": 3097,
+    # NumpyTensor argument keyed by its eager kind; +23: errors name the user's line
+    # past SciPy's frames, and the SciPy function it called (helper 137)
+    "core": 3120,
     # the CUDA target (issue 35): its first slice, 590 lines; +80: kept buffers per
     # thread, scalar steps folded into the next launch, Variables, methods; +5: a transpose
     # as a view (numba-cuda's .T compiled a kernel per call: W5's GPU gradient 334 ms);

@@ -11,6 +11,7 @@ import re
 
 import numpy as np
 import pytest
+import scipy.linalg
 import scipy.special
 
 import srcxform as tf
@@ -897,3 +898,15 @@ def test_the_transforms_meet_a_numpy_array_as_numpy_does():
     tf.testing.check_grads(relu_squares, (np.linspace(-1.0, 1.0, 6),), order=2)
     np.testing.assert_array_equal(np.diag(tf.hessian(relu_squares)(np.linspace(-1.0, 1.0, 6))),
                                   [0, 0, 0, 2, 2, 2])
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda x: scipy.special.logsumexp(x), "scipy.special.logsumexp"),
+    (lambda x: scipy.linalg.solve_triangular(np.eye(3) * 2.0, x), "scipy.linalg.solve_triangular"),
+])
+def test_a_scipy_function_that_is_no_ufunc_is_refused_by_name_at_the_users_line(call, name):
+    """Helper 137: SciPy's own Python failed on the traced value at SciPy's line, with
+    advice about `for` loops."""
+    with pytest.raises(tf.TracingError, match=rf"test_numpy_dispatch.py:\d+: .*\n  "
+                       rf"{re.escape(name)} of a traced value: .* SciPy's own Python"):
+        tf.differentiable(lambda x: np.sum(call(x)))(np.ones(3))

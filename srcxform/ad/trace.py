@@ -17,6 +17,7 @@ from srcxform.core.errors import (
     PACKAGE_DIR,
     TracingAttributeError,
     TracingError,
+    library_call,
     user_frame,
     user_frame_object,
     user_line,
@@ -43,6 +44,10 @@ _ATTRIBUTE = ("no such attribute; srcxform values have TensorFlow's ops (srcxfor
               "the operators and NumPy's array methods (sum, mean, max, reshape, transpose, "
               "astype, dot, ...); for anything else, compute on the result outside the "
               "compiled function (np.asarray(result))")
+_LIBRARY = ("{} is SciPy's own Python (not a ufunc, which traced values take): use "
+            "srcxform's op where there is one (srcxform.math.reduce_logsumexp, "
+            "srcxform.nn.softmax, srcxform.linalg.triangular_solve, ...), or call it on the "
+            "compiled function's result")
 _IMMUTABLE = ("values are immutable; build a new one: srcxform.where(mask, new, x) replaces "
               "elements, srcxform.scatter_add adds rows at indices, or change the result "
               "with NumPy outside the compiled function (np.asarray(result))")
@@ -66,6 +71,9 @@ class Tracer(Value):
         self.viewed = False
 
     def _fail(self, what, message):
+        called = library_call()
+        if called is not None:  # SciPy's own Python met the value
+            what, message = f"{called} of a traced value", _LIBRARY.format(called)
         raise TracingError(f"{user_line()}\n  {what}: {message}")
 
     def __bool__(self):  # noqa: PLE0304 - it only raises, as the next three do

@@ -6,6 +6,7 @@ line) safe to write into generated source, in a comment or a docstring. This mod
 knows no primitive and imports nothing from the rest of the package.
 """
 
+import importlib.util
 import linecache
 import os
 import sys
@@ -121,11 +122,12 @@ def user_frame():
 def user_frame_object():
     """The innermost Python frame outside srcxform's own modules, the modules it
     generates (a warm entry passing a call on, a kernel's module calling its compiled
-    function) and NumPy's (np.sum's Python wrapper dispatching to srcxform), or None."""
+    function), NumPy's (np.sum's Python wrapper dispatching to srcxform) and SciPy's (a
+    function of it that is not a ufunc, running on a traced value), or None."""
     frame = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not is_own_file(filename) and not filename.startswith(_NUMPY_DIR) and \
+        if not is_own_file(filename) and not filename.startswith(_LIBRARY_DIRS) and \
                 "__srcxform_generated__" not in frame.f_globals and \
                 not str(frame.f_globals.get("__name__")).startswith("srcxform_generated."):
             return frame
@@ -133,7 +135,30 @@ def user_frame_object():
     return None
 
 
+def library_call():
+    """The SciPy function the user's line called, running now (a name such as
+    scipy.special.logsumexp), or None. Its outermost frame, or the function that frame
+    wraps where it is a decorator's closure."""
+    user, frame, called = user_frame_object(), sys._getframe(1), None
+    while frame is not None and frame is not user:
+        if frame.f_code.co_filename.startswith(_SCIPY_DIR):
+            called = frame
+        frame = frame.f_back
+    if called is None:
+        return None
+    wrapped = [v for k, v in called.f_locals.items() if k in called.f_code.co_freevars and
+               callable(v) and getattr(v, "__module__", "").startswith("scipy")]
+    function = wrapped[0] if wrapped else None
+    module = getattr(function, "__module__", None) or called.f_globals["__name__"]
+    name = getattr(function, "__qualname__", None) or getattr(
+        called.f_code, "co_qualname", called.f_code.co_name)
+    return ".".join(p for p in module.split(".") if p[0] != "_") + "." + name
+
+
 _NUMPY_DIR = os.path.dirname(np.__file__) + os.sep
+_SCIPY_DIR = os.path.join(sys.modules["scipy"].__path__[0] if "scipy" in sys.modules else
+                          os.path.dirname(importlib.util.find_spec("scipy").origin), "")
+_LIBRARY_DIRS = (_NUMPY_DIR, _SCIPY_DIR)
 
 
 _OWN_FILES: dict = {}  # file name -> whether it is one of srcxform's modules
