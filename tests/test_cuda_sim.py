@@ -310,7 +310,8 @@ def _control_flow_results(device):
     for name, fn, args in [("branch", _branching, (x,)), ("branch other", _branching, (-x,)),
                            ("while", _growing, (x, n)), ("checkpointed", _checkpointed, (x, n)),
                            ("scan", _scanned, (x, rows)), ("new axes", new_axes, (0.7, n)),
-                           ("by index", by_index, (rows, np.int64(4)))]:
+                           ("by index", by_index, (rows, np.int64(4))),
+                           ("one element", _elements, (x,))]:
         f = srcxform.differentiable(fn, device=device)
         found[name] = _leaves(f.value_and_grad(*args))
     f = srcxform.differentiable(lambda x, n: tf.fori_loop(0, n, lambda i, x: x + 1.0, 2.0 * x),
@@ -324,6 +325,15 @@ def _control_flow_results(device):
     except tf.errors.InvalidArgumentError as error:
         found["bad index"] = [np.array("index 4 is out of bounds" in str(error))]
     return found
+
+
+def _elements(x):
+    """A loop reading x[i] and x[i - 1] of a vector: one element a trip, a scalar kept as
+    a 1-element array (a 0-d one crashed its kernels: helper 140)."""
+    total = 0.0
+    for i in range(len(x)):
+        total = total + x[i] * x[i - 1]
+    return total
 
 
 def _device(device, x):

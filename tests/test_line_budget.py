@@ -92,8 +92,10 @@ BUDGET = {
     # as TensorFlow's tuple); +18: the transforms' sources keep their argument's eager
     # kind (hessian, jvp read x[[0, 2]] as TensorFlow's: helper 139), more view functions;
     # +4: a list of traced integers as an index (x[[np.argmax(x), 0]]: helper 139); +8:
-    # a SciPy function that is no ufunc named where it meets a traced value (helper 137)
-    "ad": 1671,
+    # a SciPy function that is no ufunc named where it meets a traced value (helper 137);
+    # +11: an in-place operator keeps a NumPy array's dtype and shape, ^ and reflected & |
+    # keep NumPy's meaning (helper 140)
+    "ad": 1682,
     # +20: functions defined in the converted one converted with it (TensorFlow's rule),
     # the enclosing function's lists guarded, fn's __future__ imports and the user's
     # qualified names kept (three wrong or lost found by helper 55); +25: the methods of
@@ -338,8 +340,10 @@ BUDGET = {
     # NumPy's methods that are its functions (x.var(), x.cumsum(), x.size: helper 137)
     # +17: add_rows, the rows of a scatter added into a loop carry's buffer (helper 137)
     # +18: one index's row read and added straight (x[i] in a loop allocated a vector of
-    # one a trip); +28: `acc += x` of a NumPy array and a traced value binds acc
-    "ops": 5132,
+    # one a trip); +28: `acc += x` of a NumPy array and a traced value binds acc; +15:
+    # refused where NumPy writes into a view's or a global's memory, a known index
+    # checked while tracing outside regions only (helper 140)
+    "ops": 5147,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the

@@ -910,3 +910,90 @@ def test_a_scipy_function_that_is_no_ufunc_is_refused_by_name_at_the_users_line(
     with pytest.raises(tf.TracingError, match=rf"test_numpy_dispatch.py:\d+: .*\n  "
                        rf"{re.escape(name)} of a traced value: .* SciPy's own Python"):
         tf.differentiable(lambda x: np.sum(call(x)))(np.ones(3))
+
+
+def _written_view(x):
+    a = np.zeros((2, 3))
+    row = a[0]
+    row += x  # NumPy writes into a
+    return np.sum(a)
+
+
+_TOTAL = np.zeros(3)
+
+
+def _written_global(x):
+    global _TOTAL
+    _TOTAL += x  # NumPy writes into the global's array
+    return np.sum(_TOTAL)
+
+
+def test_a_traced_value_added_into_memory_another_holds_raises():
+    """Helper 140: `row += x` on a view of an untraced array, or `G += x` on a global's,
+    rebound the name: a wrong sum, and a Tracer left in the global."""
+    for fn in (_written_view, _written_global):
+        with pytest.raises(tf.TracingError, match=r"\+= x.*\n  an in-place operator adding "
+                           "a traced value into a NumPy array"):
+            tf.differentiable(fn)(np.array([1.5, -2.0, 3.0]))
+    assert type(_TOTAL) is np.ndarray and not _TOTAL.any()
+
+
+def _int8_total(x):
+    total = np.zeros(3, np.int8)
+    for i in range(len(x)):  # a converted loop: the carry stays int8, as NumPy keeps it
+        total += x[i]
+    return total
+
+
+def test_in_place_operators_keep_a_numpy_arrays_dtype_and_shape():
+    """Helper 140: after its first trip a converted loop's `total += x[i]` promoted an int8
+    total to int64 ([300] for NumPy's wrapped [44]); a traced int8 `m += np.int64(100)`
+    too. NumPy keeps the array's dtype and refuses a result of another shape."""
+    x = np.array([100, 100, 100])
+    got = tf.differentiable(_int8_total, wrt=())(x)
+    assert got.dtype == np.int8 and got.tolist() == _int8_total(x).tolist() == [44] * 3
+
+    def shifted(m):
+        m += np.int64(100)
+        return m
+
+    m = np.array([100, 101], np.int8)
+    got = tf.differentiable(shifted, wrt=())(m)
+    assert got.dtype == np.int8 and got.tolist() == shifted(m.copy()).tolist()
+
+    def widened(v):
+        v += np.ones((2, 3))
+        return v
+
+    with pytest.raises(ValueError, match="non-broadcastable output operand"):
+        tf.differentiable(widened)(np.ones(3))
+
+
+def test_bitwise_operators_and_an_index_keep_numpys_meaning():
+    """Helper 140: `m ^ 1`, `3 | m`, `6 & m` and an array indexed by a traced tensor took
+    TensorFlow's meaning for what followed (x[[0, 2]] as x[0, 2])."""
+    m, x = np.arange(12).reshape(3, 4), np.arange(36.0).reshape(3, 3, 4)
+    for fn in (lambda m: (m ^ 1)[[0, 2]], lambda m: (3 | m)[[0, 2]],
+               lambda m: (6 & m)[[0, 2]]):
+        np.testing.assert_array_equal(tf.differentiable(fn, wrt=())(m), fn(m))
+    picked = tf.differentiable(lambda x: x[tf.argmax(tf.reduce_sum(x, (1, 2)))][[0, 2]],
+                               wrt=())(x)
+    np.testing.assert_array_equal(picked, x[2][[0, 2]])
+
+
+def test_check_grads_passes_a_tensor_argument_as_a_tensor_and_a_branch_index_is_lazy():
+    """Helper 140: check_grads' compiled column got a tensor argument as an array (NumPy's
+    x[[0, 2]], its eager column TensorFlow's); an index out of range in a branch that does
+    not run raised while tracing."""
+    x = np.arange(12.0).reshape(3, 4) / 10
+    tf.testing.check_grads(lambda t: tf.reduce_sum(t[[0, 2]] ** 3), (tf.constant(x),))
+
+    def guarded(x, i):
+        if i < x.shape[0]:
+            y = tf.reduce_sum(x[i])
+        else:
+            y = 0.0 * tf.reduce_sum(x)
+        return y
+
+    f = tf.differentiable(guarded, wrt=0)
+    assert float(f(x, np.array(5))) == 0.0 and float(f(x, np.array(1))) == 2.2

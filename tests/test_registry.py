@@ -29,9 +29,9 @@ INTERNAL = {
     "creation": {"pack", "fitted"},
     "layout": {"repeated"},  # tf.repeat's body, np.repeat's too
     "linalg": {"numpy_matmul", "tensordot_1d"},  # NumPy's matmul and dot rules
-    # Tensor's NumPy protocols, the table of ufuncs they dispatch, and the refusal of
-    # options srcxform cannot honour (numpy_composites' too)
-    "numpy_dispatch": {"array_ufunc", "array_function", "ufuncs", "reject"},
+    # Tensor's NumPy protocols, the table of ufuncs they dispatch, the refusal of
+    # options srcxform cannot honour (numpy_composites' too), and NumPy's in-place rule
+    "numpy_dispatch": {"array_ufunc", "array_function", "ufuncs", "reject", "as_into"},
 }
 
 

@@ -24,6 +24,7 @@ from srcxform.core.errors import (
 )
 from srcxform.core.ir import Eqn, Lit, Program, Var
 from srcxform.ops import cast, stack
+from srcxform.ops.numpy_dispatch import as_into
 from srcxform.core.names import assigned_name
 from srcxform.core.primitive import op_name
 from srcxform.core.tensor import (SAME_AS_FUNCTION, SizeConstant, Tensor, Value, Variable,
@@ -126,7 +127,8 @@ class Tracer(Value):
 _OPERATORS = ("add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv", "floordiv",
               "rfloordiv", "mod", "rmod", "pow", "rpow", "neg", "pos", "abs", "lt", "le", "gt",
               "ge", "eq", "ne")
-_NUMPY_LEVEL = ("__matmul__", "__rmatmul__", "__and__", "__or__", "__invert__", "__getitem__",
+_NUMPY_LEVEL = ("__matmul__", "__rmatmul__", "__and__", "__rand__", "__or__", "__ror__",
+                "__xor__", "__rxor__", "__invert__", "__getitem__",
                 "sum", "mean", "prod", "max", "min", "reshape", "transpose", "flatten",
                 "ravel", "squeeze", "astype", "dot", "clip", "__array_ufunc__",
                 "__array_function__", *SAME_AS_FUNCTION)
@@ -233,12 +235,16 @@ def viewed(value):
 
 
 def _in_place(symbol):
-    """An in-place operator: NumPy writes a view's result into the array it views, which a
-    traced value, immutable, cannot; elsewhere the operator rebinds (NotImplemented: Python
-    then calls the plain one), as a tensor's does."""
+    """An in-place operator on a NumPy array: NumPy writes a view's result into the array
+    it views, which a traced value, immutable, cannot; elsewhere the result, in the array's
+    shape and dtype as NumPy keeps it, is bound to the name (an int8 `acc += x` stays int8).
+    On a tensor Python calls the plain operator (NotImplemented), as TensorFlow's rebinds."""
 
     def operator(self, other):
-        if getattr(self, "viewed", False) and _from_user_code():
+        # A tensor's operator rebinds, as a NumPy scalar's (a 0-d result of NumPy's is one).
+        if self.eager_kind != "numpy" or not self.ndim or not _from_user_code():
+            return NotImplemented
+        if getattr(self, "viewed", False):
             raise TracingError(
                 f"{user_line()}\n  `{symbol}` on a view of a NumPy array (a slice, a row, a "
                 "reshape or a transpose of it): NumPy writes the result into the array it "
@@ -246,7 +252,8 @@ def _in_place(symbol):
                 f"values. Write `x = x {symbol[:-1]} ...` where only this name should change, "
                 "or build the whole array anew (np.concatenate, np.where, "
                 "srcxform.tensor_scatter_nd_update)")
-        return NotImplemented
+        out = getattr(self, f"__{_IN_PLACE[symbol]}__")(other)  # then NumPy's cast back
+        return of_kind(as_into(out, self, f"`{symbol}`"), "numpy")
 
     operator.__name__ = f"__i{_IN_PLACE[symbol]}__"
     return operator
@@ -263,8 +270,10 @@ _IN_PLACE = {"+=": "add", "-=": "sub", "*=": "mul", "/=": "truediv", "//=": "flo
 _UFUNC_OF = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
              "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
              "neg": np.negative, "abs": np.absolute, "lt": np.less, "le": np.less_equal,
-             "gt": np.greater, "ge": np.greater_equal}
-_UFUNC_OF.update({f"r{name}": ufunc for name, ufunc in list(_UFUNC_OF.items())[:7]})
+             "gt": np.greater, "ge": np.greater_equal, "and": np.bitwise_and,
+             "or": np.bitwise_or, "xor": np.bitwise_xor}
+_UFUNC_OF.update({f"r{name}": ufunc for name, ufunc in _UFUNC_OF.items() if name in (
+    "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor")})
 
 
 def _tracking(name, python):
@@ -276,7 +285,9 @@ def _tracking(name, python):
             return method(self, *args, **kwargs)
         if name == "__getitem__" and self.eager_kind == "numpy":
             args = (_numpy_index(args[0]),)
-        if name == "__array_ufunc__":
+        if name == "__getitem__":  # x[i]: x's kind, whatever i is (NumPy takes i's index)
+            operands = (self,)
+        elif name == "__array_ufunc__":
             operands = args[2:]
         elif name == "__array_function__":
             operands = args[2]

@@ -445,7 +445,7 @@ def _launched(low, eqn, out=True):
     call = fill(eqn.prim.template, low.template_names(eqn, [low.whole(a) for a in eqn.ins]))
     call.func = _attr("launch", call.func.attr)
     if out:
-        call.args.append(low.new_array(eqn.out, eqn.out.aval.shape))
+        call.args.append(low.new_array(eqn.out, eqn.out.aval.shape or (1,)))  # a scalar: (1,)
     return call
 
 

@@ -95,8 +95,8 @@ def reject(name, **options):
     """Raises TypeError naming the options that were given (not None)."""
     given = [k for k, v in options.items() if v is not None]
     if given:
-        raise TypeError(f"numpy.{name}: srcxform does not support the argument(s) "
-                        f"{', '.join(given)}")
+        raise TypeError(f"{user_line()}\n  numpy.{name}: srcxform does not support the "
+                        f"argument(s) {', '.join(given)}")
 
 
 # ----- reductions -----
@@ -606,36 +606,48 @@ def array_ufunc(ufunc, method, inputs, kwargs):
                                       _numbers(v) else v for v in inputs])
     else:
         out = op(*inputs)
-    return out if into is None else _as_into(out, into, ufunc)
+    return out if into is None else as_into(out, into, f"numpy.{ufunc.__name__}")
 
 
 def _rebound(out, inputs):
-    """The array of `acc += x` (acc a NumPy array, x traced): NumPy's in-place operator
-    calls the ufunc with out=acc, whose result the statement then binds to acc, as an
-    in-place operator on a traced value rebinds. None for any other out= (np.add(a, x,
-    out=a) writes into a, which a traced value cannot)."""
+    """The array of `acc += x` (acc a NumPy array of its own in a local variable, x
+    traced): NumPy's in-place operator calls the ufunc with out=acc, whose result the
+    statement then binds to acc, as an in-place operator on a traced value rebinds. None
+    for any other out= (np.add(a, x, out=a) writes into a, which a traced value cannot);
+    TracingError where NumPy would write into an array another holds (a view's, or one a
+    global, an attribute or an item holds)."""
     if not (isinstance(out, tuple) and len(out) == 1 and isinstance(out[0], np.ndarray)
             and any(out[0] is v for v in inputs)):
         return None
     frame = user_frame_object()
-    current = frame and next((i for i in dis.get_instructions(frame.f_code)
-                              if i.offset == frame.f_lasti), None)
-    in_place = current is not None and (current.opname.startswith("INPLACE_") or
-                                        current.opname == "BINARY_OP" and
-                                        current.argrepr.endswith("="))
-    return out[0] if in_place else None
+    code = list(dis.get_instructions(frame.f_code)) if frame else []
+    at = next((k for k, i in enumerate(code) if i.offset == frame.f_lasti), None)
+    if at is None or not (code[at].opname.startswith("INPLACE_") or
+                          code[at].opname == "BINARY_OP" and code[at].argrepr.endswith("=")):
+        return None
+    if out[0].base is not None or at + 1 < len(code) and code[at + 1].opname != "STORE_FAST":
+        raise TracingError(
+            f"{user_line()}\n  an in-place operator adding a traced value into a NumPy "
+            "array that is a view of another, or that a global, an attribute or an item "
+            "holds: NumPy writes into that memory, which a traced value cannot. Return the "
+            "new value and update the array outside the compiled function, or start from a "
+            "new local array (acc = np.zeros(...); acc += x)")
+    return out[0]
 
 
-def _as_into(value, into, ufunc):
-    """value as NumPy's in-place operator leaves it in `into`: its shape, its dtype (a
-    float32 array stays float32), NumPy's errors where the result does not fit it."""
-    if tuple(value.shape) != into.shape:
-        raise ValueError(f"{user_line()}\n  numpy.{ufunc.__name__}: non-broadcastable "
-                         f"output operand with shape {into.shape} doesn't match the broadcast "
-                         f"shape {tuple(value.shape)}")
+def as_into(value, into, op):
+    """value as NumPy's in-place operator `op` leaves it in the array `into`: its shape,
+    its dtype (an int8 array stays int8, a float32 one float32), NumPy's errors where the
+    result does not fit."""
+    if not isinstance(value, Value):
+        return value
+    if tuple(value.shape) != tuple(into.shape):
+        raise ValueError(f"{user_line()}\n  {op}: non-broadcastable output operand with shape "
+                         f"{tuple(into.shape)} doesn't match the broadcast shape "
+                         f"{tuple(value.shape)}")
     if not np.can_cast(value.dtype, into.dtype, "same_kind"):
-        raise TypeError(f"{user_line()}\n  numpy.{ufunc.__name__}: Cannot cast ufunc output "
-                        f"from {value.dtype} to {into.dtype} with casting rule 'same_kind'")
+        raise TypeError(f"{user_line()}\n  {op}: Cannot cast ufunc output from {value.dtype} "
+                        f"to {into.dtype} with casting rule 'same_kind'")
     return value if value.dtype == into.dtype else ew.cast(value, into.dtype)
 
 

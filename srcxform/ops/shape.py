@@ -11,6 +11,7 @@ import numpy as np
 from srcxform.core.aval import (Aval, as_size, axis_index, broadcast_shapes, dims_equal, is_one,
                                 is_zero, normalize_axes, normalize_axis, normalize_slice,
                                 same_dim, same_shape, size, slice_length, spans)
+from srcxform.core import recording
 from srcxform.core.dims import Dim, as_index, concrete, negative, symbol_text
 from srcxform.core.dtypes import promote, settled_of
 from srcxform.core.primitive import checked_python_ints
@@ -513,10 +514,12 @@ def gather(params, indices, axis=None, batch_dims=0, name=None):
         raise shape_error(f"gather: batch_dims={b}, but params {x.aval.short()} and indices "
                           f"{indices.aval.short()} differ in their first {b} axes")
     known = _known_indices(indices)
-    if b == 0 and known is not None and getattr(x, "_trace", None):
+    if b == 0 and known is not None and getattr(x, "_trace", None) and \
+            not hasattr(recording.CONTEXT.traces[-1], "parent"):
         # Indices known while tracing (a constant, or this call's integer argument) are
         # checked at this call's size there, where eager checks them (before a later op's
-        # shape error); the kernel checks them again at each call.
+        # shape error); the kernel checks them again at each call. Not in a loop's body or
+        # a branch (a region, whose trace has a parent), which may not run.
         check_indices(known, concrete(x.shape[axis]), "gather")
     # Batch axes, then the gathered axis, then the rest; with batch axes, each element's
     # indices are moved to its own rows of the batch-and-axis rows (_batch_rows).

@@ -185,8 +185,10 @@ class _Loss:
         weighted.__name__ = f"{_name(self.f)}__weighted"
         positions = self.flat.positions
         # wait: the kernel itself is checked, not the eager tape a tiered first call runs.
-        grads = differentiable(weighted, wrt=positions, wait=True).grad(
-            *self.flat.args(leaves))
+        # A tensor argument passed as one, an array as an array: each as the call had it.
+        grads = differentiable(weighted, wrt=positions, wait=True).grad(*self.flat.args([
+            _as_tensor(a, kind) if kind == "tensor" and _differentiable(a) else a
+            for a, kind in zip(leaves, self.flat.kinds)]))
         # Each argument's gradient has the argument's structure: leaf k's is its leaf.
         by_leaf = {}
         for position, grad in zip(positions, grads):
