@@ -94,8 +94,8 @@ BUDGET = {
     # +4: a list of traced integers as an index (x[[np.argmax(x), 0]]: helper 139); +8:
     # a SciPy function that is no ufunc named where it meets a traced value (helper 137);
     # +11: an in-place operator keeps a NumPy array's dtype and shape, ^ and reflected & |
-    # keep NumPy's meaning (helper 140)
-    "ad": 1682,
+    # keep NumPy's meaning (helper 140); +3: by NumPy's ufunc, a tensor operand's rebinds
+    "ad": 1685,
     # +20: functions defined in the converted one converted with it (TensorFlow's rule),
     # the enclosing function's lists guarded, fn's __future__ imports and the user's
     # qualified names kept (three wrong or lost found by helper 55); +25: the methods of
@@ -342,8 +342,9 @@ BUDGET = {
     # +18: one index's row read and added straight (x[i] in a loop allocated a vector of
     # one a trip); +28: `acc += x` of a NumPy array and a traced value binds acc; +15:
     # refused where NumPy writes into a view's or a global's memory, a known index
-    # checked while tracing outside regions only (helper 140)
-    "ops": 5147,
+    # checked while tracing outside regions only (helper 140); +6: a view of a temporary
+    # taken, bools beside integers in NumPy's bitwise loops (helper 141)
+    "ops": 5153,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the
@@ -362,8 +363,9 @@ BUDGET = {
     # compiled loop or branch says so (it named the Generator's counter; helper 95); +10:
     # NumPy values carried or given by a branch stay NumPy's (helper 98); +15: a Python
     # number carry cast to the body's dtype only where it loses nothing (helpers 127, 130,
-    # 132); +16: a view of a NumPy array stays one through a loop or branch (helper 139)
-    "passes": 1556,
+    # 132); +16: a view of a NumPy array stays one through a loop or branch (helper 139);
+    # +2: only where the body gives it back (helper 141)
+    "passes": 1558,
     # +10: put_lane, so vmap's prange lanes run on threads; +50: concatenate, slice copies
     # and transposes that compile nothing per kernel (issue 28: ht's first calls); +35:
     # stacked rows copied by cached cores (rows n = 10's first call 1.8 -> 0.9 s); +30:

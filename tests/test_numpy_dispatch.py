@@ -15,6 +15,7 @@ import scipy.linalg
 import scipy.special
 
 import srcxform as tf
+from helpers import central_difference
 
 DOMAINS = {"any": (-2.0, 2.0), "pos": (0.5, 2.0), "small": (-1.0, 1.0), "frac": (0.1, 0.9),
            "big": (1.5, 2.0)}
@@ -933,7 +934,7 @@ def test_a_traced_value_added_into_memory_another_holds_raises():
     rebound the name: a wrong sum, and a Tracer left in the global."""
     for fn in (_written_view, _written_global):
         with pytest.raises(tf.TracingError, match=r"\+= x.*\n  an in-place operator adding "
-                           "a traced value into a NumPy array"):
+                           "a srcxform value into a NumPy array"):
             tf.differentiable(fn)(np.array([1.5, -2.0, 3.0]))
     assert type(_TOTAL) is np.ndarray and not _TOTAL.any()
 
@@ -997,3 +998,42 @@ def test_check_grads_passes_a_tensor_argument_as_a_tensor_and_a_branch_index_is_
 
     f = tf.differentiable(guarded, wrt=0)
     assert float(f(x, np.array(5))) == 0.0 and float(f(x, np.array(1))) == 2.2
+
+
+_W = np.full((2, 2), 0.3)
+
+
+def _reshaped_total(x):
+    total = np.zeros(6).reshape(3, 2)  # a view of a temporary no other name holds
+    total += x[:3]
+    return np.sum(total)
+
+
+def _read_by_a_comprehension(x):
+    total = np.zeros(2)
+    total += x[0]
+    return sum([total[i] ** 2 for i in range(2)])  # total is a closure's cell
+
+
+def _recurrent(x):
+    h = x[0]
+    for t in range(1, x.shape[0]):  # each trip rebinds h: no view after the loop
+        h = np.tanh(_W @ h + x[t])
+    h /= np.sqrt(np.sum(h * h))
+    return np.sum(h)
+
+
+def _masks_as_integers(x):
+    return np.sum((x > 0.3) & 1) + np.sum(1 | (x > 0.5))
+
+
+def test_ordinary_in_place_numpy_code_runs_as_numpy_runs_it():
+    """Helper 141's false positives: a view of a temporary, an accumulator a comprehension
+    reads, a value a loop rebinds after starting as a row, and bitwise operators mixing
+    bools and integers raised where NumPy runs them."""
+    x = np.arange(12.0).reshape(6, 2) / 10
+    for fn in (_reshaped_total, _read_by_a_comprehension, _recurrent, _masks_as_integers):
+        np.testing.assert_allclose(np.asarray(tf.differentiable(fn, wrt=())(x)), fn(x.copy()),
+                                   rtol=1e-14)
+    np.testing.assert_allclose(tf.differentiable(_recurrent).grad(x),
+                               central_difference(_recurrent, x), rtol=1e-6, atol=1e-9)

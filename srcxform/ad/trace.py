@@ -252,7 +252,10 @@ def _in_place(symbol):
                 f"values. Write `x = x {symbol[:-1]} ...` where only this name should change, "
                 "or build the whole array anew (np.concatenate, np.where, "
                 "srcxform.tensor_scatter_nd_update)")
-        out = getattr(self, f"__{_IN_PLACE[symbol]}__")(other)  # then NumPy's cast back
+        ufunc = _UFUNC_OF.get(_IN_PLACE[symbol])
+        if ufunc is None or _eager_kind((self, other), python=False) != "numpy":
+            return NotImplemented  # a tensor operand's result is a tensor eagerly
+        out = ufunc(self, other)  # NumPy's ufunc, then its cast back into the array
         return of_kind(as_into(out, self, f"`{symbol}`"), "numpy")
 
     operator.__name__ = f"__i{_IN_PLACE[symbol]}__"

@@ -60,6 +60,8 @@ UFUNCS.update({np.bitwise_and: _operator(operator.and_, "bitwise_and"),
                np.bitwise_or: _operator(operator.or_, "bitwise_or"),
                np.bitwise_xor: _operator(operator.xor, "bitwise_xor"),
                np.invert: _operator(operator.invert, "invert")})
+# Those a bool beside an integer reaches as NumPy's loop takes it ((x > 0) & 1 is int64).
+_NUMPY_LOOPS = _PRIMITIVE_UFUNCS | {np.bitwise_and, np.bitwise_or, np.bitwise_xor}
 
 
 def _rounding(name, op):
@@ -601,7 +603,7 @@ def array_ufunc(ufunc, method, inputs, kwargs):
     if into is not None:
         kwargs = {k: v for k, v in kwargs.items() if k != "out"}
     reject(ufunc.__name__, **kwargs)
-    if ufunc in _PRIMITIVE_UFUNCS and ufunc.nout == 1:
+    if ufunc in _NUMPY_LOOPS and ufunc.nout == 1:
         out = _numpy_loop(ufunc, op, [np.asarray(v) if isinstance(v, (list, tuple)) and
                                       _numbers(v) else v for v in inputs])
     else:
@@ -625,13 +627,17 @@ def _rebound(out, inputs):
     if at is None or not (code[at].opname.startswith("INPLACE_") or
                           code[at].opname == "BINARY_OP" and code[at].argrepr.endswith("=")):
         return None
-    if out[0].base is not None or at + 1 < len(code) and code[at + 1].opname != "STORE_FAST":
+    # A view of an array another name holds (its base's references: the view's, `base`
+    # and getrefcount's own), or a store into a global, an attribute or an item.
+    base = out[0].base
+    if base is not None and sys.getrefcount(base) > 3 or at + 1 < len(code) and \
+            code[at + 1].opname in ("STORE_GLOBAL", "STORE_ATTR", "STORE_SUBSCR"):
         raise TracingError(
-            f"{user_line()}\n  an in-place operator adding a traced value into a NumPy "
+            f"{user_line()}\n  an in-place operator adding a srcxform value into a NumPy "
             "array that is a view of another, or that a global, an attribute or an item "
-            "holds: NumPy writes into that memory, which a traced value cannot. Return the "
-            "new value and update the array outside the compiled function, or start from a "
-            "new local array (acc = np.zeros(...); acc += x)")
+            "holds: NumPy writes into that memory, which a srcxform value cannot. Return "
+            "the new value and update the array outside, or start from a new local array "
+            "(acc = np.zeros(...); acc += x)")
     return out[0]
 
 

@@ -245,8 +245,10 @@ def viewed_of(values):
 
 
 def _kept_views(results, *sources):
-    """results, each a view where a value it stands for is one: a view a loop carries, or
-    a branch gives, stays one in an eager run (an in-place operator on it then raises)."""
+    """results, each a view where a value it stands for is one: a view a loop's body gives
+    back (the carried view itself), or a branch gives, stays one in an eager run (an
+    in-place operator on it then raises). A body that rebinds the value gives a new array
+    once it has run (at no trips the view would stay: the one case left)."""
     for k, result in enumerate(results):
         if isinstance(result, Tracer) and any(k < len(s) and getattr(s[k], "viewed", False)
                                               for s in sources):
@@ -464,7 +466,7 @@ def while_loop(cond_fn, body_fn, inits, names, checkpoint=None, numbers=()):
     (cond_region, body_region), captures = align([(cond_sub, [pred]), (body_sub, list(outs))])
     return _kept_views(_bind_loop(WHILE, [], inits, captures, {"cond": cond_region,
                                                                "body": body_region},
-                                  checkpoint=checkpoint, kinds=eager_kinds(outs)), inits, outs)
+                                  checkpoint=checkpoint, kinds=eager_kinds(outs)), outs)
 
 
 def fori_loop(lower, upper, body_fn, inits, names, xs=(), y_avals=(), checkpoint=None,
@@ -500,7 +502,7 @@ def fori_loop(lower, upper, body_fn, inits, names, xs=(), y_avals=(), checkpoint
     bounds = [_as_index(lower), _as_index(upper)]
     return _kept_views(_bind_loop(FORI, bounds, inits, captures, {"body": body_region}, xs,
                                   tuple(y_avals), checkpoint=checkpoint,
-                                  kinds=eager_kinds(outs[:n])), inits, outs[:n])
+                                  kinds=eager_kinds(outs[:n])), outs[:n])
 
 
 def map_loop(region, captures, xs, y_avals):
