@@ -627,10 +627,10 @@ def _rebound(out, inputs):
     if at is None or not (code[at].opname.startswith("INPLACE_") or
                           code[at].opname == "BINARY_OP" and code[at].argrepr.endswith("=")):
         return None
-    # A view of an array another name holds (its base's references: the view's, `base`
-    # and getrefcount's own), or a store into a global, an attribute or an item.
+    # A view of an array another name holds (its base has more references than a base
+    # only its view holds: _ALONE), or a store into a global, an attribute or an item.
     base = out[0].base
-    if base is not None and sys.getrefcount(base) > 3 or at + 1 < len(code) and \
+    if base is not None and sys.getrefcount(base) > _ALONE or at + 1 < len(code) and \
             code[at + 1].opname in ("STORE_GLOBAL", "STORE_ATTR", "STORE_SUBSCR"):
         raise TracingError(
             f"{user_line()}\n  an in-place operator adding a srcxform value into a NumPy "
@@ -639,6 +639,17 @@ def _rebound(out, inputs):
             "the new value and update the array outside, or start from a new local array "
             "(acc = np.zeros(...); acc += x)")
     return out[0]
+
+
+def _alone():
+    """sys.getrefcount of a view's base that only the view and a local name hold (its
+    value varies with Python's version: 3.14 counts borrowed references apart)."""
+    view = np.empty(1)[:]
+    base = view.base
+    return sys.getrefcount(base)
+
+
+_ALONE = _alone()
 
 
 def as_into(value, into, op):
