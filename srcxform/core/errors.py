@@ -156,8 +156,8 @@ def library_call():
 
 
 _NUMPY_DIR = os.path.dirname(np.__file__) + os.sep
-_SCIPY_DIR = os.path.join(sys.modules["scipy"].__path__[0] if "scipy" in sys.modules else
-                          os.path.dirname(importlib.util.find_spec("scipy").origin), "")
+_SCIPY_SPEC = importlib.util.find_spec("scipy")  # found, not imported (its import is slow)
+_SCIPY_DIR = os.path.dirname(_SCIPY_SPEC.origin or "") + os.sep if _SCIPY_SPEC else "\0"
 _LIBRARY_DIRS = (_NUMPY_DIR, _SCIPY_DIR)
 
 
