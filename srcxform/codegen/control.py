@@ -121,9 +121,10 @@ def _rows_added(low, program, first, n):
         if not (eqn is not None and eqn.prim is add_p and old in eqn.ins and readers[old] == 1
                 and readers[out] == 1 and _same_aval(old, out)):
             continue
-        scatters = _scatters(eqn.ins[eqn.ins[0] is old], producers, readers, out)
-        if not scatters:
+        summed = _summed(eqn.ins[eqn.ins[0] is old], producers, readers, out)
+        if not summed:
             continue
+        scatters = [e for e in summed if e.prim is scatter_add_p]
         value = old
         for s in scatters:
             into = out if s is scatters[-1] else s.out  # a name the Namer knows
@@ -131,7 +132,7 @@ def _rows_added(low, program, first, n):
                                                 (("in_place", True),), s.origin, s.adjoint,
                                                 s.of))
             value = into
-        gone |= {producers[v] for v in _summands(eqn.ins[eqn.ins[0] is old], producers)}
+        gone |= set(summed)
         added.append(k)
     if not added:
         return program, []
@@ -143,19 +144,9 @@ def _same_aval(a, b):
     return same_shape(a.aval.shape, b.aval.shape) and a.aval.dtype == b.aval.dtype
 
 
-def _summands(value, producers):
-    """The values a sum of adds is made of, the adds' own results included."""
-    eqn = producers.get(value)
-    found = [value]
-    if eqn is not None and eqn.prim is add_p:
-        for a in eqn.ins:
-            found += _summands(a, producers)
-    return found
-
-
-def _scatters(value, producers, readers, like):
-    """The scatter_add equations whose sum `value` is (one, or adds of such sums), each
-    value read once and shaped as `like`; None where it is anything else."""
+def _summed(value, producers, readers, like):
+    """The equations of the sum `value` is (a scatter_add, or adds of such sums, each
+    value read once and shaped as `like`), or None where it is anything else."""
     eqn = producers.get(value)
     if eqn is None or readers[value] != 1 or not _same_aval(value, like):
         return None
@@ -163,8 +154,8 @@ def _scatters(value, producers, readers, like):
         return [eqn]
     if eqn.prim is not add_p:
         return None
-    parts = [_scatters(a, producers, readers, like) for a in eqn.ins]
-    return None if None in parts else parts[0] + parts[1]
+    parts = [_summed(a, producers, readers, like) for a in eqn.ins]
+    return None if None in parts else parts[0] + parts[1] + [eqn]
 
 
 def _in_place(low, body, first, carry):
