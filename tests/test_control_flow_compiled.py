@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import srcxform as tf
-from srcxform.core.errors import TracingError
+from srcxform.core.errors import IndexOutOfBounds, TracingError
 from helpers import central_difference
 
 
@@ -517,7 +517,28 @@ def test_a_loop_reading_rows_adds_their_gradients_in_place(fn, shape, reads, com
             lambda v, rest=args[1:]: fn(v, *rest), x), rtol=1e-6, atol=1e-8)
     source = f.source(*args)
     assert "scatter_add" not in source and source.count("arrays.add_row(") == reads
-    assert "arrays.gather(" not in source
+    # Each read checks its index in the kernel's own code (a helper that may raise is
+    # called, not inlined: 5 ns a trip), with no vector of one index (arrays.gather).
+    assert "arrays.gather(" not in source and "raise arrays.IndexOutOfBounds('gather'" in source
+
+
+def shifted_sum(x, k):
+    total = 0.0 * x[0]
+    for i in range(len(x)):
+        total += x[i + k] * x[i]
+    return total
+
+
+def test_a_loop_reading_past_its_array_raises_naming_the_line(compile_mode):
+    f = tf.differentiable(shifted_sum)
+    x = np.arange(1.0, 5.0)
+    np.testing.assert_allclose(f.grad(x, -1), [6.0, 4.0, 6.0, 4.0])  # x[-1] from the end
+    for k in (1, -5):
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"index (4|-5) is out of bounds.*\n  at .*total \+= x\[i \+ k\]"):
+            f.grad(x, k)
+    assert str(IndexOutOfBounds("gather", 7, 4)) == \
+        "gather: index 7 is out of bounds for a dimension of size 4"
 
 
 def _switched(i, x):

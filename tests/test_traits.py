@@ -74,10 +74,11 @@ def _raising_helpers():
 
 
 def _calls(template, helpers):
-    """Whether a template (an expression, or a list of statements) calls one of helpers."""
+    """Whether a template (an expression, or a list of statements) calls one of helpers,
+    or raises itself (a one-index gather's check, written in the kernel)."""
     nodes = [n for root in (template if isinstance(template, list) else [template])
              for n in ast.walk(root)]
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+    return any(isinstance(n, ast.Raise) for n in nodes) or any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                and isinstance(n.func.value, ast.Name) and (n.func.value.id, n.func.attr) in helpers
                for n in nodes)
 

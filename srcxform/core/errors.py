@@ -55,6 +55,15 @@ class IndexArgumentError(InvalidArgumentError, IndexError):
     """An index outside the axis it indexes."""
 
 
+class IndexOutOfBounds(IndexArgumentError):
+    """An index outside [-size, size) found by compiled code, raised with (op, index,
+    size) and worded here: a message built in compiled code costs each call of its helper."""
+
+    def __str__(self):
+        op, index, size = self.args
+        return f"{op}: index {index} is out of bounds for a dimension of size {size}"
+
+
 class ValueArgumentError(InvalidArgumentError, ValueError):
     """An operand value the op cannot take: an integer to a negative power."""
 

@@ -206,13 +206,20 @@ def _one_row(form):
     return lambda *avals, **params: form if not avals[1].shape else None
 
 
+# x[i] of one integer i (a loop's read of a row): its bounds checked in the kernel's own
+# code, as a call of a helper that may raise is not inlined (5 ns a loop trip more:
+# benchmarks/README.md, "A loop's x[i] read in the kernel's own code").
+_ONE_ROW = """if not -x.shape[0] <= indices < x.shape[0]:
+    raise arrays.IndexOutOfBounds("gather", indices, x.shape[0])
+out = x[indices]{}"""
+
 # Rows of x along the first axis (one row where indices is an integer); gather() moves
 # other axes there first. Indices are data: compiled code checks their bounds at each
-# call (arrays.gather, arrays.row).
+# call (arrays.gather, _ONE_ROW).
 gather_p = primitive("gather", "opaque", _gather_impl, _gather_shape,
                      "arrays.gather(x, indices)", raises=True,
                      emit_for=lambda x, indices, out: None if indices.shape else
-                     "arrays.element(x, indices)" if not out.shape else "arrays.row(x, indices)",
+                     _ONE_ROW.format(".copy()" if out.shape else ""),
                      vjp=lambda g, out, x, indices: (scatter_add(g, indices, x.shape[0]), None),
                      batch=lambda flags, avals: not flags[1] and (
                          lambda x, indices: _rows_second(gather_p.bind(_rows_second(x), indices))

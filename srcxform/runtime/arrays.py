@@ -16,7 +16,7 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic, overload
 
-from srcxform.core.errors import (DtypeArgumentError, IndexArgumentError,
+from srcxform.core.errors import (DtypeArgumentError, IndexOutOfBounds,
                                    ValueArgumentError, ZeroDivisionArgumentError)
 from srcxform.numba_adapter import enabled
 from srcxform.numba_adapter.jit import call_as_core, helper, read_only_operand
@@ -425,32 +425,14 @@ def scatter_add(g, indices, size):
 
 
 @helper
-def element(x, i):
-    """x[i] of a vector (from the end where i is negative), its bounds checked."""
-    return x[checked_index(i, x.shape[0], "gather")]
-
-
-@helper
-def row(x, i):
-    """A copy of row i of x, its bounds checked."""
-    return x[checked_index(i, x.shape[0], "gather")].copy()
-
-
-@helper
 def add_row(x, i, g, in_place):
     """x with g added to its row i; in_place: in x's own buffer (add_rows' one row)."""
-    out = x if in_place else x.copy()
-    out[checked_index(i, x.shape[0], "scatter_add")] += g
-    return out
-
-
-@helper
-def checked_index(i, size, op):
-    """One index (negative from the end) as check_range checks a vector of them."""
+    size = x.shape[0]
     if i >= size or i < -size:
-        raise IndexArgumentError(op + ": index " + str(i) + " is out of bounds for a "
-                                 "dimension of size " + str(size))
-    return i
+        raise IndexOutOfBounds("scatter_add", i, size)
+    out = x if in_place else x.copy()
+    out[i] += g
+    return out
 
 
 @helper
@@ -522,8 +504,7 @@ def check_range(indices, size, op, negatives):
     for k in range(indices.shape[0]):
         i = indices[k]
         if i >= size or (i < low and negatives != "pass"):
-            raise IndexArgumentError(op + ": index " + str(i) + " is out of bounds for a "
-                                     "dimension of size " + str(size))
+            raise IndexOutOfBounds(op, i, size)
     return np.asarray(indices, dtype=np.int64)  # the same array where it is int64
 
 
@@ -683,3 +664,4 @@ def _stack_chunk(typingctx, dtype):
         return out._getvalue()
 
     return array(dtype), codegen
+
