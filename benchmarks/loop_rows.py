@@ -1,15 +1,16 @@
-"""How a loop's gradient grows with the data: a Python loop reading x[i] a row at a time,
-converted to one compiled loop, its gradient at several lengths of x.
+"""How a loop's gradient grows with the data: Python loops reading x[i] (and x[i, j]) an
+element at a time, converted to compiled loops, their gradients at several sizes.
 
     python -m benchmarks.loop_rows [--sizes 1000 4000 16000 64000]
 
-The loop (an exponential moving average, its squares summed, as a signal-processing
-user writes it) against its adjoint written by hand in Numba, and JAX's `jit(grad)` of
-the same loop as `lax.scan` where JAX is installed; each checked against the hand
-gradient, then timed in one process pinned to one core (the minimum over blocks of
-calls). A gradient whose cost per element stays flat grows linearly; before add_rows
-(codegen/control.py) each reverse trip added a scatter of its row to the whole
-gradient, and the cost per element grew with n.
+Two loops as a signal-processing or grid user writes them: an exponential moving average
+of a vector, its squares summed, and a double loop over a matrix of 8 columns multiplying
+each cell by its left neighbour. Each against its adjoint written by hand in Numba, and
+JAX's `jit(grad)` of the same loops (`lax.scan`, nested `lax.fori_loop`) where JAX is
+installed; each checked against the hand gradient, then timed in one process pinned to
+one core (the minimum over blocks of calls). A gradient whose cost per element stays flat
+grows linearly: before add_rows (codegen/control.py) each reverse trip added a scatter of
+its row to the whole gradient, and before _into_loop each row's inner loop a whole array.
 """
 
 import argparse
@@ -56,11 +57,31 @@ def hand_grad(x):
     return g
 
 
-def _jax_grad():
+@tf.differentiable
+def cell_energy(x):
+    total = 0.0 * x[0, 0]
+    for i in range(x.shape[0]):
+        for j in range(1, x.shape[1]):
+            total += x[i, j] * x[i, j - 1]
+    return total
+
+
+@numba.njit(cache=True)
+def hand_cell_grad(x):
+    g = np.zeros_like(x)
+    for i in range(x.shape[0]):
+        for j in range(1, x.shape[1]):
+            g[i, j] += x[i, j - 1]
+            g[i, j - 1] += x[i, j]
+    return g
+
+
+def _jax_grads():
+    """JAX's jit(grad) of both loops, or (None, None) where JAX is not installed."""
     try:
         import jax
     except ImportError:
-        return None
+        return None, None
     jax.config.update("jax_enable_x64", True)
 
     def energy(x):
@@ -69,7 +90,13 @@ def _jax_grad():
             return y, y ** 2
         return jax.lax.scan(step, x[0], x[1:])[1].sum()
 
-    return jax.jit(jax.grad(energy))
+    def cells(x):
+        def row(i, total):
+            return jax.lax.fori_loop(1, x.shape[1], lambda j, t: t + x[i, j] * x[i, j - 1],
+                                     total)
+        return jax.lax.fori_loop(0, x.shape[0], row, 0.0)
+
+    return jax.jit(jax.grad(energy)), jax.jit(jax.grad(cells))
 
 
 def _best(call, x, seconds=0.3):
@@ -94,21 +121,28 @@ def main(argv=None):
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 4000, 16000, 64000])
     args = parser.parse_args(argv)
     os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
-    jax_grad = _jax_grad()
-    print("| n | hand Numba | srcxform | ns per element | × hand | JAX lax.scan |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: |")
-    for n in args.sizes:
-        x = np.random.default_rng(0).uniform(-1, 1, n)
-        want = hand_grad(x)
-        np.testing.assert_allclose(smoothed_energy.grad(x), want, rtol=1e-10, atol=1e-13)
-        hand, ours = _best(hand_grad, x), _best(smoothed_energy.grad, x)
-        peer = "not installed"
-        if jax_grad is not None:
-            np.testing.assert_allclose(np.asarray(jax_grad(x)), want, rtol=1e-10, atol=1e-13)
-            peer = f"{_best(lambda v: jax_grad(v).block_until_ready(), x) * 1e6:.0f} µs"
-        print(f"| {n} | {hand * 1e6:.0f} µs | {ours * 1e6:.0f} µs | {ours / n * 1e9:.0f} | "
-              f"{ours / hand:.1f} | {peer} |", flush=True)
+    jax_rows, jax_cells = _jax_grads()
+    print("| loop | n | hand Numba | srcxform | ns per element | × hand | JAX |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for label, ours, hand, peer, shape in (
+            ("x[i]", smoothed_energy.grad, hand_grad, jax_rows, lambda n: (n,)),
+            ("x[i, j]", cell_energy.grad, hand_cell_grad, jax_cells, lambda n: (n // 8, 8))):
+        for n in args.sizes:
+            x = np.random.default_rng(0).uniform(-1, 1, shape(n))
+            _row(label, x, ours, hand, peer)
 
+
+def _row(label, x, ours, hand, peer):
+    """One row of the table: each system's gradient checked, then timed."""
+    want = hand(x)
+    np.testing.assert_allclose(ours(x), want, rtol=1e-10, atol=1e-13)
+    hand_time, our_time = _best(hand, x), _best(ours, x)
+    shown = "not installed"
+    if peer is not None:
+        np.testing.assert_allclose(np.asarray(peer(x)), want, rtol=1e-10, atol=1e-13)
+        shown = f"{_best(lambda v: peer(v).block_until_ready(), x) * 1e6:.0f} µs"
+    print(f"| {label} | {x.size} | {hand_time * 1e6:.0f} µs | {our_time * 1e6:.0f} µs | "
+          f"{our_time / x.size * 1e9:.0f} | {our_time / hand_time:.1f} | {shown} |", flush=True)
 
 if __name__ == "__main__":
     main()

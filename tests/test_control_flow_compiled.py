@@ -541,6 +541,62 @@ def test_a_loop_reading_past_its_array_raises_naming_the_line(compile_mode):
         "gather: index 7 is out of bounds for a dimension of size 4"
 
 
+
+def weighted_cells(x, w):
+    total = 0.0 * w[0]
+    for i in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            total += x[i, j] * w[j] * x[i, j - 1]
+    return total
+
+
+def three_deep(x, w):
+    total = 0.0 * w[0]
+    for i in range(x.shape[0]):
+        inner = 0.0 * w[0]
+        for j in range(x.shape[1]):
+            for k in range(x.shape[2]):
+                inner += tf.sin(x[i, j, k]) * w[k]
+        total += inner * inner
+    return total
+
+
+def checkpointed_rows(x, w):
+    def row(i, total):
+        def cell(j, acc):
+            return acc + x[i, j] * w[j]
+        return total + tf.fori_loop(0, x.shape[1], cell, 0.0 * w[0]) ** 2
+    return tf.fori_loop(0, x.shape[0], row, 0.0 * w[0], checkpoint=2)
+
+
+@pytest.mark.parametrize("fn, shape", [(weighted_cells, (5, 3)), (three_deep, (3, 2, 4)),
+                                       (checkpointed_rows, (5, 3))])
+def test_nested_loops_add_their_gradients_into_one_buffer(fn, shape, compile_mode):
+    """The adjoint of `for i: for j: ... x[i, j]` runs the inner loop once per row, each
+    run adding into x's gradient from zeros, then added to the outer loop's carry: a whole
+    array of zeros and a sum of it per row, a gradient quadratic in the rows. The inner
+    loop now starts from the outer carry and adds into its buffer (control.py's
+    _into_loop): no array the size of x is made inside a loop."""
+    f = tf.differentiable(fn)
+    rng = np.random.default_rng(3)
+    w = rng.normal(size=shape[-1])
+    for rows in (1, 2, shape[0]):
+        x = rng.normal(size=(rows,) + shape[1:])
+        value, grad = f.value_and_grad(x, w)
+        eager_value, eager_grad = eager_value_and_grad(fn, x, w)
+        np.testing.assert_allclose(value, eager_value, rtol=1e-13)
+        np.testing.assert_allclose(grad, eager_grad, rtol=1e-13, atol=1e-15)
+        np.testing.assert_allclose(grad, central_difference(lambda v: fn(v, w), x),
+                                   rtol=1e-6, atol=1e-8)
+        w_grad = tf.differentiable(fn, wrt=1).grad(x, w)
+        np.testing.assert_allclose(w_grad, central_difference(lambda v, x=x: fn(x, v), w),
+                                   rtol=1e-6, atol=1e-8)
+    whole = "(" + ", ".join(f"n{a}" for a in range(len(shape))) + ")"
+    source = f.source(x, w)
+    assert whole in source  # the gradient's zeros, made once before the loops
+    assert [line for line in source.splitlines() if whole in line and
+            line.startswith(" " * 8)] == []
+
 def _switched(i, x):
     return tf.switch_case(i, [lambda: x * 2.0, lambda: x * x, lambda: -x])
 

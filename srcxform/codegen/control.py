@@ -25,8 +25,8 @@ from srcxform.codegen.schedule import LoopGroup
 from srcxform.core.aval import same_shape
 from srcxform.core.ir import Eqn, Lit, Var, may_raise
 from srcxform.ops.elementwise import add_p
-from srcxform.ops.shape import add_rows_p, scatter_add_p
-from srcxform.passes.structured import COND, FORI, WHILE, results_of
+from srcxform.ops.shape import add_rows_p, broadcast_to_p, scatter_add_p
+from srcxform.passes.structured import COND, FORI, OUTPUT, WHILE, results_of
 
 _FIRST_ROWS = 16  # a while_loop's stacks start with this many rows, then double
 
@@ -93,14 +93,17 @@ def _assign(low, indent, names, values):
         low.line(indent, f"{', '.join(names)} = {', '.join(values)}")
 
 
-def _body(low, program, first, carry):
-    """The lowering of a loop's body (its carries are its inputs from `first`) and the
-    spare buffers of its in-place carries (_in_place), after the carries that add rows
-    into their own buffer (_rows_added) have their initial values copied, once."""
+def _body(low, program, first, carry, inits):
+    """The lowering of a loop's body (its carries are its inputs from `first`, starting at
+    the atoms `inits`) and the spare buffers of its in-place carries (_in_place), after
+    the carries that add rows into their own buffer (_rows_added) have their initial
+    values copied, once: not where an enclosing loop owns that buffer (`low.owned`)."""
     program, added = _rows_added(low, program, first, len(carry))
     for k in added:
-        low.line(1, f"{carry[k]} = {carry[k]}.copy()")
+        if inits[k] not in low.owned:
+            low.line(1, f"{carry[k]} = {carry[k]}.copy()")
     body = _lowering(low, program)
+    body.owned = {program.ins[first + k] for k in added}  # each read once, adding into it
     return body, _in_place(low, body, first, carry)
 
 
@@ -109,35 +112,78 @@ def _rows_added(low, program, first, n):
     them too), where nothing else reads the old value or the scatters, adding their rows
     in the carry's own buffer (add_rows in place); and those carries' indices. A trip then
     costs the rows it adds, not the whole array: the adjoint of a loop reading x[i] carries
-    x's gradient so."""
+    x's gradient so. An inner loop that adds into a carry so, from zeros, added to the old
+    value, starts from the old value instead (_into_loop): nested loops' adjoints."""
     if not low.in_place_carries:
         return program, []
-    readers = Counter(a for e in program.eqns for a in e.ins if isinstance(a, Var))
-    readers.update(a for a in program.outs if isinstance(a, Var))
-    producers = {e.out: e for e in program.eqns}
-    gone, made, added = set(), {}, []
-    for k, out in enumerate(program.outs[:n]):
-        old, eqn = program.ins[first + k], producers.get(out)
-        if not (eqn is not None and eqn.prim is add_p and old in eqn.ins and readers[old] == 1
-                and readers[out] == 1 and _same_aval(old, out)):
-            continue
-        summed = _summed(eqn.ins[eqn.ins[0] is old], producers, readers, out)
-        if not summed:
-            continue
-        scatters = [e for e in summed if e.prim is scatter_add_p]
-        value = old
-        for s in scatters:
-            into = out if s is scatters[-1] else s.out  # a name the Namer knows
-            made.setdefault(eqn, []).append(Eqn(into, add_rows_p, (value, s.ins[1], s.ins[0]),
-                                                (("in_place", True),), s.origin, s.adjoint,
-                                                s.of))
-            value = into
-        gone |= set(summed)
-        added.append(k)
+    uses = _uses(program)
+    gone, made, starts, added = set(), {}, {}, []
+    for k in range(n):
+        found = _accumulated(program, first, k, *uses)
+        if found is not None:
+            gone |= found[0]
+            made.update(found[1])
+            for loop, (position, old) in found[2].items():  # one inner loop, several carries
+                starts.setdefault(loop, list(loop.ins))[position] = old
+            added.append(k)
     if not added:
         return program, []
+    made.update((loop, [loop.with_ins(ins)]) for loop, ins in starts.items())
     eqns = [new for e in program.eqns if e not in gone for new in made.get(e, [e])]
     return program.replace(eqns=eqns), added
+
+
+def _uses(program):
+    """{value: the equation computing it}, and how many times each value is read."""
+    readers = Counter(a for e in program.eqns for a in e.ins if isinstance(a, Var))
+    readers.update(a for a in program.outs if isinstance(a, Var))
+    return {e.out: e for e in program.eqns}, readers
+
+
+def _accumulated(program, first, k, producers, readers):
+    """How `program` adds into its carry k in place, as (equations gone, {equation: its
+    replacements}, {inner loop: (the position of an initial value, its new atom)}), or
+    None where its new value is anything but the old one (read nowhere else) plus
+    scatter_adds or an inner loop's sum."""
+    old, out = program.ins[first + k], program.outs[k]
+    eqn = producers.get(out)
+    if not (eqn is not None and eqn.prim is add_p and old in eqn.ins and readers[old] == 1
+            and readers[out] == 1 and _same_aval(old, out)):
+        return None
+    other = eqn.ins[eqn.ins[0] is old]
+    summed = _summed(other, producers, readers, out)
+    if not summed:
+        return _into_loop(program, other, old, eqn, producers, readers)
+    scatters = [e for e in summed if e.prim is scatter_add_p]
+    value, rows = old, []
+    for s in scatters:
+        into = out if s is scatters[-1] else s.out  # a name the Namer knows
+        rows.append(Eqn(into, add_rows_p, (value, s.ins[1], s.ins[0]), (("in_place", True),),
+                        s.origin, s.adjoint, s.of))
+        value = into
+    return set(summed), {eqn: rows}, {}
+
+
+def _into_loop(program, value, old, add, producers, readers):
+    """`old + value` where value is an inner fori_loop's carry j, started at zeros, which
+    that loop's body adds into (_accumulated): the loop starts the carry at `old` and its
+    result is the sum, so a trip of the outer loop costs the inner loop's rows, not a
+    whole array of zeros and its sum (an adjoint of `for i: for j: ... x[i, j]`)."""
+    result = producers.get(value)
+    loop = result is not None and result.prim is OUTPUT and producers.get(result.ins[0])
+    if not loop or loop.prim is not FORI or readers[value] != 1:
+        return None
+    j, n = result.kwargs["index"], loop.kwargs["carries"]
+    stack = n + len(loop.kwargs["y_avals"]) + 1 + j  # the carry's values, trip by trip
+    zeros = producers.get(loop.ins[2 + j]) if j < n else None
+    if not (zeros is not None and zeros.prim is broadcast_to_p and readers[zeros.out] == 1
+            and isinstance(zeros.ins[0], Lit) and zeros.ins[0].value == 0) \
+            or stack in results_of(program, loop.out) \
+            or _accumulated(loop.kwargs["body"], 1, j, *_uses(loop.kwargs["body"])) is None:
+        return None
+    return {add, zeros}, {result: [Eqn(add.out, OUTPUT, result.ins, result.params,
+                                       result.origin, result.adjoint, result.of)]}, \
+        {loop: (2 + j, old)}
 
 
 def _same_aval(a, b):
@@ -246,7 +292,7 @@ def _while(low, eqn):
     trips = _names(low, eqn, [n], "trips")[0] if counted else None
     if counted:
         low.line(1, f"{trips} = 0")
-    body, spares = _body(low, eqn.kwargs["body"], 0, carry)
+    body, spares = _body(low, eqn.kwargs["body"], 0, carry, eqn.ins[:n])
     low.line(1, "while True:")
     (pred,) = region(low, eqn.kwargs["cond"], carry + captures, 2)
     low.line(2, f"if not {low.on_host(pred)}:")
@@ -280,7 +326,7 @@ def _fori(low, eqn):
     ys = _allocated(low, eqn, range(n, n + r), trips)
     stacks = [(c - n - r - 1, s) for c, s in
               _allocated(low, eqn, range(n + r + 1, 2 * n + r + 1), _rows(trips, k))]
-    body, spares = _body(low, eqn.kwargs["body"], 1, carry)
+    body, spares = _body(low, eqn.kwargs["body"], 1, carry, eqn.ins[2:2 + n])
     index = low.namer.fresh("it")
     from_zero = lower == "np.int64(0)"
     lane = False
@@ -340,7 +386,7 @@ def _segmented(low, eqn):
         dims = [rows] + [low.sizes.source(d) for d in var.aval.shape]
         low.line(1, low.stack(name, dims, _src(dtype_ast(var.aval.dtype))))
         segments.append(name)
-    body, spares = _body(low, eqn.kwargs["body"], 1, carry)
+    body, spares = _body(low, eqn.kwargs["body"], 1, carry, eqn.ins[2:2 + n])
     segment, start, stop = (low.namer.fresh(b) for b in ("segment_index", "start", "stop"))
     low.line(1, f"for {segment} in range({_rows(trips, k)} - 1, -1, -1):")
     low.line(2, f"{start} = {segment} * {k}")

@@ -383,6 +383,7 @@ class _Lowering:
 
     # ----- what a loop or branch's code (codegen/control.py) is made of: a target's own -----
     in_place_carries = True  # whether a loop may update an array carry in its two buffers
+    owned = frozenset()  # a loop body's carries it adds into (control.py's _body)
 
     def region_lowering(self, program):
         """The lowering of a region (a loop body or branch) into this function."""
