@@ -6,8 +6,8 @@ against the ratios recorded in benchmarks/guard.json.
 
 It measures the serial table of `benchmarks.run` at its quick sizes (one core, every
 pool at one thread; srcxform and hand Numba interleaved in the same process, so a shared,
-noisy machine slows both alike) and fails only where a ratio is more than `TOLERANCE`
-times the recorded one: a slip of a few percent passes, a kernel that lost its fusion or
+noisy machine slows both alike) and the converted loops of `benchmarks.loop_rows`, and
+fails only where a ratio is more than `TOLERANCE` times the recorded one: a slip of a few percent passes, a kernel that lost its fusion or
 its BLAS call does not. A row over the line is measured again (twice at most, each time in
 a new process) before it counts, so one noisy moment cannot turn CI red. The record keeps
 each row's largest ratio over `RECORD_RUNS` measurements: on a loaded machine a small
@@ -28,20 +28,26 @@ TOLERANCE = 1.5
 RECORD_RUNS = 3
 RETRIES = 2
 MAIN = "srcxform compiled"
+LOOPS = "loop:"  # the rows of benchmarks/loop_rows.py
 
 
 def measure(only=None):
     """{row: ratio to hand Numba} for every srcxform compiled row of the serial table
-    (a workload's key, with its variant after a colon: 'W4:train step')."""
+    (a workload's key, with its variant after a colon: 'W4:train step') and for the
+    loops of benchmarks/loop_rows.py ('loop:x[i]'); with `only`, those rows' own runs."""
+    loops = only is None or any(row.startswith(LOOPS) for row in only)
+    rows = [row for row in only or () if not row.startswith(LOOPS)]
     with tempfile.TemporaryDirectory(prefix="srcxform-guard-") as tmp:
+        ratios = _loop_ratios(Path(tmp) / "loops.json") if loops else {}
+        if only is not None and not rows:
+            return ratios
         out = Path(tmp) / "serial.json"
         argv = [sys.executable, "-m", "benchmarks.run", "--quick", "--guard", "--table", "serial",
                 "--systems", MAIN, "--json", str(out)]
-        if only:
-            argv += ["--only", ",".join(sorted({row.split(":")[0] for row in only}))]
+        if rows:
+            argv += ["--only", ",".join(sorted({row.split(":")[0] for row in rows}))]
         subprocess.run(argv, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
         table = json.loads(out.read_text())
-    ratios = {}
     for workload in table["workloads"]:
         for row in workload["rows"]:
             name = row["system"]
@@ -49,6 +55,14 @@ def measure(only=None):
                 variant = name[len(MAIN):].lstrip(", ")
                 ratios[workload["key"] + (f":{variant}" if variant else "")] = row["ratio"]
     return ratios
+
+
+def _loop_ratios(out):
+    """loop_rows' ratios at one size (16,000 elements: long enough that the loops, not a
+    call's fixed cost, are timed)."""
+    subprocess.run([sys.executable, "-m", "benchmarks.loop_rows", "--sizes", "16000",
+                    "--json", str(out)], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    return json.loads(out.read_text())
 
 
 def regressions(recorded, measured, tolerance=TOLERANCE):

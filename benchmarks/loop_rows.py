@@ -14,6 +14,7 @@ its row to the whole gradient, and before _into_loop each row's inner loop a who
 """
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -119,21 +120,28 @@ def _time(call, x, n):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 4000, 16000, 64000])
+    parser.add_argument("--json", type=Path,
+                        help="write each loop's ratio to hand Numba at the last size here, "
+                             "without JAX (benchmarks/guard.py's rows)")
     args = parser.parse_args(argv)
     os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
-    jax_rows, jax_cells = _jax_grads()
+    jax_rows, jax_cells = _jax_grads() if args.json is None else (None, None)
     print("| loop | n | hand Numba | srcxform | ns per element | × hand | JAX |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    ratios = {}
     for label, ours, hand, peer, shape in (
             ("x[i]", smoothed_energy.grad, hand_grad, jax_rows, lambda n: (n,)),
             ("x[i, j]", cell_energy.grad, hand_cell_grad, jax_cells, lambda n: (n // 8, 8))):
         for n in args.sizes:
             x = np.random.default_rng(0).uniform(-1, 1, shape(n))
-            _row(label, x, ours, hand, peer)
+            ratios[f"loop:{label}"] = _row(label, x, ours, hand, peer)
+    if args.json is not None:
+        args.json.write_text(json.dumps(ratios))
 
 
 def _row(label, x, ours, hand, peer):
-    """One row of the table: each system's gradient checked, then timed."""
+    """One row of the table, each system's gradient checked, then timed; srcxform's time
+    as a ratio to the hand kernel's."""
     want = hand(x)
     np.testing.assert_allclose(ours(x), want, rtol=1e-10, atol=1e-13)
     hand_time, our_time = _best(hand, x), _best(ours, x)
@@ -143,6 +151,7 @@ def _row(label, x, ours, hand, peer):
         shown = f"{_best(lambda v: peer(v).block_until_ready(), x) * 1e6:.0f} µs"
     print(f"| {label} | {x.size} | {hand_time * 1e6:.0f} µs | {our_time * 1e6:.0f} µs | "
           f"{our_time / x.size * 1e9:.0f} | {our_time / hand_time:.1f} | {shown} |", flush=True)
+    return our_time / hand_time
 
 if __name__ == "__main__":
     main()

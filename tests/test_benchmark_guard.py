@@ -31,8 +31,11 @@ def test_a_recorded_row_not_measured_is_a_regression():
 def test_the_record_covers_every_workload_family():
     recorded = json.loads(guard.RECORD.read_text())
     families = {row.split(":")[0].split("-")[0] for row in recorded}
-    assert families == {f"W{i}" for i in range(1, 10)}
-    assert all(0 < ratio < 10 for ratio in recorded.values())
+    assert families == {f"W{i}" for i in range(1, 10)} | {"loop"}  # loop: loop_rows.py's
+    # x[i, j] in a loop is 150-370x its hand kernel (three small allocations a cell: see
+    # benchmarks/README.md); the record guards its growth (quadratic was 2,000x)
+    assert all(0 < ratio < (1000 if row == "loop:x[i, j]" else 10)
+               for row, ratio in recorded.items())
 
 
 @pytest.mark.slow
