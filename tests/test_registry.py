@@ -31,7 +31,8 @@ INTERNAL = {
     "linalg": {"numpy_matmul", "tensordot_1d"},  # NumPy's matmul and dot rules
     # Tensor's NumPy protocols, the table of ufuncs they dispatch, the refusal of
     # options srcxform cannot honour (numpy_composites' too), and NumPy's in-place rule
-    "numpy_dispatch": {"array_ufunc", "array_function", "ufuncs", "reject", "as_into"},
+    "numpy_dispatch": {"array_ufunc", "array_function", "ufuncs", "reject", "as_into",
+                       "in_place_statement", "refuse_shared"},
 }
 
 

@@ -24,7 +24,7 @@ from srcxform.core.errors import (
 )
 from srcxform.core.ir import Eqn, Lit, Program, Var
 from srcxform.ops import cast, stack
-from srcxform.ops.numpy_dispatch import as_into
+from srcxform.ops.numpy_dispatch import as_into, in_place_statement, refuse_shared
 from srcxform.core.names import assigned_name
 from srcxform.core.primitive import op_name
 from srcxform.core.tensor import (SAME_AS_FUNCTION, SizeConstant, Tensor, Value, Variable,
@@ -61,7 +61,8 @@ class Tracer(Value):
     # (what srcxform's functions return), "numpy" or "python" (what NumPy's operators and
     # functions give on NumPy arrays and Python floats). The compiled call returns that.
     # `viewed`: made by an operation that gives a view of a NumPy array (_VIEWS).
-    __slots__ = ("_id", "_trace", "aval", "eager_kind", "ir_var", "viewed")
+    # `view_base`: the value it is a view of, where known (a NumPy operation made it).
+    __slots__ = ("_id", "_trace", "aval", "eager_kind", "ir_var", "view_base", "viewed")
 
     def __init__(self, trace, var, id=None, eager="tensor"):
         self._trace = trace
@@ -69,7 +70,7 @@ class Tracer(Value):
         self.ir_var = var
         self._id = next(_ids) + (1 << 62) if id is None else id
         self.eager_kind = eager
-        self.viewed = False
+        self.viewed, self.view_base = False, None
 
     def _fail(self, what, message):
         called = library_call()
@@ -227,11 +228,26 @@ def _numpy_index(index):
     return np.asarray(index) if index else np.zeros(0, np.int64)
 
 
-def viewed(value):
-    """value (a row of a NumPy array, a view of it) marked as a view where it has axes."""
+def viewed(value, base=None):
+    """value (a row of a NumPy array, a view of it) marked as a view where it has axes,
+    and as a view of `base` where that is traced too (refuse_shared's test)."""
     if isinstance(value, (Tracer, NumpyTensor)) and value.ndim:
         value.viewed = True
+        if isinstance(value, Tracer) and isinstance(base, Tracer):
+            value.view_base = base
     return value
+
+
+def _views_of(array):
+    """Whether a value is `array` or a view of it (of a view of it...), as traced."""
+    def shares(value):
+        while isinstance(value, Value):
+            if value is array:
+                return True
+            value = getattr(value, "view_base", None)
+        return False
+
+    return shares
 
 
 def _in_place(symbol):
@@ -252,6 +268,9 @@ def _in_place(symbol):
                 f"values. Write `x = x {symbol[:-1]} ...` where only this name should change, "
                 "or build the whole array anew (np.concatenate, np.where, "
                 "srcxform.tensor_scatter_nd_update)")
+        statement = in_place_statement()
+        if statement is not None:
+            refuse_shared(statement, _views_of(self))
         ufunc = _UFUNC_OF.get(_IN_PLACE[symbol])
         if ufunc is None or _eager_kind((self, other), python=False) != "numpy":
             return NotImplemented  # a tensor operand's result is a tensor eagerly
@@ -307,7 +326,8 @@ def _tracking(name, python):
             if isinstance(v, Tracer):
                 v.eager_kind = kind
         if kind == "numpy" and _gives_view(name, args):
-            values = [viewed(v) for v in values]
+            base = args[2][0] if name == "__array_function__" else self
+            values = [viewed(v, base) for v in values]
         if kind == "tensor" or not any(eager_tensor(v) for v in values):
             return out
         values = [NumpyTensor.of(v, kind) if eager_tensor(v) else v for v in values]

@@ -204,7 +204,7 @@ def row(items, taken):
         item.eager_kind = getattr(items, "eager_kind", "tensor")
     if type(items) is NumpyTensor:
         item = NumpyTensor.of(item, items.eager_kind)
-    return viewed(item) if getattr(item, "eager_kind", None) == "numpy" else item
+    return viewed(item, items) if getattr(item, "eager_kind", None) == "numpy" else item
 
 
 def if_stmt(pred, true_fn, false_fn, values, names, sure_true, sure_false):

@@ -8,6 +8,7 @@ TypeError (eager) or TracingError (traced), naming it.
 """
 
 import dis
+import functools
 import importlib
 import operator
 import sys
@@ -616,17 +617,15 @@ def _rebound(out, inputs):
     traced): NumPy's in-place operator calls the ufunc with out=acc, whose result the
     statement then binds to acc, as an in-place operator on a traced value rebinds. None
     for any other out= (np.add(a, x, out=a) writes into a, which a traced value cannot);
-    TracingError where NumPy would write into an array another holds (a view's, or one a
-    global, an attribute or an item holds)."""
+    TracingError where NumPy would write into an array another holds (a view's, one a
+    global, an attribute or an item holds, or one another local name reads later)."""
     if not (isinstance(out, tuple) and len(out) == 1 and isinstance(out[0], np.ndarray)
             and any(out[0] is v for v in inputs)):
         return None
-    frame = user_frame_object()
-    code = list(dis.get_instructions(frame.f_code)) if frame else []
-    at = next((k for k, i in enumerate(code) if i.offset == frame.f_lasti), None)
-    if at is None or not (code[at].opname.startswith("INPLACE_") or
-                          code[at].opname == "BINARY_OP" and code[at].argrepr.endswith("=")):
+    statement = in_place_statement()
+    if statement is None:
         return None
+    _, code, at = statement
     # A view of an array another name holds (its base has more references than a base
     # only its view holds: _ALONE), or a store into a global, an attribute or an item.
     base = out[0].base
@@ -638,7 +637,68 @@ def _rebound(out, inputs):
             "holds: NumPy writes into that memory, which a srcxform value cannot. Return "
             "the new value and update the array outside, or start from a new local array "
             "(acc = np.zeros(...); acc += x)")
+    refuse_shared(statement, lambda v: isinstance(v, np.ndarray) and
+                  np.may_share_memory(v, out[0]))
     return out[0]
+
+
+def in_place_statement():
+    """(the user's frame, its instructions, the position of the one it runs) where that
+    is an in-place operator (`a += x`), else None (operator.iadd(a, x), np.add(out=))."""
+    frame = user_frame_object()
+    code = _instructions(frame.f_code) if frame else []
+    at = next((k for k, i in enumerate(code) if i.offset == frame.f_lasti), None)
+    if at is None or not (code[at].opname.startswith("INPLACE_") or
+                          code[at].opname == "BINARY_OP" and code[at].argrepr.endswith("=")):
+        return None
+    return frame, code, at
+
+
+@functools.lru_cache(maxsize=64)
+def _instructions(code):
+    return list(dis.get_instructions(code))
+
+
+def refuse_shared(statement, shares):
+    """TracingError where a local name other than the one the in-place statement binds
+    holds a value that `shares` memory with its array and is read after the statement
+    (or in a loop around it): NumPy would change what that name reads (`s = h[:]; h +=
+    b`, `g = h; h += b`), where srcxform's values are immutable."""
+    frame, code, at = statement
+    target = code[at + 1].argval if at + 1 < len(code) else None
+    here, symbol = code[at].offset, code[at].argrepr or "an in-place operator"
+    # What runs next, in the code's order: the rest, then from a loop's start (where a
+    # jump after this statement goes back before it) to the statement.
+    again = min([i.argval for i in code[at + 1:] if i.opcode in _JUMPS
+                 and isinstance(i.argval, int) and i.argval <= here], default=here)
+    after = code[at + 1:] + [i for i in code[:at] if i.offset >= again]
+    for name, value in frame.f_locals.items():
+        if name != target and shares(value) and _read_first(after, name):
+            raise TracingError(
+                f"{user_line()}\n  `{symbol}` on a NumPy array that `{name}` also holds (a "
+                f"view of it, or another name for it) and reads after this line: NumPy "
+                f"writes into their shared memory, so `{name}` would change too, where "
+                "srcxform's values are immutable. Write `x = x + ...` and take "
+                f"`{name}` from the new value, or copy it first (`{name} = ....copy()`)")
+
+
+def _read_first(instructions, name):
+    """Whether the first of `instructions` to read or bind `name` reads it (a branch
+    taken or not is not told apart)."""
+    for i in instructions:
+        names = i.argval if isinstance(i.argval, tuple) else (i.argval,)
+        if name in names and i.opname in _READS:
+            return True
+        if name in names and i.opname.startswith(("STORE_FAST", "STORE_DEREF", "STORE_NAME",
+                                                  "DELETE_")):
+            return False
+    return False
+
+
+_JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
+# The instructions that read a local name (its value, or its cell for a closure).
+_READS = {name for name in dis.opname if name.startswith(("LOAD_FAST", "LOAD_DEREF"))} | {
+    "LOAD_CLOSURE", "LOAD_NAME"}
 
 
 def _alone():
