@@ -597,6 +597,40 @@ def test_nested_loops_add_their_gradients_into_one_buffer(fn, shape, compile_mod
     assert [line for line in source.splitlines() if whole in line and
             line.startswith(" " * 8)] == []
 
+
+def broadcast_rows(x):
+    acc = tf.zeros((x.shape[0], x.shape[1]), tf.float64)
+    for i in range(x.shape[0]):
+        row = tf.zeros((1, x.shape[1]), tf.float64)
+        for j in range(x.shape[1]):
+            row = tf.tensor_scatter_nd_add(row, [[0]], [x[i] * x[i, j]])
+        acc = acc + row  # (n, m) + (1, m): each row of acc gets it
+    return tf.reduce_sum(acc * acc)
+
+
+def wrapping_counts(c):
+    acc = tf.zeros(c.shape, tf.float64)
+    for i in range(c.shape[0]):
+        k = tf.zeros(c.shape, tf.int8)
+        for j in range(c.shape[0]):
+            k = tf.tensor_scatter_nd_add(k, [[0]], tf.cast([c[j]], tf.int8))
+        acc = acc + k  # int8 sums wrap before they are added
+    return acc
+
+
+def test_an_inner_loop_summing_in_another_shape_or_dtype_keeps_its_own_sum(compile_mode):
+    """Helper 142: an inner loop's carry that the outer add broadcasts ((1, m) into (n, m))
+    or casts (int8 into float64) was started from the outer carry all the same: its rows
+    all landed in row 0 (747 for 1494), its int8 sums did not wrap (900 for 132)."""
+    x = np.arange(6.0).reshape(2, 3) / 4
+    value, grad = tf.differentiable(broadcast_rows).value_and_grad(x)
+    eager_value, eager_grad = eager_value_and_grad(broadcast_rows, x)
+    np.testing.assert_allclose(value, eager_value, rtol=1e-13)
+    np.testing.assert_allclose(grad, eager_grad, rtol=1e-13)
+    c = np.full(3, 100.0)
+    np.testing.assert_array_equal(tf.differentiable(wrapping_counts, wrt=())(c),
+                                  wrapping_counts(tf.constant(c)))
+
 def _switched(i, x):
     return tf.switch_case(i, [lambda: x * 2.0, lambda: x * x, lambda: -x])
 

@@ -171,8 +171,8 @@ def _into_loop(program, value, old, add, producers, readers):
     whole array of zeros and its sum (an adjoint of `for i: for j: ... x[i, j]`)."""
     result = producers.get(value)
     loop = result is not None and result.prim is OUTPUT and producers.get(result.ins[0])
-    if not loop or loop.prim is not FORI or readers[value] != 1:
-        return None
+    if not loop or loop.prim is not FORI or readers[value] != 1 or not _same_aval(value, old):
+        return None  # (a carry the add broadcasts or casts sums in its own shape and dtype)
     j, n = result.kwargs["index"], loop.kwargs["carries"]
     stack = n + len(loop.kwargs["y_avals"]) + 1 + j  # the carry's values, trip by trip
     zeros = producers.get(loop.ins[2 + j]) if j < n else None
