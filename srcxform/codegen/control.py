@@ -93,27 +93,31 @@ def _assign(low, indent, names, values):
         low.line(indent, f"{', '.join(names)} = {', '.join(values)}")
 
 
-def _body(low, program, first, carry, inits):
+def _body(low, eqn, first, carry, inits):
     """The lowering of a loop's body (its carries are its inputs from `first`, starting at
     the atoms `inits`) and the spare buffers of its in-place carries (_in_place), after
     the carries that add rows into their own buffer (_rows_added) have their initial
-    values copied, once: not where an enclosing loop owns that buffer (`low.owned`)."""
-    program, added = _rows_added(low, program, first, len(carry))
+    values copied, once: not where an enclosing loop owns that buffer (`low.owned`),
+    which then owns the loop's result too (the next inner loop adding into it)."""
+    program, added = _rows_added(low, eqn.kwargs["body"], first, len(carry))
+    results = results_of(low.program, eqn.out)
     for k in added:
         if inits[k] not in low.owned:
             low.line(1, f"{carry[k]} = {carry[k]}.copy()")
+        elif k in results:
+            low.owned.add(results[k])
     body = _lowering(low, program)
     body.owned = {program.ins[first + k] for k in added}  # each read once, adding into it
     return body, _in_place(low, body, first, carry)
 
 
 def _rows_added(low, program, first, n):
-    """`program` with each carry it updates as the old value plus scatter_adds (a sum of
-    them too), where nothing else reads the old value or the scatters, adding their rows
-    in the carry's own buffer (add_rows in place); and those carries' indices. A trip then
-    costs the rows it adds, not the whole array: the adjoint of a loop reading x[i] carries
-    x's gradient so. An inner loop that adds into a carry so, from zeros, added to the old
-    value, starts from the old value instead (_into_loop): nested loops' adjoints."""
+    """`program` with each carry it updates as the old value plus scatter_adds and inner
+    loops' sums (_summed), where nothing else reads the old value or those, adding into
+    the carry's own buffer; and those carries' indices. A trip then costs the rows it
+    adds, not the whole array: the adjoint of a loop reading x[i] carries x's gradient so,
+    adding its rows in place (add_rows), and an inner loop adding into a carry from zeros
+    starts from the outer carry instead (the adjoint of `for i: for j: ... x[i, j]`)."""
     if not low.in_place_carries:
         return program, []
     uses = _uses(program)
@@ -144,64 +148,79 @@ def _accumulated(program, first, k, producers, readers):
     """How `program` adds into its carry k in place, as (equations gone, {equation: its
     replacements}, {inner loop: (the position of an initial value, its new atom)}), or
     None where its new value is anything but the old one (read nowhere else) plus
-    scatter_adds or an inner loop's sum."""
+    scatter_adds and inner loops' sums. The loops add first, in program order, each
+    starting from the last one's result; the scatters' rows then, where the sum was."""
     old, out = program.ins[first + k], program.outs[k]
     eqn = producers.get(out)
     if not (eqn is not None and eqn.prim is add_p and old in eqn.ins and readers[old] == 1
             and readers[out] == 1 and _same_aval(old, out)):
         return None
-    other = eqn.ins[eqn.ins[0] is old]
-    summed = _summed(other, producers, readers, out)
+    summed = _summed(program, eqn.ins[eqn.ins[0] is old], producers, readers, out)
     if not summed:
-        return _into_loop(program, other, old, eqn, producers, readers)
+        return None
     scatters = [e for e in summed if e.prim is scatter_add_p]
-    value, rows = old, []
+    loops = [e for e in program.eqns if e.prim is OUTPUT and e in summed]  # in order
+    if len({r.ins[0] for r in loops}) < len(loops):  # two carries of one loop: one start
+        return None
+    # Zeros that something else reads too (one array of zeros for two loops, CSE's) stay.
+    inits = Counter(producers[r.ins[0]].ins[2 + r.kwargs["index"]] for r in loops)
+    kept = {e for e in summed if e.prim is broadcast_to_p and readers[e.out] > inits[e.out]}
+    gone, made, starts, value = set(summed) - set(loops) - kept | {eqn}, {}, {}, old
+    for result in loops:
+        into = out if result is loops[-1] and not scatters else result.out
+        starts[producers[result.ins[0]]] = (2 + result.kwargs["index"], value)
+        made[result] = [Eqn(into, OUTPUT, result.ins, result.params, result.origin,
+                            result.adjoint, result.of)]
+        value = into
+    rows = []
     for s in scatters:
         into = out if s is scatters[-1] else s.out  # a name the Namer knows
         rows.append(Eqn(into, add_rows_p, (value, s.ins[1], s.ins[0]), (("in_place", True),),
                         s.origin, s.adjoint, s.of))
         value = into
-    return set(summed), {eqn: rows}, {}
-
-
-def _into_loop(program, value, old, add, producers, readers):
-    """`old + value` where value is an inner fori_loop's carry j, started at zeros, which
-    that loop's body adds into (_accumulated): the loop starts the carry at `old` and its
-    result is the sum, so a trip of the outer loop costs the inner loop's rows, not a
-    whole array of zeros and its sum (an adjoint of `for i: for j: ... x[i, j]`)."""
-    result = producers.get(value)
-    loop = result is not None and result.prim is OUTPUT and producers.get(result.ins[0])
-    if not loop or loop.prim is not FORI or readers[value] != 1 or not _same_aval(value, old):
-        return None  # (a carry the add broadcasts or casts sums in its own shape and dtype)
-    j, n = result.kwargs["index"], loop.kwargs["carries"]
-    stack = n + len(loop.kwargs["y_avals"]) + 1 + j  # the carry's values, trip by trip
-    zeros = producers.get(loop.ins[2 + j]) if j < n else None
-    if not (zeros is not None and zeros.prim is broadcast_to_p and readers[zeros.out] == 1
-            and isinstance(zeros.ins[0], Lit) and zeros.ins[0].value == 0) \
-            or stack in results_of(program, loop.out) \
-            or _accumulated(loop.kwargs["body"], 1, j, *_uses(loop.kwargs["body"])) is None:
-        return None
-    return {add, zeros}, {result: [Eqn(add.out, OUTPUT, result.ins, result.params,
-                                       result.origin, result.adjoint, result.of)]}, \
-        {loop: (2 + j, old)}
+    if rows:
+        made[eqn] = rows
+        gone.discard(eqn)
+    return gone, made, starts
 
 
 def _same_aval(a, b):
     return same_shape(a.aval.shape, b.aval.shape) and a.aval.dtype == b.aval.dtype
 
 
-def _summed(value, producers, readers, like):
-    """The equations of the sum `value` is (a scatter_add, or adds of such sums, each
-    value read once and shaped as `like`), or None where it is anything else."""
+def _summed(program, value, producers, readers, like):
+    """The equations of the sum `value` is (scatter_adds, inner loops' sums (_into_loop)
+    with the zeros they start from, and adds of such sums, each value read once and
+    shaped as `like`), or None where it is anything else."""
     eqn = producers.get(value)
     if eqn is None or readers[value] != 1 or not _same_aval(value, like):
         return None
     if eqn.prim is scatter_add_p:
         return [eqn]
+    if eqn.prim is OUTPUT:
+        return _into_loop(program, eqn, producers)
     if eqn.prim is not add_p:
         return None
-    parts = [_summed(a, producers, readers, like) for a in eqn.ins]
+    parts = [_summed(program, a, producers, readers, like) for a in eqn.ins]
     return None if None in parts else parts[0] + parts[1] + [eqn]
+
+
+def _into_loop(program, result, producers):
+    """[result, the zeros its loop starts it from] where `result` is an inner fori_loop's
+    carry j, started at zeros, which that loop's body only adds into (_accumulated), so
+    that it may start from the outer carry instead; else None."""
+    loop = producers.get(result.ins[0])
+    j = result.kwargs["index"]
+    if loop is None or loop.prim is not FORI or j >= loop.kwargs["carries"]:
+        return None
+    stack = loop.kwargs["carries"] + len(loop.kwargs["y_avals"]) + 1 + j  # its trips' values
+    zeros = producers.get(loop.ins[2 + j])
+    if not (zeros is not None and zeros.prim is broadcast_to_p
+            and isinstance(zeros.ins[0], Lit) and zeros.ins[0].value == 0) \
+            or stack in results_of(program, loop.out) \
+            or _accumulated(loop.kwargs["body"], 1, j, *_uses(loop.kwargs["body"])) is None:
+        return None
+    return [result, zeros]
 
 
 def _in_place(low, body, first, carry):
@@ -292,7 +311,7 @@ def _while(low, eqn):
     trips = _names(low, eqn, [n], "trips")[0] if counted else None
     if counted:
         low.line(1, f"{trips} = 0")
-    body, spares = _body(low, eqn.kwargs["body"], 0, carry, eqn.ins[:n])
+    body, spares = _body(low, eqn, 0, carry, eqn.ins[:n])
     low.line(1, "while True:")
     (pred,) = region(low, eqn.kwargs["cond"], carry + captures, 2)
     low.line(2, f"if not {low.on_host(pred)}:")
@@ -326,7 +345,7 @@ def _fori(low, eqn):
     ys = _allocated(low, eqn, range(n, n + r), trips)
     stacks = [(c - n - r - 1, s) for c, s in
               _allocated(low, eqn, range(n + r + 1, 2 * n + r + 1), _rows(trips, k))]
-    body, spares = _body(low, eqn.kwargs["body"], 1, carry, eqn.ins[2:2 + n])
+    body, spares = _body(low, eqn, 1, carry, eqn.ins[2:2 + n])
     index = low.namer.fresh("it")
     from_zero = lower == "np.int64(0)"
     lane = False
@@ -386,7 +405,7 @@ def _segmented(low, eqn):
         dims = [rows] + [low.sizes.source(d) for d in var.aval.shape]
         low.line(1, low.stack(name, dims, _src(dtype_ast(var.aval.dtype))))
         segments.append(name)
-    body, spares = _body(low, eqn.kwargs["body"], 1, carry, eqn.ins[2:2 + n])
+    body, spares = _body(low, eqn, 1, carry, eqn.ins[2:2 + n])
     segment, start, stop = (low.namer.fresh(b) for b in ("segment_index", "start", "stop"))
     low.line(1, f"for {segment} in range({_rows(trips, k)} - 1, -1, -1):")
     low.line(2, f"{start} = {segment} * {k}")
