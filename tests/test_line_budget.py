@@ -223,8 +223,9 @@ BUDGET = {
     # +5: the names of NumPy's methods that are its functions (helper 137); +2: a
     # NumpyTensor argument keyed by its eager kind; +23: errors name the user's line
     # past SciPy's frames, and the SciPy function it called (helper 137); +6: an index
-    # out of bounds worded from its numbers (a message built in compiled code is slow)
-    "core": 3126,
+    # out of bounds worded from its numbers (a message built in compiled code is slow);
+    # +20: NumPy's setitem error for a traced item value named at the user's line
+    "core": 3146,
     # the CUDA target (issue 35): its first slice, 590 lines; +80: kept buffers per
     # thread, scalar steps folded into the next launch, Variables, methods; +5: a transpose
     # as a view (numba-cuda's .T compiled a kernel per call: W5's GPU gradient 334 ms);
@@ -274,7 +275,8 @@ BUDGET = {
     # probes taken before a trace too, unsettled ones never holding (helper 134); +4: a
     # NumPy array's source stays a NumpyTensor in the eager reference run (helper 135); +8:
     # a slow compile's warning names the call's line, not the timer's thread (helper 134)
-    "jit": 2202,
+    # +3: NumPy's setitem error for a traced item value, at the user's line
+    "jit": 2205,
     "keras": 160,
     # +20: the cache's ledger appended and rewritten under a lock (a rewrite lost counts
     # appended meanwhile, and the cache outgrew its limit); +25: a ledger that is a link,

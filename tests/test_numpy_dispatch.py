@@ -861,6 +861,27 @@ def test_an_in_place_operator_runs_where_no_other_name_reads_the_array_after():
     np.testing.assert_allclose(f.grad(x), central_difference(_aliases_not_read_after, x),
                                rtol=1e-6)
 
+
+def _item_added(x):
+    table = np.zeros(3)
+    table[1] += np.sum(x)
+    return np.sum(table)
+
+
+def _item_set(x):
+    table = np.zeros(3)
+    table[2] = np.sum(x * x)
+    return np.sum(table)
+
+
+@pytest.mark.parametrize("fn", [_item_added, _item_set])
+def test_a_traced_value_stored_into_an_items_array_raises_naming_the_line(fn):
+    """Helper 140: `A[1] += np.sum(x)` on a local NumPy array raised NumPy's bare ValueError
+    ("setting an array element with a sequence"), naming no line of the user's."""
+    with pytest.raises(tf.TracingError, match=r"test_numpy_dispatch.py:\d+: table\[.\] .*\n  "
+                       r"NumPy: setting an array element with a sequence. An item"):
+        tf.differentiable(fn)(np.ones(3))
+
 def _fresh_values(x):
     total = x[0] + 0.0
     total += x[1]  # x[1] is a view, total a new array

@@ -6,6 +6,7 @@ line) safe to write into generated source, in a comment or a docstring. This mod
 knows no primitive and imports nothing from the rest of the package.
 """
 
+import dis
 import importlib.util
 import linecache
 import os
@@ -214,6 +215,27 @@ def user_line(origin=None):
     line = source_line(filename, lineno).strip()
     return source_text(f"{os.path.basename(filename)}:{lineno}: {line}" if line else
                        f"{filename}:{lineno}")
+
+
+def item_store(err):
+    """NumPy's ValueError for a traced value stored into an item of a NumPy array (`A[i]
+    = x`, `A[i] += x`: NumPy's setitem takes the value for a sequence) as a TracingError
+    naming the user's line; None for any other error."""
+    if str(err) != "setting an array element with a sequence.":
+        return None
+    tb, found = err.__traceback__, None
+    while tb is not None:
+        if not is_own_file(tb.tb_frame.f_code.co_filename):
+            found = tb
+        tb = tb.tb_next
+    if found is None or not any(i.offset == found.tb_lasti and i.opname == "STORE_SUBSCR"
+                                for i in dis.get_instructions(found.tb_frame.f_code)):
+        return None
+    return TracingError(
+        f"{user_line((found.tb_frame.f_code.co_filename, found.tb_lineno))}\n  NumPy: "
+        f"{err} An item of a NumPy array holds a number, and cannot hold a traced value "
+        "(known only when the kernel runs). Build the array from the values instead "
+        "(np.stack, np.concatenate, np.where, srcxform.tensor_scatter_nd_update)")
 
 
 def source_line(filename, lineno):

@@ -25,7 +25,7 @@ from srcxform.codegen import callpath, entry
 from srcxform.codegen import generate as generate_source
 from srcxform.codegen.exprs import size_label
 from srcxform.core.dims import Dim, concrete, expr_of, guard_conditions, printing
-from srcxform.core.errors import OutputNotScalarError, source_text
+from srcxform.core.errors import OutputNotScalarError, item_store, source_text
 from srcxform.jit.kernel import Kernel, Spec, array_shapes
 from srcxform.core.ir import may_raise
 from srcxform.core.names import function_name
@@ -219,6 +219,11 @@ def trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux=False,
     except Rerolled:  # a tape in fn differentiates wrt a value a loop went around
         traced = _trace_function(fn, wrt, kernel_form, args, kwargs, leaves, has_aux,
                                  tf_rules, rerolls=False)
+    except ValueError as err:  # NumPy's own words where a traced value met its setitem
+        stored = item_store(err)
+        if stored is None:
+            raise
+        raise stored from None
     return traced._replace(probes=captures.settled(before, captures.of_function(fn))
                            + traced.probes)
 
