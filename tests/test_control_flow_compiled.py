@@ -617,6 +617,8 @@ def test_nested_loops_add_their_gradients_into_one_buffer(fn, shape, compile_mod
     assert whole in source  # the gradient's zeros, made once before the loops
     assert [line for line in source.splitlines() if whole in line and
             line.startswith(" " * 8)] == []
+    # x[i, j] reads row i in place (a view), not a copy of it per element (helper 142)
+    assert (re.search(r"\]\.copy\(\)", source) is None) == (fn is not row_and_cells)
 
 
 def broadcast_rows(x):

@@ -160,8 +160,9 @@ BUDGET = {
     # +65: a loop carry updated by scatter_adds adds their rows in its own buffer (the
     # gradient of a loop reading x[i] cost len(x) a trip: helper 137); +35: an inner loop
     # adds into its outer loop's carry (nested loops' gradients were quadratic in the rows);
-    # +18: two inner loops in a row, or a row's scatter beside one (helper 142)
-    "codegen": 2678,
+    # +18: two inner loops in a row, or a row's scatter beside one (helper 142); +15: a
+    # row only gathers read is a view (x[i, j] copied row i per element: helper 142)
+    "codegen": 2693,
     # +310: branches.py (explain), signature.py (the argument rules); +5 joins; +5 spans
     # (a concat's, once for lowering and its VJP: codegen and ops shrank as much); +10: a
     # primitive's batching rule (vector mode, issue 32); +10: the identity's rows as a
@@ -354,8 +355,8 @@ BUDGET = {
     # a base only its view holds, measured (Python 3.14 counts apart); +6: one index's
     # read checked in the kernel's own code (a helper that may raise is not inlined);
     # +50: an in-place operator refused where another local name reads the array after
-    # it (`s = h[:]; h += b` was silently NumPy's old s: helper 141)
-    "ops": 5216,
+    # it (`s = h[:]; h += b` was silently NumPy's old s: helper 141); +2: gather's view
+    "ops": 5218,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the

@@ -25,7 +25,7 @@ from srcxform.codegen.schedule import LoopGroup
 from srcxform.core.aval import same_shape
 from srcxform.core.ir import Eqn, Lit, Var, may_raise
 from srcxform.ops.elementwise import add_p
-from srcxform.ops.shape import add_rows_p, broadcast_to_p, scatter_add_p
+from srcxform.ops.shape import add_rows_p, broadcast_to_p, gather_p, scatter_add_p
 from srcxform.passes.structured import COND, FORI, OUTPUT, WHILE, results_of
 
 _FIRST_ROWS = 16  # a while_loop's stacks start with this many rows, then double
@@ -99,7 +99,7 @@ def _body(low, eqn, first, carry, inits):
     the carries that add rows into their own buffer (_rows_added) have their initial
     values copied, once: not where an enclosing loop owns that buffer (`low.owned`),
     which then owns the loop's result too (the next inner loop adding into it)."""
-    program, added = _rows_added(low, eqn.kwargs["body"], first, len(carry))
+    program, added = _rows_added(low, _rows_viewed(eqn.kwargs["body"]), first, len(carry))
     results = results_of(low.program, eqn.out)
     for k in added:
         if inits[k] not in low.owned:
@@ -109,6 +109,25 @@ def _body(low, eqn, first, carry, inits):
     body = _lowering(low, program)
     body.owned = {program.ins[first + k] for k in added}  # each read once, adding into it
     return body, _in_place(low, body, first, carry)
+
+
+def _rows_viewed(program):
+    """`program` with each row of one index that only such gathers read (x[i, j]: x[i],
+    then its element j) read in place, a view of x, not a copy: a trip then costs the
+    element, not the row."""
+    readers = _uses(program)[1]
+    gathered = Counter(e.ins[0] for e in program.eqns if _one_index(e))
+    viewed = {e for e in program.eqns if _one_index(e) and e.out.aval.shape
+              and gathered[e.out] == readers[e.out]}
+    if not viewed:
+        return program
+    return program.replace(eqns=[Eqn(e.out, e.prim, e.ins, (("view", True),), e.origin,
+                                      e.adjoint, e.of) if e in viewed else e
+                                  for e in program.eqns])
+
+
+def _one_index(eqn):
+    return eqn.prim is gather_p and not eqn.ins[1].aval.shape
 
 
 def _rows_added(low, program, first, n):

@@ -167,7 +167,7 @@ embed_p = primitive("embed", "structural", _embed_impl, _embed_shape,
                         g, shape=g.shape[:1] + tuple(shape), index=(FULL,) + tuple(index)))
 
 
-def _gather_shape(x, indices):
+def _gather_shape(x, indices, *, view=False):
     if indices.dtype.kind not in "iu" or indices.ndim > 1:
         raise TypeError(f"indices must be an integer or a vector of them, got "
                         f"{indices.short()}")
@@ -188,7 +188,7 @@ def check_indices(indices, size, op):
                                  f"size {size}\n  at {user_line()}")
 
 
-def _gather_impl(x, indices):
+def _gather_impl(x, indices, view=False):
     check_indices(indices, x.shape[0], "gather")
     return np.array(x[indices])  # a row of its own where the index is one integer
 
@@ -215,13 +215,15 @@ out = x[indices]{}"""
 
 # Rows of x along the first axis (one row where indices is an integer); gather() moves
 # other axes there first. Indices are data: compiled code checks their bounds at each
-# call (arrays.gather, _ONE_ROW).
+# call (arrays.gather, _ONE_ROW). With `view`, which only code generation sets (a row that
+# only gathers read, x[i, j]'s: codegen/control.py), one integer's row is x's own memory.
 gather_p = primitive("gather", "opaque", _gather_impl, _gather_shape,
                      "arrays.gather(x, indices)", raises=True,
-                     emit_for=lambda x, indices, out: None if indices.shape else
-                     _ONE_ROW.format(".copy()" if out.shape else ""),
-                     vjp=lambda g, out, x, indices: (scatter_add(g, indices, x.shape[0]), None),
-                     batch=lambda flags, avals: not flags[1] and (
+                     emit_for=lambda x, indices, out, *, view=False: None if indices.shape else
+                     _ONE_ROW.format(".copy()" if out.shape and not view else ""),
+                     vjp=lambda g, out, x, indices, *, view=False:
+                     (scatter_add(g, indices, x.shape[0]), None),
+                     batch=lambda flags, avals, *, view=False: not flags[1] and (
                          lambda x, indices: _rows_second(gather_p.bind(_rows_second(x), indices))
                          if indices.ndim else gather_p.bind(_rows_second(x), indices)))
 # gather's transpose: rows of g added into zeros at `indices`.
