@@ -96,8 +96,8 @@ BUDGET = {
     # +11: an in-place operator keeps a NumPy array's dtype and shape, ^ and reflected & |
     # keep NumPy's meaning (helper 140); +3: by NumPy's ufunc, a tensor operand's rebinds
     # +17: a traced view keeps its base, so an in-place operator on the base finds the
-    # names that view it (numpy_dispatch.refuse_shared)
-    "ad": 1702,
+    # names that view it (numpy_dispatch.refuse_shared); +1: np.diag's view (helper 143)
+    "ad": 1703,
     # +20: functions defined in the converted one converted with it (TensorFlow's rule),
     # the enclosing function's lists guarded, fn's __future__ imports and the user's
     # qualified names kept (three wrong or lost found by helper 55); +25: the methods of
@@ -355,8 +355,9 @@ BUDGET = {
     # a base only its view holds, measured (Python 3.14 counts apart); +6: one index's
     # read checked in the kernel's own code (a helper that may raise is not inlined);
     # +50: an in-place operator refused where another local name reads the array after
-    # it (`s = h[:]; h += b` was silently NumPy's old s: helper 141); +2: gather's view
-    "ops": 5218,
+    # it (`s = h[:]; h += b` was silently NumPy's old s: helper 141); +2: gather's view;
+    # +5: an attribute's or an item's store found past Python's SWAP (helper 143)
+    "ops": 5223,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the

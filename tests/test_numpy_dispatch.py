@@ -825,8 +825,16 @@ def _new_array_alias(x):
     return np.sum(acc * seen + acc)
 
 
+def _diagonal_read_after(x):
+    k = x @ x.T
+    d = np.diag(k)  # a view of k's diagonal (np.diag of a vector makes a new matrix)
+    k += 1.0
+    return np.sum(d) + np.sum(k)
+
+
 @pytest.mark.parametrize("fn, name", [(_view_read_after, "s"), (_alias_read_after, "g"),
-                                      (_alias_read_in_loop, "prev"), (_new_array_alias, "seen")])
+                                      (_alias_read_in_loop, "prev"), (_new_array_alias, "seen"),
+                                      (_diagonal_read_after, "d")])
 def test_an_in_place_operator_raises_where_another_name_reads_the_array_after(fn, name):
     """Helper 141: `s = h[:]; h += b` then reading s gave 5.59 for NumPy's 15.25, with no
     error: NumPy's in-place operator writes into the memory s (a view of h, or h itself
@@ -881,6 +889,36 @@ def test_a_traced_value_stored_into_an_items_array_raises_naming_the_line(fn):
     with pytest.raises(tf.TracingError, match=r"test_numpy_dispatch.py:\d+: table\[.\] .*\n  "
                        r"NumPy: setting an array element with a sequence. An item"):
         tf.differentiable(fn)(np.ones(3))
+
+
+def _already_2d(x, w):
+    x = np.atleast_2d(x)  # x itself where it has two axes: no view of it
+    h = x @ w
+    h += 1.0
+    x *= 2.0
+    return np.sum(h) + np.sum(x)
+
+
+class _Layer:
+    def __init__(self):
+        self.w = np.ones((4, 2))
+
+    def step(self, x):
+        self.w -= 0.1 * (x.T @ x)[:, :2]  # the object keeps w past the trace
+        return np.sum(self.w)
+
+
+def test_in_place_operators_on_the_array_itself_and_on_an_attribute():
+    """Helper 143: np.atleast_2d of a matrix, the matrix itself, was marked a view of
+    itself (the alias walk then never ended); `self.w -= ...` left a traced value on the
+    object, as Python puts a SWAP between the operator and STORE_ATTR, which the check of
+    the store did not look past."""
+    x, w = np.arange(12.0).reshape(3, 4) / 10, np.ones((4, 2))
+    np.testing.assert_allclose(tf.differentiable(_already_2d)(x, w), _already_2d(x.copy(), w))
+    layer = _Layer()
+    with pytest.raises(tf.TracingError, match=r"self.w -= .*\n  an in-place operator"):
+        tf.differentiable(layer.step)(x)
+    assert isinstance(layer.w, np.ndarray)
 
 def _fresh_values(x):
     total = x[0] + 0.0

@@ -205,8 +205,8 @@ _VIEW_FUNCTIONS = {np.reshape, np.transpose, np.ravel, np.squeeze, np.swapaxes, 
 
 
 def _gives_view(name, args):
-    if name == "__array_function__":
-        return args[0] in _VIEW_FUNCTIONS
+    if name == "__array_function__":  # np.diag of a matrix is a view, of a vector not
+        return args[0] in _VIEW_FUNCTIONS or args[0] is np.diag and np.ndim(args[2][0]) == 2
     if name != "__getitem__":
         return name in _VIEWS
     index = args[0] if isinstance(args[0], tuple) else (args[0],)
@@ -327,7 +327,8 @@ def _tracking(name, python):
                 v.eager_kind = kind
         if kind == "numpy" and _gives_view(name, args):
             base = args[2][0] if name == "__array_function__" else self
-            values = [viewed(v, base) for v in values]
+            # (np.atleast_2d of a matrix is the matrix itself: no view of it)
+            values = [v if v is base else viewed(v, base) for v in values]
         if kind == "tensor" or not any(eager_tensor(v) for v in values):
             return out
         values = [NumpyTensor.of(v, kind) if eager_tensor(v) else v for v in values]

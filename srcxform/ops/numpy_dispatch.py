@@ -629,8 +629,8 @@ def _rebound(out, inputs):
     # A view of an array another name holds (its base has more references than a base
     # only its view holds: _ALONE), or a store into a global, an attribute or an item.
     base = out[0].base
-    if base is not None and sys.getrefcount(base) > _ALONE or at + 1 < len(code) and \
-            code[at + 1].opname in ("STORE_GLOBAL", "STORE_ATTR", "STORE_SUBSCR"):
+    if base is not None and sys.getrefcount(base) > _ALONE or _store(code, at).opname in (
+            "STORE_GLOBAL", "STORE_ATTR", "STORE_SUBSCR"):
         raise TracingError(
             f"{user_line()}\n  an in-place operator adding a srcxform value into a NumPy "
             "array that is a view of another, or that a global, an attribute or an item "
@@ -665,7 +665,7 @@ def refuse_shared(statement, shares):
     (or in a loop around it): NumPy would change what that name reads (`s = h[:]; h +=
     b`, `g = h; h += b`), where srcxform's values are immutable."""
     frame, code, at = statement
-    target = code[at + 1].argval if at + 1 < len(code) else None
+    target = _store(code, at).argval
     here, symbol = code[at].offset, code[at].argrepr or "an in-place operator"
     # What runs next, in the code's order: the rest, then from a loop's start (where a
     # jump after this statement goes back before it) to the statement.
@@ -678,8 +678,15 @@ def refuse_shared(statement, shares):
                 f"{user_line()}\n  `{symbol}` on a NumPy array that `{name}` also holds (a "
                 f"view of it, or another name for it) and reads after this line: NumPy "
                 f"writes into their shared memory, so `{name}` would change too, where "
-                "srcxform's values are immutable. Write `x = x + ...` and take "
+                f"srcxform's values are immutable. Write `x = x {symbol[:-1]} ...` and take "
                 f"`{name}` from the new value, or copy it first (`{name} = ....copy()`)")
+
+
+def _store(code, at):
+    """The instruction that binds the in-place operator's result at `at` (past the stack
+    shuffles Python puts before an attribute's or an item's store: SWAP, ROT_TWO)."""
+    return next((i for i in code[at + 1:] if not i.opname.startswith(("SWAP", "ROT_", "COPY"))),
+                code[at])
 
 
 def _read_first(instructions, name):
