@@ -356,8 +356,9 @@ BUDGET = {
     # read checked in the kernel's own code (a helper that may raise is not inlined);
     # +50: an in-place operator refused where another local name reads the array after
     # it (`s = h[:]; h += b` was silently NumPy's old s: helper 141); +2: gather's view;
-    # +5: an attribute's or an item's store found past Python's SWAP (helper 143)
-    "ops": 5223,
+    # +5: an attribute's or an item's store found past Python's SWAP (helper 143); +4:
+    # a local list, tuple or dict holding the array counts as another name (helper 143)
+    "ops": 5227,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the

@@ -832,9 +832,16 @@ def _diagonal_read_after(x):
     return np.sum(d) + np.sum(k)
 
 
+def _params_updated(x):
+    params = [x * 1.0, x[0] * 2.0]
+    for p, g in zip(params, [x, x[1]]):
+        p -= 0.1 * g  # NumPy updates the list's arrays (SGD over a list: helper 143)
+    return np.sum(params[0]) + np.sum(params[1])
+
+
 @pytest.mark.parametrize("fn, name", [(_view_read_after, "s"), (_alias_read_after, "g"),
                                       (_alias_read_in_loop, "prev"), (_new_array_alias, "seen"),
-                                      (_diagonal_read_after, "d")])
+                                      (_diagonal_read_after, "d"), (_params_updated, "params")])
 def test_an_in_place_operator_raises_where_another_name_reads_the_array_after(fn, name):
     """Helper 141: `s = h[:]; h += b` then reading s gave 5.59 for NumPy's 15.25, with no
     error: NumPy's in-place operator writes into the memory s (a view of h, or h itself

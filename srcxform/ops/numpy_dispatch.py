@@ -673,10 +673,14 @@ def refuse_shared(statement, shares):
                  and isinstance(i.argval, int) and i.argval <= here], default=here)
     after = code[at + 1:] + [i for i in code[:at] if i.offset >= again]
     for name, value in frame.f_locals.items():
-        if name != target and shares(value) and _read_first(after, name):
+        items = value.values() if isinstance(value, dict) else \
+            value if isinstance(value, (list, tuple)) else ()
+        if name != target and (shares(value) or any(map(shares, items))) and \
+                _read_first(after, name):
             raise TracingError(
                 f"{user_line()}\n  `{symbol}` on a NumPy array that `{name}` also holds (a "
-                f"view of it, or another name for it) and reads after this line: NumPy "
+                f"view of it, another name for it, or an item of it: `for p in params: p "
+                f"-= ...`) and reads after this line: NumPy "
                 f"writes into their shared memory, so `{name}` would change too, where "
                 f"srcxform's values are immutable. Write `x = x {symbol[:-1]} ...` and take "
                 f"`{name}` from the new value, or copy it first (`{name} = ....copy()`)")
