@@ -231,7 +231,8 @@ def _numpy_index(index):
 def viewed(value, base=None):
     """value (a row of a NumPy array, a view of it) marked as a view where it has axes,
     and as a view of `base` where that is traced too (refuse_shared's test)."""
-    if isinstance(value, (Tracer, NumpyTensor)) and value.ndim:
+    # (np.atleast_2d of a matrix is the matrix itself: no view of it)
+    if isinstance(value, (Tracer, NumpyTensor)) and value.ndim and value is not base:
         value.viewed = True
         if isinstance(value, Tracer) and isinstance(base, Tracer):
             value.view_base = base
@@ -327,8 +328,7 @@ def _tracking(name, python):
                 v.eager_kind = kind
         if kind == "numpy" and _gives_view(name, args):
             base = args[2][0] if name == "__array_function__" else self
-            # (np.atleast_2d of a matrix is the matrix itself: no view of it)
-            values = [v if v is base else viewed(v, base) for v in values]
+            values = [viewed(v, base) for v in values]
         if kind == "tensor" or not any(eager_tensor(v) for v in values):
             return out
         values = [NumpyTensor.of(v, kind) if eager_tensor(v) else v for v in values]

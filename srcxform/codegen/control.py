@@ -17,6 +17,7 @@ recomputing its carries from a checkpoint first (_segmented).
 """
 
 from collections import Counter
+from dataclasses import replace
 
 import astor
 
@@ -99,7 +100,7 @@ def _body(low, eqn, first, carry, inits):
     the carries that add rows into their own buffer (_rows_added) have their initial
     values copied, once: not where an enclosing loop owns that buffer (`low.owned`),
     which then owns the loop's result too (the next inner loop adding into it)."""
-    program, added = _rows_added(low, _rows_viewed(eqn.kwargs["body"]), first, len(carry))
+    program, added = _rows_added(low, eqn.kwargs["body"], first, len(carry))
     results = results_of(low.program, eqn.out)
     for k in added:
         if inits[k] not in low.owned:
@@ -121,8 +122,7 @@ def _rows_viewed(program):
               and gathered[e.out] == readers[e.out]}
     if not viewed:
         return program
-    return program.replace(eqns=[Eqn(e.out, e.prim, e.ins, (("view", True),), e.origin,
-                                      e.adjoint, e.of) if e in viewed else e
+    return program.replace(eqns=[replace(e, params=(("view", True),)) if e in viewed else e
                                   for e in program.eqns])
 
 
@@ -139,6 +139,7 @@ def _rows_added(low, program, first, n):
     starts from the outer carry instead (the adjoint of `for i: for j: ... x[i, j]`)."""
     if not low.in_place_carries:
         return program, []
+    program = _rows_viewed(program)
     uses = _uses(program)
     gone, made, starts, added = set(), {}, {}, []
     for k in range(n):
@@ -188,8 +189,7 @@ def _accumulated(program, first, k, producers, readers):
     for result in loops:
         into = out if result is loops[-1] and not scatters else result.out
         starts[producers[result.ins[0]]] = (2 + result.kwargs["index"], value)
-        made[result] = [Eqn(into, OUTPUT, result.ins, result.params, result.origin,
-                            result.adjoint, result.of)]
+        made[result] = [replace(result, out=into)]
         value = into
     rows = []
     for s in scatters:
