@@ -619,6 +619,18 @@ def test_nested_loops_add_their_gradients_into_one_buffer(fn, shape, compile_mod
             line.startswith(" " * 8)] == []
     # x[i, j] reads row i in place (a view), not a copy of it per element (helper 142)
     assert (re.search(r"\]\.copy\(\)", source) is None) == (fn is not row_and_cells)
+    # and its gradient is added at [i, j] (add_at), not as a row of zeros per element
+    inside = [line for line in source.splitlines() if line.startswith(" " * 8)]
+    assert not any("arrays.zeros(" in line for line in inside)
+    assert any(re.search(r"\w\[\w+, \w+(, \w+)?\] \+= \w+$", line) for line in inside)
+
+
+def test_an_inner_loop_is_not_run_again_for_its_trip_count_alone():
+    """The adjoint of an outer loop ran each row's inner loop again, its values unread,
+    only for the count of its trips, which its bounds give."""
+    x, w = np.ones((3, 4)), np.ones(4)
+    source = tf.differentiable(weighted_cells).source(x, w)
+    assert len(re.findall(r"# (?!grad of)\S+: total \+= x\[i, j\]", source)) == 1
 
 
 def broadcast_rows(x):

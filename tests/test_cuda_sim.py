@@ -749,10 +749,12 @@ def test_a_loop_on_traced_values_runs_on_the_host_launching_its_bodys_kernels():
         "stack_1 = launch.empty((trips,), np.float64)", lines[forward],
         "launch.put(stack, it, t65)", "launch.put(stack_1, it, t66)"]
     assert lines[forward + 14].startswith("lotka_volterra__value_and_grad_cuda_k0[launch.grid(1)]")
-    adjoint = lines.index("for it_1 in range(trips_on_host - 1, -1, -1):")
+    # the adjoint's count, max(steps, 0), read back once too
+    adjoint = lines.index("for it_1 in range(t68_on_host - 1, -1, -1):")
+    assert "t68_i = max(steps[0], np.int64(0))" in lines[:adjoint]
     assert "x0 = launch.row(stack, it_1)" in lines[adjoint:]
     # the adjoint's results are new arrays at each iteration, never a kept buffer
-    assert "t226 = launch.empty((n0,), np.float64)" in lines[adjoint:]
+    assert "t227 = launch.empty((n0,), np.float64)" in lines[adjoint:]
 
 
 def product_of(x):

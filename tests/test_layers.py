@@ -172,9 +172,10 @@ def test_import_srcxform_loads_neither_numba_nor_scipy():
     assert float(erf) == pytest.approx(math.erf(0.5), rel=1e-15)
 
 
-# Numba's extension API, which the runtime's intrinsics and overloads are written in.
+# Numba's extension API, which the runtime's intrinsics and overloads are written in, and
+# its documented literal_unroll (a loop over a tuple of mixed types: arrays.add_at).
 _NUMBA_EXTENSION_API = ("numba.extending", "numba.core.types", "numba.core.cgutils",
-                        "numba.core.errors", "numba.types", "numba.cuda")
+                        "numba.core.errors", "numba.types", "numba.cuda", "numba.literal_unroll")
 
 
 def test_only_the_numba_adapter_imports_numba_internals():

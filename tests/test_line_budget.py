@@ -162,7 +162,10 @@ BUDGET = {
     # adds into its outer loop's carry (nested loops' gradients were quadratic in the rows);
     # +18: two inner loops in a row, or a row's scatter beside one (helper 142); +15: a
     # row only gathers read is a view (x[i, j] copied row i per element: helper 142)
-    "codegen": 2693,
+    # +34: a scatter of scatters into a carry adds each element at [i, j] (add_at: the
+    # gradient of x[i, j] made a row of zeros per element), variadic templates' fixed
+    # operands; a fori_loop's count only where read
+    "codegen": 2727,
     # +310: branches.py (explain), signature.py (the argument rules); +5 joins; +5 spans
     # (a concat's, once for lowering and its VJP: codegen and ops shrank as much); +10: a
     # primitive's batching rule (vector mode, issue 32); +10: the identity's rows as a
@@ -226,7 +229,8 @@ BUDGET = {
     # past SciPy's frames, and the SciPy function it called (helper 137); +6: an index
     # out of bounds worded from its numbers (a message built in compiled code is slow);
     # +20: NumPy's setitem error for a traced item value named at the user's line
-    "core": 3146,
+    # +4: a value named after the program (codegen's element adds)
+    "core": 3150,
     # the CUDA target (issue 35): its first slice, 590 lines; +80: kept buffers per
     # thread, scalar steps folded into the next launch, Variables, methods; +5: a transpose
     # as a view (numba-cuda's .T compiled a kernel per call: W5's GPU gradient 334 ms);
@@ -358,7 +362,9 @@ BUDGET = {
     # it (`s = h[:]; h += b` was silently NumPy's old s: helper 141); +2: gather's view;
     # +5: an attribute's or an item's store found past Python's SWAP (helper 143); +4:
     # a local list, tuple or dict holding the array counts as another name (helper 143)
-    "ops": 5227,
+    # +42: add_at, an element's add at several indices (x[i, j]'s gradient cost a row
+    # of zeros per element: n^3 for n x n); integers' maximum as max (3x in a loop)
+    "ops": 5269,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the
@@ -378,8 +384,9 @@ BUDGET = {
     # NumPy values carried or given by a branch stay NumPy's (helper 98); +15: a Python
     # number carry cast to the body's dtype only where it loses nothing (helpers 127, 130,
     # 132); +16: a view of a NumPy array stays one through a loop or branch (helper 139);
-    # +2: only where the body gives it back (helper 141)
-    "passes": 1558,
+    # +2: only where the body gives it back (helper 141); +3: a fori_loop's adjoint
+    # counts its trips from the bounds (an inner loop was run again for its count alone)
+    "passes": 1561,
     # +10: put_lane, so vmap's prange lanes run on threads; +50: concatenate, slice copies
     # and transposes that compile nothing per kernel (issue 28: ht's first calls); +35:
     # stacked rows copied by cached cores (rows n = 10's first call 1.8 -> 0.9 s); +30:
@@ -397,8 +404,8 @@ BUDGET = {
     # a running total in x's dtype (a float64 one lost int64's bits: helper 135); +6:
     # add_rows (a loop's carry of x's gradient, a row at a time: helper 137); +21: one
     # index's row read and added straight (element, row, add_row); -13: element and row
-    # written into the kernel (ops/shape.py's _ONE_ROW)
-    "runtime": 1254,
+    # written into the kernel (ops/shape.py's _ONE_ROW); +15: add_at of a subarray
+    "runtime": 1269,
     "testing": 290,
 }
 

@@ -26,7 +26,7 @@ from srcxform.codegen.schedule import LoopGroup
 from srcxform.core.aval import same_shape
 from srcxform.core.ir import Eqn, Lit, Var, may_raise
 from srcxform.ops.elementwise import add_p
-from srcxform.ops.shape import add_rows_p, broadcast_to_p, gather_p, scatter_add_p
+from srcxform.ops.shape import add_at_p, add_rows_p, broadcast_to_p, gather_p, scatter_add_p
 from srcxform.passes.structured import COND, FORI, OUTPUT, WHILE, results_of
 
 _FIRST_ROWS = 16  # a while_loop's stacks start with this many rows, then double
@@ -153,6 +153,8 @@ def _rows_added(low, program, first, n):
     if not added:
         return program, []
     made.update((loop, [loop.with_ins(ins)]) for loop, ins in starts.items())
+    for eqn in (e for rows in made.values() for e in rows):
+        low.namer.add(eqn.out)  # an element's add made here
     eqns = [new for e in program.eqns if e not in gone for new in made.get(e, [e])]
     return program.replace(eqns=eqns), added
 
@@ -191,16 +193,47 @@ def _accumulated(program, first, k, producers, readers):
         starts[producers[result.ins[0]]] = (2 + result.kwargs["index"], value)
         made[result] = [replace(result, out=into)]
         value = into
-    rows = []
+    adds = []
     for s in scatters:
-        into = out if s is scatters[-1] else s.out  # a name the Namer knows
-        rows.append(Eqn(into, add_rows_p, (value, s.ins[1], s.ins[0]), (("in_place", True),),
+        parts, inner = _elements(program, s, producers, readers)
+        gone |= inner
+        adds += [(s, g, indices) for g, indices in parts]
+    rows = []
+    for at, (s, g, indices) in enumerate(adds):
+        into = out if at == len(adds) - 1 else Var(out.aval)
+        rows.append(Eqn(into, *_added(value, g, indices), (("in_place", True),),
                         s.origin, s.adjoint, s.of))
         value = into
     if rows:
         made[eqn] = rows
         gone.discard(eqn)
     return gone, made, starts
+
+
+def _elements(program, scatter, producers, readers):
+    """([(rows, their indices)], equations gone) that `scatter` adds: its own rows at its
+    indices, or, where its index is one integer and its rows are a sum of scatter_adds of
+    one index each (a row of the gradient of x[i, j]), each of their elements (or
+    subarrays) at both indices, those scatters and sums gone."""
+    g, index = scatter.ins
+    summed = None if index.aval.shape else _summed(program, g, producers, readers, g)
+    if not summed or any(e.prim is not add_p and not (
+            e.prim is scatter_add_p and not e.ins[1].aval.shape) for e in summed):
+        return [(g, (index,))], set()
+    parts, gone = [], set(summed)
+    for inner in (e for e in summed if e.prim is scatter_add_p):
+        found, below = _elements(program, inner, producers, readers)
+        parts += [(rows, (index,) + indices) for rows, indices in found]
+        gone |= below
+    return parts, gone
+
+
+def _added(x, g, indices):
+    """The primitive and operands that add g into x at indices: rows at one index (or a
+    vector of them), an element or subarray at several."""
+    if len(indices) == 1:
+        return add_rows_p, (x, indices[0], g)
+    return add_at_p, (x, g) + indices
 
 
 def _same_aval(a, b):
@@ -359,7 +392,8 @@ def _fori(low, eqn):
     captures = [_atom(low, a) for a in eqn.ins[2 + n + m:]]
     _assign(low, 1, carry, [_atom(low, a) for a in eqn.ins[2:2 + n]])
     trips = _names(low, eqn, [n + r], "trips")[0]
-    if r or eqn.kwargs["stacked"]:
+    results = results_of(low.program, eqn.out)
+    if any(c in results for c in range(n, 2 * n + r + 1)):  # ys, the count or a stack read
         low.line(1, f"{trips} = max({upper} - {lower}, 0)")
     ys = _allocated(low, eqn, range(n, n + r), trips)
     stacks = [(c - n - r - 1, s) for c, s in
@@ -390,7 +424,7 @@ def _fori(low, eqn):
     for c, y in ys:  # before the swap, which rebinds the spare buffers' names
         low.line(2, low.put(y, row, outs[c], lane))
     _swap(low, 2, carry, outs[:n], spares)
-    if n + r in results_of(low.program, eqn.out):
+    if n + r in results:
         low.counted(1, trips)
 
 

@@ -149,9 +149,11 @@ def _reverses(perm):
 
 
 def _single_index(node):
-    """x[0], not x[0,]."""
+    """x[0], not x[0,]; and a variadic operand's item, `indices[1]` of (i, j), as j."""
     if isinstance(node.slice, ast.Tuple) and len(node.slice.elts) == 1:
         node.slice = node.slice.elts[0]
+    if isinstance(node.value, ast.Tuple) and isinstance(node.slice, ast.Constant):
+        return node.value.elts[node.slice.value]
     return node
 
 

@@ -156,12 +156,14 @@ class _Lowering:
 
     # ----- equations that are not fused -----
     def template_names(self, eqn, ins):
-        """What eqn's template names: its params, and its operands `ins` (one tuple where
-        the primitive is variadic)."""
+        """What eqn's template names: its params, and its operands `ins` (those of a variadic
+        primitive's last parameter as one tuple)."""
         names = {k: param_ast(v, self.sizes) for k, v in eqn.params}
         arg_names = eqn.prim.arg_names
-        names.update({arg_names[-1]: ast.Tuple(ins, ast.Load())} if eqn.prim.variadic
-                     else zip(arg_names, ins))
+        if eqn.prim.variadic:
+            fixed = len(arg_names) - 1
+            ins = ins[:fixed] + [ast.Tuple(ins[fixed:], ast.Load())]
+        names.update(zip(arg_names, ins))
         return names
 
     def eqn(self, eqn, indent=1, first=None, rows=None):

@@ -59,6 +59,11 @@ class Namer:
     def __call__(self, var):
         return self._names[var]
 
+    def add(self, var):
+        """Names a value made after the program was named (code generation's rewrite of a
+        region: codegen/control.py)."""
+        self._assign(var, None)
+
     def in_loop(self, var):
         """The name of var's element inside a loop nest: its loop form."""
         return self._names[var] + _LOOP_FORM

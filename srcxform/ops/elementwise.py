@@ -143,11 +143,18 @@ def _select_vjp(mask_fn):
 
 # Ties send the whole gradient to x, as TensorFlow does; their value is x too, as
 # TensorFlow's (maximum(-0., 0.) is -0., where np.maximum gives 0.), and NaN wins.
+def _of_integers(form):
+    """emit_for of maximum and minimum: integers' builtin max or min, a select that LLVM
+    reads (a loop's trip count through the general form's branches made a nested loop
+    3x slower: benchmarks/README.md, "x[i, j]'s gradient")."""
+    return lambda x, y, out: form if out.dtype.kind in "iu" else None
+
+
 maximum_p = elementwise("maximum", lambda x, y: np.where((x < y) | np.isnan(y), y, x),
-                        "y if x < y or y != y else x",
+                        "y if x < y or y != y else x", emit_for=_of_integers("max(x, y)"),
                         vjp=_select_vjp(lambda x, y: x >= y), kinds="fiu", numpy=(np.maximum,))
 minimum_p = elementwise("minimum", lambda x, y: np.where((y < x) | np.isnan(y), y, x),
-                        "y if y < x or y != y else x",
+                        "y if y < x or y != y else x", emit_for=_of_integers("min(x, y)"),
                         vjp=_select_vjp(lambda x, y: x <= y), kinds="fiu", numpy=(np.minimum,))
 
 # ----- comparisons and logic (no gradient) -----

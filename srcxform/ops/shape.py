@@ -262,6 +262,54 @@ add_rows_p = primitive("add_rows", "opaque", _add_rows_impl, _add_rows_shape,
                            gout, None, gather_p.bind(gout, indices)))
 
 
+def _add_at_shape(x, g, *indices, in_place):
+    if not (1 < len(indices) <= len(x.shape)
+            and all(not i.shape and i.dtype.kind in "iu" for i in indices)
+            and g.shape == x.shape[len(indices):] and g.dtype == x.dtype):
+        raise ValueError(f"{g.short()} does not fit {x.short()} at {len(indices)} indices")
+    return Aval(x.shape, x.dtype)
+
+
+def _add_at_impl(x, g, *indices, in_place):
+    for axis, i in enumerate(indices):
+        check_indices(np.asarray([i]), x.shape[axis], "scatter_add")
+    out = x.copy()
+    out[tuple(indices)] += g
+    return out
+
+
+_IN_BOUNDS = """if not -x.shape[{0}] <= indices[{0}] < x.shape[{0}]:
+    raise arrays.IndexOutOfBounds('scatter_add', indices[{0}], x.shape[{0}])"""
+
+
+def _add_at_form(x, g, *indices_and_out, in_place):
+    """An element's add in the kernel's own code: each index's bounds test, then the add
+    (a subarray's: arrays.add_at)."""
+    if g.shape:
+        return None
+    axes = range(len(indices_and_out) - 1)
+    return "\n".join(["out = x" + ("" if in_place else ".copy()")]
+                     + [_IN_BOUNDS.format(a) for a in axes]
+                     + [f"out[{', '.join(f'indices[{a}]' for a in axes)}] += g"])
+
+
+# x with g added at x[i, j, ...] (two or more integer indices): add_rows' counterpart for
+# an element, which code generation makes of a scatter of scatters into a loop carry it
+# owns (codegen/control.py), so that the adjoint of `for i: for j: ... x[i, j]` costs an
+# element a trip, not a row.
+add_at_p = primitive("add_at", "opaque", _add_at_impl, _add_at_shape,
+                     "arrays.add_at(x, indices, g, in_place)", raises=True,
+                     emit_for=_add_at_form,
+                     vjp=lambda gout, out, x, g, *indices, in_place: (
+                         gout, _element(gout, indices)) + (None,) * len(indices))
+
+
+def _element(x, indices):
+    for i in indices:
+        x = gather_p.bind(x, i)
+    return x
+
+
 def _rows_second(x):
     """x with its first two axes swapped: a batch's rows moved behind the axis that
     gather and scatter_add index, and back."""

@@ -645,6 +645,9 @@ def _loop_vjp(bounds, n, m, r, body, reverse, checkpoint):
         inits = inputs[bounds:bounds + n]
         xs, captures = inputs[bounds + n:bounds + n + m], inputs[bounds + n + m:]
         ys, trips, stacks = outs[n:n + r], outs[n + r], outs[n + r + 1:]
+        if bounds:  # a fori_loop's count from its bounds: a recomputed loop read for it dies
+            from srcxform.ops import maximum
+            trips = maximum(inputs[1] - inputs[0], 0)
         floats = [k for k in range(n) if inits[k].dtype.kind == "f"]
         x_floats = [k for k in range(m) if xs[k].dtype.kind == "f"]
         y_floats = [j for j in range(r) if ys[j].dtype.kind == "f"]

@@ -13,6 +13,7 @@ import sys
 
 import numpy as np
 from llvmlite import ir
+from numba import literal_unroll
 from numba.core import cgutils, types
 from numba.extending import intrinsic, overload
 
@@ -443,6 +444,22 @@ def add_rows(x, indices, g, in_place):
     out = x if in_place else x.copy()
     for k in range(indices.shape[0]):
         out[indices[k]] += g[k]
+    return out
+
+
+@helper
+def add_at(x, indices, g, in_place):
+    """x with g added at x[indices], a tuple of integers (each checked against its axis);
+    in_place: in x's own buffer (ops/shape.py's add_at of a subarray)."""
+    axis, bad, index = 0, -1, 0
+    for i in literal_unroll(indices):  # a raise in here does not type: after the loop
+        if bad < 0 and (i >= x.shape[axis] or i < -x.shape[axis]):
+            bad, index = axis, np.int64(i)
+        axis += 1  # noqa: SIM113 (Numba enumerates no literal_unroll)
+    if bad >= 0:
+        raise IndexOutOfBounds("scatter_add", index, x.shape[bad])
+    out = x if in_place else x.copy()
+    out[indices] += g
     return out
 
 
