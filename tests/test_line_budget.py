@@ -364,7 +364,8 @@ BUDGET = {
     # a local list, tuple or dict holding the array counts as another name (helper 143)
     # +42: add_at, an element's add at several indices (x[i, j]'s gradient cost a row
     # of zeros per element: n^3 for n x n); integers' maximum as max (3x in a loop)
-    "ops": 5269,
+    # +7: x[0, j] beside a loop's index a row at a time (a column read added all of x)
+    "ops": 5276,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the

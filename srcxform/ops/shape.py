@@ -652,7 +652,15 @@ def _advanced_getitem(x, items, arrays):
     first = indices[0]
     # Traced integer scalars alone (beside an array index, NumPy's axis order differs):
     if all(i.ndim == 0 and i.dtype.kind in "iu" for i in indices):
-        # x[i, 0], x[..., i], x[i, j] with i traced (a loop's index): i's axis taken first
+        if len(items) <= x.ndim and all(k in arrays or isinstance(item, (int, np.integer))
+                                        for k, item in enumerate(items)):
+            # x[i, j], x[0, j], x[i, 0]: a row at a time, a fixed index too, so that a
+            # loop reads a view of the row and adds the element's gradient at [i, j]
+            # (codegen/control.py), where a column read copied and added all of x a trip
+            for item in items:
+                x = gather(x, item)
+            return x
+        # x[..., i], x[i, :] with i traced (a loop's index): i's axis taken first
         # (the axes before it that an item indexes), then the rest
         k = arrays[0]
         used = sum(item is not None and item is not Ellipsis for item in items)
