@@ -588,16 +588,30 @@ def row_and_cells(x, w):
     return total
 
 
+def branching_rows(x, w):
+    total = 0.0 * x[0, 0]
+    for i in range(x.shape[0]):
+        if x[i, 0] > 0:
+            for j in range(x.shape[1]):
+                total += x[i, j] * x[i, j] * w[j]
+        elif x[i, 1] > 0:
+            total += x[i, 1] * w[0]
+        else:
+            total += w[1]  # nothing of x: that branch adds zeros
+    return total
+
+
 @pytest.mark.parametrize("fn, shape", [(weighted_cells, (5, 3)), (three_deep, (3, 2, 4)),
                                        (checkpointed_rows, (5, 3)), (two_inner_loops, (4, 3)),
-                                       (row_and_cells, (4, 3))])
+                                       (row_and_cells, (4, 3)), (branching_rows, (6, 3))])
 def test_nested_loops_add_their_gradients_into_one_buffer(fn, shape, compile_mode):
     """The adjoint of `for i: for j: ... x[i, j]` runs the inner loop once per row, each
     run adding into x's gradient from zeros, then added to the outer loop's carry: a whole
     array of zeros and a sum of it per row, a gradient quadratic in the rows. The inner
     loop now starts from the outer carry and adds into its buffer (control.py's
     _into_loop): no array the size of x is made inside a loop. Two inner loops in a row,
-    or a row's scatter beside one, add in turn (helper 142)."""
+    or a row's scatter beside one, add in turn (helper 142); so do the branches of an if
+    (each made x's gradient of zeros and a sum of it per row)."""
     f = tf.differentiable(fn)
     rng = np.random.default_rng(3)
     w = rng.normal(size=shape[-1])

@@ -20,16 +20,19 @@ from collections import Counter
 from dataclasses import replace
 
 import astor
+import numpy as np
 
 from srcxform.codegen.exprs import dtype_ast
 from srcxform.codegen.schedule import LoopGroup
-from srcxform.core.aval import same_shape
+from srcxform.core.aval import Aval, same_shape
 from srcxform.core.ir import Eqn, Lit, Var, may_raise
 from srcxform.ops.elementwise import add_p
-from srcxform.ops.shape import add_at_p, add_rows_p, broadcast_to_p, gather_p, scatter_add_p
+from srcxform.ops.shape import (add_at_p, add_rows_p, broadcast_to_p, embed_p, gather_p,
+                                scatter_add_p)
 from srcxform.passes.structured import COND, FORI, OUTPUT, WHILE, results_of
 
 _FIRST_ROWS = 16  # a while_loop's stacks start with this many rows, then double
+_INDEX = Aval((), np.dtype(np.int64))  # a fixed index's
 
 
 def lower(low, eqn):
@@ -100,7 +103,8 @@ def _body(low, eqn, first, carry, inits):
     the carries that add rows into their own buffer (_rows_added) have their initial
     values copied, once: not where an enclosing loop owns that buffer (`low.owned`),
     which then owns the loop's result too (the next inner loop adding into it)."""
-    program, added = _rows_added(low, eqn.kwargs["body"], first, len(carry))
+    body = eqn.kwargs["body"]
+    program, added = _rows_added(low, body, [(body.ins[first + k], k) for k in range(len(carry))])
     results = results_of(low.program, eqn.out)
     for k in added:
         if inits[k] not in low.owned:
@@ -130,33 +134,69 @@ def _one_index(eqn):
     return eqn.prim is gather_p and not eqn.ins[1].aval.shape
 
 
-def _rows_added(low, program, first, n):
-    """`program` with each carry it updates as the old value plus scatter_adds and inner
-    loops' sums (_summed), where nothing else reads the old value or those, adding into
+def _rows_added(low, program, carried):
+    """`program` with each carry it updates (`carried`: (its old value, the index of its
+    new one among the outputs)) as the old value plus scatter_adds and inner loops' and
+    branches' sums (_summed), where nothing else reads the old value or those, adding into
     the carry's own buffer; and those carries' indices. A trip then costs the rows it
     adds, not the whole array: the adjoint of a loop reading x[i] carries x's gradient so,
     adding its rows in place (add_rows), and an inner loop adding into a carry from zeros
-    starts from the outer carry instead (the adjoint of `for i: for j: ... x[i, j]`)."""
+    starts from the outer carry instead (the adjoint of `for i: for j: ... x[i, j]`), as
+    a branch adds into it (of `for i: if ...: x[i]`)."""
     if not low.in_place_carries:
         return program, []
     program = _rows_viewed(program)
     uses = _uses(program)
     gone, made, starts, added = set(), {}, {}, []
-    for k in range(n):
-        found = _accumulated(program, first, k, *uses)
+    for old, k in carried:
+        found = _accumulated(program, old, program.outs[k], *uses)
         if found is not None:
             gone |= found[0]
             made.update(found[1])
-            for loop, (position, old) in found[2].items():  # one inner loop, several carries
-                starts.setdefault(loop, list(loop.ins))[position] = old
+            for op, (index, value) in found[2].items():  # one inner op, several carries
+                starts.setdefault(op, []).append((index, value))
             added.append(k)
     if not added:
         return program, []
-    made.update((loop, [loop.with_ins(ins)]) for loop, ins in starts.items())
+    made.update((op, [_started(low, op, pairs)]) for op, pairs in starts.items())
     for eqn in (e for rows in made.values() for e in rows):
         low.namer.add(eqn.out)  # an element's add made here
     eqns = [new for e in program.eqns if e not in gone for new in made.get(e, [e])]
     return program.replace(eqns=eqns), added
+
+
+def _started(low, op, pairs):
+    """An inner loop `op` with each (carry index, value) pair's carry starting at value; a
+    cond taking each value as one operand more, into which its branches add their
+    result at that index (_cond then adds in place)."""
+    ins = list(op.ins)
+    if op.prim is FORI:
+        for j, value in pairs:
+            ins[2 + j] = value
+        return op.with_ins(ins)
+    params = dict(op.params)
+    for side in ("true", "false"):
+        branch = params[side]
+        accs = [Var(value.aval) for _, value in pairs]
+        eqns, outs = list(branch.eqns), list(branch.outs)
+        for acc, (k, _) in zip(accs, pairs):
+            low.namer.add(acc)
+            zeros = _uses(branch)[0].get(outs[k])
+            if _is_zeros(zeros):  # nothing added on this side: the operand passes through
+                outs[k] = acc
+                continue
+            total = Var(acc.aval)
+            low.namer.add(total)
+            eqns.append(Eqn(total, add_p, (acc, outs[k]), (), None, True))
+            outs[k] = total
+        params[side] = branch.replace(ins=list(branch.ins) + accs, eqns=eqns, outs=outs)
+    return replace(op, ins=tuple(ins + [value for _, value in pairs]),
+                   params=tuple(params.items()))
+
+
+def _is_zeros(eqn):
+    return eqn is not None and eqn.prim is broadcast_to_p and isinstance(eqn.ins[0], Lit) \
+        and eqn.ins[0].value == 0
 
 
 def _uses(program):
@@ -166,13 +206,12 @@ def _uses(program):
     return {e.out: e for e in program.eqns}, readers
 
 
-def _accumulated(program, first, k, producers, readers):
+def _accumulated(program, old, out, producers, readers):
     """How `program` adds into its carry k in place, as (equations gone, {equation: its
     replacements}, {inner loop: (the position of an initial value, its new atom)}), or
     None where its new value is anything but the old one (read nowhere else) plus
     scatter_adds and inner loops' sums. The loops add first, in program order, each
     starting from the last one's result; the scatters' rows then, where the sum was."""
-    old, out = program.ins[first + k], program.outs[k]
     eqn = producers.get(out)
     if not (eqn is not None and eqn.prim is add_p and old in eqn.ins and readers[old] == 1
             and readers[out] == 1 and _same_aval(old, out)):
@@ -180,17 +219,18 @@ def _accumulated(program, first, k, producers, readers):
     summed = _summed(program, eqn.ins[eqn.ins[0] is old], producers, readers, out)
     if not summed:
         return None
-    scatters = [e for e in summed if e.prim is scatter_add_p]
+    scatters = [e for e in summed if _scattered(e)]
     loops = [e for e in program.eqns if e.prim is OUTPUT and e in summed]  # in order
     if len({r.ins[0] for r in loops}) < len(loops):  # two carries of one loop: one start
         return None
     # Zeros that something else reads too (one array of zeros for two loops, CSE's) stay.
-    inits = Counter(producers[r.ins[0]].ins[2 + r.kwargs["index"]] for r in loops)
+    inits = Counter(producers[r.ins[0]].ins[2 + r.kwargs["index"]] for r in loops
+                    if producers[r.ins[0]].prim is FORI)
     kept = {e for e in summed if e.prim is broadcast_to_p and readers[e.out] > inits[e.out]}
     gone, made, starts, value = set(summed) - set(loops) - kept | {eqn}, {}, {}, old
     for result in loops:
         into = out if result is loops[-1] and not scatters else result.out
-        starts[producers[result.ins[0]]] = (2 + result.kwargs["index"], value)
+        starts[producers[result.ins[0]]] = (result.kwargs["index"], value)
         made[result] = [replace(result, out=into)]
         value = into
     adds = []
@@ -212,20 +252,35 @@ def _accumulated(program, first, k, producers, readers):
 
 def _elements(program, scatter, producers, readers):
     """([(rows, their indices)], equations gone) that `scatter` adds: its own rows at its
-    indices, or, where its index is one integer and its rows are a sum of scatter_adds of
-    one index each (a row of the gradient of x[i, j]), each of their elements (or
+    indices, or, where its index is one integer and its rows are a sum of scatters of
+    integer indices (a row of the gradient of x[i, j]), each of their elements (or
     subarrays) at both indices, those scatters and sums gone."""
-    g, index = scatter.ins
-    summed = None if index.aval.shape else _summed(program, g, producers, readers, g)
-    if not summed or any(e.prim is not add_p and not (
-            e.prim is scatter_add_p and not e.ins[1].aval.shape) for e in summed):
-        return [(g, (index,))], set()
+    g, indices = _scattered(scatter)
+    summed = None if indices[0].aval.shape else _summed(program, g, producers, readers, g)
+    if not summed or any(e.prim is not add_p and not _at_integers(e) for e in summed):
+        return [(g, indices)], set()
     parts, gone = [], set(summed)
-    for inner in (e for e in summed if e.prim is scatter_add_p):
+    for inner in (e for e in summed if _scattered(e)):
         found, below = _elements(program, inner, producers, readers)
-        parts += [(rows, (index,) + indices) for rows, indices in found]
+        parts += [(rows, indices + more) for rows, more in found]
         gone |= below
     return parts, gone
+
+
+def _scattered(eqn):
+    """(rows, (index,)) of a scatter_add, (element, its integer indices) of an embed of
+    one (the gradient of w[0]); else None."""
+    if eqn.prim is scatter_add_p:
+        return eqn.ins[0], (eqn.ins[1],)
+    index = eqn.kwargs.get("index", ()) if eqn.prim is embed_p else ()
+    if index and all(isinstance(i, int) for i in index):
+        return eqn.ins[0], tuple(Lit(np.int64(i), _INDEX) for i in index)
+    return None
+
+
+def _at_integers(eqn):
+    found = _scattered(eqn)
+    return found is not None and not any(i.aval.shape for i in found[1])
 
 
 def _added(x, g, indices):
@@ -247,10 +302,10 @@ def _summed(program, value, producers, readers, like):
     eqn = producers.get(value)
     if eqn is None or readers[value] != 1 or not _same_aval(value, like):
         return None
-    if eqn.prim is scatter_add_p:
+    if _scattered(eqn):
         return [eqn]
     if eqn.prim is OUTPUT:
-        return _into_loop(program, eqn, producers)
+        return _into_loop(program, eqn, producers) or _into_branches(eqn, producers)
     if eqn.prim is not add_p:
         return None
     parts = [_summed(program, a, producers, readers, like) for a in eqn.ins]
@@ -267,12 +322,26 @@ def _into_loop(program, result, producers):
         return None
     stack = loop.kwargs["carries"] + len(loop.kwargs["y_avals"]) + 1 + j  # its trips' values
     zeros = producers.get(loop.ins[2 + j])
-    if not (zeros is not None and zeros.prim is broadcast_to_p
-            and isinstance(zeros.ins[0], Lit) and zeros.ins[0].value == 0) \
-            or stack in results_of(program, loop.out) \
-            or _accumulated(loop.kwargs["body"], 1, j, *_uses(loop.kwargs["body"])) is None:
+    body = loop.kwargs["body"]
+    if not _is_zeros(zeros) or stack in results_of(program, loop.out) \
+            or _accumulated(body, body.ins[1 + j], body.outs[j], *_uses(body)) is None:
         return None
     return [result, zeros]
+
+
+def _into_branches(result, producers):
+    """[result] where `result` is a cond's result that each branch computes as a sum
+    (_summed) or as zeros, so that the branches may add into the outer carry instead;
+    else None."""
+    cond = producers.get(result.ins[0])
+    if cond is None or cond.prim is not COND:
+        return None
+    for branch in (cond.kwargs["true"], cond.kwargs["false"]):
+        out = branch.outs[result.kwargs["index"]]
+        inner = _uses(branch)
+        if not _is_zeros(inner[0].get(out)) and not _summed(branch, out, *inner, out):
+            return None
+    return [result]
 
 
 def _in_place(low, body, first, carry):
@@ -493,6 +562,25 @@ def _cond(low, eqn):
     for head, branch in zip((f"if {_on_host(low, eqn.ins[0])}:", "else:"), branches):
         low.line(1, head)
         before = len(low.lines)
-        _assign(low, 2, names, region(low, branch, operands, 2))
+        sub = _branch(low, eqn, branch)
+        _assign(low, 2, names, region(low, sub.program, operands, 2, sub))
         if len(low.lines) == before:
             low.line(2, "pass")
+
+
+def _branch(low, eqn, branch):
+    """The lowering of a branch. An operand that is an enclosing loop's carry buffer
+    (`low.owned`: _started made the branch return it plus its own sum) is added into in
+    place (_rows_added), and the cond's result there owns the buffer in turn."""
+    producers = _uses(branch)[0]
+    carried = [(var, k) for var, atom in zip(branch.ins, eqn.ins[1:]) if atom in low.owned
+               for k, out in enumerate(branch.outs) if out is var or (
+                   out in producers and producers[out].prim is add_p
+                   and var in producers[out].ins)]
+    program = _rows_added(low, branch, carried)[0]
+    if carried:  # an owned operand: low.owned is a body's own set
+        results = results_of(low.program, eqn.out)
+        low.owned.update(results[k] for _, k in carried if k in results)
+    sub = _lowering(low, program)
+    sub.owned = {var for var, _ in carried}
+    return sub
