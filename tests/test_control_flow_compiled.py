@@ -670,6 +670,21 @@ def test_a_fixed_index_beside_a_loops_index_reads_and_adds_one_element(fn, compi
     assert not any(part in line for line in inside for part in (".T", ".copy()", "zeros("))
 
 
+def too_many_indices(x):
+    total = 0.0 * x[0, 0]
+    for i in range(x.shape[0]):
+        total += x[i, 0, 0]
+    return total
+
+
+def test_too_many_indices_beside_a_loops_index_are_counted_as_written():
+    # Helper 144: counted after the traced index took its axis ("(2) for a value of rank
+    # 1"), with no line of the user's
+    with pytest.raises(IndexError, match=r"too_many_indices|total \+= x\[i, 0, 0\]") as err:
+        tf.differentiable(too_many_indices).grad(np.ones((3, 2)))
+    assert "too many indices (3) for a value of rank 2" in str(err.value)
+
+
 def test_an_inner_loop_is_not_run_again_for_its_trip_count_alone():
     """The adjoint of an outer loop ran each row's inner loop again, its values unread,
     only for the count of its trips, which its bounds give."""

@@ -632,6 +632,10 @@ def getitem(x, index):
         raise TypeError(f"{user_line()}\n  getitem: a bool index (NumPy adds an axis of 1 "
                         "or 0 elements; TensorFlow refuses it): index with an int, or "
                         "None for a new axis")
+    used = sum(1 for i in items if i is not None and i is not Ellipsis)
+    if used > x.ndim:  # counted here, before a traced index takes its axis (helper 144)
+        raise IndexError(f"{user_line()}\n  getitem: too many indices ({used}) for a value "
+                         f"of rank {x.ndim}")
     arrays = [i for i, item in enumerate(items) if _is_array_index(item)]
     if arrays:
         return _advanced_getitem(x, items, arrays)
@@ -702,8 +706,6 @@ def boolean_mask(tensor, mask, axis=None, name=None):
 def _normalize_index(items, shape):
     """Expands Ellipsis and turns ints and slices into hashable, checked items."""
     used = sum(1 for i in items if i is not None and i is not Ellipsis)
-    if used > len(shape):
-        raise IndexError(f"getitem: too many indices ({used}) for a value of rank {len(shape)}")
     out, axis = [], 0
     for item in items:
         if item is Ellipsis:
