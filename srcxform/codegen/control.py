@@ -178,11 +178,10 @@ def _started(low, op, pairs):
     for side in ("true", "false"):
         branch = params[side]
         accs = [Var(value.aval) for _, value in pairs]
-        eqns, outs = list(branch.eqns), list(branch.outs)
+        eqns, outs, producers = list(branch.eqns), list(branch.outs), _uses(branch)[0]
         for acc, (k, _) in zip(accs, pairs):
             low.namer.add(acc)
-            zeros = _uses(branch)[0].get(outs[k])
-            if _is_zeros(zeros):  # nothing added on this side: the operand passes through
+            if _is_zeros(producers.get(outs[k])):  # nothing added here: the operand passes
                 outs[k] = acc
                 continue
             total = Var(acc.aval)

@@ -4,6 +4,7 @@ composites built on them (expand_dims, squeeze, stack, tile).
 Their emit templates are array expressions over the input and param names.
 """
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -209,9 +210,13 @@ def _one_row(form):
 # x[i] of one integer i (a loop's read of a row): its bounds checked in the kernel's own
 # code, as a call of a helper that may raise is not inlined (5 ns a loop trip more:
 # benchmarks/README.md, "A loop's x[i] read in the kernel's own code").
-_ONE_ROW = """if not -x.shape[0] <= indices < x.shape[0]:
-    raise arrays.IndexOutOfBounds("gather", indices, x.shape[0])
-out = x[indices]{}"""
+def _in_bounds(op, index, axis=0):
+    """A template's test of one integer index against x's axis, raising as NumPy would."""
+    return (f"if not -x.shape[{axis}] <= {index} < x.shape[{axis}]:\n"
+            f"    raise arrays.IndexOutOfBounds('{op}', {index}, x.shape[{axis}])")
+
+
+_ONE_ROW = _in_bounds("gather", "indices") + "\nout = x[indices]{}"
 
 # Rows of x along the first axis (one row where indices is an integer); gather() moves
 # other axes there first. Indices are data: compiled code checks their bounds at each
@@ -278,10 +283,6 @@ def _add_at_impl(x, g, *indices, in_place):
     return out
 
 
-_IN_BOUNDS = """if not -x.shape[{0}] <= indices[{0}] < x.shape[{0}]:
-    raise arrays.IndexOutOfBounds('scatter_add', indices[{0}], x.shape[{0}])"""
-
-
 def _add_at_form(x, g, *indices_and_out, in_place):
     """An element's add in the kernel's own code: each index's bounds test, then the add
     (a subarray's: arrays.add_at)."""
@@ -289,7 +290,7 @@ def _add_at_form(x, g, *indices_and_out, in_place):
         return None
     axes = range(len(indices_and_out) - 1)
     return "\n".join(["out = x" + ("" if in_place else ".copy()")]
-                     + [_IN_BOUNDS.format(a) for a in axes]
+                     + [_in_bounds("scatter_add", f"indices[{a}]", a) for a in axes]
                      + [f"out[{', '.join(f'indices[{a}]' for a in axes)}] += g"])
 
 
@@ -300,14 +301,9 @@ def _add_at_form(x, g, *indices_and_out, in_place):
 add_at_p = primitive("add_at", "opaque", _add_at_impl, _add_at_shape,
                      "arrays.add_at(x, indices, g, in_place)", raises=True,
                      emit_for=_add_at_form,
-                     vjp=lambda gout, out, x, g, *indices, in_place: (
-                         gout, _element(gout, indices)) + (None,) * len(indices))
-
-
-def _element(x, indices):
-    for i in indices:
-        x = gather_p.bind(x, i)
-    return x
+                     vjp=lambda gout, out, x, g, *indices, in_place: (  # gout's element
+                         gout, functools.reduce(gather_p.bind, indices, gout))
+                     + (None,) * len(indices))
 
 
 def _rows_second(x):
@@ -632,8 +628,7 @@ def getitem(x, index):
         raise TypeError(f"{user_line()}\n  getitem: a bool index (NumPy adds an axis of 1 "
                         "or 0 elements; TensorFlow refuses it): index with an int, or "
                         "None for a new axis")
-    used = sum(1 for i in items if i is not None and i is not Ellipsis)
-    if used > x.ndim:  # counted here, before a traced index takes its axis (helper 144)
+    if (used := _indexed(items)) > x.ndim:  # before a traced index takes its axis
         raise IndexError(f"{user_line()}\n  getitem: too many indices ({used}) for a value "
                          f"of rank {x.ndim}")
     arrays = [i for i, item in enumerate(items) if _is_array_index(item)]
@@ -656,8 +651,8 @@ def _advanced_getitem(x, items, arrays):
     first = indices[0]
     # Traced integer scalars alone (beside an array index, NumPy's axis order differs):
     if all(i.ndim == 0 and i.dtype.kind in "iu" for i in indices):
-        if len(items) <= x.ndim and all(k in arrays or isinstance(item, (int, np.integer))
-                                        for k, item in enumerate(items)):
+        if all(k in arrays or isinstance(item, (int, np.integer))
+               for k, item in enumerate(items)):
             # x[i, j], x[0, j], x[i, 0]: a row at a time, a fixed index too, so that a
             # loop reads a view of the row and adds the element's gradient at [i, j]
             # (codegen/control.py), where a column read copied and added all of x a trip
@@ -667,8 +662,7 @@ def _advanced_getitem(x, items, arrays):
         # x[..., i], x[i, :] with i traced (a loop's index): i's axis taken first
         # (the axes before it that an item indexes), then the rest
         k = arrays[0]
-        used = sum(item is not None and item is not Ellipsis for item in items)
-        axis = sum(x.ndim - used if item is Ellipsis else item is not None
+        axis = sum(x.ndim - _indexed(items) if item is Ellipsis else item is not None
                    for item in items[:k])
         return getitem(gather(x, first, axis=axis), items[:k] + items[k + 1:])
     rest = [i for i, item in enumerate(items) if i not in arrays and item != slice(None)]
@@ -703,9 +697,14 @@ def boolean_mask(tensor, mask, axis=None, name=None):
     return gather(rows, np.flatnonzero(m._array), axis=axis)
 
 
+def _indexed(items):
+    """How many axes an index's items take (all but None and Ellipsis)."""
+    return sum(item is not None and item is not Ellipsis for item in items)
+
+
 def _normalize_index(items, shape):
     """Expands Ellipsis and turns ints and slices into hashable, checked items."""
-    used = sum(1 for i in items if i is not None and i is not Ellipsis)
+    used = _indexed(items)
     out, axis = [], 0
     for item in items:
         if item is Ellipsis:
