@@ -167,7 +167,9 @@ BUDGET = {
     # operands; a fori_loop's count only where read; +76: an if's branches add into the
     # loop's gradient buffer too (each made a gradient-sized array of zeros a trip), and
     # a fixed index's element (w[0]) as a scatter's
-    "codegen": 2803,
+    # +13: a column's gradient (x[:, j] in a loop) added into a view of the carry with its
+    # axes swapped, not a transposed array of zeros the size of x a trip (39.6 -> 1.3 ms)
+    "codegen": 2816,
     # +310: branches.py (explain), signature.py (the argument rules); +5 joins; +5 spans
     # (a concat's, once for lowering and its VJP: codegen and ops shrank as much); +10: a
     # primitive's batching rule (vector mode, issue 32); +10: the identity's rows as a
@@ -368,7 +370,8 @@ BUDGET = {
     # of zeros per element: n^3 for n x n); integers' maximum as max (3x in a loop)
     # +7: x[0, j] beside a loop's index a row at a time (a column read added all of x)
     # +2: too many indices counted before a traced index takes its axis (helper 144)
-    "ops": 5278,
+    # +11: add_rows' axes, the rows of a view of x (a column's gradient added in place)
+    "ops": 5289,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the

@@ -28,7 +28,7 @@ from srcxform.core.aval import Aval, same_shape
 from srcxform.core.ir import Eqn, Lit, Var, may_raise
 from srcxform.ops.elementwise import add_p
 from srcxform.ops.shape import (add_at_p, add_rows_p, broadcast_to_p, embed_p, gather_p,
-                                scatter_add_p)
+                                scatter_add_p, transpose_p)
 from srcxform.passes.structured import COND, FORI, OUTPUT, WHILE, results_of
 
 _FIRST_ROWS = 16  # a while_loop's stacks start with this many rows, then double
@@ -218,6 +218,9 @@ def _accumulated(program, old, out, producers, readers):
     summed = _summed(program, eqn.ins[eqn.ins[0] is old], producers, readers, out)
     if not summed:
         return None
+    columns = {s: (("axes", tuple(map(int, np.argsort(t.kwargs["perm"])))),)
+               for t in summed if t.prim is transpose_p
+               for s in _transposed(program, t, producers, readers) if s.prim is scatter_add_p}
     scatters = [e for e in summed if _scattered(e)]
     loops = [e for e in program.eqns if e.prim is OUTPUT and e in summed]  # in order
     if len({r.ins[0] for r in loops}) < len(loops):  # two carries of one loop: one start
@@ -234,13 +237,14 @@ def _accumulated(program, old, out, producers, readers):
         value = into
     adds = []
     for s in scatters:
-        parts, inner = _elements(program, s, producers, readers)
+        parts, inner = ([_scattered(s)], set()) if s in columns else \
+            _elements(program, s, producers, readers)
         gone |= inner
-        adds += [(s, g, indices) for g, indices in parts]
+        adds += [(s, g, indices, columns.get(s, ())) for g, indices in parts]
     rows = []
-    for at, (s, g, indices) in enumerate(adds):
+    for at, (s, g, indices, axes) in enumerate(adds):
         into = out if at == len(adds) - 1 else Var(out.aval)
-        rows.append(Eqn(into, *_added(value, g, indices), (("in_place", True),),
+        rows.append(Eqn(into, *_added(value, g, indices), (("in_place", True),) + axes,
                         s.origin, s.adjoint, s.of))
         value = into
     if rows:
@@ -303,12 +307,24 @@ def _summed(program, value, producers, readers, like):
         return None
     if _scattered(eqn):
         return [eqn]
+    if eqn.prim is transpose_p:
+        return _transposed(program, eqn, producers, readers)
     if eqn.prim is OUTPUT:
         return _into_loop(program, eqn, producers) or _into_branches(eqn, producers)
     if eqn.prim is not add_p:
         return None
     parts = [_summed(program, a, producers, readers, like) for a in eqn.ins]
     return None if None in parts else parts[0] + parts[1] + [eqn]
+
+
+def _transposed(program, eqn, producers, readers):
+    """[the scatter_adds and adds, eqn] where `eqn` transposes a sum of scatter_adds of
+    rows, read nowhere else (the gradient of x[:, j], a column: its rows are added into a
+    view of the carry with its axes swapped, not into zeros transposed whole); else None."""
+    summed = _summed(program, eqn.ins[0], producers, readers, eqn.ins[0])
+    if not summed or any(e.prim not in (add_p, scatter_add_p) for e in summed):
+        return None
+    return summed + [eqn]
 
 
 def _into_loop(program, result, producers):

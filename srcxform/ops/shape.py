@@ -243,28 +243,42 @@ scatter_add_p = primitive("scatter_add", "opaque", _scatter_add_impl, _scatter_a
                                   _rows_second(g) if indices.ndim else g, indices, size=size))))
 
 
-def _add_rows_shape(x, indices, g, *, in_place):
-    if g.shape != indices.shape + x.shape[1:] or g.dtype != x.dtype:
+def _add_rows_shape(x, indices, g, *, in_place, axes=None):
+    rows = x.shape if axes is None else tuple(x.shape[a] for a in axes)
+    if g.shape != indices.shape + rows[1:] or g.dtype != x.dtype:
         raise ValueError(f"rows {g.short()} do not fit rows of {x.short()}")
     return Aval(x.shape, x.dtype)
 
 
-def _add_rows_impl(x, indices, g, in_place):
-    check_indices(indices, x.shape[0], "scatter_add")
+def _add_rows_impl(x, indices, g, in_place, axes=None):
+    check_indices(indices, x.shape[0 if axes is None else axes[0]], "scatter_add")
     out = x.copy()
-    np.add.at(out, indices, g)
+    np.add.at(out if axes is None else np.transpose(out, axes), indices, g)
     return out
 
 
-# x + scatter_add(g, indices, len(x)): x with g's rows added at indices. With in_place,
-# compiled code adds them in x's own buffer: code generation sets it only where that is a
-# loop's carry that nothing else reads (codegen/control.py), so that a trip costs g's rows,
-# not all of x (an adjoint loop's gradient of an array the loop reads a row at a time).
+def _add_rows_form(x, indices, g, out, *, in_place, axes=None):
+    """One row's add in place (add_row), or any rows' through a view of x with its axes
+    in `axes`' order (x[:, j]'s gradient adds a column: the rows of x.T)."""
+    if axes is None:
+        return None if indices.shape else "arrays.add_row(x, indices, g, in_place)"
+    rows = "add_rows" if indices.shape else "add_row"
+    return (f"out = x{'' if in_place else '.copy()'}\n"
+            f"arrays.{rows}(arrays.transpose(out, axes), indices, g, True)")
+
+
+# x + scatter_add(g, indices, len(x)): x with g's rows added at indices; with `axes`,
+# x + transpose(scatter_add(g, ...)), g's rows those of x's view transpose(x, axes). With
+# in_place, compiled code adds them in x's own buffer: code generation sets it only where
+# that is a loop's carry that nothing else reads (codegen/control.py), so that a trip
+# costs g's rows, not all of x (an adjoint loop's gradient of an array the loop reads a
+# row or a column at a time).
 add_rows_p = primitive("add_rows", "opaque", _add_rows_impl, _add_rows_shape,
                        "arrays.add_rows(x, indices, g, in_place)", raises=True,
-                       emit_for=_one_row("arrays.add_row(x, indices, g, in_place)"),
-                       vjp=lambda gout, out, x, indices, g, *, in_place: (
-                           gout, None, gather_p.bind(gout, indices)))
+                       emit_for=_add_rows_form,
+                       vjp=lambda gout, out, x, indices, g, *, in_place, axes=None: (
+                           gout, None, gather_p.bind(
+                               gout if axes is None else transpose(gout, axes), indices)))
 
 
 def _add_at_shape(x, g, *indices, in_place):
