@@ -848,3 +848,50 @@ def test_a_python_number_carry_is_not_cast_where_that_loses_it():
         tf.differentiable(lambda k: tf.while_loop(
             lambda i, s: i < tf.shape(k)[0], lambda i, s: (i + 1, k[i]), (0, 0.5)))(
                 np.array([], np.int32))
+
+
+def cond_of_one_value_twice(x):
+    total = tf.zeros([], x.dtype)
+    for j in range(x.shape[0]):
+        a = x[j]
+        b = tf.identity(a)
+        total = tf.cond(a > 0, lambda: total + a * b, lambda: total)  # noqa: B023 (run now)
+    return total
+
+
+def loop_of_one_value_twice(x):
+    total = tf.zeros([], x.dtype)
+    for j in range(x.shape[0]):
+        a, b = tf.sin(x[j]), tf.sin(x[j])
+        total = tf.fori_loop(0, 2, lambda i, t: t + a * b, total)  # noqa: B023 (run now)
+    return total
+
+
+def columns_equal_at_one_column(x):
+    total = tf.zeros([], x.dtype)
+    for i in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            a, b = x[:, j], x[:, -j - 1]
+            if x[i, j] > 0:
+                total += tf.reduce_sum(a * b)
+    return total
+
+
+@pytest.mark.parametrize("fn, shape", [(cond_of_one_value_twice, (3,)),
+                                       (loop_of_one_value_twice, (3,)),
+                                       (columns_equal_at_one_column, (3, 1))])
+def test_a_region_taking_one_value_twice_counts_its_gradient_once(fn, shape, compile_mode):
+    """Helper 146: inside an enclosing loop, CSE made `a` and `b = tf.identity(a)` (or
+    two equal columns) one value, which the cond or inner loop then took twice; its rule
+    watched both and gave each the whole gradient: twice the gradient and the tangent
+    (x = [1, 2, -1]: [4, 8, 0] for [2, 4, 0])."""
+    x = np.random.default_rng(8).uniform(0.5, 1.5, size=shape) * np.where(
+        np.arange(shape[0]) % 3 == 2, -1, 1).reshape((-1,) + (1,) * (len(shape) - 1))
+    f = tf.differentiable(fn)
+    value, grad = f.value_and_grad(x)
+    eager_value, eager_grad = eager_value_and_grad(fn, x)
+    np.testing.assert_allclose(value, eager_value, rtol=1e-13)
+    np.testing.assert_allclose(grad, eager_grad, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(grad, central_difference(fn, x), rtol=1e-6, atol=1e-8)
+    v = np.ones(shape)
+    np.testing.assert_allclose(tf.jvp(f, (x,), (v,))[1], np.sum(grad * v), rtol=1e-12)

@@ -652,7 +652,7 @@ def _loop_vjp(bounds, n, m, r, body, reverse, checkpoint):
         x_floats = [k for k in range(m) if xs[k].dtype.kind == "f"]
         y_floats = [j for j in range(r) if ys[j].dtype.kind == "f"]
         stack_cts = [k for k in floats if gs[n + r + 1 + k] is not None]
-        sources = [k for k, c in enumerate(captures) if c.dtype.kind == "f"]
+        sources = _float_captures(captures)
         cts = [gs[k] if gs[k] is not None else zeros_like(outs[k]) for k in floats]
         accs = [zeros_like(captures[k]) for k in sources]
         carried = cts + accs
@@ -727,6 +727,14 @@ def _loop_vjp(bounds, n, m, r, body, reverse, checkpoint):
     return vjp
 
 
+def _float_captures(captures):
+    """The positions of the float captures, each value once: a region optimized after its
+    trace may take one value twice (CSE made `a` and `b = tf.identity(a)` one), and a
+    rule watching both would count its cotangent (or tangent) twice (helper 146)."""
+    return [k for k, c in enumerate(captures)
+            if c.dtype.kind == "f" and not any(c is d for d in captures[:k])]
+
+
 class LoopRule:
     """A loop's derivatives: called, its VJP (_loop_vjp); `jvp`, its JVP (_loop_jvp). A
     loop has a JVP of its own where every other op's is its VJP transposed (forward.py):
@@ -767,7 +775,8 @@ def _loop_jvp(rule, tangents, outs, inputs):
         return [k for k in range(count) if tangents[start + k] is not None
                 and inputs[start + k].dtype.kind == "f"]
 
-    x_seeded, c_seeded = seeded(b + n, m), seeded(b + n + m, len(captures))
+    x_seeded = seeded(b + n, m)
+    c_seeded = [k for k in _float_captures(captures) if tangents[b + n + m + k] is not None]
     active, y_active = _reached(rule, seeded(b, n), x_seeded, c_seeded, inits)
     if not active and not y_active:
         return [None] * len(outs)
@@ -918,7 +927,7 @@ def _cond_vjp(t_region, f_region):
         from srcxform.ad.tape import GradientTape
 
         floats = [k for k, o in enumerate(outs) if o.dtype.kind == "f"]
-        sources = [k for k, c in enumerate(captures) if c.dtype.kind == "f"]
+        sources = _float_captures(captures)
         cts = [gs[k] if gs[k] is not None else zeros_like(outs[k]) for k in floats]
 
         def adjoint(region):
