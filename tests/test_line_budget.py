@@ -394,7 +394,10 @@ BUDGET = {
     # +2: only where the body gives it back (helper 141); +3: a fori_loop's adjoint
     # counts its trips from the bounds (an inner loop was run again for its count alone)
     # +7: a value a region takes twice gets its cotangent once (helper 146: twice)
-    "passes": 1568,
+    # +129: carries.py, a loop's carries and a cond's results nothing reads dropped, and
+    # the adjoint carries only the cotangents that may not be zero (a wrt=1 least-squares
+    # loop 471 -> 190 us: it summed the data's gradient too)
+    "passes": 1697,
     # +10: put_lane, so vmap's prange lanes run on threads; +50: concatenate, slice copies
     # and transposes that compile nothing per kernel (issue 28: ht's first calls); +35:
     # stacked rows copied by cached cores (rows n = 10's first call 1.8 -> 0.9 s); +30:

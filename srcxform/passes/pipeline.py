@@ -6,9 +6,9 @@
 import os
 
 from srcxform.core.dims import check_sized
-from srcxform.passes import cse, dce, simplify
+from srcxform.passes import carries, cse, dce, simplify
 
-PASSES = (simplify, cse, dce)
+PASSES = (simplify, cse, dce, carries)
 
 
 def optimize(program, check=False, keep_gradient_stops=False):
