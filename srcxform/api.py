@@ -493,7 +493,7 @@ class Differentiable:
         kernel = compiler.generate_kernel(self._traced_fn(), kernel_form, args, kwargs, leaves,
                                           found, **how)
         kernel.fn = backend.load(kernel.spec.source, kernel.spec.func_name,
-                                 parallel=self.parallel)
+                                 parallel=kernel.spec.parallel)
         return kernel
 
     def _drop(self, stale):

@@ -285,7 +285,8 @@ BUDGET = {
     # NumPy array's source stays a NumpyTensor in the eager reference run (helper 135); +8:
     # a slow compile's warning names the call's line, not the timer's thread (helper 134)
     # +3: NumPy's setitem error for a traced item value, at the user's line
-    "jit": 2205,
+    # +2: a parallel kernel with no prange compiled serially (Numba warned: helper 146)
+    "jit": 2207,
     "keras": 160,
     # +20: the cache's ledger appended and rewritten under a lock (a rewrite lost counts
     # appended meanwhile, and the cache outgrew its limit); +25: a ledger that is a link,

@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -124,6 +125,21 @@ def test_a_slice_adjoint_runs_in_chunks_and_the_serial_code_has_no_prange():
     assert "for edge in (range(lo), range(hi, n0)):" in source
     assert "bx_c[i0] = bx_i" in source  # the interior writes through a view
     assert "prange" not in tf.differentiable(rosenbrock).source(x)
+
+
+def scalar_poly(x):
+    return x ** 3 - 2.0 * x
+
+
+def test_a_parallel_kernel_with_no_prange_compiles_without_numbas_warning():
+    """Helper 146: Numba warned (NumbaPerformanceWarning, naming the cache's file) of a
+    parallel=True kernel whose code has no prange (a vmap's of a loop): the kernel is
+    compiled serially where its source makes no prange."""
+    f = tf.differentiable(scalar_poly, parallel=True, wait=True)
+    assert "prange" not in f.source(2.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert f.value_and_grad(np.float64(2.0)) == (4.0, 10.0)
 
 
 def test_a_nest_below_the_threshold_runs_serially():

@@ -107,7 +107,9 @@ def trace_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel,
         entries = tuple((kernel_form, text) for text, _ in emitted)
         if "source" in os.environ.get("SRCXFORM_DUMP", ""):
             print(source)
-        spec = Spec(func_name, source, parallel, conv, traced.name, entries, digest)
+        # Numba warns of a parallel kernel with no prange (generate imports one where used)
+        threaded = parallel and "\nfrom numba import prange\n" in source
+        spec = Spec(func_name, source, threaded, conv, traced.name, entries, digest)
         # What a kernel captured (arrays, Variables) is this process's: not indexed; nor
         # is a result of a type another process cannot import (a class made in a function).
         if found and not consts and all(isinstance(v, int)
