@@ -956,3 +956,24 @@ def test_an_hvp_through_a_loop_carries_no_array_it_does_not_read(compile_mode):
                                rtol=1e-6, atol=1e-7)
     nested = [line for line in hvp.source(x, v).splitlines() if line.startswith(" " * 16)]
     assert not any("[i0, i1]" in line for line in nested)  # no loop nest over x in the loop
+
+
+def jacobian_through_an_if(x, w):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        acc = 0.0 * w
+        for i in range(x.shape[0]):
+            if x[i] > 0:
+                acc = acc + x[i] ** 2 * w
+    return tf.reduce_sum(tape.jacobian(acc, x))
+
+
+def test_the_gradient_of_a_jacobian_through_a_loop_with_an_if(compile_mode):
+    """Helper 145: the gradient raised check_sized's TracingError (an array shaped as a
+    loop's stack made while tracing): the loop's adjoint made zeros for the cotangent of
+    each stacked output, given or not. It makes rows of the given ones only now."""
+    x, w = np.array([1.0, -2.0, 3.0]), np.array([0.5, 2.0])
+    f = tf.differentiable(jacobian_through_an_if)
+    value, grad = f.value_and_grad(x, w)
+    assert value == 2 * (1.0 + 3.0) * 2.5
+    np.testing.assert_array_equal(grad, [5.0, 0.0, 5.0])  # 2 sum(w) where x > 0
