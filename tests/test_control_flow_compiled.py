@@ -32,6 +32,17 @@ def eager_value_and_grad(fn, *args, wrt=0):
     return np.asarray(y), np.asarray(tape.gradient(y, args[wrt]))
 
 
+def assert_eager_and_differences(f, fn, x):
+    """f (fn compiled): its value and gradient at x against the eager tape's, and the
+    gradient against central differences; returns the gradient."""
+    value, grad = f.value_and_grad(x)
+    eager_value, eager_grad = eager_value_and_grad(fn, x)
+    np.testing.assert_allclose(value, eager_value, rtol=1e-13)
+    np.testing.assert_allclose(grad, eager_grad, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(grad, central_difference(fn, x), rtol=1e-6, atol=1e-8)
+    return grad
+
+
 # ----- Newton's method: a while_loop whose trip count depends on the argument -----
 
 
@@ -661,11 +672,7 @@ def test_a_fixed_index_beside_a_loops_index_reads_and_adds_one_element(fn, compi
     of the row, and the element's gradient added at [0, j]."""
     f = tf.differentiable(fn)
     x = np.random.default_rng(5).normal(size=(4, 5))
-    value, grad = f.value_and_grad(x)
-    eager_value, eager_grad = eager_value_and_grad(fn, x)
-    np.testing.assert_allclose(value, eager_value, rtol=1e-13)
-    np.testing.assert_allclose(grad, eager_grad, rtol=1e-13, atol=1e-15)
-    np.testing.assert_allclose(grad, central_difference(fn, x), rtol=1e-6, atol=1e-8)
+    assert_eager_and_differences(f, fn, x)
     inside = [line for line in f.source(x).splitlines() if line.startswith(" " * 8)]
     assert not any(part in line for line in inside for part in (".T", ".copy()", "zeros("))
 
@@ -703,11 +710,7 @@ def test_a_column_reads_gradient_adds_into_a_view_of_the_carry(fn, shape, compil
     carry's own buffer now, seen with its axes swapped (add_rows' axes): 1.3 ms."""
     f = tf.differentiable(fn)
     x = np.random.default_rng(6).normal(size=shape)
-    value, grad = f.value_and_grad(x)
-    eager_value, eager_grad = eager_value_and_grad(fn, x)
-    np.testing.assert_allclose(value, eager_value, rtol=1e-13)
-    np.testing.assert_allclose(grad, eager_grad, rtol=1e-13, atol=1e-15)
-    np.testing.assert_allclose(grad, central_difference(fn, x), rtol=1e-6, atol=1e-8)
+    assert_eager_and_differences(f, fn, x)
     inside = [line for line in f.source(x).splitlines() if line.startswith(" " * 8)]
     assert not any("zeros(" in line for line in inside)
 
@@ -888,11 +891,7 @@ def test_a_region_taking_one_value_twice_counts_its_gradient_once(fn, shape, com
     x = np.random.default_rng(8).uniform(0.5, 1.5, size=shape) * np.where(
         np.arange(shape[0]) % 3 == 2, -1, 1).reshape((-1,) + (1,) * (len(shape) - 1))
     f = tf.differentiable(fn)
-    value, grad = f.value_and_grad(x)
-    eager_value, eager_grad = eager_value_and_grad(fn, x)
-    np.testing.assert_allclose(value, eager_value, rtol=1e-13)
-    np.testing.assert_allclose(grad, eager_grad, rtol=1e-13, atol=1e-15)
-    np.testing.assert_allclose(grad, central_difference(fn, x), rtol=1e-6, atol=1e-8)
+    grad = assert_eager_and_differences(f, fn, x)
     v = np.ones(shape)
     np.testing.assert_allclose(tf.jvp(f, (x,), (v,))[1], np.sum(grad * v), rtol=1e-12)
 
