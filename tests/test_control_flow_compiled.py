@@ -976,3 +976,26 @@ def test_the_gradient_of_a_jacobian_through_a_loop_with_an_if(compile_mode):
     value, grad = f.value_and_grad(x, w)
     assert value == 2 * (1.0 + 3.0) * 2.5
     np.testing.assert_array_equal(grad, [5.0, 0.0, 5.0])  # 2 sum(w) where x > 0
+
+
+def sines(x, w):
+    a = w * 1.0
+    for i in range(x.shape[0]):
+        a = tf.sin(a) * x[i]
+    return a
+
+
+def test_a_third_derivative_by_reverse_mode_raises_naming_it():
+    """Helper 147: grad of grad of grad through a compiled loop adds stack-shaped
+    cotangents outside the loop; its TracingError spoke of forward mode only. It names
+    this case, and the hessian of the gradient (forward over reverse) computes it."""
+    x, w = np.array([0.5, 1.2, -0.7]), 0.8
+    first = tf.differentiable(sines, wrt=1)
+    second = tf.differentiable(lambda x, w: first.grad(x, w), wrt=1)
+    third = tf.differentiable(lambda x, w: second.grad(x, w), wrt=1)
+    with pytest.raises(tf.errors.TracingError, match="third derivative by reverse mode"):
+        third.grad(x, w)
+    hessian = tf.hessian(lambda x, w: first.grad(x, w), wrt=1)(x, w)
+    eps = 1e-4
+    np.testing.assert_allclose(hessian, (second.grad(x, w + eps) - second.grad(x, w - eps))
+                               / (2 * eps), rtol=1e-6)

@@ -262,10 +262,10 @@ def check_sized(shape, op, origin=None):
     if any(isinstance(d, int) and type(d) is not int and not isinstance(d, (Dim, bool))
            for d in shape):
         raise TracingError(f"{op}: an array shaped as a compiled loop's stacked rows cannot "
-                           "be made while tracing (its size is the loop's trip count); this "
-                           "arises in forward mode (jvp, hvp, jacfwd) through a compiled "
-                           "scan or while_loop, which is not supported yet: run it eagerly, "
-                           f"or use reverse mode (hessian, jacrev). At {user_line(origin)}")
+                           "be made while tracing (its size is the loop's trip count): forward "
+                           "mode through a compiled scan or while_loop (jvp, hvp, jacfwd), or a "
+                           "third derivative by reverse mode; run it eagerly, or use reverse "
+                           f"mode (hessian, jacrev) and forward over it. At {user_line(origin)}")
 
 
 def concrete(d):
