@@ -285,8 +285,8 @@ BUDGET = {
     # NumPy array's source stays a NumpyTensor in the eager reference run (helper 135); +8:
     # a slow compile's warning names the call's line, not the timer's thread (helper 134)
     # +3: NumPy's setitem error for a traced item value, at the user's line
-    # +2: a parallel kernel with no prange compiled serially (Numba warned: helper 146)
-    "jit": 2207,
+    # +1: a parallel kernel with no prange compiled serially (Numba warned: helper 146)
+    "jit": 2206,
     "keras": 160,
     # +20: the cache's ledger appended and rewritten under a lock (a rewrite lost counts
     # appended meanwhile, and the cache outgrew its limit); +25: a ledger that is a link,
@@ -395,10 +395,10 @@ BUDGET = {
     # +2: only where the body gives it back (helper 141); +3: a fori_loop's adjoint
     # counts its trips from the bounds (an inner loop was run again for its count alone)
     # +7: a value a region takes twice gets its cotangent once (helper 146: twice)
-    # +129: carries.py, a loop's carries and a cond's results nothing reads dropped, and
+    # +121: carries.py, a loop's carries and a cond's results nothing reads dropped, and
     # the adjoint carries only the cotangents that may not be zero (a wrt=1 least-squares
     # loop 471 -> 190 us: it summed the data's gradient too)
-    "passes": 1697,
+    "passes": 1689,
     # +10: put_lane, so vmap's prange lanes run on threads; +50: concatenate, slice copies
     # and transposes that compile nothing per kernel (issue 28: ht's first calls); +35:
     # stacked rows copied by cached cores (rows n = 10's first call 1.8 -> 0.9 s); +30:

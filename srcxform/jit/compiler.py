@@ -92,9 +92,9 @@ def trace_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel,
                           f"{len(program.eqns)} equations"
                           + ("; checked for NaN and inf (debug_nans)" if nan_checks else ""),
                           quote='"')
-        source, buffers = generate_source(program, func_name, doc, parallel=parallel,
-                                          nan_checks=nan_checks,
-                                          imports=callpath.IMPORTS)
+        source, buffers, threaded = generate_source(program, func_name, doc,
+                                                    parallel=parallel, nan_checks=nan_checks,
+                                                    imports=callpath.IMPORTS)
         conv = dataclasses.replace(draft, buffers=tuple(buffers))
         source += "\n\n" + callpath.emit(conv, consts, traced.name, func_name,
                                               size_label(program))
@@ -107,8 +107,7 @@ def trace_kernel(fn, kernel_form, args, kwargs, leaves, found, *, wrt, parallel,
         entries = tuple((kernel_form, text) for text, _ in emitted)
         if "source" in os.environ.get("SRCXFORM_DUMP", ""):
             print(source)
-        # Numba warns of a parallel kernel with no prange (generate imports one where used)
-        threaded = parallel and "\nfrom numba import prange\n" in source
+        # Compiled parallel only where it has a prange (Numba warns of a kernel with none)
         spec = Spec(func_name, source, threaded, conv, traced.name, entries, digest)
         # What a kernel captured (arrays, Variables) is this process's: not indexed; nor
         # is a result of a type another process cannot import (a class made in a function).

@@ -17,6 +17,7 @@ from dataclasses import replace
 
 from srcxform.core.ir import Var
 from srcxform.passes import dce
+from srcxform.passes.dce import needed
 
 
 def run(program):
@@ -50,14 +51,8 @@ def _pruned(loop, outputs, read):
     body, n, m = params["body"], params["carries"], params["xs"]
     r = len(params["y_avals"])
     ys = [j for j in range(r) if n + j in results]
-    live = {k for k in range(n) if k in results or n + r + 1 + k in results}
-    while True:  # a live carry's or row's new value read an old one: that one lives too
-        reads = needed(body, [body.outs[k] for k in live] + [body.outs[n + j] for j in ys])
-        more = {k for k in range(n) if body.ins[1 + k] in reads} - live
-        if not more:
-            break
-        live |= more
-    kept = sorted(live)
+    kept = live_carries(body, 1, n, range(n), ys,
+                        [k for k in range(n) if k in results or n + r + 1 + k in results])
     new_body = _optimized(body.replace(
         ins=[body.ins[0]] + [body.ins[1 + k] for k in kept] + body.ins[1 + n:],
         outs=[body.outs[k] for k in kept] + [body.outs[n + j] for j in ys]))
@@ -103,21 +98,25 @@ def _pruned_cond(cond, outputs, read):
     return _renumbered(made, results, {k: j for j, k in enumerate(kept)})
 
 
+def live_carries(body, first, n, among, ys, seeded):
+    """The carries of a loop (`among` them; the body's carries start at input `first`)
+    that `seeded` ones and the stacked outputs `ys` need: those, and each carry whose value
+    at a trip's start what they compute reads, to a fixed point over iterations."""
+    live = set(seeded) & set(among)
+    while True:
+        reads = needed(body, [body.outs[k] for k in live] + [body.outs[n + j] for j in ys])
+        grown = live | {k for k in among if body.ins[first + k] in reads}
+        if grown == live:
+            return sorted(live)
+        live = grown
+
+
 def _renumbered(made, results, index):
     """made, with each result read (`results`) taking its new position from `index`."""
     for k, result in results.items():
         made[result] = replace(result, params=tuple(sorted(dict(result.kwargs,
                                                                  index=index[k]).items())))
     return made
-
-
-def needed(program, outs):
-    """The values of `program` that computing `outs` reads, its inputs among them."""
-    used = {a for a in outs if isinstance(a, Var)}
-    for eqn in reversed(program.eqns):
-        if eqn.out in used:
-            used.update(a for a in eqn.ins if isinstance(a, Var))
-    return used
 
 
 def _optimized(body):

@@ -5,12 +5,17 @@ from srcxform.core.ir import Var
 
 
 def run(program):
-    used = {a for a in program.outs if isinstance(a, Var)}
-    kept = []
-    for eqn in reversed(program.eqns):
-        if eqn.out in used:
-            kept.append(eqn)
-            used.update(a for a in eqn.ins if isinstance(a, Var))
+    used = needed(program, program.outs)
+    kept = [eqn for eqn in program.eqns if eqn.out in used]
     if len(kept) == len(program.eqns):
         return program, False
-    return program.replace(eqns=kept[::-1]), True
+    return program.replace(eqns=kept), True
+
+
+def needed(program, outs):
+    """The values of `program` that computing `outs` reads, its inputs among them."""
+    used = {a for a in outs if isinstance(a, Var)}
+    for eqn in reversed(program.eqns):
+        if eqn.out in used:
+            used.update(a for a in eqn.ins if isinstance(a, Var))
+    return used

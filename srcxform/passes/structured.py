@@ -44,7 +44,7 @@ from srcxform.core.dtypes import out_of_range, promote
 from srcxform.core.errors import TracingError, user_line
 from srcxform.core.ir import Var
 from srcxform.core.primitive import Algebra, Codegen
-from srcxform.passes.carries import needed
+from srcxform.passes.carries import live_carries
 from srcxform.passes.pipeline import optimize
 from srcxform.core.recording import CONTEXT
 from srcxform.core.tensor import (
@@ -652,8 +652,11 @@ def _loop_vjp(bounds, n, m, r, body, reverse, checkpoint):
         x_floats = [k for k in range(m) if xs[k].dtype.kind == "f"]
         y_floats = [j for j in range(r) if ys[j].dtype.kind == "f" and gs[n + j] is not None]
         stack_cts = [k for k in range(n) if gs[n + r + 1 + k] is not None]
-        floats = _pulled(body, 1 if bounds else 0, n, inits, y_floats,
-                         [k for k in range(n) if gs[k] is not None] + stack_cts)
+        # Only the cotangents that may not be zero are carried: those given, and the
+        # float carries' that they read (an int carry's stops there).
+        floats = live_carries(body, 1 if bounds else 0, n,
+                              [k for k in range(n) if inits[k].dtype.kind == "f"], y_floats,
+                              [k for k in range(n) if gs[k] is not None] + stack_cts)
         sources = _float_captures(captures)
         cts = [gs[k] if gs[k] is not None else zeros_like(outs[k]) for k in floats]
         accs = [zeros_like(captures[k]) for k in sources]
@@ -734,21 +737,6 @@ def _float_captures(captures):
     rule watching both would count its cotangent (or tangent) twice (helper 146)."""
     return [k for k, c in enumerate(captures)
             if c.dtype.kind == "f" and not any(c is d for d in captures[:k])]
-
-
-def _pulled(body, first, n, inits, ys, seeded):
-    """The float carries of a loop whose cotangents may not be zero, given the carries
-    and stacked outputs whose cotangents are given (`seeded`, `ys`): those, and each
-    carry whose value at a trip's start what they compute reads, to a fixed point over
-    iterations. The others' stay zero: the adjoint does not carry them."""
-    floats = {k for k in range(n) if inits[k].dtype.kind == "f"}
-    active = set(seeded) & floats
-    while True:
-        read = needed(body, [body.outs[k] for k in active] + [body.outs[n + j] for j in ys])
-        grown = active | {k for k in floats if body.ins[first + k] in read}
-        if grown == active:
-            return sorted(active)
-        active = grown
 
 
 class LoopRule:
