@@ -378,3 +378,100 @@ def test_several_traced_indices_and_an_ellipsis_or_new_axis_around_one(monkeypat
     monkeypatch.setenv("SRCXFORM_CHECK", "0")
     with pytest.raises(TypeError, match="one integer-array index"):
         tf.differentiable(lambda x, i, idx: x[i, :, idx])(m, np.array(0), np.array([0, 2]))
+
+
+# ----- windows: a slice the index slides, x[i:i + 2] -----
+
+
+def pairs(x):
+    """x[i:i + 2] over a range of sizes: a block of 2 at each trip."""
+    acc = tf.constant(0.0, tf.float64)
+    for i in range(x.shape[0] - 1):
+        acc += tf.reduce_sum(x[i:i + 2] ** 2) * x[i]
+    return acc
+
+
+def centred(x):
+    """x[i - 1:i + 2] from 1, in a tf.fori_loop; a block read by an index after."""
+    return tf.fori_loop(1, x.shape[0] - 1,
+                        lambda i, c: c + tf.reduce_sum(tf.sin(x[i - 1:i + 2])) * x[i - 1:i + 2][2],
+                        tf.constant(0.0, tf.float64))
+
+
+def columns(x):
+    """A window on the second axis of a matrix, with the rows all taken."""
+    m = tf.reshape(x, (2, -1))
+    acc = tf.constant(0.0, tf.float64)
+    for j in range(1, m.shape[1] - 1):
+        acc += tf.reduce_sum(m[:, j - 1:j + 1] * m[1, j])
+    return acc
+
+
+def outer_index_inside(x):
+    """The enclosing loop's index slides the window of a loop inside it."""
+    acc = tf.constant(0.0, tf.float64)
+    for i in range(x.shape[0] - 2):
+        acc = tf.fori_loop(0, 2, lambda j, c, i=i: c + tf.reduce_sum(x[i + 1:i + 3] * x[j]),
+                           acc)
+    return acc
+
+
+WINDOWS = [pairs, centred, columns, outer_index_inside]
+
+
+@pytest.mark.parametrize("fn", WINDOWS)
+def test_a_window_the_index_slides_is_one_loop_at_every_size(fn):
+    # It raised TracingError inside the loop, which then unrolled: n copies of the body,
+    # a compile growing faster than n (86 s at 200 trips).
+    f = tf.differentiable(fn)
+    for n in (6, 8, 10):
+        x = np.linspace(-1.0, 1.3, n)
+        value, grad = eager_value_and_grad(fn, x)
+        got_value, got_grad = f.value_and_grad(x)
+        np.testing.assert_allclose(got_value, value, rtol=1e-13)
+        np.testing.assert_allclose(got_grad, grad, rtol=1e-13, atol=1e-15)
+        assert loops(f.ir(x)) == 1 + (fn is outer_index_inside)
+    np.testing.assert_allclose(got_grad, central_difference(
+        lambda z: fn(tf.constant(z)), x), rtol=1e-6, atol=1e-8)
+    assert len(f.ir(np.ones(6))) == len(f.ir(np.ones(10)))
+
+
+def test_a_window_some_trip_would_clip_unrolls_as_python_slices_it():
+    # x[i:i + 2] at the last i, or x[i - 1:i + 1] at i = 0, is shorter (empty) in Python:
+    # no one block size, so the loop unrolls and each trip slices as Python does.
+    def past_the_end(x):
+        acc = tf.constant(0.0, tf.float64)
+        for i in range(x.shape[0]):
+            acc += tf.reduce_sum(x[i:i + 2] ** 2) * (i + 1.0)
+        return acc
+
+    def before_the_start(x):
+        return tf.fori_loop(0, 4, lambda i, c: c + tf.reduce_sum(x[i - 1:i + 1]) * x[i],
+                            tf.constant(0.0, tf.float64))
+
+    for fn in (past_the_end, before_the_start):
+        f = tf.differentiable(fn)
+        for n in (4, 5):
+            x = np.linspace(0.5, 2.0, n)
+            value, grad = eager_value_and_grad(fn, x)
+            got_value, got_grad = f.value_and_grad(x)
+            np.testing.assert_allclose(got_value, value, rtol=1e-13)
+            np.testing.assert_allclose(got_grad, grad, rtol=1e-13)
+            assert loops(f.ir(x)) == 0
+
+
+def test_a_window_kernel_is_guarded_to_the_sizes_where_no_trip_clips():
+    # Bounds known now (range(4)) with a window to i + 2: one loop where the array has 5
+    # elements or more; at 4 the last block is clipped, and the call traces again.
+    def fixed_trips(x):
+        return tf.fori_loop(0, 4, lambda i, c: c + tf.reduce_sum(x[i:i + 2] ** 2),
+                            tf.constant(0.0, tf.float64))
+
+    f = tf.differentiable(fixed_trips)
+    for n, rolled in [(7, 1), (5, 1), (4, 0), (6, 1)]:
+        x = np.linspace(0.5, 2.0, n)
+        value, grad = eager_value_and_grad(fixed_trips, x)
+        got_value, got_grad = f.value_and_grad(x)
+        np.testing.assert_allclose(got_value, value, rtol=1e-13)
+        np.testing.assert_allclose(got_grad, grad, rtol=1e-13)
+        assert loops(f.ir(x)) == rolled, n

@@ -97,7 +97,8 @@ BUDGET = {
     # keep NumPy's meaning (helper 140); +3: by NumPy's ufunc, a tensor operand's rebinds
     # +17: a traced view keeps its base, so an in-place operator on the base finds the
     # names that view it (numpy_dispatch.refuse_shared); +1: np.diag's view (helper 143)
-    "ad": 1703,
+    # +3: a trace knows the loop index its body slides (windows, ops/shape.py)
+    "ad": 1706,
     # +20: functions defined in the converted one converted with it (TensorFlow's rule),
     # the enclosing function's lists guarded, fn's __future__ imports and the user's
     # qualified names kept (three wrong or lost found by helper 55); +25: the methods of
@@ -372,7 +373,9 @@ BUDGET = {
     # +7: x[0, j] beside a loop's index a row at a time (a column read added all of x)
     # +2: too many indices counted before a traced index takes its axis (helper 144)
     # +11: add_rows' axes, the rows of a view of x (a column's gradient added in place)
-    "ops": 5289,
+    # +67: x[i:i + 2] slid by a loop's index is a block (block, _window): the loop
+    # unrolled, its compile 86 s at 200 trips (now 1.9 s, and one kernel for every size)
+    "ops": 5356,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the
@@ -397,8 +400,8 @@ BUDGET = {
     # +7: a value a region takes twice gets its cotangent once (helper 146: twice)
     # +121: carries.py, a loop's carries and a cond's results nothing reads dropped, and
     # the adjoint carries only the cotangents that may not be zero (a wrt=1 least-squares
-    # loop 471 -> 190 us: it summed the data's gradient too)
-    "passes": 1689,
+    # loop 471 -> 190 us: it summed the data's gradient too); +2: the index's bounds told
+    "passes": 1691,
     # +10: put_lane, so vmap's prange lanes run on threads; +50: concatenate, slice copies
     # and transposes that compile nothing per kernel (issue 28: ht's first calls); +35:
     # stacked rows copied by cached cores (rows n = 10's first call 1.8 -> 0.9 s); +30:

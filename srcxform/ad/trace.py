@@ -399,6 +399,9 @@ class Trace:
         # loop summing a chain's terms computed alike); None: adds are equations.
         self.folder = None
         self.rerolled = False  # whether a joiner or folder replaced equations by a loop
+        # (the index's Var, the loop's lower and upper bound: ints or sizes) where this
+        # traces the body of a fori loop over bounds known now (ops/shape.py's windows)
+        self.loop_index = None
         # Vars a custom_gradient made: their gradient is its function's, not their
         # equations', so reroll.py never replays them in a loop's body.
         self.custom_gradients = set()

@@ -18,9 +18,9 @@ from srcxform.core.dtypes import as_dtype, int32, int64, uint64
 from srcxform.core.errors import TracingError, shape_error, user_line
 from srcxform.ops.creation import fitted, iota
 from srcxform.ops.creation import range as creation_range
-from srcxform.ops.elementwise import add, cast, mod, stop_gradient
+from srcxform.ops.elementwise import cast, mod, stop_gradient
 from srcxform.ops.held_sizes import sizes_held
-from srcxform.ops.shape import (broadcast_to, checked_indices, concat, expand_dims, gather,
+from srcxform.ops.shape import (block, broadcast_to, concat, expand_dims, gather,
                                 getitem, reshape, shape_argument, stack, unchanged)
 from srcxform.core.tensor import Tensor, Value, as_value
 
@@ -115,12 +115,8 @@ def slice(input_, begin, size, name=None):
                               f"{x.aval.short()}")
         index.append(_slice(None) if isinstance(begin[axis], Value) else _slice(b, stop))
     x = getitem(x, tuple(index))
-    for axis, b, s in at_run_time:  # b, b + 1, ..., b + s - 1, each inside the axis
-        b = reshape(cast(b, int64), (1,))  # not b's dtype: uint8's 250 + 9 would wrap
-        n = x.shape[axis]
-        rows = add(checked_indices(b, n + 1, "slice", "raise"), iota(s, int64)) if s == 0 \
-            else checked_indices(add(b, iota(s, int64)), n, "slice", "raise")
-        x = gather(x, rows, axis=axis)
+    for axis, b, s in at_run_time:
+        x = block(x, axis, b, s)
     return x
 
 

@@ -18,7 +18,8 @@ from srcxform.core.dtypes import promote, settled_of
 from srcxform.core.primitive import checked_python_ints
 from srcxform.core.errors import IndexArgumentError, TracingError, shape_error
 from srcxform.core.errors import user_line
-from srcxform.ops.elementwise import add, cast, less, multiply, where
+from srcxform.core.ir import Lit
+from srcxform.ops.elementwise import add, add_p, cast, cast_p, less, multiply, subtract_p, where
 from srcxform.ops.held_sizes import size_argument, sizes_held
 from srcxform.core.primitive import primitive
 from srcxform.core.tensor import Tensor, Value, as_value
@@ -375,6 +376,17 @@ def iota(count, dtype):
     return Tensor._new(np.arange(_iota_shape(count, dtype).shape[0], dtype=dtype))
 
 
+def block(x, axis, begin, size, op="slice"):
+    """x's `size` elements along axis from `begin`, an integer scalar traced (known at run
+    time): a gather of begin, begin + 1, ..., begin + size - 1, each checked there to lie
+    inside the axis (tf.slice's traced begin, a loop's window x[i:i + 2])."""
+    b = reshape(cast(begin, np.int64), (1,))  # not b's dtype: uint8's 250 + 9 would wrap
+    n = x.shape[axis]
+    rows = add(checked_indices(b, n + 1, op, "raise"), iota(size, np.int64)) if size == 0 \
+        else checked_indices(add(b, iota(size, np.int64)), n, op, "raise")
+    return gather(x, rows, axis=axis)
+
+
 def checked_indices(indices, size, op, negatives):
     """A vector of indices as int64, checked at each call (check_range)."""
     return check_range_p.bind(indices, size=size, op=op, negatives=negatives)
@@ -648,10 +660,14 @@ def getitem(x, index):
     arrays = [i for i, item in enumerate(items) if _is_array_index(item)]
     if arrays:
         return _advanced_getitem(x, items, arrays)
-    normalized = _normalize_index(items, x.shape)
+    normalized, windows = _normalize_index(items, x.shape)
     if all(isinstance(i, Slice) and i == FULL for i in normalized):
-        return unchanged(x)
-    return getitem_p.bind(x, index=normalized)
+        x = unchanged(x)
+    else:
+        x = getitem_p.bind(x, index=normalized)
+    for axis, begin, width in windows:
+        x = block(x, axis, begin, width)
+    return x
 
 
 def _is_array_index(item):
@@ -717,9 +733,11 @@ def _indexed(items):
 
 
 def _normalize_index(items, shape):
-    """Expands Ellipsis and turns ints and slices into hashable, checked items."""
+    """Expands Ellipsis and turns ints and slices into hashable, checked items; and the
+    windows a loop's index slides (_window), each a full slice there, as (the result's
+    axis, traced begin, size) to take after."""
     used = _indexed(items)
-    out, axis = [], 0
+    out, axis, windows = [], 0, []
     for item in items:
         if item is Ellipsis:
             fill = len(shape) - used
@@ -733,9 +751,16 @@ def _normalize_index(items, shape):
             ends = [None if v is None else size_argument(v)
                     for v in (item.start, item.stop, item.step)]
             if any(isinstance(v, Value) and v._trace is not None for v in ends):
-                raise TracingError(f"{user_line()}\n  getitem: a slice with a traced bound "
-                                   "(x[i:i + 2]) has a length known only at run time; for a "
-                                   "block of a length known now write tf.slice(x, [i], [2])")
+                window = _window(*ends, shape[axis])
+                if window is None:
+                    raise TracingError(
+                        f"{user_line()}\n  getitem: a slice with a traced bound (x[i:i + 2]) "
+                        "has a length known only at run time; for a block of a length "
+                        "known now write tf.slice(x, [i], [2])")
+                windows.append((sum(not isinstance(i, int) for i in out), *window))
+                out.append(FULL)
+                axis += 1
+                continue
             ends = (None if v is None else as_index(v) for v in ends)
             try:
                 out.append(_canonical_slice(shape[axis], slice(*ends)))
@@ -749,7 +774,61 @@ def _normalize_index(items, shape):
                                          f"axis {axis} of size {concrete(n)}\n  at {user_line()}")
             out.append(i + n if i < 0 else i)  # x[-1] is x[n0 - 1] at every size
             axis += 1
-    return tuple(out)
+    return tuple(out), windows
+
+
+def _window(start, stop, step, n):
+    """(begin, size) of x[i + a:i + b] along an axis of n, i the index of a fori loop
+    being traced: a block of b - a elements at i + a, where the loop's bounds show that no
+    trip's slice is clipped (i + a never negative, i + b never past n; compared as sizes,
+    so the kernel is guarded to sizes where that holds). Else None: Python's slice would
+    clip some trip's block, a length known only at run time (the caller raises, and a
+    converted loop unrolls)."""
+    if step is not None and not (isinstance(step, int) and step == 1):
+        return None
+    found = [_index_offset(v) for v in (start, stop)]
+    if None in found or found[0][0] != found[1][0]:
+        return None
+    (lower, upper), a = found[0][1:]
+    b = found[1][2]
+    if b < a or lower + a < 0 or upper - 1 + b > n:
+        return None
+    return start, b - a
+
+
+def _index_offset(value):
+    """(the loop's index Var, its bounds, a) where value is i + a for an int a and i the
+    index of a fori loop this trace's body is in (Trace.loop_index); else None."""
+    trace, offset = getattr(value, "_trace", None), 0
+    var = getattr(value, "ir_var", None)
+    while trace is not None and var is not None:
+        index = trace.loop_index
+        if index is not None and var is index[0]:
+            return var, index[1:], offset
+        eqn = trace.producers.get(var)
+        if eqn is None:  # a region's input: the enclosing trace's value it captured
+            outer = getattr(trace, "captured_from", {}).get(var)
+            trace, var = getattr(outer, "_trace", None), getattr(outer, "ir_var", None)
+            continue
+        x, *rest = eqn.ins
+        if eqn.prim is cast_p and x.aval.dtype.kind in "iu" and eqn.out.aval.dtype == np.int64:
+            var = x
+        elif eqn.prim is add_p and _int_literal(x) is not None:  # a + i
+            var, offset = rest[0], offset + _int_literal(x)
+        elif eqn.prim in (add_p, subtract_p) and _int_literal(rest[0]) is not None:
+            var = x
+            offset += _int_literal(rest[0]) * (1 if eqn.prim is add_p else -1)
+        else:
+            return None
+    return None
+
+
+def _int_literal(atom):
+    """The int an IR atom holds where it is an integer literal (not a size), else None."""
+    if isinstance(atom, Lit) and type(atom.value) is not Dim \
+            and isinstance(atom.value, (int, np.integer)) and not isinstance(atom.value, bool):
+        return int(atom.value)
+    return None
 
 
 def _canonical_slice(n, s):

@@ -48,7 +48,7 @@ from srcxform.passes.carries import live_carries
 from srcxform.passes.pipeline import optimize
 from srcxform.core.recording import CONTEXT
 from srcxform.core.tensor import (
-    PythonNumber, SizeConstant, Tensor, as_value, converted_python_int,
+    PythonNumber, SizeConstant, Tensor, Value, as_value, converted_python_int,
 )
 from srcxform.ad.trace import Trace, Tracer
 
@@ -483,6 +483,8 @@ def fori_loop(lower, upper, body_fn, inits, names, xs=(), y_avals=(), checkpoint
     n, m = len(inits), len(xs)
 
     def traced(i, *values):
+        if not any(isinstance(b, Value) for b in (lower, upper)):
+            i._trace.loop_index = (i.ir_var, lower, upper)
         carries, rows = body_fn(i, list(values[:n]), list(values[n:]))
         return list(carries) + list(rows)
 
