@@ -307,6 +307,11 @@ SAMPLES = {
                    label="one index"),
                Row("gather", ((5,), ()), (ANY, constant(np.int32(3))), op=tf.gather,
                    label="one element")],
+    # A block at a begin known at run time (tf.slice's, a loop's x[i:i + 2]).
+    "window": [Row("window", ((5, 3), ()), (ANY, constant(np.int64(2))),
+                   params={"size": 3, "op": "slice"}),
+               Row("window", ((4,), ()), (ANY, constant(np.int32(0))),
+                   params={"size": 4, "op": "slice"}, label="whole")],
     "scatter_add": [Row("scatter_add", ((5, 3), (5,)), (ANY, constant(_INDICES)),
                         params={"size": 6}, op=scatter_add),
                     Row("scatter_add", ((3,), ()), (ANY, constant(np.int64(4))),

@@ -223,6 +223,9 @@ def _edge_results(device):
                       + tf.reduce_sum(tf.gather(x, np.array([[0, 1], [2, 2], [1, 0], [2, 1]]),
                                                 batch_dims=1)),
                       (np.cos(np.arange(12.0)).reshape(4, 3),)),
+        # a block at a begin known at run time (window: a copy on the device)
+        "window": (lambda x, i: tf.reduce_sum(tf.sin(tf.slice(x, [i, 0], [2, 3]))) * x[1, 0],
+                   (np.cos(np.arange(12.0)).reshape(4, 3), np.int64(1))),
         # products to one element, with a zero (no atomic multiplies: refused before)
         "products": (lambda m: tf.reduce_prod(tf.sin(m)) + tf.reduce_sum(
             tf.reduce_prod(m, keepdims=True) * m), (np.arange(6.0).reshape(2, 3) / 5,)),

@@ -256,7 +256,8 @@ BUDGET = {
     # what it captured changed, and takes the wrt given; +10: it pickles (helper 99);
     # +10: its own names reserved, results of a negative stride copied (helper 123)
     # +10: a gather or scatter of one index (x[i] in a loop) as one of a vector of one
-    "cuda": 1090,
+    # +14: window's copy on the device (tf.slice's traced begin)
+    "cuda": 1104,
     # +30: a kernel's first call at other shapes traces again and compares (a size kept
     # from an earlier call of its own was read as the call's: silently wrong), and the
     # index loads only what this process's trace would generate (compiler.right_for); +5:
@@ -375,7 +376,8 @@ BUDGET = {
     # +11: add_rows' axes, the rows of a view of x (a column's gradient added in place)
     # +67: x[i:i + 2] slid by a loop's index is a block (block, _window): the loop
     # unrolled, its compile 86 s at 200 trips (now 1.9 s, and one kernel for every size)
-    "ops": 5356,
+    # +25: window, that block a view (a trip's forward 237 -> 1.2 ns, no index vectors)
+    "ops": 5381,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the

@@ -41,7 +41,7 @@ from srcxform.ops.linalg import matmul_p, matvec_p
 from srcxform.ops.random import philox_p
 from srcxform.passes.structured import reads_index
 from srcxform.ops.shape import (check_range_p, concat_p, embed_p, gather_p, getitem_p,
-                                 iota_p, reshape_p, scatter_add_p, transpose_p)
+                                 iota_p, reshape_p, scatter_add_p, transpose_p, window_p)
 from srcxform.core import syntax
 
 # NumPy calls of the templates that CUDA kernels do not compile, and their math module
@@ -471,6 +471,13 @@ def _source_of(low, eqn):
                 names)
 
 
+def _windowed(low, eqn):
+    """x[begin:begin + size] with begin known on the device: launch.window's copy."""
+    params = [param_ast(eqn.kwargs[k], low.sizes) for k in ("size", "op")]
+    return ast.Call(_attr("launch", "window"), [low.whole(a) for a in eqn.ins] + params
+                    + [low.new_array(eqn.out, eqn.out.aval.shape)], [])
+
+
 # What returns its input (check_range where the indices are int64 already).
 _VIEWS = (getitem_p, reshape_p, transpose_p, check_range_p)
 _HOST = {getitem_p: _getitem, reshape_p: _reshape, transpose_p: _transpose, embed_p: _embed,
@@ -478,7 +485,8 @@ _HOST = {getitem_p: _getitem, reshape_p: _reshape, transpose_p: _transpose, embe
          patches_p: _launched, fold_p: _launched,
          philox_p: _made("drawn", ("count", "dist", "dtype")),
          iota_p: _made("counted", ("count", "dtype")), concat_p: _launched,
-         gather_p: _launched, scatter_add_p: _scattered, check_range_p: functools.partial(_launched, out=False)}
+         gather_p: _launched, scatter_add_p: _scattered, window_p: _windowed,
+         check_range_p: functools.partial(_launched, out=False)}
 
 
 def _returned(program):

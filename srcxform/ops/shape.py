@@ -327,6 +327,34 @@ def _rows_second(x):
     return transpose_p.bind(x, perm=(1, 0) + tuple(range(2, len(x.shape))))
 
 
+def _window_shape(x, begin, *, size, op):
+    if begin.shape or begin.dtype.kind not in "iu":
+        raise TypeError(f"begin must be an integer scalar, got {begin.short()}")
+    return Aval((size,) + x.shape[1:], x.dtype, x.weak)
+
+
+def _window_impl(x, begin, size, op):
+    n, b = x.shape[0], int(begin)
+    if not 0 <= b <= n - size:  # the first index outside, as check_range names it
+        raise IndexArgumentError(f"{op}: index {b if b < 0 else max(b, n)} is out of bounds "
+                                 f"for a dimension of size {n}")
+    return x[b:b + size]
+
+
+# x[begin:begin + size] along the first axis, begin known at run time and checked there to
+# keep the block inside (block(): tf.slice's traced begin, a loop's window x[i:i + 2]); a
+# view, as a slice is (a gather of begin + iota copied it through a vector of indices).
+window_p = primitive(
+    "window", "structural", _window_impl, _window_shape,
+    "if not 0 <= begin <= x.shape[0] - size:\n"
+    "    raise arrays.IndexOutOfBounds(op, begin if begin < 0 else max(begin, x.shape[0]), "
+    "x.shape[0])\nout = x[begin:begin + size]", raises=True,
+    vjp=lambda g, out, x, begin, *, size, op: (scatter_add(
+        g, add(reshape(begin, (1,)), iota(size, np.int64)), x.shape[0]), None),
+    batch=lambda flags, avals, *, size, op: not flags[1] and (
+        lambda x, begin: _rows_second(window_p.bind(_rows_second(x), begin, size=size, op=op))))
+
+
 def _check_range_shape(indices, *, size, op, negatives):
     if indices.dtype.kind not in "iu" or indices.ndim != 1:
         raise TypeError(f"indices must be a vector of integers, got {indices.short()}")
@@ -380,11 +408,14 @@ def block(x, axis, begin, size, op="slice"):
     """x's `size` elements along axis from `begin`, an integer scalar traced (known at run
     time): a gather of begin, begin + 1, ..., begin + size - 1, each checked there to lie
     inside the axis (tf.slice's traced begin, a loop's window x[i:i + 2])."""
-    b = reshape(cast(begin, np.int64), (1,))  # not b's dtype: uint8's 250 + 9 would wrap
-    n = x.shape[axis]
-    rows = add(checked_indices(b, n + 1, op, "raise"), iota(size, np.int64)) if size == 0 \
-        else checked_indices(add(b, iota(size, np.int64)), n, op, "raise")
-    return gather(x, rows, axis=axis)
+    b = cast(begin, np.int64)  # not b's dtype: uint8's 250 + 9 would wrap
+    if size == 0:  # begin may be the axis' end
+        rows = add(checked_indices(reshape(b, (1,)), x.shape[axis] + 1, op, "raise"),
+                   iota(size, np.int64))
+        return gather(x, rows, axis=axis)
+    to_front = (axis,) + tuple(a for a in range(x.ndim) if a != axis)
+    out = window_p.bind(transpose(x, to_front), b, size=size, op=op)
+    return transpose(out, tuple(np.argsort(to_front)))
 
 
 def checked_indices(indices, size, op, negatives):
