@@ -3,9 +3,9 @@ element at a time, converted to compiled loops, their gradients at several sizes
 
     python -m benchmarks.loop_rows [--sizes 1000 4000 16000 64000]
 
-Two loops as a signal-processing or grid user writes them: an exponential moving average
-of a vector, its squares summed, and a double loop over a matrix of 8 columns multiplying
-each cell by its left neighbour. Each against its adjoint written by hand in Numba, and
+Three loops as a signal-processing or grid user writes them: an exponential moving average
+of a vector, its squares summed, a double loop over a matrix of 8 columns multiplying
+each cell by its left neighbour, and a window of 3 a loop slides (x[i:i + 3]). Each against its adjoint written by hand in Numba, and
 JAX's `jit(grad)` of the same loops (`lax.scan`, nested `lax.fori_loop`) where JAX is
 installed; each checked against the hand gradient, then timed in one process pinned to
 one core (the minimum over blocks of calls). A gradient whose cost per element stays flat
@@ -77,12 +77,32 @@ def hand_cell_grad(x):
     return g
 
 
+@tf.differentiable
+def window_energy(x):
+    total = 0.0 * x[0]
+    for i in range(len(x) - 2):
+        w = x[i:i + 3]
+        total += tf.reduce_sum(w * w) * w[1]
+    return total
+
+
+@numba.njit(cache=True)
+def hand_window_grad(x):
+    g = np.zeros_like(x)
+    for i in range(x.shape[0] - 2):
+        s = x[i] ** 2 + x[i + 1] ** 2 + x[i + 2] ** 2
+        g[i] += 2.0 * x[i] * x[i + 1]
+        g[i + 1] += 2.0 * x[i + 1] * x[i + 1] + s
+        g[i + 2] += 2.0 * x[i + 2] * x[i + 1]
+    return g
+
+
 def _jax_grads():
-    """JAX's jit(grad) of both loops, or (None, None) where JAX is not installed."""
+    """JAX's jit(grad) of the loops, or Nones where JAX is not installed."""
     try:
         import jax
     except ImportError:
-        return None, None
+        return None, None, None
     jax.config.update("jax_enable_x64", True)
 
     def energy(x):
@@ -97,7 +117,13 @@ def _jax_grads():
                                      total)
         return jax.lax.fori_loop(0, x.shape[0], row, 0.0)
 
-    return jax.jit(jax.grad(energy)), jax.jit(jax.grad(cells))
+    def windows(x):
+        def step(i, total):
+            w = jax.lax.dynamic_slice(x, (i,), (3,))
+            return total + (w * w).sum() * w[1]
+        return jax.lax.fori_loop(0, x.shape[0] - 2, step, 0.0)
+
+    return [jax.jit(jax.grad(f)) for f in (energy, cells, windows)]
 
 
 def _best(call, x, seconds=0.3):
@@ -125,13 +151,14 @@ def main(argv=None):
                              "without JAX (benchmarks/guard.py's rows)")
     args = parser.parse_args(argv)
     os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
-    jax_rows, jax_cells = _jax_grads() if args.json is None else (None, None)
+    jax_rows, jax_cells, jax_windows = _jax_grads() if args.json is None else (None,) * 3
     print("| loop | n | hand Numba | srcxform | ns per element | × hand | JAX |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     ratios = {}
     for label, ours, hand, peer, shape in (
             ("x[i]", smoothed_energy.grad, hand_grad, jax_rows, lambda n: (n,)),
-            ("x[i, j]", cell_energy.grad, hand_cell_grad, jax_cells, lambda n: (n // 8, 8))):
+            ("x[i, j]", cell_energy.grad, hand_cell_grad, jax_cells, lambda n: (n // 8, 8)),
+            ("x[i:i+3]", window_energy.grad, hand_window_grad, jax_windows, lambda n: (n,))):
         for n in args.sizes:
             x = np.random.default_rng(0).uniform(-1, 1, shape(n))
             ratios[f"loop:{label}"] = _row(label, x, ours, hand, peer)

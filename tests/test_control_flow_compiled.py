@@ -999,3 +999,54 @@ def test_a_third_derivative_by_reverse_mode_raises_naming_it():
     eps = 1e-4
     np.testing.assert_allclose(hessian, (second.grad(x, w + eps) - second.grad(x, w - eps))
                                / (2 * eps), rtol=1e-6)
+
+
+def temporary_per_trip(x):
+    """A window's gradient: two small arrays a trip, read within it only."""
+    total = 0.0 * x[0]
+    for i in range(len(x) - 2):
+        w = x[i:i + 3]
+        total += tf.reduce_sum(w * w) * w[1]
+    return total
+
+
+def temporaries_kept(x):
+    """Arrays made in a trip (each read by a product, so made whole) that outlive it: a
+    carry, a view carried, an inner loop's init and a branch's operand carried, a stacked
+    row; beside arrays that do not (allocated once)."""
+    m = tf.reshape(x[:9], (3, 3))
+
+    def body(i, c):
+        a, b, v, total = c
+        t = tf.sin(a * x[i])  # carried
+        u = tf.tanh(b) * 0.5  # carried as a view of it
+        s = tf.cos(v) + x[i]  # an inner loop's init, whose result is carried
+        d = tf.exp(-t * t)  # dropped at the trip's end
+        inner = tf.fori_loop(0, i % 2, lambda j, z: z * 0.9, s)
+        kept = tf.cond(total > 0.0, lambda: t * 1.0, lambda: a + 0.0)
+        products = [tf.linalg.matvec(m, w) for w in (t, u, s, d)]
+        return (kept, tf.reshape(u, (3,))[::-1], inner,
+                total + tf.reduce_sum(tf.stack(products) * d))
+    a, b, v, total = tf.fori_loop(0, x.shape[0] - 9, body, (x[:3], x[1:4], x[:3] * 2.0,
+                                                             tf.constant(0.0, tf.float64)))
+    rows = tf.scan(lambda acc, r: tf.tanh(tf.linalg.matvec(m, acc) * r),
+                   tf.reshape(x[:6], (2, 3)), x[1:4])
+    return tf.reduce_sum(a * b * v) + total + tf.reduce_sum(rows)
+
+
+def test_an_array_a_trip_makes_and_drops_is_allocated_once(compile_mode):
+    # Allocated before the loop and filled at every trip (codegen/control.py _hoisted):
+    # a window's gradient made two small arrays a trip, most of its time.
+    f = tf.differentiable(temporary_per_trip)
+    x = np.linspace(-1.0, 1.5, 9)
+    assert_eager_and_differences(f, temporary_per_trip, x)
+    kernel = f.source(x).split("# Bound per kernel")[0]
+    loop = re.search(r"for \w+ in range\(\w+ - 1, -1, -1\):", kernel).start()  # the adjoint's
+    assert len(re.findall(r"= arrays\.empty\(\(3,\)", kernel[:loop])) == 2
+    assert "arrays.empty" not in kernel[loop:]
+
+
+def test_an_array_a_trip_makes_and_keeps_has_its_own(compile_mode):
+    f = tf.differentiable(temporaries_kept)
+    for trips in (1, 2, 3, 8):
+        assert_eager_and_differences(f, temporaries_kept, np.linspace(-0.7, 0.9, trips + 9))

@@ -170,7 +170,9 @@ BUDGET = {
     # a fixed index's element (w[0]) as a scatter's
     # +13: a column's gradient (x[:, j] in a loop) added into a view of the carry with its
     # axes swapped, not a transposed array of zeros the size of x a trip (39.6 -> 1.3 ms)
-    "codegen": 2816,
+    # +24: arrays a trip makes and drops allocated once before the loop (_hoisted: a
+    # window's gradient 99-119 -> 24-44 ns a trip)
+    "codegen": 2840,
     # +310: branches.py (explain), signature.py (the argument rules); +5 joins; +5 spans
     # (a concat's, once for lowering and its VJP: codegen and ops shrank as much); +10: a
     # primitive's batching rule (vector mode, issue 32); +10: the identity's rows as a
@@ -234,8 +236,8 @@ BUDGET = {
     # past SciPy's frames, and the SciPy function it called (helper 137); +6: an index
     # out of bounds worded from its numbers (a message built in compiled code is slow);
     # +20: NumPy's setitem error for a traced item value named at the user's line
-    # +4: a value named after the program (codegen's element adds)
-    "core": 3150,
+    # +4: a value named after the program (codegen's element adds); +4: Codegen.aliases
+    "core": 3154,
     # the CUDA target (issue 35): its first slice, 590 lines; +80: kept buffers per
     # thread, scalar steps folded into the next launch, Variables, methods; +5: a transpose
     # as a view (numba-cuda's .T compiled a kernel per call: W5's GPU gradient 334 ms);
@@ -377,7 +379,8 @@ BUDGET = {
     # +67: x[i:i + 2] slid by a loop's index is a block (block, _window): the loop
     # unrolled, its compile 86 s at 200 trips (now 1.9 s, and one kernel for every size)
     # +25: window, that block a view (a trip's forward 237 -> 1.2 ns, no index vectors)
-    "ops": 5381,
+    # +1: the operands helpers that add in place return (aliases)
+    "ops": 5382,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the

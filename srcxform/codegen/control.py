@@ -97,7 +97,7 @@ def _assign(low, indent, names, values):
         low.line(indent, f"{', '.join(names)} = {', '.join(values)}")
 
 
-def _body(low, eqn, first, carry, inits):
+def _body(low, eqn, first, carry, inits, lanes=False):
     """The lowering of a loop's body (its carries are its inputs from `first`, starting at
     the atoms `inits`) and the spare buffers of its in-place carries (_in_place), after
     the carries that add rows into their own buffer (_rows_added) have their initial
@@ -113,7 +113,10 @@ def _body(low, eqn, first, carry, inits):
             low.owned.add(results[k])
     body = _lowering(low, program)
     body.owned = {program.ins[first + k] for k in added}  # each read once, adding into it
-    return body, _in_place(low, body, first, carry)
+    spares = _in_place(low, body, first, carry)
+    if not lanes:
+        _hoisted(low, body)
+    return body, spares
 
 
 def _rows_viewed(program):
@@ -388,6 +391,28 @@ def _in_place(low, body, first, carry):
     return found
 
 
+def _hoisted(low, body):
+    """Allocates before the loop each array that the body's loop nests fill and nothing
+    holds past its trip (no carry, stacked row or result may share its memory), filled
+    again at every trip: one allocation, not one a trip (a window's gradient made two
+    small arrays a trip, most of its time). Not for lanes a prange runs at once."""
+    if not low.in_place_carries:
+        return
+    program = body.program
+    fresh = {e.out for item in body.items if isinstance(item, LoopGroup) for e in item.eqns}
+    held = {a for a in program.outs if isinstance(a, Var)}
+    for e in reversed(program.eqns):  # what each value held may share memory with
+        if e.out in held and e.out not in fresh:
+            aliases = e.prim.codegen.aliases
+            held.update(a for j, a in enumerate(e.ins) if isinstance(a, Var)
+                        and (aliases is None or j in aliases))
+    for var in (e.out for e in program.eqns):
+        if var in fresh and var not in held and var.aval.shape \
+                and var in body.placement.arrays and var not in body.buffer_vars:
+            low.stmt(1, low.allocate(low.namer(var), var.aval.shape, var.aval.dtype))
+            body.buffer_vars.add(var)
+
+
 def _views(program, fresh, values):
     """The arrays of `program` that may share memory with `values`: those computed from
     them by equations outside loop nests (a slice, a reshape, a nested loop's result),
@@ -482,20 +507,21 @@ def _fori(low, eqn):
     ys = _allocated(low, eqn, range(n, n + r), trips)
     stacks = [(c - n - r - 1, s) for c, s in
               _allocated(low, eqn, range(n + r + 1, 2 * n + r + 1), _rows(trips, k))]
-    body, spares = _body(low, eqn, 1, carry, eqn.ins[2:2 + n])
+    # Trips that share nothing (vmap's lanes: no carry, each writes its own rows) run
+    # on Numba's threads; a prange drops an exception, so only a body that cannot raise,
+    # whose rows are written by a put that cannot either (Numba runs a prange with a
+    # raise in it serially).
+    lane = not eqn.kwargs["reverse"] and low.parallel and not n \
+        and not may_raise(eqn.kwargs["body"])
+    body, spares = _body(low, eqn, 1, carry, eqn.ins[2:2 + n], lane)
     index = low.namer.fresh("it")
     from_zero = lower == "np.int64(0)"
-    lane = False
     if eqn.kwargs["reverse"]:
         stop = "-1" if from_zero else f"{lower} - 1"
         low.line(1, f"for {index} in range({upper} - 1, {stop}, -1):")
-    elif low.parallel and not n and not may_raise(eqn.kwargs["body"]):
-        # Trips that share nothing (vmap's lanes: no carry, each writes its own rows) run
-        # on Numba's threads; a prange drops an exception, so only a body that cannot raise,
-        # whose rows are written by a put that cannot either (Numba runs a prange with a
-        # raise in it serially).
+    elif lane:
         low.line(1, f"for {index} in prange({lower}, {upper}):")
-        low.used_prange = lane = True
+        low.used_prange = True
     else:
         low.line(1, f"for {index} in range({lower}, {upper}):")
     row = index if from_zero else f"({index} - {lower})"

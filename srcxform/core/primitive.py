@@ -109,6 +109,9 @@ class Codegen:
     # operand (a matrix product): the one loop nest reading it may compute it a block of
     # rows at a time, each block read while it is in cache (codegen/placement.py).
     by_rows: bool = False
+    # The operands whose memory an array result may share (a helper that adds into its
+    # first operand in place returns it); None: any of them, as far as anyone knows.
+    aliases: tuple | None = None
 
 
 @dataclass(eq=False)
@@ -427,17 +430,18 @@ def reduction(name, impl, emit, init, vjp=None, nondiff=False, sums=False):
 def primitive(name, kind, impl, shape, emit, vjp=None, nondiff=False,
               same_aval_is_identity=False, is_broadcast=False, rearranges=False,
               embeds=False, joins=False, selects=False, emit_for=None, raises=False, sums=False,
-              batch=None, by_rows=False):
+              batch=None, by_rows=False, aliases=None):
     """Declares a primitive with its own shape rule `shape(*avals, **params)`; the inputs
     are named by the shape rule's positional parameters. `emit_for` and `raises`: see
-    Codegen (`by_rows` too); `batch`: see Primitive; the others after `nondiff`: see
+    Codegen (`by_rows`, `aliases` too); `batch`: see Primitive; the others after `nondiff`: see
     Algebra."""
     arg_names, variadic = _arg_names(shape, 0)
     algebra = Algebra(same_aval_is_identity=same_aval_is_identity, is_broadcast=is_broadcast,
                       rearranges=rearranges, embeds=embeds, joins=joins, selects=selects, sums=sums)
     return Primitive(name, kind, impl, shape, vjp, emit, arg_names, nondiff, variadic=variadic,
                      batch=batch, algebra=algebra,
-                     codegen=Codegen(emit_for=emit_for, raises=raises, by_rows=by_rows))
+                     codegen=Codegen(emit_for=emit_for, raises=raises, by_rows=by_rows,
+                                     aliases=aliases))
 
 
 def reduce_params(x, axis, keepdims, op):

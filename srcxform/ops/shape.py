@@ -224,7 +224,7 @@ _ONE_ROW = _in_bounds("gather", "indices") + "\nout = x[indices]{}"
 # call (arrays.gather, _ONE_ROW). With `view`, which only code generation sets (a row that
 # only gathers read, x[i, j]'s: codegen/control.py), one integer's row is x's own memory.
 gather_p = primitive("gather", "opaque", _gather_impl, _gather_shape,
-                     "arrays.gather(x, indices)", raises=True,
+                     "arrays.gather(x, indices)", raises=True, aliases=(0,),
                      emit_for=lambda x, indices, out, *, view=False: None if indices.shape else
                      _ONE_ROW.format(".copy()" if out.shape and not view else ""),
                      vjp=lambda g, out, x, indices, *, view=False:
@@ -235,6 +235,7 @@ gather_p = primitive("gather", "opaque", _gather_impl, _gather_shape,
 # gather's transpose: rows of g added into zeros at `indices`.
 scatter_add_p = primitive("scatter_add", "opaque", _scatter_add_impl, _scatter_add_shape,
                           "arrays.scatter_add(g, indices, size)", raises=True, sums=True,
+                          aliases=(),
                           emit_for=_one_row("out = arrays.zeros(out_shape, out_dtype)\n"
                                             "arrays.add_row(out, indices, g, True)"),
                           vjp=lambda g, out, x, indices, *, size:
@@ -275,7 +276,7 @@ def _add_rows_form(x, indices, g, out, *, in_place, axes=None):
 # costs g's rows, not all of x (an adjoint loop's gradient of an array the loop reads a
 # row or a column at a time).
 add_rows_p = primitive("add_rows", "opaque", _add_rows_impl, _add_rows_shape,
-                       "arrays.add_rows(x, indices, g, in_place)", raises=True,
+                       "arrays.add_rows(x, indices, g, in_place)", raises=True, aliases=(0,),
                        emit_for=_add_rows_form,
                        vjp=lambda gout, out, x, indices, g, *, in_place, axes=None: (
                            gout, None, gather_p.bind(
@@ -314,7 +315,7 @@ def _add_at_form(x, g, *indices_and_out, in_place):
 # owns (codegen/control.py), so that the adjoint of `for i: for j: ... x[i, j]` costs an
 # element a trip, not a row.
 add_at_p = primitive("add_at", "opaque", _add_at_impl, _add_at_shape,
-                     "arrays.add_at(x, indices, g, in_place)", raises=True,
+                     "arrays.add_at(x, indices, g, in_place)", raises=True, aliases=(0,),
                      emit_for=_add_at_form,
                      vjp=lambda gout, out, x, g, *indices, in_place: (  # gout's element
                          gout, functools.reduce(gather_p.bind, indices, gout))
