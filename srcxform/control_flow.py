@@ -27,7 +27,7 @@ from srcxform.passes import structured
 from srcxform.core.aval import Aval
 from srcxform.core.dims import Dim
 from srcxform.core.dtypes import as_dtype
-from srcxform.core.errors import IndexArgumentError, user_line
+from srcxform.core.errors import IndexArgumentError, TracingError, user_line
 from srcxform.ops.creation import convert_to_tensor, zeros
 from srcxform.ops.elementwise import identity
 from srcxform.ops.shape import stack
@@ -155,8 +155,14 @@ def named_fori_loop(lower, upper, body_fun, init_val, names=None, checkpoint=Non
     """fori_loop; `names`, one per leaf of init_val, name the loop variables in errors
     where the body's parameter and the leaf's path would not (autograph's loop state,
     a dict of the user's variables)."""
-    if CONTEXT.traces and any(isinstance(b, (Tracer, Dim)) for b in (lower, upper)):
+    if CONTEXT.traces and any(isinstance(b, Tracer) for b in (lower, upper)):
         return _compiled_fori(lower, upper, body_fun, init_val, checkpoint, names)
+    if CONTEXT.traces and any(isinstance(b, Dim) for b in (lower, upper)):
+        restore = structured.restorer()
+        try:
+            return _compiled_fori(lower, upper, body_fun, init_val, checkpoint, names)
+        except TracingError:  # a body that needs i as a Python int: unrolled at these sizes
+            restore()
     lower, upper = _int_bound(lower, "lower"), _int_bound(upper, "upper")
     if CONTEXT.traces and upper - lower > 1 and not structured.UNROLLING.get():
         rolled = _rolled_fori(lower, upper, body_fun, init_val, checkpoint, names)

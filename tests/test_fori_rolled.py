@@ -416,7 +416,23 @@ def outer_index_inside(x):
     return acc
 
 
-WINDOWS = [pairs, centred, columns, outer_index_inside]
+def spellings(x):
+    """TensorFlow's int32 index (tf.range), a step, a range going down, a bound from
+    tf.shape, and the index scaled and negated (x[n - 2 - i:n - i])."""
+    n = x.shape[0]
+    acc = tf.constant(0.0, tf.float64)
+    for i in tf.range(n - 1):
+        acc += tf.reduce_sum(x[i:i + 2] ** 2)
+    for i in range(0, n - 2, 2):
+        acc += tf.reduce_sum(tf.sin(x[i + 1:i + 3])) * x[i]
+    for i in range(n - 3, -1, -1):
+        acc = acc * 0.9 + tf.reduce_sum(x[i:i + 3] * x[i * 1])
+    for i in range(tf.shape(x)[0] - 1):
+        acc += tf.reduce_sum(x[n - 2 - i:n - i] * tf.cast(i, tf.float64))
+    return acc
+
+
+WINDOWS = [pairs, centred, columns, outer_index_inside, spellings]
 
 
 @pytest.mark.parametrize("fn", WINDOWS)
@@ -430,7 +446,7 @@ def test_a_window_the_index_slides_is_one_loop_at_every_size(fn):
         got_value, got_grad = f.value_and_grad(x)
         np.testing.assert_allclose(got_value, value, rtol=1e-13)
         np.testing.assert_allclose(got_grad, grad, rtol=1e-13, atol=1e-15)
-        assert loops(f.ir(x)) == 1 + (fn is outer_index_inside)
+        assert loops(f.ir(x)) == {outer_index_inside: 2, spellings: 4}.get(fn, 1)
     np.testing.assert_allclose(got_grad, central_difference(
         lambda z: fn(tf.constant(z)), x), rtol=1e-6, atol=1e-8)
     assert len(f.ir(np.ones(6))) == len(f.ir(np.ones(10)))
@@ -449,7 +465,18 @@ def test_a_window_some_trip_would_clip_unrolls_as_python_slices_it():
         return tf.fori_loop(0, 4, lambda i, c: c + tf.reduce_sum(x[i - 1:i + 1]) * x[i],
                             tf.constant(0.0, tf.float64))
 
-    for fn in (past_the_end, before_the_start):
+    def sizes_past_the_end(x):  # a fori_loop over sizes: unrolled at each size too
+        return tf.fori_loop(0, x.shape[0], lambda i, c: c + tf.reduce_sum(x[i:i + 2]) * x[i],
+                            tf.constant(0.0, tf.float64))
+
+    def narrow_index(x):  # int8 would wrap past 127: no one block, Python's slices
+        acc = tf.constant(0.0, tf.float64)
+        for i in range(x.shape[0] - 2):
+            j = tf.cast(i, tf.int8)
+            acc += tf.reduce_sum(x[j:j + 2]) * (i + 1.0)
+        return acc
+
+    for fn in (past_the_end, before_the_start, sizes_past_the_end):
         f = tf.differentiable(fn)
         for n in (4, 5):
             x = np.linspace(0.5, 2.0, n)
@@ -458,6 +485,14 @@ def test_a_window_some_trip_would_clip_unrolls_as_python_slices_it():
             np.testing.assert_allclose(got_value, value, rtol=1e-13)
             np.testing.assert_allclose(got_grad, grad, rtol=1e-13)
             assert loops(f.ir(x)) == 0
+    f = tf.differentiable(narrow_index)
+    for n, rolled in [(8, 1), (131, 0)]:
+        x = np.linspace(0.5, 2.0, n)
+        value, grad = eager_value_and_grad(narrow_index, x)
+        got_value, got_grad = f.value_and_grad(x)
+        np.testing.assert_allclose(got_value, value, rtol=1e-13)
+        np.testing.assert_allclose(got_grad, grad, rtol=1e-13)
+        assert loops(f.ir(x)) == rolled, n
 
 
 def test_a_window_kernel_is_guarded_to_the_sizes_where_no_trip_clips():

@@ -65,7 +65,8 @@ BUDGET = {
     # tf.bitwise namespace (helper 135); +2: the eager reference run makes a NumPy array
     # argument a NumpyTensor (NumPy's operators, helper 135); +3: a Python number one too
     # (helper 138); +4: vmap's rows keep their argument's eager kind (helper 139)
-    ".": 3439,
+    # +6: a fori_loop over sizes whose body needs its index as an int unrolls (it raised)
+    ".": 3445,
     # +180: explain's zero, trap and custom_gradient probes; the eager NaN rule; +20: a
     # compiled tape.jacobian's hook to jacobians.py; +30: debug_nans judges only the
     # cotangents a backward pass uses (nan_checks.Holding); +10: output_gradients are
@@ -379,8 +380,9 @@ BUDGET = {
     # +67: x[i:i + 2] slid by a loop's index is a block (block, _window): the loop
     # unrolled, its compile 86 s at 200 trips (now 1.9 s, and one kernel for every size)
     # +25: window, that block a view (a trip's forward 237 -> 1.2 ns, no index vectors)
-    # +1: the operands helpers that add in place return (aliases)
-    "ops": 5382,
+    # +1: the operands helpers that add in place return (aliases); +34: a window's bounds
+    # as a * i + b through casts, products and negation (tf.range, steps, reversed ranges)
+    "ops": 5416,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the
@@ -405,8 +407,8 @@ BUDGET = {
     # +7: a value a region takes twice gets its cotangent once (helper 146: twice)
     # +121: carries.py, a loop's carries and a cond's results nothing reads dropped, and
     # the adjoint carries only the cotangents that may not be zero (a wrt=1 least-squares
-    # loop 471 -> 190 us: it summed the data's gradient too); +2: the index's bounds told
-    "passes": 1691,
+    # loop 471 -> 190 us: it summed the data's gradient too); +4: the index's bounds told
+    "passes": 1693,
     # +10: put_lane, so vmap's prange lanes run on threads; +50: concatenate, slice copies
     # and transposes that compile nothing per kernel (issue 28: ht's first calls); +35:
     # stacked rows copied by cached cores (rows n = 10's first call 1.8 -> 0.9 s); +30:

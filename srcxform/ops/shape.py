@@ -18,8 +18,9 @@ from srcxform.core.dtypes import promote, settled_of
 from srcxform.core.primitive import checked_python_ints
 from srcxform.core.errors import IndexArgumentError, TracingError, shape_error
 from srcxform.core.errors import user_line
-from srcxform.core.ir import Lit
-from srcxform.ops.elementwise import add, add_p, cast, cast_p, less, multiply, subtract_p, where
+from srcxform.core.ir import Lit, Var
+from srcxform.ops.elementwise import (add, add_p, cast, cast_p, less, multiply, multiply_p,
+                                      negative_p, subtract_p, where)
 from srcxform.ops.held_sizes import size_argument, sizes_held
 from srcxform.core.primitive import primitive
 from srcxform.core.tensor import Tensor, Value, as_value
@@ -784,11 +785,8 @@ def _normalize_index(items, shape):
                     for v in (item.start, item.stop, item.step)]
             if any(isinstance(v, Value) and v._trace is not None for v in ends):
                 window = _window(*ends, shape[axis])
-                if window is None:
-                    raise TracingError(
-                        f"{user_line()}\n  getitem: a slice with a traced bound (x[i:i + 2]) "
-                        "has a length known only at run time; for a block of a length "
-                        "known now write tf.slice(x, [i], [2])")
+                if isinstance(window, str):
+                    raise TracingError(f"{user_line()}\n  {window}")
                 windows.append((sum(not isinstance(i, int) for i in out), *window))
                 out.append(FULL)
                 axis += 1
@@ -810,56 +808,96 @@ def _normalize_index(items, shape):
 
 
 def _window(start, stop, step, n):
-    """(begin, size) of x[i + a:i + b] along an axis of n, i the index of a fori loop
-    being traced: a block of b - a elements at i + a, where the loop's bounds show that no
-    trip's slice is clipped (i + a never negative, i + b never past n; compared as sizes,
-    so the kernel is guarded to sizes where that holds). Else None: Python's slice would
-    clip some trip's block, a length known only at run time (the caller raises, and a
-    converted loop unrolls)."""
-    if step is not None and not (isinstance(step, int) and step == 1):
-        return None
-    found = [_index_offset(v) for v in (start, stop)]
-    if None in found or found[0][0] != found[1][0]:
-        return None
-    (lower, upper), a = found[0][1:]
-    b = found[1][2]
-    if b < a or lower + a < 0 or upper - 1 + b > n:
-        return None
-    return start, b - a
+    """(begin, size) of x[start:stop] along an axis of n, where start and stop are a * i + b
+    and a * i + c for i the index of a fori loop being traced (_affine): c - b elements from
+    start, where the loop's bounds show that no trip's slice is clipped (start never
+    negative, stop never past n; compared as sizes, so the kernel is guarded to sizes where
+    that holds). Else a TracingError's message: a length known only at run time, or Python's
+    slice clipped at some trip (a converted loop then unrolls)."""
+    ends = [_affine(v) for v in (start, stop)]
+    unit = step is None or isinstance(step, int) and type(step) is not Dim and step == 1
+    if not unit or None in ends or ends[0][:2] != ends[1][:2]:
+        return ("getitem: a slice with a traced bound (x[i:i + 2] with i an argument) has a "
+                "length known only at run time; for a block of a length known now write "
+                "tf.slice(x, [i], [2])")
+    (_, scale, first, bounds), last = ends[0], ends[1][2]
+    size = last - first
+    if type(size) is not Dim and size >= 0:
+        low, high = _span(bounds, scale, first)
+        if low >= 0 and high + size <= n:
+            return start, size
+    return ("getitem: a slice of a loop's index clipped at some trip of the loop (past the "
+            "axis, or from before it), where Python's slice is shorter, has no one length: "
+            "keep the loop's range to the trips where the slice lies inside the axis")
 
 
-def _index_offset(value):
-    """(the loop's index Var, its bounds, a) where value is i + a for an int a and i the
-    index of a fori loop this trace's body is in (Trace.loop_index); else None."""
-    trace, offset = getattr(value, "_trace", None), 0
-    var = getattr(value, "ir_var", None)
+# The integer ops a loop index may go through to a slice's bound: i * 2 + 1, n - 1 - i.
+_AFFINE = {add_p, subtract_p, multiply_p, negative_p, cast_p}
+
+
+def _affine(value):
+    """(the index's Var, a, b, the loop's bounds) where value is a * i + b for i the index of
+    a fori loop being traced (Trace.loop_index; an enclosing loop's through a region's
+    captures), a an int and b an int or a size: each step adds, subtracts or multiplies a
+    literal, negates, or casts, and every value the loop gives fits each step's dtype
+    (compared as sizes: guarded); else None."""
+    chain, trace, var = [], getattr(value, "_trace", None), getattr(value, "ir_var", None)
     while trace is not None and var is not None:
         index = trace.loop_index
         if index is not None and var is index[0]:
-            return var, index[1:], offset
+            break
         eqn = trace.producers.get(var)
         if eqn is None:  # a region's input: the enclosing trace's value it captured
-            outer = getattr(trace, "captured_from", {}).get(var)
+            outer = trace.captured_from.get(var)
             trace, var = getattr(outer, "_trace", None), getattr(outer, "ir_var", None)
             continue
-        x, *rest = eqn.ins
-        if eqn.prim is cast_p and x.aval.dtype.kind in "iu" and eqn.out.aval.dtype == np.int64:
-            var = x
-        elif eqn.prim is add_p and _int_literal(x) is not None:  # a + i
-            var, offset = rest[0], offset + _int_literal(x)
-        elif eqn.prim in (add_p, subtract_p) and _int_literal(rest[0]) is not None:
-            var = x
-            offset += _int_literal(rest[0]) * (1 if eqn.prim is add_p else -1)
-        else:
+        operands = [a for a in eqn.ins if isinstance(a, Var)]
+        if eqn.prim not in _AFFINE or len(operands) != 1 \
+                or eqn.out.aval.dtype.kind not in "iu" or operands[0].aval.dtype.kind not in "iu":
             return None
-    return None
+        chain.append(eqn)
+        var = operands[0]
+    else:
+        return None
+    bounds, scale, offset = index[1:], 1, 0
+    for eqn in reversed(chain):
+        literal = next((_int_literal(a) for a in eqn.ins if not isinstance(a, Var)), None)
+        if eqn.prim is negative_p:
+            scale, offset = -scale, -offset
+        elif eqn.prim is cast_p:
+            pass
+        elif literal is None:
+            return None
+        elif eqn.prim is add_p:
+            offset += literal
+        elif eqn.prim is subtract_p and isinstance(eqn.ins[0], Var):
+            offset -= literal
+        elif eqn.prim is subtract_p:  # literal - i
+            scale, offset = -scale, literal - offset
+        elif type(literal) is Dim:  # a multiple of a size: its sign unknown
+            return None
+        else:
+            scale, offset = scale * literal, offset * literal
+        dtype = eqn.out.aval.dtype
+        if dtype != np.int64:  # a narrower or unsigned dtype must hold every value
+            low, high = _span(bounds, scale, offset)
+            if low < np.iinfo(dtype).min or high > np.iinfo(dtype).max:
+                return None
+    return index[0], scale, offset, bounds
+
+
+def _span(bounds, scale, offset):
+    """The least and the greatest of scale * i + offset over the loop's trips."""
+    lower, upper = bounds
+    ends = (scale * lower + offset, scale * (upper - 1) + offset)
+    return ends if scale >= 0 else ends[::-1]
 
 
 def _int_literal(atom):
-    """The int an IR atom holds where it is an integer literal (not a size), else None."""
-    if isinstance(atom, Lit) and type(atom.value) is not Dim \
-            and isinstance(atom.value, (int, np.integer)) and not isinstance(atom.value, bool):
-        return int(atom.value)
+    """The int or size an IR atom holds where it is an integer literal, else None."""
+    value = atom.value if isinstance(atom, Lit) else None
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return value if type(value) is Dim else int(value)
     return None
 
 

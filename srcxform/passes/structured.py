@@ -47,6 +47,7 @@ from srcxform.core.primitive import Algebra, Codegen
 from srcxform.passes.carries import live_carries
 from srcxform.passes.pipeline import optimize
 from srcxform.core.recording import CONTEXT
+from srcxform.ops.held_sizes import size_argument
 from srcxform.core.tensor import (
     PythonNumber, SizeConstant, Tensor, Value, as_value, converted_python_int,
 )
@@ -482,9 +483,11 @@ def fori_loop(lower, upper, body_fn, inits, names, xs=(), y_avals=(), checkpoint
     row_avals = [Aval(tuple(x.shape[1:]), x.dtype) for x in xs]
     n, m = len(inits), len(xs)
 
+    sizes = [size_argument(b) for b in (lower, upper)]  # tf.shape(x)[0] - 1 as the size
+
     def traced(i, *values):
-        if not any(isinstance(b, Value) for b in (lower, upper)):
-            i._trace.loop_index = (i.ir_var, lower, upper)
+        if not any(isinstance(b, Value) for b in sizes):
+            i._trace.loop_index = (i.ir_var, *sizes)
         carries, rows = body_fn(i, list(values[:n]), list(values[n:]))
         return list(carries) + list(rows)
 
