@@ -380,9 +380,9 @@ BUDGET = {
     # +67: x[i:i + 2] slid by a loop's index is a block (block, _window): the loop
     # unrolled, its compile 86 s at 200 trips (now 1.9 s, and one kernel for every size)
     # +25: window, that block a view (a trip's forward 237 -> 1.2 ns, no index vectors)
-    # +1: the operands helpers that add in place return (aliases); +34: a window's bounds
+    # +1: the operands helpers that add in place return (aliases); +37: a window's bounds
     # as a * i + b through casts, products and negation (tf.range, steps, reversed ranges)
-    "ops": 5416,
+    "ops": 5419,
     # +110: a compiled loop's own JVP (structured.LoopRule, issue 32); +180: chains of
     # adds summed by loops (reroll.Folder, issue 28); +10: a NaN or inf folded from finite
     # literals stays an op (debug_nans names it); +15: a Python-number carry takes the

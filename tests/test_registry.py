@@ -23,7 +23,7 @@ INTERNAL = {
     "mathfuncs": {"rsqrt_grad"},
     "nn": {"leaky_relu_grad"},
     "shape": {"shape_argument", "unchanged", "checked_indices", "check_indices",
-              "embed", "getitem", "block",  # indexing's own ops: x[i], its adjoint, a window
+              "embed", "getitem", "block", "check_window",  # indexing's own ops: x[i], its adjoint, a window
               "iota"},  # range's counting, and gather's batch offsets
     # TensorFlow's packing of nested lists, which conversions share
     "creation": {"pack", "fitted"},

@@ -11,7 +11,7 @@ import numpy as np
 from numba import cuda
 
 from srcxform.ops.random import philox_p
-from srcxform.ops.shape import check_indices, check_range_p, window_p
+from srcxform.ops.shape import check_indices, check_range_p, check_window
 
 # Threads per block: a multiple of the warp (32); 256 is the usual first choice, to be
 # tuned by measurement on a real GPU (none has been measured).
@@ -363,10 +363,10 @@ def _by_index(rows, indices, table):
 
 
 def window(x, begin, size, op, out):
-    """out = x[begin:begin + size] (window_p), begin read back and checked first, as the
-    CPU kernel checks it."""
+    """out = x[begin:begin + size] (ops/shape.py's window), begin read back and checked
+    first, as the CPU kernel checks it."""
     b = int(host(begin))
-    window_p.impl(np.empty((x.shape[0], 0)), b, size=size, op=op)  # raises where outside
+    check_window(b, size, x.shape[0], op)
     if out.size:
         out.copy_to_device(x[b:b + size])
     return out

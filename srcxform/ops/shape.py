@@ -335,12 +335,17 @@ def _window_shape(x, begin, *, size, op):
     return Aval((size,) + x.shape[1:], x.dtype, x.weak)
 
 
+def check_window(begin, size, n, op):
+    """IndexArgumentError where begin, ..., begin + size - 1 leave an axis of n, naming the
+    first index outside as check_range does (the CPU kernel's template, the CUDA host)."""
+    if not 0 <= begin <= n - size:
+        raise IndexArgumentError(f"{op}: index {begin if begin < 0 else max(begin, n)} is "
+                                 f"out of bounds for a dimension of size {n}")
+
+
 def _window_impl(x, begin, size, op):
-    n, b = x.shape[0], int(begin)
-    if not 0 <= b <= n - size:  # the first index outside, as check_range names it
-        raise IndexArgumentError(f"{op}: index {b if b < 0 else max(b, n)} is out of bounds "
-                                 f"for a dimension of size {n}")
-    return x[b:b + size]
+    check_window(int(begin), size, x.shape[0], op)
+    return x[int(begin):int(begin) + size]
 
 
 # x[begin:begin + size] along the first axis, begin known at run time and checked there to
@@ -407,9 +412,9 @@ def iota(count, dtype):
 
 
 def block(x, axis, begin, size, op="slice"):
-    """x's `size` elements along axis from `begin`, an integer scalar traced (known at run
-    time): a gather of begin, begin + 1, ..., begin + size - 1, each checked there to lie
-    inside the axis (tf.slice's traced begin, a loop's window x[i:i + 2])."""
+    """x's `size` elements along axis from `begin`, an integer scalar known at run time
+    (tf.slice's traced begin, a loop's window x[i:i + 2]): a window, checked there to lie
+    inside the axis."""
     b = cast(begin, np.int64)  # not b's dtype: uint8's 250 + 9 would wrap
     if size == 0:  # begin may be the axis' end
         rows = add(checked_indices(reshape(b, (1,)), x.shape[axis] + 1, op, "raise"),
