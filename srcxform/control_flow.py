@@ -148,6 +148,14 @@ def fori_loop(lower, upper, body_fun, init_val, checkpoint=None):
     it did (the same values; SlowCompileWarning tells of a long compile), as does a loop
     of fewer than two trips, or one that reads no traced value."""
     checkpoint = structured.checked_checkpoint(checkpoint, "fori_loop")
+    if CONTEXT.traces and any(isinstance(b, Dim) for b in (lower, upper)) \
+            and not any(isinstance(b, Tracer) for b in (lower, upper)):
+        restore = structured.restorer()
+        try:
+            return named_fori_loop(lower, upper, body_fun, init_val, checkpoint=checkpoint)
+        except TracingError:  # a body that needs i as a Python int: unrolled at these sizes
+            restore()  # (autograph's range loop unrolls on its own, keeping Python's names)
+            lower, upper = int(lower), int(upper)  # (a size's int guards the kernel)
     return named_fori_loop(lower, upper, body_fun, init_val, checkpoint=checkpoint)
 
 
@@ -155,14 +163,8 @@ def named_fori_loop(lower, upper, body_fun, init_val, names=None, checkpoint=Non
     """fori_loop; `names`, one per leaf of init_val, name the loop variables in errors
     where the body's parameter and the leaf's path would not (autograph's loop state,
     a dict of the user's variables)."""
-    if CONTEXT.traces and any(isinstance(b, Tracer) for b in (lower, upper)):
+    if CONTEXT.traces and any(isinstance(b, (Tracer, Dim)) for b in (lower, upper)):
         return _compiled_fori(lower, upper, body_fun, init_val, checkpoint, names)
-    if CONTEXT.traces and any(isinstance(b, Dim) for b in (lower, upper)):
-        restore = structured.restorer()
-        try:
-            return _compiled_fori(lower, upper, body_fun, init_val, checkpoint, names)
-        except TracingError:  # a body that needs i as a Python int: unrolled at these sizes
-            restore()
     lower, upper = _int_bound(lower, "lower"), _int_bound(upper, "upper")
     if CONTEXT.traces and upper - lower > 1 and not structured.UNROLLING.get():
         rolled = _rolled_fori(lower, upper, body_fun, init_val, checkpoint, names)

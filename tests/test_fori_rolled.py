@@ -476,7 +476,14 @@ def test_a_window_some_trip_would_clip_unrolls_as_python_slices_it():
             acc += tf.reduce_sum(x[j:j + 2]) * (i + 1.0)
         return acc
 
-    for fn in (past_the_end, before_the_start, sizes_past_the_end):
+    def names_after(x):  # unrolled, the loop keeps Python's names: its index, a body's w
+        acc = tf.constant(0.0, tf.float64)
+        for i in range(x.shape[0]):
+            w = x[i:i + 2]
+            acc += tf.reduce_sum(w)
+        return acc * tf.reduce_sum(w) + tf.cast(i, tf.float64)
+
+    for fn in (past_the_end, before_the_start, sizes_past_the_end, names_after):
         assert_loops_at_sizes(fn, [(4, 0), (5, 0)])
     assert_loops_at_sizes(narrow_index, [(8, 1), (131, 0)])
 
